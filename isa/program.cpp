@@ -1,0 +1,319 @@
+#include "isa/program.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <boost/crc.hpp>
+#include <cstring>
+#include <fstream>
+#include <set>
+
+#include "isa/error.h"
+
+namespace tpusim::isa {
+namespace {
+
+using nlohmann::json;
+
+constexpr uint32_t kMaxSections = 16;
+constexpr uint64_t kAddressLimit = uint64_t{1} << 40;  // host and weight addresses are 40 bits
+
+uint32_t crc32(std::span<const uint8_t> data) {
+  boost::crc_32_type crc;
+  crc.process_bytes(data.data(), data.size());
+  return crc.checksum();
+}
+
+template <typename T>
+void put(std::vector<uint8_t>& out, size_t at, T v) {
+  for (size_t i = 0; i < sizeof(T); ++i) out[at + i] = static_cast<uint8_t>(uint64_t(v) >> (8 * i));
+}
+
+template <typename T>
+T get(std::span<const uint8_t> in, size_t at) {
+  uint64_t v = 0;
+  for (size_t i = 0; i < sizeof(T); ++i) v |= uint64_t(in[at + i]) << (8 * i);
+  return static_cast<T>(v);
+}
+
+std::string_view section_name(uint32_t type) {
+  switch (static_cast<SectionType>(type)) {
+    case SectionType::code: return "code";
+    case SectionType::weights: return "weights";
+    case SectionType::manifest: return "manifest";
+    case SectionType::host_init: return "host_init";
+  }
+  return "unknown";
+}
+
+// ---- manifest <-> Program ----------------------------------------------------------------
+
+json manifest_of(const Program& p) {
+  json regions = json::array();
+  uint64_t init_offset = 0;
+  for (const HostRegion& r : p.host_regions) {
+    json j = {{"name", r.name},          {"direction", r.output ? "output" : "input"},
+              {"host_addr", r.host_addr}, {"bytes", r.bytes},
+              {"dtype", r.dtype},        {"shape", r.shape},
+              {"scale", r.scale}};
+    if (!r.init.empty()) {
+      j["init_offset"] = init_offset;
+      init_offset += r.init.size();
+    }
+    regions.push_back(std::move(j));
+  }
+  json symbols = json::array();
+  for (const Symbol& s : p.symbols)
+    symbols.push_back({{"name", s.name}, {"space", s.space}, {"addr", s.addr}, {"size", s.size}});
+  return {{"format", "tpusim-program"}, {"model", p.model},          {"arch", p.arch},
+          {"meta", p.meta},             {"host_regions", regions},   {"symbols", symbols}};
+}
+
+// Strict reader for one JSON object: every key must be known, every required key present.
+class ObjectReader {
+ public:
+  ObjectReader(const json& j, std::string where) : j_(j), where_(std::move(where)) {
+    if (!j_.is_object()) fail("", "an object");
+  }
+  template <typename T>
+  T get(const std::string& key, const char* expected) {
+    seen_.insert(key);
+    if (!j_.contains(key)) throw InputError(fmt::format("{}: missing key \"{}\"", where_, key));
+    try {
+      return j_.at(key).get<T>();
+    } catch (const json::exception&) {
+      fail(key, expected);
+    }
+  }
+  template <typename T>
+  T get_or(const std::string& key, const char* expected, T fallback) {
+    return j_.contains(key) ? get<T>(key, expected) : (seen_.insert(key), fallback);
+  }
+  const json& raw(const std::string& key, bool (json::*is)() const noexcept, const char* expected) {
+    seen_.insert(key);
+    if (!j_.contains(key)) throw InputError(fmt::format("{}: missing key \"{}\"", where_, key));
+    if (!(j_.at(key).*is)()) fail(key, expected);
+    return j_.at(key);
+  }
+  void done() const {
+    for (const auto& [k, v] : j_.items())
+      if (!seen_.count(k)) throw InputError(fmt::format("{}: unknown key \"{}\"", where_, k));
+  }
+  [[noreturn]] void fail(const std::string& key, const char* expected) const {
+    const std::string what = key.empty() ? j_.dump() : j_.at(key).dump();
+    throw InputError(fmt::format("{}{}{}: expected {}, got {}", where_, key.empty() ? "" : ".", key,
+                                 expected, what.substr(0, 60)));
+  }
+
+ private:
+  const json& j_;
+  std::string where_;
+  std::set<std::string> seen_;
+};
+
+void read_manifest(const json& m, std::span<const uint8_t> host_init, Program& p,
+                   const std::string& where) {
+  ObjectReader top(m, where);
+  if (top.get<std::string>("format", "a string") != "tpusim-program")
+    throw InputError(fmt::format("{}.format: expected \"tpusim-program\"", where));
+  p.model = top.get<std::string>("model", "a string");
+  p.arch = top.raw("arch", &json::is_object, "an object");
+  p.meta = top.raw("meta", &json::is_object, "an object");
+  const json& regions = top.raw("host_regions", &json::is_array, "an array");
+  for (size_t i = 0; i < regions.size(); ++i) {
+    ObjectReader r(regions[i], fmt::format("{}.host_regions[{}]", where, i));
+    HostRegion h;
+    h.name = r.get<std::string>("name", "a string");
+    const auto dir = r.get<std::string>("direction", "\"input\" or \"output\"");
+    if (dir != "input" && dir != "output") r.fail("direction", "\"input\" or \"output\"");
+    h.output = dir == "output";
+    h.host_addr = r.get<uint64_t>("host_addr", "an unsigned integer");
+    h.bytes = r.get<uint64_t>("bytes", "an unsigned integer");
+    h.dtype = r.get<std::string>("dtype", "a string");
+    h.shape = r.get<std::vector<uint64_t>>("shape", "an array of unsigned integers");
+    h.scale = r.get<double>("scale", "a number");
+    if (regions[i].contains("init_offset")) {
+      const auto off = r.get<uint64_t>("init_offset", "an unsigned integer");
+      if (off > host_init.size() || h.bytes > host_init.size() - off)
+        throw InputError(fmt::format("{}.host_regions[{}]: init data [{}, +{}) lies outside the "
+                                     "host_init section ({} bytes)",
+                                     where, i, off, h.bytes, host_init.size()));
+      h.init.assign(host_init.begin() + off, host_init.begin() + off + h.bytes);
+    }
+    r.done();
+    p.host_regions.push_back(std::move(h));
+  }
+  const json& symbols = top.raw("symbols", &json::is_array, "an array");
+  for (size_t i = 0; i < symbols.size(); ++i) {
+    ObjectReader r(symbols[i], fmt::format("{}.symbols[{}]", where, i));
+    Symbol s{r.get<std::string>("name", "a string"), r.get<std::string>("space", "a string"),
+             r.get<uint64_t>("addr", "an unsigned integer"),
+             r.get<uint64_t>("size", "an unsigned integer")};
+    r.done();
+    p.symbols.push_back(std::move(s));
+  }
+  top.done();
+}
+
+size_t align16(size_t n) { return (n + 15) & ~size_t{15}; }
+
+}  // namespace
+
+std::string check_program(const Program& p) {
+  std::set<std::string> names;
+  static const std::set<std::string> dtypes = {"int8", "uint8", "int32"};
+  if (p.weights.size() > kAddressLimit)
+    return fmt::format("weight image of {} bytes exceeds the 40-bit weight address space",
+                       p.weights.size());
+  for (const HostRegion& r : p.host_regions) {
+    if (r.name.empty()) return "host region with an empty name";
+    if (!names.insert(r.name).second) return fmt::format("host region \"{}\" defined twice", r.name);
+    if (!dtypes.count(r.dtype))
+      return fmt::format("host region \"{}\": dtype \"{}\" is not int8, uint8 or int32", r.name,
+                         r.dtype);
+    if (r.bytes == 0 || r.host_addr >= kAddressLimit || r.bytes > kAddressLimit - r.host_addr)
+      return fmt::format("host region \"{}\": [{:#x}, +{}) is empty or exceeds the 40-bit host "
+                         "address space",
+                         r.name, r.host_addr, r.bytes);
+    if (!r.shape.empty()) {
+      unsigned __int128 n = r.dtype == "int32" ? 4 : 1;
+      for (uint64_t d : r.shape) n = std::min<unsigned __int128>(n * d, kAddressLimit + 1);
+      if (n != r.bytes)
+        return fmt::format("host region \"{}\": shape does not match its {} bytes of {}", r.name,
+                           r.bytes, r.dtype);
+    }
+    if (!r.init.empty() && (r.output || r.init.size() != r.bytes))
+      return fmt::format("host region \"{}\": initial data must be given for inputs only and "
+                         "cover all {} bytes",
+                         r.name, r.bytes);
+  }
+  static const std::set<std::string> spaces = {"code", "ub", "acc", "weights"};
+  for (const Symbol& s : p.symbols)
+    if (!spaces.count(s.space))
+      return fmt::format("symbol \"{}\": space \"{}\" is not code, ub, acc or weights", s.name,
+                         s.space);
+  return {};
+}
+
+std::vector<uint8_t> write_program(const Program& p) {
+  if (std::string err = check_program(p); !err.empty()) throw InputError(err);
+  std::vector<uint8_t> code, init;
+  for (const Instruction& inst : p.code) {
+    const Word w = encode(inst);
+    code.insert(code.end(), w.begin(), w.end());
+  }
+  for (const HostRegion& r : p.host_regions) init.insert(init.end(), r.init.begin(), r.init.end());
+  const std::string manifest = manifest_of(p).dump(1);
+  const std::pair<SectionType, std::span<const uint8_t>> sections[] = {
+      {SectionType::code, code},
+      {SectionType::weights, p.weights},
+      {SectionType::manifest,
+       {reinterpret_cast<const uint8_t*>(manifest.data()), manifest.size()}},
+      {SectionType::host_init, init}};
+  const size_t n = std::size(sections);
+  size_t offset = align16(kHeaderBytes + n * kSectionEntryBytes);
+  std::vector<uint8_t> out(offset);
+  std::memcpy(out.data(), kMagic, sizeof kMagic);
+  put<uint16_t>(out, 8, kVersionMajor);
+  put<uint16_t>(out, 10, kVersionMinor);
+  put<uint32_t>(out, 12, kHeaderBytes);
+  put<uint32_t>(out, 16, n);
+  for (size_t i = 0; i < n; ++i) {
+    const auto& [type, data] = sections[i];
+    const size_t entry = kHeaderBytes + i * kSectionEntryBytes;
+    put<uint32_t>(out, entry, static_cast<uint32_t>(type));
+    put<uint32_t>(out, entry + 4, crc32(data));
+    put<uint64_t>(out, entry + 8, offset);
+    put<uint64_t>(out, entry + 16, data.size());
+    out.resize(align16(offset + data.size()));
+    std::copy(data.begin(), data.end(), out.begin() + offset);
+    offset = out.size();
+  }
+  put<uint64_t>(out, 24, out.size());
+  return out;
+}
+
+Program read_program(std::span<const uint8_t> in, const std::string& source) {
+  auto fail = [&](const std::string& msg) { return InputError(fmt::format("{}: {}", source, msg)); };
+  if (in.size() < kHeaderBytes)
+    throw fail(fmt::format("truncated: {} bytes, a program header needs {}", in.size(), kHeaderBytes));
+  if (std::memcmp(in.data(), kMagic, sizeof kMagic) != 0)
+    throw fail("not a tpusim program (bad magic; expected \"TPUSIMPG\")");
+  const auto major = get<uint16_t>(in, 8), minor = get<uint16_t>(in, 10);
+  if (major != kVersionMajor)
+    throw fail(fmt::format("format version {}.{} is not supported (this tpusim reads {}.x)", major,
+                           minor, kVersionMajor));
+  if (get<uint32_t>(in, 12) != kHeaderBytes)
+    throw fail(fmt::format("header size {} (expected {})", get<uint32_t>(in, 12), kHeaderBytes));
+  const auto count = get<uint32_t>(in, 16);
+  if (count > kMaxSections)
+    throw fail(fmt::format("section count {} exceeds the maximum {}", count, kMaxSections));
+  if (get<uint32_t>(in, 20) != 0) throw fail("header flags at byte 20 must be 0");
+  if (get<uint64_t>(in, 24) != in.size())
+    throw fail(fmt::format("header says the file is {} bytes but it is {} (truncated or padded)",
+                           get<uint64_t>(in, 24), in.size()));
+  for (size_t i = 32; i < kHeaderBytes; ++i)
+    if (in[i] != 0) throw fail(fmt::format("reserved header byte {} is not 0", i));
+  const size_t table_end = kHeaderBytes + size_t{count} * kSectionEntryBytes;
+  if (table_end > in.size()) throw fail("truncated: section table runs past the end of the file");
+
+  std::span<const uint8_t> data[5];
+  bool present[5] = {};
+  for (uint32_t i = 0; i < count; ++i) {
+    const size_t e = kHeaderBytes + i * kSectionEntryBytes;
+    const auto type = get<uint32_t>(in, e);
+    const auto crc = get<uint32_t>(in, e + 4);
+    const auto off = get<uint64_t>(in, e + 8), size = get<uint64_t>(in, e + 16);
+    if (type < 1 || type > 4) throw fail(fmt::format("section {} has unknown type {}", i, type));
+    if (present[type]) throw fail(fmt::format("section {} appears twice", section_name(type)));
+    if (get<uint64_t>(in, e + 24) != 0)
+      throw fail(fmt::format("section {}: reserved bytes are not 0", section_name(type)));
+    if (off < table_end || off > in.size() || size > in.size() - off)
+      throw fail(fmt::format("section {}: [{}, +{}) lies outside the file ({} bytes)",
+                             section_name(type), off, size, in.size()));
+    present[type] = true;
+    data[type] = in.subspan(off, size);
+    if (crc32(data[type]) != crc)
+      throw fail(fmt::format("section {}: CRC-32 mismatch (stored {:#010x}, computed {:#010x}): "
+                             "the file is corrupted",
+                             section_name(type), crc, crc32(data[type])));
+  }
+  for (SectionType t : {SectionType::code, SectionType::manifest})
+    if (!present[static_cast<int>(t)])
+      throw fail(fmt::format("missing the {} section", section_name(static_cast<uint32_t>(t))));
+
+  Program p;
+  const auto code = data[static_cast<int>(SectionType::code)];
+  if (code.size() % kInstructionBytes != 0)
+    throw fail(fmt::format("code section is {} bytes, not a multiple of {}", code.size(),
+                           kInstructionBytes));
+  p.code.reserve(code.size() / kInstructionBytes);
+  for (size_t i = 0; i < code.size(); i += kInstructionBytes)
+    p.code.push_back(decode(code.subspan(i).first<kInstructionBytes>(),
+                            fmt::format("{}: instruction {}", source, i / kInstructionBytes)));
+  const auto w = data[static_cast<int>(SectionType::weights)];
+  p.weights.assign(w.begin(), w.end());
+  const auto m = data[static_cast<int>(SectionType::manifest)];
+  json manifest = json::parse(m.begin(), m.end(), nullptr, /*allow_exceptions=*/false);
+  if (manifest.is_discarded()) throw fail("manifest section is not valid JSON");
+  read_manifest(manifest, data[static_cast<int>(SectionType::host_init)], p, source + ": manifest");
+  if (std::string err = check_program(p); !err.empty()) throw fail(err);
+  return p;
+}
+
+Program load_program(const std::filesystem::path& path) {
+  std::ifstream f(path, std::ios::binary);
+  if (!f) throw InputError(fmt::format("{}: cannot open: {}", path.string(), std::strerror(errno)));
+  std::vector<uint8_t> bytes((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  return read_program(bytes, path.string());
+}
+
+void save_program(const std::filesystem::path& path, const Program& program) {
+  const std::vector<uint8_t> bytes = write_program(program);
+  std::ofstream f(path, std::ios::binary | std::ios::trunc);
+  if (!f) throw InputError(fmt::format("{}: cannot write: {}", path.string(), std::strerror(errno)));
+  f.write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
+  if (!f) throw InputError(fmt::format("{}: write failed", path.string()));
+}
+
+}  // namespace tpusim::isa

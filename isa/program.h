@@ -1,0 +1,77 @@
+// The program container (.tpu): what the compiler or assembler hands to the simulator.
+// Byte layout and manifest schema: docs/container.md. All integers little-endian.
+//
+//   header (64 bytes)   magic "TPUSIMPG", version, section count, file size
+//   section table       one 32-byte entry per section: type, CRC-32, offset, size
+//   sections            code (16-byte instructions), weights (the weight-memory image),
+//                       manifest (JSON: model, arch, metadata, host layout, symbols),
+//                       host_init (initial contents of input regions)
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "isa/instruction.h"
+
+namespace tpusim::isa {
+
+inline constexpr char kMagic[8] = {'T', 'P', 'U', 'S', 'I', 'M', 'P', 'G'};
+inline constexpr uint16_t kVersionMajor = 1;
+inline constexpr uint16_t kVersionMinor = 0;
+inline constexpr uint32_t kHeaderBytes = 64;
+inline constexpr uint32_t kSectionEntryBytes = 32;
+
+enum class SectionType : uint32_t { code = 1, weights = 2, manifest = 3, host_init = 4 };
+
+// A named range of host memory the program reads (input) or writes (output).
+struct HostRegion {
+  std::string name;
+  bool output = false;
+  uint64_t host_addr = 0;
+  uint64_t bytes = 0;
+  std::string dtype = "int8";     // int8 | uint8 | int32
+  std::vector<uint64_t> shape;    // optional; product * dtype size == bytes when given
+  double scale = 0.0;             // quantization scale (real = scale * q); 0 when unknown
+  std::vector<uint8_t> init;      // inputs only: initial contents, empty or exactly `bytes`
+  bool operator==(const HostRegion&) const = default;
+};
+
+// A name for an address: a code label (instruction index) or a region of a modelled memory.
+struct Symbol {
+  std::string name;
+  std::string space;  // code | ub | acc | weights
+  uint64_t addr = 0;
+  uint64_t size = 0;  // rows for ub/acc, bytes for weights, 0 for code labels
+  bool operator==(const Symbol&) const = default;
+};
+
+struct Program {
+  std::vector<Instruction> code;
+  std::vector<uint8_t> weights;              // the weight-memory image, from address 0
+  std::string model;                          // workload name
+  nlohmann::json arch = nlohmann::json::object();  // architecture compiled for: name + params
+  nlohmann::json meta = nlohmann::json::object();  // free-form: quantization scales, compiler
+  std::vector<HostRegion> host_regions;
+  std::vector<Symbol> symbols;
+  bool operator==(const Program&) const = default;
+};
+
+// Serializes; deterministic (same Program, same bytes).
+std::vector<uint8_t> write_program(const Program& program);
+
+// Parses and validates everything (magic, version, section bounds and CRCs, each instruction,
+// the manifest's schema). Throws InputError naming `source` and the offending offset or key.
+Program read_program(std::span<const uint8_t> bytes, const std::string& source);
+
+Program load_program(const std::filesystem::path& path);  // throws InputError
+void save_program(const std::filesystem::path& path, const Program& program);
+
+// Checks cross-references a well-formed container must satisfy (regions inside sane bounds,
+// unique names, init sizes); empty when fine. read_program and write_program both apply it.
+std::string check_program(const Program& program);
+
+}  // namespace tpusim::isa

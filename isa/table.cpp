@@ -1,0 +1,43 @@
+#include "isa/table.h"
+
+namespace tpusim::isa {
+
+const OpcodeSpec* find_opcode(uint8_t byte) {
+  for (const OpcodeSpec& s : kOpcodes)
+    if (static_cast<uint8_t>(s.opcode) == byte) return &s;
+  return nullptr;
+}
+
+const OpcodeSpec* find_mnemonic(std::string_view mnemonic) {
+  for (const OpcodeSpec& s : kOpcodes)
+    if (s.mnemonic == mnemonic) return &s;
+  return nullptr;
+}
+
+const OpcodeSpec& spec(Opcode op) { return *find_opcode(static_cast<uint8_t>(op)); }
+
+const Operand* find_operand(const OpcodeSpec& s, Field field) {
+  for (const Operand& o : s.operands)
+    if (o.field == field) return &o;
+  return nullptr;
+}
+
+std::optional<Field> find_field(std::string_view name) {
+  for (const FieldSpec& f : kFields)
+    if (f.name == name) return f.id;
+  return std::nullopt;
+}
+
+const EnumValue* find_value(std::span<const EnumValue> values, std::string_view name) {
+  for (const EnumValue& v : values)
+    if (v.name == name) return &v;
+  return nullptr;
+}
+
+const EnumValue* find_value(std::span<const EnumValue> values, uint64_t value) {
+  for (const EnumValue& v : values)
+    if (v.value == value) return &v;
+  return nullptr;
+}
+
+}  // namespace tpusim::isa

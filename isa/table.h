@@ -1,0 +1,349 @@
+// The tpusim instruction set, defined once.
+//
+// Every instruction is kInstructionBytes long, little-endian, read as one 128-bit word:
+// bits 0..7 hold the opcode, bits 8..15 the opcode's flag fields, bits 16..127 its operand
+// fields. This table is the only place that says which fields an opcode has, where they sit
+// and what they mean. The encoder, decoder, assembler, disassembler, docs/isa.md, the
+// SystemVerilog package in hw/ and the simulator's dispatch are all driven from it.
+// Layout is explicit (bit position + width, packed with shifts and masks), never C bitfields.
+//
+// Source for the instruction repertoire: Jouppi et al., ISCA 2017, section 2 (see
+// shared TPU-V1.md). Encodings are ours; the paper publishes only MatrixMultiply's field sizes
+// (3-byte UB address, 2-byte accumulator address, 4-byte length, opcode and flags), which
+// `matmul` follows.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string_view>
+
+namespace tpusim::isa {
+
+inline constexpr int kInstructionBytes = 16;
+inline constexpr int kInstructionBits = kInstructionBytes * 8;
+
+// Execution stations of the 4-stage pipeline, plus the control unit that issues.
+enum class Unit : uint8_t { control, host_dma, weight_fetch, matrix, activation };
+inline constexpr std::array<std::string_view, 5> kUnitNames = {"control", "host_dma", "weight_fetch",
+                                                               "matrix", "activation"};
+
+enum class Opcode : uint8_t {
+  nop = 0x00,
+  halt = 0x01,
+  sync = 0x02,
+  barrier = 0x03,
+  set_config = 0x04,
+  debug_tag = 0x05,
+  read_host = 0x10,
+  write_host = 0x11,
+  read_weights = 0x20,
+  matmul = 0x30,
+  activate = 0x40,
+  vector = 0x41,
+  pool = 0x42,
+};
+
+// A named value of an enum or mask field.
+struct EnumValue {
+  std::string_view name;
+  uint8_t value;
+  std::string_view doc;
+};
+
+// Activation functions of the activation unit (ACTIVATE.func, VECTOR.func).
+enum class Func : uint8_t { identity = 0, relu = 1, relux = 2, sigmoid = 3, tanh = 4 };
+inline constexpr EnumValue kFuncValues[] = {
+    {"identity", 0, "no function: requantized value, saturated to int8"},
+    {"relu", 1, "max(0, y)"},
+    {"relux", 2, "min(max(0, y), clip): ReLU clipped at `clip` (ReLU6 with clip = round(6/scale))"},
+    {"sigmoid", 3, "round(127 * sigmoid(y / 16)): input read as Q3.4, output Q0.7"},
+    {"tanh", 4, "round(127 * tanh(y / 16)): input read as Q3.4, output Q0.7"},
+};
+
+// Element-wise operations of VECTOR.
+enum class VecOp : uint8_t { add = 0, sub = 1, mul = 2, max = 3, min = 4, pass = 5 };
+inline constexpr EnumValue kVecOpValues[] = {
+    {"add", 0, "a + b (operands must share one scale)"},
+    {"sub", 1, "a - b (operands must share one scale)"},
+    {"mul", 2, "a * b (scale of the result is scale_a * scale_b before requantization)"},
+    {"max", 3, "max(a, b)"},
+    {"min", 4, "min(a, b)"},
+    {"pass", 5, "a (b is not read): requantize or apply `func` to one operand"},
+};
+
+enum class PoolKind : uint8_t { max = 0, avg = 1 };
+inline constexpr EnumValue kPoolKindValues[] = {
+    {"max", 0, "maximum over the window"},
+    {"avg", 1, "sum over the window divided by window^2, rounded half away from zero"},
+};
+
+// Units a SYNC waits for (bit positions of the `units` mask).
+inline constexpr EnumValue kUnitMaskValues[] = {
+    {"host", 0, "host DMA station (read_host, write_host)"},
+    {"weights", 1, "weight fetch station (read_weights: address issue)"},
+    {"matrix", 2, "matrix unit (matmul)"},
+    {"act", 3, "activation unit (activate, vector, pool)"},
+};
+
+// Configuration registers written by SET_CONFIG.
+enum class ConfigReg : uint8_t { host_stride = 0, host_row_bytes = 1 };
+inline constexpr EnumValue kConfigRegValues[] = {
+    {"host_stride", 0,
+     "bytes between consecutive rows in host memory for read_host/write_host; 0 (reset) means "
+     "the UB row width"},
+    {"host_row_bytes", 1,
+     "bytes moved per row by read_host/write_host; 0 (reset) means the UB row width; read_host "
+     "zero-fills the rest of each UB row"},
+};
+
+enum class FieldKind : uint8_t {
+  uint,  // unsigned integer: an address, a count, a scale
+  flag,  // one bit, written as a bare word in assembly when set
+  enumeration,  // a named value from `values`
+  mask,  // a set of named bits from `values`, written a|b in assembly
+};
+
+// Every field name used by any opcode. A name means the same thing in every opcode that has it.
+enum class Field : uint8_t {
+  host,
+  ub,
+  acc,
+  rows,
+  waddr,
+  tiles,
+  repeat,
+  stride,
+  src,
+  src_b,
+  mult,
+  shift,
+  clip,
+  qtable,
+  in_w,
+  out_h,
+  out_w,
+  batch,
+  window,
+  pool_stride,
+  units,
+  reg,
+  value,
+  tag,
+  accumulate,
+  switch_weights,
+  unsigned_data,
+  per_channel,
+  func,
+  op,
+  kind,
+  count_  // number of fields, not a field
+};
+inline constexpr int kFieldCount = static_cast<int>(Field::count_);
+
+struct FieldSpec {
+  Field id;
+  std::string_view name;  // spelling in assembly
+  FieldKind kind;
+  std::span<const EnumValue> values;  // for enumeration and mask
+  std::string_view doc;
+};
+
+inline constexpr FieldSpec kFields[] = {
+    {Field::host, "host", FieldKind::uint, {}, "host memory byte address"},
+    {Field::ub, "ub", FieldKind::uint, {}, "unified buffer row address"},
+    {Field::acc, "acc", FieldKind::uint, {}, "accumulator row address"},
+    {Field::rows, "rows", FieldKind::uint, {}, "number of rows"},
+    {Field::waddr, "waddr", FieldKind::uint, {}, "weight memory byte address of the first tile"},
+    {Field::tiles, "tiles", FieldKind::uint, {}, "number of weight tiles"},
+    {Field::repeat, "repeat", FieldKind::uint, {}, "number of row groups (second length dimension)"},
+    {Field::stride, "stride", FieldKind::uint, {}, "UB rows between the starts of consecutive groups"},
+    {Field::src, "src", FieldKind::uint, {}, "source unified buffer row address (operand a)"},
+    {Field::src_b, "src_b", FieldKind::uint, {}, "second source unified buffer row address (operand b)"},
+    {Field::mult, "mult", FieldKind::uint, {}, "requantization multiplier"},
+    {Field::shift, "shift", FieldKind::uint, {}, "requantization right shift"},
+    {Field::clip, "clip", FieldKind::uint, {}, "upper bound of relux, in output units"},
+    {Field::qtable, "qtable", FieldKind::uint, {}, "UB row address of the per-column parameter table"},
+    {Field::in_w, "in_w", FieldKind::uint, {}, "input map width in pixels"},
+    {Field::out_h, "out_h", FieldKind::uint, {}, "output map height in pixels"},
+    {Field::out_w, "out_w", FieldKind::uint, {}, "output map width in pixels"},
+    {Field::batch, "batch", FieldKind::uint, {}, "images interleaved per pixel (rows per pixel)"},
+    {Field::window, "window", FieldKind::uint, {}, "square pooling window side"},
+    {Field::pool_stride, "pstride", FieldKind::uint, {}, "pooling stride in pixels"},
+    {Field::units, "units", FieldKind::mask, kUnitMaskValues, "units to wait for"},
+    {Field::reg, "reg", FieldKind::enumeration, kConfigRegValues, "configuration register"},
+    {Field::value, "value", FieldKind::uint, {}, "value written to the register"},
+    {Field::tag, "tag", FieldKind::uint, {}, "tag shown in traces and the debugger"},
+    {Field::accumulate, "accumulate", FieldKind::flag, {}, "add to the accumulators (else overwrite)"},
+    {Field::switch_weights, "switch", FieldKind::flag, {},
+     "make the shadow weight tile active before the first row"},
+    {Field::unsigned_data, "unsigned", FieldKind::flag, {}, "operands are uint8 (else int8)"},
+    {Field::per_channel, "perchan", FieldKind::flag, {},
+     "take bias, multiplier and shift per column from the table at `qtable`"},
+    {Field::func, "func", FieldKind::enumeration, kFuncValues, "activation function"},
+    {Field::op, "op", FieldKind::enumeration, kVecOpValues, "element-wise operation"},
+    {Field::kind, "kind", FieldKind::enumeration, kPoolKindValues, "pooling kind"},
+};
+static_assert(std::size(kFields) == kFieldCount, "one FieldSpec per Field, in enum order");
+
+constexpr const FieldSpec& field_spec(Field f) { return kFields[static_cast<int>(f)]; }
+
+// Where a field sits in one opcode's encoding, its legal range and its assembly default.
+struct Operand {
+  Field field;
+  uint8_t lsb;    // bit position in the 128-bit word
+  uint8_t width;  // bits
+  uint64_t min = 0;
+  std::optional<uint64_t> default_value = std::nullopt;  // nullopt: required in assembly
+};
+
+struct OpcodeSpec {
+  Opcode opcode;
+  std::string_view mnemonic;
+  std::string_view paper_name;  // the TPU paper's name for the instruction
+  Unit unit;
+  std::span<const Operand> operands;
+  std::string_view semantics;
+  std::string_view waits_for;
+};
+
+namespace layout {
+// Flag fields live in bits 8..15, operands in 16..127.
+inline constexpr Operand kReadHost[] = {
+    {Field::host, 16, 40}, {Field::ub, 56, 24}, {Field::rows, 80, 24, 1}};
+inline constexpr Operand kReadWeights[] = {
+    {Field::unsigned_data, 8, 1, 0, 0}, {Field::waddr, 16, 40}, {Field::tiles, 56, 16, 1}};
+inline constexpr Operand kMatmul[] = {
+    {Field::accumulate, 8, 1, 0, 0}, {Field::switch_weights, 9, 1, 0, 0},
+    {Field::unsigned_data, 10, 1, 0, 0}, {Field::ub, 16, 24},
+    {Field::acc, 40, 16}, {Field::rows, 56, 16, 1},
+    {Field::repeat, 72, 16, 1, 1}, {Field::stride, 88, 24, 0, 0}};
+inline constexpr Operand kActivate[] = {
+    {Field::func, 8, 3, 0, 0},     {Field::per_channel, 11, 1, 0, 0}, {Field::unsigned_data, 12, 1, 0, 0},
+    {Field::acc, 16, 16},          {Field::ub, 32, 24},               {Field::rows, 56, 16, 1},
+    {Field::mult, 72, 16, 0, 1},   {Field::shift, 88, 6, 0, 0},       {Field::clip, 94, 8, 0, 127},
+    {Field::qtable, 102, 24, 0, 0}};
+inline constexpr Operand kVector[] = {
+    {Field::op, 8, 3},         {Field::func, 11, 3, 0, 0}, {Field::src, 16, 24},
+    {Field::src_b, 40, 24, 0, 0}, {Field::ub, 64, 24},     {Field::rows, 88, 16, 1},
+    {Field::mult, 104, 16, 0, 1}, {Field::shift, 120, 6, 0, 0}};
+inline constexpr Operand kPool[] = {
+    {Field::kind, 8, 1},         {Field::src, 16, 24},         {Field::ub, 40, 24},
+    {Field::in_w, 64, 12, 1},    {Field::out_h, 76, 12, 1},    {Field::out_w, 88, 12, 1},
+    {Field::batch, 100, 8, 1, 1}, {Field::window, 108, 4, 1}, {Field::pool_stride, 112, 4, 1}};
+inline constexpr Operand kSync[] = {{Field::units, 16, 4, 1}};
+inline constexpr Operand kSetConfig[] = {{Field::reg, 16, 8}, {Field::value, 24, 64}};
+inline constexpr Operand kDebugTag[] = {{Field::tag, 16, 32}};
+}  // namespace layout
+
+inline constexpr OpcodeSpec kOpcodes[] = {
+    {Opcode::nop, "nop", "Nop", Unit::control, {}, "Does nothing; takes one issue slot.", "nothing"},
+    {Opcode::halt, "halt", "Halt", Unit::control, {},
+     "Ends the program once every unit has finished all earlier instructions.",
+     "all units idle and all weight fetches landed"},
+    {Opcode::sync, "sync", "Sync (wait for units)", Unit::control, layout::kSync,
+     "Holds issue until every earlier instruction of the named units has completed. Later "
+     "instructions of any unit wait behind it. The compiler places it before a matmul that reads "
+     "rows an activate is still writing (counted as RAW stall).",
+     "the named units idle"},
+    {Opcode::barrier, "barrier", "Sync (barrier)", Unit::control, {},
+     "Holds issue until every unit is idle and every weight fetch started by read_weights has "
+     "landed in the weight FIFO: a full drain, used between independent phases and before "
+     "reading results on the host.",
+     "all units idle and all weight fetches landed"},
+    {Opcode::set_config, "setcfg", "Set Configuration", Unit::control, layout::kSetConfig,
+     "Writes a configuration register; takes effect for instructions issued after it.",
+     "nothing (registers are read at issue)"},
+    {Opcode::debug_tag, "tag", "Debug tag", Unit::control, layout::kDebugTag,
+     "No effect on the machine; marks a point in traces and the debugger (e.g. a layer start).",
+     "nothing"},
+    {Opcode::read_host, "rhm", "Read_Host_Memory", Unit::host_dma, layout::kReadHost,
+     "Copies `rows` rows from host memory at `host` (rows `host_stride` bytes apart, "
+     "`host_row_bytes` bytes each) into UB rows ub .. ub+rows-1.",
+     "the host DMA station free"},
+    {Opcode::write_host, "whm", "Write_Host_Memory", Unit::host_dma, layout::kReadHost,
+     "Copies UB rows ub .. ub+rows-1 to host memory at `host` (rows `host_stride` bytes apart, "
+     "`host_row_bytes` bytes each).",
+     "the host DMA station free"},
+    {Opcode::read_weights, "rw", "Read_Weights", Unit::weight_fetch, layout::kReadWeights,
+     "Starts fetching `tiles` consecutive weight tiles (array_rows x array_cols bytes each, row "
+     "major) from weight memory at `waddr` into the weight FIFO. Decoupled: it completes when the "
+     "addresses are sent; the data lands later and the matrix unit stalls if it needs a tile that "
+     "has not landed. Tiles move from the FIFO into the shadow tile in order.",
+     "the weight fetch station free and a FIFO slot for each tile"},
+    {Opcode::matmul, "matmul", "MatrixMultiply/Convolve", Unit::matrix, layout::kMatmul,
+     "Streams repeat x rows input vectors through the array: group g (0 <= g < repeat) reads UB "
+     "rows ub + g*stride .. ub + g*stride + rows-1. Result i (0 <= i < rows*repeat) goes to "
+     "accumulator row acc + i, added to it when `accumulate` is set, else overwriting it. With "
+     "`switch`, the shadow tile becomes active with the first row's wavefront. A convolution is "
+     "one matmul per kernel position, accumulating.",
+     "the input rows written (explicit sync), the active tile (or, with switch, the shadow tile) "
+     "loaded"},
+    {Opcode::activate, "act", "Activate", Unit::activation, layout::kActivate,
+     "Reads accumulator rows acc .. acc+rows-1, requantizes each int32 x to "
+     "y = round_half_away(x * mult / 2^shift) (with perchan: (x + bias[c]) * mult[c] / 2^shift[c] "
+     "from the table), applies `func`, saturates to int8 (uint8 with `unsigned`) and writes UB "
+     "rows ub .. ub+rows-1.",
+     "the activation unit free; the matrix unit finished writing the rows it reads"},
+    {Opcode::vector, "vec", "Vector (element-wise)", Unit::activation, layout::kVector,
+     "For each of `rows` UB rows: r = op(a, b) on int8 elements in int32, then "
+     "y = round_half_away(r * mult / 2^shift), then `func`, saturated to int8, written to UB "
+     "row ub + i. Used for LSTM gate arithmetic.",
+     "the activation unit free"},
+    {Opcode::pool, "pool", "Normalize/Pool", Unit::activation, layout::kPool,
+     "Pools a feature map stored pixel-major with `batch` images interleaved (row of pixel (y,x) "
+     "of image n = src + (y*in_w + x)*batch + n) over square windows, writing the out_h x out_w "
+     "map in the same layout at `ub`.",
+     "the activation unit free"},
+};
+
+inline constexpr int kOpcodeCount = static_cast<int>(std::size(kOpcodes));
+
+// Look-ups; nullptr / nullopt when absent.
+const OpcodeSpec* find_opcode(uint8_t byte);
+const OpcodeSpec* find_mnemonic(std::string_view mnemonic);
+const OpcodeSpec& spec(Opcode op);
+const Operand* find_operand(const OpcodeSpec& spec, Field field);
+std::optional<Field> find_field(std::string_view name);
+const EnumValue* find_value(std::span<const EnumValue> values, std::string_view name);
+const EnumValue* find_value(std::span<const EnumValue> values, uint64_t value);
+
+constexpr uint64_t field_max(const Operand& o) {
+  return o.width >= 64 ? ~uint64_t{0} : (uint64_t{1} << o.width) - 1;
+}
+
+// Compile-time checks of the table: operands inside the word, flags in byte 1, no overlaps.
+namespace detail {
+constexpr bool operands_well_formed(std::span<const Operand> ops) {
+  std::array<bool, kInstructionBits> used{};
+  for (int b = 0; b < 8; ++b) used[b] = true;  // opcode byte
+  for (const Operand& o : ops) {
+    if (o.width == 0 || o.width > 64 || o.lsb < 8 || o.lsb + o.width > kInstructionBits) return false;
+    const FieldKind k = field_spec(o.field).kind;
+    const bool in_flag_byte = o.lsb + o.width <= 16;
+    const bool is_flagish = k == FieldKind::flag || (k == FieldKind::enumeration && in_flag_byte);
+    if (in_flag_byte != is_flagish) return false;
+    if (k == FieldKind::flag && o.width != 1) return false;
+    for (int b = o.lsb; b < o.lsb + o.width; ++b) {
+      if (used[b]) return false;
+      used[b] = true;
+    }
+  }
+  return true;
+}
+constexpr bool table_well_formed() {
+  for (int i = 0; i < kFieldCount; ++i)
+    if (static_cast<int>(kFields[i].id) != i) return false;
+  for (int i = 0; i < kOpcodeCount; ++i) {
+    if (!operands_well_formed(kOpcodes[i].operands)) return false;
+    for (int j = 0; j < i; ++j)
+      if (kOpcodes[i].opcode == kOpcodes[j].opcode || kOpcodes[i].mnemonic == kOpcodes[j].mnemonic)
+        return false;
+  }
+  return true;
+}
+}  // namespace detail
+static_assert(detail::table_well_formed(), "ISA table: overlapping, misplaced or duplicate fields");
+
+}  // namespace tpusim::isa

@@ -1,0 +1,117 @@
+// tpusim: the command-line front end. Exit codes: 0 success, 1 a simulation or check failed,
+// 2 bad usage or bad input (the message names the file, line and what is wrong).
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+
+#include "isa/assembler.h"
+#include "isa/disassembler.h"
+#include "isa/error.h"
+#include "isa/generate.h"
+
+namespace fs = std::filesystem;
+using namespace tpusim;
+
+namespace {
+
+constexpr int kExitBadInput = 2;
+
+void write_text(const std::string& path, const std::string& text) {
+  if (path.empty() || path == "-") {
+    std::fwrite(text.data(), 1, text.size(), stdout);
+    return;
+  }
+  std::ofstream f(path, std::ios::trunc);
+  f << text;
+  if (!f) throw InputError(fmt::format("{}: cannot write", path));
+}
+
+int cmd_asm(const std::string& src, std::string out) {
+  const isa::Program p = isa::assemble_file(src);
+  if (out.empty()) out = fs::path(src).replace_extension(".tpu").string();
+  isa::save_program(out, p);
+  fmt::print(stderr, "{}: {} instructions, {} weight bytes, {} host regions -> {}\n", src, p.code.size(),
+             p.weights.size(), p.host_regions.size(), out);
+  return 0;
+}
+
+int cmd_disasm(const std::string& prog, const std::string& out, bool no_bytes) {
+  const isa::Program p = isa::load_program(prog);
+  isa::DisasmOptions opt;
+  opt.show_bytes = !no_bytes;
+  if (!out.empty() && out != "-") opt.data_stem = fs::path(out).replace_extension();
+  write_text(out, isa::disassemble(p, opt));
+  return 0;
+}
+
+int cmd_isa(bool markdown, bool sv) {
+  if (markdown) write_text("-", isa::isa_markdown());
+  else if (sv) write_text("-", isa::isa_sv_package());
+  else {
+    for (const isa::OpcodeSpec& s : isa::kOpcodes) {
+      std::string ops;
+      for (const isa::Operand& o : s.operands) {
+        const auto& f = isa::field_spec(o.field);
+        const bool opt = o.default_value.has_value();
+        ops += fmt::format(" {}{}{}", opt ? "[" : "", f.kind == isa::FieldKind::flag ? std::string(f.name) : std::string(f.name) + "=",
+                           opt ? "]" : "");
+      }
+      fmt::print("{:#04x} {:<8}{:<12}{}\n", static_cast<int>(s.opcode), s.mnemonic,
+                 isa::kUnitNames[static_cast<int>(s.unit)], ops);
+    }
+    fmt::print("\nFull reference: docs/isa.md (or `tpusim isa --markdown`).\n");
+  }
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"tpusim: a cycle-accurate TPU-v1-style accelerator simulator and its tools"};
+  app.require_subcommand(1);
+  app.set_version_flag("--version", "tpusim 0.1.0");
+
+  std::string src, out, prog;
+  bool no_bytes = false, markdown = false, sv = false;
+  CLI::App* a = app.add_subcommand("asm", "Assemble a text program into a .tpu container");
+  a->add_option("source", src, "assembly source (.s)")->required();
+  a->add_option("-o,--output", out, "output .tpu (default: the source with .tpu)");
+  CLI::App* d = app.add_subcommand("disasm", "Print a .tpu program as assembly that re-assembles to the same bytes");
+  d->add_option("program", prog, "program (.tpu)")->required();
+  d->add_option("-o,--output", out,
+                "write the listing here, with the weight image and input data beside it as .bin files "
+                "(default: stdout, data summarised)");
+  d->add_flag("--no-bytes", no_bytes, "leave out the index and encoding comments");
+  CLI::App* i = app.add_subcommand("isa", "Print the instruction set (summary, --markdown or --sv)");
+  i->add_flag("--markdown", markdown, "docs/isa.md, generated from the ISA table");
+  i->add_flag("--sv", sv, "the SystemVerilog package, generated from the ISA table");
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForVersion& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    app.exit(e);
+    return kExitBadInput;
+  }
+  try {
+    if (*a) return cmd_asm(src, out);
+    if (*d) return cmd_disasm(prog, out, no_bytes);
+    if (*i) return cmd_isa(markdown, sv);
+  } catch (const InputError& e) {
+    fmt::print(stderr, "{}\n", e.what());
+    return kExitBadInput;
+  } catch (const std::exception& e) {
+    fmt::print(stderr, "tpusim: internal error: {}\n", e.what());
+    return 1;
+  }
+  return 0;
+}
