@@ -62,20 +62,54 @@ void write_file(const std::filesystem::path& path, std::span<const uint8_t> data
   if (!f) throw InputError(fmt::format("{}: cannot write", path.string()));
 }
 
+// "name" or "name+off" for an address inside a named region of `space`, else empty.
+std::string region_of(const Program& p, std::string_view space, uint64_t addr) {
+  if (space == "host") {
+    for (const HostRegion& r : p.host_regions)
+      if (addr >= r.host_addr && addr - r.host_addr < r.bytes)
+        return addr == r.host_addr ? r.name : fmt::format("{}+{}", r.name, addr - r.host_addr);
+    return {};
+  }
+  for (const Symbol& s : p.symbols)
+    if (s.space == space && addr >= s.addr && addr - s.addr < s.size)
+      return addr == s.addr ? s.name : fmt::format("{}+{}", s.name, addr - s.addr);
+  return {};
+}
+
+// Names of the regions an instruction's address operands point into, e.g. "ub=xin acc=acc0".
+std::string symbol_hints(const Program& p, const Instruction& inst) {
+  std::string out;
+  for (const Operand& o : spec(inst.opcode).operands) {
+    if (o.default_value && *o.default_value == inst[o.field]) continue;  // e.g. unused qtable=0
+    std::string_view space;
+    switch (o.field) {
+      case Field::ub: case Field::src: case Field::src_b: case Field::qtable: space = "ub"; break;
+      case Field::acc: space = "acc"; break;
+      case Field::waddr: space = "weights"; break;
+      case Field::host: space = "host"; break;
+      default: continue;
+    }
+    if (std::string name = region_of(p, space, inst[o.field]); !name.empty())
+      append_joined(out, " ", fmt::format("{}={}", field_spec(o.field).name, name));
+  }
+  return out;
+}
+
 }  // namespace
 
 std::string format_instruction(const Instruction& inst) {
   const OpcodeSpec& s = spec(inst.opcode);
   std::string out(s.mnemonic);
-  bool first = true;
-  for (const Operand& o : s.operands) {
-    const uint64_t v = inst[o.field];
-    if (o.default_value && *o.default_value == v) continue;
-    out += first ? " " : ", ";
-    out += operand_text(o, v);
-    first = false;
-  }
-  return out;
+  // Valued operands first, in table order, then the flags that are set.
+  std::string operands;
+  for (bool flags : {false, true})
+    for (const Operand& o : s.operands) {
+      const uint64_t v = inst[o.field];
+      const bool is_flag = field_spec(o.field).kind == FieldKind::flag;
+      if (is_flag != flags || (o.default_value && *o.default_value == v)) continue;
+      append_joined(operands, ", ", operand_text(o, v));
+    }
+  return operands.empty() ? out : out + " " + operands;
 }
 
 std::string disassemble(const Program& p, const DisasmOptions& opt) {
@@ -122,6 +156,7 @@ std::string disassemble(const Program& p, const DisasmOptions& opt) {
     if (opt.show_bytes) {
       const Word w = encode(p.code[i]);
       line = fmt::format("{:<60} ; {:5}: {:02x}", line, i, fmt::join(w, " "));
+      if (std::string hints = symbol_hints(p, p.code[i]); !hints.empty()) line += "  " + hints;
     }
     out += line + "\n";
   }

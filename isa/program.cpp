@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <boost/crc.hpp>
+#include <cmath>
 #include <cstring>
 #include <fstream>
 #include <set>
@@ -77,23 +78,25 @@ class ObjectReader {
   }
   template <typename T>
   T get(const std::string& key, const char* expected) {
-    seen_.insert(key);
-    if (!j_.contains(key)) throw InputError(fmt::format("{}: missing key \"{}\"", where_, key));
-    try {
-      return j_.at(key).get<T>();
-    } catch (const json::exception&) {
-      fail(key, expected);
-    }
-  }
-  template <typename T>
-  T get_or(const std::string& key, const char* expected, T fallback) {
-    return j_.contains(key) ? get<T>(key, expected) : (seen_.insert(key), fallback);
+    const json& v = raw(key, nullptr, expected);
+    if (!has_type<T>(v)) fail(key, expected);
+    return v.get<T>();
   }
   const json& raw(const std::string& key, bool (json::*is)() const noexcept, const char* expected) {
     seen_.insert(key);
     if (!j_.contains(key)) throw InputError(fmt::format("{}: missing key \"{}\"", where_, key));
-    if (!(j_.at(key).*is)()) fail(key, expected);
+    if (is && !(j_.at(key).*is)()) fail(key, expected);
     return j_.at(key);
+  }
+  // Exact JSON types: nlohmann would otherwise turn -1 into 2^64-1 or 1.5 into 1.
+  template <typename T>
+  static bool has_type(const json& v) {
+    if constexpr (std::is_same_v<T, std::string>) return v.is_string();
+    else if constexpr (std::is_same_v<T, uint64_t>) return v.is_number_unsigned();
+    else if constexpr (std::is_same_v<T, double>) return v.is_number();
+    else if constexpr (std::is_same_v<T, std::vector<uint64_t>>)
+      return v.is_array() && std::all_of(v.begin(), v.end(), [](const json& e) { return e.is_number_unsigned(); });
+    else static_assert(sizeof(T) == 0, "add a type check");
   }
   void done() const {
     for (const auto& [k, v] : j_.items())
@@ -171,6 +174,8 @@ std::string check_program(const Program& p) {
     if (!dtypes.count(r.dtype))
       return fmt::format("host region \"{}\": dtype \"{}\" is not int8, uint8 or int32", r.name,
                          r.dtype);
+    if (!std::isfinite(r.scale) || r.scale < 0)
+      return fmt::format("host region \"{}\": scale {} is not a finite number >= 0", r.name, r.scale);
     if (r.bytes == 0 || r.host_addr >= kAddressLimit || r.bytes > kAddressLimit - r.host_addr)
       return fmt::format("host region \"{}\": [{:#x}, +{}) is empty or exceeds the 40-bit host "
                          "address space",
