@@ -77,8 +77,17 @@ std::string isa_markdown() {
       "decoder rejects an instruction with a reserved bit set, an unknown opcode, an undefined "
       "enumeration value or a count below its minimum.\n\n"
       "Addresses: `host` is a byte address in host memory, `waddr` a byte address in weight memory "
-      "(40 bits each); `ub` and `src` count unified-buffer rows (one row holds one vector of "
-      "array_rows int8 values); `acc` counts accumulator rows (array_cols int32 values).\n\n"
+      "(40 bits each); `ub`, `src`, `src_b` and `qtable` count unified-buffer rows; `acc` counts "
+      "accumulator rows. A UB row holds one vector of int8 (or uint8) values and is as wide as the "
+      "array's larger side (256 bytes on tpu-v1): a matmul reads array_rows bytes of each input "
+      "row, an activate writes array_cols bytes. An accumulator row holds array_cols int32 values. "
+      "The ISA's field widths bound addresses; the configured machine's sizes bound them further, "
+      "and the simulator rejects an instruction that reaches outside a modelled memory.\n\n"
+      "Integer semantics: `round_half_away` rounds to nearest, ties away from zero; results "
+      "saturate to the output type's range. Requantization computes in 64 bits, so no "
+      "intermediate overflows.\n\n"
+      "Not modelled from the paper's list: the alternate host read/write and interrupt-host "
+      "instructions (the simulator's host is a memory image, with nothing to interrupt).\n\n"
       "## Summary\n\n| opcode | mnemonic | paper name | unit | operands |\n|---|---|---|---|---|\n";
   for (const OpcodeSpec& s : kOpcodes) {
     std::string ops;

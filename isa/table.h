@@ -164,7 +164,10 @@ inline constexpr FieldSpec kFields[] = {
     {Field::mult, "mult", FieldKind::uint, {}, "requantization multiplier"},
     {Field::shift, "shift", FieldKind::uint, {}, "requantization right shift"},
     {Field::clip, "clip", FieldKind::uint, {}, "upper bound of relux, in output units"},
-    {Field::qtable, "qtable", FieldKind::uint, {}, "UB row address of the per-column parameter table"},
+    {Field::qtable, "qtable", FieldKind::uint, {},
+     "UB row address of the per-column parameter table: with C = array_cols, bytes [0, 4C) hold "
+     "bias[c] (int32), [4C, 6C) mult[c] (uint16), [6C, 7C) shift[c] (0..63), little-endian, "
+     "spanning ceil(7C / row width) rows"},
     {Field::in_w, "in_w", FieldKind::uint, {}, "input map width in pixels"},
     {Field::out_h, "out_h", FieldKind::uint, {}, "output map height in pixels"},
     {Field::out_w, "out_w", FieldKind::uint, {}, "output map width in pixels"},
@@ -180,7 +183,8 @@ inline constexpr FieldSpec kFields[] = {
      "make the shadow weight tile active before the first row"},
     {Field::unsigned_data, "unsigned", FieldKind::flag, {}, "operands are uint8 (else int8)"},
     {Field::per_channel, "perchan", FieldKind::flag, {},
-     "take bias, multiplier and shift per column from the table at `qtable`"},
+     "take bias, multiplier and shift per column from the table at `qtable` (instead of `mult` "
+     "and `shift`)"},
     {Field::func, "func", FieldKind::enumeration, kFuncValues, "activation function"},
     {Field::op, "op", FieldKind::enumeration, kVecOpValues, "element-wise operation"},
     {Field::kind, "kind", FieldKind::enumeration, kPoolKindValues, "pooling kind"},
