@@ -8,6 +8,28 @@ namespace {
 bool ident_start(char c) { return std::isalpha(static_cast<unsigned char>(c)) || c == '_' || c == '.'; }
 bool ident_char(char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '.'; }
 
+// Offset of the first byte that does not belong to well-formed UTF-8 (RFC 3629), or npos. Strings
+// end up in the JSON manifest, which must be valid UTF-8.
+size_t invalid_utf8(std::string_view s) {
+  for (size_t i = 0; i < s.size();) {
+    const auto b = static_cast<unsigned char>(s[i]);
+    size_t n = 0;  // continuation bytes
+    unsigned char lo = 0x80, hi = 0xBF;  // range of the first continuation byte
+    if (b < 0x80) n = 0;
+    else if (b >= 0xC2 && b <= 0xDF) n = 1;
+    else if (b >= 0xE0 && b <= 0xEF) n = 2, lo = b == 0xE0 ? 0xA0 : 0x80, hi = b == 0xED ? 0x9F : 0xBF;
+    else if (b >= 0xF0 && b <= 0xF4) n = 3, lo = b == 0xF0 ? 0x90 : 0x80, hi = b == 0xF4 ? 0x8F : 0xBF;
+    else return i;
+    if (i + n >= s.size() && n > 0) return i;
+    for (size_t k = 1; k <= n; ++k) {
+      const auto c = static_cast<unsigned char>(s[i + k]);
+      if (c < (k == 1 ? lo : 0x80) || c > (k == 1 ? hi : 0xBF)) return i;
+    }
+    i += n + 1;
+  }
+  return std::string_view::npos;
+}
+
 }  // namespace
 
 std::vector<Token> tokenize(std::string_view s) {
@@ -25,18 +47,15 @@ std::vector<Token> tokenize(std::string_view s) {
       out.push_back({Tok::ident, std::string(s.substr(i, j - i)), col});
       i = j;
     } else if (std::isdigit(static_cast<unsigned char>(c))) {
+      // Integers (123, 0x7f, 0b101, 1_000) and reals (0.5, 1e-3, 2.5E+2). A sign belongs to the
+      // number only right after the exponent marker of a decimal literal.
+      const bool hex = c == '0' && i + 1 < s.size() && (s[i + 1] == 'x' || s[i + 1] == 'X');
       size_t j = i;
-      bool real = false;
-      while (j < s.size() && (std::isalnum(static_cast<unsigned char>(s[j])) || s[j] == '_' ||
-                              s[j] == '.' || ((s[j] == '+' || s[j] == '-') && real &&
-                                              (s[j - 1] == 'e' || s[j - 1] == 'E')))) {
-        if (s[j] == '.') real = true;
+      while (j < s.size() && (std::isalnum(static_cast<unsigned char>(s[j])) || s[j] == '_' || s[j] == '.' ||
+                              ((s[j] == '+' || s[j] == '-') && !hex && (s[j - 1] == 'e' || s[j - 1] == 'E'))))
         ++j;
-      }
       std::string text(s.substr(i, j - i));
-      const bool hex = text.size() > 1 && (text[1] == 'x' || text[1] == 'X');
-      if (!hex && (text.find('e') != std::string::npos || text.find('E') != std::string::npos))
-        real = true;
+      const bool real = !hex && text.find_first_of(".eE") != std::string::npos;
       out.push_back({real ? Tok::real : Tok::number, std::move(text), col});
       i = j;
     } else if (c == '"') {
@@ -56,6 +75,8 @@ std::vector<Token> tokenize(std::string_view s) {
           text += s[j];
         }
       }
+      if (const size_t bad = invalid_utf8(s.substr(i + 1, j - i - 1)); bad != std::string_view::npos)
+        throw LexError{static_cast<int>(i + 2 + bad), "string is not valid UTF-8"};
       out.push_back({Tok::string, std::move(text), col});
       i = j + 1;
     } else if ((c == '<' || c == '>') && i + 1 < s.size() && s[i + 1] == c) {

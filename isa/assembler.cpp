@@ -21,7 +21,7 @@ using i128 = __int128;
 using nlohmann::json;
 
 constexpr size_t kMaxErrors = 20;
-constexpr uint64_t kMaxImageBytes = uint64_t{1} << 32;  // weight image / host data per assembly
+constexpr uint64_t kMaxImageBytes = uint64_t{1} << 30;  // weight image / host data per assembly: 1 GiB
 
 struct LineError {
   int col;
@@ -209,7 +209,12 @@ class Assembler {
   }
 
   i128 unary(Cursor& c) {
-    if (c.accept("-")) return -unary(c);
+    if (c.is_punct("-")) {
+      const Token& minus = c.next();
+      const i128 v = -unary(c);
+      if (v < -i128(INT64_MAX) - 1) error_at(minus, "expression overflows 64 bits");
+      return v;
+    }
     if (c.accept("~")) return ~static_cast<uint64_t>(unary(c));
     if (c.accept("(")) {
       const i128 v = expr(c);
@@ -243,7 +248,7 @@ class Assembler {
     const Token& at = c.peek();
     const i128 v = expr(c);
     if (v < i128(lo) || v > i128(hi))
-      error_at(at, fmt::format("{} = {} is out of range ({}..{})", what, static_cast<long long>(v), lo, hi));
+      error_at(at, fmt::format("{} = {} is out of range ({}..{})", what, v, lo, hi));
     return static_cast<uint64_t>(v);
   }
 
@@ -280,7 +285,9 @@ class Assembler {
     if (f.kind == FieldKind::flag && !c.is_punct("=")) return 1;
     c.expect("=", fmt::format("'=' after '{}'", name.text));
     const Token& v = c.peek();
-    if (f.kind == FieldKind::enumeration && v.kind == Tok::ident && !symbols_.count(v.text)) {
+    // A value name always means the value, even where a constant of the same name exists.
+    if (f.kind == FieldKind::enumeration && v.kind == Tok::ident &&
+        (find_value(f.values, v.text) || !symbols_.count(v.text))) {
       c.next();
       if (const EnumValue* e = find_value(f.values, v.text)) return e->value;
       error_at(v, fmt::format("'{}' is not a {} value (one of: {})", v.text, f.name, value_list(f)));
@@ -295,7 +302,7 @@ class Assembler {
       } while (c.accept("|"));
       return m;
     }
-    return expr_in(c, 0, field_max(o), f.name);
+    return expr_in(c, o.min, field_max(o), f.name);
   }
 
   static std::string value_list(const FieldSpec& f) {
@@ -307,10 +314,14 @@ class Assembler {
   // ---- directives ----
   void directive(const Token& head, Cursor& c) {
     const std::string& d = head.text;
-    if (d == ".model") prog_.model = c.expect_kind(Tok::string, "a quoted model name").text;
+    if (d == ".model") {
+      once(head, ".model");
+      prog_.model = c.expect_kind(Tok::string, "a quoted model name").text;
+    }
     else if (d == ".arch") arch(c);
     else if (d == ".meta") {
-      const Token& key = c.expect_kind(Tok::ident, "a metadata key");
+      const Token& key = json_key(c, "a metadata key");
+      if (prog_.meta.contains(key.text)) error_at(key, fmt::format(".meta {} is already set", key.text));
       c.expect(",", "','");
       prog_.meta[key.text] = json_value(c);
     } else if (d == ".equ") {
@@ -329,10 +340,22 @@ class Assembler {
                                     ".weights .wimage .input .output)", d));
   }
 
+  // A JSON object key: a name, or a quoted string for keys that are not names ("my-key").
+  static const Token& json_key(Cursor& c, std::string_view what) {
+    if (c.peek().kind == Tok::string) return c.next();
+    return c.expect_kind(Tok::ident, what);
+  }
+
+  void once(const Token& head, const std::string& directive) {
+    if (!once_.insert(directive).second) error_at(head, fmt::format("{} may appear only once", directive));
+  }
+
   void arch(Cursor& c) {
+    once(c.peek(), ".arch");
     prog_.arch["name"] = c.expect_kind(Tok::string, "a quoted architecture name").text;
     while (c.accept(",")) {
-      const Token& key = c.expect_kind(Tok::ident, "a parameter name");
+      const Token& key = json_key(c, "a parameter name");
+      if (prog_.arch.contains(key.text)) error_at(key, fmt::format(".arch {} is given twice", key.text));
       c.expect("=", "'='");
       prog_.arch[key.text] = json_value(c);
     }
@@ -343,6 +366,10 @@ class Assembler {
     const Token& t = c.peek();
     if (t.kind == Tok::string) return c.next().text;
     if (t.kind == Tok::real) return real(c.next());
+    if (t.kind == Tok::punct && t.text == "-" && c.peek(1).kind == Tok::real) {
+      c.next();
+      return -real(c.next());
+    }
     if (t.kind == Tok::ident && t.text == "json") {
       c.next();
       const Token& s = c.expect_kind(Tok::string, "a quoted JSON text after json");
@@ -430,7 +457,7 @@ class Assembler {
     std::error_code ec;
     const auto size = std::filesystem::file_size(p, ec);
     if (ec) error_at(path, fmt::format("cannot read \"{}\": {}", p.string(), ec.message()));
-    if (size > kMaxImageBytes) error_at(path, fmt::format("\"{}\" is larger than 4 GiB", p.string()));
+    if (size > kMaxImageBytes) error_at(path, fmt::format("\"{}\" is larger than 1 GiB", p.string()));
     std::ifstream f(p, std::ios::binary);
     std::vector<uint8_t> data(size);
     f.read(reinterpret_cast<char*>(data.data()), static_cast<std::streamsize>(size));
@@ -500,6 +527,7 @@ class Assembler {
   std::map<std::string, uint64_t> sizes_;
   std::map<std::string, uint64_t> labels_;
   std::vector<std::string> errors_;
+  std::set<std::string> once_;
 };
 
 }  // namespace
@@ -519,6 +547,7 @@ Program assemble(std::string_view text, const std::string& source_name, const st
 }
 
 Program assemble_file(const std::filesystem::path& path) {
+  if (std::filesystem::is_directory(path)) throw InputError(fmt::format("{}: is a directory", path.string()));
   std::ifstream f(path, std::ios::binary);
   if (!f) throw InputError(fmt::format("{}: cannot open: {}", path.string(), std::strerror(errno)));
   std::stringstream ss;

@@ -2,6 +2,9 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <cctype>
+#include <cstring>
 #include <fstream>
 #include <map>
 
@@ -58,8 +61,18 @@ std::string operand_text(const Operand& o, uint64_t v) {
 
 void write_file(const std::filesystem::path& path, std::span<const uint8_t> data) {
   std::ofstream f(path, std::ios::binary | std::ios::trunc);
+  if (!f) throw InputError(fmt::format("{}: cannot write: {}", path.string(), std::strerror(errno)));
   f.write(reinterpret_cast<const char*>(data.data()), static_cast<std::streamsize>(data.size()));
-  if (!f) throw InputError(fmt::format("{}: cannot write", path.string()));
+  if (!f) throw InputError(fmt::format("{}: write failed: {}", path.string(), std::strerror(errno)));
+}
+
+// A JSON key as .meta/.arch read it: a bare name when it is one, else a quoted string.
+std::string key_text(const std::string& k) {
+  const bool name = !k.empty() && (std::isalpha(static_cast<unsigned char>(k[0])) || k[0] == '_') &&
+                    std::all_of(k.begin(), k.end(), [](char c) {
+                      return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '.';
+                    });
+  return name ? k : quote(k);
 }
 
 // "name" or "name+off" for an address inside a named region of `space`, else empty.
@@ -113,7 +126,13 @@ std::string format_instruction(const Instruction& inst) {
 }
 
 std::string disassemble(const Program& p, const DisasmOptions& opt) {
-  std::string out = "; tpusim program listing; `tpusim asm` turns it back into the same bytes\n";
+  const bool has_data = !p.weights.empty() ||
+                        std::any_of(p.host_regions.begin(), p.host_regions.end(),
+                                    [](const HostRegion& r) { return !r.init.empty(); });
+  std::string out = !has_data || opt.data_stem
+                        ? "; tpusim program listing: `tpusim asm` turns it back into the same bytes\n"
+                        : "; tpusim program listing; data not shown: `tpusim disasm -o FILE` writes a listing\n"
+                          "; and data files that `tpusim asm` turns back into the same bytes\n";
   auto data_file = [&](const std::string& suffix, std::span<const uint8_t> data) {
     const std::filesystem::path path = opt.data_stem->string() + suffix;
     write_file(path, data);
@@ -123,19 +142,19 @@ std::string disassemble(const Program& p, const DisasmOptions& opt) {
   if (p.arch.contains("name") && p.arch["name"].is_string()) {
     out += fmt::format(".arch {}", quote(p.arch["name"].get<std::string>()));
     for (const auto& [k, v] : p.arch.items())
-      if (k != "name") out += fmt::format(", {}={}", k, value_text(v));
+      if (k != "name") out += fmt::format(", {}={}", key_text(k), value_text(v));
     out += "\n";
   } else if (!p.arch.empty()) {
     out += fmt::format("; arch metadata without a name cannot be written as .arch: {}\n", p.arch.dump());
   }
-  for (const auto& [k, v] : p.meta.items()) out += fmt::format(".meta {}, {}\n", k, value_text(v));
+  for (const auto& [k, v] : p.meta.items()) out += fmt::format(".meta {}, {}\n", key_text(k), value_text(v));
   for (const HostRegion& r : p.host_regions) {
     out += fmt::format("{} {}, {:#x}, {}, dtype={}", r.output ? ".output" : ".input", r.name, r.host_addr,
                        r.bytes, r.dtype);
     if (!r.shape.empty()) out += fmt::format(", shape={}", fmt::join(r.shape, "x"));
     if (r.scale != 0.0) out += fmt::format(", scale={}", value_text(json(r.scale)));
     if (!r.init.empty()) {
-      if (opt.data_stem) out += fmt::format(", init=file({})", data_file("." + r.name + ".bin", r.init));
+      if (opt.data_stem) out += fmt::format(", init=file({})", data_file(".input." + r.name + ".bin", r.init));
       else out += fmt::format("  ; {} bytes of initial data not shown (disasm -o writes them)", r.init.size());
     }
     out += "\n";

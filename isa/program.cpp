@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <boost/crc.hpp>
+#include <cctype>
 #include <cmath>
 #include <cstring>
 #include <fstream>
@@ -160,6 +161,12 @@ void read_manifest(const json& m, std::span<const uint8_t> host_init, Program& p
 
 size_t align16(size_t n) { return (n + 15) & ~size_t{15}; }
 
+bool is_name(const std::string& s) {
+  auto alpha = [](char c) { return std::isalpha(static_cast<unsigned char>(c)) || c == '_'; };
+  return !s.empty() && alpha(s[0]) &&
+         std::all_of(s.begin(), s.end(), [&](char c) { return alpha(c) || std::isdigit(static_cast<unsigned char>(c)); });
+}
+
 }  // namespace
 
 std::string check_program(const Program& p) {
@@ -169,7 +176,7 @@ std::string check_program(const Program& p) {
     return fmt::format("weight image of {} bytes exceeds the 40-bit weight address space",
                        p.weights.size());
   for (const HostRegion& r : p.host_regions) {
-    if (r.name.empty()) return "host region with an empty name";
+    if (!is_name(r.name)) return fmt::format("host region \"{}\" is not a name ([A-Za-z_][A-Za-z0-9_]*)", r.name);
     if (!names.insert(r.name).second) return fmt::format("host region \"{}\" defined twice", r.name);
     if (!dtypes.count(r.dtype))
       return fmt::format("host region \"{}\": dtype \"{}\" is not int8, uint8 or int32", r.name,
@@ -193,10 +200,16 @@ std::string check_program(const Program& p) {
                          r.name, r.bytes);
   }
   static const std::set<std::string> spaces = {"code", "ub", "acc", "weights"};
-  for (const Symbol& s : p.symbols)
+  for (const Symbol& s : p.symbols) {
     if (!spaces.count(s.space))
       return fmt::format("symbol \"{}\": space \"{}\" is not code, ub, acc or weights", s.name,
                          s.space);
+    if (!is_name(s.name)) return fmt::format("symbol \"{}\" is not a name ([A-Za-z_][A-Za-z0-9_]*)", s.name);
+    if (!names.insert(s.name).second)
+      return fmt::format("symbol \"{}\" is defined twice (names are shared by symbols and host regions)", s.name);
+  }
+  if (!p.arch.empty() && !(p.arch.contains("name") && p.arch["name"].is_string()))
+    return "arch must be empty or have a string \"name\"";
   return {};
 }
 
@@ -273,7 +286,10 @@ Program read_program(std::span<const uint8_t> in, const std::string& source) {
     if (present[type]) throw fail(fmt::format("section {} appears twice", section_name(type)));
     if (get<uint64_t>(in, e + 24) != 0)
       throw fail(fmt::format("section {}: reserved bytes are not 0", section_name(type)));
-    if (off < table_end || off > in.size() || size > in.size() - off)
+    if (off < table_end)
+      throw fail(fmt::format("section {}: offset {} lies inside the header or section table (which end at {})",
+                             section_name(type), off, table_end));
+    if (off > in.size() || size > in.size() - off)
       throw fail(fmt::format("section {}: [{}, +{}) lies outside the file ({} bytes)",
                              section_name(type), off, size, in.size()));
     present[type] = true;
@@ -303,10 +319,22 @@ Program read_program(std::span<const uint8_t> in, const std::string& source) {
   if (manifest.is_discarded()) throw fail("manifest section is not valid JSON");
   read_manifest(manifest, data[static_cast<int>(SectionType::host_init)], p, source + ": manifest");
   if (std::string err = check_program(p); !err.empty()) throw fail(err);
+  // Only the canonical form is accepted, so that reading and writing a program are exact
+  // inverses (and disassembly always re-assembles to the same bytes).
+  const std::vector<uint8_t> canonical = write_program(p);
+  if (!std::equal(in.begin(), in.end(), canonical.begin(), canonical.end())) {
+    size_t at = 0;
+    while (at < in.size() && at < canonical.size() && in[at] == canonical[at]) ++at;
+    throw fail(fmt::format("not in canonical form (first difference at byte {}): sections must come in "
+                           "type order, 16-byte aligned and zero-padded, host_init must hold exactly the "
+                           "regions' data in order, and the manifest must be formatted as tpusim writes it",
+                           at));
+  }
   return p;
 }
 
 Program load_program(const std::filesystem::path& path) {
+  if (std::filesystem::is_directory(path)) throw InputError(fmt::format("{}: is a directory", path.string()));
   std::ifstream f(path, std::ios::binary);
   if (!f) throw InputError(fmt::format("{}: cannot open: {}", path.string(), std::strerror(errno)));
   std::vector<uint8_t> bytes((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());

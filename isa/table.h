@@ -70,7 +70,7 @@ inline constexpr EnumValue kVecOpValues[] = {
     {"mul", 2, "a * b (scale of the result is scale_a * scale_b before requantization)"},
     {"max", 3, "max(a, b)"},
     {"min", 4, "min(a, b)"},
-    {"pass", 5, "a (b is not read): requantize or apply `func` to one operand"},
+    {"pass", 5, "a (b is not read; write src_b=0): requantize or apply `func` to one operand"},
 };
 
 enum class PoolKind : uint8_t { max = 0, avg = 1 };
@@ -230,7 +230,7 @@ inline constexpr Operand kActivate[] = {
     {Field::qtable, 102, 24, 0, 0}};
 inline constexpr Operand kVector[] = {
     {Field::op, 8, 3},         {Field::func, 11, 3, 0, 0}, {Field::src, 16, 24},
-    {Field::src_b, 40, 24, 0, 0}, {Field::ub, 64, 24},     {Field::rows, 88, 16, 1},
+    {Field::src_b, 40, 24}, {Field::ub, 64, 24},     {Field::rows, 88, 16, 1},
     {Field::mult, 104, 16, 0, 1}, {Field::shift, 120, 6, 0, 0}};
 inline constexpr Operand kPool[] = {
     {Field::kind, 8, 1},         {Field::src, 16, 24},         {Field::ub, 40, 24},
