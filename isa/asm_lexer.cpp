@@ -70,6 +70,13 @@ std::vector<Token> tokenize(std::string_view s) {
           if (e == 'n') text += '\n';
           else if (e == 't') text += '\t';
           else if (e == '"' || e == '\\') text += e;
+          else if (e == 'x' && j + 2 < s.size() && std::isxdigit(static_cast<unsigned char>(s[j + 1])) &&
+                   std::isxdigit(static_cast<unsigned char>(s[j + 2]))) {
+            const int byte = std::stoi(std::string(s.substr(j + 1, 2)), nullptr, 16);
+            if (byte > 0x7f) throw LexError{static_cast<int>(j), "\\x escapes are for ASCII (\\x00 to \\x7f)"};
+            text += static_cast<char>(byte);
+            j += 2;
+          }
           else throw LexError{static_cast<int>(j) + 1, std::string("unknown escape \\") + e};
         } else {
           text += s[j];

@@ -21,7 +21,6 @@ using i128 = __int128;
 using nlohmann::json;
 
 constexpr size_t kMaxErrors = 20;
-constexpr uint64_t kMaxImageBytes = uint64_t{1} << 30;  // weight image / host data per assembly: 1 GiB
 
 struct LineError {
   int col;
@@ -111,9 +110,7 @@ class Assembler {
       if (errors_.size() >= kMaxErrors) all += "\n" + source_ + ": too many errors, stopping";
       throw InputError(all);
     }
-    std::sort(prog_.symbols.begin(), prog_.symbols.end(), [](const Symbol& a, const Symbol& b) {
-      return std::tie(a.space, a.addr, a.name) < std::tie(b.space, b.addr, b.name);
-    });
+    std::sort(prog_.symbols.begin(), prog_.symbols.end(), symbol_order);
     if (std::string err = check_program(prog_); !err.empty()) throw InputError(source_ + ": " + err);
     return std::move(prog_);
   }
@@ -163,12 +160,11 @@ class Assembler {
   }
 
   void check_new_name(const Token& name) {
-    if (name.text.find('.') != std::string::npos)
-      error_at(name, fmt::format("name '{}' may not contain '.'", name.text));
+    if (std::string err = check_name(name.text); !err.empty()) error_at(name, err);
     if (symbols_.count(name.text)) error_at(name, fmt::format("'{}' is already defined", name.text));
-    if (find_mnemonic(name.text) || find_field(name.text))
-      error_at(name, fmt::format("'{}' is a mnemonic or operand name and cannot name a symbol", name.text));
   }
+
+  bool is_defined(const std::string& name) const { return symbols_.count(name) || labels_.count(name); }
 
   // ---- expressions: | & << >> + - * / % unary - ~ ( ) literals symbols name.size name.end ----
   i128 expr(Cursor& c) { return binary(c, 0); }
@@ -287,7 +283,7 @@ class Assembler {
     const Token& v = c.peek();
     // A value name always means the value, even where a constant of the same name exists.
     if (f.kind == FieldKind::enumeration && v.kind == Tok::ident &&
-        (find_value(f.values, v.text) || !symbols_.count(v.text))) {
+        (find_value(f.values, v.text) || !is_defined(v.text))) {
       c.next();
       if (const EnumValue* e = find_value(f.values, v.text)) return e->value;
       error_at(v, fmt::format("'{}' is not a {} value (one of: {})", v.text, f.name, value_list(f)));
@@ -318,7 +314,10 @@ class Assembler {
       once(head, ".model");
       prog_.model = c.expect_kind(Tok::string, "a quoted model name").text;
     }
-    else if (d == ".arch") arch(c);
+    else if (d == ".arch") {
+      once(head, ".arch");
+      arch(c);
+    }
     else if (d == ".meta") {
       const Token& key = json_key(c, "a metadata key");
       if (prog_.meta.contains(key.text)) error_at(key, fmt::format(".meta {} is already set", key.text));
@@ -351,7 +350,7 @@ class Assembler {
   }
 
   void arch(Cursor& c) {
-    once(c.peek(), ".arch");
+
     prog_.arch["name"] = c.expect_kind(Tok::string, "a quoted architecture name").text;
     while (c.accept(",")) {
       const Token& key = json_key(c, "a parameter name");
@@ -399,7 +398,7 @@ class Assembler {
   void region(Cursor& c, const std::string& space) {
     const Token& name = c.expect_kind(Tok::ident, "a region name");
     c.expect(",", "','");
-    const uint64_t limit = space == "ub" ? (uint64_t{1} << 24) : (uint64_t{1} << 16);
+    const uint64_t limit = address_space_rows(space);
     const uint64_t addr = expr_in(c, 0, limit - 1, "address");
     c.expect(",", "','");
     const uint64_t rows = expr_in(c, 1, limit - addr, "rows");
@@ -409,9 +408,9 @@ class Assembler {
   void weights(Cursor& c) {
     const Token& name = c.expect_kind(Tok::ident, "a region name");
     c.expect(",", "','");
-    const uint64_t addr = expr_in(c, 0, kMaxImageBytes - 1, "address");
+    const uint64_t addr = expr_in(c, 0, kMaxDataBytes - 1, "address");
     c.expect(",", "','");
-    const uint64_t bytes = expr_in(c, 1, kMaxImageBytes - addr, "bytes");
+    const uint64_t bytes = expr_in(c, 1, kMaxDataBytes - addr, "bytes");
     define_region(name, "weights", addr, bytes);
     if (prog_.weights.size() < addr + bytes) prog_.weights.resize(addr + bytes);
     if (c.accept(",")) {
@@ -457,7 +456,7 @@ class Assembler {
     std::error_code ec;
     const auto size = std::filesystem::file_size(p, ec);
     if (ec) error_at(path, fmt::format("cannot read \"{}\": {}", p.string(), ec.message()));
-    if (size > kMaxImageBytes) error_at(path, fmt::format("\"{}\" is larger than 1 GiB", p.string()));
+    if (size > kMaxDataBytes) error_at(path, fmt::format("\"{}\" is larger than {} bytes", p.string(), kMaxDataBytes));
     std::ifstream f(p, std::ios::binary);
     std::vector<uint8_t> data(size);
     f.read(reinterpret_cast<char*>(data.data()), static_cast<std::streamsize>(size));
@@ -472,7 +471,7 @@ class Assembler {
     c.expect(",", "','");
     r.host_addr = expr_in(c, 0, (uint64_t{1} << 40) - 1, "host address");
     c.expect(",", "','");
-    r.bytes = expr_in(c, 1, std::min(kMaxImageBytes, (uint64_t{1} << 40) - r.host_addr), "bytes");
+    r.bytes = expr_in(c, 1, std::min(kMaxDataBytes, (uint64_t{1} << 40) - r.host_addr), "bytes");
     r.name = name.text;
     while (c.accept(",")) {
       const Token& key = c.expect_kind(Tok::ident, "an option (dtype, shape, scale, init)");
@@ -481,6 +480,7 @@ class Assembler {
       else if (key.text == "shape") r.shape = shape(c);
       else if (key.text == "scale") {
         const Token& t = c.peek();
+        if (t.kind == Tok::punct && t.text == "-") error_at(t, "scale must be a number >= 0");
         r.scale = t.kind == Tok::real ? real(c.next()) : static_cast<double>(expr_in(c, 0, UINT64_MAX, "scale"));
       } else if (key.text == "init" && !output) r.init = init_data(c, r.bytes, true);
       else error_at(key, fmt::format("unknown option '{}' for {} (dtype, shape, scale{})", key.text,

@@ -22,6 +22,7 @@ std::string quote(std::string_view s) {
     if (c == '"' || c == '\\') out += '\\', out += c;
     else if (c == '\n') out += "\\n";
     else if (c == '\t') out += "\\t";
+    else if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) out += fmt::format("\\x{:02x}", static_cast<unsigned char>(c));
     else out += c;
   }
   return out + "\"";

@@ -161,32 +161,59 @@ void read_manifest(const json& m, std::span<const uint8_t> host_init, Program& p
 
 size_t align16(size_t n) { return (n + 15) & ~size_t{15}; }
 
-bool is_name(const std::string& s) {
-  auto alpha = [](char c) { return std::isalpha(static_cast<unsigned char>(c)) || c == '_'; };
-  return !s.empty() && alpha(s[0]) &&
-         std::all_of(s.begin(), s.end(), [&](char c) { return alpha(c) || std::isdigit(static_cast<unsigned char>(c)); });
+std::string check_symbol(const Symbol& s, const Program& p) {
+  if (s.space == "code") {
+    if (s.size != 0 || s.addr > p.code.size())
+      return fmt::format("code label \"{}\": index {} size {} (expected size 0 and index <= {})", s.name,
+                         s.addr, s.size, p.code.size());
+    return {};
+  }
+  const uint64_t limit = s.space == "weights" ? p.weights.size() : address_space_rows(s.space);
+  if (s.size == 0 || s.addr > limit || s.size > limit - s.addr)
+    return fmt::format("{} region \"{}\": [{}, +{}) is empty or reaches past {} ({})", s.space, s.name, s.addr,
+                       s.size, limit, s.space == "weights" ? "the end of the weight image" : "the address space");
+  return {};
 }
 
 }  // namespace
 
+bool symbol_order(const Symbol& a, const Symbol& b) {
+  return std::tie(a.space, a.addr, a.name) < std::tie(b.space, b.addr, b.name);
+}
+
+uint64_t address_space_rows(std::string_view space) {
+  const Field f = space == "ub" ? Field::ub : Field::acc;
+  return field_max(*find_operand(spec(Opcode::matmul), f)) + 1;
+}
+
+std::string check_name(std::string_view name) {
+  auto alpha = [](char c) { return std::isalpha(static_cast<unsigned char>(c)) || c == '_'; };
+  if (name.empty() || !alpha(name[0]) ||
+      !std::all_of(name.begin(), name.end(), [&](char c) { return alpha(c) || std::isdigit(static_cast<unsigned char>(c)); }))
+    return fmt::format("'{}' is not a name ([A-Za-z_][A-Za-z0-9_]*)", name);
+  if (find_mnemonic(name) || find_field(name))
+    return fmt::format("'{}' is a mnemonic or operand name and cannot name a symbol", name);
+  return {};
+}
+
 std::string check_program(const Program& p) {
   std::set<std::string> names;
   static const std::set<std::string> dtypes = {"int8", "uint8", "int32"};
-  if (p.weights.size() > kAddressLimit)
-    return fmt::format("weight image of {} bytes exceeds the 40-bit weight address space",
-                       p.weights.size());
+  if (p.weights.size() > kMaxDataBytes)
+    return fmt::format("weight image of {} bytes exceeds the limit of {} bytes", p.weights.size(), kMaxDataBytes);
   for (const HostRegion& r : p.host_regions) {
-    if (!is_name(r.name)) return fmt::format("host region \"{}\" is not a name ([A-Za-z_][A-Za-z0-9_]*)", r.name);
+    if (std::string err = check_name(r.name); !err.empty()) return "host region: " + err;
     if (!names.insert(r.name).second) return fmt::format("host region \"{}\" defined twice", r.name);
     if (!dtypes.count(r.dtype))
       return fmt::format("host region \"{}\": dtype \"{}\" is not int8, uint8 or int32", r.name,
                          r.dtype);
-    if (!std::isfinite(r.scale) || r.scale < 0)
+    if (!std::isfinite(r.scale) || std::signbit(r.scale))
       return fmt::format("host region \"{}\": scale {} is not a finite number >= 0", r.name, r.scale);
-    if (r.bytes == 0 || r.host_addr >= kAddressLimit || r.bytes > kAddressLimit - r.host_addr)
-      return fmt::format("host region \"{}\": [{:#x}, +{}) is empty or exceeds the 40-bit host "
-                         "address space",
-                         r.name, r.host_addr, r.bytes);
+    if (r.bytes == 0 || r.bytes > kMaxDataBytes || r.host_addr >= kAddressLimit ||
+        r.bytes > kAddressLimit - r.host_addr)
+      return fmt::format("host region \"{}\": [{:#x}, +{}) is empty, larger than {} bytes or exceeds the "
+                         "40-bit host address space",
+                         r.name, r.host_addr, r.bytes, kMaxDataBytes);
     if (!r.shape.empty()) {
       unsigned __int128 n = r.dtype == "int32" ? 4 : 1;
       for (uint64_t d : r.shape) n = std::min<unsigned __int128>(n * d, kAddressLimit + 1);
@@ -204,10 +231,13 @@ std::string check_program(const Program& p) {
     if (!spaces.count(s.space))
       return fmt::format("symbol \"{}\": space \"{}\" is not code, ub, acc or weights", s.name,
                          s.space);
-    if (!is_name(s.name)) return fmt::format("symbol \"{}\" is not a name ([A-Za-z_][A-Za-z0-9_]*)", s.name);
+    if (std::string err = check_name(s.name); !err.empty()) return "symbol: " + err;
     if (!names.insert(s.name).second)
       return fmt::format("symbol \"{}\" is defined twice (names are shared by symbols and host regions)", s.name);
+    if (std::string err = check_symbol(s, p); !err.empty()) return err;
   }
+  if (!std::is_sorted(p.symbols.begin(), p.symbols.end(), symbol_order))
+    return "symbols are not in canonical order (by space, address, name)";
   if (!p.arch.empty() && !(p.arch.contains("name") && p.arch["name"].is_string()))
     return "arch must be empty or have a string \"name\"";
   return {};
@@ -258,9 +288,9 @@ Program read_program(std::span<const uint8_t> in, const std::string& source) {
   if (std::memcmp(in.data(), kMagic, sizeof kMagic) != 0)
     throw fail("not a tpusim program (bad magic; expected \"TPUSIMPG\")");
   const auto major = get<uint16_t>(in, 8), minor = get<uint16_t>(in, 10);
-  if (major != kVersionMajor)
-    throw fail(fmt::format("format version {}.{} is not supported (this tpusim reads {}.x)", major,
-                           minor, kVersionMajor));
+  if (major != kVersionMajor || minor > kVersionMinor)
+    throw fail(fmt::format("format version {}.{} is not supported (this tpusim reads {}.0 to {}.{})", major,
+                           minor, kVersionMajor, kVersionMajor, kVersionMinor));
   if (get<uint32_t>(in, 12) != kHeaderBytes)
     throw fail(fmt::format("header size {} (expected {})", get<uint32_t>(in, 12), kHeaderBytes));
   const auto count = get<uint32_t>(in, 16);

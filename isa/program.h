@@ -25,6 +25,18 @@ inline constexpr uint16_t kVersionMinor = 0;
 inline constexpr uint32_t kHeaderBytes = 64;
 inline constexpr uint32_t kSectionEntryBytes = 32;
 
+// Largest weight image, and largest host region, a program may carry (1 GiB: the paper's
+// largest app, CNN1, has about 100 MB of weights; the limit keeps a typo from allocating
+// gigabytes).
+inline constexpr uint64_t kMaxDataBytes = uint64_t{1} << 30;
+
+// Rows addressable in "ub" or "acc" (2^24 and 2^16: the widths of the ub and acc fields).
+uint64_t address_space_rows(std::string_view space);
+
+// Empty when `name` can name a symbol or host region: [A-Za-z_][A-Za-z0-9_]*, and neither a
+// mnemonic nor an operand name; else why not.
+std::string check_name(std::string_view name);
+
 enum class SectionType : uint32_t { code = 1, weights = 2, manifest = 3, host_init = 4 };
 
 // A named range of host memory the program reads (input) or writes (output).
@@ -69,6 +81,9 @@ Program read_program(std::span<const uint8_t> bytes, const std::string& source);
 
 Program load_program(const std::filesystem::path& path);  // throws InputError
 void save_program(const std::filesystem::path& path, const Program& program);
+
+// The canonical order of Program::symbols: by space, then address, then name.
+bool symbol_order(const Symbol& a, const Symbol& b);
 
 // Checks cross-references a well-formed container must satisfy (regions inside sane bounds,
 // unique names, init sizes); empty when fine. read_program and write_program both apply it.
