@@ -2,9 +2,13 @@
 ;
 ; Computes Y = requant(X * W) for X: 8 x 256 int8 (eight input vectors, a batch of 8) and
 ; W: 256 x 256 int8 (one weight tile). Each output is the int32 dot product of one row of X
-; with one column of W, scaled by mult / 2^shift and saturated to int8.
+; with one column of W, scaled by mult / 2^shift and saturated to int8:
+;   Y[b][n] = clamp(-128, 127, round_half_away( (sum over k<256 of X[b][k] * W[k][n]) / 2^8 ))
+; for 0 <= b < 8 and 0 <= n < 256 (act with mult=1, shift=8 and the identity function).
 ; Assemble:     build/tpusim asm workloads/asm/matmul.s -o matmul.tpu
 ; Disassemble:  build/tpusim disasm matmul.tpu
+; Round trip:   build/tpusim disasm matmul.tpu -o listing.s && build/tpusim asm listing.s -o again.tpu
+;               cmp matmul.tpu again.tpu      (identical bytes; see docs/assembly.md)
 
 .model "matmul-8x256x256"          ; the workload name reports will carry
 .arch  "tpu-v1"                     ; the architecture this program was written for
