@@ -288,7 +288,7 @@ class Assembler {
       if (const EnumValue* e = find_value(f.values, v.text)) return e->value;
       error_at(v, fmt::format("'{}' is not a {} value (one of: {})", v.text, f.name, value_list(f)));
     }
-    if (f.kind == FieldKind::mask && v.kind == Tok::ident && find_value(f.values, v.text)) {
+    if (f.kind == FieldKind::mask && v.kind == Tok::ident && (find_value(f.values, v.text) || !is_defined(v.text))) {
       uint64_t m = 0;
       do {
         const Token& part = c.expect_kind(Tok::ident, fmt::format("a {} name", f.name));

@@ -90,6 +90,16 @@ int main(int argc, char** argv) {
   i->add_flag("--markdown", markdown, "docs/isa.md, generated from the ISA table");
   i->add_flag("--sv", sv, "the SystemVerilog package, generated from the ISA table");
 
+  std::string names;
+  bool known = false;
+  for (const CLI::App* sub : app.get_subcommands({})) {
+    names += " " + sub->get_name();
+    known |= argc > 1 && sub->get_name() == argv[1];
+  }
+  if (argc > 1 && argv[1][0] != '-' && !known) {
+    fmt::print(stderr, "tpusim: unknown subcommand '{}' (one of:{}); see tpusim --help\n", argv[1], names);
+    return kExitBadInput;
+  }
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
