@@ -204,7 +204,19 @@ class Assembler {
     return v;
   }
 
+  // Parentheses and unary operators nest by recursion: bounded, so that a pathological line gets
+  // an error rather than overflowing the stack (5000 '(' did).
+  static constexpr int kMaxNesting = 256;
+  struct NestingGuard {
+    int& depth;
+    explicit NestingGuard(int& d) : depth(++d) {}
+    ~NestingGuard() { --depth; }
+  };
+
   i128 unary(Cursor& c) {
+    const NestingGuard guard(nesting_);
+    if (nesting_ > kMaxNesting)
+      error_at(c.peek(), fmt::format("expression nested more than {} levels deep", kMaxNesting));
     if (c.is_punct("-")) {
       const Token& minus = c.next();
       const i128 v = -unary(c);
@@ -372,8 +384,10 @@ class Assembler {
     if (t.kind == Tok::ident && t.text == "json") {
       c.next();
       const Token& s = c.expect_kind(Tok::string, "a quoted JSON text after json");
-      json j = json::parse(s.text, nullptr, false);
-      if (j.is_discarded()) error_at(s, "not valid JSON");
+      // The manifest reader allows 64 levels; a value sits 2 levels down in it.
+      std::string err;
+      json j = parse_json_bounded(s.text, /*max_depth=*/32, err);
+      if (!err.empty()) error_at(s, err);
       return j;
     }
     const i128 v = expr(c);
@@ -527,6 +541,7 @@ class Assembler {
   std::map<std::string, uint64_t> sizes_;
   std::map<std::string, uint64_t> labels_;
   std::vector<std::string> errors_;
+  int nesting_ = 0;  // current depth of unary() recursion
   std::set<std::string> once_;
 };
 

@@ -177,6 +177,16 @@ std::string check_symbol(const Symbol& s, const Program& p) {
 
 }  // namespace
 
+json parse_json_bounded(std::string_view text, int max_depth, std::string& error) {
+  int levels = 0;  // the parser reports the top level as depth 0
+  auto deepest = [&](int d, json::parse_event_t, json&) { return (levels = std::max(levels, d + 1), true); };
+  json j = json::parse(text.begin(), text.end(), deepest, /*allow_exceptions=*/false);
+  if (j.is_discarded()) error = "not valid JSON";
+  else if (levels > max_depth) error = fmt::format("JSON nested more than {} levels deep", max_depth);
+  if (!error.empty()) j = json(json::value_t::discarded);
+  return j;
+}
+
 bool symbol_order(const Symbol& a, const Symbol& b) {
   return std::tie(a.space, a.addr, a.name) < std::tie(b.space, b.addr, b.name);
 }
@@ -345,8 +355,10 @@ Program read_program(std::span<const uint8_t> in, const std::string& source) {
   const auto w = data[static_cast<int>(SectionType::weights)];
   p.weights.assign(w.begin(), w.end());
   const auto m = data[static_cast<int>(SectionType::manifest)];
-  json manifest = json::parse(m.begin(), m.end(), nullptr, /*allow_exceptions=*/false);
-  if (manifest.is_discarded()) throw fail("manifest section is not valid JSON");
+  std::string json_error;
+  const json manifest = parse_json_bounded({reinterpret_cast<const char*>(m.data()), m.size()},
+                                           /*max_depth=*/64, json_error);
+  if (!json_error.empty()) throw fail("manifest section: " + json_error);
   read_manifest(manifest, data[static_cast<int>(SectionType::host_init)], p, source + ": manifest");
   if (std::string err = check_program(p); !err.empty()) throw fail(err);
   // Only the canonical form is accepted, so that reading and writing a program are exact

@@ -82,6 +82,10 @@ Program read_program(std::span<const uint8_t> bytes, const std::string& source);
 Program load_program(const std::filesystem::path& path);  // throws InputError
 void save_program(const std::filesystem::path& path, const Program& program);
 
+// Parses JSON nested at most `max_depth` levels (deeper documents overflow the stack when
+// copied). Returns why not in `error` (and a discarded value) when the text is invalid or too deep.
+nlohmann::json parse_json_bounded(std::string_view text, int max_depth, std::string& error);
+
 // The canonical order of Program::symbols: by space, then address, then name.
 bool symbol_order(const Symbol& a, const Symbol& b);
 

@@ -127,6 +127,21 @@ TEST_CASE("file(...) errors", "[isa][asm][errors]") {
   CHECK_THROWS_WITH(assemble_file(dir.path()), Equals(dir.path().string() + ": is a directory"));
 }
 
+TEST_CASE("nesting limits stop pathological lines before they overflow the stack", "[isa][asm][errors]") {
+  // An expression may nest 256 levels (255 parentheses around a literal); the 257th level is
+  // reported where it starts.
+  CHECK_NOTHROW(assemble(".equ a, " + std::string(255, '(') + "1" + std::string(255, ')'), "t.s"));
+  CHECK(error_of(".equ a, " + std::string(257, '(') + "1" + std::string(257, ')')) ==
+        "t.s:1:265: error: expression nested more than 256 levels deep");
+  CHECK(error_of(".equ a, " + std::string(50000, '-') + "1") ==
+        "t.s:1:265: error: expression nested more than 256 levels deep");
+  // JSON values: 32 levels (the manifest allows 64, and a value sits 2 levels down).
+  const std::string ok = std::string(32, '[') + std::string(32, ']');
+  const std::string deep = std::string(33, '[') + std::string(33, ']');
+  CHECK_NOTHROW(assemble(".meta k, json \"" + ok + "\"", "t.s"));
+  CHECK(error_of(".meta k, json \"" + deep + "\"") == "t.s:1:15: error: JSON nested more than 32 levels deep");
+}
+
 TEST_CASE("errors on several lines are reported together", "[isa][asm][errors]") {
   CHECK(error_of("nop\n\tbogus\nfoo bar\n.equ z, 1/0\nhalt\n") ==
         "t.s:2:2: error: unknown mnemonic 'bogus'\n"

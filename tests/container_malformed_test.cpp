@@ -197,7 +197,15 @@ TEST_CASE("bad sections are rejected even with correct CRCs", "[isa][container][
   }
   SECTION("manifest is not JSON") {
     const auto f = build_container({{1, {}}, {3, bytes_of("{\"format\": \"tpusim-program\",")}});
-    CHECK_THROWS_WITH(read_tpu(f), Equals("s.tpu: manifest section is not valid JSON"));
+    CHECK_THROWS_WITH(read_tpu(f), Equals("s.tpu: manifest section: not valid JSON"));
+  }
+  SECTION("manifest nested deeper than 64 levels (deeper ones overflowed the stack)") {
+    const std::string deep = std::string(65, '[') + std::string(65, ']');
+    const auto f = build_container({{1, {}}, {3, bytes_of(deep)}});
+    CHECK_THROWS_WITH(read_tpu(f), Equals("s.tpu: manifest section: JSON nested more than 64 levels deep"));
+    const std::string very_deep = std::string(100000, '[') + std::string(100000, ']');
+    CHECK_THROWS_WITH(read_tpu(build_container({{1, {}}, {3, bytes_of(very_deep)}})),
+                      Equals("s.tpu: manifest section: JSON nested more than 64 levels deep"));
   }
   SECTION("manifest is JSON but not an object") {
     CHECK_THROWS_WITH(read_tpu(container_with(json::array({1, 2}))),

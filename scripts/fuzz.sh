@@ -1,0 +1,79 @@
+#!/usr/bin/env bash
+# scripts/fuzz.sh [--seconds N] [--fresh] [TARGET...]
+# Builds the libFuzzer targets (tests/fuzz) with clang, ASan and UBSan into build-fuzz/, makes the
+# seed corpora and the assembler dictionary from workloads/asm/*.s and tests/fuzz/*.s, runs each target
+# (fuzz_decode, fuzz_program, fuzz_assemble; default all) for N seconds (default 20). Fails when a
+# target reports a finding: the offending input is saved under build-fuzz/fuzz/artifacts/.
+# The corpus each target grows is kept in build-fuzz/fuzz/corpus/ for the next run (--fresh
+# starts over). Reproduce a finding: build-fuzz/tests/fuzz/TARGET ARTIFACT_FILE
+set -euo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+
+seconds=20
+fresh=0
+targets=()
+while (($#)); do
+  case $1 in
+    --seconds) seconds=${2:?--seconds needs a value}; shift 2 ;;
+    --fresh) fresh=1; shift ;;
+    -h | --help) sed -n '2,9p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    fuzz_decode | fuzz_program | fuzz_assemble) targets+=("$1"); shift ;;
+    *) echo "fuzz.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
+  esac
+done
+[[ $seconds =~ ^[0-9]+$ ]] || { echo "fuzz.sh: --seconds needs a whole number" >&2; exit 2; }
+((${#targets[@]})) || targets=(fuzz_decode fuzz_program fuzz_assemble)
+
+BUILD=build-fuzz
+WORK="$ROOT/$BUILD/fuzz"
+mkdir -p "$WORK"
+trap 'print_summary "scripts/fuzz.sh" $? | tee "$WORK/summary.txt"' EXIT
+
+step "build $BUILD (clang, libFuzzer, ASan+UBSan)"
+configure_and_build "$BUILD" RelWithDebInfo -DCMAKE_CXX_COMPILER=clang++ -DTPUSIM_FUZZ=ON \
+  -DTPUSIM_WERROR=OFF -- fuzzers
+
+step "seed corpora and dictionary"
+rm -rf "$WORK/seeds"
+shopt -s nullglob
+sources=("$ROOT"/workloads/asm/*.s "$ROOT"/tests/fuzz/*.s)
+shopt -u nullglob
+"$ROOT/$BUILD/tests/fuzz/fuzz_seeds" "$WORK/seeds" "${sources[@]}"
+((fresh)) && rm -rf "$WORK/corpus"
+mkdir -p "$WORK/artifacts" "$WORK/logs"
+
+failed=()
+for t in "${targets[@]}"; do
+  step "$t for ${seconds}s"
+  name=${t#fuzz_}
+  mkdir -p "$WORK/corpus/$name"
+  opts=(-max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 -print_final_stats=1
+    -artifact_prefix="$WORK/artifacts/$name-")
+  case $name in
+    assemble) opts+=(-dict="$WORK/seeds/assemble.dict") ;;
+    program) opts+=(-max_len=65536) ;;
+    decode) opts+=(-max_len=256) ;;
+  esac
+  log="$WORK/logs/$name.log"
+  rc=0
+  "$ROOT/$BUILD/tests/fuzz/$t" "${opts[@]}" "$WORK/corpus/$name" "$WORK/seeds/$name" >"$log" 2>&1 || rc=$?
+  runs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -1)
+  rate=$(sed -n 's/^stat::average_exec_per_sec: *//p' "$log" | tail -1)
+  corpus=$(find "$WORK/corpus/$name" -type f | wc -l)
+  if ((rc != 0)); then
+    echo "$t FAILED (exit $rc); from $log:"
+    # From the first report (ours, a sanitizer's or libFuzzer's) on, without the progress lines.
+    awk '/=== tpusim fuzz finding|ERROR: (AddressSanitizer|LeakSanitizer|libFuzzer)|runtime error:/ { p = 1 } p' \
+      "$log" | grep -v '^#[0-9]' | head -60 || true
+    artifact=$(sed -n "s/.*Test unit written to //p" "$log" | tail -1)
+    [[ -n $artifact ]] && echo "reproduce: $BUILD/tests/fuzz/$t $artifact"
+    failed+=("$t")
+    step_fail "finding: ${artifact:-see $log}"
+  else
+    printf '%s: %s runs, %s execs/s, corpus %s inputs, no findings\n' "$t" "${runs:-?}" "${rate:-?}" "$corpus"
+    step_done "${runs:-?} runs, ${rate:-?} execs/s, corpus $corpus"
+  fi
+done
+if ((${#failed[@]})); then
+  exit 1
+fi

@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# Installs the Debian (bookworm) packages tpusim needs to build, test and fuzz: only the missing
+# ones, so a second run does nothing but check. Needs root (uses sudo when not root).
+set -euo pipefail
+
+PACKAGES=(
+  cmake g++ make pkg-config ninja-build  # toolchain
+  verilator libsystemc-dev               # RTL simulation, SystemC kernel
+  catch2 libfmt-dev libboost-dev libcli11-dev nlohmann-json3-dev
+  clang libclang-rt-14-dev libfuzzer-14-dev  # fuzzing (scripts/fuzz.sh): clang, sanitizers, libFuzzer
+)
+
+missing=()
+for pkg in "${PACKAGES[@]}"; do
+  status=$(dpkg-query -W -f='${db:Status-Status}' "$pkg" 2>/dev/null || true)
+  [[ $status == installed ]] || missing+=("$pkg")
+done
+
+if ((${#missing[@]} == 0)); then
+  echo "install-deps: all ${#PACKAGES[@]} packages are installed"
+  exit 0
+fi
+
+sudo=()
+if ((EUID != 0)); then
+  if command -v sudo >/dev/null; then
+    sudo=(sudo)
+  else
+    echo "install-deps: missing packages (${missing[*]}) and not root; run this script as root" >&2
+    exit 1
+  fi
+fi
+
+echo "install-deps: installing ${missing[*]}"
+export DEBIAN_FRONTEND=noninteractive
+"${sudo[@]}" apt-get update
+"${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y "${missing[@]}"
