@@ -13,7 +13,7 @@ bool ident_char(char c) { return std::isalnum(static_cast<unsigned char>(c)) || 
 size_t invalid_utf8(std::string_view s) {
   for (size_t i = 0; i < s.size();) {
     const auto b = static_cast<unsigned char>(s[i]);
-    size_t n = 0;  // continuation bytes
+    size_t n = 0;                        // continuation bytes
     unsigned char lo = 0x80, hi = 0xBF;  // range of the first continuation byte
     if (b < 0x80) n = 0;
     else if (b >= 0xC2 && b <= 0xDF) n = 1;
@@ -73,11 +73,11 @@ std::vector<Token> tokenize(std::string_view s) {
           else if (e == 'x' && j + 2 < s.size() && std::isxdigit(static_cast<unsigned char>(s[j + 1])) &&
                    std::isxdigit(static_cast<unsigned char>(s[j + 2]))) {
             const int byte = std::stoi(std::string(s.substr(j + 1, 2)), nullptr, 16);
-            if (byte > 0x7f) throw LexError{static_cast<int>(j), "\\x escapes are for ASCII (\\x00 to \\x7f)"};
+            if (byte > 0x7f)
+              throw LexError{static_cast<int>(j), "\\x escapes are for ASCII (\\x00 to \\x7f)"};
             text += static_cast<char>(byte);
             j += 2;
-          }
-          else throw LexError{static_cast<int>(j) + 1, std::string("unknown escape \\") + e};
+          } else throw LexError{static_cast<int>(j) + 1, std::string("unknown escape \\") + e};
         } else {
           text += s[j];
         }

@@ -69,11 +69,14 @@ i128 parse_integer(const Token& t) {
     if (c != '_') digits += c;
   int base = 10;
   std::string_view body = digits;
-  if (body.size() > 2 && body[0] == '0' && (body[1] == 'x' || body[1] == 'X')) base = 16, body.remove_prefix(2);
-  else if (body.size() > 2 && body[0] == '0' && (body[1] == 'b' || body[1] == 'B')) base = 2, body.remove_prefix(2);
+  if (body.size() > 2 && body[0] == '0' && (body[1] == 'x' || body[1] == 'X'))
+    base = 16, body.remove_prefix(2);
+  else if (body.size() > 2 && body[0] == '0' && (body[1] == 'b' || body[1] == 'B'))
+    base = 2, body.remove_prefix(2);
   uint64_t v = 0;
   auto [end, ec] = std::from_chars(body.data(), body.data() + body.size(), v, base);
-  if (ec == std::errc::result_out_of_range) error_at(t, fmt::format("number {} does not fit in 64 bits", t.text));
+  if (ec == std::errc::result_out_of_range)
+    error_at(t, fmt::format("number {} does not fit in 64 bits", t.text));
   if (ec != std::errc() || end != body.data() + body.size() || body.empty())
     error_at(t, fmt::format("malformed number '{}'", t.text));
   return v;
@@ -81,7 +84,8 @@ i128 parse_integer(const Token& t) {
 
 class Assembler {
  public:
-  Assembler(std::string source, std::filesystem::path base) : source_(std::move(source)), base_(std::move(base)) {}
+  Assembler(std::string source, std::filesystem::path base)
+      : source_(std::move(source)), base_(std::move(base)) {}
 
   Program run(std::string_view text) {
     std::vector<std::string> lines;
@@ -199,8 +203,7 @@ class Assembler {
       v = o == "<<" ? a << static_cast<int>(b) : a >> static_cast<int>(b);
     } else if (o == "&") v = a & b;
     else v = a | b;
-    if (v > i128(UINT64_MAX) || v < -i128(INT64_MAX) - 1)
-      error_at(op, "expression overflows 64 bits");
+    if (v > i128(UINT64_MAX) || v < -i128(INT64_MAX) - 1) error_at(op, "expression overflows 64 bits");
     return v;
   }
 
@@ -244,7 +247,8 @@ class Assembler {
     if (!suffix.empty()) {
       auto it = sizes_.find(name);
       if (it == sizes_.end() || (suffix != "size" && suffix != "end"))
-        error_at(t, fmt::format("unknown name '{}' (.size and .end apply to regions defined earlier)", t.text));
+        error_at(t,
+                 fmt::format("unknown name '{}' (.size and .end apply to regions defined earlier)", t.text));
       return suffix == "size" ? i128(it->second) : symbols_.at(name) + i128(it->second);
     }
     if (auto it = symbols_.find(name); it != symbols_.end()) return it->second;
@@ -271,13 +275,16 @@ class Assembler {
       const Token& name = c.expect_kind(Tok::ident, "an operand name");
       const std::optional<Field> f = find_field(name.text);
       const Operand* o = f ? find_operand(*s, *f) : nullptr;
-      if (!o) error_at(name, fmt::format("{} has no operand '{}' (operands: {})", s->mnemonic, name.text, operand_list(*s)));
+      if (!o)
+        error_at(name, fmt::format("{} has no operand '{}' (operands: {})", s->mnemonic, name.text,
+                                   operand_list(*s)));
       if (!given.insert(*f).second) error_at(name, fmt::format("operand '{}' given twice", name.text));
       inst[*f] = operand_value(*o, name, c);
     }
     for (const Operand& o : s->operands)
       if (!o.default_value && !given.count(o.field))
-        error_at(head, fmt::format("{} needs operand '{}' ({})", s->mnemonic, field_spec(o.field).name, field_spec(o.field).doc));
+        error_at(head, fmt::format("{} needs operand '{}' ({})", s->mnemonic, field_spec(o.field).name,
+                                   field_spec(o.field).doc));
     if (std::string err = check(inst); !err.empty()) error_at(head, err);
     prog_.code.push_back(inst);
   }
@@ -300,12 +307,14 @@ class Assembler {
       if (const EnumValue* e = find_value(f.values, v.text)) return e->value;
       error_at(v, fmt::format("'{}' is not a {} value (one of: {})", v.text, f.name, value_list(f)));
     }
-    if (f.kind == FieldKind::mask && v.kind == Tok::ident && (find_value(f.values, v.text) || !is_defined(v.text))) {
+    if (f.kind == FieldKind::mask && v.kind == Tok::ident &&
+        (find_value(f.values, v.text) || !is_defined(v.text))) {
       uint64_t m = 0;
       do {
         const Token& part = c.expect_kind(Tok::ident, fmt::format("a {} name", f.name));
         const EnumValue* e = find_value(f.values, part.text);
-        if (!e) error_at(part, fmt::format("'{}' is not a {} name (one of: {})", part.text, f.name, value_list(f)));
+        if (!e)
+          error_at(part, fmt::format("'{}' is not a {} name (one of: {})", part.text, f.name, value_list(f)));
         m |= uint64_t{1} << e->value;
       } while (c.accept("|"));
       return m;
@@ -325,12 +334,10 @@ class Assembler {
     if (d == ".model") {
       once(head, ".model");
       prog_.model = c.expect_kind(Tok::string, "a quoted model name").text;
-    }
-    else if (d == ".arch") {
+    } else if (d == ".arch") {
       once(head, ".arch");
       arch(c);
-    }
-    else if (d == ".meta") {
+    } else if (d == ".meta") {
       const Token& key = json_key(c, "a metadata key");
       if (prog_.meta.contains(key.text)) error_at(key, fmt::format(".meta {} is already set", key.text));
       c.expect(",", "','");
@@ -347,8 +354,10 @@ class Assembler {
       if (data.size() > prog_.weights.size()) prog_.weights.resize(data.size());
       std::copy(data.begin(), data.end(), prog_.weights.begin());
     } else if (d == ".input" || d == ".output") host_region(c, d == ".output");
-    else error_at(head, fmt::format("unknown directive '{}' (directives: .model .arch .meta .equ .ub .acc "
-                                    ".weights .wimage .input .output)", d));
+    else
+      error_at(head, fmt::format("unknown directive '{}' (directives: .model .arch .meta .equ .ub .acc "
+                                 ".weights .wimage .input .output)",
+                                 d));
   }
 
   // A JSON object key: a name, or a quoted string for keys that are not names ("my-key").
@@ -362,7 +371,6 @@ class Assembler {
   }
 
   void arch(Cursor& c) {
-
     prog_.arch["name"] = c.expect_kind(Tok::string, "a quoted architecture name").text;
     while (c.accept(",")) {
       const Token& key = json_key(c, "a parameter name");
@@ -458,9 +466,11 @@ class Assembler {
       c.expect(")", "')'");
       out = read_data_file(path);
       if (exact && out.size() != bytes)
-        error_at(path, fmt::format("file \"{}\" has {} bytes; the region needs exactly {}", path.text, out.size(), bytes));
+        error_at(path, fmt::format("file \"{}\" has {} bytes; the region needs exactly {}", path.text,
+                                   out.size(), bytes));
     } else {
-      error_at(kind, fmt::format("unknown initializer '{}' (zero, random(SEED) or file(\"PATH\"))", kind.text));
+      error_at(kind,
+               fmt::format("unknown initializer '{}' (zero, random(SEED) or file(\"PATH\"))", kind.text));
     }
     return out;
   }
@@ -470,7 +480,8 @@ class Assembler {
     std::error_code ec;
     const auto size = std::filesystem::file_size(p, ec);
     if (ec) error_at(path, fmt::format("cannot read \"{}\": {}", p.string(), ec.message()));
-    if (size > kMaxDataBytes) error_at(path, fmt::format("\"{}\" is larger than {} bytes", p.string(), kMaxDataBytes));
+    if (size > kMaxDataBytes)
+      error_at(path, fmt::format("\"{}\" is larger than {} bytes", p.string(), kMaxDataBytes));
     std::ifstream f(p, std::ios::binary);
     std::vector<uint8_t> data(size);
     f.read(reinterpret_cast<char*>(data.data()), static_cast<std::streamsize>(size));
@@ -495,10 +506,12 @@ class Assembler {
       else if (key.text == "scale") {
         const Token& t = c.peek();
         if (t.kind == Tok::punct && t.text == "-") error_at(t, "scale must be a number >= 0");
-        r.scale = t.kind == Tok::real ? real(c.next()) : static_cast<double>(expr_in(c, 0, UINT64_MAX, "scale"));
+        r.scale =
+            t.kind == Tok::real ? real(c.next()) : static_cast<double>(expr_in(c, 0, UINT64_MAX, "scale"));
       } else if (key.text == "init" && !output) r.init = init_data(c, r.bytes, true);
-      else error_at(key, fmt::format("unknown option '{}' for {} (dtype, shape, scale{})", key.text,
-                                     output ? ".output" : ".input", output ? "" : ", init"));
+      else
+        error_at(key, fmt::format("unknown option '{}' for {} (dtype, shape, scale{})", key.text,
+                                  output ? ".output" : ".input", output ? "" : ", init"));
     }
     define_region(name, "host", r.host_addr, r.bytes);
     prog_.symbols.pop_back();  // host regions are listed in host_regions, not as symbols
@@ -557,7 +570,8 @@ void fill_random(std::span<uint8_t> out, uint64_t seed) {
   }
 }
 
-Program assemble(std::string_view text, const std::string& source_name, const std::filesystem::path& base_dir) {
+Program assemble(std::string_view text, const std::string& source_name,
+                 const std::filesystem::path& base_dir) {
   return Assembler(source_name, base_dir).run(text);
 }
 

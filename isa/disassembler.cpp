@@ -22,7 +22,8 @@ std::string quote(std::string_view s) {
     if (c == '"' || c == '\\') out += '\\', out += c;
     else if (c == '\n') out += "\\n";
     else if (c == '\t') out += "\\t";
-    else if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) out += fmt::format("\\x{:02x}", static_cast<unsigned char>(c));
+    else if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f)
+      out += fmt::format("\\x{:02x}", static_cast<unsigned char>(c));
     else out += c;
   }
   return out + "\"";
@@ -97,7 +98,10 @@ std::string symbol_hints(const Program& p, const Instruction& inst) {
     if (o.default_value && *o.default_value == inst[o.field]) continue;  // e.g. unused qtable=0
     std::string_view space;
     switch (o.field) {
-      case Field::ub: case Field::src: case Field::src_b: case Field::qtable: space = "ub"; break;
+      case Field::ub:
+      case Field::src:
+      case Field::src_b:
+      case Field::qtable: space = "ub"; break;
       case Field::acc: space = "acc"; break;
       case Field::waddr: space = "weights"; break;
       case Field::host: space = "host"; break;
@@ -127,13 +131,14 @@ std::string format_instruction(const Instruction& inst) {
 }
 
 std::string disassemble(const Program& p, const DisasmOptions& opt) {
-  const bool has_data = !p.weights.empty() ||
-                        std::any_of(p.host_regions.begin(), p.host_regions.end(),
-                                    [](const HostRegion& r) { return !r.init.empty(); });
-  std::string out = !has_data || opt.data_stem
-                        ? "; tpusim program listing: `tpusim asm` turns it back into the same bytes\n"
-                        : "; tpusim program listing; data not shown: `tpusim disasm -o FILE` writes a listing\n"
-                          "; and data files that `tpusim asm` turns back into the same bytes\n";
+  const bool has_data =
+      !p.weights.empty() || std::any_of(p.host_regions.begin(), p.host_regions.end(),
+                                        [](const HostRegion& r) { return !r.init.empty(); });
+  std::string out =
+      !has_data || opt.data_stem
+          ? "; tpusim program listing: `tpusim asm` turns it back into the same bytes\n"
+          : "; tpusim program listing; data not shown: `tpusim disasm -o FILE` writes a listing\n"
+            "; and data files that `tpusim asm` turns back into the same bytes\n";
   auto data_file = [&](const std::string& suffix, std::span<const uint8_t> data) {
     const std::filesystem::path path = opt.data_stem->string() + suffix;
     write_file(path, data);
@@ -155,8 +160,10 @@ std::string disassemble(const Program& p, const DisasmOptions& opt) {
     if (!r.shape.empty()) out += fmt::format(", shape={}", fmt::join(r.shape, "x"));
     if (r.scale != 0.0) out += fmt::format(", scale={}", value_text(json(r.scale)));
     if (!r.init.empty()) {
-      if (opt.data_stem) out += fmt::format(", init=file({})", data_file(".input." + r.name + ".bin", r.init));
-      else out += fmt::format("  ; {} bytes of initial data not shown (disasm -o writes them)", r.init.size());
+      if (opt.data_stem)
+        out += fmt::format(", init=file({})", data_file(".input." + r.name + ".bin", r.init));
+      else
+        out += fmt::format("  ; {} bytes of initial data not shown (disasm -o writes them)", r.init.size());
     }
     out += "\n";
   }

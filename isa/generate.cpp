@@ -30,7 +30,8 @@ std::string range_text(const Operand& o) {
 std::string default_text(const Operand& o) {
   if (!o.default_value) return "required";
   const FieldSpec& f = field_spec(o.field);
-  if (f.kind == FieldKind::enumeration) return fmt::format("`{}`", find_value(f.values, *o.default_value)->name);
+  if (f.kind == FieldKind::enumeration)
+    return fmt::format("`{}`", find_value(f.values, *o.default_value)->name);
   if (f.kind == FieldKind::flag) return *o.default_value ? "set" : "clear";
   return std::to_string(*o.default_value);
 }
@@ -43,11 +44,11 @@ std::string byte_contents(const OpcodeSpec& s, int b) {
     const int lo = std::max<int>(o.lsb, 8 * b), hi = std::min<int>(o.lsb + o.width, 8 * b + 8) - 1;
     if (lo > hi) continue;
     const std::string_view name = field_spec(o.field).name;
-    const std::string part = o.width == 1 ? fmt::format("`{}`", name)
-                                           : fmt::format("`{}`[{}:{}]", name, hi - o.lsb, lo - o.lsb);
-    append_joined(out, ", ", fmt::format("{} (bit{} {})", part, lo == hi ? "" : "s",
-                                                   lo == hi ? std::to_string(lo % 8)
-                                                            : fmt::format("{}-{}", lo % 8, hi % 8)));
+    const std::string part =
+        o.width == 1 ? fmt::format("`{}`", name) : fmt::format("`{}`[{}:{}]", name, hi - o.lsb, lo - o.lsb);
+    append_joined(out, ", ",
+                  fmt::format("{} (bit{} {})", part, lo == hi ? "" : "s",
+                              lo == hi ? std::to_string(lo % 8) : fmt::format("{}-{}", lo % 8, hi % 8)));
   }
   return out.empty() ? "reserved, 0" : out;
 }
@@ -91,7 +92,8 @@ std::string isa_markdown() {
       "## Summary\n\n| opcode | mnemonic | paper name | unit | operands |\n|---|---|---|---|---|\n";
   for (const OpcodeSpec& s : kOpcodes) {
     std::string ops;
-    for (const Operand& o : s.operands) append_joined(ops, ", ", fmt::format("`{}`", field_spec(o.field).name));
+    for (const Operand& o : s.operands)
+      append_joined(ops, ", ", fmt::format("`{}`", field_spec(o.field).name));
     out += fmt::format("| `{:#04x}` | `{}` | {} | {} | {} |\n", static_cast<int>(s.opcode), s.mnemonic,
                        s.paper_name, kUnitNames[static_cast<int>(s.unit)], ops.empty() ? "none" : ops);
   }
@@ -130,18 +132,21 @@ std::string isa_sv_package() {
       "// Generated from isa/table.h by `build/tpusim isa --sv > hw/rtl/tpusim_isa_pkg.sv`.\n"
       "// Do not edit: a test fails when this file and the table differ.\n"
       "package tpusim_isa_pkg;\n\n";
-  out += fmt::format("  localparam int unsigned INSTR_BYTES = {};\n  localparam int unsigned INSTR_BITS = {};\n\n",
-                     kInstructionBytes, kInstructionBits);
+  out += fmt::format(
+      "  localparam int unsigned INSTR_BYTES = {};\n  localparam int unsigned INSTR_BITS = {};\n\n",
+      kInstructionBytes, kInstructionBits);
   out += "  typedef enum logic [7:0] {\n";
   for (int i = 0; i < kOpcodeCount; ++i)
-    out += fmt::format("    OP_{} = 8'h{:02x}{}\n", upper(kOpcodes[i].mnemonic), static_cast<int>(kOpcodes[i].opcode),
-                       i + 1 < kOpcodeCount ? "," : "");
-  out += "  } opcode_e;\n\n  // Field positions: <MNEMONIC>_<FIELD>_LSB and _WIDTH, bit positions in the 128-bit word.\n";
+    out += fmt::format("    OP_{} = 8'h{:02x}{}\n", upper(kOpcodes[i].mnemonic),
+                       static_cast<int>(kOpcodes[i].opcode), i + 1 < kOpcodeCount ? "," : "");
+  out +=
+      "  } opcode_e;\n\n  // Field positions: <MNEMONIC>_<FIELD>_LSB and _WIDTH, bit positions in the "
+      "128-bit word.\n";
   for (const OpcodeSpec& s : kOpcodes)
     for (const Operand& o : s.operands) {
       const std::string n = upper(s.mnemonic) + "_" + upper(field_spec(o.field).name);
-      out += fmt::format("  localparam int unsigned {}_LSB = {};\n  localparam int unsigned {}_WIDTH = {};\n", n,
-                         o.lsb, n, o.width);
+      out += fmt::format("  localparam int unsigned {}_LSB = {};\n  localparam int unsigned {}_WIDTH = {};\n",
+                         n, o.lsb, n, o.width);
     }
   auto values = [&](std::string_view prefix, std::span<const EnumValue> vs) {
     out += "\n";

@@ -27,8 +27,7 @@ u128 used_bits(const OpcodeSpec& s) {
 std::string check_operand(const Operand& o, uint64_t v) {
   const FieldSpec& f = field_spec(o.field);
   if (v > field_max(o))
-    return fmt::format("field {} = {} does not fit in {} bits (max {})", f.name, v, o.width,
-                       field_max(o));
+    return fmt::format("field {} = {} does not fit in {} bits (max {})", f.name, v, o.width, field_max(o));
   if (v < o.min) return fmt::format("field {} = {} is below its minimum {}", f.name, v, o.min);
   if (f.kind == FieldKind::enumeration && !find_value(f.values, v))
     return fmt::format("field {} = {} is not a defined {} value", f.name, v, f.name);
@@ -56,8 +55,7 @@ std::string check(const Instruction& inst) {
     const Field f = static_cast<Field>(i);
     const Operand* o = find_operand(*s, f);
     if (!o) {
-      if (inst.fields[i] != 0)
-        return fmt::format("{} has no field {}", s->mnemonic, kFields[i].name);
+      if (inst.fields[i] != 0) return fmt::format("{} has no field {}", s->mnemonic, kFields[i].name);
       continue;
     }
     if (std::string err = check_operand(*o, inst.fields[i]); !err.empty()) return err;
@@ -81,8 +79,8 @@ Instruction decode(std::span<const uint8_t, kInstructionBytes> bytes, const std:
   if (const u128 stray = w & ~used_bits(*s); stray != 0) {
     int bit = 0;
     while (!((stray >> bit) & 1)) ++bit;
-    throw InputError(fmt::format("{}: {} has reserved bit {} (byte {}) set; reserved bits must be 0",
-                                 where, s->mnemonic, bit, bit / 8));
+    throw InputError(fmt::format("{}: {} has reserved bit {} (byte {}) set; reserved bits must be 0", where,
+                                 s->mnemonic, bit, bit / 8));
   }
   Instruction inst;
   inst.opcode = s->opcode;

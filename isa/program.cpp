@@ -54,9 +54,9 @@ json manifest_of(const Program& p) {
   json regions = json::array();
   uint64_t init_offset = 0;
   for (const HostRegion& r : p.host_regions) {
-    json j = {{"name", r.name},          {"direction", r.output ? "output" : "input"},
+    json j = {{"name", r.name},           {"direction", r.output ? "output" : "input"},
               {"host_addr", r.host_addr}, {"bytes", r.bytes},
-              {"dtype", r.dtype},        {"shape", r.shape},
+              {"dtype", r.dtype},         {"shape", r.shape},
               {"scale", r.scale}};
     if (!r.init.empty()) {
       j["init_offset"] = init_offset;
@@ -67,8 +67,8 @@ json manifest_of(const Program& p) {
   json symbols = json::array();
   for (const Symbol& s : p.symbols)
     symbols.push_back({{"name", s.name}, {"space", s.space}, {"addr", s.addr}, {"size", s.size}});
-  return {{"format", "tpusim-program"}, {"model", p.model},          {"arch", p.arch},
-          {"meta", p.meta},             {"host_regions", regions},   {"symbols", symbols}};
+  return {{"format", "tpusim-program"}, {"model", p.model},  {"arch", p.arch}, {"meta", p.meta},
+          {"host_regions", regions},    {"symbols", symbols}};
 }
 
 // Strict reader for one JSON object: every key must be known, every required key present.
@@ -96,7 +96,8 @@ class ObjectReader {
     else if constexpr (std::is_same_v<T, uint64_t>) return v.is_number_unsigned();
     else if constexpr (std::is_same_v<T, double>) return v.is_number();
     else if constexpr (std::is_same_v<T, std::vector<uint64_t>>)
-      return v.is_array() && std::all_of(v.begin(), v.end(), [](const json& e) { return e.is_number_unsigned(); });
+      return v.is_array() &&
+             std::all_of(v.begin(), v.end(), [](const json& e) { return e.is_number_unsigned(); });
     else static_assert(sizeof(T) == 0, "add a type check");
   }
   void done() const {
@@ -105,8 +106,8 @@ class ObjectReader {
   }
   [[noreturn]] void fail(const std::string& key, const char* expected) const {
     const std::string what = key.empty() ? j_.dump() : j_.at(key).dump();
-    throw InputError(fmt::format("{}{}{}: expected {}, got {}", where_, key.empty() ? "" : ".", key,
-                                 expected, what.substr(0, 60)));
+    throw InputError(fmt::format("{}{}{}: expected {}, got {}", where_, key.empty() ? "" : ".", key, expected,
+                                 what.substr(0, 60)));
   }
 
  private:
@@ -115,8 +116,7 @@ class ObjectReader {
   std::set<std::string> seen_;
 };
 
-void read_manifest(const json& m, std::span<const uint8_t> host_init, Program& p,
-                   const std::string& where) {
+void read_manifest(const json& m, std::span<const uint8_t> host_init, Program& p, const std::string& where) {
   ObjectReader top(m, where);
   if (top.get<std::string>("format", "a string") != "tpusim-program")
     throw InputError(fmt::format("{}.format: expected \"tpusim-program\"", where));
@@ -139,9 +139,10 @@ void read_manifest(const json& m, std::span<const uint8_t> host_init, Program& p
     if (regions[i].contains("init_offset")) {
       const auto off = r.get<uint64_t>("init_offset", "an unsigned integer");
       if (off > host_init.size() || h.bytes > host_init.size() - off)
-        throw InputError(fmt::format("{}.host_regions[{}]: init data [{}, +{}) lies outside the "
-                                     "host_init section ({} bytes)",
-                                     where, i, off, h.bytes, host_init.size()));
+        throw InputError(
+            fmt::format("{}.host_regions[{}]: init data [{}, +{}) lies outside the "
+                        "host_init section ({} bytes)",
+                        where, i, off, h.bytes, host_init.size()));
       h.init.assign(host_init.begin() + off, host_init.begin() + off + h.bytes);
     }
     r.done();
@@ -151,8 +152,7 @@ void read_manifest(const json& m, std::span<const uint8_t> host_init, Program& p
   for (size_t i = 0; i < symbols.size(); ++i) {
     ObjectReader r(symbols[i], fmt::format("{}.symbols[{}]", where, i));
     Symbol s{r.get<std::string>("name", "a string"), r.get<std::string>("space", "a string"),
-             r.get<uint64_t>("addr", "an unsigned integer"),
-             r.get<uint64_t>("size", "an unsigned integer")};
+             r.get<uint64_t>("addr", "an unsigned integer"), r.get<uint64_t>("size", "an unsigned integer")};
     r.done();
     p.symbols.push_back(std::move(s));
   }
@@ -170,8 +170,9 @@ std::string check_symbol(const Symbol& s, const Program& p) {
   }
   const uint64_t limit = s.space == "weights" ? p.weights.size() : address_space_rows(s.space);
   if (s.size == 0 || s.addr > limit || s.size > limit - s.addr)
-    return fmt::format("{} region \"{}\": [{}, +{}) is empty or reaches past {} ({})", s.space, s.name, s.addr,
-                       s.size, limit, s.space == "weights" ? "the end of the weight image" : "the address space");
+    return fmt::format("{} region \"{}\": [{}, +{}) is empty or reaches past {} ({})", s.space, s.name,
+                       s.addr, s.size, limit,
+                       s.space == "weights" ? "the end of the weight image" : "the address space");
   return {};
 }
 
@@ -198,8 +199,9 @@ uint64_t address_space_rows(std::string_view space) {
 
 std::string check_name(std::string_view name) {
   auto alpha = [](char c) { return std::isalpha(static_cast<unsigned char>(c)) || c == '_'; };
-  if (name.empty() || !alpha(name[0]) ||
-      !std::all_of(name.begin(), name.end(), [&](char c) { return alpha(c) || std::isdigit(static_cast<unsigned char>(c)); }))
+  if (name.empty() || !alpha(name[0]) || !std::all_of(name.begin(), name.end(), [&](char c) {
+        return alpha(c) || std::isdigit(static_cast<unsigned char>(c));
+      }))
     return fmt::format("'{}' is not a name ([A-Za-z_][A-Za-z0-9_]*)", name);
   if (find_mnemonic(name) || find_field(name))
     return fmt::format("'{}' is a mnemonic or operand name and cannot name a symbol", name);
@@ -210,40 +212,42 @@ std::string check_program(const Program& p) {
   std::set<std::string> names;
   static const std::set<std::string> dtypes = {"int8", "uint8", "int32"};
   if (p.weights.size() > kMaxDataBytes)
-    return fmt::format("weight image of {} bytes exceeds the limit of {} bytes", p.weights.size(), kMaxDataBytes);
+    return fmt::format("weight image of {} bytes exceeds the limit of {} bytes", p.weights.size(),
+                       kMaxDataBytes);
   for (const HostRegion& r : p.host_regions) {
     if (std::string err = check_name(r.name); !err.empty()) return "host region: " + err;
     if (!names.insert(r.name).second) return fmt::format("host region \"{}\" defined twice", r.name);
     if (!dtypes.count(r.dtype))
-      return fmt::format("host region \"{}\": dtype \"{}\" is not int8, uint8 or int32", r.name,
-                         r.dtype);
+      return fmt::format("host region \"{}\": dtype \"{}\" is not int8, uint8 or int32", r.name, r.dtype);
     if (!std::isfinite(r.scale) || std::signbit(r.scale))
       return fmt::format("host region \"{}\": scale {} is not a finite number >= 0", r.name, r.scale);
     if (r.bytes == 0 || r.bytes > kMaxDataBytes || r.host_addr >= kAddressLimit ||
         r.bytes > kAddressLimit - r.host_addr)
-      return fmt::format("host region \"{}\": [{:#x}, +{}) is empty, larger than {} bytes or exceeds the "
-                         "40-bit host address space",
-                         r.name, r.host_addr, r.bytes, kMaxDataBytes);
+      return fmt::format(
+          "host region \"{}\": [{:#x}, +{}) is empty, larger than {} bytes or exceeds the "
+          "40-bit host address space",
+          r.name, r.host_addr, r.bytes, kMaxDataBytes);
     if (!r.shape.empty()) {
       unsigned __int128 n = r.dtype == "int32" ? 4 : 1;
       for (uint64_t d : r.shape) n = std::min<unsigned __int128>(n * d, kAddressLimit + 1);
       if (n != r.bytes)
-        return fmt::format("host region \"{}\": shape does not match its {} bytes of {}", r.name,
-                           r.bytes, r.dtype);
+        return fmt::format("host region \"{}\": shape does not match its {} bytes of {}", r.name, r.bytes,
+                           r.dtype);
     }
     if (!r.init.empty() && (r.output || r.init.size() != r.bytes))
-      return fmt::format("host region \"{}\": initial data must be given for inputs only and "
-                         "cover all {} bytes",
-                         r.name, r.bytes);
+      return fmt::format(
+          "host region \"{}\": initial data must be given for inputs only and "
+          "cover all {} bytes",
+          r.name, r.bytes);
   }
   static const std::set<std::string> spaces = {"code", "ub", "acc", "weights"};
   for (const Symbol& s : p.symbols) {
     if (!spaces.count(s.space))
-      return fmt::format("symbol \"{}\": space \"{}\" is not code, ub, acc or weights", s.name,
-                         s.space);
+      return fmt::format("symbol \"{}\": space \"{}\" is not code, ub, acc or weights", s.name, s.space);
     if (std::string err = check_name(s.name); !err.empty()) return "symbol: " + err;
     if (!names.insert(s.name).second)
-      return fmt::format("symbol \"{}\" is defined twice (names are shared by symbols and host regions)", s.name);
+      return fmt::format("symbol \"{}\" is defined twice (names are shared by symbols and host regions)",
+                         s.name);
     if (std::string err = check_symbol(s, p); !err.empty()) return err;
   }
   if (!std::is_sorted(p.symbols.begin(), p.symbols.end(), symbol_order))
@@ -265,8 +269,7 @@ std::vector<uint8_t> write_program(const Program& p) {
   const std::pair<SectionType, std::span<const uint8_t>> sections[] = {
       {SectionType::code, code},
       {SectionType::weights, p.weights},
-      {SectionType::manifest,
-       {reinterpret_cast<const uint8_t*>(manifest.data()), manifest.size()}},
+      {SectionType::manifest, {reinterpret_cast<const uint8_t*>(manifest.data()), manifest.size()}},
       {SectionType::host_init, init}};
   const size_t n = std::size(sections);
   size_t offset = align16(kHeaderBytes + n * kSectionEntryBytes);
@@ -327,17 +330,19 @@ Program read_program(std::span<const uint8_t> in, const std::string& source) {
     if (get<uint64_t>(in, e + 24) != 0)
       throw fail(fmt::format("section {}: reserved bytes are not 0", section_name(type)));
     if (off < table_end)
-      throw fail(fmt::format("section {}: offset {} lies inside the header or section table (which end at {})",
-                             section_name(type), off, table_end));
+      throw fail(
+          fmt::format("section {}: offset {} lies inside the header or section table (which end at {})",
+                      section_name(type), off, table_end));
     if (off > in.size() || size > in.size() - off)
-      throw fail(fmt::format("section {}: [{}, +{}) lies outside the file ({} bytes)",
-                             section_name(type), off, size, in.size()));
+      throw fail(fmt::format("section {}: [{}, +{}) lies outside the file ({} bytes)", section_name(type),
+                             off, size, in.size()));
     present[type] = true;
     data[type] = in.subspan(off, size);
     if (crc32(data[type]) != crc)
-      throw fail(fmt::format("section {}: CRC-32 mismatch (stored {:#010x}, computed {:#010x}): "
-                             "the file is corrupted",
-                             section_name(type), crc, crc32(data[type])));
+      throw fail(
+          fmt::format("section {}: CRC-32 mismatch (stored {:#010x}, computed {:#010x}): "
+                      "the file is corrupted",
+                      section_name(type), crc, crc32(data[type])));
   }
   for (SectionType t : {SectionType::code, SectionType::manifest})
     if (!present[static_cast<int>(t)])
@@ -346,8 +351,7 @@ Program read_program(std::span<const uint8_t> in, const std::string& source) {
   Program p;
   const auto code = data[static_cast<int>(SectionType::code)];
   if (code.size() % kInstructionBytes != 0)
-    throw fail(fmt::format("code section is {} bytes, not a multiple of {}", code.size(),
-                           kInstructionBytes));
+    throw fail(fmt::format("code section is {} bytes, not a multiple of {}", code.size(), kInstructionBytes));
   p.code.reserve(code.size() / kInstructionBytes);
   for (size_t i = 0; i < code.size(); i += kInstructionBytes)
     p.code.push_back(decode(code.subspan(i).first<kInstructionBytes>(),
@@ -367,10 +371,11 @@ Program read_program(std::span<const uint8_t> in, const std::string& source) {
   if (!std::equal(in.begin(), in.end(), canonical.begin(), canonical.end())) {
     size_t at = 0;
     while (at < in.size() && at < canonical.size() && in[at] == canonical[at]) ++at;
-    throw fail(fmt::format("not in canonical form (first difference at byte {}): sections must come in "
-                           "type order, 16-byte aligned and zero-padded, host_init must hold exactly the "
-                           "regions' data in order, and the manifest must be formatted as tpusim writes it",
-                           at));
+    throw fail(
+        fmt::format("not in canonical form (first difference at byte {}): sections must come in "
+                    "type order, 16-byte aligned and zero-padded, host_init must hold exactly the "
+                    "regions' data in order, and the manifest must be formatted as tpusim writes it",
+                    at));
   }
   return p;
 }

@@ -45,10 +45,10 @@ struct HostRegion {
   bool output = false;
   uint64_t host_addr = 0;
   uint64_t bytes = 0;
-  std::string dtype = "int8";     // int8 | uint8 | int32
-  std::vector<uint64_t> shape;    // optional; product * dtype size == bytes when given
-  double scale = 0.0;             // quantization scale (real = scale * q); 0 when unknown
-  std::vector<uint8_t> init;      // inputs only: initial contents, empty or exactly `bytes`
+  std::string dtype = "int8";   // int8 | uint8 | int32
+  std::vector<uint64_t> shape;  // optional; product * dtype size == bytes when given
+  double scale = 0.0;           // quantization scale (real = scale * q); 0 when unknown
+  std::vector<uint8_t> init;    // inputs only: initial contents, empty or exactly `bytes`
   bool operator==(const HostRegion&) const = default;
 };
 
@@ -63,8 +63,8 @@ struct Symbol {
 
 struct Program {
   std::vector<Instruction> code;
-  std::vector<uint8_t> weights;              // the weight-memory image, from address 0
-  std::string model;                          // workload name
+  std::vector<uint8_t> weights;                    // the weight-memory image, from address 0
+  std::string model;                               // workload name
   nlohmann::json arch = nlohmann::json::object();  // architecture compiled for: name + params
   nlohmann::json meta = nlohmann::json::object();  // free-form: quantization scales, compiler
   std::vector<HostRegion> host_regions;

@@ -99,10 +99,10 @@ inline constexpr EnumValue kConfigRegValues[] = {
 };
 
 enum class FieldKind : uint8_t {
-  uint,  // unsigned integer: an address, a count, a scale
-  flag,  // one bit, written as a bare word in assembly when set
+  uint,         // unsigned integer: an address, a count, a scale
+  flag,         // one bit, written as a bare word in assembly when set
   enumeration,  // a named value from `values`
-  mask,  // a set of named bits from `values`, written a|b in assembly
+  mask,         // a set of named bits from `values`, written a|b in assembly
 };
 
 // Every field name used by any opcode. A name means the same thing in every opcode that has it.
@@ -164,7 +164,10 @@ inline constexpr FieldSpec kFields[] = {
     {Field::mult, "mult", FieldKind::uint, {}, "requantization multiplier"},
     {Field::shift, "shift", FieldKind::uint, {}, "requantization right shift"},
     {Field::clip, "clip", FieldKind::uint, {}, "upper bound of relux, in output units"},
-    {Field::qtable, "qtable", FieldKind::uint, {},
+    {Field::qtable,
+     "qtable",
+     FieldKind::uint,
+     {},
      "UB row address of the per-column parameter table: with C = array_cols, bytes [0, 4C) hold "
      "bias[c] (int32), [4C, 6C) mult[c] (uint16), [6C, 7C) shift[c] (0..63), little-endian, "
      "spanning ceil(7C / row width) rows"},
@@ -179,10 +182,16 @@ inline constexpr FieldSpec kFields[] = {
     {Field::value, "value", FieldKind::uint, {}, "value written to the register"},
     {Field::tag, "tag", FieldKind::uint, {}, "tag shown in traces and the debugger"},
     {Field::accumulate, "accumulate", FieldKind::flag, {}, "add to the accumulators (else overwrite)"},
-    {Field::switch_weights, "switch", FieldKind::flag, {},
+    {Field::switch_weights,
+     "switch",
+     FieldKind::flag,
+     {},
      "make the shadow weight tile active before the first row"},
     {Field::unsigned_data, "unsigned", FieldKind::flag, {}, "operands are uint8 (else int8)"},
-    {Field::per_channel, "perchan", FieldKind::flag, {},
+    {Field::per_channel,
+     "perchan",
+     FieldKind::flag,
+     {},
      "take bias, multiplier and shift per column from the table at `qtable` (instead of `mult` "
      "and `shift`)"},
     {Field::func, "func", FieldKind::enumeration, kFuncValues, "activation function"},
@@ -214,27 +223,38 @@ struct OpcodeSpec {
 
 namespace layout {
 // Flag fields live in bits 8..15, operands in 16..127.
-inline constexpr Operand kReadHost[] = {
-    {Field::host, 16, 40}, {Field::ub, 56, 24}, {Field::rows, 80, 24, 1}};
+inline constexpr Operand kReadHost[] = {{Field::host, 16, 40}, {Field::ub, 56, 24}, {Field::rows, 80, 24, 1}};
 inline constexpr Operand kReadWeights[] = {
     {Field::unsigned_data, 8, 1, 0, 0}, {Field::waddr, 16, 40}, {Field::tiles, 56, 16, 1}};
-inline constexpr Operand kMatmul[] = {
-    {Field::accumulate, 8, 1, 0, 0}, {Field::switch_weights, 9, 1, 0, 0},
-    {Field::unsigned_data, 10, 1, 0, 0}, {Field::ub, 16, 24},
-    {Field::acc, 40, 16}, {Field::rows, 56, 16, 1},
-    {Field::repeat, 72, 16, 1, 1}, {Field::stride, 88, 24, 0, 0}};
-inline constexpr Operand kActivate[] = {
-    {Field::func, 8, 3, 0, 0},     {Field::per_channel, 11, 1, 0, 0}, {Field::unsigned_data, 12, 1, 0, 0},
-    {Field::acc, 16, 16},          {Field::ub, 32, 24},               {Field::rows, 56, 16, 1},
-    {Field::mult, 72, 16, 0, 1},   {Field::shift, 88, 6, 0, 0},       {Field::clip, 94, 8, 0, 127},
-    {Field::qtable, 102, 24, 0, 0}};
-inline constexpr Operand kVector[] = {
-    {Field::op, 8, 3},         {Field::func, 11, 3, 0, 0}, {Field::src, 16, 24},
-    {Field::src_b, 40, 24}, {Field::ub, 64, 24},     {Field::rows, 88, 16, 1},
-    {Field::mult, 104, 16, 0, 1}, {Field::shift, 120, 6, 0, 0}};
+inline constexpr Operand kMatmul[] = {{Field::accumulate, 8, 1, 0, 0},
+                                      {Field::switch_weights, 9, 1, 0, 0},
+                                      {Field::unsigned_data, 10, 1, 0, 0},
+                                      {Field::ub, 16, 24},
+                                      {Field::acc, 40, 16},
+                                      {Field::rows, 56, 16, 1},
+                                      {Field::repeat, 72, 16, 1, 1},
+                                      {Field::stride, 88, 24, 0, 0}};
+inline constexpr Operand kActivate[] = {{Field::func, 8, 3, 0, 0},
+                                        {Field::per_channel, 11, 1, 0, 0},
+                                        {Field::unsigned_data, 12, 1, 0, 0},
+                                        {Field::acc, 16, 16},
+                                        {Field::ub, 32, 24},
+                                        {Field::rows, 56, 16, 1},
+                                        {Field::mult, 72, 16, 0, 1},
+                                        {Field::shift, 88, 6, 0, 0},
+                                        {Field::clip, 94, 8, 0, 127},
+                                        {Field::qtable, 102, 24, 0, 0}};
+inline constexpr Operand kVector[] = {{Field::op, 8, 3},
+                                      {Field::func, 11, 3, 0, 0},
+                                      {Field::src, 16, 24},
+                                      {Field::src_b, 40, 24},
+                                      {Field::ub, 64, 24},
+                                      {Field::rows, 88, 16, 1},
+                                      {Field::mult, 104, 16, 0, 1},
+                                      {Field::shift, 120, 6, 0, 0}};
 inline constexpr Operand kPool[] = {
-    {Field::kind, 8, 1},         {Field::src, 16, 24},         {Field::ub, 40, 24},
-    {Field::in_w, 64, 12, 1},    {Field::out_h, 76, 12, 1},    {Field::out_w, 88, 12, 1},
+    {Field::kind, 8, 1},          {Field::src, 16, 24},       {Field::ub, 40, 24},
+    {Field::in_w, 64, 12, 1},     {Field::out_h, 76, 12, 1},  {Field::out_w, 88, 12, 1},
     {Field::batch, 100, 8, 1, 1}, {Field::window, 108, 4, 1}, {Field::pool_stride, 112, 4, 1}};
 inline constexpr Operand kSync[] = {{Field::units, 16, 4, 1}};
 inline constexpr Operand kSetConfig[] = {{Field::reg, 16, 8}, {Field::value, 24, 64}};
@@ -243,7 +263,11 @@ inline constexpr Operand kDebugTag[] = {{Field::tag, 16, 32}};
 
 inline constexpr OpcodeSpec kOpcodes[] = {
     {Opcode::nop, "nop", "Nop", Unit::control, {}, "Does nothing; takes one issue slot.", "nothing"},
-    {Opcode::halt, "halt", "Halt", Unit::control, {},
+    {Opcode::halt,
+     "halt",
+     "Halt",
+     Unit::control,
+     {},
      "Ends the program once every unit has finished all earlier instructions.",
      "all units idle and all weight fetches landed"},
     {Opcode::sync, "sync", "Sync (wait for units)", Unit::control, layout::kSync,
@@ -251,7 +275,11 @@ inline constexpr OpcodeSpec kOpcodes[] = {
      "instructions of any unit wait behind it. The compiler places it before a matmul that reads "
      "rows an activate is still writing (counted as RAW stall).",
      "the named units idle"},
-    {Opcode::barrier, "barrier", "Sync (barrier)", Unit::control, {},
+    {Opcode::barrier,
+     "barrier",
+     "Sync (barrier)",
+     Unit::control,
+     {},
      "Holds issue until every unit is idle and every weight fetch started by read_weights has "
      "landed in the weight FIFO: a full drain, used between independent phases and before "
      "reading results on the host.",
@@ -260,8 +288,7 @@ inline constexpr OpcodeSpec kOpcodes[] = {
      "Writes a configuration register; takes effect for instructions issued after it.",
      "nothing (registers are read at issue)"},
     {Opcode::debug_tag, "tag", "Debug tag", Unit::control, layout::kDebugTag,
-     "No effect on the machine; marks a point in traces and the debugger (e.g. a layer start).",
-     "nothing"},
+     "No effect on the machine; marks a point in traces and the debugger (e.g. a layer start).", "nothing"},
     {Opcode::read_host, "rhm", "Read_Host_Memory", Unit::host_dma, layout::kReadHost,
      "Copies `rows` rows from host memory at `host` (rows `host_stride` bytes apart, "
      "`host_row_bytes` bytes each) into UB rows ub .. ub+rows-1.",

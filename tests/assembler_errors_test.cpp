@@ -1,7 +1,6 @@
 // Assembler error messages: exact text, starting "name:line:col: error:", for a corpus of
 // mistakes; several errors are reported together.
 #include <catch2/catch.hpp>
-
 #include <filesystem>
 #include <string>
 #include <vector>
@@ -95,12 +94,15 @@ TEST_CASE("error messages name the file, line and column", "[isa][asm][errors]")
       {".weights w, 0, 4, init=ones",
        "t.s:1:24: error: unknown initializer 'ones' (zero, random(SEED) or file(\"PATH\"))"},
       {".weights w, 0, 4, fill=zero", "t.s:1:19: error: unknown option 'fill' (expected 'init=')"},
-      {".output y, 0, 4, init=zero", "t.s:1:18: error: unknown option 'init' for .output (dtype, shape, scale)"},
+      {".output y, 0, 4, init=zero",
+       "t.s:1:18: error: unknown option 'init' for .output (dtype, shape, scale)"},
       {".input x, 0, 4, dtype=int16",
        "t.s:1:8: error: host region \"x\": dtype \"int16\" is not int8, uint8 or int32"},
-      {".input x, 0, 4, shape=2x3", "t.s:1:8: error: host region \"x\": shape does not match its 4 bytes of int8"},
+      {".input x, 0, 4, shape=2x3",
+       "t.s:1:8: error: host region \"x\": shape does not match its 4 bytes of int8"},
       {".input x, 0, 4, shape=2x", "t.s:1:23: error: malformed shape '2x'"},
-      {".input x, 0x10000000000, 4", "t.s:1:11: error: host address = 1099511627776 is out of range (0..1099511627775)"},
+      {".input x, 0x10000000000, 4",
+       "t.s:1:11: error: host address = 1099511627776 is out of range (0..1099511627775)"},
       {".meta k, json \"{bad\"", "t.s:1:15: error: not valid JSON"},
       {".model name", "t.s:1:8: error: expected a quoted model name, found 'name'"},
   };
@@ -139,7 +141,8 @@ TEST_CASE("nesting limits stop pathological lines before they overflow the stack
   const std::string ok = std::string(32, '[') + std::string(32, ']');
   const std::string deep = std::string(33, '[') + std::string(33, ']');
   CHECK_NOTHROW(assemble(".meta k, json \"" + ok + "\"", "t.s"));
-  CHECK(error_of(".meta k, json \"" + deep + "\"") == "t.s:1:15: error: JSON nested more than 32 levels deep");
+  CHECK(error_of(".meta k, json \"" + deep + "\"") ==
+        "t.s:1:15: error: JSON nested more than 32 levels deep");
 }
 
 TEST_CASE("errors on several lines are reported together", "[isa][asm][errors]") {

@@ -1,12 +1,12 @@
 // The assembler: expressions and directives. Error messages are in assembler_errors_test.cpp,
 // disassembler round trips in disassembler_test.cpp.
-#include <catch2/catch.hpp>
+#include "isa/assembler.h"
 
+#include <catch2/catch.hpp>
 #include <filesystem>
 #include <string>
 #include <vector>
 
-#include "isa/assembler.h"
 #include "isa/disassembler.h"
 #include "isa/error.h"
 #include "isa/program.h"
@@ -14,10 +14,10 @@
 
 using namespace tpusim;
 using namespace tpusim::isa;
-using test::splitmix_bytes;
 using Catch::Matchers::Contains;
 using Catch::Matchers::Equals;
 using nlohmann::json;
+using test::splitmix_bytes;
 namespace fs = std::filesystem;
 
 namespace {
@@ -39,18 +39,18 @@ TEST_CASE("expression precedence and associativity follow C", "[isa][asm][expr]"
   CHECK(value_of("1 + 2 * 3") == 7);
   CHECK(value_of("(1 + 2) * 3") == 9);
   CHECK(value_of("3 * (2 + (4 - 1))") == 15);
-  CHECK(value_of("1 << 4 + 1") == 32);   // + binds tighter than <<
+  CHECK(value_of("1 << 4 + 1") == 32);  // + binds tighter than <<
   CHECK(value_of("1 + 2 << 3") == 24);
-  CHECK(value_of("6 | 1 & 3") == 7);     // & binds tighter than |
+  CHECK(value_of("6 | 1 & 3") == 7);  // & binds tighter than |
   CHECK(value_of("(6 | 1) & 3") == 3);
   CHECK(value_of("12 & 10 | 1") == 9);
-  CHECK(value_of("10 - 3 - 2") == 5);    // left to right
+  CHECK(value_of("10 - 3 - 2") == 5);  // left to right
   CHECK(value_of("64 / 4 / 2") == 8);
   CHECK(value_of("256 >> 2 >> 1") == 32);
   CHECK(value_of("2 * 3 % 4") == 2);
   CHECK(value_of("7 / 2") == 3);
   CHECK(value_of("7 % 4") == 3);
-  CHECK(value_of("-7 / 2 + 10") == 7);   // division truncates toward zero: -3 + 10
+  CHECK(value_of("-7 / 2 + 10") == 7);  // division truncates toward zero: -3 + 10
   CHECK(value_of("-1 + 3") == 2);
   CHECK(value_of("- -5") == 5);
   CHECK(value_of("~0") == 0xffffffffffffffffULL);
@@ -89,28 +89,28 @@ TEST_CASE("names in expressions: constants, regions, .size, .end, labels", "[isa
   CHECK(value_of("y.end - x", regions) == 0x1004);
 
   // Labels are instruction indices and may be used before they are defined.
-  const Program p = ok(
-      "start: tag tag=finish\n"
-      "  nop\n"
-      "middle:\n"
-      "  tag tag=middle * 10\n"
-      "finish: tag tag=start\n");
+  const Program p =
+      ok("start: tag tag=finish\n"
+         "  nop\n"
+         "middle:\n"
+         "  tag tag=middle * 10\n"
+         "finish: tag tag=start\n");
   REQUIRE(p.code.size() == 4);
   CHECK(p.code[0][Field::tag] == 3);
   CHECK(p.code[2][Field::tag] == 20);
   CHECK(p.code[3][Field::tag] == 0);
-  CHECK(p.symbols == std::vector<Symbol>{{"start", "code", 0, 0}, {"middle", "code", 2, 0},
-                                         {"finish", "code", 3, 0}});
+  CHECK(p.symbols ==
+        std::vector<Symbol>{{"start", "code", 0, 0}, {"middle", "code", 2, 0}, {"finish", "code", 3, 0}});
 }
 
 TEST_CASE("expressions become flags, enumerations and masks by name", "[isa][asm]") {
-  const Program p = ok(
-      ".equ R, 2\n"
-      "act acc=0, ub=1, rows=R, func=relux, clip=6, perchan, unsigned\n"
-      "sync units=host|weights|matrix|act\n"
-      "sync units=0b0110\n"
-      "matmul ub=0, acc=0, rows=1, accumulate\n"
-      "vec op=pass, src=0, src_b=0, ub=0, rows=1\n");
+  const Program p =
+      ok(".equ R, 2\n"
+         "act acc=0, ub=1, rows=R, func=relux, clip=6, perchan, unsigned\n"
+         "sync units=host|weights|matrix|act\n"
+         "sync units=0b0110\n"
+         "matmul ub=0, acc=0, rows=1, accumulate\n"
+         "vec op=pass, src=0, src_b=0, ub=0, rows=1\n");
   REQUIRE(p.code.size() == 5);
   CHECK(p.code[0][Field::func] == static_cast<uint64_t>(Func::relux));
   CHECK(p.code[0][Field::rows] == 2);
@@ -136,23 +136,24 @@ TEST_CASE("lines, comments, labels and line endings", "[isa][asm]") {
 // ---- directives -----------------------------------------------------------------------------
 
 TEST_CASE(".model, .arch and .meta", "[isa][asm][directives]") {
-  const Program p = ok(
-      ".model \"mlp-0 \\\"v2\\\"\"\n"
-      ".equ K, 256\n"
-      ".arch \"tpu-v1\", array_rows=K, clock_mhz=700, ratio=0.5, note=\"x\"\n"
-      ".meta layers, 3\n"
-      ".meta offset, -12\n"
-      ".meta scale, 0.0078125\n"
-      ".meta tiny, 1.5e3\n"
-      ".meta who, \"compiler\\tv1\"\n"
-      ".meta cfg, json \"{\\\"a\\\": [1, 2, {\\\"b\\\": null}], \\\"c\\\": true}\"\n"
-      ".meta expr, K * 2\n"
-      ".meta exp1, 1e-05\n"
-      ".meta exp2, 2.5E+20\n"
-      ".meta negreal, -1.5\n"
-      ".meta most_negative, -0x8000000000000000\n");
+  const Program p =
+      ok(".model \"mlp-0 \\\"v2\\\"\"\n"
+         ".equ K, 256\n"
+         ".arch \"tpu-v1\", array_rows=K, clock_mhz=700, ratio=0.5, note=\"x\"\n"
+         ".meta layers, 3\n"
+         ".meta offset, -12\n"
+         ".meta scale, 0.0078125\n"
+         ".meta tiny, 1.5e3\n"
+         ".meta who, \"compiler\\tv1\"\n"
+         ".meta cfg, json \"{\\\"a\\\": [1, 2, {\\\"b\\\": null}], \\\"c\\\": true}\"\n"
+         ".meta expr, K * 2\n"
+         ".meta exp1, 1e-05\n"
+         ".meta exp2, 2.5E+20\n"
+         ".meta negreal, -1.5\n"
+         ".meta most_negative, -0x8000000000000000\n");
   CHECK(p.model == "mlp-0 \"v2\"");
-  CHECK(p.arch == json{{"name", "tpu-v1"}, {"array_rows", 256}, {"clock_mhz", 700}, {"ratio", 0.5}, {"note", "x"}});
+  CHECK(p.arch ==
+        json{{"name", "tpu-v1"}, {"array_rows", 256}, {"clock_mhz", 700}, {"ratio", 0.5}, {"note", "x"}});
   CHECK(p.meta["layers"] == 3);
   CHECK(p.meta["offset"] == -12);
   CHECK(p.meta["scale"] == 0.0078125);
@@ -167,14 +168,15 @@ TEST_CASE(".model, .arch and .meta", "[isa][asm][directives]") {
   CHECK(p.meta.size() == 11);
 }
 
-TEST_CASE(".ub, .acc and .weights define symbols, sorted by space, address and name", "[isa][asm][directives]") {
-  const Program p = ok(
-      ".ub   zeta, 8, 2\n"
-      ".ub   alpha, 8, 4\n"
-      ".ub   first, 0, 1\n"
-      ".acc  acc0, 0x10, 0x20\n"
-      ".weights w, 4, 4\n"
-      "go: nop\n");
+TEST_CASE(".ub, .acc and .weights define symbols, sorted by space, address and name",
+          "[isa][asm][directives]") {
+  const Program p =
+      ok(".ub   zeta, 8, 2\n"
+         ".ub   alpha, 8, 4\n"
+         ".ub   first, 0, 1\n"
+         ".acc  acc0, 0x10, 0x20\n"
+         ".weights w, 4, 4\n"
+         "go: nop\n");
   CHECK(p.symbols == std::vector<Symbol>{{"acc0", "acc", 16, 32},
                                          {"go", "code", 0, 0},
                                          {"first", "ub", 0, 1},
@@ -226,12 +228,12 @@ TEST_CASE("init=zero and init=file(...) and .wimage", "[isa][asm][directives]") 
     CHECK(q.weights == std::vector<uint8_t>{1, 2, 3, 4, 0, 0, 0, 0});
   }
   SECTION(".input and .output with every option") {
-    const Program p = ok(
-        ".input  x, 0x100, 4, dtype=uint8, shape=2x2, scale=0.5, init=file(\"in.bin\")\n"
-        ".input  z, 0x200, 2, init=file(\"sub/x.bin\")\n"
-        ".input  s, 0x300, 6, shape=(1, 2, 3), init=zero\n"
-        ".output y, 0x1000, 16, dtype=int32, shape=2x2, scale=2\n",
-        dir.path());
+    const Program p =
+        ok(".input  x, 0x100, 4, dtype=uint8, shape=2x2, scale=0.5, init=file(\"in.bin\")\n"
+           ".input  z, 0x200, 2, init=file(\"sub/x.bin\")\n"
+           ".input  s, 0x300, 6, shape=(1, 2, 3), init=zero\n"
+           ".output y, 0x1000, 16, dtype=int32, shape=2x2, scale=2\n",
+           dir.path());
     REQUIRE(p.host_regions.size() == 4);
     CHECK(p.host_regions[0] == HostRegion{"x", false, 0x100, 4, "uint8", {2, 2}, 0.5, {0x80, 0x7f, 0, 1}});
     CHECK(p.host_regions[1] == HostRegion{"z", false, 0x200, 2, "int8", {}, 0.0, {42, 43}});

@@ -101,8 +101,9 @@ inline Instruction make_matmul(uint64_t ub, uint64_t acc, uint64_t rows) {
 }
 
 inline json minimal_manifest() {
-  return {{"format", "tpusim-program"}, {"model", "m"},           {"arch", json::object()},
-          {"meta", json::object()},     {"host_regions", json::array()}, {"symbols", json::array()}};
+  return {{"format", "tpusim-program"},    {"model", "m"},
+          {"arch", json::object()},        {"meta", json::object()},
+          {"host_regions", json::array()}, {"symbols", json::array()}};
 }
 
 // A container with one halt instruction, the given manifest and host_init data, laid out as

@@ -2,7 +2,6 @@
 // never a crash or a silently different program. Truncation at every length, every header and
 // table byte, every section byte, and sections that are wrong in one way with valid CRCs.
 #include <catch2/catch.hpp>
-
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -29,11 +28,11 @@ TEST_CASE("truncated containers are rejected at every length", "[isa][container]
     INFO("length " << n << " of " << file.size());
     if (n < 64)
       CHECK_THROWS_WITH(read_tpu(cut), Equals("s.tpu: truncated: " + std::to_string(n) +
-                                          " bytes, a program header needs 64"));
+                                              " bytes, a program header needs 64"));
     else
-      CHECK_THROWS_WITH(read_tpu(cut), Equals("s.tpu: header says the file is " + std::to_string(file.size()) +
-                                          " bytes but it is " + std::to_string(n) +
-                                          " (truncated or padded)"));
+      CHECK_THROWS_WITH(read_tpu(cut),
+                        Equals("s.tpu: header says the file is " + std::to_string(file.size()) +
+                               " bytes but it is " + std::to_string(n) + " (truncated or padded)"));
   }
 }
 
@@ -48,10 +47,10 @@ TEST_CASE("truncated containers with a patched size field are rejected", "[isa][
     std::vector<uint8_t> cut(file.begin(), file.begin() + n);
     put_le(cut, 24, 8, n);
     INFO("length " << n << " of " << file.size());
-    if (n < data_end)
-      CHECK_THROWS_AS(read_tpu(cut), InputError);
+    if (n < data_end) CHECK_THROWS_AS(read_tpu(cut), InputError);
     else
-      CHECK_THROWS_WITH(read_tpu(cut), StartsWith("s.tpu: not in canonical form (first difference at byte 24)"));
+      CHECK_THROWS_WITH(read_tpu(cut),
+                        StartsWith("s.tpu: not in canonical form (first difference at byte 24)"));
   }
 }
 
@@ -65,11 +64,13 @@ TEST_CASE("damaged headers and section tables are rejected", "[isa][container][m
   }
   SECTION("wrong major version") {
     put_le(f, 8, 2, 2);
-    CHECK_THROWS_WITH(read_tpu(f), Equals("s.tpu: format version 2.0 is not supported (this tpusim reads 1.0 to 1.0)"));
+    CHECK_THROWS_WITH(read_tpu(f),
+                      Equals("s.tpu: format version 2.0 is not supported (this tpusim reads 1.0 to 1.0)"));
   }
   SECTION("a newer minor version") {
     put_le(f, 10, 2, 7);
-    CHECK_THROWS_WITH(read_tpu(f), Equals("s.tpu: format version 1.7 is not supported (this tpusim reads 1.0 to 1.0)"));
+    CHECK_THROWS_WITH(read_tpu(f),
+                      Equals("s.tpu: format version 1.7 is not supported (this tpusim reads 1.0 to 1.0)"));
   }
   SECTION("a non-zero padding byte") {
     // The weights section (37 bytes at 240) is padded to 288 with zeros.
@@ -85,8 +86,8 @@ TEST_CASE("damaged headers and section tables are rejected", "[isa][container][m
   SECTION("file size field disagrees with the file") {
     f.push_back(0);
     CHECK_THROWS_WITH(read_tpu(f), Equals("s.tpu: header says the file is " + std::to_string(good.size()) +
-                                      " bytes but it is " + std::to_string(good.size() + 1) +
-                                      " (truncated or padded)"));
+                                          " bytes but it is " + std::to_string(good.size() + 1) +
+                                          " (truncated or padded)"));
   }
   SECTION("more than 16 sections") {
     put_le(f, 16, 4, 17);
@@ -116,9 +117,9 @@ TEST_CASE("damaged headers and section tables are rejected", "[isa][container][m
   }
   SECTION("a section reaching past the end of the file") {
     put_le(f, 64 + 32 + 16, 8, good.size());
-    CHECK_THROWS_WITH(read_tpu(f), Equals("s.tpu: section weights: [240, +" + std::to_string(good.size()) +
-                                      ") lies outside the file (" + std::to_string(good.size()) +
-                                      " bytes)"));
+    CHECK_THROWS_WITH(read_tpu(f),
+                      Equals("s.tpu: section weights: [240, +" + std::to_string(good.size()) +
+                             ") lies outside the file (" + std::to_string(good.size()) + " bytes)"));
     put_le(f, 64 + 32 + 16, 8, ~uint64_t{0});  // size + offset would wrap around
     CHECK_THROWS_WITH(read_tpu(f), Contains("lies outside the file"));
   }
@@ -148,9 +149,9 @@ TEST_CASE("a flipped bit in any section byte fails its CRC", "[isa][container][m
       f[i] ^= static_cast<uint8_t>(1u << (i % 8));
       INFO("byte " << i);
       ++flips;
-      CHECK_THROWS_WITH(read_tpu(f), StartsWith(std::string("s.tpu: section ") + names[s.type] +
-                                            ": CRC-32 mismatch") &&
-                                     Contains("CRC") && Contains("corrupted"));
+      CHECK_THROWS_WITH(read_tpu(f),
+                        StartsWith(std::string("s.tpu: section ") + names[s.type] + ": CRC-32 mismatch") &&
+                            Contains("CRC") && Contains("corrupted"));
     }
   }
   CHECK(flips > 1000);
@@ -170,10 +171,10 @@ TEST_CASE("bad sections are rejected even with correct CRCs", "[isa][container][
                                           {3, bytes_of(manifest.dump())},
                                           {4, {}}});
     CHECK_THROWS_WITH(read_tpu(compact), StartsWith("s.tpu: not in canonical form"));
-    const auto no_weights = build_container({{1, code_bytes({make_instruction(Opcode::halt)})},
-                                             {3, bytes_of(manifest.dump(1))},
-                                             {4, {}}});
-    CHECK_THROWS_WITH(read_tpu(no_weights), StartsWith("s.tpu: not in canonical form (first difference at byte 16)"));
+    const auto no_weights = build_container(
+        {{1, code_bytes({make_instruction(Opcode::halt)})}, {3, bytes_of(manifest.dump(1))}, {4, {}}});
+    CHECK_THROWS_WITH(read_tpu(no_weights),
+                      StartsWith("s.tpu: not in canonical form (first difference at byte 16)"));
   }
   SECTION("code section not a multiple of 16 bytes") {
     std::vector<uint8_t> code = code_bytes({make_instruction(Opcode::halt)});
@@ -193,7 +194,7 @@ TEST_CASE("bad sections are rejected even with correct CRCs", "[isa][container][
     code[16 + 15] = 0x80;  // bit 127 of instruction 1
     const auto f = build_container({{1, code}, {3, bytes_of(manifest.dump())}});
     CHECK_THROWS_WITH(read_tpu(f), Equals("s.tpu: instruction 1: matmul has reserved bit 127 (byte 15) set; "
-                                      "reserved bits must be 0"));
+                                          "reserved bits must be 0"));
   }
   SECTION("manifest is not JSON") {
     const auto f = build_container({{1, {}}, {3, bytes_of("{\"format\": \"tpusim-program\",")}});
@@ -224,14 +225,15 @@ TEST_CASE("bad sections are rejected even with correct CRCs", "[isa][container][
   SECTION("wrong format name") {
     json m = manifest;
     m["format"] = "something-else";
-    CHECK_THROWS_WITH(read_tpu(container_with(m)), Equals("s.tpu: manifest.format: expected \"tpusim-program\""));
+    CHECK_THROWS_WITH(read_tpu(container_with(m)),
+                      Equals("s.tpu: manifest.format: expected \"tpusim-program\""));
   }
   SECTION("a key of the wrong type") {
     json m = manifest;
     m["model"] = 5;
     CHECK_THROWS_WITH(read_tpu(container_with(m)), Equals("s.tpu: manifest.model: expected a string, got 5"));
   }
-  json region = {{"name", "x"},     {"direction", "input"}, {"host_addr", 0}, {"bytes", 4},
+  json region = {{"name", "x"},     {"direction", "input"},   {"host_addr", 0}, {"bytes", 4},
                  {"dtype", "int8"}, {"shape", json::array()}, {"scale", 0.0}};
   SECTION("a valid region with init data") {
     json m = manifest;
@@ -243,13 +245,15 @@ TEST_CASE("bad sections are rejected even with correct CRCs", "[isa][container][
     // Init data at another offset is readable but not canonical: host_init holds exactly the
     // regions' data, in order.
     m["host_regions"][0]["init_offset"] = 2;
-    CHECK_THROWS_WITH(read_tpu(container_with(m, {9, 9, 1, 2, 3, 4})), StartsWith("s.tpu: not in canonical form"));
+    CHECK_THROWS_WITH(read_tpu(container_with(m, {9, 9, 1, 2, 3, 4})),
+                      StartsWith("s.tpu: not in canonical form"));
   }
   SECTION("unknown key in a host region") {
     json m = manifest;
     region["colour"] = 1;
     m["host_regions"].push_back(region);
-    CHECK_THROWS_WITH(read_tpu(container_with(m)), Equals("s.tpu: manifest.host_regions[0]: unknown key \"colour\""));
+    CHECK_THROWS_WITH(read_tpu(container_with(m)),
+                      Equals("s.tpu: manifest.host_regions[0]: unknown key \"colour\""));
   }
   SECTION("bad direction") {
     json m = manifest;
@@ -268,7 +272,8 @@ TEST_CASE("bad sections are rejected even with correct CRCs", "[isa][container][
                              "host_init section (4 bytes)"));
     region["init_offset"] = ~uint64_t{0};  // offset + bytes would wrap around
     m["host_regions"][0] = region;
-    CHECK_THROWS_WITH(read_tpu(container_with(m, {1, 2, 3, 4})), Contains("lies outside the host_init section"));
+    CHECK_THROWS_WITH(read_tpu(container_with(m, {1, 2, 3, 4})),
+                      Contains("lies outside the host_init section"));
   }
   SECTION("init data on an output region") {
     json m = manifest;

@@ -1,7 +1,6 @@
 // The .tpu container: exact byte layout, round trip, determinism, and what write_program refuses.
 // Damaged containers are in container_malformed_test.cpp.
 #include <catch2/catch.hpp>
-
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -99,8 +98,7 @@ TEST_CASE("read_program inverts write_program", "[isa][container]") {
     CHECK(test::read_bytes(dir / "p.tpu") == write_program(p));
     CHECK(load_program(dir / "p.tpu") == p);
     const std::string missing = (dir / "missing.tpu").string();
-    CHECK_THROWS_WITH(load_program(missing),
-                      Equals(missing + ": cannot open: No such file or directory"));
+    CHECK_THROWS_WITH(load_program(missing), Equals(missing + ": cannot open: No such file or directory"));
     CHECK_THROWS_WITH(load_program(dir.path()), Equals(dir.path().string() + ": is a directory"));
   }
 }
@@ -143,7 +141,8 @@ TEST_CASE("write_program refuses inconsistent programs", "[isa][container]") {
   }
   SECTION("symbols out of canonical order") {
     std::swap(p.symbols[0], p.symbols[1]);
-    CHECK_THROWS_WITH(write_program(p), Equals("symbols are not in canonical order (by space, address, name)"));
+    CHECK_THROWS_WITH(write_program(p),
+                      Equals("symbols are not in canonical order (by space, address, name)"));
   }
   SECTION("an instruction out of range") {
     p.code[0][Field::rows] = 0;

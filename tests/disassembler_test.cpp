@@ -1,24 +1,24 @@
 // The disassembler: its listing (with data files) re-assembles to identical container bytes, for
 // the committed workloads, a program that uses every directive, and random programs.
-#include <catch2/catch.hpp>
+#include "isa/disassembler.h"
 
+#include <catch2/catch.hpp>
 #include <filesystem>
 #include <random>
 #include <string>
 #include <vector>
 
 #include "isa/assembler.h"
-#include "isa/disassembler.h"
 #include "isa/error.h"
 #include "isa/program.h"
 #include "test_support.h"
 
 using namespace tpusim;
 using namespace tpusim::isa;
-using test::splitmix_bytes;
 using Catch::Matchers::Contains;
 using Catch::Matchers::Equals;
 using nlohmann::json;
+using test::splitmix_bytes;
 namespace fs = std::filesystem;
 
 namespace {
@@ -65,36 +65,36 @@ TEST_CASE("workloads/asm listings re-assemble to identical bytes", "[isa][asm][r
 TEST_CASE("a program using every directive re-assembles to identical bytes", "[isa][asm][roundtrip]") {
   test::ScratchDir src;
   test::write_bytes(src / "in.bin", std::vector<uint8_t>{1, 2, 3, 4});
-  const Program p = ok(
-      ".model \"all \\\"quoted\\\" \\\\ things\\n\"\n"
-      ".arch \"tpu-v1\", array_rows=256, clock_mhz=700.5, extra=json \"[1, {\\\"a\\\": null}]\"\n"
-      ".meta small, 1e-05\n"
-      ".meta big, 1.5e+20\n"
-      ".meta neg, -0.25\n"
-      ".meta negint, -7\n"
-      ".meta text, \"tab\\there\"\n"
-      ".meta nested, json \"{\\\"x\\\": [true, false, 1.25, \\\"s\\\"]}\"\n"
-      ".input  x, 0x40, 4, dtype=uint8, shape=(2, 2), scale=0.001953125, init=file(\"in.bin\")\n"
-      ".input  r, 0x80, 8, init=random(99)\n"
-      ".output y, 0x100, 16, dtype=int32, shape=4, scale=1e-05\n"
-      ".weights w, 0, 300, init=random(7)\n"
-      ".ub u, 3, 5\n"
-      ".acc a, 7, 9\n"
-      "top:\n"
-      "    setcfg reg=host_stride, value=0xffffffffffffffff\n"
-      "    tag tag=0xdeadbeef\n"
-      "    rw waddr=w, tiles=1, unsigned\n"
-      "    rhm host=x, ub=u, rows=1\n"
-      "    sync units=host|weights\n"
-      "    matmul ub=u, acc=a, rows=5, repeat=3, stride=7, accumulate, switch, unsigned\n"
-      "mid: act acc=a, ub=u, rows=2, func=tanh, mult=3, shift=4, clip=5, qtable=6, perchan\n"
-      "    vec op=min, func=sigmoid, src=1, src_b=2, ub=3, rows=4, mult=0, shift=1\n"
-      "    pool kind=avg, src=0, ub=9, in_w=4, out_h=2, out_w=2, batch=2, window=2, pstride=2\n"
-      "    whm host=y, ub=u, rows=1\n"
-      "    barrier\n"
-      "    nop\n"
-      "end: halt\n",
-      src.path());
+  const Program p =
+      ok(".model \"all \\\"quoted\\\" \\\\ things\\n\"\n"
+         ".arch \"tpu-v1\", array_rows=256, clock_mhz=700.5, extra=json \"[1, {\\\"a\\\": null}]\"\n"
+         ".meta small, 1e-05\n"
+         ".meta big, 1.5e+20\n"
+         ".meta neg, -0.25\n"
+         ".meta negint, -7\n"
+         ".meta text, \"tab\\there\"\n"
+         ".meta nested, json \"{\\\"x\\\": [true, false, 1.25, \\\"s\\\"]}\"\n"
+         ".input  x, 0x40, 4, dtype=uint8, shape=(2, 2), scale=0.001953125, init=file(\"in.bin\")\n"
+         ".input  r, 0x80, 8, init=random(99)\n"
+         ".output y, 0x100, 16, dtype=int32, shape=4, scale=1e-05\n"
+         ".weights w, 0, 300, init=random(7)\n"
+         ".ub u, 3, 5\n"
+         ".acc a, 7, 9\n"
+         "top:\n"
+         "    setcfg reg=host_stride, value=0xffffffffffffffff\n"
+         "    tag tag=0xdeadbeef\n"
+         "    rw waddr=w, tiles=1, unsigned\n"
+         "    rhm host=x, ub=u, rows=1\n"
+         "    sync units=host|weights\n"
+         "    matmul ub=u, acc=a, rows=5, repeat=3, stride=7, accumulate, switch, unsigned\n"
+         "mid: act acc=a, ub=u, rows=2, func=tanh, mult=3, shift=4, clip=5, qtable=6, perchan\n"
+         "    vec op=min, func=sigmoid, src=1, src_b=2, ub=3, rows=4, mult=0, shift=1\n"
+         "    pool kind=avg, src=0, ub=9, in_w=4, out_h=2, out_w=2, batch=2, window=2, pstride=2\n"
+         "    whm host=y, ub=u, rows=1\n"
+         "    barrier\n"
+         "    nop\n"
+         "end: halt\n",
+         src.path());
   test::ScratchDir tmp;
   const Program back = reassemble(p, tmp.path());
   CHECK(back == p);

@@ -1,6 +1,5 @@
 // The committed files generated from the ISA table must equal what the table generates now.
 #include <catch2/catch.hpp>
-
 #include <sstream>
 #include <string>
 
@@ -20,8 +19,9 @@ std::string first_difference(const std::string& committed, const std::string& ge
     const bool ha = static_cast<bool>(std::getline(a, la)), hb = static_cast<bool>(std::getline(b, lb));
     if (!ha && !hb) return "files differ only in their final newline";
     if (!ha || !hb || la != lb)
-      return "first difference at line " + std::to_string(line) + ":\n  committed: " +
-             (ha ? la : "<end of file>") + "\n  generated: " + (hb ? lb : "<end of file>");
+      return "first difference at line " + std::to_string(line) +
+             ":\n  committed: " + (ha ? la : "<end of file>") +
+             "\n  generated: " + (hb ? lb : "<end of file>");
   }
 }
 

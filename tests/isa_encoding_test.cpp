@@ -3,7 +3,6 @@
 // rejects every word the table does not allow (unknown opcodes, reserved bits, undefined
 // enumeration values, counts below their minimum).
 #include <catch2/catch.hpp>
-
 #include <cstdio>
 #include <random>
 #include <string>
@@ -114,9 +113,9 @@ Instruction assemble_one(const std::string& text) {
 
 TEST_CASE("the opcode table has the documented opcodes and mnemonics", "[isa][encoding]") {
   const std::vector<std::pair<std::string, int>> expected = {
-      {"nop", 0x00},  {"halt", 0x01}, {"sync", 0x02},   {"barrier", 0x03}, {"setcfg", 0x04},
-      {"tag", 0x05},  {"rhm", 0x10},  {"whm", 0x11},    {"rw", 0x20},      {"matmul", 0x30},
-      {"act", 0x40},  {"vec", 0x41},  {"pool", 0x42}};
+      {"nop", 0x00}, {"halt", 0x01}, {"sync", 0x02}, {"barrier", 0x03}, {"setcfg", 0x04},
+      {"tag", 0x05}, {"rhm", 0x10},  {"whm", 0x11},  {"rw", 0x20},      {"matmul", 0x30},
+      {"act", 0x40}, {"vec", 0x41},  {"pool", 0x42}};
   REQUIRE(kOpcodeCount == static_cast<int>(expected.size()));
   for (size_t i = 0; i < expected.size(); ++i) {
     CHECK(kOpcodes[i].mnemonic == expected[i].first);
@@ -162,8 +161,8 @@ TEST_CASE("make_instruction applies the table's defaults", "[isa][encoding]") {
 // 128-bit little-endian word: bit b lives in byte b/8 at bit b%8.
 TEST_CASE("hand-checked encodings", "[isa][encoding]") {
   struct Case {
-    std::string text;   // as written by hand
-    Word bytes;         // the encoding, worked out by hand
+    std::string text;    // as written by hand
+    Word bytes;          // the encoding, worked out by hand
     std::string disasm;  // format_instruction's spelling: table order, flags last, decimal
   };
   const std::vector<Case> cases = {
@@ -175,15 +174,15 @@ TEST_CASE("hand-checked encodings", "[isa][encoding]") {
       //   repeat bits 72..87 = 2        -> bytes 9..10 = 02 00
       //   stride bits 88..111 = 16      -> bytes 11..13 = 10 00 00; bytes 14..15 reserved = 0
       {"matmul ub=0x123456, acc=0x789a, rows=8, repeat=2, stride=16, accumulate, switch",
-       word_of({0x30, 0x03, 0x56, 0x34, 0x12, 0x9a, 0x78, 0x08, 0x00, 0x02, 0x00, 0x10, 0x00, 0x00,
-                0x00, 0x00}),
+       word_of(
+           {0x30, 0x03, 0x56, 0x34, 0x12, 0x9a, 0x78, 0x08, 0x00, 0x02, 0x00, 0x10, 0x00, 0x00, 0x00, 0x00}),
        "matmul ub=1193046, acc=30874, rows=8, repeat=2, stride=16, accumulate, switch"},
       // rhm: opcode 0x10. host bits 16..55 = 0x123456789a -> bytes 2..6 = 9a 78 56 34 12;
       //   ub bits 56..79 = 0xabcdef -> bytes 7..9 = ef cd ab; rows bits 80..103 = 0x010203 ->
       //   bytes 10..12 = 03 02 01; bytes 13..15 reserved.
       {"rhm host=0x123456789a, ub=0xabcdef, rows=0x010203",
-       word_of({0x10, 0x00, 0x9a, 0x78, 0x56, 0x34, 0x12, 0xef, 0xcd, 0xab, 0x03, 0x02, 0x01, 0x00,
-                0x00, 0x00}),
+       word_of(
+           {0x10, 0x00, 0x9a, 0x78, 0x56, 0x34, 0x12, 0xef, 0xcd, 0xab, 0x03, 0x02, 0x01, 0x00, 0x00, 0x00}),
        "rhm host=0x123456789a, ub=11259375, rows=66051"},
       // act: opcode 0x40. func bits 8..10 = relux (2) -> 0x02; perchan bit 11 -> 0x08;
       //   byte 1 = 0x0a. acc bits 16..31 = 0x1234 -> 34 12. ub bits 32..55 = 0x56789a -> 9a 78 56.
@@ -195,16 +194,16 @@ TEST_CASE("hand-checked encodings", "[isa][encoding]") {
       //     byte 12 = 0x59; 0x345679 >> 2 = 0xd159e -> bytes 13..15 = 9e 15 0d.
       {"act acc=0x1234, ub=0x56789a, rows=3, mult=0x100, shift=9, clip=101, qtable=0x345679, "
        "func=relux, perchan",
-       word_of({0x40, 0x0a, 0x34, 0x12, 0x9a, 0x78, 0x56, 0x03, 0x00, 0x00, 0x01, 0x49, 0x59, 0x9e,
-                0x15, 0x0d}),
+       word_of(
+           {0x40, 0x0a, 0x34, 0x12, 0x9a, 0x78, 0x56, 0x03, 0x00, 0x00, 0x01, 0x49, 0x59, 0x9e, 0x15, 0x0d}),
        "act func=relux, acc=4660, ub=5666970, rows=3, mult=256, shift=9, clip=101, qtable=3430009, "
        "perchan"},
       // vec: opcode 0x41. op bits 8..10 = mul (2), func bits 11..13 = relu (1) -> 0x02 | 0x08.
       //   src 16..39 = 1, src_b 40..63 = 2, ub 64..87 = 3, rows 88..103 = 4, mult 104..119 = 5,
       //   shift 120..125 = 63 -> byte 15 = 0x3f.
       {"vec op=mul, func=relu, src=1, src_b=2, ub=3, rows=4, mult=5, shift=63",
-       word_of({0x41, 0x0a, 0x01, 0x00, 0x00, 0x02, 0x00, 0x00, 0x03, 0x00, 0x00, 0x04, 0x00, 0x05,
-                0x00, 0x3f}),
+       word_of(
+           {0x41, 0x0a, 0x01, 0x00, 0x00, 0x02, 0x00, 0x00, 0x03, 0x00, 0x00, 0x04, 0x00, 0x05, 0x00, 0x3f}),
        "vec op=mul, func=relu, src=1, src_b=2, ub=3, rows=4, mult=5, shift=63"},
       // pool: opcode 0x42. kind bit 8 = avg (1) -> byte 1 = 0x01. src 16..39 = 0x10, ub 40..63 =
       //   0x20. in_w bits 64..75 = 0xabc -> byte 8 = 0xbc, byte 9 low nibble = 0xa.
@@ -214,20 +213,21 @@ TEST_CASE("hand-checked encodings", "[isa][encoding]") {
       //   nibble = 0x7. window bits 108..111 = 3 -> byte 13 = 0x37. pstride 112..115 = 2 -> 0x02.
       {"pool kind=avg, src=0x10, ub=0x20, in_w=0xabc, out_h=0x123, out_w=0x456, batch=0x7f, "
        "window=3, pstride=2",
-       word_of({0x42, 0x01, 0x10, 0x00, 0x00, 0x20, 0x00, 0x00, 0xbc, 0x3a, 0x12, 0x56, 0xf4, 0x37,
-                0x02, 0x00}),
+       word_of(
+           {0x42, 0x01, 0x10, 0x00, 0x00, 0x20, 0x00, 0x00, 0xbc, 0x3a, 0x12, 0x56, 0xf4, 0x37, 0x02, 0x00}),
        "pool kind=avg, src=16, ub=32, in_w=2748, out_h=291, out_w=1110, batch=127, window=3, pstride=2"},
       // setcfg: opcode 0x04. reg bits 16..23 = host_row_bytes (1); value bits 24..87 ->
       //   bytes 3..10, least significant first.
       {"setcfg reg=host_row_bytes, value=0x1122334455667788",
-       word_of({0x04, 0x00, 0x01, 0x88, 0x77, 0x66, 0x55, 0x44, 0x33, 0x22, 0x11, 0x00, 0x00, 0x00,
-                0x00, 0x00}),
+       word_of(
+           {0x04, 0x00, 0x01, 0x88, 0x77, 0x66, 0x55, 0x44, 0x33, 0x22, 0x11, 0x00, 0x00, 0x00, 0x00, 0x00}),
        "setcfg reg=host_row_bytes, value=0x1122334455667788"},
       // sync: units bits 16..19, host = bit 0, act = bit 3 -> 0b1001 = 0x09 in byte 2.
-      {"sync units=host|act",
-       word_of({0x02, 0x00, 0x09, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}), "sync units=host|act"},
+      {"sync units=host|act", word_of({0x02, 0x00, 0x09, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}),
+       "sync units=host|act"},
       // tag: tag bits 16..47 = 0xdeadbeef -> bytes 2..5 = ef be ad de.
-      {"tag tag=0xdeadbeef", word_of({0x05, 0x00, 0xef, 0xbe, 0xad, 0xde, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}), "tag tag=3735928559"},
+      {"tag tag=0xdeadbeef", word_of({0x05, 0x00, 0xef, 0xbe, 0xad, 0xde, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}),
+       "tag tag=3735928559"},
       // rw: unsigned bit 8 -> byte 1 = 0x01; waddr bits 16..55 = 0xff00000001 -> 01 00 00 00 ff;
       //   tiles bits 56..71 = 0xffff -> ff ff.
       {"rw waddr=0xff00000001, tiles=0xffff, unsigned",
@@ -293,16 +293,15 @@ TEST_CASE("decode rejects each reserved bit of each opcode", "[isa][decode]") {
   // Reserved bits per opcode, counted by hand: 120 bits after the opcode byte minus the widths of
   // the opcode's fields.
   const std::vector<std::pair<std::string, int>> reserved_counts = {
-      {"nop", 120},  {"halt", 120}, {"barrier", 120},
-      {"sync", 116},                               // units 4
-      {"setcfg", 48},                              // reg 8 + value 64
-      {"tag", 88},                                 // tag 32
-      {"rhm", 32},   {"whm", 32},                  // host 40 + ub 24 + rows 24
-      {"rw", 63},                                  // unsigned 1 + waddr 40 + tiles 16
-      {"matmul", 21},                              // 3 flags + 24 + 16 + 16 + 16 + 24
-      {"act", 5},                                  // 3+1+1 + 16+24+16+16+6+8+24
-      {"vec", 4},                                  // 3+3 + 24+24+24+16+16+6
-      {"pool", 19}};                               // 1 + 24+24+12+12+12+8+4+4
+      {"nop", 120},   {"halt", 120}, {"barrier", 120}, {"sync", 116},  // units 4
+      {"setcfg", 48},                                                  // reg 8 + value 64
+      {"tag", 88},                                                     // tag 32
+      {"rhm", 32},    {"whm", 32},                                     // host 40 + ub 24 + rows 24
+      {"rw", 63},                                                      // unsigned 1 + waddr 40 + tiles 16
+      {"matmul", 21},                                                  // 3 flags + 24 + 16 + 16 + 16 + 24
+      {"act", 5},                                                      // 3+1+1 + 16+24+16+16+6+8+24
+      {"vec", 4},                                                      // 3+3 + 24+24+24+16+16+6
+      {"pool", 19}};                                                   // 1 + 24+24+12+12+12+8+4+4
   for (const auto& [mnemonic, count] : reserved_counts) {
     const OpcodeSpec* s = find_mnemonic(mnemonic);
     REQUIRE(s);
@@ -317,10 +316,10 @@ TEST_CASE("decode rejects each reserved bit of each opcode", "[isa][decode]") {
       Word w = base;
       set_bit(w, bit);
       INFO(mnemonic << " bit " << bit);
-      CHECK_THROWS_WITH(decode(w, "p.tpu: instruction 0"),
-                        Equals("p.tpu: instruction 0: " + mnemonic + " has reserved bit " +
-                               std::to_string(bit) + " (byte " + std::to_string(bit / 8) +
-                               ") set; reserved bits must be 0"));
+      CHECK_THROWS_WITH(
+          decode(w, "p.tpu: instruction 0"),
+          Equals("p.tpu: instruction 0: " + mnemonic + " has reserved bit " + std::to_string(bit) +
+                 " (byte " + std::to_string(bit / 8) + ") set; reserved bits must be 0"));
     }
     CHECK(reserved == count);
   }
@@ -340,10 +339,9 @@ TEST_CASE("decode rejects undefined enumeration values", "[isa][decode]") {
           CHECK(decode(w, "x")[o.field] == v);
         } else {
           ++rejected;
-          CHECK_THROWS_WITH(decode(w, "x"), Equals(std::string("x: ") + std::string(s.mnemonic) +
-                                                   ": field " + std::string(f.name) + " = " +
-                                                   std::to_string(v) + " is not a defined " +
-                                                   std::string(f.name) + " value"));
+          CHECK_THROWS_WITH(decode(w, "x"), Equals(std::string("x: ") + std::string(s.mnemonic) + ": field " +
+                                                   std::string(f.name) + " = " + std::to_string(v) +
+                                                   " is not a defined " + std::string(f.name) + " value"));
         }
       }
     }

@@ -1,8 +1,8 @@
 // tpusim: the command-line front end. Exit codes: 0 success, 1 a simulation or check failed,
 // 2 bad usage or bad input (the message names the file, line and what is wrong).
-#include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
+#include <CLI/CLI.hpp>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -57,7 +57,8 @@ int cmd_isa(bool markdown, bool sv) {
       for (const isa::Operand& o : s.operands) {
         const auto& f = isa::field_spec(o.field);
         const bool opt = o.default_value.has_value();
-        ops += fmt::format(" {}{}{}", opt ? "[" : "", f.kind == isa::FieldKind::flag ? std::string(f.name) : std::string(f.name) + "=",
+        ops += fmt::format(" {}{}{}", opt ? "[" : "",
+                           f.kind == isa::FieldKind::flag ? std::string(f.name) : std::string(f.name) + "=",
                            opt ? "]" : "");
       }
       fmt::print("{:#04x} {:<8}{:<12}{}\n", static_cast<int>(s.opcode), s.mnemonic,
@@ -80,7 +81,8 @@ int main(int argc, char** argv) {
   CLI::App* a = app.add_subcommand("asm", "Assemble a text program into a .tpu container");
   a->add_option("source", src, "assembly source (.s)")->required();
   a->add_option("-o,--output", out, "output .tpu (default: the source with .tpu)");
-  CLI::App* d = app.add_subcommand("disasm", "Print a .tpu program as assembly that re-assembles to the same bytes");
+  CLI::App* d =
+      app.add_subcommand("disasm", "Print a .tpu program as assembly that re-assembles to the same bytes");
   d->add_option("program", prog, "program (.tpu)")->required();
   d->add_option("-o,--output", out,
                 "write the listing here, with the weight image and input data beside it as .bin files "
