@@ -95,19 +95,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       } catch (const InputError&) {
         return;
       }
-      std::vector<uint8_t> bytes;
-      try {
-        bytes = isa::write_program(p);
-      } catch (const InputError& e) {
-        finding("assemble accepted the input but write_program rejects the result: %s", e.what());
-      }
-      isa::Program back;
-      try {
-        back = isa::read_program(bytes, "assembled.tpu");
-      } catch (const InputError& e) {
-        finding("the assembled program does not read back: %s", e.what());
-      }
-      if (!(back == p)) finding("read_program(write_program(p)) != p");
+      const std::vector<uint8_t> bytes = fuzz::check_container_round_trip("assemble", p);
 
       isa::DisasmOptions opt;
       opt.data_stem = dir / "listing";

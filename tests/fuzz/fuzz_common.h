@@ -14,6 +14,10 @@
 #include <span>
 #include <string>
 #include <typeinfo>
+#include <vector>
+
+#include "isa/error.h"
+#include "isa/program.h"
 
 namespace tpusim::fuzz {
 
@@ -65,6 +69,29 @@ inline std::string hex(std::span<const uint8_t> bytes) {
   }
   if (!out.empty()) out.pop_back();
   return out;
+}
+
+// The container contract for a Program `p` that `stage` accepted: write_program takes it, the
+// bytes read back to an equal Program, and writing that again gives the same bytes. Returns them.
+inline std::vector<uint8_t> check_container_round_trip(const char* stage, const isa::Program& p) {
+  std::vector<uint8_t> bytes;
+  try {
+    bytes = isa::write_program(p);
+  } catch (const InputError& e) {
+    finding("%s accepted the input but write_program rejects the result: %s", stage, e.what());
+  }
+  isa::Program back;
+  try {
+    back = isa::read_program(bytes, "written.tpu");
+  } catch (const InputError& e) {
+    finding("%s: write_program output does not read back: %s", stage, e.what());
+  }
+  if (!(back == p)) finding("%s: read_program(write_program(p)) != p", stage);
+  const std::vector<uint8_t> again = isa::write_program(back);
+  if (again != bytes)
+    finding("%s: write_program is not deterministic: first difference at byte %zu", stage,
+            first_difference(again, bytes));
+  return bytes;
 }
 
 }  // namespace tpusim::fuzz

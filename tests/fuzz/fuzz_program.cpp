@@ -34,23 +34,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     } catch (const InputError&) {
       return;
     }
-    std::vector<uint8_t> bytes;
-    try {
-      bytes = isa::write_program(p);
-    } catch (const InputError& e) {
-      finding("read_program accepted the input but write_program rejects the result: %s", e.what());
-    }
-    isa::Program q;
-    try {
-      q = isa::read_program(bytes, "rewritten.tpu");
-    } catch (const InputError& e) {
-      finding("write_program output does not read back: %s", e.what());
-    }
-    if (!(p == q)) finding("read(write(p)) != p");
-    const std::vector<uint8_t> again = isa::write_program(q);
-    if (again != bytes)
-      finding("write_program is not deterministic: first difference at byte %zu",
-              fuzz::first_difference(again, bytes));
+    fuzz::check_container_round_trip("read_program", p);
     (void)isa::disassemble(p);  // must not throw for any valid program
   });
 }
