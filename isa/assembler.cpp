@@ -355,9 +355,7 @@ class Assembler {
       std::copy(data.begin(), data.end(), prog_.weights.begin());
     } else if (d == ".input" || d == ".output") host_region(c, d == ".output");
     else
-      error_at(head, fmt::format("unknown directive '{}' (directives: .model .arch .meta .equ .ub .acc "
-                                 ".weights .wimage .input .output)",
-                                 d));
+      error_at(head, fmt::format("unknown directive '{}' (directives: {})", d, fmt::join(kDirectives, " ")));
   }
 
   // A JSON object key: a name, or a quoted string for keys that are not names ("my-key").
@@ -410,10 +408,16 @@ class Assembler {
     return v;
   }
 
-  void define_region(const Token& name, const std::string& space, uint64_t addr, uint64_t size) {
+  // A region's name evaluates to its address, NAME.size to its size, NAME.end to their sum.
+  void define_region_name(const Token& name, uint64_t addr, uint64_t size) {
     check_new_name(name);
     symbols_[name.text] = addr;
     sizes_[name.text] = size;
+  }
+
+  // A region of a modelled memory, also recorded as a symbol in the program.
+  void define_region(const Token& name, const std::string& space, uint64_t addr, uint64_t size) {
+    define_region_name(name, addr, size);
     prog_.symbols.push_back({name.text, space, addr, size});
   }
 
@@ -513,8 +517,7 @@ class Assembler {
         error_at(key, fmt::format("unknown option '{}' for {} (dtype, shape, scale{})", key.text,
                                   output ? ".output" : ".input", output ? "" : ", init"));
     }
-    define_region(name, "host", r.host_addr, r.bytes);
-    prog_.symbols.pop_back();  // host regions are listed in host_regions, not as symbols
+    define_region_name(name, r.host_addr, r.bytes);  // listed in host_regions, not as a symbol
     Program alone;
     alone.host_regions.push_back(r);
     if (std::string err = check_program(alone); !err.empty()) error_at(name, err);

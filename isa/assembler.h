@@ -16,6 +16,10 @@
 
 namespace tpusim::isa {
 
+// Every directive the assembler knows (docs/assembly.md describes each).
+inline constexpr std::string_view kDirectives[] = {".model", ".arch",    ".meta",   ".equ",   ".ub",
+                                                   ".acc",   ".weights", ".wimage", ".input", ".output"};
+
 // `source_name` is used in messages; `base_dir` resolves file("...") paths.
 Program assemble(std::string_view text, const std::string& source_name,
                  const std::filesystem::path& base_dir = ".");

@@ -78,16 +78,18 @@ std::string key_text(const std::string& k) {
 }
 
 // "name" or "name+off" for an address inside a named region of `space`, else empty.
-std::string region_of(const Program& p, std::string_view space, uint64_t addr) {
-  if (space == "host") {
+std::string region_of(const Program& p, AddressSpace space, uint64_t addr) {
+  auto named = [&](const std::string& name, uint64_t base) {
+    return addr == base ? name : fmt::format("{}+{}", name, addr - base);
+  };
+  if (space == AddressSpace::host) {
     for (const HostRegion& r : p.host_regions)
-      if (addr >= r.host_addr && addr - r.host_addr < r.bytes)
-        return addr == r.host_addr ? r.name : fmt::format("{}+{}", r.name, addr - r.host_addr);
+      if (addr >= r.host_addr && addr - r.host_addr < r.bytes) return named(r.name, r.host_addr);
     return {};
   }
+  const std::string_view space_name = kAddressSpaceNames[static_cast<int>(space)];
   for (const Symbol& s : p.symbols)
-    if (s.space == space && addr >= s.addr && addr - s.addr < s.size)
-      return addr == s.addr ? s.name : fmt::format("{}+{}", s.name, addr - s.addr);
+    if (s.space == space_name && addr >= s.addr && addr - s.addr < s.size) return named(s.name, s.addr);
   return {};
 }
 
@@ -95,20 +97,11 @@ std::string region_of(const Program& p, std::string_view space, uint64_t addr) {
 std::string symbol_hints(const Program& p, const Instruction& inst) {
   std::string out;
   for (const Operand& o : spec(inst.opcode).operands) {
+    const FieldSpec& f = field_spec(o.field);
+    if (f.space == AddressSpace::none) continue;
     if (o.default_value && *o.default_value == inst[o.field]) continue;  // e.g. unused qtable=0
-    std::string_view space;
-    switch (o.field) {
-      case Field::ub:
-      case Field::src:
-      case Field::src_b:
-      case Field::qtable: space = "ub"; break;
-      case Field::acc: space = "acc"; break;
-      case Field::waddr: space = "weights"; break;
-      case Field::host: space = "host"; break;
-      default: continue;
-    }
-    if (std::string name = region_of(p, space, inst[o.field]); !name.empty())
-      append_joined(out, " ", fmt::format("{}={}", field_spec(o.field).name, name));
+    if (std::string name = region_of(p, f.space, inst[o.field]); !name.empty())
+      append_joined(out, " ", fmt::format("{}={}", f.name, name));
   }
   return out;
 }

@@ -53,6 +53,25 @@ std::string byte_contents(const OpcodeSpec& s, int b) {
   return out.empty() ? "reserved, 0" : out;
 }
 
+// "`host` points into host memory, `ub`, `src` ... into the unified buffer, ...", from the table.
+std::string address_fields() {
+  static constexpr std::pair<AddressSpace, std::string_view> kWhere[] = {
+      {AddressSpace::host, "host memory"},
+      {AddressSpace::weights, "weight memory"},
+      {AddressSpace::ub, "the unified buffer"},
+      {AddressSpace::acc, "the accumulators"}};
+  std::string out;
+  for (const auto& [space, where] : kWhere) {
+    std::string names;
+    for (const FieldSpec& f : kFields)
+      if (f.space == space) append_joined(names, ", ", fmt::format("`{}`", f.name));
+    append_joined(
+        out, "; ",
+        fmt::format("{} point{} into {}", names, names.find(',') == std::string::npos ? "s" : "", where));
+  }
+  return out;
+}
+
 void enum_table(std::string& out, std::string_view title, std::span<const EnumValue> values) {
   out += fmt::format("\n### {}\n\n| name | value | meaning |\n|---|---|---|\n", title);
   for (const EnumValue& e : values) out += fmt::format("| `{}` | {} | {} |\n", e.name, e.value, e.doc);
@@ -77,9 +96,10 @@ std::string isa_markdown() {
       "that byte, from the byte's bit given. Bits no field owns are reserved and must be 0; the "
       "decoder rejects an instruction with a reserved bit set, an unknown opcode, an undefined "
       "enumeration value or a count below its minimum.\n\n"
-      "Addresses: `host` is a byte address in host memory, `waddr` a byte address in weight memory "
-      "(40 bits each); `ub`, `src`, `src_b` and `qtable` count unified-buffer rows; `acc` counts "
-      "accumulator rows. A UB row holds one vector of int8 (or uint8) values and is as wide as the "
+      "Addresses: " +
+      address_fields() +
+      ". Host and weight addresses count bytes; UB and accumulator addresses count rows. A UB row "
+      "holds one vector of int8 (or uint8) values and is as wide as the "
       "array's larger side (256 bytes on tpu-v1): a matmul reads array_rows bytes of each input "
       "row, an activate writes array_cols bytes. An accumulator row holds array_cols int32 values. "
       "The ISA's field widths bound addresses; the configured machine's sizes bound them further, "

@@ -142,25 +142,46 @@ enum class Field : uint8_t {
 };
 inline constexpr int kFieldCount = static_cast<int>(Field::count_);
 
+// The modelled memory an address field points into; `none` for fields that are not addresses.
+enum class AddressSpace : uint8_t { none, host, ub, acc, weights };
+inline constexpr std::array<std::string_view, 5> kAddressSpaceNames = {"none", "host", "ub", "acc",
+                                                                       "weights"};
+
 struct FieldSpec {
   Field id;
   std::string_view name;  // spelling in assembly
   FieldKind kind;
   std::span<const EnumValue> values;  // for enumeration and mask
   std::string_view doc;
+  AddressSpace space = AddressSpace::none;
 };
 
 inline constexpr FieldSpec kFields[] = {
-    {Field::host, "host", FieldKind::uint, {}, "host memory byte address"},
-    {Field::ub, "ub", FieldKind::uint, {}, "unified buffer row address"},
-    {Field::acc, "acc", FieldKind::uint, {}, "accumulator row address"},
+    {Field::host, "host", FieldKind::uint, {}, "host memory byte address", AddressSpace::host},
+    {Field::ub, "ub", FieldKind::uint, {}, "unified buffer row address", AddressSpace::ub},
+    {Field::acc, "acc", FieldKind::uint, {}, "accumulator row address", AddressSpace::acc},
     {Field::rows, "rows", FieldKind::uint, {}, "number of rows"},
-    {Field::waddr, "waddr", FieldKind::uint, {}, "weight memory byte address of the first tile"},
+    {Field::waddr,
+     "waddr",
+     FieldKind::uint,
+     {},
+     "weight memory byte address of the first tile",
+     AddressSpace::weights},
     {Field::tiles, "tiles", FieldKind::uint, {}, "number of weight tiles"},
     {Field::repeat, "repeat", FieldKind::uint, {}, "number of row groups (second length dimension)"},
     {Field::stride, "stride", FieldKind::uint, {}, "UB rows between the starts of consecutive groups"},
-    {Field::src, "src", FieldKind::uint, {}, "source unified buffer row address (operand a)"},
-    {Field::src_b, "src_b", FieldKind::uint, {}, "second source unified buffer row address (operand b)"},
+    {Field::src,
+     "src",
+     FieldKind::uint,
+     {},
+     "source unified buffer row address (operand a)",
+     AddressSpace::ub},
+    {Field::src_b,
+     "src_b",
+     FieldKind::uint,
+     {},
+     "second source unified buffer row address (operand b)",
+     AddressSpace::ub},
     {Field::mult, "mult", FieldKind::uint, {}, "requantization multiplier"},
     {Field::shift, "shift", FieldKind::uint, {}, "requantization right shift"},
     {Field::clip, "clip", FieldKind::uint, {}, "upper bound of relux, in output units"},
@@ -170,7 +191,8 @@ inline constexpr FieldSpec kFields[] = {
      {},
      "UB row address of the per-column parameter table: with C = array_cols, bytes [0, 4C) hold "
      "bias[c] (int32), [4C, 6C) mult[c] (uint16), [6C, 7C) shift[c] (0..63), little-endian, "
-     "spanning ceil(7C / row width) rows"},
+     "spanning ceil(7C / row width) rows",
+     AddressSpace::ub},
     {Field::in_w, "in_w", FieldKind::uint, {}, "input map width in pixels"},
     {Field::out_h, "out_h", FieldKind::uint, {}, "output map height in pixels"},
     {Field::out_w, "out_w", FieldKind::uint, {}, "output map width in pixels"},
@@ -199,6 +221,7 @@ inline constexpr FieldSpec kFields[] = {
     {Field::kind, "kind", FieldKind::enumeration, kPoolKindValues, "pooling kind"},
 };
 static_assert(std::size(kFields) == kFieldCount, "one FieldSpec per Field, in enum order");
+static_assert(std::size(kAddressSpaceNames) == static_cast<int>(AddressSpace::weights) + 1);
 
 constexpr const FieldSpec& field_spec(Field f) { return kFields[static_cast<int>(f)]; }
 

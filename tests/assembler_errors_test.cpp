@@ -129,6 +129,19 @@ TEST_CASE("file(...) errors", "[isa][asm][errors]") {
   CHECK_THROWS_WITH(assemble_file(dir.path()), Equals(dir.path().string() + ": is a directory"));
 }
 
+TEST_CASE("every listed directive is one the assembler dispatches", "[isa][asm][errors]") {
+  // A directive with no arguments fails on its arguments, never as unknown.
+  for (std::string_view d : kDirectives) {
+    INFO(d);
+    const std::string err = error_of(std::string(d));
+    CHECK(err.find("unknown directive") == std::string::npos);
+    CHECK(err.rfind("t.s:1:", 0) == 0);
+  }
+  CHECK(error_of(".bogus") ==
+        "t.s:1:1: error: unknown directive '.bogus' (directives: .model .arch .meta .equ .ub .acc .weights "
+        ".wimage .input .output)");
+}
+
 TEST_CASE("nesting limits stop pathological lines before they overflow the stack", "[isa][asm][errors]") {
   // An expression may nest 256 levels (255 parentheses around a literal); the 257th level is
   // reported where it starts.
