@@ -7,6 +7,7 @@ PACKAGES=(
   cmake g++ make pkg-config ninja-build  # toolchain
   verilator libsystemc-dev               # RTL simulation, SystemC kernel
   catch2 libfmt-dev libboost-dev libcli11-dev nlohmann-json3-dev
+  libdnnl-dev                            # oneDNN: the int8 GEMM the benchmarks measure against
   clang libclang-rt-14-dev libfuzzer-14-dev  # fuzzing (scripts/fuzz.sh): clang, sanitizers, libFuzzer
 )
 

@@ -1,0 +1,99 @@
+// The machine's memories and the data semantics of every instruction, independent of time.
+//
+// MachineState holds what a program can observe: host memory (its regions), the unified
+// buffer, the accumulators, the configuration registers and the weight memory (read-only).
+// The exec_* functions apply one instruction's effect on the data exactly as docs/isa.md
+// defines it. The golden reference executor (reference.h) applies them in program order; the
+// timed machine applies them at the simulated cycle each instruction runs, and computes
+// matmul with its engine (stepped systolic array or fast GEMM) instead of matmul_reference.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "isa/error.h"
+#include "isa/instruction.h"
+#include "isa/program.h"
+#include "sim/arch.h"
+
+namespace tpusim::sim {
+
+// A program error found while simulating: names the instruction. The CLI exits with code 2.
+class SimError : public InputError {
+ public:
+  SimError(uint64_t index, const std::string& message);
+  uint64_t index;
+};
+
+// "instruction 12 (matmul ub=0, acc=0, rows=8): " prefix for messages.
+std::string describe(uint64_t index, const isa::Instruction& inst);
+
+// A weight tile as the matrix unit sees it: array_rows x array_cols bytes, row major, from
+// weight memory at `waddr` (the FIFO and shadow hold copies; memory is read-only, so a
+// pointer into the image is equivalent).
+struct WeightTile {
+  const uint8_t* data = nullptr;  // tile_bytes bytes: W[k][j] = data[k * array_cols + j]
+  uint64_t waddr = 0;
+  bool is_unsigned = false;
+  int32_t weight(uint64_t k, uint64_t j, uint64_t cols) const {
+    const uint8_t b = data[k * cols + j];
+    return is_unsigned ? int32_t{b} : int32_t{static_cast<int8_t>(b)};
+  }
+};
+
+// A host region's bytes (host memory is sparse: the regions the program declares).
+struct HostBuffer {
+  std::string name;
+  bool output = false;
+  uint64_t addr = 0;
+  std::vector<uint8_t> bytes;
+};
+
+struct MachineState {
+  Arch arch;
+  std::vector<uint8_t> ub;   // ub_rows() x ub_row_bytes(), int8/uint8 as bytes
+  std::vector<int32_t> acc;  // acc_entries x array_cols
+  std::vector<HostBuffer> host;
+  std::span<const uint8_t> weights;  // the program's weight image, weight memory from 0
+  uint64_t host_stride = 0;          // setcfg registers (0 = UB row width)
+  uint64_t host_row_bytes = 0;
+
+  uint8_t* ub_row(uint64_t row) { return ub.data() + row * arch.ub_row_bytes(); }
+  const uint8_t* ub_row(uint64_t row) const { return ub.data() + row * arch.ub_row_bytes(); }
+  int32_t* acc_row(uint64_t row) { return acc.data() + row * arch.array_cols; }
+  const int32_t* acc_row(uint64_t row) const { return acc.data() + row * arch.array_cols; }
+  // The host buffer holding [addr, addr + bytes) entirely, or nullptr.
+  HostBuffer* host_span(uint64_t addr, uint64_t bytes);
+};
+
+// Memories sized by `arch`, zeroed; host regions allocated and inputs initialised from the
+// program. `program` must outlive the state (weights point into it).
+MachineState make_state(const isa::Program& program, const Arch& arch);
+
+// Checks, before anything runs, every address range the instruction touches against the
+// configured memories (UB rows, accumulator rows, host regions with the reset host_stride and
+// host_row_bytes or the values a preceding setcfg sets, weight image), and operand limits that
+// depend on the machine (pool windows inside the map, qtable shift values are checked at run
+// time). Throws SimError naming the first bad instruction.
+void check_static(const isa::Program& program, const Arch& arch);
+
+// Data semantics (docs/isa.md). Each throws SimError(index, ...) on a run-time error.
+void exec_set_config(MachineState& s, const isa::Instruction& inst, uint64_t index);
+void exec_read_host(MachineState& s, const isa::Instruction& inst, uint64_t index);
+void exec_write_host(MachineState& s, const isa::Instruction& inst, uint64_t index);
+void exec_activate(MachineState& s, const isa::Instruction& inst, uint64_t index);
+void exec_vector(MachineState& s, const isa::Instruction& inst, uint64_t index);
+void exec_pool(MachineState& s, const isa::Instruction& inst, uint64_t index);
+// The plainest loops: acc[acc + i][j] (+)= sum_k x_i[k] * W[k][j], int32 wrapping.
+void matmul_reference(MachineState& s, const isa::Instruction& inst, const WeightTile& active);
+
+// The tile rw would fetch as its `t`-th tile (waddr + t * tile_bytes).
+WeightTile weight_tile(const MachineState& s, const isa::Instruction& rw, uint64_t t);
+
+// Scalar arithmetic of the activation unit (exact, shared by every engine):
+int64_t round_half_away_shift(int64_t x, unsigned shift);  // round_half_away(x / 2^shift)
+int32_t apply_func(isa::Func func, int64_t y, int64_t clip, bool out_unsigned);  // incl. saturation
+
+}  // namespace tpusim::sim

@@ -1,0 +1,77 @@
+// The matrix unit's systolic array, stepped one clock cycle at a time (the `stepped` engine).
+//
+// array_rows x array_cols weight-stationary cells. Cell (k, j) holds four registers: the active
+// weight, the shadow weight, the input register x (a value and its flags) and the partial-sum
+// register. Inputs enter each row from the left, already skewed by the systolic data setup
+// (row k sees vector i's element k at cycle t0 + i + k), move one column right per cycle;
+// partial sums move one row down per cycle and leave the bottom row into the accumulators.
+//
+// One step() is one cycle with two-phase register semantics (like always_ff; the update order
+// of the cells cannot change the result). For every cell, from the current register values:
+//   x_in   = (j == 0) ? left[k] : x[k][j-1]           value and flags move right
+//   w      = (x_in.flags & kSwitch) ? shadow[k][j] : weight[k][j]
+//   weight'[k][j] = w                                   the new tile takes effect with the
+//                                                       wavefront of the first vector
+//   psum'[k][j]   = ((k == 0) ? 0 : psum[k-1][j]) + w * x_in.value   (int32, wraps)
+//   valid'[k][j]  = x_in.flags & kValid
+//   x'[k][j]      = x_in
+//   shadow'[r][:] = the shadow row written this cycle, if any (one row per cycle: a tile
+//                   shifts in from the top in array_rows cycles; copies into `weight` made in
+//                   the same cycle read the old shadow value)
+// then every register commits. After step(), bottom()[j] is psum[N-1][j] and bottom_valid()[j]
+// its valid bit: the result the accumulators write in the next cycle.
+// The SystemVerilog cell in hw/ implements the same next-state function.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+namespace tpusim::sim {
+
+class SystolicArray {
+ public:
+  static constexpr uint8_t kValid = 1;   // x carries an element of a real input vector
+  static constexpr uint8_t kSwitch = 2;  // x is the first vector of a matmul with `switch`
+
+  SystolicArray(uint64_t rows, uint64_t cols);
+  uint64_t rows() const { return rows_; }
+  uint64_t cols() const { return cols_; }
+
+  // One cycle. left_values/left_flags: rows() entries (what enters column 0 of each row).
+  // shadow_row: the row written into the shadow weights this cycle, or -1; shadow_values:
+  // cols() weights for it (int8 or uint8, widened).
+  void step(std::span<const int16_t> left_values, std::span<const uint8_t> left_flags, int64_t shadow_row,
+            std::span<const int16_t> shadow_values);
+
+  std::span<const int32_t> bottom() const;       // psum of row rows()-1, cols() values
+  std::span<const uint8_t> bottom_valid() const;  // its valid bits
+
+  // Register inspection (debugger, traces, RTL comparison).
+  int16_t weight(uint64_t k, uint64_t j) const;
+  int16_t shadow(uint64_t k, uint64_t j) const;
+  int16_t x_value(uint64_t k, uint64_t j) const;
+  uint8_t x_flags(uint64_t k, uint64_t j) const;
+  int32_t psum(uint64_t k, uint64_t j) const;
+  uint8_t psum_valid(uint64_t k, uint64_t j) const;
+
+  // True when no register holds a valid input or partial sum (stepping would change nothing
+  // but zeros, so the caller may skip idle cycles).
+  bool empty() const;
+  void reset();  // every register 0
+  uint64_t cycles() const { return cycles_; }  // step() calls since construction/reset
+
+ private:
+  uint64_t rows_, cols_;
+  uint64_t cycles_ = 0;
+  // Register files, double-buffered where they move (cur/next swap each step).
+  std::vector<int16_t> weight_, shadow_;
+  std::vector<int16_t> x_[2];
+  std::vector<uint8_t> xf_[2];
+  std::vector<int32_t> psum_[2];
+  std::vector<uint8_t> pv_[2];
+  int cur_ = 0;
+  uint64_t valid_count_ = 0;  // valid x and psum registers, for empty()
+};
+
+}  // namespace tpusim::sim
