@@ -1,0 +1,75 @@
+// The activation unit (units.h): activate, vector, pool.
+#include <fmt/format.h>
+
+#include "sim/units.h"
+
+namespace tpusim::sim {
+
+using isa::Field;
+using isa::Opcode;
+
+namespace {
+uint64_t div_up(uint64_t a, uint64_t b) { return (a + b - 1) / b; }
+}  // namespace
+
+ActivationUnit::ActivationUnit(sc_core::sc_module_name name, Context& ctx, Hazards& hazards)
+    : sc_module(name), ctx_(ctx), hazards_(hazards), queue_(ctx) {
+  SC_HAS_PROCESS(ActivationUnit);
+  SC_THREAD(run);
+}
+
+// activation_latency_cycles, then activation_lanes values per cycle: an activate row is
+// array_cols values (plus the per-column table's rows once), a vector row is one UB row per
+// operand, a pooled output row reads window^2 UB rows.
+uint64_t ActivationUnit::duration(const isa::Instruction& in) const {
+  const Arch& a = ctx_.arch;
+  const uint64_t ub_row = div_up(a.ub_row_bytes(), a.activation_lanes);
+  switch (in.opcode) {
+    case Opcode::activate:
+      return a.activation_latency_cycles + in[Field::rows] * div_up(a.array_cols, a.activation_lanes) +
+             (in[Field::per_channel] ? div_up(7 * a.array_cols, a.ub_row_bytes()) : 0);
+    case Opcode::vector:
+      return a.activation_latency_cycles +
+             in[Field::rows] * ub_row * (in[Field::op] == uint64_t(isa::VecOp::pass) ? 1 : 2);
+    default: {
+      const uint64_t out_rows = in[Field::out_h] * in[Field::out_w] * in[Field::batch];
+      return a.activation_latency_cycles + out_rows * in[Field::window] * in[Field::window] * ub_row;
+    }
+  }
+}
+
+void ActivationUnit::run() {
+  for (;;) {
+    sc_core::wait(ctx_.start_event);
+    try {
+      for (;;) {
+        const StationQueue::Entry e = queue_.front();
+        ctx_.wait_until(e.available);
+        const uint64_t i = e.index;
+        const isa::Instruction& in = ctx_.inst(i);
+        while (hazards_.acc_busy(i)) {
+          ctx_.blocked[int(isa::Unit::activation)] =
+              fmt::format("instruction {} waits for matmuls writing its accumulator rows", i);
+          ctx_.wait_for(ctx_.completed_event);
+        }
+        ctx_.blocked[int(isa::Unit::activation)].clear();
+        const uint64_t start = ctx_.now(), end = start + duration(in);
+        queue_.pop();
+        ctx_.timeline[i].start = start;
+        hazards_.started(i, isa::Unit::activation, start, end, ctx_.lowest_unstarted());
+        if (ctx_.data()) {
+          if (in.opcode == Opcode::activate) exec_activate(*ctx_.state, in, i);
+          else if (in.opcode == Opcode::vector) exec_vector(*ctx_.state, in, i);
+          else exec_pool(*ctx_.state, in, i);
+        }
+        ctx_.result.unit_busy[int(isa::Unit::activation)] += end - start;
+        ctx_.wait_until(end);
+        hazards_.completed(i);
+        ctx_.complete(isa::Unit::activation, i, end);
+      }
+    } catch (const RunAborted&) {
+    }
+  }
+}
+
+}  // namespace tpusim::sim

@@ -1,0 +1,68 @@
+#include "sim/context.h"
+
+#include <algorithm>
+
+namespace tpusim::sim {
+
+void Context::wait_until(uint64_t cycle) {
+  if (aborted) throw RunAborted{};
+  const uint64_t t = now();
+  if (cycle > t) sc_core::wait(sc_core::sc_time::from_value(period.value() * (cycle - t)), abort_event);
+  if (aborted) throw RunAborted{};
+}
+
+void Context::wait_for(const sc_core::sc_event& e) {
+  if (aborted) throw RunAborted{};
+  sc_core::wait(e | abort_event);
+  if (aborted) throw RunAborted{};
+}
+
+void Context::fail(uint64_t index, const std::string& message) {
+  if (!aborted) {
+    error = message;
+    error_index = index;
+    aborted = true;
+    abort_event.notify();
+  }
+  throw RunAborted{};
+}
+
+void Context::complete(isa::Unit unit, uint64_t index, uint64_t end) {
+  timeline[index].end = end;
+  ++completed[int(unit)];
+  completed_event.notify(sc_core::SC_ZERO_TIME);
+}
+
+uint64_t Context::lowest_unstarted() const {
+  uint64_t low = next_issue;
+  for (const StationQueue* q : queues) low = std::min(low, q->front_index());
+  return low;
+}
+
+void Context::note_ub(uint64_t first_row, uint64_t rows) {
+  result.ub_peak_rows = std::max(result.ub_peak_rows, first_row + rows);
+}
+
+void Context::note_acc(uint64_t first_row, uint64_t rows) {
+  result.acc_peak_rows = std::max(result.acc_peak_rows, first_row + rows);
+}
+
+void Context::reset_run() {
+  timeline.assign(code_size, {});
+  regs_stride.assign(code_size, 0);
+  regs_row_bytes.assign(code_size, 0);
+  result = RunResult{};
+  sync_act.clear();
+  sync_host.clear();
+  matrix_spans.clear();
+  cfg_stride = cfg_row_bytes = 0;
+  next_issue = 0;
+  halted = aborted = false;
+  error.reset();
+  error_index.reset();
+  issued.fill(0);
+  completed.fill(0);
+  for (auto& b : blocked) b.clear();
+}
+
+}  // namespace tpusim::sim

@@ -1,0 +1,121 @@
+// What the units of one run share: the program, the clock, the memories, per-instruction
+// records, per-unit completion tracking and the abort path. Internal to sim/.
+#pragma once
+
+#include <deque>
+#include <functional>
+#include <optional>
+#include <string>
+#include <systemc>
+#include <vector>
+
+#include "isa/program.h"
+#include "sim/arch.h"
+#include "sim/machine.h"
+#include "sim/state.h"
+
+namespace tpusim::sim {
+
+class StationQueue;
+
+// Thrown inside a unit's process to unwind it back to its idle loop when the run ends or fails.
+struct RunAborted {};
+
+// An interval of cycles [begin, end).
+struct Span {
+  uint64_t begin = 0, end = 0;
+};
+
+class Context {
+ public:
+  // --- set for each run by Machine::run -------------------------------------------------------
+  const isa::Program* program = nullptr;
+  Arch arch;
+  Engine engine = Engine::fast;
+  MachineState* state = nullptr;  // null for the timing engine
+  uint64_t code_size = 0;         // instructions up to and including halt
+  sc_core::sc_time period;
+  sc_core::sc_time base;  // sc_time_stamp() at cycle 0 of this run
+
+  std::vector<InstructionTiming> timeline;
+  std::vector<uint64_t> regs_stride, regs_row_bytes;  // setcfg values captured at issue (DMA)
+  RunResult result;                                    // counters filled by the units
+  std::vector<Span> sync_act, sync_host;               // issue blocked on act / host only
+  std::vector<Span> matrix_spans;  // the matrix unit streaming or stalled on weights
+  uint64_t cfg_stride = 0, cfg_row_bytes = 0;         // setcfg registers as issue sees them
+  uint64_t next_issue = 0;                            // index the control unit issues next
+  std::array<const StationQueue*, 4> queues{};        // host, weights, matrix, activation
+  sc_core::sc_event start_event;                      // a run begins
+  bool halted = false;
+  std::optional<std::string> error;
+  std::optional<uint64_t> error_index;
+  bool aborted = false;
+  sc_core::sc_event abort_event;
+
+  // Per-unit completion: instructions issued to and completed by each station.
+  std::array<uint64_t, kUnitCount> issued{}, completed{};
+  sc_core::sc_event completed_event;  // any station completed an instruction
+
+  // What each unit is blocked on right now (for deadlock messages); empty when not blocked.
+  std::array<std::string, kUnitCount + 1> blocked;
+
+  const isa::Instruction& inst(uint64_t i) const { return program->code[i]; }
+  bool data() const { return state != nullptr; }
+  uint64_t now() const { return (sc_core::sc_time_stamp().value() - base.value()) / period.value(); }
+  sc_core::sc_time at(uint64_t cycle) const {
+    return sc_core::sc_time::from_value(base.value() + period.value() * cycle);
+  }
+
+  // Waits (inside a thread process) until `cycle`, or for `e`, unwinding on abort.
+  void wait_until(uint64_t cycle);
+  void wait_for(const sc_core::sc_event& e);
+  [[noreturn]] void fail(uint64_t index, const std::string& message);
+
+  void complete(isa::Unit unit, uint64_t index, uint64_t end);
+  bool idle(isa::Unit unit) const { return completed[int(unit)] == issued[int(unit)]; }
+  uint64_t lowest_unstarted() const;
+  void note_ub(uint64_t first_row, uint64_t rows);
+  void note_acc(uint64_t first_row, uint64_t rows);
+  void reset_run();
+};
+
+// A station's instruction queue: indices the control unit issued, in order, with the cycle each
+// becomes available (issue + issue_cycles). Holds at most `capacity` instructions, counting the
+// one at its head until the station starts it.
+class StationQueue {
+ public:
+  struct Entry {
+    uint64_t index;
+    uint64_t available;
+  };
+  explicit StationQueue(Context& ctx) : ctx_(ctx) {}
+  void reset(uint64_t capacity) {
+    entries_.clear();
+    capacity_ = capacity;
+  }
+  bool full() const { return entries_.size() >= capacity_; }
+  void push(Entry e) {
+    entries_.push_back(e);
+    pushed_.notify(sc_core::SC_ZERO_TIME);
+  }
+  // Waits for an instruction at the head (does not remove it).
+  const Entry& front() {
+    while (entries_.empty()) ctx_.wait_for(pushed_);
+    return entries_.front();
+  }
+  void pop() {
+    entries_.pop_front();
+    popped_.notify(sc_core::SC_ZERO_TIME);
+  }
+  const sc_core::sc_event& popped() const { return popped_; }
+  uint64_t front_index() const { return entries_.empty() ? UINT64_MAX : entries_.front().index; }
+  bool empty() const { return entries_.empty(); }
+
+ private:
+  Context& ctx_;
+  std::deque<Entry> entries_;
+  uint64_t capacity_ = 1;
+  sc_core::sc_event pushed_, popped_;
+};
+
+}  // namespace tpusim::sim

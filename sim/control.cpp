@@ -1,0 +1,111 @@
+// The control unit (units.h): in-order issue, sync, barrier, halt.
+#include <fmt/format.h>
+
+#include "sim/units.h"
+
+namespace tpusim::sim {
+
+using isa::Field;
+using isa::Opcode;
+using isa::Unit;
+
+ControlUnit::ControlUnit(sc_core::sc_module_name name, Context& ctx, Hazards& hazards, WeightPath& weight_path)
+    : sc_module(name), ctx_(ctx), hazards_(hazards), weight_path_(weight_path) {
+  SC_HAS_PROCESS(ControlUnit);
+  SC_THREAD(run);
+}
+
+void ControlUnit::run() {
+  for (;;) {
+    sc_core::wait(ctx_.start_event);
+    try {
+      issue_all();
+    } catch (const RunAborted&) {
+    }
+  }
+}
+
+// Cycle at which every unit in `unit_mask` (bit u = isa::Unit u) is idle, waiting for it.
+uint64_t ControlUnit::wait_idle(uint64_t unit_mask, bool weights_landed) {
+  auto all_idle = [&] {
+    for (int u = 1; u < kUnitCount; ++u)
+      if ((unit_mask >> u & 1) && !ctx_.idle(Unit(u))) return false;
+    return true;
+  };
+  while (!all_idle()) ctx_.wait_for(ctx_.completed_event);
+  if (weights_landed) ctx_.wait_until(weight_path_.last_landing());
+  return ctx_.now();
+}
+
+void ControlUnit::issue_to_station(uint64_t index, Unit unit) {
+  sc_core::sc_port<Station>* ports[] = {nullptr, &host, &weights, &matrix, &activation};
+  StationQueue& q = (*ports[int(unit)])->queue();
+  while (q.full()) {
+    ctx_.blocked[0] = fmt::format("issue of instruction {} waits for a free slot in the {} queue", index,
+                                  isa::kUnitNames[int(unit)]);
+    ctx_.wait_for(q.popped());
+  }
+  ctx_.blocked[0].clear();
+  const uint64_t t = ctx_.now();
+  ctx_.timeline[index].issue = t;
+  ctx_.regs_stride[index] = ctx_.cfg_stride;
+  ctx_.regs_row_bytes[index] = ctx_.cfg_row_bytes;
+  ++ctx_.issued[int(unit)];
+  hazards_.issued(index);
+  q.push({index, t + ctx_.arch.issue_cycles});
+  ctx_.wait_until(t + ctx_.arch.issue_cycles);
+}
+
+void ControlUnit::issue_all() {
+  const uint64_t issue = ctx_.arch.issue_cycles;
+  // sync mask bits (isa units values: host 0, weights 1, matrix 2, act 3) -> isa::Unit bits.
+  auto unit_bits = [](uint64_t mask) { return mask << 1; };
+  for (uint64_t i = 0; i < ctx_.code_size; ++i) {
+    ctx_.next_issue = i;
+    const isa::Instruction& in = ctx_.inst(i);
+    const Unit unit = isa::spec(in.opcode).unit;
+    if (unit != Unit::control) {
+      issue_to_station(i, unit);
+      continue;
+    }
+    const uint64_t t = ctx_.now();
+    InstructionTiming& rec = ctx_.timeline[i];
+    rec.issue = rec.start = t;
+    uint64_t end = t + issue;
+    switch (in.opcode) {
+      case Opcode::set_config:
+        (in[Field::reg] == uint64_t(isa::ConfigReg::host_stride) ? ctx_.cfg_stride : ctx_.cfg_row_bytes) =
+            in[Field::value];
+        break;
+      case Opcode::sync: {
+        const uint64_t mask = in[Field::units];
+        ctx_.blocked[0] = fmt::format("instruction {} (sync) waits for units {:#x}", i, mask);
+        const uint64_t idle = wait_idle(unit_bits(mask), false);
+        if (idle > t) {
+          if (mask & 8)  /* act */ ctx_.sync_act.push_back({t, idle});
+          else if (mask & 1)  /* host */ ctx_.sync_host.push_back({t, idle});
+        }
+        end = std::max(end, idle);
+        break;
+      }
+      case Opcode::barrier:
+      case Opcode::halt:
+        ctx_.blocked[0] = fmt::format("instruction {} ({}) waits for every unit", i, isa::spec(in.opcode).mnemonic);
+        end = std::max(end, wait_idle(~uint64_t{0}, true));
+        break;
+      default: break;  // nop, tag
+    }
+    ctx_.blocked[0].clear();
+    ctx_.wait_until(end);
+    rec.end = end;
+    if (in.opcode == Opcode::halt) {
+      ctx_.next_issue = ctx_.code_size;
+      ctx_.halted = true;
+      ctx_.result.cycles = end;
+      sc_core::sc_pause();
+      return;
+    }
+  }
+}
+
+}  // namespace tpusim::sim

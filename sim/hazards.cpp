@@ -1,0 +1,134 @@
+#include "sim/hazards.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+namespace tpusim::sim {
+
+using isa::Field;
+using isa::Opcode;
+
+namespace {
+
+uint64_t div_up(uint64_t a, uint64_t b) { return (a + b - 1) / b; }
+
+// Matmul input groups, merged when contiguous; beyond 64 separate groups, one bounding range
+// (conservative: it can only report a conflict that the exact ranges would not).
+std::vector<RowRange> matmul_reads(const isa::Instruction& inst) {
+  const uint64_t rows = inst[Field::rows], repeat = inst[Field::repeat], stride = inst[Field::stride];
+  const uint64_t ub = inst[Field::ub];
+  if (repeat == 1 || stride == rows) return {{ub, rows * repeat}};
+  if (repeat > 64) return {{ub, (repeat - 1) * stride + rows}};
+  std::vector<RowRange> r;
+  for (uint64_t g = 0; g < repeat; ++g) r.push_back({ub + g * stride, rows});
+  return r;
+}
+
+bool overlap(const RowRange& a, const RowRange& b) { return a.first < b.end() && b.first < a.end(); }
+
+bool overlap(const std::vector<RowRange>& a, const std::vector<RowRange>& b) {
+  for (const RowRange& x : a)
+    for (const RowRange& y : b)
+      if (overlap(x, y)) return true;
+  return false;
+}
+
+const char* unit_mnemonic(isa::Unit u) {
+  switch (u) {
+    case isa::Unit::host_dma: return "host";
+    case isa::Unit::weight_fetch: return "weights";
+    case isa::Unit::matrix: return "matrix";
+    case isa::Unit::activation: return "act";
+    default: return "control";
+  }
+}
+
+}  // namespace
+
+Accesses accesses(const isa::Instruction& inst, const Arch& arch) {
+  Accesses a;
+  const uint64_t rows = inst[Field::rows];
+  switch (inst.opcode) {
+    case Opcode::read_host: a.ub_writes = {{inst[Field::ub], rows}}; break;
+    case Opcode::write_host: a.ub_reads = {{inst[Field::ub], rows}}; break;
+    case Opcode::matmul:
+      a.ub_reads = matmul_reads(inst);
+      a.acc = {inst[Field::acc], rows * inst[Field::repeat]};
+      break;
+    case Opcode::activate:
+      a.ub_writes = {{inst[Field::ub], rows}};
+      if (inst[Field::per_channel])
+        a.ub_reads = {{inst[Field::qtable], div_up(7 * arch.array_cols, arch.ub_row_bytes())}};
+      a.acc = {inst[Field::acc], rows};
+      break;
+    case Opcode::vector:
+      a.ub_reads = {{inst[Field::src], rows}};
+      if (inst[Field::op] != uint64_t(isa::VecOp::pass)) a.ub_reads.push_back({inst[Field::src_b], rows});
+      a.ub_writes = {{inst[Field::ub], rows}};
+      break;
+    case Opcode::pool: {
+      const uint64_t batch = inst[Field::batch], in_w = inst[Field::in_w];
+      const uint64_t in_h = (inst[Field::out_h] - 1) * inst[Field::pool_stride] + inst[Field::window];
+      a.ub_reads = {{inst[Field::src], in_h * in_w * batch}};
+      a.ub_writes = {{inst[Field::ub], inst[Field::out_h] * inst[Field::out_w] * batch}};
+      break;
+    }
+    default: break;
+  }
+  return a;
+}
+
+void Hazards::check(const Record& a, const Record& b) const {
+  // a: the instruction starting now; b: one another station started before.
+  const bool conflict = overlap(a.use.ub_writes, b.use.ub_reads) || overlap(a.use.ub_writes, b.use.ub_writes) ||
+                        overlap(a.use.ub_reads, b.use.ub_writes);
+  if (!conflict) return;
+  if (b.index < a.index && b.until <= a.start) return;  // in program order, no overlap in time
+  const std::string what = overlap(a.use.ub_writes, b.use.ub_reads) || overlap(a.use.ub_writes, b.use.ub_writes)
+                               ? "writes UB rows that"
+                               : "reads UB rows that";
+  const auto& other = ctx_.inst(b.index);
+  if (b.index < a.index)
+    ctx_.fail(a.index, fmt::format("{} {} (cycles {}..{}) still uses from cycle {}: add `sync units={}` before "
+                                   "instruction {}",
+                                   what, describe(b.index, other), b.start, b.until - 1, a.start,
+                                   unit_mnemonic(b.unit), a.index));
+  ctx_.fail(b.index, fmt::format("{} {} uses later in program order, but it ran first (from cycle {}, "
+                                 "before cycle {}): add a sync between them",
+                                 overlap(b.use.ub_writes, a.use.ub_reads) ? "writes UB rows that" : "uses UB rows that",
+                                 describe(a.index, ctx_.inst(a.index)), b.start, a.start));
+}
+
+void Hazards::started(uint64_t index, isa::Unit unit, uint64_t start, uint64_t until, uint64_t lowest_unstarted) {
+  Record r{index, unit, start, until, accesses(ctx_.inst(index), ctx_.arch)};
+  for (const RowRange& x : r.use.ub_reads) ctx_.note_ub(x.first, x.rows);
+  for (const RowRange& x : r.use.ub_writes) ctx_.note_ub(x.first, x.rows);
+  if (r.use.acc.rows) ctx_.note_acc(r.use.acc.first, r.use.acc.rows);
+  std::erase_if(window_, [&](const Record& w) { return w.until <= start && w.index < lowest_unstarted; });
+  for (const Record& w : window_)
+    if (w.unit != unit) check(r, w);
+  if (!r.use.ub_reads.empty() || !r.use.ub_writes.empty()) window_.push_back(std::move(r));
+}
+
+void Hazards::issued(uint64_t index) {
+  const auto& inst = ctx_.inst(index);
+  const Accesses a = accesses(inst, ctx_.arch);
+  if (inst.opcode == Opcode::matmul) acc_writers_.push_back({index, a.acc});
+  if (inst.opcode == Opcode::activate) acc_readers_.push_back({index, a.acc});
+}
+
+void Hazards::completed(uint64_t index) {
+  std::erase_if(acc_writers_, [&](const auto& w) { return w.first == index; });
+  std::erase_if(acc_readers_, [&](const auto& w) { return w.first == index; });
+}
+
+bool Hazards::acc_busy(uint64_t index) const {
+  const auto& inst = ctx_.inst(index);
+  const RowRange mine = accesses(inst, ctx_.arch).acc;
+  const auto& others = inst.opcode == Opcode::matmul ? acc_readers_ : acc_writers_;
+  return std::any_of(others.begin(), others.end(),
+                     [&](const auto& o) { return o.first < index && overlap(o.second, mine); });
+}
+
+}  // namespace tpusim::sim

@@ -1,0 +1,65 @@
+// Ordering checks between the stations, which run concurrently.
+//
+// The TPU handles dependencies through the unified buffer with explicit synchronisation
+// (the compiler places sync): the hardware does not watch UB addresses. A program that lacks a
+// needed sync would read or overwrite rows out of program order; the simulator refuses such a
+// program with an error naming both instructions, so every accepted program gives exactly the
+// reference executor's results. The accumulators, in contrast, are interlocked in hardware:
+// activate waits for earlier matmuls writing its rows, and matmul for earlier activates still
+// reading the rows it would overwrite.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <deque>
+#include <vector>
+
+#include "sim/context.h"
+
+namespace tpusim::sim {
+
+struct RowRange {
+  uint64_t first = 0, rows = 0;
+  uint64_t end() const { return first + rows; }
+};
+
+// The UB rows an instruction reads and writes, and the accumulator rows it reads or writes.
+struct Accesses {
+  std::vector<RowRange> ub_reads, ub_writes;
+  RowRange acc;  // rows 0 when none
+};
+Accesses accesses(const isa::Instruction& inst, const Arch& arch);
+
+class Hazards {
+ public:
+  explicit Hazards(Context& ctx) : ctx_(ctx) {}
+  void reset() {
+    window_.clear();
+    acc_writers_.clear();
+    acc_readers_.clear();
+  }
+  // Instruction `index` of `unit` uses the UB during [start, until). Fails the run (naming both
+  // instructions) when it conflicts with an instruction of another unit out of program order.
+  // `lowest_unstarted` is the smallest instruction index no station has started yet.
+  void started(uint64_t index, isa::Unit unit, uint64_t start, uint64_t until, uint64_t lowest_unstarted);
+
+  // Accumulator interlocks: matmuls and activates from issue to completion.
+  void issued(uint64_t index);
+  void completed(uint64_t index);
+  // An earlier matmul still writing (or earlier activate still reading) rows `index` uses.
+  bool acc_busy(uint64_t index) const;
+
+ private:
+  struct Record {
+    uint64_t index;
+    isa::Unit unit;
+    uint64_t start, until;
+    Accesses use;
+  };
+  void check(const Record& a, const Record& b) const;
+  Context& ctx_;
+  std::deque<Record> window_;
+  std::vector<std::pair<uint64_t, RowRange>> acc_writers_, acc_readers_;
+};
+
+}  // namespace tpusim::sim

@@ -1,0 +1,176 @@
+// The machine's top level: builds the units once, runs programs on them, gathers the counters.
+#include "sim/machine.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <chrono>
+
+#include "sim/units.h"
+
+namespace tpusim::sim {
+
+namespace {
+
+// The TPU (Jouppi et al., Figure 1): control, host interface, weight path, matrix unit,
+// activation unit, bound through ports. Elaborated once per process; each run resets it.
+class Machine : public sc_core::sc_module {
+ public:
+  Context ctx;
+  Hazards hazards{ctx};
+  HostInterface host{"host_interface", ctx, hazards};
+  WeightPath weights{"weight_path", ctx};
+  MatrixUnit matrix{"matrix_unit", ctx, hazards};
+  ActivationUnit activation{"activation_unit", ctx, hazards};
+  ControlUnit control{"control", ctx, hazards, weights};
+
+  explicit Machine(sc_core::sc_module_name name) : sc_module(name) {
+    control.host(host);
+    control.weights(weights);
+    control.matrix(matrix);
+    control.activation(activation);
+    matrix.weights(weights);
+    weights.on_shift = [this](const FetchedTile& f, uint64_t s) { matrix.shift_started(f, s); };
+    ctx.queues = {&host.queue(), &weights.queue(), &matrix.queue(), &activation.queue()};
+  }
+  void reset() {
+    ctx.reset_run();
+    hazards.reset();
+    host.reset();
+    weights.reset();
+    matrix.reset();
+    activation.reset();
+  }
+};
+
+Machine& machine() {
+  static Machine* m = [] {
+    sc_core::sc_report_handler::set_actions(sc_core::SC_INFO, sc_core::SC_DO_NOTHING);
+    sc_core::sc_report_handler::set_actions(sc_core::SC_WARNING, sc_core::SC_DO_NOTHING);
+    return new Machine("tpu");
+  }();
+  return *m;
+}
+
+// Cycles of `spans` not covered by `cover` (both sorted, each disjoint).
+uint64_t uncovered(const std::vector<Span>& spans, const std::vector<Span>& cover) {
+  uint64_t total = 0;
+  size_t c = 0;
+  for (const Span& s : spans) {
+    uint64_t len = s.end - s.begin;
+    while (c < cover.size() && cover[c].end <= s.begin) ++c;
+    for (size_t k = c; k < cover.size() && cover[k].begin < s.end; ++k)
+      len -= std::min(s.end, cover[k].end) - std::max(s.begin, cover[k].begin);
+    total += len;
+  }
+  return total;
+}
+
+uint64_t halt_index(const isa::Program& program) {
+  for (uint64_t i = 0; i < program.code.size(); ++i)
+    if (program.code[i].opcode == isa::Opcode::halt) return i;
+  throw SimError(program.code.size(), fmt::format("program ends without halt (after instruction {})",
+                                                  program.code.empty() ? 0 : program.code.size() - 1));
+}
+
+std::string deadlock_message(const Context& ctx) {
+  std::string why;
+  for (const std::string& b : ctx.blocked)
+    if (!b.empty()) why += (why.empty() ? "" : "; ") + b;
+  return fmt::format("deadlock at cycle {}: {}", ctx.now(), why.empty() ? "no unit can make progress" : why);
+}
+
+void finish_counters(Context& ctx) {
+  RunResult& r = ctx.result;
+  MatrixCounters& m = r.matrix;
+  std::sort(ctx.matrix_spans.begin(), ctx.matrix_spans.end(),
+            [](const Span& a, const Span& b) { return a.begin < b.begin; });
+  m.non_matrix = r.cycles - m.array_active - m.weight_stall - m.weight_shift;
+  m.raw_stall = uncovered(ctx.sync_act, ctx.matrix_spans);
+  m.input_stall = uncovered(ctx.sync_host, ctx.matrix_spans);
+  r.unit_busy[int(isa::Unit::control)] = r.cycles;
+  r.timeline = std::move(ctx.timeline);
+}
+
+}  // namespace
+
+std::string_view engine_name(Engine e) {
+  switch (e) {
+    case Engine::fast: return "fast";
+    case Engine::stepped: return "stepped";
+    default: return "timing";
+  }
+}
+
+Engine parse_engine(std::string_view name) {
+  for (Engine e : {Engine::fast, Engine::stepped, Engine::timing})
+    if (engine_name(e) == name) return e;
+  throw InputError(fmt::format("unknown engine '{}' (one of: fast stepped timing)", name));
+}
+
+TileUse tile_use(const uint8_t* tile, uint64_t rows, uint64_t cols) {
+  TileUse u;
+  for (uint64_t k = rows; k-- > 0;) {
+    const uint8_t* row = tile + k * cols;
+    if (std::any_of(row, row + cols, [](uint8_t b) { return b != 0; })) {
+      u.rows = uint32_t(k + 1);
+      break;
+    }
+  }
+  // Columns: scan each used row only right of the widest column found so far.
+  for (uint64_t k = 0; k < u.rows && u.cols < cols; ++k) {
+    const uint8_t* row = tile + k * cols;
+    for (uint64_t j = cols; j-- > u.cols;)
+      if (row[j]) {
+        u.cols = uint32_t(j + 1);
+        break;
+      }
+  }
+  return u;
+}
+
+RunResult simulate(const isa::Program& program, const Arch& arch, const RunOptions& options) {
+  validate(arch);
+  check_static(program, arch);
+  const uint64_t code_size = halt_index(program) + 1;
+  Machine& m = machine();
+  Context& ctx = m.ctx;
+  ctx.program = &program;
+  ctx.arch = arch;
+  ctx.engine = options.engine;
+  ctx.code_size = code_size;
+  std::optional<MachineState> state;
+  if (options.engine != Engine::timing) state = make_state(program, arch);
+  ctx.state = state ? &*state : nullptr;
+  ctx.period = sc_core::sc_time(1e6 / arch.clock_mhz, sc_core::SC_PS);
+  if (ctx.period.value() == 0) ctx.period = sc_core::sc_time::from_value(1);
+  m.reset();
+  ctx.base = sc_core::sc_time_stamp();
+  ctx.start_event.notify(sc_core::SC_ZERO_TIME);
+  const sc_core::sc_time limit = options.max_cycles
+                                     ? sc_core::sc_time::from_value(ctx.period.value() * (options.max_cycles + 1))
+                                     : sc_core::sc_max_time() - ctx.base - ctx.period;
+  const auto wall = std::chrono::steady_clock::now();
+  sc_core::sc_start(limit, sc_core::SC_EXIT_ON_STARVATION);
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall).count();
+  if (!ctx.halted && !ctx.error) {
+    ctx.error_index = ctx.next_issue;
+    ctx.error = options.max_cycles && ctx.now() > options.max_cycles
+                    ? fmt::format("the program did not halt within --max-cycles {} (instruction {} was issuing)",
+                                  options.max_cycles, ctx.next_issue)
+                    : deadlock_message(ctx);
+  }
+  // Unwind every process back to its idle loop, ready for the next run.
+  ctx.aborted = true;
+  ctx.abort_event.notify(sc_core::SC_ZERO_TIME);
+  sc_core::sc_start(sc_core::SC_ZERO_TIME, sc_core::SC_EXIT_ON_STARVATION);
+  if (ctx.error) throw SimError(*ctx.error_index, *ctx.error);
+  finish_counters(ctx);
+  RunResult r = std::move(ctx.result);
+  r.host_seconds = seconds;
+  r.state = std::move(state);
+  if (r.state) r.state->weights = std::span<const uint8_t>(program.weights);
+  return r;
+}
+
+}  // namespace tpusim::sim

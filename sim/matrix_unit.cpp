@@ -1,0 +1,237 @@
+// The matrix unit (units.h): when each matmul starts and ends, and its data on each engine.
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "sim/units.h"
+
+namespace tpusim::sim {
+
+using isa::Field;
+
+// A matmul inside the array (stepped engine): its input vectors, copied from the UB at t0
+// (no other station may write them while it streams: hazards.h), and where results go.
+struct MatrixUnit::Stream {
+  uint64_t index, t0, vectors, acc;
+  bool accumulate, switch_tile, in_unsigned;
+  std::vector<uint8_t> inputs;  // vectors x array_rows
+};
+
+MatrixUnit::MatrixUnit(sc_core::sc_module_name name, Context& ctx, Hazards& hazards)
+    : sc_module(name), weights("weights"), ctx_(ctx), hazards_(hazards), queue_(ctx) {
+  SC_HAS_PROCESS(MatrixUnit);
+  SC_THREAD(run);
+  SC_THREAD(retire);
+  SC_THREAD(step);
+}
+
+void MatrixUnit::reset() {
+  queue_.reset(ctx_.arch.station_queue_depth);
+  has_active_ = false;
+  port_free_ = 0;
+  retiring_.clear();
+  streams_.clear();
+  shifts_.clear();
+  busy_.clear();
+  const Arch& a = ctx_.arch;
+  if (ctx_.engine == Engine::stepped) {
+    if (!array_ || array_->rows() != a.array_rows || array_->cols() != a.array_cols)
+      array_ = std::make_unique<SystolicArray>(a.array_rows, a.array_cols);
+    array_->reset();
+    left_.assign(a.array_rows, 0);
+    left_flags_.assign(a.array_rows, 0);
+    shadow_row_.assign(a.array_cols, 0);
+  }
+}
+
+// Cycles [from, t0) a matmul waited for its tile: weight stall until the tile landed in the
+// FIFO, weight shift after.
+void MatrixUnit::account_wait(uint64_t from, uint64_t landed, uint64_t t0) {
+  if (t0 <= from) return;
+  const uint64_t split = std::clamp(landed, from, t0);
+  ctx_.result.matrix.weight_stall += split - from;
+  ctx_.result.matrix.weight_shift += t0 - split;
+  ctx_.matrix_spans.push_back({from, t0});
+}
+
+void MatrixUnit::run() {
+  const int me = int(isa::Unit::matrix);
+  for (;;) {
+    sc_core::wait(ctx_.start_event);
+    try {
+      for (;;) {
+        const StationQueue::Entry e = queue_.front();
+        ctx_.wait_until(std::max(e.available, port_free_));
+        const uint64_t i = e.index;
+        const isa::Instruction& in = ctx_.inst(i);
+        while (hazards_.acc_busy(i)) {
+          ctx_.blocked[me] = fmt::format("instruction {} waits for activates reading its accumulator rows", i);
+          ctx_.wait_for(ctx_.completed_event);
+        }
+        const uint64_t ready = ctx_.now();
+        uint64_t t0 = ready, landed = ready;
+        if (in[Field::switch_weights]) {
+          ctx_.blocked[me] = fmt::format(
+              "instruction {} (matmul with switch) waits for a weight tile that no read_weights before it fetches",
+              i);
+          uint64_t s = 0;
+          landed = weights->wait_shadow(s).landed;
+          t0 = std::max(ctx_.now(), s + 1);
+        } else if (!has_active_) {
+          ctx_.fail(i, describe(i, in) + ": multiplies before any weight tile was made active (the first matmul "
+                                         "needs `switch`)");
+        }
+        ctx_.blocked[me].clear();
+        ctx_.wait_until(t0);
+        account_wait(ready, landed, t0);
+        queue_.pop();
+        start_matmul(i, t0);
+      }
+    } catch (const RunAborted&) {
+    }
+  }
+}
+
+void MatrixUnit::start_matmul(uint64_t i, uint64_t t0) {
+  const isa::Instruction& in = ctx_.inst(i);
+  const Arch& a = ctx_.arch;
+  const uint64_t rows = in[Field::rows], repeat = in[Field::repeat], B = rows * repeat;
+  const uint64_t end = t0 + B + a.array_rows + a.array_cols - 1;
+  hazards_.started(i, isa::Unit::matrix, t0, t0 + B, ctx_.lowest_unstarted());
+  if (in[Field::switch_weights]) {
+    uint64_t s = 0;
+    active_ = weights->wait_shadow(s);
+    weights->switched(t0);
+    has_active_ = true;
+    if (ctx_.engine == Engine::fast)
+      packed_ = PackedWeights(active_.tile.data, a.array_cols, a.array_rows, a.array_cols, active_.tile.is_unsigned);
+  }
+  MatrixCounters& m = ctx_.result.matrix;
+  const uint64_t used = uint64_t{active_.use.rows} * active_.use.cols;
+  m.array_active += B;
+  m.useful_mac_cycles += double(B) * double(used) / double(a.tile_bytes());
+  ctx_.result.macs += B * used;
+  ctx_.result.array_macs += B * a.tile_bytes();
+  ctx_.matrix_spans.push_back({t0, t0 + B});
+  if (!busy_.empty() && busy_.back().end >= t0) busy_.back().end = end;
+  else busy_.push_back({t0, end});
+  ctx_.timeline[i].start = t0;
+  const bool unsigned_in = in[Field::unsigned_data] != 0, accumulate = in[Field::accumulate] != 0;
+  if (ctx_.engine == Engine::stepped) {
+    auto st = std::make_shared<Stream>(
+        Stream{i, t0, B, in[Field::acc], accumulate, in[Field::switch_weights] != 0, unsigned_in, {}});
+    st->inputs.resize(B * a.array_rows);
+    for (uint64_t v = 0; v < B; ++v) {
+      const uint8_t* row = ctx_.state->ub_row(in[Field::ub] + (v / rows) * in[Field::stride] + v % rows);
+      std::copy(row, row + a.array_rows, st->inputs.begin() + v * a.array_rows);
+    }
+    streams_.push_back(std::move(st));
+    work_event_.notify(sc_core::SC_ZERO_TIME);
+  } else {
+    if (ctx_.engine == Engine::fast)
+      for (uint64_t g = 0; g < repeat; ++g)
+        packed_.multiply(ctx_.state->ub_row(in[Field::ub] + g * in[Field::stride]), a.ub_row_bytes(), unsigned_in,
+                         rows, ctx_.state->acc_row(in[Field::acc] + g * rows), a.array_cols, accumulate);
+    retiring_.push_back({i, end});
+    retire_event_.notify(sc_core::SC_ZERO_TIME);
+  }
+  port_free_ = t0 + B;
+  ctx_.result.unit_busy[int(isa::Unit::matrix)] = 0;
+  for (const Span& s : busy_) ctx_.result.unit_busy[int(isa::Unit::matrix)] += s.end - s.begin;
+}
+
+void MatrixUnit::retire() {
+  for (;;) {
+    sc_core::wait(ctx_.start_event);
+    try {
+      for (;;) {
+        while (retiring_.empty()) ctx_.wait_for(retire_event_);
+        const auto [i, end] = retiring_.front();
+        ctx_.wait_until(end);
+        retiring_.pop_front();
+        hazards_.completed(i);
+        ctx_.complete(isa::Unit::matrix, i, end);
+      }
+    } catch (const RunAborted&) {
+    }
+  }
+}
+
+void MatrixUnit::shift_started(const FetchedTile& tile, uint64_t s) {
+  if (ctx_.engine != Engine::stepped) return;
+  shifts_.push_back({tile, s});
+  work_event_.notify(sc_core::SC_ZERO_TIME);
+}
+
+// Stepped engine: cycle c is stepped at time c + 1, once every station has said what enters
+// the array in cycle c (streams register at their t0, shifts at their first cycle).
+void MatrixUnit::step() {
+  for (;;) {
+    sc_core::wait(ctx_.start_event);
+    try {
+      for (;;) {
+        auto busy = [&] { return !streams_.empty() || !shifts_.empty() || !array_->empty(); };
+        while (!busy()) ctx_.wait_for(work_event_);
+        for (uint64_t c = ctx_.now(); busy(); ++c) {
+          ctx_.wait_until(c + 1);
+          step_cycle(c);
+        }
+      }
+    } catch (const RunAborted&) {
+    }
+  }
+}
+
+void MatrixUnit::step_cycle(uint64_t c) {
+  const uint64_t N = ctx_.arch.array_rows, M = ctx_.arch.array_cols;
+  // Vector of `s` entering row 0 at cycle `inj`, if any.
+  auto stream_at = [&](uint64_t inj) -> Stream* {
+    for (auto& s : streams_)
+      if (inj >= s->t0 && inj < s->t0 + s->vectors) return s.get();
+    return nullptr;
+  };
+  // 1. The accumulators write what left the bottom row in cycle c - 1: column j's result of
+  //    the vector that entered row 0 at c - N - j.
+  const auto bottom = array_->bottom();
+  const auto valid = array_->bottom_valid();
+  for (uint64_t j = 0; j < M; ++j) {
+    if (!valid[j]) continue;
+    Stream* s = c >= N + j ? stream_at(c - N - j) : nullptr;
+    if (!s) ctx_.fail(0, fmt::format("internal error: stepped array produced an unexpected result at cycle {}", c));
+    const uint64_t v = c - N - j - s->t0;
+    int32_t* acc = ctx_.state->acc_row(s->acc + v) + j;
+    *acc = s->accumulate ? int32_t(uint32_t(*acc) + uint32_t(bottom[j])) : bottom[j];
+  }
+  // Streams whose last result was just written complete at c + 1 (= now).
+  while (!streams_.empty() && c == streams_.front()->t0 + streams_.front()->vectors + N + M - 2) {
+    const uint64_t i = streams_.front()->index;
+    streams_.pop_front();
+    hazards_.completed(i);
+    ctx_.complete(isa::Unit::matrix, i, c + 1);
+  }
+  // 2. The systolic data setup: row k gets element k of the vector that entered row 0 at c - k.
+  for (uint64_t k = 0; k < N; ++k) {
+    Stream* s = c >= k ? stream_at(c - k) : nullptr;
+    if (!s) {
+      left_[k] = 0;
+      left_flags_[k] = 0;
+      continue;
+    }
+    const uint64_t v = c - k - s->t0;
+    const uint8_t b = s->inputs[v * N + k];
+    left_[k] = s->in_unsigned ? int16_t(b) : int16_t(int8_t(b));
+    left_flags_[k] = SystolicArray::kValid | (v == 0 && s->switch_tile ? SystolicArray::kSwitch : 0);
+  }
+  // 3. The weight shift: shadow row r is written in cycle s + r.
+  int64_t shadow_row = -1;
+  if (!shifts_.empty() && c >= shifts_.front().second) {
+    const auto& [tile, s] = shifts_.front();
+    shadow_row = int64_t(c - s);
+    const uint8_t* w = tile.tile.data + uint64_t(shadow_row) * M;
+    for (uint64_t j = 0; j < M; ++j) shadow_row_[j] = tile.tile.is_unsigned ? int16_t(w[j]) : int16_t(int8_t(w[j]));
+    if (c == s + N - 1) shifts_.pop_front();
+  }
+  array_->step(left_, left_flags_, shadow_row, shadow_row_);
+}
+
+}  // namespace tpusim::sim

@@ -1,0 +1,154 @@
+// The machine's units as SystemC modules (Jouppi et al., ISCA 2017, Figure 1 and section 2).
+// Each has the same small life: built once, bound to its neighbours through ports, reset with
+// the run's configuration, advanced by its thread processes, asked for its statistics.
+// Internal to sim/; docs/timing.md states every rule they implement.
+#pragma once
+
+#include <deque>
+#include <memory>
+#include <systemc>
+
+#include "sim/context.h"
+#include "sim/gemm.h"
+#include "sim/hazards.h"
+#include "sim/systolic_array.h"
+
+namespace tpusim::sim {
+
+// A station of the 4-stage pipeline, as the control unit sees it.
+class Station : public virtual sc_core::sc_interface {
+ public:
+  virtual StationQueue& queue() = 0;
+};
+
+// Host interface: read_host / write_host DMA between host memory and the unified buffer.
+// Each takes host_latency_cycles + transfer_cycles(rows x row bytes, host_gbps).
+class HostInterface : public sc_core::sc_module, public Station {
+ public:
+  HostInterface(sc_core::sc_module_name name, Context& ctx, Hazards& hazards);
+  StationQueue& queue() override { return queue_; }
+  void reset() { queue_.reset(ctx_.arch.station_queue_depth); }
+
+ private:
+  void run();
+  Context& ctx_;
+  Hazards& hazards_;
+  StationQueue queue_;
+};
+
+// A tile fetched into the weight FIFO, with the cycle it is usable there.
+struct FetchedTile {
+  WeightTile tile;
+  TileUse use;
+  uint64_t landed = 0;
+};
+
+// What the matrix unit asks of the weight path.
+class WeightSource : public virtual sc_core::sc_interface {
+ public:
+  // Waits until the shadow slot holds a tile whose shift has begun; returns it (shift start
+  // in `shift_start`) without taking it.
+  virtual const FetchedTile& wait_shadow(uint64_t& shift_start) = 0;
+  // The matrix unit made the shadow tile active with a matmul starting at t0.
+  virtual void switched(uint64_t t0) = 0;
+};
+
+// The weight path: the weight fetch station (read_weights, decoupled: done once its tile
+// requests are sent), the off-chip weight memory (a bandwidth-latency pipe), the weight FIFO
+// (weight_fifo_tiles slots, each held from request until its tile has shifted out) and the
+// shadow slot of the array (a tile shifts in one row per cycle, top row first).
+class WeightPath : public sc_core::sc_module, public Station, public WeightSource {
+ public:
+  WeightPath(sc_core::sc_module_name name, Context& ctx);
+  StationQueue& queue() override { return queue_; }
+  const FetchedTile& wait_shadow(uint64_t& shift_start) override;
+  void switched(uint64_t t0) override;
+  void reset();
+  uint64_t last_landing() const { return last_landing_; }
+  // The stepped engine's hook: a tile begins shifting into the shadow at cycle s.
+  std::function<void(const FetchedTile&, uint64_t s)> on_shift;
+
+ private:
+  void fetch();  // the weight fetch station
+  void shift();  // moves tiles from the FIFO head into the shadow slot
+  Context& ctx_;
+  StationQueue queue_;
+  std::deque<FetchedTile> fifo_;  // requested tiles, in order; front is the next to shift
+  uint64_t slots_used_ = 0, mem_free_ = 0, last_landing_ = 0;
+  bool shadow_loaded_ = false, any_shift_ = false;
+  FetchedTile shadow_;
+  uint64_t shadow_shift_start_ = 0, shadow_free_at_ = 0, last_shift_start_ = 0;
+  sc_core::sc_event fifo_event_, slot_event_, shadow_event_;
+};
+
+// The matrix unit: the systolic data setup, the array (active and shadow tiles) and the
+// accumulators it writes. A matmul of B vectors starting at t0 streams its inputs during
+// [t0, t0 + B) and writes its last accumulator row at t0 + B + rows + cols - 2.
+class MatrixUnit : public sc_core::sc_module, public Station {
+ public:
+  sc_core::sc_port<WeightSource> weights;
+  MatrixUnit(sc_core::sc_module_name name, Context& ctx, Hazards& hazards);
+  StationQueue& queue() override { return queue_; }
+  void reset();
+  void shift_started(const FetchedTile& tile, uint64_t s);  // stepped engine
+
+ private:
+  struct Stream;  // a matmul in the array (stepped engine)
+  void run();     // takes matmuls from the queue, decides t0
+  void retire();  // fast/timing: completes matmuls at their closed-form end
+  void step();    // stepped: moves every register every cycle while the array has work
+  void step_cycle(uint64_t c);
+  void start_matmul(uint64_t index, uint64_t t0);
+  void account_wait(uint64_t from, uint64_t landed, uint64_t t0);
+  Context& ctx_;
+  Hazards& hazards_;
+  StationQueue queue_;
+  FetchedTile active_;
+  bool has_active_ = false;
+  PackedWeights packed_;  // fast engine: the active tile, packed for the GEMM
+  uint64_t port_free_ = 0;
+  std::deque<std::pair<uint64_t, uint64_t>> retiring_;  // (index, end)
+  sc_core::sc_event retire_event_, work_event_;
+  // stepped engine
+  std::unique_ptr<SystolicArray> array_;
+  std::deque<std::shared_ptr<Stream>> streams_;
+  std::deque<std::pair<FetchedTile, uint64_t>> shifts_;
+  std::vector<int16_t> left_, shadow_row_;
+  std::vector<uint8_t> left_flags_;
+  std::vector<Span> busy_;
+};
+
+// The activation unit: activate (accumulators -> function -> UB), vector and pool.
+class ActivationUnit : public sc_core::sc_module, public Station {
+ public:
+  ActivationUnit(sc_core::sc_module_name name, Context& ctx, Hazards& hazards);
+  StationQueue& queue() override { return queue_; }
+  void reset() { queue_.reset(ctx_.arch.station_queue_depth); }
+
+ private:
+  void run();
+  uint64_t duration(const isa::Instruction& inst) const;
+  Context& ctx_;
+  Hazards& hazards_;
+  StationQueue queue_;
+};
+
+// The control unit: issues the program in order, one instruction per issue_cycles, into the
+// stations' queues (stalling while a queue is full); runs nop/tag/setcfg itself; holds issue
+// at sync/barrier/halt until the named units are idle.
+class ControlUnit : public sc_core::sc_module {
+ public:
+  sc_core::sc_port<Station> host, weights, matrix, activation;
+  ControlUnit(sc_core::sc_module_name name, Context& ctx, Hazards& hazards, WeightPath& weight_path);
+
+ private:
+  void run();
+  void issue_all();
+  void issue_to_station(uint64_t index, isa::Unit unit);
+  uint64_t wait_idle(uint64_t unit_mask, bool weights_landed);
+  Context& ctx_;
+  Hazards& hazards_;
+  WeightPath& weight_path_;
+};
+
+}  // namespace tpusim::sim
