@@ -1,1 +1,419 @@
-// placeholder: filled in by issue 3 work in progress
+// The architecture parameter table's parsers, rules, dump and docs (sim/arch.h). Everything here
+// iterates TPUSIM_ARCH_PARAMS; the ISA-imposed limits come from isa/table.h, not from copies.
+#include "sim/arch.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <charconv>
+#include <cmath>
+#include <cstring>
+#include <fstream>
+#include <limits>
+#include <optional>
+#include <sstream>
+#include <tuple>
+#include <type_traits>
+#include <vector>
+
+#include "isa/error.h"
+#include "isa/program.h"
+#include "isa/table.h"
+
+namespace tpusim::sim {
+namespace {
+
+using json = nlohmann::json;
+constexpr uint64_t kMaxU64 = std::numeric_limits<uint64_t>::max();
+
+constexpr ParamInfo kParams[] = {
+#define TPUSIM_ARCH_INFO(name, type, def, unit, meaning, source) \
+  {#name, std::is_floating_point_v<type>, #def, unit, meaning, source},
+    TPUSIM_ARCH_PARAMS(TPUSIM_ARCH_INFO)
+#undef TPUSIM_ARCH_INFO
+};
+
+// Where each parameter lives in Arch, in table order: exactly one member pointer is set.
+struct Slot {
+  uint64_t Arch::*integer = nullptr;
+  double Arch::*real = nullptr;
+};
+constexpr Slot slot_of(uint64_t Arch::*p) { return {p, nullptr}; }
+constexpr Slot slot_of(double Arch::*p) { return {nullptr, p}; }
+constexpr Slot kSlots[] = {
+#define TPUSIM_ARCH_SLOT(name, ...) slot_of(&Arch::name),
+    TPUSIM_ARCH_PARAMS(TPUSIM_ARCH_SLOT)
+#undef TPUSIM_ARCH_SLOT
+};
+constexpr size_t kCount = std::size(kParams);
+
+constexpr char kUintForm[] =
+    "an unsigned integer: decimal or 0x hex, optionally with a KiB, MiB or GiB suffix";
+constexpr char kRealForm[] = "a real number > 0 (e.g. 700 or 1.5e3)";
+constexpr char kJsonUintForm[] = "a JSON unsigned integer or a string such as \"24MiB\"";
+
+[[noreturn]] void fail(std::string_view origin, std::string_view key, std::string_view value,
+                       std::string_view problem) {
+  throw InputError(fmt::format("{}: {} = {}: {}", origin, key, value, problem));
+}
+
+std::string_view trim(std::string_view s) {
+  const size_t b = s.find_first_not_of(" \t\r\n");
+  return b == std::string_view::npos ? std::string_view{}
+                                     : s.substr(b, s.find_last_not_of(" \t\r\n") - b + 1);
+}
+
+size_t edit_distance(std::string_view a, std::string_view b) {
+  std::vector<size_t> row(b.size() + 1);
+  for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
+  for (size_t i = 1; i <= a.size(); ++i) {
+    size_t diag = row[0];
+    row[0] = i;
+    for (size_t j = 1; j <= b.size(); ++j)
+      diag = std::exchange(row[j], std::min({row[j] + 1, row[j - 1] + 1, diag + (a[i - 1] != b[j - 1])}));
+  }
+  return row[b.size()];
+}
+
+size_t param_index(std::string_view key, std::string_view origin) {
+  for (size_t i = 0; i < kCount; ++i)
+    if (kParams[i].name == key) return i;
+  std::string_view best = "name";
+  for (const ParamInfo& p : kParams)
+    if (edit_distance(key, p.name) < edit_distance(key, best)) best = p.name;
+  throw InputError(fmt::format("{}: unknown parameter '{}' (did you mean {}? docs/arch.md lists them all)",
+                               origin, key, best));
+}
+
+// Each parser returns why `text` is not a value, or "" after storing it in `out`.
+std::string parse_uint(std::string_view text, uint64_t& out) {
+  const std::string expected = fmt::format("expected {}", kUintForm);
+  if (text.empty()) return "empty value; " + expected;
+  if (text[0] == '-') return "negative; " + expected;
+  uint64_t scale = 1;
+  for (auto [suffix, shift] : {std::pair{"KiB", 10}, {"MiB", 20}, {"GiB", 30}})
+    if (text.ends_with(suffix)) scale = uint64_t{1} << shift, text.remove_suffix(3);
+  const bool hex = text.starts_with("0x") || text.starts_with("0X");
+  if (hex) text.remove_prefix(2);
+  uint64_t v = 0;
+  const char* end = text.data() + text.size();
+  const auto [ptr, ec] = std::from_chars(text.data(), end, v, hex ? 16 : 10);
+  if (ec == std::errc::result_out_of_range || (ec == std::errc() && ptr == end && v > kMaxU64 / scale))
+    return fmt::format("too large; the maximum is {}", kMaxU64);
+  if (ec != std::errc() || ptr != end)
+    return (!hex && text.find('.') != std::string_view::npos ? "not a whole number; " : "malformed; ") +
+           expected;
+  out = v * scale;
+  return {};
+}
+
+std::string check_real(double v) {
+  if (!std::isfinite(v)) return fmt::format("not finite; expected {}", kRealForm);
+  return v > 0 ? "" : fmt::format("not > 0; expected {}", kRealForm);
+}
+
+std::string parse_real(std::string_view text, double& out) {
+  if (text.empty()) return fmt::format("empty value; expected {}", kRealForm);
+  double v = 0;
+  const char* end = text.data() + text.size();
+  const auto [ptr, ec] = std::from_chars(text.data(), end, v);
+  if (ec == std::errc::result_out_of_range) return fmt::format("out of range; expected {}", kRealForm);
+  if (ec != std::errc() || ptr != end) return fmt::format("malformed; expected {}", kRealForm);
+  std::string problem = check_real(v);
+  if (problem.empty()) out = v;
+  return problem;
+}
+
+std::string json_value(const json& v, const Slot& slot, Arch& arch) {
+  if (slot.real) {
+    if (!v.is_number()) return fmt::format("expected {}, got {}", kRealForm, v.type_name());
+    std::string problem = check_real(v.get<double>());
+    if (problem.empty()) arch.*slot.real = v.get<double>();
+    return problem;
+  }
+  if (v.is_number_unsigned()) return (arch.*slot.integer = v.get<uint64_t>(), "");
+  if (v.is_number_integer()) return fmt::format("negative; expected {}", kJsonUintForm);
+  if (v.is_number_float() && v.get<double>() >= 0x1p64)
+    return fmt::format("too large; the maximum is {}", kMaxU64);
+  if (v.is_number()) return fmt::format("not an integer; expected {}", kJsonUintForm);
+  return fmt::format("expected {}, got {}", kJsonUintForm, v.type_name());
+}
+
+std::string format_value(const Arch& a, size_t i) {
+  return kSlots[i].integer ? fmt::format("{}", a.*kSlots[i].integer) : fmt::format("{}", a.*kSlots[i].real);
+}
+
+double value_of(const Arch& a, std::string_view name) {
+  const Slot& s = kSlots[param_index(name, "arch")];
+  return s.integer ? static_cast<double>(a.*s.integer) : a.*s.real;
+}
+
+// Upper bounds: the machine's own, then the reach of the ISA's address fields.
+struct Bound {
+  std::string_view param;
+  double max;
+  std::string note;
+};
+const isa::Operand& operand(isa::Opcode op, isa::Field f) { return *isa::find_operand(isa::spec(op), f); }
+std::string field_note(const isa::Operand& o) {
+  return fmt::format(" (the ISA's {}-bit {} field)", o.width, isa::field_spec(o.field).name);
+}
+constexpr std::pair<std::string_view, double> kLimits[] = {
+    {"array_rows", 4096},          {"array_cols", 4096},
+    {"weight_fifo_tiles", 1024},   {"activation_lanes", 65536},
+    {"station_queue_depth", 1024}, {"clock_mhz", 1e5},
+    {"weight_mem_gbps", 1e6},      {"host_gbps", 1e6}};
+const std::vector<Bound>& bounds() {
+  static const std::vector<Bound> list = [] {
+    std::vector<Bound> out;
+    for (auto [param, max] : kLimits) out.push_back({param, max, ""});
+    for (auto [param, op, field] : {std::tuple{"acc_entries", isa::Opcode::matmul, isa::Field::acc},
+                                    {"weight_mem_bytes", isa::Opcode::read_weights, isa::Field::waddr}})
+      out.push_back({param, static_cast<double>(isa::field_max(operand(op, field)) + 1),
+                     field_note(operand(op, field))});
+    return out;
+  }();
+  return list;
+}
+const isa::Operand& ub_field() { return operand(isa::Opcode::matmul, isa::Field::ub); }
+
+bool may_be_zero(const ParamInfo& p) { return p.name.ends_with("latency_cycles"); }
+
+std::string check_name(std::string_view name) {
+  const bool ok = !name.empty() && std::all_of(name.begin(), name.end(), [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '.' || c == '-';
+  });
+  return ok ? "" : "expected a non-empty name of letters, digits, '_', '.' and '-'";
+}
+
+std::string rule_violation(const Arch& a) {
+  if (std::string why = check_name(a.name); !why.empty()) return fmt::format("name = '{}': {}", a.name, why);
+  for (size_t i = 0; i < kCount; ++i) {
+    const ParamInfo& p = kParams[i];
+    if (p.is_real && !check_real(a.*kSlots[i].real).empty())
+      return fmt::format("{} = {} must be finite and > 0", p.name, format_value(a, i));
+    if (!p.is_real && a.*kSlots[i].integer == 0 && !may_be_zero(p))
+      return fmt::format("{} = 0 must be at least 1", p.name);
+  }
+  for (const Bound& b : bounds())
+    if (value_of(a, b.param) > b.max)
+      return fmt::format("{} = {} exceeds the maximum {}{}", b.param, value_of(a, b.param), b.max, b.note);
+  if (a.ub_bytes % a.ub_row_bytes() != 0)
+    return fmt::format("ub_bytes = {} is not a multiple of the UB row width {} (max(array_rows, array_cols))",
+                       a.ub_bytes, a.ub_row_bytes());
+  if (a.ub_rows() > isa::field_max(ub_field()) + 1)
+    return fmt::format("ub_bytes = {} is {} rows of {} bytes, more than the {} rows{}", a.ub_bytes,
+                       a.ub_rows(), a.ub_row_bytes(), isa::field_max(ub_field()) + 1, field_note(ub_field()));
+  if (a.weight_mem_bytes % a.tile_bytes() != 0)
+    return fmt::format(
+        "weight_mem_bytes = {} is not a multiple of the tile size {} (array_rows * array_cols)",
+        a.weight_mem_bytes, a.tile_bytes());
+  return {};
+}
+
+// 1-based line of byte `offset` in `text`.
+size_t line_at(std::string_view text, size_t offset) {
+  return 1 + std::count(text.begin(), text.begin() + std::min(offset, text.size()), '\n');
+}
+
+// The line of `"key":` in the file's text (the first occurrence; 1 when not found, e.g. escaped).
+size_t key_line(std::string_view text, std::string_view key) {
+  const std::string quoted = fmt::format("\"{}\"", key);
+  for (size_t at = text.find(quoted); at != std::string_view::npos; at = text.find(quoted, at + 1)) {
+    const size_t next = text.find_first_not_of(" \t\r\n", at + quoted.size());
+    if (next != std::string_view::npos && text[next] == ':') return line_at(text, at);
+  }
+  return 1;
+}
+
+// "FILE:LINE: invalid JSON: ..." from nlohmann's exception (re-parsed without building values).
+std::string json_error(const std::string& file, std::string_view text, const std::string& bounded_error) {
+  try {
+    [[maybe_unused]] const json none =
+        json::parse(text, [](int, json::parse_event_t, json&) { return false; });
+  } catch (const json::parse_error& e) {
+    const std::string what = e.what();
+    const size_t at = what.find(": ", what.find("column"));
+    const size_t offset = e.byte > 0 ? e.byte - 1 : 0;
+    return fmt::format("{}:{}: invalid JSON: {}", file, line_at(text, offset),
+                       at == std::string::npos ? what : what.substr(at + 2));
+  } catch (const json::exception& e) {  // e.g. a number beyond double's range: no position given
+    const std::string what = e.what();
+    return fmt::format("{}: invalid JSON: {}", file, what.substr(what.find("] ") + 2));
+  }
+  return fmt::format("{}: {}", file, bounded_error);
+}
+
+std::string read_text(const std::filesystem::path& path) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec))
+    throw InputError(fmt::format("{}: cannot open: {}", path.string(), std::strerror(EISDIR)));
+  std::ifstream f(path, std::ios::binary);
+  if (!f) throw InputError(fmt::format("{}: cannot open: {}", path.string(), std::strerror(errno)));
+  std::ostringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
+}
+
+std::string short_dump(const json& v) {
+  std::string s = v.dump();
+  return s.size() > 40 ? s.substr(0, 37) + "..." : s;
+}
+
+void apply_json_entry(Arch& arch, const std::string& key, const json& v, const std::string& origin) {
+  if (v.is_string()) return set_param(arch, key, v.get_ref<const std::string&>(), origin);
+  if (key == "name")
+    fail(origin, key, short_dump(v), fmt::format("expected a string, got {}", v.type_name()));
+  const std::string problem = json_value(v, kSlots[param_index(key, origin)], arch);
+  if (!problem.empty()) fail(origin, key, short_dump(v), problem);
+}
+
+// x as m / den with the fewest fraction digits (at most 9) that read back as x: 10.74 -> 1074 / 100.
+using u128 = unsigned __int128;
+std::optional<std::pair<u128, u128>> as_fraction(double x) {
+  for (uint64_t den = 1; den <= 1'000'000'000 && x > 0 && x < 0x1p53; den *= 10) {
+    const double m = std::round(x * static_cast<double>(den));
+    if (m < 0x1p53 && m / static_cast<double>(den) == x) return std::pair{u128(m), u128{den}};
+  }
+  return std::nullopt;
+}
+
+std::string markdown_rules() {
+  std::string out =
+      "- every integer parameter is at least 1, except the latencies (`*_latency_cycles`), which may be 0; "
+      "every real parameter is finite and > 0;\n";
+  for (const Bound& b : bounds()) out += fmt::format("- `{}` <= {}{};\n", b.param, b.max, b.note);
+  return out + fmt::format(
+                   "- `ub_bytes` is a multiple of the UB row width and holds at most {} rows{};\n"
+                   "- `weight_mem_bytes` is a multiple of the tile bytes.\n",
+                   isa::field_max(ub_field()) + 1, field_note(ub_field()));
+}
+
+std::string markdown_derived() {
+  const Arch a;
+  return fmt::format(
+      "## Derived\n\n"
+      "- UB row width = max(array_rows, array_cols) bytes = {} at the defaults\n"
+      "- UB rows = ub_bytes / UB row width = {} at the defaults\n"
+      "- tile bytes = array_rows * array_cols = {} at the defaults\n"
+      "- weight tile transfer = ceil(tile_bytes * clock_mhz / (weight_mem_gbps * 1000)) cycles = {} at the "
+      "defaults ({} * {} / {} = {:.1f} rounded up)\n",
+      a.ub_row_bytes(), a.ub_rows(), a.tile_bytes(),
+      transfer_cycles(a.tile_bytes(), a.weight_mem_gbps, a.clock_mhz), a.tile_bytes(), a.clock_mhz,
+      a.weight_mem_gbps * 1000,
+      static_cast<double>(a.tile_bytes()) * a.clock_mhz / (a.weight_mem_gbps * 1000));
+}
+
+}  // namespace
+
+std::span<const ParamInfo> arch_params() { return kParams; }
+
+Arch arch_preset(std::string_view name) {
+  if (name == "tpu-v1") return Arch{};
+  throw InputError(fmt::format("unknown architecture preset '{}' (known presets: tpu-v1)", name));
+}
+
+void set_param(Arch& arch, std::string_view key, std::string_view value, std::string_view origin) {
+  value = trim(value);
+  if (key == "name") {
+    if (std::string why = check_name(value); !why.empty()) fail(origin, key, fmt::format("'{}'", value), why);
+    arch.name = value;
+    return;
+  }
+  const Slot& slot = kSlots[param_index(key, origin)];
+  const std::string problem =
+      slot.integer ? parse_uint(value, arch.*slot.integer) : parse_real(value, arch.*slot.real);
+  if (!problem.empty()) fail(origin, key, fmt::format("'{}'", value), problem);
+}
+
+void apply_set(Arch& arch, std::string_view assignment) {
+  const size_t eq = assignment.find('=');
+  if (eq == std::string_view::npos)
+    throw InputError(
+        fmt::format("--set: '{}' is not of the form key=value (e.g. --set array_rows=128)", assignment));
+  set_param(arch, trim(assignment.substr(0, eq)), assignment.substr(eq + 1), "--set");
+}
+
+Arch load_arch_file(const std::filesystem::path& path) {
+  const std::string file = path.string(), text = read_text(path);
+  std::string err;
+  const json doc = isa::parse_json_bounded(text, /*max_depth=*/32, err);
+  if (!err.empty()) throw InputError(json_error(file, text, err));
+  const auto origin = [&](std::string_view key) { return fmt::format("{}:{}", file, key_line(text, key)); };
+  if (!doc.is_object())
+    throw InputError(fmt::format(
+        "{}:{}: expected a JSON object such as {{\"base\": \"tpu-v1\", \"array_rows\": 128}}, got {}", file,
+        line_at(text, text.find_first_not_of(" \t\r\n")), doc.type_name()));
+  Arch arch;
+  if (const auto base = doc.find("base"); base != doc.end()) {
+    if (!base->is_string())
+      fail(origin("base"), "base", short_dump(*base), "expected a preset name such as \"tpu-v1\"");
+    try {
+      arch = arch_preset(base->get_ref<const std::string&>());
+    } catch (const InputError& e) {
+      throw InputError(fmt::format("{}: {}", origin("base"), e.what()));
+    }
+  }
+  if (const auto name = doc.find("name"); name != doc.end())
+    apply_json_entry(arch, "name", *name, origin("name"));
+  for (const auto& [key, value] : doc.items())
+    if (key != "base" && key != "name") apply_json_entry(arch, key, value, origin(key));
+  if (std::string why = rule_violation(arch); !why.empty())
+    throw InputError(fmt::format("{}: {}", file, why));
+  return arch;
+}
+
+void validate(const Arch& arch) {
+  if (std::string why = rule_violation(arch); !why.empty())
+    throw InputError(fmt::format("architecture '{}': {}", arch.name, why));
+}
+
+json arch_to_json(const Arch& arch) {
+  json j = {{"name", arch.name}};
+  for (size_t i = 0; i < kCount; ++i)
+    j[std::string(kParams[i].name)] =
+        kSlots[i].integer ? json(arch.*kSlots[i].integer) : json(arch.*kSlots[i].real);
+  return j;
+}
+
+std::string arch_markdown() {
+  std::string out = fmt::format(
+      R"(<!-- Generated from sim/arch.h by `build/tpusim arch --markdown > docs/arch.md`. Do not edit: a test fails when this file and the table differ. -->
+# Architecture parameters
+
+The machine the simulator models is described by the parameters below; the defaults are the
+`tpu-v1` preset (Jouppi et al., ISCA 2017). `--arch FILE` reads a JSON object: an optional
+`"base"` (a preset, default `tpu-v1`) applied first, an optional `"name"`, then any parameters,
+as numbers or as strings such as `"24MiB"`. `--set key=value` sets one parameter, after `--arch`:
+integers take decimal or `0x` hex with an optional `KiB`, `MiB` or `GiB` suffix
+(`--set ub_bytes=24MiB`), reals take decimal or scientific notation. Unknown keys and malformed
+values are errors, and the result must satisfy:
+
+{}
+| name | default | unit | meaning | source |
+|---|---|---|---|---|
+)",
+      markdown_rules());
+  for (const ParamInfo& p : kParams)
+    out += fmt::format("| `{}` | {} | {} | {} | {} |\n", p.name, p.default_text, p.unit, p.meaning, p.source);
+  return out + "\n" + markdown_derived();
+}
+
+uint64_t transfer_cycles(uint64_t bytes, double gbps, double clock_mhz) {
+  if (bytes == 0) return 0;
+  const auto clock = as_fraction(clock_mhz), rate = as_fraction(gbps);
+  if (clock && rate) {  // exact: bytes * clock / (rate * 1000) clock and rate as the decimals they print as
+    u128 num = 0, den = 0;
+    if (!__builtin_mul_overflow(u128{bytes} * clock->first, rate->second, &num) &&
+        !__builtin_mul_overflow(rate->first * clock->second, u128{1000}, &den)) {
+      const u128 q = num / den + (num % den != 0);
+      return q > kMaxU64 ? kMaxU64 : static_cast<uint64_t>(q);
+    }
+  }
+  const long double q = static_cast<long double>(bytes) * clock_mhz / (static_cast<long double>(gbps) * 1000);
+  if (!(q >= 0) || q >= 0x1p64L) return kMaxU64;
+  return static_cast<uint64_t>(std::ceil(q - q * 1e-15L));
+}
+
+}  // namespace tpusim::sim

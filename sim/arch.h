@@ -101,7 +101,8 @@ Arch load_arch_file(const std::filesystem::path& path);
 // multiple of the UB row width, memories larger than the ISA's address fields can reach, ...
 void validate(const Arch& arch);
 
-// {"name": ..., every parameter: value} in table order.
+// {"name": ..., every parameter: value}. nlohmann::json keeps object keys sorted, so a dump lists
+// them alphabetically; arch_params() gives the table order.
 nlohmann::json arch_to_json(const Arch& arch);
 
 // docs/arch.md: the parameter table with defaults, units, meanings and sources.
