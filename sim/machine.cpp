@@ -47,7 +47,10 @@ Machine& machine() {
   static Machine* m = [] {
     sc_core::sc_report_handler::set_actions(sc_core::SC_INFO, sc_core::SC_DO_NOTHING);
     sc_core::sc_report_handler::set_actions(sc_core::SC_WARNING, sc_core::SC_DO_NOTHING);
-    return new Machine("tpu");
+    auto* machine = new Machine("tpu");
+    // Initialisation: every process runs up to its wait for a run to start.
+    sc_core::sc_start(sc_core::SC_ZERO_TIME);
+    return machine;
   }();
   return *m;
 }

@@ -170,7 +170,9 @@ void MatrixUnit::step() {
     sc_core::wait(ctx_.start_event);
     try {
       for (;;) {
-        auto busy = [&] { return !streams_.empty() || !shifts_.empty() || !array_->empty(); };
+        auto busy = [&] {
+          return !streams_.empty() || !shifts_.empty() || (ctx_.engine == Engine::stepped && !array_->empty());
+        };
         while (!busy()) ctx_.wait_for(work_event_);
         for (uint64_t c = ctx_.now(); busy(); ++c) {
           ctx_.wait_until(c + 1);

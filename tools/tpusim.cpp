@@ -7,11 +7,16 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <systemc>
 
 #include "isa/assembler.h"
 #include "isa/disassembler.h"
 #include "isa/error.h"
 #include "isa/generate.h"
+#include "sim/arch.h"
+#include "sim/machine.h"
+#include "sim/reference.h"
+#include "sim/report.h"
 
 namespace fs = std::filesystem;
 using namespace tpusim;
@@ -69,9 +74,92 @@ int cmd_isa(bool markdown, bool sv) {
   return 0;
 }
 
+struct RunArgs {
+  std::string program, arch_file, report, engine = "fast";
+  std::vector<std::string> sets;
+  uint64_t max_cycles = 0;
+  bool no_check = false, report_schema = false;
+};
+
+// A .tpu container, or assembly source (.s) assembled on the fly.
+isa::Program load_any(const std::string& path) {
+  if (fs::path(path).extension() == ".s") return isa::assemble_file(path);
+  if (fs::path(path).extension() != ".tpu")
+    throw InputError(fmt::format("{}: expected a program (.tpu) or assembly source (.s); compiling model "
+                                 "descriptions needs the compiler, which is not built yet",
+                                 path));
+  return isa::load_program(path);
+}
+
+// --arch FILE, else the architecture the program names (`.arch "NAME", key=value...`); then --set.
+sim::Arch resolve_arch(const isa::Program& p, const RunArgs& r) {
+  sim::Arch arch;
+  if (!r.arch_file.empty()) {
+    arch = sim::load_arch_file(r.arch_file);
+  } else {
+    const std::string name = p.arch.value("name", std::string("tpu-v1"));
+    try {
+      arch = sim::arch_preset(name);
+    } catch (const InputError& e) {
+      throw InputError(fmt::format("{}: the program was written for architecture '{}', which is not a preset ({}); "
+                                   "describe it with --arch FILE",
+                                   r.program, name, e.what()));
+    }
+    for (const auto& [key, value] : p.arch.items()) {
+      if (key == "name") continue;
+      const std::string text = value.is_string() ? value.get<std::string>() : value.dump();
+      sim::set_param(arch, key, text, fmt::format("{}: .arch", r.program));
+    }
+  }
+  for (const std::string& s : r.sets) sim::apply_set(arch, s);
+  sim::validate(arch);
+  return arch;
+}
+
+int cmd_run(const RunArgs& r) {
+  if (r.report_schema) {
+    write_text("-", sim::report_markdown());
+    return 0;
+  }
+  if (r.program.empty()) throw InputError("run: a program is required (see tpusim run --help)");
+  const isa::Program p = load_any(r.program);
+  const sim::Arch arch = resolve_arch(p, r);
+  sim::RunOptions opt;
+  opt.engine = sim::parse_engine(r.engine);
+  opt.max_cycles = r.max_cycles;
+  const sim::RunResult result = sim::simulate(p, arch, opt);
+  sim::ReportInput in{&p, &arch, opt.engine, &result, std::nullopt};
+  std::string why;
+  if (result.state && !r.no_check) in.output_matches_reference = sim::same_memories(*result.state, sim::run_reference(p, arch), &why);
+  const nlohmann::json report = sim::make_report(in);
+  if (!r.report.empty()) {
+    write_text(r.report, report.dump(2) + "\n");
+    fmt::print(stderr, "{}: {} cycles on {} ({} engine) -> {}\n", r.program, result.cycles, arch.name, r.engine,
+               r.report);
+  } else {
+    write_text("-", sim::format_report(report));
+  }
+  if (in.output_matches_reference == false) {
+    fmt::print(stderr, "{}: memories differ from the reference executor: {}\n", r.program, why);
+    return 1;
+  }
+  return 0;
+}
+
+int cmd_arch(bool markdown, bool json) {
+  if (markdown) write_text("-", sim::arch_markdown());
+  else if (json) write_text("-", sim::arch_to_json(sim::Arch{}).dump(2) + "\n");
+  else
+    for (const sim::ParamInfo& p : sim::arch_params())
+      fmt::print("{:<28}{:>14} {:<15}{}\n", p.name, p.default_text, p.unit, p.meaning);
+  return 0;
+}
+
 }  // namespace
 
-int main(int argc, char** argv) {
+// SystemC runs the program through sc_elab_and_sim(), which calls sc_main() (BUILD-NOTES.md);
+// main() is ours so that the SystemC banner never reaches a user's terminal.
+extern "C" int sc_main(int argc, char** argv) {
   CLI::App app{"tpusim: a cycle-accurate TPU-v1-style accelerator simulator and its tools"};
   app.require_subcommand(1);
   app.set_version_flag("--version", "tpusim 0.1.0");
@@ -91,6 +179,21 @@ int main(int argc, char** argv) {
   CLI::App* i = app.add_subcommand("isa", "Print the instruction set (summary, --markdown or --sv)");
   i->add_flag("--markdown", markdown, "docs/isa.md, generated from the ISA table");
   i->add_flag("--sv", sv, "the SystemVerilog package, generated from the ISA table");
+
+  RunArgs run;
+  CLI::App* r = app.add_subcommand("run", "Simulate a program on the configured machine and report cycles and counters");
+  r->add_option("program", run.program, "program (.tpu) or assembly source (.s)");
+  r->add_option("--arch", run.arch_file, "architecture file (JSON, docs/arch.md); default: the program's .arch");
+  r->add_option("--set", run.sets, "override one architecture parameter, KEY=VALUE (repeatable)");
+  r->add_option("--engine", run.engine, "fast (default), stepped (every cell every cycle) or timing (no data)");
+  r->add_option("--report", run.report, "write the JSON report here (docs/report.md) instead of printing a table");
+  r->add_option("--max-cycles", run.max_cycles, "stop with an error when the program runs longer (0: no limit)");
+  r->add_flag("--no-check", run.no_check, "do not compare the memories with the reference executor");
+  r->add_flag("--report-schema", run.report_schema, "print docs/report.md, the report's keys");
+  bool arch_json = false;
+  CLI::App* ar = app.add_subcommand("arch", "List the architecture parameters (--markdown: docs/arch.md, --json: tpu-v1)");
+  ar->add_flag("--markdown", markdown, "docs/arch.md, generated from the parameter table");
+  ar->add_flag("--json", arch_json, "the tpu-v1 parameters as an --arch file");
 
   std::string names;
   bool known = false;
@@ -118,6 +221,8 @@ int main(int argc, char** argv) {
     if (*a) return cmd_asm(src, out);
     if (*d) return cmd_disasm(prog, out, no_bytes);
     if (*i) return cmd_isa(markdown, sv);
+    if (*r) return cmd_run(run);
+    if (*ar) return cmd_arch(markdown, arch_json);
   } catch (const InputError& e) {
     fmt::print(stderr, "{}\n", e.what());
     return kExitBadInput;
@@ -126,4 +231,9 @@ int main(int argc, char** argv) {
     return 1;
   }
   return 0;
+}
+
+int main(int argc, char** argv) {
+  setenv("SC_COPYRIGHT_MESSAGE", "DISABLE", 0);
+  return sc_core::sc_elab_and_sim(argc, argv);
 }

@@ -1,0 +1,42 @@
+// The run report: one JSON document per run (`tpusim run --report R.json`), its schema defined
+// once here (kReportKeys drives docs/report.md and a test that every report has exactly these
+// keys), and the readable table `tpusim run` prints without --report.
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+
+#include "isa/program.h"
+#include "sim/arch.h"
+#include "sim/machine.h"
+
+namespace tpusim::sim {
+
+struct ReportKey {
+  std::string_view name;
+  std::string_view type;
+  std::string_view meaning;
+};
+// Top-level keys, in report order; `breakdown` and `units_busy` members follow.
+std::span<const ReportKey> report_keys();
+std::span<const ReportKey> breakdown_keys();
+
+struct ReportInput {
+  const isa::Program* program = nullptr;
+  const Arch* arch = nullptr;
+  Engine engine = Engine::fast;
+  const RunResult* result = nullptr;
+  std::optional<bool> output_matches_reference;  // empty when not checked (timing engine)
+};
+
+nlohmann::json make_report(const ReportInput& in);
+std::string format_report(const nlohmann::json& report);  // the readable table
+std::string report_markdown();                             // docs/report.md
+
+// Inferences in one run of the program: its metadata's "batch" (an integer >= 1), else 1.
+uint64_t program_batch(const isa::Program& program);
+
+}  // namespace tpusim::sim
