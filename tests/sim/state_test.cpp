@@ -1,1 +1,502 @@
-// placeholder: filled in by issue 3 work in progress
+// The data semantics of each instruction (sim/state.h) on tiny machines, with every expected
+// value worked out by hand in the comments.
+#include "sim/state.h"
+
+#include <catch2/catch.hpp>
+#include <climits>
+#include <initializer_list>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace tpusim::sim {
+namespace {
+
+using Catch::Contains;
+using isa::Field;
+using isa::Func;
+using isa::Opcode;
+
+// A 4 x 4 array: UB rows of 4 bytes, 64 UB rows, 16 accumulator rows of 4 int32.
+Arch tiny(uint64_t rows = 4, uint64_t cols = 4) {
+  Arch a;
+  a.name = "tiny";
+  a.array_rows = rows;
+  a.array_cols = cols;
+  a.ub_bytes = 64 * a.ub_row_bytes();
+  a.acc_entries = 16;
+  return a;
+}
+
+// A host region (aggregate initialisation would have to name every member).
+isa::HostRegion host_region(std::string name, uint64_t addr, uint64_t bytes, std::vector<uint8_t> init = {},
+                            bool output = false) {
+  isa::HostRegion r;
+  r.name = std::move(name);
+  r.host_addr = addr;
+  r.bytes = bytes;
+  r.init = std::move(init);
+  r.output = output;
+  return r;
+}
+
+isa::Instruction make(Opcode op, std::initializer_list<std::pair<Field, uint64_t>> fields) {
+  isa::Instruction inst = isa::make_instruction(op);
+  for (const auto& [f, v] : fields) inst[f] = v;
+  return inst;
+}
+
+// Input region x at 0x100 holding 1, 2, ..., 16; output region y at 0x200, 12 bytes.
+isa::Program host_program() {
+  isa::Program p;
+  std::vector<uint8_t> x;
+  for (uint8_t i = 1; i <= 16; ++i) x.push_back(i);
+  p.host_regions = {host_region("x", 0x100, 16, x), host_region("y", 0x200, 12, {}, true)};
+  return p;
+}
+
+void set_row(MachineState& s, uint64_t row, std::vector<int> bytes) {
+  for (size_t i = 0; i < bytes.size(); ++i) s.ub_row(row)[i] = static_cast<uint8_t>(bytes[i]);
+}
+
+std::vector<int> row_s8(const MachineState& s, uint64_t row) {  // UB row read as int8
+  const uint8_t* p = s.ub_row(row);
+  return std::vector<int>(reinterpret_cast<const int8_t*>(p),
+                          reinterpret_cast<const int8_t*>(p) + s.arch.ub_row_bytes());
+}
+
+std::vector<int> row_u8(const MachineState& s, uint64_t row) {
+  return std::vector<int>(s.ub_row(row), s.ub_row(row) + s.arch.ub_row_bytes());
+}
+
+void set_acc(MachineState& s, uint64_t row, std::vector<int32_t> values) {
+  std::copy(values.begin(), values.end(), s.acc_row(row));
+}
+
+std::vector<int32_t> acc_of(const MachineState& s, uint64_t row) {
+  return std::vector<int32_t>(s.acc_row(row), s.acc_row(row) + s.arch.array_cols);
+}
+
+TEST_CASE("make_state sizes and zeroes the memories and loads the host inputs", "[state]") {
+  const isa::Program p = host_program();
+  MachineState s = make_state(p, tiny(2, 4));
+  CHECK(s.ub == std::vector<uint8_t>(64 * 4, 0));
+  CHECK(s.acc == std::vector<int32_t>(16 * 4, 0));
+  REQUIRE(s.host.size() == 2);
+  CHECK((s.host[0].name == "x" && !s.host[0].output && s.host[0].addr == 0x100));
+  CHECK(s.host[0].bytes == p.host_regions[0].init);
+  CHECK((s.host[1].name == "y" && s.host[1].output && s.host[1].bytes == std::vector<uint8_t>(12, 0)));
+  CHECK(s.host_span(0x100, 16) == &s.host[0]);
+  CHECK(s.host_span(0x20b, 1) == &s.host[1]);
+  CHECK(s.host_span(0x10f, 2) == nullptr);  // runs one byte past x
+  CHECK(s.host_span(0xff, 1) == nullptr);
+  CHECK(s.host_span(0x100, 0x200) == nullptr);  // would span x, the gap and y
+  CHECK(s.host_span(UINT64_MAX, 2) == nullptr);
+}
+
+TEST_CASE("describe names the index and the instruction's text", "[state]") {
+  CHECK(describe(12, make(Opcode::matmul, {{Field::rows, 8}, {Field::switch_weights, 1}})) ==
+        "instruction 12 (matmul ub=0, acc=0, rows=8, switch)");
+}
+
+TEST_CASE("round_half_away_shift rounds ties away from zero on both sides", "[state]") {
+  CHECK(round_half_away_shift(5, 1) == 3);    // 2.5
+  CHECK(round_half_away_shift(-5, 1) == -3);  // -2.5
+  CHECK(round_half_away_shift(-6, 2) == -2);  // -1.5
+  CHECK(round_half_away_shift(6, 2) == 2);    // 1.5
+  CHECK(round_half_away_shift(5, 2) == 1);    // 1.25
+  CHECK(round_half_away_shift(-7, 2) == -2);  // -1.75
+  CHECK(round_half_away_shift(-1, 1) == -1);  // -0.5
+  CHECK(round_half_away_shift(1, 2) == 0);    // 0.25
+  CHECK(round_half_away_shift(-1, 2) == 0);   // -0.25
+  CHECK(round_half_away_shift(-77, 0) == -77);
+  CHECK(round_half_away_shift(INT64_MAX, 63) == 1);             // 0.99999...
+  CHECK(round_half_away_shift(INT64_MIN, 63) == -1);            // exactly -1
+  CHECK(round_half_away_shift(-(int64_t{1} << 62), 63) == -1);  // -0.5
+  CHECK(round_half_away_shift(INT64_MIN, 64) == -1);            // -0.5
+  CHECK(round_half_away_shift(INT64_MAX, 64) == 0);             // just below 0.5
+  CHECK(round_half_away_shift(INT64_MIN, 65) == 0);
+}
+
+TEST_CASE("apply_func: each function, then saturation to int8 or uint8", "[state]") {
+  CHECK(apply_func(Func::identity, 200, 127, false) == 127);
+  CHECK(apply_func(Func::identity, -200, 127, false) == -128);
+  CHECK(apply_func(Func::identity, 300, 127, true) == 255);
+  CHECK(apply_func(Func::identity, -5, 127, true) == 0);
+  CHECK(apply_func(Func::relu, -5, 127, false) == 0);
+  CHECK(apply_func(Func::relu, 300, 127, false) == 127);
+  CHECK(apply_func(Func::relu, 200, 127, true) == 200);
+  CHECK(apply_func(Func::relux, 100, 6, false) == 6);
+  CHECK(apply_func(Func::relux, -3, 6, false) == 0);
+  CHECK(apply_func(Func::relux, 4, 6, false) == 4);
+  CHECK(apply_func(Func::relux, 250, 255, true) == 250);
+  CHECK(apply_func(Func::relux, 250, 255, false) == 127);  // clip above the int8 range
+}
+
+TEST_CASE("sigmoid and tanh: pinned values of 127 * f(y / 16)", "[state]") {
+  CHECK(apply_func(Func::sigmoid, 0, 127, false) == 64);    // 63.5 rounds away from zero
+  CHECK(apply_func(Func::sigmoid, 16, 127, false) == 93);   // 127 * 0.73106 = 92.84
+  CHECK(apply_func(Func::sigmoid, -16, 127, false) == 34);  // 127 * 0.26894 = 34.16
+  CHECK(apply_func(Func::tanh, 0, 127, false) == 0);
+  CHECK(apply_func(Func::tanh, 16, 127, false) == 97);  // 127 * 0.76159 = 96.72
+  CHECK(apply_func(Func::tanh, -16, 127, false) == -97);
+  CHECK(apply_func(Func::tanh, 8, 127, false) == 59);  // 127 * 0.46212 = 58.69
+  CHECK(apply_func(Func::tanh, -16, 127, true) == 0);  // saturates to uint8
+  // The ends of the table and beyond (flat at int8 precision).
+  CHECK(apply_func(Func::sigmoid, 2047, 127, false) == 127);
+  CHECK(apply_func(Func::sigmoid, -2048, 127, false) == 0);
+  CHECK(apply_func(Func::sigmoid, int64_t{1} << 40, 127, false) == 127);
+  CHECK(apply_func(Func::sigmoid, -(int64_t{1} << 40), 127, false) == 0);
+  CHECK(apply_func(Func::tanh, int64_t{1} << 40, 127, false) == 127);
+  CHECK(apply_func(Func::tanh, -(int64_t{1} << 40), 127, false) == -127);
+}
+
+TEST_CASE("setcfg writes the host DMA registers", "[state]") {
+  MachineState s = make_state(host_program(), tiny());
+  exec_set_config(s, make(Opcode::set_config, {{Field::reg, 0}, {Field::value, 5}}), 0);
+  exec_set_config(s, make(Opcode::set_config, {{Field::reg, 1}, {Field::value, 3}}), 1);
+  CHECK((s.host_stride == 5 && s.host_row_bytes == 3));
+}
+
+TEST_CASE("rhm copies host rows into UB rows and zero-fills the rest", "[state]") {
+  MachineState s = make_state(host_program(), tiny());
+  std::fill(s.ub.begin(), s.ub.end(), 0xee);
+  exec_read_host(s, make(Opcode::read_host, {{Field::host, 0x100}, {Field::ub, 2}, {Field::rows, 2}}), 0);
+  CHECK(row_u8(s, 2) == std::vector<int>{1, 2, 3, 4});  // reset registers: 4 bytes, 4 apart
+  CHECK(row_u8(s, 3) == std::vector<int>{5, 6, 7, 8});
+  CHECK(row_u8(s, 4) == std::vector<int>{0xee, 0xee, 0xee, 0xee});
+  s.host_stride = 5;
+  s.host_row_bytes = 3;  // rows at 0x100, 0x105, 0x10a: bytes 1-3, 6-8, 11-13
+  exec_read_host(s, make(Opcode::read_host, {{Field::host, 0x100}, {Field::ub, 10}, {Field::rows, 3}}), 0);
+  CHECK(row_u8(s, 10) == std::vector<int>{1, 2, 3, 0});
+  CHECK(row_u8(s, 11) == std::vector<int>{6, 7, 8, 0});
+  CHECK(row_u8(s, 12) == std::vector<int>{11, 12, 13, 0});
+}
+
+TEST_CASE("whm copies UB rows to host rows and leaves the bytes between them", "[state]") {
+  MachineState s = make_state(host_program(), tiny());
+  std::fill(s.host[1].bytes.begin(), s.host[1].bytes.end(), 0x55);
+  set_row(s, 0, {1, 2, 3, 4});
+  set_row(s, 1, {5, 6, 7, 8});
+  set_row(s, 2, {9, 10, 11, 12});
+  s.host_stride = 3;
+  s.host_row_bytes = 2;  // rows to 0x200, 0x203, 0x206
+  exec_write_host(s, make(Opcode::write_host, {{Field::host, 0x200}, {Field::ub, 0}, {Field::rows, 3}}), 0);
+  CHECK(s.host[1].bytes == std::vector<uint8_t>{1, 2, 0x55, 5, 6, 0x55, 9, 10, 0x55, 0x55, 0x55, 0x55});
+  s.host_stride = s.host_row_bytes = 0;  // full 4-byte rows, dense
+  exec_write_host(s, make(Opcode::write_host, {{Field::host, 0x204}, {Field::ub, 1}, {Field::rows, 2}}), 0);
+  CHECK(s.host[1].bytes == std::vector<uint8_t>{1, 2, 0x55, 5, 5, 6, 7, 8, 9, 10, 11, 12});
+}
+
+TEST_CASE("host DMA errors name the instruction, the range and the memory", "[state]") {
+  MachineState s = make_state(host_program(), tiny());
+  auto rhm = [](uint64_t host, uint64_t ub, uint64_t rows) {
+    return make(Opcode::read_host, {{Field::host, host}, {Field::ub, ub}, {Field::rows, rows}});
+  };
+  REQUIRE_THROWS_WITH(exec_read_host(s, rhm(0x100, 62, 4), 7),
+                      "instruction 7 (rhm host=0x100, ub=62, rows=4): writes UB rows 62..65, but the "
+                      "unified buffer has 64 rows");
+  REQUIRE_THROWS_WITH(exec_read_host(s, rhm(0x10c, 0, 2), 3),
+                      "instruction 3 (rhm host=0x10c, ub=0, rows=2): reads host bytes 0x110..0x113 (row 1 "
+                      "of 2), which do not lie inside one host region (host regions: x 0x100..0x10f, y "
+                      "0x200..0x20b)");
+  REQUIRE_THROWS_WITH(
+      exec_write_host(s, make(Opcode::write_host, {{Field::host, 0x20a}, {Field::rows, 1}}), 4),
+      Contains("writes host bytes 0x20a..0x20d (row 0 of 1)"));
+  s.host_row_bytes = 5;
+  REQUIRE_THROWS_WITH(
+      exec_read_host(s, rhm(0x100, 0, 1), 0),
+      Contains("(rhm host=0x100, ub=0, rows=1): host_row_bytes = 5 is wider than a UB row (4 bytes)"));
+  s.host_row_bytes = 0;
+  s.host_stride = uint64_t{1} << 63;  // the second row's address does not fit in 64 bits
+  REQUIRE_THROWS_WITH(exec_read_host(s, rhm(0x100, 0, 3), 0),
+                      Contains("host bytes 0x8000000000000100..0x8000000000000103 (row 1 of 3)"));
+  try {
+    exec_read_host(s, rhm(0x100, 0, 3), 9);
+    FAIL("no SimError");
+  } catch (const SimError& e) {
+    CHECK(e.index == 9);
+  }
+}
+
+// W[k][j] = data[k * 4 + j]:  k0: 1 0 0 -128   k1: 0 1 0 2   k2: 0 0 1 3   k3: 1 1 1 -1
+const std::vector<uint8_t> kTile = {1, 0, 0, 0x80, 0, 1, 0, 2, 0, 0, 1, 3, 1, 1, 1, 0xff};
+
+TEST_CASE("matmul_reference: signed and unsigned operands, overwrite and accumulate", "[state]") {
+  MachineState s = make_state({}, tiny());
+  set_row(s, 0, {1, -2, 3, -4});
+  const auto mm = make(Opcode::matmul, {{Field::ub, 0}, {Field::acc, 5}, {Field::rows, 1}});
+  set_acc(s, 5, {7, 7, 7, 7});
+  matmul_reference(s, mm, WeightTile{kTile.data(), 0, false});
+  // j0: 1 - 4 = -3   j1: -2 - 4 = -6   j2: 3 - 4 = -1   j3: -128 - 4 + 9 + 4 = -119
+  CHECK(acc_of(s, 5) == std::vector<int32_t>{-3, -6, -1, -119});
+  // Weights as uint8: W[0][3] = 128, W[3][3] = 255: j3 = 128 - 4 + 9 - 1020 = -887
+  matmul_reference(s, mm, WeightTile{kTile.data(), 0, true});
+  CHECK(acc_of(s, 5) == std::vector<int32_t>{-3, -6, -1, -887});
+  // Inputs as uint8: x = 1, 254, 3, 252: j0 = 253, j1 = 506, j2 = 255, j3 = -128 + 508 + 9 - 252 = 137;
+  // accumulated onto 10, 20, 30, 40.
+  set_acc(s, 5, {10, 20, 30, 40});
+  auto mm_u = mm;
+  mm_u[Field::unsigned_data] = mm_u[Field::accumulate] = 1;
+  matmul_reference(s, mm_u, WeightTile{kTile.data(), 0, false});
+  CHECK(acc_of(s, 5) == std::vector<int32_t>{263, 526, 285, 177});
+}
+
+TEST_CASE("matmul_reference: int32 wrap-around, groups with a stride", "[state]") {
+  MachineState s = make_state({}, tiny());
+  set_row(s, 0, {1, 0, 0, 0});
+  set_acc(s, 0, {INT32_MAX, INT32_MIN, 0, 0});
+  auto mm = make(Opcode::matmul, {{Field::rows, 1}, {Field::accumulate, 1}});
+  const std::vector<uint8_t> w = {1, 0xff, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
+  matmul_reference(s, mm, WeightTile{w.data(), 0, false});
+  CHECK(acc_of(s, 0) == std::vector<int32_t>{INT32_MIN, INT32_MAX, 0, 0});  // +1 and -1 wrap
+  // rows=2, repeat=2, stride=3 read UB rows 0, 1, 3, 4: unit vectors pick the rows of W.
+  set_row(s, 0, {1, 0, 0, 0});
+  set_row(s, 1, {0, 1, 0, 0});
+  set_row(s, 2, {9, 9, 9, 9});  // skipped
+  set_row(s, 3, {0, 0, 1, 0});
+  set_row(s, 4, {0, 0, 0, 1});
+  mm = make(Opcode::matmul, {{Field::acc, 8}, {Field::rows, 2}, {Field::repeat, 2}, {Field::stride, 3}});
+  matmul_reference(s, mm, WeightTile{kTile.data(), 0, false});
+  CHECK(acc_of(s, 8) == std::vector<int32_t>{1, 0, 0, -128});
+  CHECK(acc_of(s, 9) == std::vector<int32_t>{0, 1, 0, 2});
+  CHECK(acc_of(s, 10) == std::vector<int32_t>{0, 0, 1, 3});
+  CHECK(acc_of(s, 11) == std::vector<int32_t>{1, 1, 1, -1});
+}
+
+TEST_CASE("matmul_reference on a 2 x 4 array reads only the first 2 bytes of each row", "[state]") {
+  MachineState s = make_state({}, tiny(2, 4));
+  set_row(s, 0, {1, 2, 99, 99});
+  const std::vector<uint8_t> w = {1, 2, 3, 4, 5, 6, 7, 8};
+  matmul_reference(s, make(Opcode::matmul, {{Field::rows, 1}}), WeightTile{w.data(), 0, false});
+  CHECK(acc_of(s, 0) == std::vector<int32_t>{11, 14, 17, 20});  // row0 + 2 * row1
+}
+
+TEST_CASE("matmul_reference refuses rows outside the UB or the accumulators", "[state]") {
+  MachineState s = make_state({}, tiny());
+  const WeightTile t{kTile.data(), 0, false};
+  auto mm = make(Opcode::matmul, {{Field::rows, 30}, {Field::repeat, 2}, {Field::stride, 40}});
+  REQUIRE_THROWS_WITH(matmul_reference(s, mm, t),
+                      Contains("reads UB rows 0..69, but the unified buffer has 64 rows"));
+  mm = make(Opcode::matmul, {{Field::acc, 10}, {Field::rows, 4}, {Field::repeat, 2}});
+  REQUIRE_THROWS_WITH(matmul_reference(s, mm, t),
+                      "matmul ub=0, acc=10, rows=4, repeat=2: writes accumulator rows 10..17, but the "
+                      "accumulators have 16 rows");
+}
+
+TEST_CASE("act requantizes with ties away from zero, saturates and zero-fills", "[state]") {
+  MachineState s = make_state({}, tiny());
+  set_acc(s, 0, {2, -2, 6, -6});      // / 4: 0.5, -0.5, 1.5, -1.5
+  set_acc(s, 1, {100, -100, 3, -3});  // * 3 / 4: 75, -75, 2.25, -2.25
+  set_acc(s, 2, {1000, -1000, 127, -129});
+  exec_activate(s, make(Opcode::activate, {{Field::rows, 1}, {Field::ub, 10}, {Field::shift, 2}}), 0);
+  CHECK(row_s8(s, 10) == std::vector<int>{1, -1, 2, -2});
+  exec_activate(
+      s,
+      make(Opcode::activate,
+           {{Field::acc, 1}, {Field::rows, 1}, {Field::ub, 11}, {Field::mult, 3}, {Field::shift, 2}}),
+      0);
+  CHECK(row_s8(s, 11) == std::vector<int>{75, -75, 2, -2});
+  exec_activate(s, make(Opcode::activate, {{Field::acc, 2}, {Field::rows, 1}, {Field::ub, 12}}), 0);
+  CHECK(row_s8(s, 12) == std::vector<int>{127, -128, 127, -128});
+  exec_activate(
+      s,
+      make(Opcode::activate, {{Field::acc, 2}, {Field::rows, 1}, {Field::ub, 12}, {Field::unsigned_data, 1}}),
+      0);
+  CHECK(row_u8(s, 12) == std::vector<int>{255, 0, 127, 0});
+  // x * mult overflows 32 bits: -2^31 * 65535 / 2^40 = -127.998 -> -128.
+  set_acc(s, 3, {INT32_MIN, INT32_MAX, 0, 0});
+  exec_activate(
+      s,
+      make(Opcode::activate,
+           {{Field::acc, 3}, {Field::rows, 1}, {Field::ub, 13}, {Field::mult, 65535}, {Field::shift, 40}}),
+      0);
+  CHECK(row_s8(s, 13) == std::vector<int>{-128, 127, 0, 0});
+  // A 4 x 2 array: accumulator rows are 2 wide, UB rows 4 bytes; bytes 2 and 3 become 0.
+  MachineState n = make_state({}, tiny(4, 2));
+  std::fill(n.ub.begin(), n.ub.end(), 0x55);
+  set_acc(n, 0, {-7, 9});
+  exec_activate(n, make(Opcode::activate, {{Field::rows, 1}}), 0);
+  CHECK(row_s8(n, 0) == std::vector<int>{-7, 9, 0, 0});
+}
+
+TEST_CASE("act applies relu, relux at clip, sigmoid and tanh", "[state]") {
+  MachineState s = make_state({}, tiny());
+  set_acc(s, 0, {10, -10, 5, 6});
+  set_acc(s, 1, {0, 16, -16, 100000});
+  set_acc(s, 2, {0, 16, -16, -100000});
+  auto act = [](Func f, uint64_t acc, uint64_t clip) {
+    return make(Opcode::activate, {{Field::func, static_cast<uint64_t>(f)},
+                                   {Field::acc, acc},
+                                   {Field::ub, 20},
+                                   {Field::rows, 1},
+                                   {Field::clip, clip}});
+  };
+  exec_activate(s, act(Func::relu, 0, 127), 0);
+  CHECK(row_s8(s, 20) == std::vector<int>{10, 0, 5, 6});
+  exec_activate(s, act(Func::relux, 0, 6), 0);
+  CHECK(row_s8(s, 20) == std::vector<int>{6, 0, 5, 6});
+  exec_activate(s, act(Func::sigmoid, 1, 127), 0);
+  CHECK(row_s8(s, 20) == std::vector<int>{64, 93, 34, 127});
+  exec_activate(s, act(Func::tanh, 2, 127), 0);
+  CHECK(row_s8(s, 20) == std::vector<int>{0, 97, -97, -127});
+}
+
+// The per-column table of a 4-column machine: 28 bytes = UB rows 8..14 (4-byte rows).
+void write_table(MachineState& s, std::vector<int32_t> bias, std::vector<uint16_t> mult,
+                 std::vector<uint8_t> shift) {
+  uint8_t* t = s.ub_row(8);
+  for (size_t c = 0; c < 4; ++c) {
+    for (int b = 0; b < 4; ++b)
+      t[4 * c + b] = static_cast<uint8_t>(static_cast<uint32_t>(bias[c]) >> (8 * b));
+    t[16 + 2 * c] = static_cast<uint8_t>(mult[c]);
+    t[16 + 2 * c + 1] = static_cast<uint8_t>(mult[c] >> 8);
+    t[24 + c] = shift[c];
+  }
+}
+
+TEST_CASE("act with perchan takes bias, mult and shift per column from the table", "[state]") {
+  MachineState s = make_state({}, tiny());
+  write_table(s, {1000, -1000, 0, 5}, {1, 2, 3, 65535}, {4, 0, 1, 16});
+  set_acc(s, 0, {600, 1000, 5, -3});
+  set_acc(s, 1, {-1032, 7, -5, -7});
+  // row 0: 1600 / 16 = 100; 0 * 2 = 0; 15 / 2 = 7.5 -> 8; 2 * 65535 / 65536 = 1.99997 -> 2
+  // row 1: -32 / 16 = -2; -993 * 2 -> -128; -15 / 2 = -7.5 -> -8; -2 * 65535 / 65536 -> -2
+  const auto act = make(Opcode::activate, {{Field::per_channel, 1},
+                                           {Field::qtable, 8},
+                                           {Field::ub, 30},
+                                           {Field::rows, 2},
+                                           {Field::mult, 9},
+                                           {Field::shift, 9}});
+  exec_activate(s, act, 0);
+  CHECK(row_s8(s, 30) == std::vector<int>{100, 0, 8, 2});
+  CHECK(row_s8(s, 31) == std::vector<int>{-2, -128, -8, -2});
+  write_table(s, {0, 0, 0, 0}, {1, 1, 1, 1}, {0, 0, 64, 0});
+  REQUIRE_THROWS_WITH(
+      exec_activate(s, act, 5),
+      Contains("instruction 5 (act acc=0, ub=30, rows=2, mult=9, shift=9, qtable=8, perchan): the per-column "
+               "table at UB row 8 gives column 2 the shift 64 (at most 63)"));
+}
+
+TEST_CASE("act refuses rows outside the accumulators, the UB or a table past the UB", "[state]") {
+  MachineState s = make_state({}, tiny());
+  REQUIRE_THROWS_WITH(exec_activate(s, make(Opcode::activate, {{Field::acc, 14}, {Field::rows, 4}}), 1),
+                      Contains("reads accumulator rows 14..17, but the accumulators have 16 rows"));
+  REQUIRE_THROWS_WITH(exec_activate(s, make(Opcode::activate, {{Field::ub, 62}, {Field::rows, 4}}), 1),
+                      Contains("writes UB rows 62..65, but the unified buffer has 64 rows"));
+  REQUIRE_THROWS_WITH(
+      exec_activate(
+          s, make(Opcode::activate, {{Field::per_channel, 1}, {Field::qtable, 60}, {Field::rows, 1}}), 1),
+      Contains("reads the per-column table from UB rows 60..66, but the unified buffer has 64 rows"));
+}
+
+isa::Instruction vec(isa::VecOp op, Func f, uint64_t mult, uint64_t shift, uint64_t src_b = 1) {
+  return make(Opcode::vector, {{Field::op, static_cast<uint64_t>(op)},
+                               {Field::func, static_cast<uint64_t>(f)},
+                               {Field::src, 0},
+                               {Field::src_b, src_b},
+                               {Field::ub, 2},
+                               {Field::rows, 1},
+                               {Field::mult, mult},
+                               {Field::shift, shift}});
+}
+
+TEST_CASE("vec: every operation, requantization and function", "[state]") {
+  using isa::VecOp;
+  MachineState s = make_state({}, tiny());
+  set_row(s, 0, {100, -100, 7, -128});  // a
+  set_row(s, 1, {50, 50, -3, -128});    // b
+  auto run = [&](isa::Instruction i) {
+    exec_vector(s, i, 0);
+    return row_s8(s, 2);
+  };
+  CHECK(run(vec(VecOp::add, Func::identity, 1, 0)) ==
+        std::vector<int>{127, -50, 4, -128});  // 150, -256 saturate
+  CHECK(run(vec(VecOp::sub, Func::identity, 1, 0)) == std::vector<int>{50, -128, 10, 0});  // -150 saturates
+  // 5000, -5000, -21, 16384 over 2^7: 39.06, -39.06, -0.16, 128 (saturates)
+  CHECK(run(vec(VecOp::mul, Func::identity, 1, 7)) == std::vector<int>{39, -39, 0, 127});
+  CHECK(run(vec(VecOp::max, Func::identity, 1, 0)) == std::vector<int>{100, 50, 7, -128});
+  CHECK(run(vec(VecOp::min, Func::identity, 1, 0)) == std::vector<int>{50, -100, -3, -128});
+  // a * 3 / 2: 150, -150, 10.5 -> 11, -192
+  CHECK(run(vec(VecOp::pass, Func::identity, 3, 1)) == std::vector<int>{127, -128, 11, -128});
+  CHECK(run(vec(VecOp::add, Func::relu, 1, 0)) == std::vector<int>{127, 0, 4, 0});
+  CHECK(run(vec(VecOp::add, Func::relux, 1, 0)) == std::vector<int>{127, 0, 4, 0});  // clips at 127
+  set_row(s, 0, {0, 16, -16, 127});
+  CHECK(run(vec(VecOp::pass, Func::sigmoid, 1, 0)) == std::vector<int>{64, 93, 34, 127});
+  CHECK(run(vec(VecOp::pass, Func::tanh, 1, 0)) == std::vector<int>{0, 97, -97, 127});
+  set_row(s, 0, {1, -1, 3, -3});  // / 2: 0.5, -0.5, 1.5, -1.5
+  CHECK(run(vec(VecOp::pass, Func::identity, 1, 1)) == std::vector<int>{1, -1, 2, -2});
+}
+
+TEST_CASE("vec: pass does not read src_b; overlapping rows are read before written", "[state]") {
+  MachineState s = make_state({}, tiny());
+  REQUIRE_NOTHROW(exec_vector(s, vec(isa::VecOp::pass, Func::identity, 1, 0, 1000), 0));
+  REQUIRE_THROWS_WITH(exec_vector(s, vec(isa::VecOp::add, Func::identity, 1, 0, 1000), 6),
+                      Contains("instruction 6 (vec op=add, src=0, src_b=1000, ub=2, rows=1): reads UB rows "
+                               "1000..1000, but the unified buffer has 64 rows"));
+  set_row(s, 0, {1, 2, 3, 4});
+  set_row(s, 1, {5, 6, 7, 8});
+  exec_vector(s, make(Opcode::vector, {{Field::op, 5}, {Field::src, 0}, {Field::ub, 1}, {Field::rows, 2}}),
+              0);
+  CHECK(row_s8(s, 1) == std::vector<int>{1, 2, 3, 4});
+  CHECK(row_s8(s, 2) == std::vector<int>{5, 6, 7, 8});  // not row 0 again
+}
+
+isa::Instruction pool(isa::PoolKind kind, uint64_t src, uint64_t ub, uint64_t in_w, uint64_t out_h,
+                      uint64_t out_w, uint64_t batch, uint64_t window, uint64_t stride) {
+  return make(Opcode::pool, {{Field::kind, static_cast<uint64_t>(kind)},
+                             {Field::src, src},
+                             {Field::ub, ub},
+                             {Field::in_w, in_w},
+                             {Field::out_h, out_h},
+                             {Field::out_w, out_w},
+                             {Field::batch, batch},
+                             {Field::window, window},
+                             {Field::pool_stride, stride}});
+}
+
+TEST_CASE("pool: 2 x 2 windows, stride 2, max and average with ties", "[state]") {
+  MachineState s = make_state({}, tiny());
+  for (int p = 0; p < 16; ++p) set_row(s, 10 + p, {p, -p, 0, -128});  // pixel (y, x) = UB row 10 + 4y + x
+  exec_pool(s, pool(isa::PoolKind::max, 10, 40, 4, 2, 2, 1, 2, 2), 0);
+  // windows: {0 1 4 5}, {2 3 6 7}, {8 9 12 13}, {10 11 14 15}
+  CHECK(row_s8(s, 40) == std::vector<int>{5, 0, 0, -128});
+  CHECK(row_s8(s, 41) == std::vector<int>{7, -2, 0, -128});
+  CHECK(row_s8(s, 42) == std::vector<int>{13, -8, 0, -128});
+  CHECK(row_s8(s, 43) == std::vector<int>{15, -10, 0, -128});
+  exec_pool(s, pool(isa::PoolKind::avg, 10, 40, 4, 2, 2, 1, 2, 2), 0);
+  // sums 10, 18, 42, 50 over 4: 2.5, 4.5, 10.5, 12.5 round away from zero
+  CHECK(row_s8(s, 40) == std::vector<int>{3, -3, 0, -128});
+  CHECK(row_s8(s, 41) == std::vector<int>{5, -5, 0, -128});
+  CHECK(row_s8(s, 42) == std::vector<int>{11, -11, 0, -128});
+  CHECK(row_s8(s, 43) == std::vector<int>{13, -13, 0, -128});
+}
+
+TEST_CASE("pool: 3 x 3 window over two interleaved images", "[state]") {
+  MachineState s = make_state({}, tiny());
+  for (int p = 0; p < 9; ++p) {  // pixel p, image n: UB row 2p + n
+    set_row(s, 2 * p, {p + 1, 0, 0, 0});
+    set_row(s, 2 * p + 1, {p == 4 ? 5 : 0, p == 7 ? -4 : 0, p == 0 ? -5 : 0, 0});
+  }
+  exec_pool(s, pool(isa::PoolKind::avg, 0, 30, 3, 1, 1, 2, 3, 1), 0);
+  CHECK(row_s8(s, 30) == std::vector<int>{5, 0, 0, 0});   // 45 / 9
+  CHECK(row_s8(s, 31) == std::vector<int>{1, 0, -1, 0});  // 5/9 = 0.56, -4/9 = -0.44, -5/9
+  exec_pool(s, pool(isa::PoolKind::max, 0, 30, 3, 1, 1, 2, 3, 1), 0);
+  CHECK(row_s8(s, 30) == std::vector<int>{9, 0, 0, 0});
+  CHECK(row_s8(s, 31) == std::vector<int>{5, 0, 0, 0});
+}
+
+TEST_CASE("pool refuses windows past the map width and rows outside the UB", "[state]") {
+  MachineState s = make_state({}, tiny());
+  REQUIRE_THROWS_WITH(
+      exec_pool(s, pool(isa::PoolKind::max, 0, 40, 4, 1, 2, 1, 3, 2), 2),
+      Contains("instruction 2 (pool kind=max, src=0, ub=40, in_w=4, out_h=1, out_w=2, window=3, pstride=2): "
+               "the windows of output column 1 cover input columns 2..4, but in_w = 4"));
+  REQUIRE_THROWS_WITH(exec_pool(s, pool(isa::PoolKind::max, 50, 0, 4, 2, 2, 1, 2, 2), 2),
+                      Contains("reads UB rows 50..65, but the unified buffer has 64 rows"));
+  REQUIRE_THROWS_WITH(exec_pool(s, pool(isa::PoolKind::avg, 0, 62, 4, 2, 2, 1, 2, 2), 2),
+                      Contains("writes UB rows 62..65, but the unified buffer has 64 rows"));
+}
+
+}  // namespace
+}  // namespace tpusim::sim
