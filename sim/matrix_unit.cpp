@@ -234,6 +234,7 @@ void MatrixUnit::step_cycle(uint64_t c) {
     if (c == s + N - 1) shifts_.pop_front();
   }
   array_->step(left_, left_flags_, shadow_row, shadow_row_);
+  ++ctx_.result.array_steps;
 }
 
 }  // namespace tpusim::sim
