@@ -44,7 +44,7 @@ class SystolicArray {
   void step(std::span<const int16_t> left_values, std::span<const uint8_t> left_flags, int64_t shadow_row,
             std::span<const int16_t> shadow_values);
 
-  std::span<const int32_t> bottom() const;       // psum of row rows()-1, cols() values
+  std::span<const int32_t> bottom() const;        // psum of row rows()-1, cols() values
   std::span<const uint8_t> bottom_valid() const;  // its valid bits
 
   // Register inspection (debugger, traces, RTL comparison).
@@ -58,20 +58,24 @@ class SystolicArray {
   // True when no register holds a valid input or partial sum (stepping would change nothing
   // but zeros, so the caller may skip idle cycles).
   bool empty() const;
-  void reset();  // every register 0
+  void reset();                                // every register 0
   uint64_t cycles() const { return cycles_; }  // step() calls since construction/reset
 
  private:
   uint64_t rows_, cols_;
   uint64_t cycles_ = 0;
-  // Register files, double-buffered where they move (cur/next swap each step).
-  std::vector<int16_t> weight_, shadow_;
-  std::vector<int16_t> x_[2];
-  std::vector<uint8_t> xf_[2];
-  std::vector<int32_t> psum_[2];
-  std::vector<uint8_t> pv_[2];
-  int cur_ = 0;
-  uint64_t valid_count_ = 0;  // valid x and psum registers, for empty()
+  std::vector<int16_t> weight_, shadow_;  // row-major rows() x cols()
+  // The x registers of row k are a ring of cols() entries stored twice (a line of 2 * cols()), so
+  // x[k][0..cols()) is always the contiguous window starting at x_pos_: moving every x one column
+  // right is writing the new column-0 value in front of the window.
+  std::vector<int16_t> x_line_;
+  std::vector<uint8_t> xf_line_;
+  uint64_t x_pos_ = 0;
+  std::vector<int32_t> psum_;              // row-major, updated in place from the bottom row up
+  std::vector<int32_t> zero_row_;          // what row 0 adds to (cols() zeros)
+  std::vector<uint8_t> bottom_valid_;      // valid bits of the bottom psum row
+  std::vector<uint32_t> switches_in_row_;  // x registers with kSwitch per row (0: no select needed)
+  uint64_t valid_count_ = 0;               // valid x registers; psum_valid(k, j) is x_flags(k, j) & kValid
 };
 
 }  // namespace tpusim::sim
