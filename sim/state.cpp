@@ -363,8 +363,10 @@ int64_t vec_op(isa::VecOp op, int64_t a, int64_t b) {
   return a;
 }
 
-// UB rows [first, first + count): in place, or a copy when the output rows [out, out + count)
+// UB rows [first, first + count): in place, or a copy when the output rows [out, out + out_count)
 // overlap them at another position (an instruction reads all its operands before writing).
+// Starting at the same row is safe without a copy: vec's output row r depends only on input
+// row r, and every input row a pool output o reads is at index >= o (in_w >= out_w).
 const uint8_t* input_rows(const MachineState& s, uint64_t first, uint64_t count, uint64_t out,
                           uint64_t out_count, std::vector<uint8_t>& copy) {
   const uint8_t* p = s.ub_row(first);

@@ -1,10 +1,11 @@
-// The golden reference executor (sim/reference.h), the static program check and weight tiles:
-// the committed example programs against the math their header comments state, computed here
-// with plain loops, and every error a program can run into.
+// The golden reference executor (sim/reference.h), matmul_reference, the static program check and
+// weight tiles: the committed example programs against the math their header comments state,
+// computed here with plain loops, and every error a program can run into.
 #include "sim/reference.h"
 
 #include <algorithm>
 #include <catch2/catch.hpp>
+#include <climits>
 #include <cstdlib>
 #include <initializer_list>
 #include <string>
@@ -21,11 +22,12 @@ using Catch::Contains;
 using isa::Field;
 using isa::Opcode;
 
-Arch tiny() {  // 4 x 4 array, 64 UB rows of 4 bytes, 16 accumulator rows
+Arch tiny(uint64_t rows = 4, uint64_t cols = 4) {  // 64 UB rows, 16 accumulator rows
   Arch a;
   a.name = "tiny";
-  a.array_rows = a.array_cols = 4;
-  a.ub_bytes = 64 * 4;
+  a.array_rows = rows;
+  a.array_cols = cols;
+  a.ub_bytes = 64 * a.ub_row_bytes();
   a.acc_entries = 16;
   return a;
 }
@@ -46,6 +48,83 @@ isa::Instruction make(Opcode op, std::initializer_list<std::pair<Field, uint64_t
   isa::Instruction inst = isa::make_instruction(op);
   for (const auto& [f, v] : fields) inst[f] = v;
   return inst;
+}
+
+void set_row(MachineState& s, uint64_t row, std::vector<int> bytes) {
+  for (size_t i = 0; i < bytes.size(); ++i) s.ub_row(row)[i] = static_cast<uint8_t>(bytes[i]);
+}
+
+void set_acc(MachineState& s, uint64_t row, std::vector<int32_t> values) {
+  std::copy(values.begin(), values.end(), s.acc_row(row));
+}
+
+std::vector<int32_t> acc_of(const MachineState& s, uint64_t row) {
+  return std::vector<int32_t>(s.acc_row(row), s.acc_row(row) + s.arch.array_cols);
+}
+
+// W[k][j] = data[k * 4 + j]:  k0: 1 0 0 -128   k1: 0 1 0 2   k2: 0 0 1 3   k3: 1 1 1 -1
+const std::vector<uint8_t> kTile = {1, 0, 0, 0x80, 0, 1, 0, 2, 0, 0, 1, 3, 1, 1, 1, 0xff};
+
+TEST_CASE("matmul_reference: signed and unsigned operands, overwrite and accumulate", "[reference]") {
+  MachineState s = make_state({}, tiny());
+  set_row(s, 0, {1, -2, 3, -4});
+  const auto mm = make(Opcode::matmul, {{Field::ub, 0}, {Field::acc, 5}, {Field::rows, 1}});
+  set_acc(s, 5, {7, 7, 7, 7});
+  matmul_reference(s, mm, WeightTile{kTile.data(), 0, false});
+  // j0: 1 - 4 = -3   j1: -2 - 4 = -6   j2: 3 - 4 = -1   j3: -128 - 4 + 9 + 4 = -119
+  CHECK(acc_of(s, 5) == std::vector<int32_t>{-3, -6, -1, -119});
+  // Weights as uint8: W[0][3] = 128, W[3][3] = 255: j3 = 128 - 4 + 9 - 1020 = -887
+  matmul_reference(s, mm, WeightTile{kTile.data(), 0, true});
+  CHECK(acc_of(s, 5) == std::vector<int32_t>{-3, -6, -1, -887});
+  // Inputs as uint8: x = 1, 254, 3, 252: j0 = 253, j1 = 506, j2 = 255, j3 = -128 + 508 + 9 - 252 = 137;
+  // accumulated onto 10, 20, 30, 40.
+  set_acc(s, 5, {10, 20, 30, 40});
+  auto mm_u = mm;
+  mm_u[Field::unsigned_data] = mm_u[Field::accumulate] = 1;
+  matmul_reference(s, mm_u, WeightTile{kTile.data(), 0, false});
+  CHECK(acc_of(s, 5) == std::vector<int32_t>{263, 526, 285, 177});
+}
+
+TEST_CASE("matmul_reference: int32 wrap-around, groups with a stride", "[reference]") {
+  MachineState s = make_state({}, tiny());
+  set_row(s, 0, {1, 0, 0, 0});
+  set_acc(s, 0, {INT32_MAX, INT32_MIN, 0, 0});
+  auto mm = make(Opcode::matmul, {{Field::rows, 1}, {Field::accumulate, 1}});
+  const std::vector<uint8_t> w = {1, 0xff, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
+  matmul_reference(s, mm, WeightTile{w.data(), 0, false});
+  CHECK(acc_of(s, 0) == std::vector<int32_t>{INT32_MIN, INT32_MAX, 0, 0});  // +1 and -1 wrap
+  // rows=2, repeat=2, stride=3 read UB rows 0, 1, 3, 4: unit vectors pick the rows of W.
+  set_row(s, 0, {1, 0, 0, 0});
+  set_row(s, 1, {0, 1, 0, 0});
+  set_row(s, 2, {9, 9, 9, 9});  // skipped
+  set_row(s, 3, {0, 0, 1, 0});
+  set_row(s, 4, {0, 0, 0, 1});
+  mm = make(Opcode::matmul, {{Field::acc, 8}, {Field::rows, 2}, {Field::repeat, 2}, {Field::stride, 3}});
+  matmul_reference(s, mm, WeightTile{kTile.data(), 0, false});
+  CHECK(acc_of(s, 8) == std::vector<int32_t>{1, 0, 0, -128});
+  CHECK(acc_of(s, 9) == std::vector<int32_t>{0, 1, 0, 2});
+  CHECK(acc_of(s, 10) == std::vector<int32_t>{0, 0, 1, 3});
+  CHECK(acc_of(s, 11) == std::vector<int32_t>{1, 1, 1, -1});
+}
+
+TEST_CASE("matmul_reference on a 2 x 4 array reads only the first 2 bytes of each row", "[reference]") {
+  MachineState s = make_state({}, tiny(2, 4));
+  set_row(s, 0, {1, 2, 99, 99});
+  const std::vector<uint8_t> w = {1, 2, 3, 4, 5, 6, 7, 8};
+  matmul_reference(s, make(Opcode::matmul, {{Field::rows, 1}}), WeightTile{w.data(), 0, false});
+  CHECK(acc_of(s, 0) == std::vector<int32_t>{11, 14, 17, 20});  // row0 + 2 * row1
+}
+
+TEST_CASE("matmul_reference refuses rows outside the UB or the accumulators", "[reference]") {
+  MachineState s = make_state({}, tiny());
+  const WeightTile t{kTile.data(), 0, false};
+  auto mm = make(Opcode::matmul, {{Field::rows, 30}, {Field::repeat, 2}, {Field::stride, 40}});
+  REQUIRE_THROWS_WITH(matmul_reference(s, mm, t),
+                      Contains("reads UB rows 0..69, but the unified buffer has 64 rows"));
+  mm = make(Opcode::matmul, {{Field::acc, 10}, {Field::rows, 4}, {Field::repeat, 2}});
+  REQUIRE_THROWS_WITH(matmul_reference(s, mm, t),
+                      "matmul ub=0, acc=10, rows=4, repeat=2: writes accumulator rows 10..17, but the "
+                      "accumulators have 16 rows");
 }
 
 // round_half_away(v / 2^s) by division (independent of the library's shift-based rounding),

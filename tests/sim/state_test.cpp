@@ -73,10 +73,6 @@ void set_acc(MachineState& s, uint64_t row, std::vector<int32_t> values) {
   std::copy(values.begin(), values.end(), s.acc_row(row));
 }
 
-std::vector<int32_t> acc_of(const MachineState& s, uint64_t row) {
-  return std::vector<int32_t>(s.acc_row(row), s.acc_row(row) + s.arch.array_cols);
-}
-
 TEST_CASE("make_state sizes and zeroes the memories and loads the host inputs", "[state]") {
   const isa::Program p = host_program();
   MachineState s = make_state(p, tiny(2, 4));
@@ -217,71 +213,6 @@ TEST_CASE("host DMA errors name the instruction, the range and the memory", "[st
   } catch (const SimError& e) {
     CHECK(e.index == 9);
   }
-}
-
-// W[k][j] = data[k * 4 + j]:  k0: 1 0 0 -128   k1: 0 1 0 2   k2: 0 0 1 3   k3: 1 1 1 -1
-const std::vector<uint8_t> kTile = {1, 0, 0, 0x80, 0, 1, 0, 2, 0, 0, 1, 3, 1, 1, 1, 0xff};
-
-TEST_CASE("matmul_reference: signed and unsigned operands, overwrite and accumulate", "[state]") {
-  MachineState s = make_state({}, tiny());
-  set_row(s, 0, {1, -2, 3, -4});
-  const auto mm = make(Opcode::matmul, {{Field::ub, 0}, {Field::acc, 5}, {Field::rows, 1}});
-  set_acc(s, 5, {7, 7, 7, 7});
-  matmul_reference(s, mm, WeightTile{kTile.data(), 0, false});
-  // j0: 1 - 4 = -3   j1: -2 - 4 = -6   j2: 3 - 4 = -1   j3: -128 - 4 + 9 + 4 = -119
-  CHECK(acc_of(s, 5) == std::vector<int32_t>{-3, -6, -1, -119});
-  // Weights as uint8: W[0][3] = 128, W[3][3] = 255: j3 = 128 - 4 + 9 - 1020 = -887
-  matmul_reference(s, mm, WeightTile{kTile.data(), 0, true});
-  CHECK(acc_of(s, 5) == std::vector<int32_t>{-3, -6, -1, -887});
-  // Inputs as uint8: x = 1, 254, 3, 252: j0 = 253, j1 = 506, j2 = 255, j3 = -128 + 508 + 9 - 252 = 137;
-  // accumulated onto 10, 20, 30, 40.
-  set_acc(s, 5, {10, 20, 30, 40});
-  auto mm_u = mm;
-  mm_u[Field::unsigned_data] = mm_u[Field::accumulate] = 1;
-  matmul_reference(s, mm_u, WeightTile{kTile.data(), 0, false});
-  CHECK(acc_of(s, 5) == std::vector<int32_t>{263, 526, 285, 177});
-}
-
-TEST_CASE("matmul_reference: int32 wrap-around, groups with a stride", "[state]") {
-  MachineState s = make_state({}, tiny());
-  set_row(s, 0, {1, 0, 0, 0});
-  set_acc(s, 0, {INT32_MAX, INT32_MIN, 0, 0});
-  auto mm = make(Opcode::matmul, {{Field::rows, 1}, {Field::accumulate, 1}});
-  const std::vector<uint8_t> w = {1, 0xff, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
-  matmul_reference(s, mm, WeightTile{w.data(), 0, false});
-  CHECK(acc_of(s, 0) == std::vector<int32_t>{INT32_MIN, INT32_MAX, 0, 0});  // +1 and -1 wrap
-  // rows=2, repeat=2, stride=3 read UB rows 0, 1, 3, 4: unit vectors pick the rows of W.
-  set_row(s, 0, {1, 0, 0, 0});
-  set_row(s, 1, {0, 1, 0, 0});
-  set_row(s, 2, {9, 9, 9, 9});  // skipped
-  set_row(s, 3, {0, 0, 1, 0});
-  set_row(s, 4, {0, 0, 0, 1});
-  mm = make(Opcode::matmul, {{Field::acc, 8}, {Field::rows, 2}, {Field::repeat, 2}, {Field::stride, 3}});
-  matmul_reference(s, mm, WeightTile{kTile.data(), 0, false});
-  CHECK(acc_of(s, 8) == std::vector<int32_t>{1, 0, 0, -128});
-  CHECK(acc_of(s, 9) == std::vector<int32_t>{0, 1, 0, 2});
-  CHECK(acc_of(s, 10) == std::vector<int32_t>{0, 0, 1, 3});
-  CHECK(acc_of(s, 11) == std::vector<int32_t>{1, 1, 1, -1});
-}
-
-TEST_CASE("matmul_reference on a 2 x 4 array reads only the first 2 bytes of each row", "[state]") {
-  MachineState s = make_state({}, tiny(2, 4));
-  set_row(s, 0, {1, 2, 99, 99});
-  const std::vector<uint8_t> w = {1, 2, 3, 4, 5, 6, 7, 8};
-  matmul_reference(s, make(Opcode::matmul, {{Field::rows, 1}}), WeightTile{w.data(), 0, false});
-  CHECK(acc_of(s, 0) == std::vector<int32_t>{11, 14, 17, 20});  // row0 + 2 * row1
-}
-
-TEST_CASE("matmul_reference refuses rows outside the UB or the accumulators", "[state]") {
-  MachineState s = make_state({}, tiny());
-  const WeightTile t{kTile.data(), 0, false};
-  auto mm = make(Opcode::matmul, {{Field::rows, 30}, {Field::repeat, 2}, {Field::stride, 40}});
-  REQUIRE_THROWS_WITH(matmul_reference(s, mm, t),
-                      Contains("reads UB rows 0..69, but the unified buffer has 64 rows"));
-  mm = make(Opcode::matmul, {{Field::acc, 10}, {Field::rows, 4}, {Field::repeat, 2}});
-  REQUIRE_THROWS_WITH(matmul_reference(s, mm, t),
-                      "matmul ub=0, acc=10, rows=4, repeat=2: writes accumulator rows 10..17, but the "
-                      "accumulators have 16 rows");
 }
 
 TEST_CASE("act requantizes with ties away from zero, saturates and zero-fills", "[state]") {
