@@ -4,9 +4,9 @@
 // times PackedWeights::multiply (weights packed once, outside the timed loop, as the simulator
 // packs each tile once) and oneDNN's int8 GEMM (dnnl_gemm_{s8,u8}s8s32, and the matmul primitive
 // with its weights reordered once; the faster of the two counts), both on one thread, in the
-// same process, interleaved, timed in thread CPU time. Prints the median GMAC/s of each over several
-// repetitions and the ratio ours / oneDNN (target: at least 0.5; "BELOW TARGET" marks a miss, the exit code
-// does not). Exits 1 when the int32 results differ, 2 on bad arguments.
+// same process, interleaved, timed in thread CPU time. Prints the median GMAC/s of each over
+// several repetitions and the ratio ours / oneDNN (target: at least 0.5; "BELOW TARGET" marks a
+// miss, the exit code does not). Exits 1 when the int32 results differ, 2 on bad arguments.
 #include <dlfcn.h>
 #include <fmt/core.h>
 
@@ -158,8 +158,8 @@ struct Row {
 // Median GMAC/s of ours and of oneDNN's faster API, the three timed in turn each repetition.
 Row measure(Shape& s, const Options& opt) {
   const double macs = static_cast<double>(s.B() * kK * kM);
-  const int reps = opt.quick ? 3 : 9;
-  const int64_t iters = std::max<int64_t>(1, static_cast<int64_t>((opt.quick ? 2e8 : 1e9) / macs));
+  const int reps = opt.quick ? 3 : 11;
+  const int64_t iters = std::max<int64_t>(1, static_cast<int64_t>((opt.quick ? 2e8 : 2e9) / macs));
   std::vector<double> ours, gemm, matmul;
   s.ours(), s.onednn_gemm(), s.onednn_matmul();  // warm up
   for (int r = 0; r < reps; ++r) {

@@ -10,11 +10,11 @@
 #include "sim/gemm.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <string>
-#include <utility>
 
 #include "sim/gemm_kernels.h"
 
@@ -61,14 +61,14 @@ Kernel chosen_kernel() {
   for (Kernel k : {Kernel::kPortable, Kernel::kAvx2, Kernel::kAvx512Vnni}) {
     if (name_of(k) != env) continue;
     if (supported(k)) return k;
-    static bool warned = false;
-    if (!std::exchange(warned, true))
+    static std::atomic<bool> warned = false;
+    if (!warned.exchange(true))
       std::fprintf(stderr, "tpusim: TPUSIM_GEMM_KERNEL=%s: this CPU lacks it, using %s\n", env,
                    std::string(name_of(best_supported_kernel())).c_str());
     return best_supported_kernel();
   }
-  static bool warned = false;
-  if (!std::exchange(warned, true))
+  static std::atomic<bool> warned = false;
+  if (!warned.exchange(true))
     std::fprintf(stderr, "tpusim: TPUSIM_GEMM_KERNEL=%s is not portable, avx2 or avx512-vnni; ignored\n",
                  env);
   return best_supported_kernel();

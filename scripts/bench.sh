@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# scripts/bench.sh [--quick]
+# Builds the benchmarks into build/ (Release) and runs each one listed in BENCHES: each prints its
+# table (with ratios against a reference measured in the same run) and writes its figures to
+# build/bench/<name>.json. Benchmarks are not part of ctest.
+#   --quick   fewer and shorter repetitions (passed on to every benchmark)
+# A figure under its target prints BELOW TARGET without failing the script; a benchmark that
+# fails (a wrong result, a crash) does. Works from any directory.
+set -euo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+
+# Each is a CMake target built to build/bench/<name>, accepting [--quick] [--json FILE].
+BENCHES=(
+  gemm_bench     # fast engine's int8 GEMM vs oneDNN, GMAC/s
+  stepped_bench  # stepped systolic array, cell updates/s
+)
+
+quick=()
+while (($#)); do
+  case $1 in
+    --quick) quick=(--quick); shift ;;
+    -h | --help) sed -n '2,8p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    *) echo "bench.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
+  esac
+done
+cd "$ROOT"
+title="scripts/bench.sh${quick[*]:+ --quick}"
+trap 'print_summary "$title" $?' EXIT
+
+step "build build (Release): ${BENCHES[*]}"
+configure_and_build build Release -- "${BENCHES[@]}"
+
+mkdir -p "$ROOT/build/bench"
+failed=0
+for bench in "${BENCHES[@]}"; do
+  step "$bench${quick[*]:+ --quick}"
+  json="$ROOT/build/bench/$bench.json"
+  log="$ROOT/build/bench/$bench.log"
+  rc=0
+  "$ROOT/build/bench/$bench" "${quick[@]}" --json "$json" 2>&1 | tee "$log" || rc=$?
+  if ((rc != 0)); then
+    step_fail "exit $rc"
+    failed=1
+    continue
+  fi
+  below=$(grep -c 'BELOW TARGET' "$log" || true)
+  step_done "build/bench/$bench.json$( ((below > 0)) && echo ", $below BELOW TARGET")"
+done
+exit "$failed"
