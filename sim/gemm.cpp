@@ -7,6 +7,8 @@
 // each of its vectors v, the vec_cols x k_per_group elements [column][k]: one vector register.
 // packed_ starts with a two-byte header, the kernel that packed it and the offset of the data
 // (64-byte aligned when packed; a copied PackedWeights keeps its bytes at the same offset).
+// column_sums_ (avx512-vnni) holds, per column of the padded width, the column term that signed A
+// needs, derived from sum_k W[k][j] once at packing. The portable kernel uses plain_ only.
 #include "sim/gemm.h"
 
 #include <algorithm>
@@ -116,15 +118,11 @@ void portable_multiply(const uint8_t* a, size_t lda, bool au, const uint8_t* w, 
   else portable_rows<false, false>(a, lda, w, B, K, M, c, ldc);
 }
 
-// Per column of the padded width (empty for kernels without corrections): the term added to every
-// row's dot product (see gemm_kernels.h).
-void column_corrections(const std::vector<int32_t>& column_sums, size_t K, bool a_unsigned, bool w_unsigned,
-                        std::vector<int32_t>& out) {
-  out.assign(column_sums.size(), 0);
-  if (a_unsigned) return;
+// column_sums_ (sum_k W[k][j] per column of the padded width, from the kernel's packer) -> the
+// column term of the corrections for signed A (see gemm_kernels.h), in place, once per packing.
+void signed_a_corrections(std::vector<int32_t>& sums, size_t K, bool w_unsigned) {
   const uint32_t both = w_unsigned ? static_cast<uint32_t>(K) * 16384u : 0u;
-  for (size_t j = 0; j < out.size(); ++j)
-    out[j] = static_cast<int32_t>(both - 128u * static_cast<uint32_t>(column_sums[j]));
+  for (int32_t& x : sums) x = static_cast<int32_t>(both - 128u * static_cast<uint32_t>(x));
 }
 
 struct Problem {
@@ -145,65 +143,83 @@ struct Problem {
 // a scratch tile and the kernel's masked edge().
 class SimdMultiply {
  public:
-  SimdMultiply(const SimdKernel& kernel, const Problem& p, const std::vector<int32_t>& column_sums)
-      : k_(kernel), p_(p), groups_(ceil_div(p.K, kernel.k_per_group)), nvec_(ceil_div(p.M, kernel.vec_cols)) {
+  SimdMultiply(const SimdKernel& kernel, const Problem& p, const std::vector<int32_t>& col_corr)
+      : col_corr_(p.a_unsigned || col_corr.empty() ? nullptr : col_corr.data()),
+        k_(kernel),
+        p_(p),
+        groups_(ceil_div(p.K, kernel.k_per_group)),
+        nvec_(ceil_div(p.M, kernel.vec_cols)) {
     t_.a_stride = groups_ * 4;
+    t_.w_tile_stride = groups_ * kernel.tile_vecs * kernel.vec_bytes;
     t_.groups = groups_;
     a_buf_.resize(chunk() * t_.a_stride);
     row_corr_.assign(chunk(), 0);
-    column_corrections(column_sums, p.K, p.a_unsigned, p.w_unsigned, col_corr_);
   }
 
   void run() {
+    const size_t R = k_.tile_rows;
     for (size_t b0 = 0; b0 < p_.B; b0 += chunk()) {
-      const size_t rows = std::min(chunk(), p_.B - b0);
+      const size_t rows = std::min(chunk(), p_.B - b0), whole = rows - rows % R;
       const bool row_sums = k_.corrections && p_.w_unsigned;
       k_.pack_a(p_.a + b0 * p_.lda, p_.lda, p_.a_unsigned, rows, p_.K, a_buf_.data(), t_.a_stride,
                 row_sums ? row_corr_.data() : nullptr);
-      for (size_t v0 = 0; v0 < nvec_; v0 += k_.tile_vecs) column_tile(b0, rows, v0);
+      for (size_t v0 = 0; v0 < nvec_; v0 += k_.tile_vecs)
+        for (size_t r0 = 0; r0 < whole; r0 += R) block(b0 + r0, r0, R, v0, 1);
+      if (whole < rows) last_rows(b0 + whole, whole, rows - whole);
     }
   }
 
  private:
   size_t chunk() const { return 16 * k_.tile_rows; }
 
-  void column_tile(size_t b0, size_t rows, size_t v0) {
-    const size_t vecs = std::min(k_.tile_vecs, nvec_ - v0), col0 = v0 * k_.vec_cols;
-    const size_t width = std::min(vecs * k_.vec_cols, p_.M - col0);
-    t_.w = p_.w + v0 * groups_ * k_.vec_bytes;
-    t_.col_corr = col_corr_.empty() ? nullptr : col_corr_.data() + col0;
-    for (size_t r0 = 0; r0 < rows; r0 += k_.tile_rows) {
-      const size_t n = std::min(k_.tile_rows, rows - r0);
-      int32_t* c = p_.c + (b0 + r0) * p_.ldc + col0;
-      t_.a = a_buf_.data() + r0 * t_.a_stride;
-      t_.row_corr = row_corr_.data() + r0;
-      const bool edge = width < vecs * k_.vec_cols;
-      t_.in = p_.accumulate && !edge ? c : kZeros;
-      t_.in_ld = p_.accumulate && !edge ? p_.ldc : 0;
-      t_.out = edge ? edge_tile_ : c;
-      t_.out_ld = edge ? vecs * k_.vec_cols : p_.ldc;
-      k_.tile(n, vecs)(t_);
-      if (edge)
-        k_.edge(edge_tile_, n, vecs, c, p_.ldc, static_cast<int>(width - (vecs - 1) * k_.vec_cols),
-                p_.accumulate);
+  // The last n rows (fewer than a tile's) take several whole column tiles at once where they can.
+  void last_rows(size_t b, size_t r0, size_t n) {
+    const size_t wide = k_.wide_tiles(n), step = k_.tile_vecs;
+    for (size_t v0 = 0; v0 < nvec_;) {
+      const size_t tiles = wide > 1 && (v0 + wide * step) * k_.vec_cols <= p_.M ? wide : 1;
+      block(b, r0, n, v0, tiles);
+      v0 += tiles * step;
     }
   }
 
-  static constexpr size_t kTileInts = gemm_detail::kMaxTileVecs * 16;
+  // C rows b .. b + n (packed A rows r0 ..) x `tiles` column tiles from vector v0 (several only
+  // when all are whole).
+  void block(size_t b, size_t r0, size_t n, size_t v0, size_t tiles) {
+    const size_t vecs = std::min(k_.tile_vecs, nvec_ - v0), col0 = v0 * k_.vec_cols;
+    const size_t width = std::min(vecs * k_.vec_cols, p_.M - col0);
+    const bool edge = width < vecs * k_.vec_cols;
+    int32_t* c = p_.c + b * p_.ldc + col0;
+    t_.w = p_.w + v0 * groups_ * k_.vec_bytes;
+    t_.col_corr = col_corr_ == nullptr ? kZeros : col_corr_ + col0;
+    t_.a = a_buf_.data() + r0 * t_.a_stride;
+    t_.row_corr = row_corr_.data() + r0;
+    t_.in = p_.accumulate && !edge ? c : kZeros;
+    t_.in_ld = p_.accumulate && !edge ? p_.ldc : 0;
+    t_.out = edge ? edge_tile_ : c;
+    t_.out_ld = edge ? vecs * k_.vec_cols : p_.ldc;
+    (tiles > 1 ? k_.wide[n - 1] : k_.tile(n, vecs))(t_);
+    if (edge)
+      k_.edge(edge_tile_, n, vecs, c, p_.ldc, static_cast<int>(width - (vecs - 1) * k_.vec_cols),
+              p_.accumulate);
+  }
+
+  // A register tile's worth of ints, as many as the widest tile reads or writes.
+  static constexpr size_t kTileInts = gemm_detail::kMaxTileRows * gemm_detail::kMaxTileVecs * 16;
   alignas(64) static constexpr int32_t kZeros[kTileInts] = {};
 
+  const int32_t* col_corr_;  // null: none (unsigned A)
   const SimdKernel& k_;
   const Problem& p_;
   size_t groups_, nvec_;
   gemm_detail::TileArgs t_{};
-  alignas(64) int32_t edge_tile_[gemm_detail::kMaxTileRows * kTileInts];
+  alignas(64) int32_t edge_tile_[kTileInts];
   // Reused across calls (no allocation per multiply once they have grown).
   static thread_local std::vector<uint8_t> a_buf_;
-  static thread_local std::vector<int32_t> row_corr_, col_corr_;
+  static thread_local std::vector<int32_t> row_corr_;
 };
 
 thread_local std::vector<uint8_t> SimdMultiply::a_buf_;
-thread_local std::vector<int32_t> SimdMultiply::row_corr_, SimdMultiply::col_corr_;
+thread_local std::vector<int32_t> SimdMultiply::row_corr_;
 
 }  // namespace
 
@@ -227,6 +243,7 @@ PackedWeights::PackedWeights(const uint8_t* w, size_t ldw, size_t K, size_t M, b
   packed_[1] = static_cast<uint8_t>(offset);
   column_sums_.assign(simd->corrections ? nvec * simd->vec_cols : 0, 0);
   simd->pack_w(w, ldw, K, M, w_unsigned, packed_.data() + offset, column_sums_.data());
+  signed_a_corrections(column_sums_, K, w_unsigned);
 }
 
 void PackedWeights::multiply(const uint8_t* a, size_t lda, bool a_unsigned, size_t B, int32_t* c, size_t ldc,

@@ -18,13 +18,15 @@
 
 namespace tpusim::sim::gemm_detail {
 
-// One register tile: rows x vectors of C, K reduced completely.
+// One register tile: rows x vectors of C (one column tile of W, or several side by side), K
+// reduced completely.
 //   out[r][col] = in[r][col] + row_corr[r] + col_corr[col] + sum_k A[r][k] W[k][col]
 // in/out rows are in_ld/out_ld ints apart (in_ld 0: one row for all); in may be out.
 struct TileArgs {
   const uint8_t* a;  // packed A: row r at a + r * a_stride, 4 bytes per group
   size_t a_stride;
-  const uint8_t* w;  // the tile's packed W
+  const uint8_t* w;      // the first column tile's packed W
+  size_t w_tile_stride;  // bytes from one whole column tile of packed W to the next
   size_t groups;
   const int32_t* in;
   size_t in_ld;
@@ -55,7 +57,11 @@ struct SimdKernel {
                  int32_t* sums);
   EdgeFn edge;
   std::array<TileFn, kMaxTileRows * kMaxTileVecs> tiles;  // [(rows - 1) * tile_vecs + vecs - 1]
+  // For fewer rows than tile_rows: wide_tiles(rows) whole column tiles at once, so the register
+  // tile keeps enough independent accumulators.
+  std::array<TileFn, kMaxTileRows> wide;  // [rows - 1]
   TileFn tile(size_t rows, size_t vecs) const { return tiles[(rows - 1) * tile_vecs + vecs - 1]; }
+  size_t wide_tiles(size_t rows) const { return tile_rows / rows; }
 };
 
 }  // namespace tpusim::sim::gemm_detail
@@ -82,28 +88,30 @@ inline uint32_t load_u32(const uint8_t* p) {
 struct Avx512 {
   static constexpr int kRows = 4, kVecs = 4;
 
-  template <int R, int V>
+  // R rows x T column tiles of V vectors.
+  template <int R, int V, int T = 1>
   TPUSIM_AVX512 static void tile(const TileArgs& t) {
-    __m512i acc[R * V];
+    constexpr int N = V * T;
+    __m512i acc[R * N];
     TPUSIM_UNROLL for (int r = 0; r < R; ++r) {
       const __m512i rc = _mm512_set1_epi32(t.row_corr[r]);
-      TPUSIM_UNROLL for (int v = 0; v < V; ++v) acc[r * V + v] =
-          _mm512_add_epi32(_mm512_add_epi32(rc, _mm512_loadu_si512(t.col_corr + 16 * v)),
-                           _mm512_loadu_si512(t.in + r * t.in_ld + 16 * v));
+      TPUSIM_UNROLL for (int n = 0; n < N; ++n) acc[r * N + n] =
+          _mm512_add_epi32(_mm512_add_epi32(rc, _mm512_loadu_si512(t.col_corr + 16 * n)),
+                           _mm512_loadu_si512(t.in + r * t.in_ld + 16 * n));
     }
-    const uint8_t* w = t.w;
-    for (size_t g = 0; g < t.groups; ++g, w += V * 64) {
-      __m512i wv[V];
-      TPUSIM_UNROLL for (int v = 0; v < V; ++v) wv[v] = _mm512_loadu_si512(w + v * 64);
-      TPUSIM_UNROLL for (int r = 0; r < R; ++r) {
-        const __m512i ar = _mm512_set1_epi32(static_cast<int>(load_u32(t.a + r * t.a_stride + g * 4)));
-        TPUSIM_UNROLL for (int v = 0; v < V; ++v) acc[r * V + v] =
-            _mm512_dpbusd_epi32(acc[r * V + v], ar, wv[v]);
+    for (size_t g = 0; g < t.groups; ++g) {
+      __m512i ar[R];
+      TPUSIM_UNROLL for (int r = 0; r < R; ++r) ar[r] =
+          _mm512_set1_epi32(static_cast<int>(load_u32(t.a + r * t.a_stride + g * 4)));
+      TPUSIM_UNROLL for (int n = 0; n < N; ++n) {
+        const __m512i wv = _mm512_loadu_si512(t.w + (n / V) * t.w_tile_stride + (g * V + n % V) * 64);
+        TPUSIM_UNROLL for (int r = 0; r < R; ++r) acc[r * N + n] =
+            _mm512_dpbusd_epi32(acc[r * N + n], ar[r], wv);
       }
     }
     TPUSIM_UNROLL for (int r = 0; r < R; ++r) {
-      TPUSIM_UNROLL for (int v = 0; v < V; ++v)
-          _mm512_storeu_si512(t.out + r * t.out_ld + 16 * v, acc[r * V + v]);
+      TPUSIM_UNROLL for (int n = 0; n < N; ++n)
+          _mm512_storeu_si512(t.out + r * t.out_ld + 16 * n, acc[r * N + n]);
     }
   }
 
@@ -202,24 +210,26 @@ struct Avx512 {
 struct Avx2 {
   static constexpr int kRows = 4, kVecs = 2;
 
-  template <int R, int V>
+  // R rows x T column tiles of V vectors.
+  template <int R, int V, int T = 1>
   TPUSIM_AVX2 static void tile(const TileArgs& t) {
-    __m256i acc[R * V];
+    constexpr int N = V * T;
+    __m256i acc[R * N];
     TPUSIM_UNROLL for (int r = 0; r < R; ++r) {
-      TPUSIM_UNROLL for (int v = 0; v < V; ++v) acc[r * V + v] = load(t.in + r * t.in_ld + 8 * v);
+      TPUSIM_UNROLL for (int n = 0; n < N; ++n) acc[r * N + n] = load(t.in + r * t.in_ld + 8 * n);
     }
-    const uint8_t* w = t.w;
-    for (size_t g = 0; g < t.groups; ++g, w += V * 32) {
-      __m256i wv[V];
-      TPUSIM_UNROLL for (int v = 0; v < V; ++v) wv[v] = load(w + v * 32);
-      TPUSIM_UNROLL for (int r = 0; r < R; ++r) {
-        const __m256i ar = _mm256_set1_epi32(static_cast<int>(load_u32(t.a + r * t.a_stride + g * 4)));
-        TPUSIM_UNROLL for (int v = 0; v < V; ++v) acc[r * V + v] =
-            _mm256_add_epi32(acc[r * V + v], _mm256_madd_epi16(ar, wv[v]));
+    for (size_t g = 0; g < t.groups; ++g) {
+      __m256i ar[R];
+      TPUSIM_UNROLL for (int r = 0; r < R; ++r) ar[r] =
+          _mm256_set1_epi32(static_cast<int>(load_u32(t.a + r * t.a_stride + g * 4)));
+      TPUSIM_UNROLL for (int n = 0; n < N; ++n) {
+        const __m256i wv = load(t.w + (n / V) * t.w_tile_stride + (g * V + n % V) * 32);
+        TPUSIM_UNROLL for (int r = 0; r < R; ++r) acc[r * N + n] =
+            _mm256_add_epi32(acc[r * N + n], _mm256_madd_epi16(ar[r], wv));
       }
     }
     TPUSIM_UNROLL for (int r = 0; r < R; ++r) {
-      TPUSIM_UNROLL for (int v = 0; v < V; ++v) store(t.out + r * t.out_ld + 8 * v, acc[r * V + v]);
+      TPUSIM_UNROLL for (int n = 0; n < N; ++n) store(t.out + r * t.out_ld + 8 * n, acc[r * N + n]);
     }
   }
 
@@ -290,14 +300,25 @@ constexpr std::array<TileFn, kMaxTileRows * kMaxTileVecs> tile_table(std::index_
   return {&Impl::template tile<I / Impl::kVecs + 1, I % Impl::kVecs + 1>...};
 }
 
+template <class Impl, size_t... I>
+constexpr std::array<TileFn, kMaxTileRows> wide_table(std::index_sequence<I...>) {
+  return {&Impl::template tile<I + 1, Impl::kVecs, Impl::kRows / (I + 1)>...};
+}
+
 template <class Impl>
 constexpr SimdKernel make_kernel(size_t vec_cols, size_t k_per_group, bool corrections) {
   static_assert(Impl::kRows <= kMaxTileRows && Impl::kVecs <= kMaxTileVecs);
-  return {vec_cols,      vec_cols * 4,
-          k_per_group,   Impl::kRows,
-          Impl::kVecs,   corrections,
-          &Impl::pack_a, &Impl::pack_w,
-          &Impl::edge,   tile_table<Impl>(std::make_index_sequence<Impl::kRows * Impl::kVecs>())};
+  return {vec_cols,
+          vec_cols * 4,
+          k_per_group,
+          Impl::kRows,
+          Impl::kVecs,
+          corrections,
+          &Impl::pack_a,
+          &Impl::pack_w,
+          &Impl::edge,
+          tile_table<Impl>(std::make_index_sequence<Impl::kRows * Impl::kVecs>()),
+          wide_table<Impl>(std::make_index_sequence<Impl::kRows>())};
 }
 
 inline constexpr SimdKernel kAvx512Kernel = make_kernel<Avx512>(16, 4, true);

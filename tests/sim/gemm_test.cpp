@@ -105,6 +105,23 @@ TEST_CASE("gemm: the avx512-vnni kernel matches gemm_reference on every shape an
   check_shapes("avx512-vnni");
 }
 
+// Fewer rows than a register tile's take several whole column tiles at once when C is wide
+// enough; the remaining columns, whole or not, go one tile at a time.
+TEST_CASE("gemm: every kernel is exact on wide C with few rows", "[gemm]") {
+  std::mt19937 rng(11);
+  for (const char* kernel : kKernels) {
+    const ForceKernel force(kernel);
+    if (!kernel_available(kernel)) continue;
+    for (const auto [K, M] : {std::array<size_t, 2>{200, 200}, {33, 320}, {256, 512}})
+      for (const size_t B : {1, 2, 3, 5, 66, 67}) {
+        const auto a = random_bytes(B * kLda, rng), w = random_bytes(K * M, rng);
+        std::vector<int32_t> c0(B * (M + 3));
+        for (auto& x : c0) x = static_cast<int32_t>(rng());
+        check_all_modes(B, K, M, a, w, c0);
+      }
+  }
+}
+
 TEST_CASE("gemm: every kernel is exact on extreme values", "[gemm]") {
   const uint8_t extremes[] = {0x80, 0x7f, 0x00, 0xff, 0x01, 0x81};  // -128/128, 127, 0, -1/255, 1, -127/129
   std::mt19937 rng(7);
