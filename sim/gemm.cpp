@@ -1,5 +1,5 @@
 // The fast engine's int8 GEMM (gemm.h): kernel choice, weight packing and the blocked driver.
-// The x86 tile kernels are in gemm_kernels.h.
+// The SIMD kernels' interface is gemm_kernels.h; the x86 kernels are in gemm_x86.h.
 //
 // Packed layouts (SIMD kernels). W is cut into tiles of tile_vecs vectors of vec_cols columns
 // (the last tile may hold fewer vectors) and K into groups of k_per_group (4 for VNNI's dpbusd, 2
@@ -19,6 +19,11 @@
 #include <string>
 
 #include "sim/gemm_kernels.h"
+
+#if defined(__x86_64__)
+#include "sim/gemm_x86.h"
+#define TPUSIM_GEMM_X86 1
+#endif
 
 namespace tpusim::sim {
 namespace {
@@ -119,7 +124,7 @@ void portable_multiply(const uint8_t* a, size_t lda, bool au, const uint8_t* w, 
 }
 
 // column_sums_ (sum_k W[k][j] per column of the padded width, from the kernel's packer) -> the
-// column term of the corrections for signed A (see gemm_kernels.h), in place, once per packing.
+// column term of the corrections for signed A (see gemm_x86.h), in place, once per packing.
 void signed_a_corrections(std::vector<int32_t>& sums, size_t K, bool w_unsigned) {
   const uint32_t both = w_unsigned ? static_cast<uint32_t>(K) * 16384u : 0u;
   for (int32_t& x : sums) x = static_cast<int32_t>(both - 128u * static_cast<uint32_t>(x));

@@ -94,10 +94,13 @@ void Hazards::check(const Record& a, const Record& b) const {
                                    "instruction {}",
                                    what, describe(b.index, other), b.start, b.until - 1, a.start,
                                    unit_mnemonic(b.unit), a.index));
-  ctx_.fail(b.index, fmt::format("{} {} uses later in program order, but it ran first (from cycle {}, "
-                                 "before cycle {}): add a sync between them",
-                                 overlap(b.use.ub_writes, a.use.ub_reads) ? "writes UB rows that" : "uses UB rows that",
-                                 describe(a.index, ctx_.inst(a.index)), b.start, a.start));
+  ctx_.fail(b.index, fmt::format("{} {} uses earlier in program order, but ran first (from cycle {}, before "
+                                 "cycle {}): add `sync units={}` before instruction {}",
+                                 overlap(b.use.ub_writes, a.use.ub_reads) || overlap(b.use.ub_writes, a.use.ub_writes)
+                                     ? "writes UB rows that"
+                                     : "reads UB rows that",
+                                 describe(a.index, ctx_.inst(a.index)), b.start, a.start, unit_mnemonic(a.unit),
+                                 b.index));
 }
 
 void Hazards::started(uint64_t index, isa::Unit unit, uint64_t start, uint64_t until, uint64_t lowest_unstarted) {
@@ -105,7 +108,10 @@ void Hazards::started(uint64_t index, isa::Unit unit, uint64_t start, uint64_t u
   for (const RowRange& x : r.use.ub_reads) ctx_.note_ub(x.first, x.rows);
   for (const RowRange& x : r.use.ub_writes) ctx_.note_ub(x.first, x.rows);
   if (r.use.acc.rows) ctx_.note_acc(r.use.acc.first, r.use.acc.rows);
-  std::erase_if(window_, [&](const Record& w) { return w.until <= start && w.index < lowest_unstarted; });
+  // Records that can no longer conflict: over, and before everything not yet started (this
+  // instruction included).
+  const uint64_t low = std::min(lowest_unstarted, index);
+  std::erase_if(window_, [&](const Record& w) { return w.until <= start && w.index < low; });
   for (const Record& w : window_)
     if (w.unit != unit) check(r, w);
   if (!r.use.ub_reads.empty() || !r.use.ub_writes.empty()) window_.push_back(std::move(r));

@@ -158,7 +158,8 @@ RunResult simulate(const isa::Program& program, const Arch& arch, const RunOptio
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall).count();
   if (!ctx.halted && !ctx.error) {
     ctx.error_index = ctx.next_issue;
-    ctx.error = options.max_cycles && ctx.now() > options.max_cycles
+    // Stopped with events still pending: the cycle limit; with none: nothing can ever happen.
+    ctx.error = sc_core::sc_pending_activity()
                     ? fmt::format("the program did not halt within --max-cycles {} (instruction {} was issuing)",
                                   options.max_cycles, ctx.next_issue)
                     : deadlock_message(ctx);
@@ -166,7 +167,9 @@ RunResult simulate(const isa::Program& program, const Arch& arch, const RunOptio
   // Unwind every process back to its idle loop, ready for the next run.
   ctx.aborted = true;
   ctx.abort_event.notify(sc_core::SC_ZERO_TIME);
-  sc_core::sc_start(sc_core::SC_ZERO_TIME, sc_core::SC_EXIT_ON_STARVATION);
+  // (Every wait goes through Context, which throws once aborted: no process schedules anything
+  // after this, so the kernel starves as soon as all of them wait for the next run.)
+  sc_core::sc_start(sc_core::sc_max_time() - sc_core::sc_time_stamp(), sc_core::SC_EXIT_ON_STARVATION);
   if (ctx.error) throw SimError(*ctx.error_index, *ctx.error);
   finish_counters(ctx);
   RunResult r = std::move(ctx.result);

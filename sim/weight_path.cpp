@@ -78,9 +78,9 @@ void WeightPath::fetch() {
 // reaches cell (k, j) at t0 + k + j; shadow row r is rewritten at the end of cycle s + r, so
 // s >= t0 + cols - 1), and the previous shift is over (one row per cycle, rows cycles).
 void WeightPath::shift() {
-  const uint64_t rows = ctx_.arch.array_rows;
   for (;;) {
     sc_core::wait(ctx_.start_event);
+    const uint64_t rows = ctx_.arch.array_rows;
     try {
       for (;;) {
         while (fifo_.empty()) ctx_.wait_for(fifo_event_);

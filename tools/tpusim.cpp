@@ -127,7 +127,12 @@ int cmd_run(const RunArgs& r) {
   sim::RunOptions opt;
   opt.engine = sim::parse_engine(r.engine);
   opt.max_cycles = r.max_cycles;
-  const sim::RunResult result = sim::simulate(p, arch, opt);
+  sim::RunResult result;
+  try {
+    result = sim::simulate(p, arch, opt);
+  } catch (const sim::SimError& e) {
+    throw InputError(fmt::format("{}: {}", r.program, e.what()));
+  }
   sim::ReportInput in{&p, &arch, opt.engine, &result, std::nullopt};
   std::string why;
   if (result.state && !r.no_check) in.output_matches_reference = sim::same_memories(*result.state, sim::run_reference(p, arch), &why);

@@ -1,0 +1,257 @@
+// One truth, three engines: random programs (random shapes, flags, stalls and sync patterns, on
+// random small machines from 4x4 to 32x32) run on the fast, stepped and timing engines and the
+// reference executor. Every program either fails on all three engines with the same error (a
+// missing sync makes a data hazard, which the machine refuses), or runs on all three with the
+// same cycle for every instruction's start and end, the same counters, and (fast and stepped)
+// the reference executor's memories.
+#include <cstdlib>
+#include <fstream>
+#include <random>
+
+#include "machine_support.h"
+
+using namespace tpusim;
+using isa::Field;
+using isa::Opcode;
+
+namespace {
+
+struct Limits {
+  std::vector<uint64_t> dims;  // array_rows / array_cols drawn from these
+  bool stress = false;         // tiny FIFO and queues, slow memories
+};
+
+class ProgramGenerator {
+ public:
+  ProgramGenerator(uint64_t seed, const Limits& lim) : rng_(seed), lim_(lim) {}
+
+  sim::Arch arch() {
+    sim::Arch a;
+    a.name = "random";
+    a.array_rows = any(lim_.dims);
+    a.array_cols = any(lim_.dims);
+    a.clock_mhz = 1000;
+    a.ub_bytes = 256 * a.ub_row_bytes();
+    a.acc_entries = 64;
+    a.weight_fifo_tiles = lim_.stress ? 1 : pick(1, 4);
+    a.station_queue_depth = lim_.stress ? pick(1, 2) : pick(1, 4);
+    a.weight_mem_gbps = any<double>({0.5, 1, 4, 16});
+    a.weight_mem_latency_cycles = pick(0, lim_.stress ? 40 : 10);
+    a.host_gbps = any<double>({0.5, 1, 2.5, 8});
+    a.host_latency_cycles = pick(0, 20);
+    a.activation_lanes = any<uint64_t>({1, 3, 4, 16, 256});
+    a.activation_latency_cycles = pick(0, 4);
+    a.issue_cycles = pick(1, 2);
+    a.weight_mem_bytes = a.tile_bytes() * 1024;
+    return a;
+  }
+
+  isa::Program program(const sim::Arch& a) {
+    arch_ = a;
+    p_ = {};
+    p_.model = "random";
+    const uint64_t W = a.ub_row_bytes(), C = a.array_cols, tb = a.tile_bytes();
+    // Weight image: 8 tiles, some with zero padding (a used box), for the unused-MACs counter.
+    p_.weights.resize(8 * tb);
+    for (uint64_t t = 0; t < 8; ++t) {
+      const uint64_t ur = chance(0.5) ? a.array_rows : pick(1, a.array_rows), uc = chance(0.5) ? C : pick(1, C);
+      for (uint64_t k = 0; k < ur; ++k)
+        for (uint64_t j = 0; j < uc; ++j) p_.weights[t * tb + k * C + j] = uint8_t(rng_());
+    }
+    region("x", false, 0, 64 * W, true);
+    region("q", false, 0x10000, kQRows * W, false);
+    qtable(p_.host_regions.back().init, C);
+    region("y", true, 0x20000, 64 * W, false);
+    emit(Opcode::read_host, {{Field::host, 0x10000}, {Field::ub, kQ}, {Field::rows, qrows()}});
+    emit(Opcode::sync, {{Field::units, 1}});
+    const uint64_t blocks = pick(1, 4);
+    for (uint64_t b = 0; b < blocks; ++b) block();
+    emit(Opcode::halt, {});
+    return p_;
+  }
+
+ private:
+  static constexpr uint64_t kX = 0, kY = 64, kZ = 128, kQ = 192, kQRows = 8;
+  uint64_t pick(uint64_t lo, uint64_t hi) { return std::uniform_int_distribution<uint64_t>(lo, hi)(rng_); }
+  bool chance(double p) { return std::bernoulli_distribution(p)(rng_); }
+  template <typename T>
+  T any(const std::vector<T>& v) {
+    return v[pick(0, v.size() - 1)];
+  }
+  uint64_t qrows() const { return (7 * arch_.array_cols + arch_.ub_row_bytes() - 1) / arch_.ub_row_bytes(); }
+
+  void emit(Opcode op, std::initializer_list<std::pair<Field, uint64_t>> fields) {
+    p_.code.push_back(test::make(op, fields));
+  }
+  void region(const char* name, bool output, uint64_t addr, uint64_t bytes, bool random) {
+    isa::HostRegion r;
+    r.name = name;
+    r.output = output;
+    r.host_addr = addr;
+    r.bytes = bytes;
+    if (!output) {
+      r.init.resize(bytes);
+      if (random) isa::fill_random(r.init, rng_());
+    }
+    p_.host_regions.push_back(r);
+  }
+  // bias int32 (small), mult uint16, shift 0..40, per column (docs/isa.md, act perchan).
+  void qtable(std::vector<uint8_t>& t, uint64_t C) {
+    for (uint64_t c = 0; c < C; ++c) {
+      const int32_t bias = int32_t(pick(0, 1 << 21)) - (1 << 20);
+      for (int i = 0; i < 4; ++i) t[4 * c + i] = uint8_t(uint32_t(bias) >> (8 * i));
+      const uint64_t mult = pick(0, 400);
+      t[4 * C + 2 * c] = uint8_t(mult);
+      t[4 * C + 2 * c + 1] = uint8_t(mult >> 8);
+      t[6 * C + c] = uint8_t(pick(0, 40));
+    }
+  }
+  void maybe_sync(uint64_t units) {
+    if (chance(0.9)) emit(Opcode::sync, {{Field::units, units}});
+  }
+
+  void matmul(bool switch_tile) {
+    const uint64_t rows = pick(1, 8), repeat = pick(1, 3), stride = pick(0, 8);
+    const uint64_t span = (repeat - 1) * stride + rows;
+    emit(Opcode::matmul, {{Field::switch_weights, switch_tile},
+                          {Field::accumulate, chance(0.5)},
+                          {Field::unsigned_data, chance(0.3)},
+                          {Field::ub, kX + pick(0, 64 - span)},
+                          {Field::acc, pick(0, 64 - rows * repeat)},
+                          {Field::rows, rows},
+                          {Field::repeat, repeat},
+                          {Field::stride, stride}});
+  }
+
+  void activation_work() {
+    const uint64_t rows = pick(1, 8);
+    emit(Opcode::activate, {{Field::func, pick(0, 4)},
+                            {Field::per_channel, chance(0.3)},
+                            {Field::unsigned_data, chance(0.2)},
+                            {Field::acc, pick(0, 64 - rows)},
+                            {Field::ub, kY + pick(0, 64 - rows)},
+                            {Field::rows, rows},
+                            {Field::mult, pick(0, 300)},
+                            {Field::shift, pick(0, 20)},
+                            {Field::clip, pick(0, 255)},
+                            {Field::qtable, kQ}});
+    maybe_sync(8);
+    if (chance(0.5)) {
+      const uint64_t r = pick(1, 8), op = pick(0, 5);
+      emit(Opcode::vector, {{Field::op, op},
+                            {Field::func, pick(0, 4)},
+                            {Field::src, kY + pick(0, 64 - r)},
+                            {Field::src_b, op == 5 ? 0 : kY + pick(0, 64 - r)},
+                            {Field::ub, kZ + pick(0, 64 - r)},
+                            {Field::rows, r},
+                            {Field::mult, pick(0, 300)},
+                            {Field::shift, pick(0, 12)}});
+    } else {
+      const uint64_t window = pick(1, 2), ps = pick(1, 2), out_h = pick(1, 2), out_w = pick(1, 2), batch = pick(1, 2);
+      const uint64_t in_w = (out_w - 1) * ps + window, in_h = (out_h - 1) * ps + window;
+      emit(Opcode::pool, {{Field::kind, pick(0, 1)},
+                          {Field::src, kY + pick(0, 64 - in_h * in_w * batch)},
+                          {Field::ub, kZ + pick(0, 64 - out_h * out_w * batch)},
+                          {Field::in_w, in_w},
+                          {Field::out_h, out_h},
+                          {Field::out_w, out_w},
+                          {Field::batch, batch},
+                          {Field::window, window},
+                          {Field::pool_stride, ps}});
+    }
+    maybe_sync(8);
+  }
+
+  void block() {
+    const uint64_t tiles = pick(1, 2);
+    emit(Opcode::read_weights, {{Field::waddr, next_tile_ * arch_.tile_bytes()}, {Field::tiles, tiles},
+                                {Field::unsigned_data, chance(0.3)}});
+    next_tile_ = (next_tile_ + tiles) % 7;
+    const bool narrow = chance(0.3);
+    if (narrow) emit(Opcode::set_config, {{Field::reg, 1}, {Field::value, pick(1, arch_.ub_row_bytes())}});
+    emit(Opcode::read_host, {{Field::host, pick(0, 32) * arch_.ub_row_bytes()}, {Field::ub, kX + pick(0, 32)},
+                             {Field::rows, pick(1, 32)}});
+    if (narrow) emit(Opcode::set_config, {{Field::reg, 1}, {Field::value, 0}});
+    maybe_sync(1);
+    for (uint64_t t = 0; t < tiles; ++t) {
+      matmul(true);
+      if (chance(0.4)) matmul(false);
+    }
+    activation_work();
+    const uint64_t rows = pick(1, 16);
+    emit(Opcode::write_host, {{Field::host, 0x20000 + pick(0, 64 - rows) * arch_.ub_row_bytes()},
+                              {Field::ub, kZ + pick(0, 64 - rows)},
+                              {Field::rows, rows}});
+    if (chance(0.3)) emit(Opcode::barrier, {});
+  }
+
+  std::mt19937_64 rng_;
+  Limits lim_;
+  sim::Arch arch_;
+  isa::Program p_;
+  uint64_t next_tile_ = 0;
+};
+
+// Runs `count` random programs; returns how many ran (the rest were refused on every engine alike).
+int differential(uint64_t seed, int count, const Limits& lim) {
+  int ran = 0;
+  for (int n = 0; n < count; ++n) {
+    ProgramGenerator gen(seed + uint64_t(n), lim);
+    const sim::Arch arch = gen.arch();
+    const isa::Program p = gen.program(arch);
+    INFO("seed " << seed + uint64_t(n) << ", " << arch.array_rows << "x" << arch.array_cols);
+    std::string error;
+    try {
+      sim::simulate(p, arch, {sim::Engine::timing, 0});
+    } catch (const sim::SimError& e) {
+      error = e.what();
+    }
+    if (error.empty()) {
+      test::run_all(p, arch);
+      ++ran;
+      continue;
+    }
+    INFO("refused: " << error);
+    for (sim::Engine e : {sim::Engine::fast, sim::Engine::stepped}) {
+      try {
+        sim::simulate(p, arch, {e, 0});
+        FAIL("engine " << sim::engine_name(e) << " ran a program the timing engine refused");
+      } catch (const sim::SimError& err) {
+        REQUIRE(std::string(err.what()) == error);
+      }
+    }
+  }
+  return ran;
+}
+
+}  // namespace
+
+TEST_CASE("differential - square arrays 4x4 to 32x32", "[machine][differential]") {
+  const int ran = differential(1000, 150, {{4, 8, 16, 32}});
+  CHECK(ran >= 75);
+}
+
+TEST_CASE("differential - non-square and odd-sized arrays", "[machine][differential]") {
+  const int ran = differential(2000, 150, {{4, 5, 7, 12, 32}});
+  CHECK(ran >= 75);
+}
+
+TEST_CASE("differential - stressed weight FIFO and queues and slow memories", "[machine][differential]") {
+  const int ran = differential(3000, 150, {{4, 8, 16}, true});
+  CHECK(ran >= 75);
+}
+
+// Not run by default: writes one random program and its machine for a closer look,
+// e.g. TPUSIM_DIFF_SEED=3105 TPUSIM_DIFF_DIMS=4,8,16 sim_tests "[.dump]" then
+// tpusim run /tmp/tpusim-diff.tpu --arch /tmp/tpusim-diff.json.
+TEST_CASE("differential - dump one program", "[.dump]") {
+  const char* seed = std::getenv("TPUSIM_DIFF_SEED");
+  REQUIRE(seed);
+  Limits lim{{4, 8, 16, 32}};
+  if (const char* stress = std::getenv("TPUSIM_DIFF_STRESS")) lim = {{4, 8, 16}, std::string(stress) == "1"};
+  if (std::getenv("TPUSIM_DIFF_ODD")) lim.dims = {4, 5, 7, 12, 32};
+  ProgramGenerator gen(std::stoull(seed), lim);
+  const sim::Arch arch = gen.arch();
+  isa::save_program("/tmp/tpusim-diff.tpu", gen.program(arch));
+  std::ofstream("/tmp/tpusim-diff.json") << sim::arch_to_json(arch).dump(2);
+}

@@ -1,0 +1,237 @@
+// Exact cycle counts for each instruction and each stall kind, on every engine, with the
+// arithmetic beside them. Machine: tests/sim/machine_support.h small_arch() (4x4 array,
+// N = M = 4; tile transfer 4 cycles + 3 latency; host 1 byte/cycle + 10; act 1 row/cycle + 2).
+// A matmul of B vectors starting at t0 ends at t0 + B + N + M - 1 = t0 + B + 7.
+#include "machine_support.h"
+
+using namespace tpusim;
+using namespace tpusim::test;
+using sim::InstructionTiming;
+
+namespace {
+const std::string kTile = ".weights w, 0, 16, init=random(1)\n";
+const std::string kTwoTiles = ".weights w, 0, 32, init=random(1)\n";
+}  // namespace
+
+TEST_CASE("lone matmul - weight stall and weight shift and fill and drain", "[machine]") {
+  const auto r = run_all(assemble(kTile + R"(
+    rw waddr=w, tiles=1
+    matmul ub=0, acc=0, rows=3, switch
+    halt)"),
+                         small_arch());
+  // rw: issued 0, starts 1 (issue takes 1 cycle), requests its tile at 1, done at 2.
+  // The tile transfers in [1, 5) and is usable at 5 + 3 = 8; its shift starts at s = 8.
+  // matmul: issued 1, at the matrix unit from 2; with switch it starts at s + 1 = 9;
+  // it waited [2, 8) for the tile (weight stall 6) and [8, 9) for the shift (weight shift 1).
+  // end = 9 + 3 + 4 + 4 - 1 = 19; halt waits for it: 19 cycles.
+  CHECK(r.fast.timeline[0] == InstructionTiming{0, 1, 2});
+  CHECK(r.fast.timeline[1] == InstructionTiming{1, 9, 19});
+  CHECK(r.fast.timeline[2] == InstructionTiming{2, 2, 19});
+  CHECK(r.fast.cycles == 19);
+  CHECK(r.fast.matrix.array_active == 3);
+  CHECK(r.fast.matrix.weight_stall == 6);
+  CHECK(r.fast.matrix.weight_shift == 1);
+  CHECK(r.fast.matrix.non_matrix == 19 - 3 - 6 - 1);
+  CHECK(r.fast.weight_mem_busy == 4);
+  CHECK(r.stepped.array_steps > 0);
+}
+
+TEST_CASE("back-to-back matmuls on one tile stream without a gap", "[machine]") {
+  const auto r = run_all(assemble(kTile + R"(
+    rw waddr=w, tiles=1
+    matmul ub=0, acc=0, rows=3, switch
+    matmul ub=3, acc=3, rows=2
+    halt)"),
+                         small_arch());
+  // First as above: t0 = 9, end 19. The second enters as the first's last vector has:
+  // t0 = 9 + 3 = 12, end = 12 + 2 + 7 = 21.
+  CHECK(r.fast.timeline[1] == InstructionTiming{1, 9, 19});
+  CHECK(r.fast.timeline[2] == InstructionTiming{2, 12, 21});
+  CHECK(r.fast.cycles == 21);
+  CHECK(r.fast.matrix.array_active == 5);
+  CHECK(r.fast.matrix.weight_stall == 6);
+  CHECK(r.fast.matrix.weight_shift == 1);
+  CHECK(r.fast.macs == 5 * 16);
+}
+
+TEST_CASE("a second tile - shift not hidden behind a short matmul", "[machine]") {
+  const auto r = run_all(assemble(kTwoTiles + R"(
+    rw waddr=w, tiles=2
+    matmul ub=0, acc=0, rows=2, switch
+    matmul ub=2, acc=2, rows=2, switch
+    halt)"),
+                         small_arch());
+  // Tile 0: requested 1, bus [1, 5), usable 8, shift s0 = 8. Tile 1: requested 2, bus [5, 9),
+  // usable 12. Matmul 1: t0 = 9, port free at 11, end 9 + 2 + 7 = 18.
+  // The shadow is free for tile 1 once matmul 1's switch reached every column:
+  // s1 >= 9 + M - 1 = 12, and s1 >= s0 + N = 12, and usable at 12: s1 = 12.
+  // Matmul 2 at the matrix unit from 11: waits [11, 12) for the tile (stall) and [12, 13) for
+  // its shift: t0 = s1 + 1 = 13, end = 13 + 2 + 7 = 22.
+  CHECK(r.fast.timeline[0] == InstructionTiming{0, 1, 3});
+  CHECK(r.fast.timeline[1] == InstructionTiming{1, 9, 18});
+  CHECK(r.fast.timeline[2] == InstructionTiming{2, 13, 22});
+  CHECK(r.fast.matrix.weight_stall == 6 + 1);
+  CHECK(r.fast.matrix.weight_shift == 1 + 1);
+  CHECK(r.fast.cycles == 22);
+}
+
+TEST_CASE("the tile shift hides behind a matmul of at least M vectors", "[machine]") {
+  const auto r = run_all(assemble(kTwoTiles + R"(
+    rw waddr=w, tiles=2
+    matmul ub=0, acc=0, rows=4, switch
+    matmul ub=4, acc=4, rows=4, switch
+    halt)"),
+                         small_arch());
+  // Matmul 1: t0 = 9, port free 13. Tile 1 usable 12, shadow free 9 + 3 = 12: s1 = 12, so
+  // matmul 2 may start at 13 = exactly when the port frees: no stall at all.
+  CHECK(r.fast.timeline[2] == InstructionTiming{2, 13, 13 + 4 + 7});
+  CHECK(r.fast.matrix.weight_stall == 6);
+  CHECK(r.fast.matrix.weight_shift == 1);
+}
+
+TEST_CASE("a full weight FIFO holds read_weights until a tile shifts out", "[machine]") {
+  sim::Arch arch = small_arch();
+  arch.weight_fifo_tiles = 1;
+  const auto r = run_all(assemble(kTwoTiles + R"(
+    rw waddr=w, tiles=2
+    matmul ub=0, acc=0, rows=2, switch
+    matmul ub=2, acc=2, rows=2, switch
+    halt)"),
+                         arch);
+  // Tile 0 holds the only slot from its request (1) until its shift ends (s0 + N = 12).
+  // Tile 1 is requested at 12: bus [12, 16), usable 19; rw ends at 13.
+  // Matmul 2 at the unit from 11: stall [11, 19), shift [19, 20): t0 = 20, end 20 + 2 + 7 = 29.
+  CHECK(r.fast.timeline[0] == InstructionTiming{0, 1, 13});
+  CHECK(r.fast.timeline[2] == InstructionTiming{2, 20, 29});
+  CHECK(r.fast.matrix.weight_stall == 6 + 8);
+  CHECK(r.fast.matrix.weight_shift == 1 + 1);
+}
+
+TEST_CASE("DMA and activate and syncs - input stall and RAW stall", "[machine]") {
+  const auto r = run_all(assemble(kTile + R"(
+    .input  x, 0, 8, init=random(2)
+    .output y, 16, 8
+    rw     waddr=w, tiles=1
+    rhm    host=x, ub=0, rows=2
+    sync   units=host
+    matmul ub=0, acc=0, rows=2, switch
+    act    acc=0, ub=8, rows=2, func=relu, shift=4
+    sync   units=act
+    whm    host=y, ub=8, rows=2
+    halt)"),
+                         small_arch());
+  // rhm: issued 1, starts 2, moves 2 rows x 4 bytes = 8 cycles after 10: ends 20.
+  // sync host: issued 2, holds issue until 20. matmul: issued 20, starts 21 (its tile landed
+  // long before), ends 21 + 2 + 7 = 30. act: issued 21, waits for the matmul writing its
+  // accumulator rows: starts 30, takes 2 + 2 rows x 1 = 4: ends 34. sync act holds issue
+  // [22, 34). whm: issued 34, starts 35, ends 35 + 10 + 8 = 53 = halt.
+  CHECK(r.fast.timeline[1] == InstructionTiming{1, 2, 20});
+  CHECK(r.fast.timeline[2] == InstructionTiming{2, 2, 20});
+  CHECK(r.fast.timeline[3] == InstructionTiming{20, 21, 30});
+  CHECK(r.fast.timeline[4] == InstructionTiming{21, 30, 34});
+  CHECK(r.fast.timeline[5] == InstructionTiming{22, 22, 34});
+  CHECK(r.fast.timeline[6] == InstructionTiming{34, 35, 53});
+  CHECK(r.fast.cycles == 53);
+  // Input stall: issue held on `host` over [2, 20), the array idle all that time: 18.
+  // RAW stall: held on `act` over [22, 34), less the array streaming [21, 23): 11.
+  CHECK(r.fast.matrix.input_stall == 18);
+  CHECK(r.fast.matrix.raw_stall == 11);
+  CHECK(r.fast.matrix.array_active == 2);
+  CHECK(r.fast.matrix.non_matrix == 51);
+}
+
+TEST_CASE("activation unit durations - activate and per-channel table and vector and pool", "[machine]") {
+  const auto r = run_all(assemble(kTile + R"(
+    rw     waddr=w, tiles=1
+    matmul ub=0, acc=0, rows=3, switch
+    act    acc=0, ub=8, rows=3
+    act    acc=0, ub=12, rows=3, perchan, qtable=40
+    vec    op=add, src=8, src_b=12, ub=16, rows=3
+    vec    op=pass, src=8, src_b=0, ub=20, rows=3
+    pool   kind=max, src=8, ub=24, in_w=2, out_h=1, out_w=1, window=2, pstride=1
+    halt)"),
+                         small_arch());
+  // act waits for the matmul (end 19): [19, 19 + 2 + 3 rows) = [19, 24).
+  // perchan adds the table: ceil(7 x 4 / 4) = 7 rows: [24, 24 + 2 + 3 + 7) = [24, 36).
+  // vec add reads two rows per output row: [36, 36 + 2 + 3 x 2) = [36, 44); pass: [44, 49).
+  // pool: 1 output row x window^2 = 4 reads: [49, 49 + 2 + 4) = [49, 55).
+  CHECK(r.fast.timeline[2].start == 19);
+  CHECK(r.fast.timeline[2].end == 24);
+  CHECK(r.fast.timeline[3].end == 36);
+  CHECK(r.fast.timeline[4].end == 44);
+  CHECK(r.fast.timeline[5].end == 49);
+  CHECK(r.fast.timeline[6].end == 55);
+  CHECK(r.fast.cycles == 55);
+}
+
+TEST_CASE("a full station queue stalls issue", "[machine]") {
+  sim::Arch arch = small_arch();
+  arch.station_queue_depth = 1;
+  const auto r = run_all(assemble(R"(
+    .input x, 0, 12, init=random(3)
+    rhm host=x, ub=0, rows=1
+    rhm host=x, ub=1, rows=1
+    rhm host=x, ub=2, rows=1
+    halt)"),
+                         arch);
+  // Each rhm: 10 + 4 bytes = 14 cycles. The first runs [1, 15) and leaves the queue at 1; the
+  // second is queued at 1 and starts at 15; the third waits for that slot: issued at 15,
+  // starts when the second ends at 29, ends 43.
+  CHECK(r.fast.timeline[0] == InstructionTiming{0, 1, 15});
+  CHECK(r.fast.timeline[1] == InstructionTiming{1, 15, 29});
+  CHECK(r.fast.timeline[2] == InstructionTiming{15, 29, 43});
+  CHECK(r.fast.timeline[3] == InstructionTiming{16, 16, 43});
+}
+
+TEST_CASE("unused MACs - cells outside a tile's nonzero weights", "[machine]") {
+  isa::Program p = assemble(R"(
+    .weights w, 0, 16, init=zero
+    rw waddr=w, tiles=1
+    matmul ub=0, acc=0, rows=4, switch
+    halt)");
+  p.weights[0 * 4 + 0] = 5;  // W[0][0]
+  p.weights[2 * 4 + 1] = 7;  // W[2][1]: the nonzero box is rows 0..2, cols 0..1
+  const auto r = run_all(p, small_arch());
+  // 4 vectors x 3 x 2 useful cells = 24 MACs of 4 x 16 = 64; useful share 4 x 6 / 16 = 1.5 cycles.
+  CHECK(r.fast.macs == 24);
+  CHECK(r.fast.array_macs == 64);
+  CHECK(r.fast.matrix.useful_mac_cycles == 1.5);
+  CHECK(r.fast.matrix.array_active == 4);
+}
+
+TEST_CASE("tile_use is the bounding box of nonzero weights", "[machine]") {
+  std::vector<uint8_t> t(12, 0);  // 3 x 4
+  CHECK(sim::tile_use(t.data(), 3, 4).rows == 0);
+  t[1 * 4 + 2] = 0xff;  // (1, 2)
+  CHECK(sim::tile_use(t.data(), 3, 4).rows == 2);
+  CHECK(sim::tile_use(t.data(), 3, 4).cols == 3);
+  t[0 * 4 + 3] = 1;  // (0, 3)
+  CHECK(sim::tile_use(t.data(), 3, 4).cols == 4);
+  t[2 * 4 + 0] = 1;  // (2, 0)
+  CHECK(sim::tile_use(t.data(), 3, 4).rows == 3);
+}
+
+TEST_CASE("the example programs on the 256x256 tpu-v1 and every engine", "[machine]") {
+  for (const char* name : {"matmul.s", "mlp2.s", "conv3x3.s", "lstm_cell.s"}) {
+    INFO(name);
+    const isa::Program p = isa::assemble_file(std::string(TPUSIM_SOURCE_DIR) + "/workloads/asm/" + name);
+    const auto r = run_all(p, sim::Arch{});
+    CHECK(r.fast.cycles > 0);
+  }
+}
+
+TEST_CASE("matmul.s on tpu-v1 - cycle count worked out by hand", "[machine]") {
+  const isa::Program p = isa::assemble_file(std::string(TPUSIM_SOURCE_DIR) + "/workloads/asm/matmul.s");
+  const auto r = run_all(p, sim::Arch{});
+  // tile transfer ceil(65536 x 700 / 34000) = 1350, usable 1 + 1350 + 100 = 1451.
+  // rhm: 8 rows x 256 bytes: ceil(2048 x 700 / 10740) = 134 cycles + 700: [2, 836).
+  // matmul: issued 836 after `sync units=host`, starts at s + 1 = 1452, ends
+  // 1452 + 8 + 256 + 256 - 1 = 1971. act: [1971, 1971 + 8 + 8) = [1971, 1987).
+  // whm after `sync units=act`: [1988, 1988 + 834) = [1988, 2822).
+  CHECK(r.fast.timeline[3] == InstructionTiming{836, 1452, 1971});
+  CHECK(r.fast.timeline[4] == InstructionTiming{837, 1971, 1987});
+  CHECK(r.fast.timeline[6] == InstructionTiming{1987, 1988, 2822});
+  CHECK(r.fast.cycles == 2822);
+  CHECK(r.fast.matrix.weight_stall == 1451 - 837);
+  CHECK(r.fast.matrix.weight_shift == 1);
+}
