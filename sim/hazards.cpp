@@ -80,27 +80,22 @@ Accesses accesses(const isa::Instruction& inst, const Arch& arch) {
 }
 
 void Hazards::check(const Record& a, const Record& b) const {
-  // a: the instruction starting now; b: one another station started before.
-  const bool conflict = overlap(a.use.ub_writes, b.use.ub_reads) || overlap(a.use.ub_writes, b.use.ub_writes) ||
-                        overlap(a.use.ub_reads, b.use.ub_writes);
-  if (!conflict) return;
-  if (b.index < a.index && b.until <= a.start) return;  // in program order, no overlap in time
-  const std::string what = overlap(a.use.ub_writes, b.use.ub_reads) || overlap(a.use.ub_writes, b.use.ub_writes)
-                               ? "writes UB rows that"
-                               : "reads UB rows that";
-  const auto& other = ctx_.inst(b.index);
-  if (b.index < a.index)
-    ctx_.fail(a.index, fmt::format("{} {} (cycles {}..{}) still uses from cycle {}: add `sync units={}` before "
-                                   "instruction {}",
-                                   what, describe(b.index, other), b.start, b.until - 1, a.start,
-                                   unit_mnemonic(b.unit), a.index));
-  ctx_.fail(b.index, fmt::format("{} {} uses earlier in program order, but ran first (from cycle {}, before "
-                                 "cycle {}): add `sync units={}` before instruction {}",
-                                 overlap(b.use.ub_writes, a.use.ub_reads) || overlap(b.use.ub_writes, a.use.ub_writes)
-                                     ? "writes UB rows that"
-                                     : "reads UB rows that",
-                                 describe(a.index, ctx_.inst(a.index)), b.start, a.start, unit_mnemonic(a.unit),
-                                 b.index));
+  // Described from the later instruction in program order, whichever of the two started first
+  // in simulation (two stations starting in the same cycle may do so in either order).
+  const Record& early = a.index < b.index ? a : b;
+  const Record& late = a.index < b.index ? b : a;
+  const bool writes = overlap(late.use.ub_writes, early.use.ub_reads) || overlap(late.use.ub_writes, early.use.ub_writes);
+  if (!writes && !overlap(late.use.ub_reads, early.use.ub_writes)) return;
+  if (early.until <= late.start) return;  // in program order, no overlap in time
+  const char* what = writes ? "writes UB rows that" : "reads UB rows that";
+  const std::string other = describe(early.index, ctx_.inst(early.index));
+  const std::string fix = fmt::format("add `sync units={}` before instruction {}", unit_mnemonic(early.unit), late.index);
+  if (late.start < early.start)
+    ctx_.fail(late.index, fmt::format("{} {} uses earlier in program order, but ran first (from cycle {}, before "
+                                      "cycle {}): {}",
+                                      what, other, late.start, early.start, fix));
+  ctx_.fail(late.index, fmt::format("{} {} (cycles {}..{}) still uses from cycle {}: {}", what, other, early.start,
+                                    early.until - 1, late.start, fix));
 }
 
 void Hazards::started(uint64_t index, isa::Unit unit, uint64_t start, uint64_t until, uint64_t lowest_unstarted) {

@@ -76,7 +76,7 @@ void MatrixUnit::run() {
               i);
           uint64_t s = 0;
           landed = weights->wait_shadow(s).landed;
-          t0 = std::max(ctx_.now(), s + 1);
+          t0 = std::max(ctx_.now(), s + ctx_.arch.array_rows);  // the whole tile shifted in
         } else if (!has_active_) {
           ctx_.fail(i, describe(i, in) + ": multiplies before any weight tile was made active (the first matmul "
                                          "needs `switch`)");

@@ -50,16 +50,16 @@ TEST_CASE("a matmul reading rows a DMA is still writing needs a sync", "[machine
 
 TEST_CASE("an activate overwriting rows a matmul still reads needs a sync", "[machine][errors]") {
   // act 2 (its accumulator rows untouched by the matmul) starts at 3 and overwrites UB rows
-  // 0..1 before matmul 1 reads them from cycle 9 (it waits for its tile).
+  // 0..1 before matmul 1 reads them from cycle 12 (it waits for its tile).
   require_error(assemble(kTile + "rw waddr=w, tiles=1\nmatmul ub=0, acc=0, rows=2, switch\n"
                                  "act acc=8, ub=0, rows=2\nhalt"),
-                small_arch(), 2, "ran first (from cycle 3, before cycle 9): add `sync units=matrix` before instruction 2");
-  // In program order but overlapping in time: the matmul streams rows 0..7 during [9, 17); the
+                small_arch(), 2, "ran first (from cycle 3, before cycle 12): add `sync units=matrix` before instruction 2");
+  // In program order but overlapping in time: the matmul streams rows 0..7 during [12, 20); the
   // act runs [3, 13) (2 + 8 rows), so the vec behind it starts at 13 and overwrites row 0.
   require_error(assemble(kTile + "rw waddr=w, tiles=1\nmatmul ub=0, acc=0, rows=8, switch\n"
                                  "act acc=8, ub=20, rows=8\nvec op=pass, src=30, src_b=0, ub=0, rows=1\nhalt"),
                 small_arch(), 3,
-                "writes UB rows that instruction 1 (matmul ub=0, acc=0, rows=8, switch) (cycles 9..16) still uses "
+                "writes UB rows that instruction 1 (matmul ub=0, acc=0, rows=8, switch) (cycles 12..19) still uses "
                 "from cycle 13: add `sync units=matrix` before instruction 3");
 }
 
@@ -83,5 +83,5 @@ TEST_CASE("the machine runs normally after a failed run", "[machine][errors]") {
   require_error(assemble("matmul ub=0, acc=0, rows=1, switch\nhalt"), small_arch(), 1, "deadlock");
   const auto r = run_all(assemble(kTile + "rw waddr=w, tiles=1\nmatmul ub=0, acc=0, rows=3, switch\nhalt"),
                          small_arch());
-  CHECK(r.fast.cycles == 19);
+  CHECK(r.fast.cycles == 22);
 }

@@ -21,17 +21,17 @@ TEST_CASE("lone matmul - weight stall and weight shift and fill and drain", "[ma
                          small_arch());
   // rw: issued 0, starts 1 (issue takes 1 cycle), requests its tile at 1, done at 2.
   // The tile transfers in [1, 5) and is usable at 5 + 3 = 8; its shift starts at s = 8.
-  // matmul: issued 1, at the matrix unit from 2; with switch it starts at s + 1 = 9;
-  // it waited [2, 8) for the tile (weight stall 6) and [8, 9) for the shift (weight shift 1).
-  // end = 9 + 3 + 4 + 4 - 1 = 19; halt waits for it: 19 cycles.
+  // matmul: issued 1, at the matrix unit from 2; with switch it starts once the tile has
+  // shifted in, one row per cycle: s + N = 12. It waited [2, 8) for the tile (weight stall 6)
+  // and [8, 12) for the shift (weight shift 4). end = 12 + 3 + 4 + 4 - 1 = 22 = halt's end.
   CHECK(r.fast.timeline[0] == InstructionTiming{0, 1, 2});
-  CHECK(r.fast.timeline[1] == InstructionTiming{1, 9, 19});
-  CHECK(r.fast.timeline[2] == InstructionTiming{2, 2, 19});
-  CHECK(r.fast.cycles == 19);
+  CHECK(r.fast.timeline[1] == InstructionTiming{1, 12, 22});
+  CHECK(r.fast.timeline[2] == InstructionTiming{2, 2, 22});
+  CHECK(r.fast.cycles == 22);
   CHECK(r.fast.matrix.array_active == 3);
   CHECK(r.fast.matrix.weight_stall == 6);
-  CHECK(r.fast.matrix.weight_shift == 1);
-  CHECK(r.fast.matrix.non_matrix == 19 - 3 - 6 - 1);
+  CHECK(r.fast.matrix.weight_shift == 4);
+  CHECK(r.fast.matrix.non_matrix == 22 - 3 - 6 - 4);
   CHECK(r.fast.weight_mem_busy == 4);
   CHECK(r.stepped.array_steps > 0);
 }
@@ -43,14 +43,14 @@ TEST_CASE("back-to-back matmuls on one tile stream without a gap", "[machine]") 
     matmul ub=3, acc=3, rows=2
     halt)"),
                          small_arch());
-  // First as above: t0 = 9, end 19. The second enters as the first's last vector has:
-  // t0 = 9 + 3 = 12, end = 12 + 2 + 7 = 21.
-  CHECK(r.fast.timeline[1] == InstructionTiming{1, 9, 19});
-  CHECK(r.fast.timeline[2] == InstructionTiming{2, 12, 21});
-  CHECK(r.fast.cycles == 21);
+  // First as above: t0 = 12, end 22. The second enters as the first's last vector has:
+  // t0 = 12 + 3 = 15, end = 15 + 2 + 7 = 24.
+  CHECK(r.fast.timeline[1] == InstructionTiming{1, 12, 22});
+  CHECK(r.fast.timeline[2] == InstructionTiming{2, 15, 24});
+  CHECK(r.fast.cycles == 24);
   CHECK(r.fast.matrix.array_active == 5);
   CHECK(r.fast.matrix.weight_stall == 6);
-  CHECK(r.fast.matrix.weight_shift == 1);
+  CHECK(r.fast.matrix.weight_shift == 4);
   CHECK(r.fast.macs == 5 * 16);
 }
 
@@ -62,31 +62,32 @@ TEST_CASE("a second tile - shift not hidden behind a short matmul", "[machine]")
     halt)"),
                          small_arch());
   // Tile 0: requested 1, bus [1, 5), usable 8, shift s0 = 8. Tile 1: requested 2, bus [5, 9),
-  // usable 12. Matmul 1: t0 = 9, port free at 11, end 9 + 2 + 7 = 18.
-  // The shadow is free for tile 1 once matmul 1's switch reached every column:
-  // s1 >= 9 + M - 1 = 12, and s1 >= s0 + N = 12, and usable at 12: s1 = 12.
-  // Matmul 2 at the matrix unit from 11: waits [11, 12) for the tile (stall) and [12, 13) for
-  // its shift: t0 = s1 + 1 = 13, end = 13 + 2 + 7 = 22.
+  // usable 12. Matmul 1: t0 = s0 + N = 12, port free at 14, end 12 + 2 + 7 = 21.
+  // The shadow is free for tile 1 once matmul 1's switch has reached every column (shadow row
+  // r is rewritten at the end of cycle s1 + r, after cell (r, M-1) copied it at 12 + r + M - 1):
+  // s1 >= 12 + M - 1 = 15; also s1 >= s0 + N = 12 and usable at 12: s1 = 15.
+  // Matmul 2 at the matrix unit from 14 (tile long landed): weight shift [14, 19), t0 = s1 + N
+  // = 19, end = 19 + 2 + 7 = 28.
   CHECK(r.fast.timeline[0] == InstructionTiming{0, 1, 3});
-  CHECK(r.fast.timeline[1] == InstructionTiming{1, 9, 18});
-  CHECK(r.fast.timeline[2] == InstructionTiming{2, 13, 22});
-  CHECK(r.fast.matrix.weight_stall == 6 + 1);
-  CHECK(r.fast.matrix.weight_shift == 1 + 1);
-  CHECK(r.fast.cycles == 22);
+  CHECK(r.fast.timeline[1] == InstructionTiming{1, 12, 21});
+  CHECK(r.fast.timeline[2] == InstructionTiming{2, 19, 28});
+  CHECK(r.fast.matrix.weight_stall == 6);
+  CHECK(r.fast.matrix.weight_shift == 4 + 5);
+  CHECK(r.fast.cycles == 28);
 }
 
-TEST_CASE("the tile shift hides behind a matmul of at least M vectors", "[machine]") {
+TEST_CASE("the tile shift hides behind a matmul of at least N + M - 1 vectors", "[machine]") {
   const auto r = run_all(assemble(kTwoTiles + R"(
     rw waddr=w, tiles=2
-    matmul ub=0, acc=0, rows=4, switch
-    matmul ub=4, acc=4, rows=4, switch
+    matmul ub=0, acc=0, rows=7, switch
+    matmul ub=7, acc=7, rows=7, switch
     halt)"),
                          small_arch());
-  // Matmul 1: t0 = 9, port free 13. Tile 1 usable 12, shadow free 9 + 3 = 12: s1 = 12, so
-  // matmul 2 may start at 13 = exactly when the port frees: no stall at all.
-  CHECK(r.fast.timeline[2] == InstructionTiming{2, 13, 13 + 4 + 7});
+  // Matmul 1: t0 = 12, port free 19. Tile 1 usable 12, shadow free 12 + 3 = 15: s1 = 15,
+  // shifted in by 19 = exactly when the port frees: matmul 2 starts at 19, no stall at all.
+  CHECK(r.fast.timeline[2] == InstructionTiming{2, 19, 19 + 7 + 7});
   CHECK(r.fast.matrix.weight_stall == 6);
-  CHECK(r.fast.matrix.weight_shift == 1);
+  CHECK(r.fast.matrix.weight_shift == 4);
 }
 
 TEST_CASE("a full weight FIFO holds read_weights until a tile shifts out", "[machine]") {
@@ -99,12 +100,13 @@ TEST_CASE("a full weight FIFO holds read_weights until a tile shifts out", "[mac
     halt)"),
                          arch);
   // Tile 0 holds the only slot from its request (1) until its shift ends (s0 + N = 12).
-  // Tile 1 is requested at 12: bus [12, 16), usable 19; rw ends at 13.
-  // Matmul 2 at the unit from 11: stall [11, 19), shift [19, 20): t0 = 20, end 20 + 2 + 7 = 29.
+  // Tile 1 is requested at 12: bus [12, 16), usable 19; rw ends at 13. Matmul 1 runs from
+  // 12 (port free 14); the shadow frees at 15. Matmul 2 at the unit from 14: stall [14, 19),
+  // shift s1 = 19 .. t0 = 23; end 23 + 2 + 7 = 32.
   CHECK(r.fast.timeline[0] == InstructionTiming{0, 1, 13});
-  CHECK(r.fast.timeline[2] == InstructionTiming{2, 20, 29});
-  CHECK(r.fast.matrix.weight_stall == 6 + 8);
-  CHECK(r.fast.matrix.weight_shift == 1 + 1);
+  CHECK(r.fast.timeline[2] == InstructionTiming{2, 23, 32});
+  CHECK(r.fast.matrix.weight_stall == 6 + 5);
+  CHECK(r.fast.matrix.weight_shift == 4 + 4);
 }
 
 TEST_CASE("DMA and activate and syncs - input stall and RAW stall", "[machine]") {
@@ -120,6 +122,7 @@ TEST_CASE("DMA and activate and syncs - input stall and RAW stall", "[machine]")
     whm    host=y, ub=8, rows=2
     halt)"),
                          small_arch());
+  // (The tile is usable at 8 and shifted in by 12, long before.)
   // rhm: issued 1, starts 2, moves 2 rows x 4 bytes = 8 cycles after 10: ends 20.
   // sync host: issued 2, holds issue until 20. matmul: issued 20, starts 21 (its tile landed
   // long before), ends 21 + 2 + 7 = 30. act: issued 21, waits for the matmul writing its
@@ -151,17 +154,17 @@ TEST_CASE("activation unit durations - activate and per-channel table and vector
     pool   kind=max, src=8, ub=24, in_w=2, out_h=1, out_w=1, window=2, pstride=1
     halt)"),
                          small_arch());
-  // act waits for the matmul (end 19): [19, 19 + 2 + 3 rows) = [19, 24).
-  // perchan adds the table: ceil(7 x 4 / 4) = 7 rows: [24, 24 + 2 + 3 + 7) = [24, 36).
-  // vec add reads two rows per output row: [36, 36 + 2 + 3 x 2) = [36, 44); pass: [44, 49).
-  // pool: 1 output row x window^2 = 4 reads: [49, 49 + 2 + 4) = [49, 55).
-  CHECK(r.fast.timeline[2].start == 19);
-  CHECK(r.fast.timeline[2].end == 24);
-  CHECK(r.fast.timeline[3].end == 36);
-  CHECK(r.fast.timeline[4].end == 44);
-  CHECK(r.fast.timeline[5].end == 49);
-  CHECK(r.fast.timeline[6].end == 55);
-  CHECK(r.fast.cycles == 55);
+  // act waits for the matmul (end 22): [22, 22 + 2 + 3 rows) = [22, 27).
+  // perchan adds the table: ceil(7 x 4 / 4) = 7 rows: [27, 27 + 2 + 3 + 7) = [27, 39).
+  // vec add reads two rows per output row: [39, 39 + 2 + 3 x 2) = [39, 47); pass: [47, 52).
+  // pool: 1 output row x window^2 = 4 reads: [52, 52 + 2 + 4) = [52, 58).
+  CHECK(r.fast.timeline[2].start == 22);
+  CHECK(r.fast.timeline[2].end == 27);
+  CHECK(r.fast.timeline[3].end == 39);
+  CHECK(r.fast.timeline[4].end == 47);
+  CHECK(r.fast.timeline[5].end == 52);
+  CHECK(r.fast.timeline[6].end == 58);
+  CHECK(r.fast.cycles == 58);
 }
 
 TEST_CASE("a full station queue stalls issue", "[machine]") {
@@ -225,13 +228,13 @@ TEST_CASE("matmul.s on tpu-v1 - cycle count worked out by hand", "[machine]") {
   const auto r = run_all(p, sim::Arch{});
   // tile transfer ceil(65536 x 700 / 34000) = 1350, usable 1 + 1350 + 100 = 1451.
   // rhm: 8 rows x 256 bytes: ceil(2048 x 700 / 10740) = 134 cycles + 700: [2, 836).
-  // matmul: issued 836 after `sync units=host`, starts at s + 1 = 1452, ends
-  // 1452 + 8 + 256 + 256 - 1 = 1971. act: [1971, 1971 + 8 + 8) = [1971, 1987).
-  // whm after `sync units=act`: [1988, 1988 + 834) = [1988, 2822).
-  CHECK(r.fast.timeline[3] == InstructionTiming{836, 1452, 1971});
-  CHECK(r.fast.timeline[4] == InstructionTiming{837, 1971, 1987});
-  CHECK(r.fast.timeline[6] == InstructionTiming{1987, 1988, 2822});
-  CHECK(r.fast.cycles == 2822);
+  // matmul: issued 836 after `sync units=host`, starts once the tile has shifted in,
+  // s + 256 = 1707, ends 1707 + 8 + 256 + 256 - 1 = 2226. act: [2226, 2226 + 8 + 8) = [2226, 2242).
+  // whm after `sync units=act`: issued 2242, [2243, 2243 + 834) = [2243, 3077).
+  CHECK(r.fast.timeline[3] == InstructionTiming{836, 1707, 2226});
+  CHECK(r.fast.timeline[4] == InstructionTiming{837, 2226, 2242});
+  CHECK(r.fast.timeline[6] == InstructionTiming{2242, 2243, 3077});
+  CHECK(r.fast.cycles == 3077);
   CHECK(r.fast.matrix.weight_stall == 1451 - 837);
-  CHECK(r.fast.matrix.weight_shift == 1);
+  CHECK(r.fast.matrix.weight_shift == 256);
 }
