@@ -48,11 +48,10 @@ void ActivationUnit::run() {
         const uint64_t i = e.index;
         const isa::Instruction& in = ctx_.inst(i);
         while (hazards_.acc_busy(i)) {
-          ctx_.blocked[int(isa::Unit::activation)] =
-              fmt::format("instruction {} waits for matmuls writing its accumulator rows", i);
-          ctx_.wait_for(ctx_.completed_event);
+          ctx_.block(isa::Unit::activation, "instruction {0} waits for matmuls writing its accumulator rows", i);
+          ctx_.wait_for(ctx_.completed_events[int(isa::Unit::matrix)]);
         }
-        ctx_.blocked[int(isa::Unit::activation)].clear();
+        ctx_.unblock(isa::Unit::activation);
         const uint64_t start = ctx_.now(), end = start + duration(in);
         queue_.pop();
         ctx_.timeline[i].start = start;

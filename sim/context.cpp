@@ -7,13 +7,13 @@ namespace tpusim::sim {
 void Context::wait_until(uint64_t cycle) {
   if (aborted) throw RunAborted{};
   const uint64_t t = now();
-  if (cycle > t) sc_core::wait(sc_core::sc_time::from_value(period.value() * (cycle - t)), abort_event);
+  if (cycle > t) sc_core::wait(sc_core::sc_time::from_value(period.value() * (cycle - t)));
   if (aborted) throw RunAborted{};
 }
 
 void Context::wait_for(const sc_core::sc_event& e) {
   if (aborted) throw RunAborted{};
-  sc_core::wait(e | abort_event);
+  sc_core::wait(e);
   if (aborted) throw RunAborted{};
 }
 
@@ -22,15 +22,19 @@ void Context::fail(uint64_t index, const std::string& message) {
     error = message;
     error_index = index;
     aborted = true;
-    abort_event.notify();
+    wake_all();
   }
   throw RunAborted{};
+}
+
+void Context::wake_all() {
+  for (sc_core::sc_event* e : waitables) e->notify(sc_core::SC_ZERO_TIME);
 }
 
 void Context::complete(isa::Unit unit, uint64_t index, uint64_t end) {
   timeline[index].end = end;
   ++completed[int(unit)];
-  completed_event.notify(sc_core::SC_ZERO_TIME);
+  completed_events[int(unit)].notify(sc_core::SC_ZERO_TIME);
 }
 
 uint64_t Context::lowest_unstarted() const {
@@ -62,7 +66,7 @@ void Context::reset_run() {
   error_index.reset();
   issued.fill(0);
   completed.fill(0);
-  for (auto& b : blocked) b.clear();
+  for (auto& b : blocked) b.what = nullptr;
 }
 
 }  // namespace tpusim::sim

@@ -50,14 +50,25 @@ class Context {
   std::optional<std::string> error;
   std::optional<uint64_t> error_index;
   bool aborted = false;
-  sc_core::sc_event abort_event;
+  // Every event a process waits on; an abort notifies them all so that each process wakes,
+  // sees `aborted` and unwinds (waits stay single-event: no or-lists to allocate).
+  std::vector<sc_core::sc_event*> waitables;
 
   // Per-unit completion: instructions issued to and completed by each station.
   std::array<uint64_t, kUnitCount> issued{}, completed{};
-  sc_core::sc_event completed_event;  // any station completed an instruction
+  std::array<sc_core::sc_event, kUnitCount> completed_events;  // the unit completed one
 
-  // What each unit is blocked on right now (for deadlock messages); empty when not blocked.
-  std::array<std::string, kUnitCount + 1> blocked;
+  // What each unit is blocked on right now, for deadlock messages: a format string taking the
+  // instruction index and one more number; null when not blocked (formatted only on deadlock).
+  struct Blocked {
+    const char* what = nullptr;
+    uint64_t index = 0, extra = 0;
+  };
+  std::array<Blocked, kUnitCount> blocked;
+  void block(isa::Unit unit, const char* what, uint64_t index, uint64_t extra = 0) {
+    blocked[int(unit)] = {what, index, extra};
+  }
+  void unblock(isa::Unit unit) { blocked[int(unit)].what = nullptr; }
 
   const isa::Instruction& inst(uint64_t i) const { return program->code[i]; }
   bool data() const { return state != nullptr; }
@@ -70,6 +81,7 @@ class Context {
   void wait_until(uint64_t cycle);
   void wait_for(const sc_core::sc_event& e);
   [[noreturn]] void fail(uint64_t index, const std::string& message);
+  void wake_all();  // notify every waitable event (abort)
 
   void complete(isa::Unit unit, uint64_t index, uint64_t end);
   bool idle(isa::Unit unit) const { return completed[int(unit)] == issued[int(unit)]; }
@@ -88,15 +100,16 @@ class StationQueue {
     uint64_t index;
     uint64_t available;
   };
-  explicit StationQueue(Context& ctx) : ctx_(ctx) {}
+  explicit StationQueue(Context& ctx) : ctx_(ctx) { ctx.waitables.insert(ctx.waitables.end(), {&pushed_, &popped_}); }
   void reset(uint64_t capacity) {
     entries_.clear();
     capacity_ = capacity;
   }
   bool full() const { return entries_.size() >= capacity_; }
-  void push(Entry e) {
+  // The station is woken when the entry becomes available.
+  void push(Entry e, const sc_core::sc_time& delay) {
     entries_.push_back(e);
-    pushed_.notify(sc_core::SC_ZERO_TIME);
+    pushed_.notify(delay);
   }
   // Waits for an instruction at the head (does not remove it).
   const Entry& front() {

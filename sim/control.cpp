@@ -27,12 +27,9 @@ void ControlUnit::run() {
 
 // Cycle at which every unit in `unit_mask` (bit u = isa::Unit u) is idle, waiting for it.
 uint64_t ControlUnit::wait_idle(uint64_t unit_mask, bool weights_landed) {
-  auto all_idle = [&] {
-    for (int u = 1; u < kUnitCount; ++u)
-      if ((unit_mask >> u & 1) && !ctx_.idle(Unit(u))) return false;
-    return true;
-  };
-  while (!all_idle()) ctx_.wait_for(ctx_.completed_event);
+  // Control issues nothing while it waits, so the units can be waited for one at a time.
+  for (int u = 1; u < kUnitCount; ++u)
+    while ((unit_mask >> u & 1) && !ctx_.idle(Unit(u))) ctx_.wait_for(ctx_.completed_events[u]);
   if (weights_landed) ctx_.wait_until(weight_path_.last_landing());
   return ctx_.now();
 }
@@ -41,18 +38,17 @@ void ControlUnit::issue_to_station(uint64_t index, Unit unit) {
   sc_core::sc_port<Station>* ports[] = {nullptr, &host, &weights, &matrix, &activation};
   StationQueue& q = (*ports[int(unit)])->queue();
   while (q.full()) {
-    ctx_.blocked[0] = fmt::format("issue of instruction {} waits for a free slot in the {} queue", index,
-                                  isa::kUnitNames[int(unit)]);
+    ctx_.block(Unit::control, "issue of instruction {0} waits for a free slot in its station's queue", index);
     ctx_.wait_for(q.popped());
   }
-  ctx_.blocked[0].clear();
+  ctx_.unblock(Unit::control);
   const uint64_t t = ctx_.now();
   ctx_.timeline[index].issue = t;
   ctx_.regs_stride[index] = ctx_.cfg_stride;
   ctx_.regs_row_bytes[index] = ctx_.cfg_row_bytes;
   ++ctx_.issued[int(unit)];
   hazards_.issued(index);
-  q.push({index, t + ctx_.arch.issue_cycles});
+  q.push({index, t + ctx_.arch.issue_cycles}, ctx_.period * double(ctx_.arch.issue_cycles));
   ctx_.wait_until(t + ctx_.arch.issue_cycles);
 }
 
@@ -79,7 +75,7 @@ void ControlUnit::issue_all() {
         break;
       case Opcode::sync: {
         const uint64_t mask = in[Field::units];
-        ctx_.blocked[0] = fmt::format("instruction {} (sync) waits for units {:#x}", i, mask);
+        ctx_.block(Unit::control, "instruction {0} (sync) waits for units {1:#x}", i, mask);
         const uint64_t idle = wait_idle(unit_bits(mask), false);
         if (idle > t) {
           if (mask & 8)  /* act */ ctx_.sync_act.push_back({t, idle});
@@ -90,12 +86,12 @@ void ControlUnit::issue_all() {
       }
       case Opcode::barrier:
       case Opcode::halt:
-        ctx_.blocked[0] = fmt::format("instruction {} ({}) waits for every unit", i, isa::spec(in.opcode).mnemonic);
+        ctx_.block(Unit::control, "instruction {0} (barrier or halt) waits for every unit", i);
         end = std::max(end, wait_idle(~uint64_t{0}, true));
         break;
       default: break;  // nop, tag
     }
-    ctx_.blocked[0].clear();
+    ctx_.unblock(Unit::control);
     ctx_.wait_until(end);
     rec.end = end;
     if (in.opcode == Opcode::halt) {

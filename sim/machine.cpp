@@ -32,6 +32,7 @@ class Machine : public sc_core::sc_module {
     matrix.weights(weights);
     weights.on_shift = [this](const FetchedTile& f, uint64_t s) { matrix.shift_started(f, s); };
     ctx.queues = {&host.queue(), &weights.queue(), &matrix.queue(), &activation.queue()};
+    for (sc_core::sc_event& e : ctx.completed_events) ctx.waitables.push_back(&e);
   }
   void reset() {
     ctx.reset_run();
@@ -78,8 +79,8 @@ uint64_t halt_index(const isa::Program& program) {
 
 std::string deadlock_message(const Context& ctx) {
   std::string why;
-  for (const std::string& b : ctx.blocked)
-    if (!b.empty()) why += (why.empty() ? "" : "; ") + b;
+  for (const Context::Blocked& b : ctx.blocked)
+    if (b.what) why += (why.empty() ? "" : "; ") + fmt::format(fmt::runtime(b.what), b.index, b.extra);
   return fmt::format("deadlock at cycle {}: {}", ctx.now(), why.empty() ? "no unit can make progress" : why);
 }
 
@@ -166,7 +167,7 @@ RunResult simulate(const isa::Program& program, const Arch& arch, const RunOptio
   }
   // Unwind every process back to its idle loop, ready for the next run.
   ctx.aborted = true;
-  ctx.abort_event.notify(sc_core::SC_ZERO_TIME);
+  ctx.wake_all();
   // (Every wait goes through Context, which throws once aborted: no process schedules anything
   // after this, so the kernel starves as soon as all of them wait for the next run.)
   sc_core::sc_start(sc_core::sc_max_time() - sc_core::sc_time_stamp(), sc_core::SC_EXIT_ON_STARVATION);

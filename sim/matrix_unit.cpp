@@ -19,9 +19,12 @@ struct MatrixUnit::Stream {
 
 MatrixUnit::MatrixUnit(sc_core::sc_module_name name, Context& ctx, Hazards& hazards)
     : sc_module(name), weights("weights"), ctx_(ctx), hazards_(hazards), queue_(ctx) {
+  ctx.waitables.push_back(&work_event_);
   SC_HAS_PROCESS(MatrixUnit);
   SC_THREAD(run);
-  SC_THREAD(retire);
+  SC_METHOD(retire);
+  sensitive << retire_event_;
+  dont_initialize();
   SC_THREAD(step);
 }
 
@@ -32,7 +35,7 @@ void MatrixUnit::reset() {
   retiring_.clear();
   streams_.clear();
   shifts_.clear();
-  busy_.clear();
+  busy_until_ = 0;
   const Arch& a = ctx_.arch;
   if (ctx_.engine == Engine::stepped) {
     if (!array_ || array_->rows() != a.array_rows || array_->cols() != a.array_cols)
@@ -55,7 +58,6 @@ void MatrixUnit::account_wait(uint64_t from, uint64_t landed, uint64_t t0) {
 }
 
 void MatrixUnit::run() {
-  const int me = int(isa::Unit::matrix);
   for (;;) {
     sc_core::wait(ctx_.start_event);
     try {
@@ -65,15 +67,16 @@ void MatrixUnit::run() {
         const uint64_t i = e.index;
         const isa::Instruction& in = ctx_.inst(i);
         while (hazards_.acc_busy(i)) {
-          ctx_.blocked[me] = fmt::format("instruction {} waits for activates reading its accumulator rows", i);
-          ctx_.wait_for(ctx_.completed_event);
+          ctx_.block(isa::Unit::matrix, "instruction {0} waits for activates reading its accumulator rows", i);
+          ctx_.wait_for(ctx_.completed_events[int(isa::Unit::activation)]);
         }
         const uint64_t ready = ctx_.now();
         uint64_t t0 = ready, landed = ready;
         if (in[Field::switch_weights]) {
-          ctx_.blocked[me] = fmt::format(
-              "instruction {} (matmul with switch) waits for a weight tile that no read_weights before it fetches",
-              i);
+          ctx_.block(isa::Unit::matrix,
+                     "instruction {0} (matmul with switch) waits for a weight tile that no read_weights before it "
+                     "fetches",
+                     i);
           uint64_t s = 0;
           landed = weights->wait_shadow(s).landed;
           t0 = std::max(ctx_.now(), s + ctx_.arch.array_rows);  // the whole tile shifted in
@@ -81,7 +84,7 @@ void MatrixUnit::run() {
           ctx_.fail(i, describe(i, in) + ": multiplies before any weight tile was made active (the first matmul "
                                          "needs `switch`)");
         }
-        ctx_.blocked[me].clear();
+        ctx_.unblock(isa::Unit::matrix);
         ctx_.wait_until(t0);
         account_wait(ready, landed, t0);
         queue_.pop();
@@ -113,8 +116,6 @@ void MatrixUnit::start_matmul(uint64_t i, uint64_t t0) {
   ctx_.result.macs += B * used;
   ctx_.result.array_macs += B * a.tile_bytes();
   ctx_.matrix_spans.push_back({t0, t0 + B});
-  if (!busy_.empty() && busy_.back().end >= t0) busy_.back().end = end;
-  else busy_.push_back({t0, end});
   ctx_.timeline[i].start = t0;
   const bool unsigned_in = in[Field::unsigned_data] != 0, accumulate = in[Field::accumulate] != 0;
   if (ctx_.engine == Engine::stepped) {
@@ -133,28 +134,27 @@ void MatrixUnit::start_matmul(uint64_t i, uint64_t t0) {
         packed_.multiply(ctx_.state->ub_row(in[Field::ub] + g * in[Field::stride]), a.ub_row_bytes(), unsigned_in,
                          rows, ctx_.state->acc_row(in[Field::acc] + g * rows), a.array_cols, accumulate);
     retiring_.push_back({i, end});
-    retire_event_.notify(sc_core::SC_ZERO_TIME);
+    if (retiring_.size() == 1) retire_event_.notify(ctx_.at(end) - sc_core::sc_time_stamp());
   }
   port_free_ = t0 + B;
-  ctx_.result.unit_busy[int(isa::Unit::matrix)] = 0;
-  for (const Span& s : busy_) ctx_.result.unit_busy[int(isa::Unit::matrix)] += s.end - s.begin;
+  // Busy: the union of [t0, end) over matmuls (their drains overlap the next ones' streaming).
+  ctx_.result.unit_busy[int(isa::Unit::matrix)] += end - std::max(t0, busy_until_);
+  busy_until_ = end;
 }
 
+// A method, not a thread: woken at the front matmul's end (ends come in order).
 void MatrixUnit::retire() {
-  for (;;) {
-    sc_core::wait(ctx_.start_event);
-    try {
-      for (;;) {
-        while (retiring_.empty()) ctx_.wait_for(retire_event_);
-        const auto [i, end] = retiring_.front();
-        ctx_.wait_until(end);
-        retiring_.pop_front();
-        hazards_.completed(i);
-        ctx_.complete(isa::Unit::matrix, i, end);
-      }
-    } catch (const RunAborted&) {
-    }
+  if (ctx_.aborted) {
+    retiring_.clear();
+    return;
   }
+  while (!retiring_.empty() && retiring_.front().second <= ctx_.now()) {
+    const auto [i, end] = retiring_.front();
+    retiring_.pop_front();
+    hazards_.completed(i);
+    ctx_.complete(isa::Unit::matrix, i, end);
+  }
+  if (!retiring_.empty()) retire_event_.notify(ctx_.at(retiring_.front().second) - sc_core::sc_time_stamp());
 }
 
 void MatrixUnit::shift_started(const FetchedTile& tile, uint64_t s) {

@@ -95,7 +95,7 @@ class MatrixUnit : public sc_core::sc_module, public Station {
  private:
   struct Stream;  // a matmul in the array (stepped engine)
   void run();     // takes matmuls from the queue, decides t0
-  void retire();  // fast/timing: completes matmuls at their closed-form end
+  void retire();  // fast/timing (a method): completes matmuls at their closed-form end
   void step();    // stepped: moves every register every cycle while the array has work
   void step_cycle(uint64_t c);
   void start_matmul(uint64_t index, uint64_t t0);
@@ -115,7 +115,7 @@ class MatrixUnit : public sc_core::sc_module, public Station {
   std::deque<std::pair<FetchedTile, uint64_t>> shifts_;
   std::vector<int16_t> left_, shadow_row_;
   std::vector<uint8_t> left_flags_;
-  std::vector<Span> busy_;
+  uint64_t busy_until_ = 0;
 };
 
 // The activation unit: activate (accumulators -> function -> UB), vector and pool.

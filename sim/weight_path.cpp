@@ -10,6 +10,7 @@ namespace tpusim::sim {
 using isa::Field;
 
 WeightPath::WeightPath(sc_core::sc_module_name name, Context& ctx) : sc_module(name), ctx_(ctx), queue_(ctx) {
+  ctx.waitables.insert(ctx.waitables.end(), {&fifo_event_, &slot_event_, &shadow_event_});
   SC_HAS_PROCESS(WeightPath);
   SC_THREAD(fetch);
   SC_THREAD(shift);
@@ -43,10 +44,11 @@ void WeightPath::fetch() {
         uint64_t request = start;
         for (uint64_t t = 0; t < in[Field::tiles]; ++t) {
           while (slots_used_ == a.weight_fifo_tiles) {
-            ctx_.blocked[me] = fmt::format("instruction {} (rw) waits for a free weight FIFO slot for its tile {}", i, t);
+            ctx_.block(isa::Unit::weight_fetch, "instruction {0} (rw) waits for a free weight FIFO slot for its tile {1}",
+                       i, t);
             ctx_.wait_for(slot_event_);
           }
-          ctx_.blocked[me].clear();
+          ctx_.unblock(isa::Unit::weight_fetch);
           request = std::max(ctx_.now(), t ? request + 1 : start);
           ctx_.wait_until(request);
           ++slots_used_;
