@@ -1,4 +1,5 @@
 // machine_bench [--quick] [--json FILE] [--verify] [--save DIR]: the whole machine on MLP programs
+// (machine_bench --programs DIR only writes DIR/mlp0.tpu and DIR/mlp1.tpu, for scripts/demo.sh)
 // scheduled like a TPU compiler would (bench/mlp_program.h).
 //
 //   1. timing engine: simulated cycles per host second on MLP0 and MLP1 (target >= 700e6, i.e.
@@ -64,7 +65,7 @@ constexpr double kCellTarget = 1e9;
 constexpr double kMemoryTarget = 1024.0 * 1024 * 1024;  // bytes
 
 struct Options {
-  bool quick = false, verify = false;
+  bool quick = false, verify = false, programs_only = false;
   std::string json, save_dir;
 };
 
@@ -312,7 +313,7 @@ bool verify(const std::vector<std::pair<std::string, isa::Program>>& programs, c
 }
 
 int usage() {
-  fmt::print(stderr, "usage: machine_bench [--quick] [--json FILE] [--verify] [--save DIR]\n");
+  fmt::print(stderr, "usage: machine_bench [--quick] [--json FILE] [--verify] [--save DIR] | --programs DIR\n");
   return 2;
 }
 
@@ -326,6 +327,7 @@ int sc_main(int argc, char** argv) {
     else if (a == "--verify") opt.verify = true;
     else if (a == "--json" && i + 1 < argc) opt.json = argv[++i];
     else if (a == "--save" && i + 1 < argc) opt.save_dir = argv[++i];
+    else if (a == "--programs" && i + 1 < argc) opt.save_dir = argv[++i], opt.programs_only = true;
     else return usage();
   }
   const int reps = opt.quick ? 3 : 11;
@@ -334,6 +336,11 @@ int sc_main(int argc, char** argv) {
   js["cpu"] = cpu_model();
   js["repetitions"] = reps;
 
+  if (opt.programs_only) {
+    for (const auto& [name, spec] : {std::pair{"mlp0", bench::mlp0_spec()}, std::pair{"mlp1", bench::mlp1_spec()}})
+      isa::save_program(std::filesystem::path(opt.save_dir) / (std::string(name) + ".tpu"), bench::make_mlp_program(spec));
+    return 0;
+  }
   try {
     // (4) first, while this process is small: the children inherit its resident set.
     nlohmann::json jm = nlohmann::json::object();

@@ -13,6 +13,7 @@ source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 BENCHES=(
   gemm_bench     # fast engine's int8 GEMM vs oneDNN, GMAC/s
   stepped_bench  # stepped systolic array, cell updates/s
+  machine_bench  # whole machine: timing engine cycles/s, fast engine vs oneDNN, stepped, memory
 )
 
 quick=()
