@@ -19,7 +19,7 @@ void Context::wait_for(const sc_core::sc_event& e) {
 
 void Context::fail(uint64_t index, const std::string& message) {
   if (!aborted) {
-    error = message;
+    error = describe(index, inst(index)) + ": " + message;
     error_index = index;
     aborted = true;
     wake_all();

@@ -80,6 +80,7 @@ class Context {
   // Waits (inside a thread process) until `cycle`, or for `e`, unwinding on abort.
   void wait_until(uint64_t cycle);
   void wait_for(const sc_core::sc_event& e);
+  // Ends the run with "instruction INDEX (its text): MESSAGE".
   [[noreturn]] void fail(uint64_t index, const std::string& message);
   void wake_all();  // notify every waitable event (abort)
 

@@ -81,8 +81,7 @@ void MatrixUnit::run() {
           landed = weights->wait_shadow(s).landed;
           t0 = std::max(ctx_.now(), s + ctx_.arch.array_rows);  // the whole tile shifted in
         } else if (!has_active_) {
-          ctx_.fail(i, describe(i, in) + ": multiplies before any weight tile was made active (the first matmul "
-                                         "needs `switch`)");
+          ctx_.fail(i, "multiplies before any weight tile was made active (the first matmul needs `switch`)");
         }
         ctx_.unblock(isa::Unit::matrix);
         ctx_.wait_until(t0);

@@ -53,11 +53,11 @@ std::span<const ReportKey> breakdown_keys() { return kBreakdown; }
 
 uint64_t program_batch(const isa::Program& program) {
   const auto it = program.meta.find("batch");
-  if (it != program.meta.end() && it->is_number_unsigned() && it->get<uint64_t>() >= 1) return it->get<uint64_t>();
+  if (it != program.meta.end() && it->is_number_integer() && it->get<int64_t>() >= 1) return it->get<uint64_t>();
   return 1;
 }
 
-nlohmann::json make_report(const ReportInput& in) {
+nlohmann::ordered_json make_report(const ReportInput& in) {
   const RunResult& r = *in.result;
   const Arch& a = *in.arch;
   const double seconds = double(r.cycles) / (a.clock_mhz * 1e6);
@@ -69,7 +69,7 @@ nlohmann::json make_report(const ReportInput& in) {
     cycles[m] += r.timeline[i].end - r.timeline[i].start;
   }
   const MatrixCounters& m = r.matrix;
-  nlohmann::json breakdown = {
+  nlohmann::ordered_json breakdown = {
       {"array_active", frac(double(m.array_active), r.cycles)},
       {"useful_macs", frac(m.useful_mac_cycles, r.cycles)},
       {"unused_macs", frac(double(m.array_active) - m.useful_mac_cycles, r.cycles)},
@@ -79,11 +79,14 @@ nlohmann::json make_report(const ReportInput& in) {
       {"raw_stall", frac(double(m.raw_stall), r.cycles)},
       {"input_stall", frac(double(m.input_stall), r.cycles)},
   };
-  nlohmann::json busy = nlohmann::json::object();
+  nlohmann::ordered_json busy = nlohmann::ordered_json::object();
   for (int u = 0; u < kUnitCount; ++u) busy[std::string(isa::kUnitNames[u])] = frac(double(r.unit_busy[u]), r.cycles);
-  nlohmann::json j = nlohmann::json::object();
+  nlohmann::ordered_json j = nlohmann::ordered_json::object();
   j["workload"] = in.program->model;
-  j["arch"] = arch_to_json(a);
+  const nlohmann::json arch = arch_to_json(a);
+  nlohmann::ordered_json& aj = j["arch"];
+  aj["name"] = arch["name"];
+  for (const ParamInfo& p : arch_params()) aj[std::string(p.name)] = arch[std::string(p.name)];
   j["engine"] = engine_name(in.engine);
   j["cycles"] = r.cycles;
   j["seconds"] = seconds;
@@ -100,13 +103,13 @@ nlohmann::json make_report(const ReportInput& in) {
   j["ub_peak_bytes"] = r.ub_peak_rows * a.ub_row_bytes();
   j["acc_peak_rows"] = r.acc_peak_rows;
   j["output_matches_reference"] =
-      in.output_matches_reference ? nlohmann::json(*in.output_matches_reference) : nlohmann::json(nullptr);
+      in.output_matches_reference ? nlohmann::ordered_json(*in.output_matches_reference) : nlohmann::ordered_json(nullptr);
   j["host_seconds"] = r.host_seconds;
   j["simulated_cycles_per_second"] = r.host_seconds > 0 ? double(r.cycles) / r.host_seconds : 0.0;
   return j;
 }
 
-std::string format_report(const nlohmann::json& j) {
+std::string format_report(const nlohmann::ordered_json& j) {
   const auto& a = j["arch"];
   const auto& b = j["breakdown"];
   const double clock = a["clock_mhz"].get<double>();

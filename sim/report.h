@@ -32,8 +32,9 @@ struct ReportInput {
   std::optional<bool> output_matches_reference;  // empty when not checked (timing engine)
 };
 
-nlohmann::json make_report(const ReportInput& in);
-std::string format_report(const nlohmann::json& report);  // the readable table
+// Keys in the documented order (report_keys()); arch parameters in table order.
+nlohmann::ordered_json make_report(const ReportInput& in);
+std::string format_report(const nlohmann::ordered_json& report);  // the readable table
 std::string report_markdown();                             // docs/report.md
 
 // Inferences in one run of the program: its metadata's "batch" (an integer >= 1), else 1.

@@ -136,7 +136,7 @@ int cmd_run(const RunArgs& r) {
   sim::ReportInput in{&p, &arch, opt.engine, &result, std::nullopt};
   std::string why;
   if (result.state && !r.no_check) in.output_matches_reference = sim::same_memories(*result.state, sim::run_reference(p, arch), &why);
-  const nlohmann::json report = sim::make_report(in);
+  const nlohmann::ordered_json report = sim::make_report(in);
   if (!r.report.empty()) {
     write_text(r.report, report.dump(2) + "\n");
     fmt::print(stderr, "{}: {} cycles on {} ({} engine) -> {}\n", r.program, result.cycles, arch.name, r.engine,

@@ -2,12 +2,19 @@
 // value worked out by hand in the comments.
 #include "sim/state.h"
 
+#include <algorithm>
 #include <catch2/catch.hpp>
+#include <chrono>
 #include <climits>
+#include <cmath>
+#include <cstdio>
 #include <initializer_list>
+#include <random>
 #include <string>
 #include <utility>
 #include <vector>
+
+#include "isa/assembler.h"
 
 namespace tpusim::sim {
 namespace {
@@ -371,6 +378,252 @@ TEST_CASE("vec: pass does not read src_b; overlapping rows are read before writt
               0);
   CHECK(row_s8(s, 1) == std::vector<int>{1, 2, 3, 4});
   CHECK(row_s8(s, 2) == std::vector<int>{5, 6, 7, 8});  // not row 0 again
+}
+
+// ---- act and vec against the plainest reading of docs/isa.md, on random instructions ---------
+
+// round_half_away(p / 2^s) for |p| < 2^62 and s <= 63: the quotient, plus one when the remainder
+// is at least half the divisor.
+int64_t plain_round(int64_t p, unsigned s) {
+  const uint64_t mag = p < 0 ? static_cast<uint64_t>(-p) : static_cast<uint64_t>(p);
+  const uint64_t d = uint64_t{1} << s;
+  uint64_t q = mag / d;
+  if (2 * (mag % d) >= d) ++q;
+  return p < 0 ? -static_cast<int64_t>(q) : static_cast<int64_t>(q);
+}
+
+// The function of docs/isa.md's table, then saturation to int8 (uint8 when out_unsigned).
+int plain_func(Func f, int64_t y, int64_t clip, bool out_unsigned) {
+  switch (f) {
+    case Func::identity: break;
+    case Func::relu: y = y < 0 ? 0 : y; break;
+    case Func::relux: y = y < 0 ? 0 : y > clip ? clip : y; break;
+    case Func::sigmoid: y = std::lround(127.0 / (1.0 + std::exp(-static_cast<double>(y) / 16.0))); break;
+    case Func::tanh: y = std::lround(127.0 * std::tanh(static_cast<double>(y) / 16.0)); break;
+  }
+  const int64_t lo = out_unsigned ? 0 : -128, hi = out_unsigned ? 255 : 127;
+  return static_cast<int>(y < lo ? lo : y > hi ? hi : y);
+}
+
+// The UB after `act` on state `s`: each output row's first array_cols bytes computed one element
+// at a time, the rest of the row zero; the per-column table read from `s` (before any write).
+std::vector<uint8_t> plain_activate(const MachineState& s, const isa::Instruction& inst) {
+  const uint64_t m = s.arch.array_cols, w = s.arch.ub_row_bytes();
+  std::vector<uint8_t> ub = s.ub;
+  const uint8_t* t = s.ub_row(inst[Field::qtable]);
+  for (uint64_t r = 0; r < inst[Field::rows]; ++r)
+    for (uint64_t c = 0; c < w; ++c) {
+      int64_t bias = 0, mult = static_cast<int64_t>(inst[Field::mult]);
+      unsigned shift = static_cast<unsigned>(inst[Field::shift]);
+      if (inst[Field::per_channel] && c < m) {
+        bias = static_cast<int32_t>(t[4 * c] | t[4 * c + 1] << 8 | t[4 * c + 2] << 16 |
+                                    static_cast<uint32_t>(t[4 * c + 3]) << 24);
+        mult = t[4 * m + 2 * c] | t[4 * m + 2 * c + 1] << 8;
+        shift = t[6 * m + c];
+      }
+      int v = 0;
+      if (c < m) {
+        const int64_t x = s.acc_row(inst[Field::acc] + r)[c];
+        v = plain_func(static_cast<Func>(inst[Field::func]), plain_round((x + bias) * mult, shift),
+                       static_cast<int64_t>(inst[Field::clip]), inst[Field::unsigned_data] != 0);
+      }
+      ub[(inst[Field::ub] + r) * w + c] = static_cast<uint8_t>(v);
+    }
+  return ub;
+}
+
+// The UB after `vec` on state `s`: every operand read from `s`, so overlaps need no care.
+std::vector<uint8_t> plain_vector(const MachineState& s, const isa::Instruction& inst) {
+  const uint64_t w = s.arch.ub_row_bytes();
+  std::vector<uint8_t> ub = s.ub;
+  for (uint64_t i = 0; i < inst[Field::rows] * w; ++i) {
+    const int64_t a = static_cast<int8_t>(s.ub[inst[Field::src] * w + i]);
+    const int64_t b = static_cast<int8_t>(s.ub[inst[Field::src_b] * w + i]);
+    int64_t v = a;
+    switch (static_cast<isa::VecOp>(inst[Field::op])) {
+      case isa::VecOp::add: v = a + b; break;
+      case isa::VecOp::sub: v = a - b; break;
+      case isa::VecOp::mul: v = a * b; break;
+      case isa::VecOp::max: v = a > b ? a : b; break;
+      case isa::VecOp::min: v = a < b ? a : b; break;
+      case isa::VecOp::pass: v = a; break;
+    }
+    const int64_t y =
+        plain_round(v * static_cast<int64_t>(inst[Field::mult]), static_cast<unsigned>(inst[Field::shift]));
+    ub[inst[Field::ub] * w + i] =
+        static_cast<uint8_t>(plain_func(static_cast<Func>(inst[Field::func]), y, 127, false));
+  }
+  return ub;
+}
+
+// Random operands weighted towards the extremes and the rounding ties.
+struct Picker {
+  std::mt19937_64 rng{20240611};
+  uint64_t below(uint64_t n) { return rng() % n; }
+  int64_t between(int64_t lo, int64_t hi) {
+    return lo + static_cast<int64_t>(below(static_cast<uint64_t>(hi - lo + 1)));
+  }
+  template <typename T>
+  T one_of(std::initializer_list<T> values) {
+    return values.begin()[below(values.size())];
+  }
+  uint64_t mult() {
+    return below(3) ? one_of<uint64_t>({0, 1, 2, 3, 255, 256, 32767, 32768, 65534, 65535}) : below(65536);
+  }
+  uint64_t shift() {
+    return below(3) ? one_of<uint64_t>({0, 1, 2, 4, 7, 8, 12, 15, 16, 24, 31, 32, 40, 46, 47, 48, 49, 62, 63})
+                    : below(64);
+  }
+  int32_t int32() {
+    switch (below(9)) {
+      case 0: return INT32_MIN;
+      case 1: return INT32_MAX;
+      case 2: return static_cast<int32_t>(between(-300, 300));
+      case 3: return static_cast<int32_t>(between(-5000, 5000));
+      case 4: return static_cast<int32_t>(between(-1, 1));
+      case 5: {  // an odd multiple of 2^(k-1): a tie when divided by 2^k
+        const unsigned k = static_cast<unsigned>(between(1, 20));
+        return static_cast<int32_t>((2 * between(-1000, 1000) + 1) * (int64_t{1} << (k - 1)));
+      }
+      case 6: return static_cast<int32_t>(static_cast<int64_t>(rng()) >> between(32, 63));
+      case 7:
+        return one_of<int32_t>({INT32_MIN + 1, INT32_MAX - 1, 1 << 30, -(1 << 30), 2047, 2048, -2048, -2049});
+      default: return static_cast<int32_t>(rng());
+    }
+  }
+  uint8_t byte() {
+    return below(3) ? one_of<uint8_t>({0, 1, 127, 128, 129, 255, 16, 240}) : static_cast<uint8_t>(rng());
+  }
+};
+
+std::vector<Arch> random_test_arches() {  // tpu-v1's shape, and narrow ones with odd sizes and tails
+  std::vector<Arch> arches = {tiny(256, 256), tiny(8, 5), tiny(16, 37), tiny(37, 16), tiny(3, 67)};
+  for (Arch& a : arches) a.acc_entries = 64;
+  return arches;
+}
+
+// A random act on `s`, with its accumulators, UB and (with perchan) table filled at random.
+isa::Instruction random_activate(Picker& pick, MachineState& s) {
+  const uint64_t m = s.arch.array_cols, rows = pick.between(1, 12);
+  const uint64_t table_rows = (7 * m + s.arch.ub_row_bytes() - 1) / s.arch.ub_row_bytes();
+  const isa::Instruction inst =
+      make(Opcode::activate,
+           {{Field::func, pick.below(5)},
+            {Field::per_channel, pick.below(3) == 0},
+            {Field::unsigned_data, pick.below(2)},
+            {Field::acc, pick.below(64 - rows + 1)},
+            {Field::ub, pick.below(64 - rows + 1)},
+            {Field::rows, rows},
+            {Field::mult, pick.mult()},
+            {Field::shift, pick.shift()},
+            {Field::clip, pick.below(2) ? pick.below(256) : pick.one_of<uint64_t>({0, 1, 6, 127, 128, 255})},
+            {Field::qtable, pick.below(64 - table_rows + 1)}});
+  for (int32_t& x : s.acc) x = pick.int32();
+  for (uint8_t& b : s.ub) b = pick.byte();
+  if (inst[Field::per_channel]) {
+    uint8_t* t = s.ub_row(inst[Field::qtable]);
+    for (uint64_t c = 0; c < m; ++c) {
+      const auto bias = static_cast<uint32_t>(pick.int32());
+      const auto mult = pick.mult(), shift = pick.shift();
+      for (int b = 0; b < 4; ++b) t[4 * c + b] = static_cast<uint8_t>(bias >> (8 * b));
+      t[4 * m + 2 * c] = static_cast<uint8_t>(mult);
+      t[4 * m + 2 * c + 1] = static_cast<uint8_t>(mult >> 8);
+      t[6 * m + c] = static_cast<uint8_t>(shift);
+    }
+  }
+  return inst;
+}
+
+TEST_CASE("act equals the plain definition on random instructions and extreme values", "[state]") {
+  Picker pick;
+  for (const Arch& arch : random_test_arches()) {
+    MachineState s = make_state({}, arch);
+    for (int n = 0; n < 1500; ++n) {
+      const isa::Instruction inst = random_activate(pick, s);
+      const std::vector<uint8_t> want = plain_activate(s, inst);
+      exec_activate(s, inst, 0);
+      INFO("arch " << arch.array_rows << "x" << arch.array_cols << ", " << describe(0, inst));
+      REQUIRE(s.ub == want);
+    }
+  }
+}
+
+TEST_CASE("vec equals the plain definition on random instructions, overlapping rows included", "[state]") {
+  Picker pick;
+  for (const Arch& arch : random_test_arches()) {
+    MachineState s = make_state({}, arch);
+    for (int n = 0; n < 1500; ++n) {
+      const uint64_t rows = pick.between(1, 10);
+      const isa::Instruction inst = make(Opcode::vector, {{Field::op, pick.below(6)},
+                                                          {Field::func, pick.below(5)},
+                                                          {Field::src, pick.below(20)},
+                                                          {Field::src_b, pick.below(20)},
+                                                          {Field::ub, pick.below(20)},
+                                                          {Field::rows, rows},
+                                                          {Field::mult, pick.mult()},
+                                                          {Field::shift, pick.shift()}});
+      for (uint8_t& b : s.ub) b = pick.byte();
+      const std::vector<uint8_t> want = plain_vector(s, inst);
+      exec_vector(s, inst, 0);
+      INFO("arch " << arch.array_rows << "x" << arch.array_cols << ", " << describe(0, inst));
+      REQUIRE(s.ub == want);
+    }
+  }
+}
+
+// Not run by default: `sim_tests "[.bench]"` prints the median ns per element of act and vec
+// over 2048 x 256 elements on tpu-v1.
+TEST_CASE("act and vec throughput", "[.bench]") {
+  const isa::Program p = isa::assemble(
+      ".model \"bench\"\n.weights w, 0, 65536, init=random(1)\nact acc=0, ub=0, rows=2048, func=relu, "
+      "shift=12\nhalt\n",
+      "bench.s");
+  MachineState s = make_state(p, arch_preset("tpu-v1"));
+  std::mt19937_64 rng(1);
+  for (int32_t& x : s.acc) x = static_cast<int32_t>(rng());
+  for (uint8_t& b : s.ub) b = static_cast<uint8_t>(rng());
+  auto median_ns = [&](const isa::Instruction& inst, double elements) {
+    std::vector<double> ns;
+    for (int i = 0; i < 20; ++i) {
+      const auto t0 = std::chrono::steady_clock::now();
+      (inst.opcode == Opcode::activate ? exec_activate : exec_vector)(s, inst, 0);
+      ns.push_back(std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - t0).count());
+    }
+    std::nth_element(ns.begin(), ns.begin() + 10, ns.end());
+    return ns[10] / elements;
+  };
+  const double act_elements = 2048.0 * 256;
+  isa::Instruction act = p.code.at(0);
+  for (const auto& [name, func] : {std::pair{"identity", Func::identity},
+                                   {"relu", Func::relu},
+                                   {"relux", Func::relux},
+                                   {"sigmoid", Func::sigmoid},
+                                   {"tanh", Func::tanh}}) {
+    act[Field::func] = static_cast<uint64_t>(func);
+    std::printf("act %-8s           %6.3f ns/element\n", name, median_ns(act, act_elements));
+  }
+  act[Field::func] = static_cast<uint64_t>(Func::relu);
+  act[Field::unsigned_data] = 1;
+  std::printf("act relu unsigned      %6.3f ns/element\n", median_ns(act, act_elements));
+  act[Field::unsigned_data] = 0;
+  act[Field::per_channel] = 1;
+  act[Field::qtable] = 4096;  // bias, mult, shift from the random bytes, shift reduced below 64
+  for (uint64_t c = 0; c < 256; ++c) s.ub_row(4096)[6 * 256 + c] %= 64;
+  act[Field::ub] = 8192;
+  std::printf("act relu perchan       %6.3f ns/element\n", median_ns(act, act_elements));
+  const isa::Instruction add = make(Opcode::vector, {{Field::op, 0},
+                                                     {Field::func, 1},
+                                                     {Field::src, 0},
+                                                     {Field::src_b, 2048},
+                                                     {Field::ub, 8192},
+                                                     {Field::rows, 2048},
+                                                     {Field::mult, 3},
+                                                     {Field::shift, 2}});
+  std::printf("vec add relu           %6.3f ns/element\n", median_ns(add, act_elements));
+  isa::Instruction mul = add;
+  mul[Field::op] = static_cast<uint64_t>(isa::VecOp::mul);
+  mul[Field::func] = static_cast<uint64_t>(Func::tanh);
+  std::printf("vec mul tanh           %6.3f ns/element\n", median_ns(mul, act_elements));
 }
 
 isa::Instruction pool(isa::PoolKind kind, uint64_t src, uint64_t ub, uint64_t in_w, uint64_t out_h,
