@@ -2,7 +2,8 @@
 # scripts/fuzz.sh [--seconds N] [--fresh] [TARGET...]
 # Builds the libFuzzer targets (tests/fuzz) with clang, ASan and UBSan into build-fuzz/, makes the
 # seed corpora and the assembler dictionary from workloads/asm/*.s and tests/fuzz/*.s, runs each target
-# (fuzz_decode, fuzz_program, fuzz_assemble; default all) for N seconds (default 20). Fails when a
+# (fuzz_decode, fuzz_program, fuzz_assemble, fuzz_arch, fuzz_simulate; default all) for N seconds
+# (default 20). Fails when a
 # target reports a finding: the offending input is saved under build-fuzz/fuzz/artifacts/.
 # The corpus each target grows is kept in build-fuzz/fuzz/corpus/ for the next run (--fresh
 # starts over). Reproduce a finding: build-fuzz/tests/fuzz/TARGET ARTIFACT_FILE
@@ -17,12 +18,12 @@ while (($#)); do
     --seconds) seconds=${2:?--seconds needs a value}; shift 2 ;;
     --fresh) fresh=1; shift ;;
     -h | --help) sed -n '2,9p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
-    fuzz_decode | fuzz_program | fuzz_assemble) targets+=("$1"); shift ;;
+    fuzz_decode | fuzz_program | fuzz_assemble | fuzz_arch | fuzz_simulate) targets+=("$1"); shift ;;
     *) echo "fuzz.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
   esac
 done
 [[ $seconds =~ ^[0-9]+$ ]] || { echo "fuzz.sh: --seconds needs a whole number" >&2; exit 2; }
-((${#targets[@]})) || targets=(fuzz_decode fuzz_program fuzz_assemble)
+((${#targets[@]})) || targets=(fuzz_decode fuzz_program fuzz_assemble fuzz_arch fuzz_simulate)
 
 BUILD=build-fuzz
 WORK="$ROOT/$BUILD/fuzz"
@@ -53,6 +54,8 @@ for t in "${targets[@]}"; do
     assemble) opts+=(-dict="$WORK/seeds/assemble.dict") ;;
     program) opts+=(-max_len=65536) ;;
     decode) opts+=(-max_len=256) ;;
+    arch) opts+=(-max_len=4096) ;;
+    simulate) opts+=(-max_len=1026) ;;  # two machine bytes and up to 64 instructions
   esac
   log="$WORK/logs/$name.log"
   rc=0

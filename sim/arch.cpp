@@ -335,8 +335,9 @@ void apply_set(Arch& arch, std::string_view assignment) {
   set_param(arch, trim(assignment.substr(0, eq)), assignment.substr(eq + 1), "--set");
 }
 
-Arch load_arch_file(const std::filesystem::path& path) {
-  const std::string file = path.string(), text = read_text(path);
+Arch load_arch_file(const std::filesystem::path& path) { return parse_arch(read_text(path), path.string()); }
+
+Arch parse_arch(const std::string& text, const std::string& file) {
   std::string err;
   const json doc = isa::parse_json_bounded(text, /*max_depth=*/32, err);
   if (!err.empty()) throw InputError(json_error(file, text, err));

@@ -96,6 +96,8 @@ void apply_set(Arch& arch, std::string_view assignment);
 // (every key optional; "base" names a preset to start from, default tpu-v1). Unknown keys,
 // wrong types and bad values are InputErrors naming the file, line and key. Validates.
 Arch load_arch_file(const std::filesystem::path& path);
+// The same from the file's text; `file` names it in messages.
+Arch parse_arch(const std::string& text, const std::string& file);
 
 // Throws InputError when the parameters cannot describe a machine: zero sizes, ub_bytes not a
 // multiple of the UB row width, memories larger than the ISA's address fields can reach, ...

@@ -2,6 +2,8 @@
 // derived at run time from the ISA table and the given assembly sources (scripts/fuzz.sh passes
 // workloads/asm/*.s), so no binary seeds are committed and nothing repeats the table by hand:
 //   OUT_DIR/decode/    one instruction word per opcode, and each program's code section
+//   OUT_DIR/simulate/  each program's code section behind fuzz_simulate's two machine bytes
+//   OUT_DIR/arch/      two --arch files
 //   OUT_DIR/program/   each source assembled (.tpu, when at most 64 KiB), a copy with the weight
 //                      image and input data cut down, and a program with every opcode once
 //   OUT_DIR/assemble/  each source, its disassembly, and one line per opcode
@@ -65,7 +67,12 @@ int main(int argc, char** argv) {
   }
   try {
     const fs::path out = argv[1];
-    for (const char* sub : {"decode", "program", "assemble"}) fs::create_directories(out / sub);
+    for (const char* sub : {"decode", "program", "assemble", "simulate", "arch"}) fs::create_directories(out / sub);
+    // fuzz_arch: the preset and a small machine, as --arch files.
+    write(out / "arch" / "tpu-v1.json", std::string(R"({"name": "tpu-v1", "base": "tpu-v1"})"));
+    write(out / "arch" / "small.json",
+          std::string(R"({"name": "small", "array_rows": 16, "array_cols": 8, "ub_bytes": "64KiB", )"
+                      R"("acc_entries": 256, "weight_mem_gbps": 12.5, "host_latency_cycles": 0})"));
 
     // One of every opcode.
     isa::Program ops;
@@ -103,6 +110,10 @@ int main(int argc, char** argv) {
         code.insert(code.end(), w.begin(), w.end());
       }
       write(out / "decode" / (stem + ".code.bin"), code);
+      // fuzz_simulate: a shape byte, a depths byte, then the code (on its small machine).
+      std::vector<uint8_t> sim_seed = {0x10, 0x05};
+      sim_seed.insert(sim_seed.end(), code.begin(), code.end());
+      write(out / "simulate" / (stem + ".bin"), sim_seed);
       write(out / "assemble" / (stem + ".listing.s"), isa::disassemble(p));
       // A small variant, so that mutations land in the code and manifest rather than the data.
       if (p.weights.size() > 256) p.weights.resize(256);
