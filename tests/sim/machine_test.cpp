@@ -238,3 +238,22 @@ TEST_CASE("matmul.s on tpu-v1 - cycle count worked out by hand", "[machine]") {
   CHECK(r.fast.matrix.weight_stall == 1451 - 837);
   CHECK(r.fast.matrix.weight_shift == 256);
 }
+
+TEST_CASE("barrier waits for every unit and for fetched tiles to land", "[machine]") {
+  const auto r = run_all(assemble(kTile + R"(
+    rw      waddr=w, tiles=1
+    nop
+    tag     tag=7
+    setcfg  reg=host_stride, value=8
+    barrier
+    halt)"),
+                         small_arch());
+  // rw [1, 2) requests its tile at 1: on the bus [1, 5), usable at 8. nop, tag and setcfg take
+  // one issue cycle each (1, 2, 3). The barrier, issued at 4, holds issue until the tile has
+  // landed: 8. halt issues at 8 and ends at 9 (nothing left to wait for).
+  CHECK(r.fast.timeline[1] == InstructionTiming{1, 1, 2});
+  CHECK(r.fast.timeline[3] == InstructionTiming{3, 3, 4});
+  CHECK(r.fast.timeline[4] == InstructionTiming{4, 4, 8});
+  CHECK(r.fast.timeline[5] == InstructionTiming{8, 8, 9});
+  CHECK(r.fast.cycles == 9);
+}
