@@ -154,6 +154,15 @@ TEST_CASE("sigmoid and tanh: pinned values of 127 * f(y / 16)", "[state]") {
   CHECK(apply_func(Func::tanh, -(int64_t{1} << 40), 127, false) == -127);
 }
 
+TEST_CASE("sigmoid and tanh are flat outside [-128, 127] (the loops clamp y to int8 first)", "[state]") {
+  for (const Func f : {Func::sigmoid, Func::tanh})
+    for (const bool out_unsigned : {false, true}) {
+      const int low = apply_func(f, -128, 127, out_unsigned), high = apply_func(f, 127, 127, out_unsigned);
+      for (int64_t y = -5000; y <= -128; ++y) REQUIRE(apply_func(f, y, 127, out_unsigned) == low);
+      for (int64_t y = 127; y <= 5000; ++y) REQUIRE(apply_func(f, y, 127, out_unsigned) == high);
+    }
+}
+
 TEST_CASE("setcfg writes the host DMA registers", "[state]") {
   MachineState s = make_state(host_program(), tiny());
   exec_set_config(s, make(Opcode::set_config, {{Field::reg, 0}, {Field::value, 5}}), 0);
@@ -624,6 +633,10 @@ TEST_CASE("act and vec throughput", "[.bench]") {
   mul[Field::op] = static_cast<uint64_t>(isa::VecOp::mul);
   mul[Field::func] = static_cast<uint64_t>(Func::tanh);
   std::printf("vec mul tanh           %6.3f ns/element\n", median_ns(mul, act_elements));
+  isa::Instruction pass = add;
+  pass[Field::op] = static_cast<uint64_t>(isa::VecOp::pass);
+  pass[Field::src] = 8192;
+  std::printf("vec pass relu in place %6.3f ns/element\n", median_ns(pass, act_elements));
 }
 
 isa::Instruction pool(isa::PoolKind kind, uint64_t src, uint64_t ub, uint64_t in_w, uint64_t out_h,
