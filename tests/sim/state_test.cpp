@@ -683,6 +683,51 @@ TEST_CASE("pool: 3 x 3 window over two interleaved images", "[state]") {
   CHECK(row_s8(s, 31) == std::vector<int>{5, 0, 0, 0});
 }
 
+// The UB after `pool` on state `s`, every input read from `s`.
+std::vector<uint8_t> plain_pool(const MachineState& s, const isa::Instruction& inst) {
+  const uint64_t w = s.arch.ub_row_bytes(), win = inst[Field::window], ps = inst[Field::pool_stride];
+  const uint64_t in_w = inst[Field::in_w], batch = inst[Field::batch];
+  std::vector<uint8_t> ub = s.ub;
+  for (uint64_t oy = 0; oy < inst[Field::out_h]; ++oy)
+    for (uint64_t ox = 0; ox < inst[Field::out_w]; ++ox)
+      for (uint64_t n = 0; n < batch; ++n)
+        for (uint64_t i = 0; i < w; ++i) {
+          int64_t sum = 0, max = -128;
+          for (uint64_t dy = 0; dy < win; ++dy)
+            for (uint64_t dx = 0; dx < win; ++dx) {
+              const uint64_t row = inst[Field::src] + ((oy * ps + dy) * in_w + ox * ps + dx) * batch + n;
+              const int64_t x = static_cast<int8_t>(s.ub[row * w + i]);
+              sum += x;
+              max = x > max ? x : max;
+            }
+          const auto d = static_cast<int64_t>(win * win);
+          const int64_t avg = sum < 0 ? -((-2 * sum + d) / (2 * d)) : (2 * sum + d) / (2 * d);
+          const uint64_t out = inst[Field::ub] + (oy * inst[Field::out_w] + ox) * batch + n;
+          ub[out * w + i] = static_cast<uint8_t>(inst[Field::kind] ? avg : max);
+        }
+  return ub;
+}
+
+TEST_CASE("pool equals the plain definition on random shapes, overlapping rows included", "[state]") {
+  Picker pick;
+  for (Arch arch : random_test_arches()) {
+    arch.ub_bytes = 128 * arch.ub_row_bytes();  // inputs of up to 78 rows, from rows 0..39
+    MachineState s = make_state({}, arch);
+    for (int k = 0; k < 300; ++k) {
+      const uint64_t win = pick.between(1, 3), ps = pick.between(1, 2), out_w = pick.between(1, 3);
+      const uint64_t out_h = pick.between(1, 2), batch = pick.between(1, 2);
+      const uint64_t in_w = (out_w - 1) * ps + win + pick.below(2);
+      const isa::Instruction inst = pool(static_cast<isa::PoolKind>(pick.below(2)), pick.below(40),
+                                         pick.below(40), in_w, out_h, out_w, batch, win, ps);
+      for (uint8_t& b : s.ub) b = pick.byte();
+      const std::vector<uint8_t> want = plain_pool(s, inst);
+      exec_pool(s, inst, 0);
+      INFO("arch " << arch.array_rows << "x" << arch.array_cols << ", " << describe(0, inst));
+      REQUIRE(s.ub == want);
+    }
+  }
+}
+
 TEST_CASE("pool refuses windows past the map width and rows outside the UB", "[state]") {
   MachineState s = make_state({}, tiny());
   REQUIRE_THROWS_WITH(
