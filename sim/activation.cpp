@@ -1,0 +1,337 @@
+// The activation unit's arithmetic (activation_math.h), and round_half_away_shift and apply_func
+// (state.h), which state it one element at a time.
+//
+// act and vec hoist everything that depends only on the instruction out of the element loops,
+// which are branch-free so that they vectorise; they are compiled for x86-64-v4 (AVX-512),
+// x86-64-v3 (AVX2) and baseline x86-64, chosen when the program loads. Integer arithmetic
+// throughout, so every version gives the same bytes as the scalar functions.
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <cstring>
+#include <vector>
+
+#include "sim/activation_math.h"
+#include "sim/state.h"
+
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
+
+namespace tpusim::sim {
+
+// Defining TPUSIM_ACT_PORTABLE compiles the loops for the compiler's target only (to test that
+// code).
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && !defined(TPUSIM_ACT_PORTABLE)
+#define TPUSIM_ACT_X86 1
+#define TPUSIM_ACT_CLONES __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
+#else
+#define TPUSIM_ACT_CLONES
+#endif
+#define TPUSIM_ACT_INLINE [[gnu::always_inline]] inline
+
+namespace {
+
+using u128 = unsigned __int128;
+
+// 127 * f(y / 16) rounded half away from zero, for y in [-2048, 2047] (beyond that both curves
+// are flat at int8 precision: 127 * tanh(128) and 127 / (1 + e^-128) round to 127). Tabulated
+// once so every engine and every call gives identical bytes.
+struct Curves {
+  std::array<int16_t, 4096> sigmoid, tanh;
+  Curves() {
+    for (int y = -2048; y < 2048; ++y) {
+      sigmoid[y + 2048] = static_cast<int16_t>(std::lround(127.0 / (1.0 + std::exp(-y / 16.0))));
+      tanh[y + 2048] = static_cast<int16_t>(std::lround(127.0 * std::tanh(y / 16.0)));
+    }
+  }
+};
+
+const Curves& curves() {
+  static const Curves c;
+  return c;
+}
+
+int64_t curve(const std::array<int16_t, 4096>& table, int64_t y) {
+  return table[static_cast<size_t>(std::clamp<int64_t>(y, -2048, 2047) + 2048)];
+}
+
+// Both curves are flat (at 0 or -127, and at 127) from well inside [-128, 127] (sigmoid from
+// |y| = 89, tanh from |y| = 50; a test checks), so the loops clamp y to int8 and then
+// translate each byte through a 256-entry table: [b] = apply_func(f, int8_t(b), 127, unsigned).
+using ByteTable = std::array<uint8_t, 256>;
+const ByteTable& curve_bytes(isa::Func f, bool out_unsigned) {
+  static const std::array<ByteTable, 4> tables = [] {  // sigmoid, tanh; each int8 then uint8
+    std::array<ByteTable, 4> t;
+    for (size_t k = 0; k < t.size(); ++k)
+      for (int b = 0; b < 256; ++b)
+        t[k][static_cast<size_t>(b)] = static_cast<uint8_t>(apply_func(
+            k < 2 ? isa::Func::sigmoid : isa::Func::tanh, static_cast<int8_t>(b), 127, k % 2 != 0));
+    return t;
+  }();
+  return tables[2 * (f == isa::Func::tanh) + out_unsigned];
+}
+
+// p[i] = table[p[i]] for i < n.
+void translate_portable(uint8_t* p, uint64_t n, const uint8_t* table) {
+  for (uint64_t i = 0; i < n; ++i) p[i] = table[p[i]];
+}
+
+#ifdef TPUSIM_ACT_X86
+// translate_portable, 64 bytes at a time: two 128-entry permutes, chosen by each byte's bit 7.
+__attribute__((target("avx512f,avx512bw,avx512vbmi"))) void translate_vbmi(uint8_t* p, uint64_t n,
+                                                                           const uint8_t* table) {
+  const __m512i t0 = _mm512_loadu_si512(table), t1 = _mm512_loadu_si512(table + 64);
+  const __m512i t2 = _mm512_loadu_si512(table + 128), t3 = _mm512_loadu_si512(table + 192);
+  for (uint64_t i = 0; i < n; i += 64) {
+    const __mmask64 live = n - i >= 64 ? ~__mmask64{0} : (__mmask64{1} << (n - i)) - 1;
+    const __m512i b = _mm512_maskz_loadu_epi8(live, p + i);
+    const __m512i low = _mm512_permutex2var_epi8(t0, b, t1), high = _mm512_permutex2var_epi8(t2, b, t3);
+    _mm512_mask_storeu_epi8(p + i, live, _mm512_mask_blend_epi8(_mm512_movepi8_mask(b), low, high));
+  }
+}
+#endif
+
+void translate(uint8_t* p, uint64_t n, const uint8_t* table) {
+#ifdef TPUSIM_ACT_X86
+  static const bool vbmi = [] {
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("avx512vbmi") && __builtin_cpu_supports("avx512bw");
+  }();
+  if (vbmi) return translate_vbmi(p, n, table);
+#endif
+  translate_portable(p, n, table);
+}
+
+// What follows requantization: y is clamped to [lo, hi] and stored as a byte, which `table`
+// then translates (sigmoid, tanh: [lo, hi] is int8's range) or not (identity, relu, relux:
+// the clamp is the function and the saturation).
+struct Output {
+  int64_t lo, hi;
+  const uint8_t* table;  // nullptr for identity, relu, relux
+};
+
+// apply_func(f, y, clip, out_unsigned) as an Output.
+Output output_of(isa::Func f, int64_t clip, bool out_unsigned) {
+  const int64_t top = out_unsigned ? 255 : 127;
+  switch (f) {
+    case isa::Func::identity: return {out_unsigned ? 0 : -128, top, nullptr};
+    case isa::Func::relu: return {0, top, nullptr};
+    case isa::Func::relux: return {0, std::min(clip, top), nullptr};  // clip >= 0
+    case isa::Func::sigmoid:
+    case isa::Func::tanh: break;
+  }
+  return {-128, 127, curve_bytes(f, out_unsigned).data()};
+}
+
+// round_half_away(p / 2^shift) for |p| < 2^49 and shift <= 50, given p2 = 2p, half2 = 2^shift
+// and shift1 = shift + 1: floor((2p + 2^shift - [p < 0]) / 2^(shift + 1)). For p >= 0 that is
+// floor(p / 2^shift + 1/2); for p < 0 it is ceil((2p - 2^shift) / 2^(shift + 1)), i.e.
+// -floor(|p| / 2^shift + 1/2). No intermediate reaches 2^51. Every shift above 50 rounds
+// |p| < 2^49 to 0, as 50 does: callers cap the shift at kMaxShift.
+constexpr unsigned kMaxShift = 50;
+TPUSIM_ACT_INLINE int64_t round_doubled(int64_t p2, int64_t half2, uint64_t shift1) {
+  return (p2 + half2 + (p2 >> 63)) >> shift1;
+}
+
+// Per-tensor act: round_half_away(x * mult / 2^shift) with |x * mult| < 2^47, then `out`.
+struct ActKernel {
+  int32_t mult2;  // 2 * mult
+  int64_t half2;  // 2^shift
+  uint64_t shift1;
+  Output out;
+};
+
+ActKernel act_kernel(uint64_t mult, uint64_t shift, Output out) {
+  const uint64_t s = std::min<uint64_t>(shift, kMaxShift);
+  return {static_cast<int32_t>(2 * mult), int64_t{1} << s, s + 1, out};
+}
+
+// One row of m elements, before any table.
+TPUSIM_ACT_INLINE void act_row(const int32_t* __restrict x, uint8_t* __restrict out, uint64_t m,
+                               int32_t mult2, int64_t half2, uint64_t shift1, int64_t lo, int64_t hi) {
+  for (uint64_t c = 0; c < m; ++c)
+    out[c] = static_cast<uint8_t>(std::clamp(round_doubled(int64_t{x[c]} * mult2, half2, shift1), lo, hi));
+}
+
+// `rows` accumulator rows of m values from x (consecutive) to UB rows `width` bytes apart from
+// ub, before any table, each zero-filled from byte m.
+TPUSIM_ACT_CLONES void act_rows_clamped(const int32_t* x, uint8_t* ub, uint64_t rows, uint64_t m,
+                                        uint64_t width, const ActKernel& k) {
+  const int32_t mult2 = k.mult2;
+  const int64_t half2 = k.half2, lo = k.out.lo, hi = k.out.hi;
+  const uint64_t shift1 = k.shift1;
+  for (uint64_t r = 0; r < rows; ++r, x += m, ub += width) {
+    act_row(x, ub, m, mult2, half2, shift1, lo, hi);
+    std::memset(ub + m, 0, width - m);
+  }
+}
+
+// Per-column act (perchan): round_half_away((x + bias[c]) * mult[c] / 2^shift[c]) with
+// |p| < 2^48, in the form round_doubled takes.
+struct ColumnKernel {
+  std::vector<int64_t> bias, mult2, half2;
+  std::vector<uint64_t> shift1;
+};
+
+ColumnKernel column_kernel(std::span<const activation::Column> columns) {
+  const size_t m = columns.size();
+  ColumnKernel q{std::vector<int64_t>(m), std::vector<int64_t>(m), std::vector<int64_t>(m),
+                 std::vector<uint64_t>(m)};
+  for (size_t c = 0; c < m; ++c) {
+    const unsigned shift = std::min<unsigned>(columns[c].shift, kMaxShift);
+    q.bias[c] = columns[c].bias;
+    q.mult2[c] = 2 * int64_t{columns[c].mult};
+    q.half2[c] = int64_t{1} << shift;
+    q.shift1[c] = shift + 1;
+  }
+  return q;
+}
+
+// One row of m elements, before any table.
+TPUSIM_ACT_INLINE void act_row_columns(const int32_t* __restrict x, uint8_t* __restrict out, uint64_t m,
+                                       const int64_t* __restrict bias, const int64_t* __restrict mult2,
+                                       const int64_t* __restrict half2, const uint64_t* __restrict shift1,
+                                       int64_t lo, int64_t hi) {
+  for (uint64_t c = 0; c < m; ++c)
+    out[c] = static_cast<uint8_t>(
+        std::clamp(round_doubled((x[c] + bias[c]) * mult2[c], half2[c], shift1[c]), lo, hi));
+}
+
+// act_rows_clamped with per-column parameters.
+TPUSIM_ACT_CLONES void act_rows_columns_clamped(const int32_t* x, uint8_t* ub, uint64_t rows, uint64_t m,
+                                                uint64_t width, const ColumnKernel& q, Output out) {
+  for (uint64_t r = 0; r < rows; ++r, x += m, ub += width) {
+    act_row_columns(x, ub, m, q.bias.data(), q.mult2.data(), q.half2.data(), q.shift1.data(), out.lo, out.hi);
+    std::memset(ub + m, 0, width - m);
+  }
+}
+
+// vec in int32: |op(a, b)| <= 2^14 and mult < 2^16, so |p| = |op(a, b) * mult| < 2^30, and
+// round_half_away(p / 2^shift) = (p + half + (p < 0 ? neg : 0)) >> shift, with half = 2^(shift-1)
+// and neg = -1 (both 0 for shift 0): for p < 0 that is floor((p + half - 1) / 2^shift) =
+// -floor((|p| + half) / 2^shift). Every shift from 31 rounds p to 0, as mult 0 does: then mult 0.
+struct VecKernel {
+  int32_t mult, half, neg;
+  uint32_t shift;
+  int32_t lo, hi;
+};
+
+VecKernel vec_kernel(uint64_t mult, uint64_t shift, Output out) {
+  const auto lo = static_cast<int32_t>(out.lo), hi = static_cast<int32_t>(out.hi);
+  if (shift > 30) return {0, 0, 0, 0, lo, hi};
+  const auto s = static_cast<uint32_t>(shift);
+  return {static_cast<int32_t>(mult), s ? 1 << (s - 1) : 0, s ? -1 : 0, s, lo, hi};
+}
+
+template <isa::VecOp kOp>
+TPUSIM_ACT_INLINE int32_t vec_op(int32_t a, int32_t b) {
+  switch (kOp) {
+    case isa::VecOp::add: return a + b;
+    case isa::VecOp::sub: return a - b;
+    case isa::VecOp::mul: return a * b;
+    case isa::VecOp::max: return std::max(a, b);
+    case isa::VecOp::min: return std::min(a, b);
+    case isa::VecOp::pass: break;
+  }
+  return a;
+}
+
+// out[i] = clamp(requantize(op(a[i], b[i]))) for i < n, before any table. out may be a or b but
+// not otherwise overlap them, so no iteration depends on another. b is not read for pass.
+template <isa::VecOp kOp>
+TPUSIM_ACT_INLINE void vec_loop(const int8_t* a, const int8_t* b, uint8_t* out, uint64_t n, VecKernel k) {
+#pragma GCC ivdep
+  for (uint64_t i = 0; i < n; ++i) {
+    const int32_t p = vec_op<kOp>(a[i], kOp == isa::VecOp::pass ? 0 : b[i]) * k.mult;
+    out[i] = static_cast<uint8_t>(std::clamp((p + k.half + ((p >> 31) & k.neg)) >> k.shift, k.lo, k.hi));
+  }
+}
+
+TPUSIM_ACT_CLONES void vec_elements_clamped(isa::VecOp op, const uint8_t* a, const uint8_t* b, uint8_t* out,
+                                            uint64_t n, const VecKernel& k) {
+  const auto* sa = reinterpret_cast<const int8_t*>(a);
+  const auto* sb = reinterpret_cast<const int8_t*>(b);
+  switch (op) {
+    case isa::VecOp::add: return vec_loop<isa::VecOp::add>(sa, sb, out, n, k);
+    case isa::VecOp::sub: return vec_loop<isa::VecOp::sub>(sa, sb, out, n, k);
+    case isa::VecOp::mul: return vec_loop<isa::VecOp::mul>(sa, sb, out, n, k);
+    case isa::VecOp::max: return vec_loop<isa::VecOp::max>(sa, sb, out, n, k);
+    case isa::VecOp::min: return vec_loop<isa::VecOp::min>(sa, sb, out, n, k);
+    case isa::VecOp::pass: return vec_loop<isa::VecOp::pass>(sa, sb, out, n, k);
+  }
+}
+
+// round_half_away(sum / d) for d > 0.
+int64_t divide_half_away(int64_t sum, int64_t d) {
+  const int64_t q = (2 * (sum < 0 ? -sum : sum) + d) / (2 * d);
+  return sum < 0 ? -q : q;
+}
+
+}  // namespace
+
+int64_t round_half_away_shift(int64_t x, unsigned shift) {
+  if (shift == 0) return x;
+  if (shift > 64) return 0;  // |x| <= 2^63 is below one half of 2^shift
+  const u128 mag = x < 0 ? 0 - static_cast<uint64_t>(x) : static_cast<uint64_t>(x);
+  const auto q = static_cast<int64_t>((mag + (u128{1} << (shift - 1))) >> shift);
+  return x < 0 ? -q : q;
+}
+
+int32_t apply_func(isa::Func func, int64_t y, int64_t clip, bool out_unsigned) {
+  switch (func) {
+    case isa::Func::identity: break;
+    case isa::Func::relu: y = std::max<int64_t>(y, 0); break;
+    case isa::Func::relux: y = std::min(std::max<int64_t>(y, 0), clip); break;
+    case isa::Func::sigmoid: y = curve(curves().sigmoid, y); break;
+    case isa::Func::tanh: y = curve(curves().tanh, y); break;
+  }
+  return static_cast<int32_t>(out_unsigned ? std::clamp<int64_t>(y, 0, 255)
+                                           : std::clamp<int64_t>(y, -128, 127));
+}
+
+namespace activation {
+
+void act_rows(const int32_t* x, uint8_t* ub, uint64_t rows, uint64_t m, uint64_t width, uint64_t mult,
+              uint64_t shift, Function f) {
+  const Output out = output_of(f.func, f.clip, f.out_unsigned);
+  act_rows_clamped(x, ub, rows, m, width, act_kernel(mult, shift, out));
+  if (out.table)
+    for (uint64_t r = 0; r < rows; ++r) translate(ub + r * width, m, out.table);
+}
+
+void act_rows_per_column(const int32_t* x, uint8_t* ub, uint64_t rows, uint64_t width,
+                         std::span<const Column> columns, Function f) {
+  const uint64_t m = columns.size();
+  const Output out = output_of(f.func, f.clip, f.out_unsigned);
+  act_rows_columns_clamped(x, ub, rows, m, width, column_kernel(columns), out);
+  if (out.table)
+    for (uint64_t r = 0; r < rows; ++r) translate(ub + r * width, m, out.table);
+}
+
+void vec_elements(isa::VecOp op, const uint8_t* a, const uint8_t* b, uint8_t* out, uint64_t n, uint64_t mult,
+                  uint64_t shift, isa::Func func) {
+  const Output o = output_of(func, 127, false);
+  vec_elements_clamped(op, a, b, out, n, vec_kernel(mult, shift, o));
+  if (o.table) translate(out, n, o.table);
+}
+
+void pool_window(std::span<const uint8_t* const> window, bool avg, uint8_t* out, uint64_t width) {
+  constexpr uint64_t kBlock = 256;
+  std::array<int64_t, kBlock> v;
+  for (uint64_t first = 0; first < width; first += kBlock) {
+    const uint64_t n = std::min(kBlock, width - first);
+    std::fill_n(v.begin(), n, avg ? 0 : -128);
+    for (const uint8_t* row : window)
+      for (uint64_t i = 0; i < n; ++i) {
+        const int64_t x = static_cast<int8_t>(row[first + i]);
+        v[i] = avg ? v[i] + x : std::max(v[i], x);
+      }
+    for (uint64_t i = 0; i < n; ++i)
+      out[first + i] =
+          static_cast<uint8_t>(avg ? divide_half_away(v[i], static_cast<int64_t>(window.size())) : v[i]);
+  }
+}
+
+}  // namespace activation
+}  // namespace tpusim::sim
