@@ -41,33 +41,36 @@ uint64_t ActivationUnit::duration(const isa::Instruction& in) const {
 void ActivationUnit::run() {
   for (;;) {
     sc_core::wait(ctx_.start_event);
-    try {
-      for (;;) {
-        const StationQueue::Entry e = queue_.front();
-        ctx_.wait_until(e.available);
-        const uint64_t i = e.index;
-        const isa::Instruction& in = ctx_.inst(i);
-        while (hazards_.acc_busy(i)) {
-          ctx_.block(isa::Unit::activation, "instruction {0} waits for matmuls writing its accumulator rows", i);
-          ctx_.wait_for(ctx_.completed_events[int(isa::Unit::matrix)]);
-        }
-        ctx_.unblock(isa::Unit::activation);
-        const uint64_t start = ctx_.now(), end = start + duration(in);
-        queue_.pop();
-        ctx_.timeline[i].start = start;
-        hazards_.started(i, isa::Unit::activation, start, end, ctx_.lowest_unstarted());
-        if (ctx_.data()) {
-          if (in.opcode == Opcode::activate) exec_activate(*ctx_.state, in, i);
-          else if (in.opcode == Opcode::vector) exec_vector(*ctx_.state, in, i);
-          else exec_pool(*ctx_.state, in, i);
-        }
-        ctx_.result.unit_busy[int(isa::Unit::activation)] += end - start;
-        ctx_.wait_until(end);
-        hazards_.completed(i);
-        ctx_.complete(isa::Unit::activation, i, end);
-      }
-    } catch (const RunAborted&) {
+    serve();
+  }
+}
+
+void ActivationUnit::serve() {
+  for (;;) {
+    const StationQueue::Entry* e = queue_.front();
+    if (!e || !ctx_.wait_until(e->available)) return;
+    const uint64_t i = e->index;
+    const isa::Instruction& in = ctx_.inst(i);
+    while (hazards_.acc_busy(i)) {
+      ctx_.block(isa::Unit::activation, "instruction {0} waits for matmuls writing its accumulator rows", i);
+      if (!ctx_.wait_for(ctx_.completed_events[int(isa::Unit::matrix)])) return;
     }
+    ctx_.unblock(isa::Unit::activation);
+    const uint64_t start = ctx_.now(), end = start + duration(in);
+    queue_.pop();
+    ctx_.timeline[i].start = start;
+    if (!hazards_.started(i, isa::Unit::activation, start, end, ctx_.lowest_unstarted())) return;
+    if (ctx_.data()) {
+      // The one error that depends on data (a per-column table's shift), found without throwing.
+      if (std::string why = data_error(*ctx_.state, in); !why.empty()) return ctx_.fail(i, why);
+      if (in.opcode == Opcode::activate) exec_activate(*ctx_.state, in, i);
+      else if (in.opcode == Opcode::vector) exec_vector(*ctx_.state, in, i);
+      else exec_pool(*ctx_.state, in, i);
+    }
+    ctx_.result.unit_busy[int(isa::Unit::activation)] += end - start;
+    if (!ctx_.wait_until(end)) return;
+    hazards_.completed(i);
+    ctx_.complete(isa::Unit::activation, i, end);
   }
 }
 

@@ -4,17 +4,17 @@
 
 namespace tpusim::sim {
 
-void Context::wait_until(uint64_t cycle) {
-  if (aborted) throw RunAborted{};
+bool Context::wait_until(uint64_t cycle) {
+  if (aborted) return false;
   const uint64_t t = now();
   if (cycle > t) sc_core::wait(sc_core::sc_time::from_value(period.value() * (cycle - t)));
-  if (aborted) throw RunAborted{};
+  return !aborted;
 }
 
-void Context::wait_for(const sc_core::sc_event& e) {
-  if (aborted) throw RunAborted{};
+bool Context::wait_for(const sc_core::sc_event& e) {
+  if (aborted) return false;
   sc_core::wait(e);
-  if (aborted) throw RunAborted{};
+  return !aborted;
 }
 
 void Context::fail(uint64_t index, const std::string& message) {
@@ -24,7 +24,6 @@ void Context::fail(uint64_t index, const std::string& message) {
     aborted = true;
     wake_all();
   }
-  throw RunAborted{};
 }
 
 void Context::wake_all() {

@@ -18,9 +18,6 @@ namespace tpusim::sim {
 
 class StationQueue;
 
-// Thrown inside a unit's process to unwind it back to its idle loop when the run ends or fails.
-struct RunAborted {};
-
 // An interval of cycles [begin, end).
 struct Span {
   uint64_t begin = 0, end = 0;
@@ -77,11 +74,13 @@ class Context {
     return sc_core::sc_time::from_value(base.value() + period.value() * cycle);
   }
 
-  // Waits (inside a thread process) until `cycle`, or for `e`, unwinding on abort.
-  void wait_until(uint64_t cycle);
-  void wait_for(const sc_core::sc_event& e);
-  // Ends the run with "instruction INDEX (its text): MESSAGE".
-  [[noreturn]] void fail(uint64_t index, const std::string& message);
+  // Waits (inside a thread process) until `cycle`, or for `e`. False once the run is aborted:
+  // the caller returns to its idle loop. (No exceptions cross a SystemC coroutine: AddressSanitizer
+  // cannot follow an unwind across its stack switches.)
+  [[nodiscard]] bool wait_until(uint64_t cycle);
+  [[nodiscard]] bool wait_for(const sc_core::sc_event& e);
+  // Ends the run with "instruction INDEX (its text): MESSAGE"; the caller then returns.
+  void fail(uint64_t index, const std::string& message);
   void wake_all();  // notify every waitable event (abort)
 
   void complete(isa::Unit unit, uint64_t index, uint64_t end);
@@ -112,10 +111,11 @@ class StationQueue {
     entries_.push_back(e);
     pushed_.notify(delay);
   }
-  // Waits for an instruction at the head (does not remove it).
-  const Entry& front() {
-    while (entries_.empty()) ctx_.wait_for(pushed_);
-    return entries_.front();
+  // Waits for an instruction at the head (does not remove it); null when the run is aborted.
+  const Entry* front() {
+    while (entries_.empty())
+      if (!ctx_.wait_for(pushed_)) return nullptr;
+    return &entries_.front();
   }
   void pop() {
     entries_.pop_front();

@@ -18,28 +18,25 @@ ControlUnit::ControlUnit(sc_core::sc_module_name name, Context& ctx, Hazards& ha
 void ControlUnit::run() {
   for (;;) {
     sc_core::wait(ctx_.start_event);
-    try {
-      issue_all();
-    } catch (const RunAborted&) {
-    }
+    issue_all();
   }
 }
 
-// Cycle at which every unit in `unit_mask` (bit u = isa::Unit u) is idle, waiting for it.
-uint64_t ControlUnit::wait_idle(uint64_t unit_mask, bool weights_landed) {
+// Waits until every unit in `unit_mask` (bit u = isa::Unit u) is idle; false if the run ended.
+bool ControlUnit::wait_idle(uint64_t unit_mask, bool weights_landed) {
   // Control issues nothing while it waits, so the units can be waited for one at a time.
   for (int u = 1; u < kUnitCount; ++u)
-    while ((unit_mask >> u & 1) && !ctx_.idle(Unit(u))) ctx_.wait_for(ctx_.completed_events[u]);
-  if (weights_landed) ctx_.wait_until(weight_path_.last_landing());
-  return ctx_.now();
+    while ((unit_mask >> u & 1) && !ctx_.idle(Unit(u)))
+      if (!ctx_.wait_for(ctx_.completed_events[u])) return false;
+  return !weights_landed || ctx_.wait_until(weight_path_.last_landing());
 }
 
-void ControlUnit::issue_to_station(uint64_t index, Unit unit) {
+bool ControlUnit::issue_to_station(uint64_t index, Unit unit) {
   sc_core::sc_port<Station>* ports[] = {nullptr, &host, &weights, &matrix, &activation};
   StationQueue& q = (*ports[int(unit)])->queue();
   while (q.full()) {
     ctx_.block(Unit::control, "issue of instruction {0} waits for a free slot in its station's queue", index);
-    ctx_.wait_for(q.popped());
+    if (!ctx_.wait_for(q.popped())) return false;
   }
   ctx_.unblock(Unit::control);
   const uint64_t t = ctx_.now();
@@ -49,7 +46,7 @@ void ControlUnit::issue_to_station(uint64_t index, Unit unit) {
   ++ctx_.issued[int(unit)];
   hazards_.issued(index);
   q.push({index, t + ctx_.arch.issue_cycles}, ctx_.period * double(ctx_.arch.issue_cycles));
-  ctx_.wait_until(t + ctx_.arch.issue_cycles);
+  return ctx_.wait_until(t + ctx_.arch.issue_cycles);
 }
 
 void ControlUnit::issue_all() {
@@ -61,7 +58,7 @@ void ControlUnit::issue_all() {
     const isa::Instruction& in = ctx_.inst(i);
     const Unit unit = isa::spec(in.opcode).unit;
     if (unit != Unit::control) {
-      issue_to_station(i, unit);
+      if (!issue_to_station(i, unit)) return;
       continue;
     }
     const uint64_t t = ctx_.now();
@@ -76,7 +73,8 @@ void ControlUnit::issue_all() {
       case Opcode::sync: {
         const uint64_t mask = in[Field::units];
         ctx_.block(Unit::control, "instruction {0} (sync) waits for units {1:#x}", i, mask);
-        const uint64_t idle = wait_idle(unit_bits(mask), false);
+        if (!wait_idle(unit_bits(mask), false)) return;
+        const uint64_t idle = ctx_.now();
         if (idle > t) {
           if (mask & 8)  /* act */ ctx_.sync_act.push_back({t, idle});
           else if (mask & 1)  /* host */ ctx_.sync_host.push_back({t, idle});
@@ -87,12 +85,13 @@ void ControlUnit::issue_all() {
       case Opcode::barrier:
       case Opcode::halt:
         ctx_.block(Unit::control, "instruction {0} (barrier or halt) waits for every unit", i);
-        end = std::max(end, wait_idle(~uint64_t{0}, true));
+        if (!wait_idle(~uint64_t{0}, true)) return;
+        end = std::max(end, ctx_.now());
         break;
       default: break;  // nop, tag
     }
     ctx_.unblock(Unit::control);
-    ctx_.wait_until(end);
+    if (!ctx_.wait_until(end)) return;
     rec.end = end;
     if (in.opcode == Opcode::halt) {
       ctx_.next_issue = ctx_.code_size;

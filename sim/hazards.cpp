@@ -79,14 +79,14 @@ Accesses accesses(const isa::Instruction& inst, const Arch& arch) {
   return a;
 }
 
-void Hazards::check(const Record& a, const Record& b) const {
+bool Hazards::check(const Record& a, const Record& b) const {
   // Described from the later instruction in program order, whichever of the two started first
   // in simulation (two stations starting in the same cycle may do so in either order).
   const Record& early = a.index < b.index ? a : b;
   const Record& late = a.index < b.index ? b : a;
   const bool writes = overlap(late.use.ub_writes, early.use.ub_reads) || overlap(late.use.ub_writes, early.use.ub_writes);
-  if (!writes && !overlap(late.use.ub_reads, early.use.ub_writes)) return;
-  if (early.until <= late.start) return;  // in program order, no overlap in time
+  if (!writes && !overlap(late.use.ub_reads, early.use.ub_writes)) return true;
+  if (early.until <= late.start) return true;  // in program order, no overlap in time
   const char* what = writes ? "writes UB rows that" : "reads UB rows that";
   const std::string other = describe(early.index, ctx_.inst(early.index));
   const std::string fix = fmt::format("add `sync units={}` before instruction {}", unit_mnemonic(early.unit), late.index);
@@ -94,11 +94,13 @@ void Hazards::check(const Record& a, const Record& b) const {
     ctx_.fail(late.index, fmt::format("{} {} uses earlier in program order, but ran first (from cycle {}, before "
                                       "cycle {}): {}",
                                       what, other, late.start, early.start, fix));
-  ctx_.fail(late.index, fmt::format("{} {} (cycles {}..{}) still uses from cycle {}: {}", what, other, early.start,
-                                    early.until - 1, late.start, fix));
+  else
+    ctx_.fail(late.index, fmt::format("{} {} (cycles {}..{}) still uses from cycle {}: {}", what, other,
+                                      early.start, early.until - 1, late.start, fix));
+  return false;
 }
 
-void Hazards::started(uint64_t index, isa::Unit unit, uint64_t start, uint64_t until, uint64_t lowest_unstarted) {
+bool Hazards::started(uint64_t index, isa::Unit unit, uint64_t start, uint64_t until, uint64_t lowest_unstarted) {
   Record r{index, unit, start, until, accesses(ctx_.inst(index), ctx_.arch)};
   for (const RowRange& x : r.use.ub_reads) ctx_.note_ub(x.first, x.rows);
   for (const RowRange& x : r.use.ub_writes) ctx_.note_ub(x.first, x.rows);
@@ -108,8 +110,9 @@ void Hazards::started(uint64_t index, isa::Unit unit, uint64_t start, uint64_t u
   const uint64_t low = std::min(lowest_unstarted, index);
   std::erase_if(window_, [&](const Record& w) { return w.until <= start && w.index < low; });
   for (const Record& w : window_)
-    if (w.unit != unit) check(r, w);
+    if (w.unit != unit && !check(r, w)) return false;
   if (!r.use.ub_reads.empty() || !r.use.ub_writes.empty()) window_.push_back(std::move(r));
+  return true;
 }
 
 void Hazards::issued(uint64_t index) {

@@ -41,7 +41,9 @@ class Hazards {
   // Instruction `index` of `unit` uses the UB during [start, until). Fails the run (naming both
   // instructions) when it conflicts with an instruction of another unit out of program order.
   // `lowest_unstarted` is the smallest instruction index no station has started yet.
-  void started(uint64_t index, isa::Unit unit, uint64_t start, uint64_t until, uint64_t lowest_unstarted);
+  // Returns false (the run failed) on a conflict.
+  [[nodiscard]] bool started(uint64_t index, isa::Unit unit, uint64_t start, uint64_t until,
+                             uint64_t lowest_unstarted);
 
   // Accumulator interlocks: matmuls and activates from issue to completion.
   void issued(uint64_t index);
@@ -56,7 +58,7 @@ class Hazards {
     uint64_t start, until;
     Accesses use;
   };
-  void check(const Record& a, const Record& b) const;
+  bool check(const Record& a, const Record& b) const;  // false: failed the run
   Context& ctx_;
   std::deque<Record> window_;
   std::vector<std::pair<uint64_t, RowRange>> acc_writers_, acc_readers_;

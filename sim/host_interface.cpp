@@ -15,30 +15,32 @@ HostInterface::HostInterface(sc_core::sc_module_name name, Context& ctx, Hazards
 void HostInterface::run() {
   for (;;) {
     sc_core::wait(ctx_.start_event);
-    try {
-      for (;;) {
-        const StationQueue::Entry e = queue_.front();
-        ctx_.wait_until(e.available);
-        const uint64_t i = e.index, start = ctx_.now();
-        queue_.pop();
-        const isa::Instruction& in = ctx_.inst(i);
-        const uint64_t row_bytes = ctx_.regs_row_bytes[i] ? ctx_.regs_row_bytes[i] : ctx_.arch.ub_row_bytes();
-        const uint64_t end = start + ctx_.arch.host_latency_cycles +
-                             transfer_cycles(in[Field::rows] * row_bytes, ctx_.arch.host_gbps, ctx_.arch.clock_mhz);
-        ctx_.timeline[i].start = start;
-        hazards_.started(i, isa::Unit::host_dma, start, end, ctx_.lowest_unstarted());
-        if (ctx_.data()) {
-          ctx_.state->host_stride = ctx_.regs_stride[i];
-          ctx_.state->host_row_bytes = ctx_.regs_row_bytes[i];
-          if (in.opcode == Opcode::read_host) exec_read_host(*ctx_.state, in, i);
-          else exec_write_host(*ctx_.state, in, i);
-        }
-        ctx_.result.unit_busy[int(isa::Unit::host_dma)] += end - start;
-        ctx_.wait_until(end);
-        ctx_.complete(isa::Unit::host_dma, i, end);
-      }
-    } catch (const RunAborted&) {
+    serve();
+  }
+}
+
+void HostInterface::serve() {
+  for (;;) {
+    const StationQueue::Entry* e = queue_.front();
+    if (!e || !ctx_.wait_until(e->available)) return;
+    const uint64_t i = e->index, start = ctx_.now();
+    queue_.pop();
+    const isa::Instruction& in = ctx_.inst(i);
+    const uint64_t row_bytes = ctx_.regs_row_bytes[i] ? ctx_.regs_row_bytes[i] : ctx_.arch.ub_row_bytes();
+    const uint64_t end = start + ctx_.arch.host_latency_cycles +
+                         transfer_cycles(in[Field::rows] * row_bytes, ctx_.arch.host_gbps, ctx_.arch.clock_mhz);
+    ctx_.timeline[i].start = start;
+    if (!hazards_.started(i, isa::Unit::host_dma, start, end, ctx_.lowest_unstarted())) return;
+    if (ctx_.data()) {
+      ctx_.state->host_stride = ctx_.regs_stride[i];
+      ctx_.state->host_row_bytes = ctx_.regs_row_bytes[i];
+      // Addresses were checked before the run (check_static, with these register values).
+      if (in.opcode == Opcode::read_host) exec_read_host(*ctx_.state, in, i);
+      else exec_write_host(*ctx_.state, in, i);
     }
+    ctx_.result.unit_busy[int(isa::Unit::host_dma)] += end - start;
+    if (!ctx_.wait_until(end)) return;
+    ctx_.complete(isa::Unit::host_dma, i, end);
   }
 }
 

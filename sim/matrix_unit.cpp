@@ -60,49 +60,51 @@ void MatrixUnit::account_wait(uint64_t from, uint64_t landed, uint64_t t0) {
 void MatrixUnit::run() {
   for (;;) {
     sc_core::wait(ctx_.start_event);
-    try {
-      for (;;) {
-        const StationQueue::Entry e = queue_.front();
-        ctx_.wait_until(std::max(e.available, port_free_));
-        const uint64_t i = e.index;
-        const isa::Instruction& in = ctx_.inst(i);
-        while (hazards_.acc_busy(i)) {
-          ctx_.block(isa::Unit::matrix, "instruction {0} waits for activates reading its accumulator rows", i);
-          ctx_.wait_for(ctx_.completed_events[int(isa::Unit::activation)]);
-        }
-        const uint64_t ready = ctx_.now();
-        uint64_t t0 = ready, landed = ready;
-        if (in[Field::switch_weights]) {
-          ctx_.block(isa::Unit::matrix,
-                     "instruction {0} (matmul with switch) waits for a weight tile that no read_weights before it "
-                     "fetches",
-                     i);
-          uint64_t s = 0;
-          landed = weights->wait_shadow(s).landed;
-          t0 = std::max(ctx_.now(), s + ctx_.arch.array_rows);  // the whole tile shifted in
-        } else if (!has_active_) {
-          ctx_.fail(i, "multiplies before any weight tile was made active (the first matmul needs `switch`)");
-        }
-        ctx_.unblock(isa::Unit::matrix);
-        ctx_.wait_until(t0);
-        account_wait(ready, landed, t0);
-        queue_.pop();
-        start_matmul(i, t0);
-      }
-    } catch (const RunAborted&) {
-    }
+    serve();
   }
 }
 
-void MatrixUnit::start_matmul(uint64_t i, uint64_t t0) {
+void MatrixUnit::serve() {
+  for (;;) {
+    const StationQueue::Entry* e = queue_.front();
+    if (!e || !ctx_.wait_until(std::max(e->available, port_free_))) return;
+    const uint64_t i = e->index;
+    const isa::Instruction& in = ctx_.inst(i);
+    while (hazards_.acc_busy(i)) {
+      ctx_.block(isa::Unit::matrix, "instruction {0} waits for activates reading its accumulator rows", i);
+      if (!ctx_.wait_for(ctx_.completed_events[int(isa::Unit::activation)])) return;
+    }
+    const uint64_t ready = ctx_.now();
+    uint64_t t0 = ready, landed = ready;
+    if (in[Field::switch_weights]) {
+      ctx_.block(isa::Unit::matrix,
+                 "instruction {0} (matmul with switch) waits for a weight tile that no read_weights before it fetches",
+                 i);
+      uint64_t s = 0;
+      const FetchedTile* shadow = weights->wait_shadow(s);
+      if (!shadow) return;
+      landed = shadow->landed;
+      t0 = std::max(ctx_.now(), s + ctx_.arch.array_rows);  // the whole tile shifted in
+    } else if (!has_active_) {
+      return ctx_.fail(i, "multiplies before any weight tile was made active (the first matmul needs `switch`)");
+    }
+    ctx_.unblock(isa::Unit::matrix);
+    if (!ctx_.wait_until(t0)) return;
+    account_wait(ready, landed, t0);
+    queue_.pop();
+    if (!start_matmul(i, t0)) return;
+  }
+}
+
+bool MatrixUnit::start_matmul(uint64_t i, uint64_t t0) {
   const isa::Instruction& in = ctx_.inst(i);
   const Arch& a = ctx_.arch;
   const uint64_t rows = in[Field::rows], repeat = in[Field::repeat], B = rows * repeat;
   const uint64_t end = t0 + B + a.array_rows + a.array_cols - 1;
-  hazards_.started(i, isa::Unit::matrix, t0, t0 + B, ctx_.lowest_unstarted());
+  if (!hazards_.started(i, isa::Unit::matrix, t0, t0 + B, ctx_.lowest_unstarted())) return false;
   if (in[Field::switch_weights]) {
     uint64_t s = 0;
-    active_ = weights->wait_shadow(s);
+    active_ = *weights->wait_shadow(s);  // loaded: serve() waited for it
     weights->switched(t0);
     has_active_ = true;
     if (ctx_.engine == Engine::fast)
@@ -139,6 +141,7 @@ void MatrixUnit::start_matmul(uint64_t i, uint64_t t0) {
   // Busy: the union of [t0, end) over matmuls (their drains overlap the next ones' streaming).
   ctx_.result.unit_busy[int(isa::Unit::matrix)] += end - std::max(t0, busy_until_);
   busy_until_ = end;
+  return true;
 }
 
 // A method, not a thread: woken at the front matmul's end (ends come in order).
@@ -167,23 +170,23 @@ void MatrixUnit::shift_started(const FetchedTile& tile, uint64_t s) {
 void MatrixUnit::step() {
   for (;;) {
     sc_core::wait(ctx_.start_event);
-    try {
-      for (;;) {
-        auto busy = [&] {
-          return !streams_.empty() || !shifts_.empty() || (ctx_.engine == Engine::stepped && !array_->empty());
-        };
-        while (!busy()) ctx_.wait_for(work_event_);
-        for (uint64_t c = ctx_.now(); busy(); ++c) {
-          ctx_.wait_until(c + 1);
-          step_cycle(c);
-        }
-      }
-    } catch (const RunAborted&) {
-    }
+    step_run();
   }
 }
 
-void MatrixUnit::step_cycle(uint64_t c) {
+void MatrixUnit::step_run() {
+  auto busy = [&] {
+    return !streams_.empty() || !shifts_.empty() || (ctx_.engine == Engine::stepped && !array_->empty());
+  };
+  for (;;) {
+    while (!busy())
+      if (!ctx_.wait_for(work_event_)) return;
+    for (uint64_t c = ctx_.now(); busy(); ++c)
+      if (!ctx_.wait_until(c + 1) || !step_cycle(c)) return;
+  }
+}
+
+bool MatrixUnit::step_cycle(uint64_t c) {
   const uint64_t N = ctx_.arch.array_rows, M = ctx_.arch.array_cols;
   // Vector of `s` entering row 0 at cycle `inj`, if any.
   auto stream_at = [&](uint64_t inj) -> Stream* {
@@ -198,7 +201,13 @@ void MatrixUnit::step_cycle(uint64_t c) {
   for (uint64_t j = 0; j < M; ++j) {
     if (!valid[j]) continue;
     Stream* s = c >= N + j ? stream_at(c - N - j) : nullptr;
-    if (!s) ctx_.fail(0, fmt::format("internal error: stepped array produced an unexpected result at cycle {}", c));
+    if (!s) {
+      ctx_.fail(streams_.empty() ? 0 : streams_.front()->index,
+                fmt::format("internal error: the stepped array produced a result no matmul expects (cycle {}, "
+                            "column {})",
+                            c, j));
+      return false;
+    }
     const uint64_t v = c - N - j - s->t0;
     int32_t* acc = ctx_.state->acc_row(s->acc + v) + j;
     *acc = s->accumulate ? int32_t(uint32_t(*acc) + uint32_t(bottom[j])) : bottom[j];
@@ -234,6 +243,7 @@ void MatrixUnit::step_cycle(uint64_t c) {
   }
   array_->step(left_, left_flags_, shadow_row, shadow_row_);
   ++ctx_.result.array_steps;
+  return true;
 }
 
 }  // namespace tpusim::sim

@@ -340,6 +340,17 @@ std::vector<activation::Column> columns(const MachineState& s, const isa::Instru
 
 }  // namespace
 
+std::string data_error(const MachineState& s, const isa::Instruction& inst) {
+  if (inst.opcode != isa::Opcode::activate || !inst[Field::per_channel]) return {};
+  const uint64_t m = s.arch.array_cols;
+  const uint8_t* shifts = s.ub_row(inst[Field::qtable]) + 6 * m;
+  for (uint64_t c = 0; c < m; ++c)
+    if (shifts[c] > 63)
+      return "the per-column table at UB row " + dec(inst[Field::qtable]) + " gives column " + dec(c) +
+             " the shift " + dec(shifts[c]) + " (at most 63)";
+  return {};
+}
+
 void exec_activate(MachineState& s, const isa::Instruction& inst, uint64_t index) {
   check_instruction(bounds_of(s), inst, index);
   const uint64_t width = s.arch.ub_row_bytes(), rows = inst[Field::rows];

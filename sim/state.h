@@ -79,6 +79,10 @@ MachineState make_state(const isa::Program& program, const Arch& arch);
 // time). Throws SimError naming the first bad instruction.
 void check_static(const isa::Program& program, const Arch& arch);
 
+// The run-time error an instruction would meet with the current data (a per-column table's
+// shift above 63), without throwing: empty when none. check_static covers every other error.
+std::string data_error(const MachineState& s, const isa::Instruction& inst);
+
 // Data semantics (docs/isa.md). Each throws SimError(index, ...) on a run-time error.
 void exec_set_config(MachineState& s, const isa::Instruction& inst, uint64_t index);
 void exec_read_host(MachineState& s, const isa::Instruction& inst, uint64_t index);

@@ -30,7 +30,8 @@ class HostInterface : public sc_core::sc_module, public Station {
   void reset() { queue_.reset(ctx_.arch.station_queue_depth); }
 
  private:
-  void run();
+  void run();    // the thread: one serve() per run
+  void serve();  // returns when the run ends
   Context& ctx_;
   Hazards& hazards_;
   StationQueue queue_;
@@ -47,8 +48,8 @@ struct FetchedTile {
 class WeightSource : public virtual sc_core::sc_interface {
  public:
   // Waits until the shadow slot holds a tile whose shift has begun; returns it (shift start
-  // in `shift_start`) without taking it.
-  virtual const FetchedTile& wait_shadow(uint64_t& shift_start) = 0;
+  // in `shift_start`) without taking it. Null when the run ended.
+  virtual const FetchedTile* wait_shadow(uint64_t& shift_start) = 0;
   // The matrix unit made the shadow tile active with a matmul starting at t0.
   virtual void switched(uint64_t t0) = 0;
 };
@@ -61,7 +62,7 @@ class WeightPath : public sc_core::sc_module, public Station, public WeightSourc
  public:
   WeightPath(sc_core::sc_module_name name, Context& ctx);
   StationQueue& queue() override { return queue_; }
-  const FetchedTile& wait_shadow(uint64_t& shift_start) override;
+  const FetchedTile* wait_shadow(uint64_t& shift_start) override;
   void switched(uint64_t t0) override;
   void reset();
   uint64_t last_landing() const { return last_landing_; }
@@ -69,8 +70,10 @@ class WeightPath : public sc_core::sc_module, public Station, public WeightSourc
   std::function<void(const FetchedTile&, uint64_t s)> on_shift;
 
  private:
-  void fetch();  // the weight fetch station
-  void shift();  // moves tiles from the FIFO head into the shadow slot
+  void fetch();  // the weight fetch station (a thread: one fetch_run() per run)
+  void shift();  // moves tiles from the FIFO head into the shadow slot (shift_run())
+  void fetch_run();
+  void shift_run();
   Context& ctx_;
   StationQueue queue_;
   std::deque<FetchedTile> fifo_;  // requested tiles, in order; front is the next to shift
@@ -94,11 +97,13 @@ class MatrixUnit : public sc_core::sc_module, public Station {
 
  private:
   struct Stream;  // a matmul in the array (stepped engine)
-  void run();     // takes matmuls from the queue, decides t0
+  void run();     // takes matmuls from the queue, decides t0 (serve() per run)
+  void serve();
   void retire();  // fast/timing (a method): completes matmuls at their closed-form end
   void step();    // stepped: moves every register every cycle while the array has work
-  void step_cycle(uint64_t c);
-  void start_matmul(uint64_t index, uint64_t t0);
+  void step_run();
+  bool step_cycle(uint64_t c);  // false: the run failed
+  bool start_matmul(uint64_t index, uint64_t t0);
   void account_wait(uint64_t from, uint64_t landed, uint64_t t0);
   Context& ctx_;
   Hazards& hazards_;
@@ -127,6 +132,7 @@ class ActivationUnit : public sc_core::sc_module, public Station {
 
  private:
   void run();
+  void serve();
   uint64_t duration(const isa::Instruction& inst) const;
   Context& ctx_;
   Hazards& hazards_;
@@ -144,8 +150,8 @@ class ControlUnit : public sc_core::sc_module {
  private:
   void run();
   void issue_all();
-  void issue_to_station(uint64_t index, isa::Unit unit);
-  uint64_t wait_idle(uint64_t unit_mask, bool weights_landed);
+  bool issue_to_station(uint64_t index, isa::Unit unit);  // false: the run ended
+  bool wait_idle(uint64_t unit_mask, bool weights_landed);
   Context& ctx_;
   Hazards& hazards_;
   WeightPath& weight_path_;

@@ -28,50 +28,50 @@ void WeightPath::reset() {
 // weight_mem_gbps (requests queue behind each other); a tile is usable weight_mem_latency_cycles
 // after its transfer ends.
 void WeightPath::fetch() {
-  const int me = int(isa::Unit::weight_fetch);
   for (;;) {
     sc_core::wait(ctx_.start_event);
-    try {
-      for (;;) {
-        const StationQueue::Entry e = queue_.front();
-        ctx_.wait_until(e.available);
-        const uint64_t i = e.index, start = ctx_.now();
-        queue_.pop();
-        ctx_.timeline[i].start = start;
-        const isa::Instruction& in = ctx_.inst(i);
-        const Arch& a = ctx_.arch;
-        const uint64_t xfer = transfer_cycles(a.tile_bytes(), a.weight_mem_gbps, a.clock_mhz);
-        uint64_t request = start;
-        for (uint64_t t = 0; t < in[Field::tiles]; ++t) {
-          while (slots_used_ == a.weight_fifo_tiles) {
-            ctx_.block(isa::Unit::weight_fetch, "instruction {0} (rw) waits for a free weight FIFO slot for its tile {1}",
-                       i, t);
-            ctx_.wait_for(slot_event_);
-          }
-          ctx_.unblock(isa::Unit::weight_fetch);
-          request = std::max(ctx_.now(), t ? request + 1 : start);
-          ctx_.wait_until(request);
-          ++slots_used_;
-          const uint64_t begin = std::max(request, mem_free_);
-          mem_free_ = begin + xfer;
-          ctx_.result.weight_mem_busy += xfer;
-          FetchedTile f;
-          f.tile.waddr = in[Field::waddr] + t * a.tile_bytes();
-          f.tile.data = ctx_.program->weights.data() + f.tile.waddr;
-          f.tile.is_unsigned = in[Field::unsigned_data] != 0;
-          f.use = tile_use(f.tile.data, a.array_rows, a.array_cols);
-          f.landed = mem_free_ + a.weight_mem_latency_cycles;
-          last_landing_ = std::max(last_landing_, f.landed);
-          fifo_.push_back(f);
-          fifo_event_.notify(sc_core::SC_ZERO_TIME);
-        }
-        const uint64_t end = request + 1;
-        ctx_.result.unit_busy[me] += end - start;
-        ctx_.wait_until(end);
-        ctx_.complete(isa::Unit::weight_fetch, i, end);
+    fetch_run();
+  }
+}
+
+void WeightPath::fetch_run() {
+  for (;;) {
+    const StationQueue::Entry* e = queue_.front();
+    if (!e || !ctx_.wait_until(e->available)) return;
+    const uint64_t i = e->index, start = ctx_.now();
+    queue_.pop();
+    ctx_.timeline[i].start = start;
+    const isa::Instruction& in = ctx_.inst(i);
+    const Arch& a = ctx_.arch;
+    const uint64_t xfer = transfer_cycles(a.tile_bytes(), a.weight_mem_gbps, a.clock_mhz);
+    uint64_t request = start;
+    for (uint64_t t = 0; t < in[Field::tiles]; ++t) {
+      while (slots_used_ == a.weight_fifo_tiles) {
+        ctx_.block(isa::Unit::weight_fetch, "instruction {0} (rw) waits for a free weight FIFO slot for its tile {1}",
+                   i, t);
+        if (!ctx_.wait_for(slot_event_)) return;
       }
-    } catch (const RunAborted&) {
+      ctx_.unblock(isa::Unit::weight_fetch);
+      request = std::max(ctx_.now(), t ? request + 1 : start);
+      if (!ctx_.wait_until(request)) return;
+      ++slots_used_;
+      const uint64_t begin = std::max(request, mem_free_);
+      mem_free_ = begin + xfer;
+      ctx_.result.weight_mem_busy += xfer;
+      FetchedTile f;
+      f.tile.waddr = in[Field::waddr] + t * a.tile_bytes();
+      f.tile.data = ctx_.program->weights.data() + f.tile.waddr;
+      f.tile.is_unsigned = in[Field::unsigned_data] != 0;
+      f.use = tile_use(f.tile.data, a.array_rows, a.array_cols);
+      f.landed = mem_free_ + a.weight_mem_latency_cycles;
+      last_landing_ = std::max(last_landing_, f.landed);
+      fifo_.push_back(f);
+      fifo_event_.notify(sc_core::SC_ZERO_TIME);
     }
+    const uint64_t end = request + 1;
+    ctx_.result.unit_busy[int(isa::Unit::weight_fetch)] += end - start;
+    if (!ctx_.wait_until(end)) return;
+    ctx_.complete(isa::Unit::weight_fetch, i, end);
   }
 }
 
@@ -82,34 +82,38 @@ void WeightPath::fetch() {
 void WeightPath::shift() {
   for (;;) {
     sc_core::wait(ctx_.start_event);
-    const uint64_t rows = ctx_.arch.array_rows;
-    try {
-      for (;;) {
-        while (fifo_.empty()) ctx_.wait_for(fifo_event_);
-        while (shadow_loaded_) ctx_.wait_for(shadow_event_);
-        const FetchedTile f = fifo_.front();
-        uint64_t s = std::max({ctx_.now(), f.landed, shadow_free_at_});
-        if (any_shift_) s = std::max(s, last_shift_start_ + rows);
-        ctx_.wait_until(s);
-        shadow_ = f;
-        shadow_loaded_ = any_shift_ = true;
-        shadow_shift_start_ = last_shift_start_ = s;
-        shadow_event_.notify(sc_core::SC_ZERO_TIME);
-        if (on_shift) on_shift(f, s);
-        ctx_.wait_until(s + rows);
-        fifo_.pop_front();
-        --slots_used_;
-        slot_event_.notify(sc_core::SC_ZERO_TIME);
-      }
-    } catch (const RunAborted&) {
-    }
+    shift_run();
   }
 }
 
-const FetchedTile& WeightPath::wait_shadow(uint64_t& shift_start) {
-  while (!shadow_loaded_) ctx_.wait_for(shadow_event_);
+void WeightPath::shift_run() {
+  const uint64_t rows = ctx_.arch.array_rows;
+  for (;;) {
+    while (fifo_.empty())
+      if (!ctx_.wait_for(fifo_event_)) return;
+    while (shadow_loaded_)
+      if (!ctx_.wait_for(shadow_event_)) return;
+    const FetchedTile f = fifo_.front();
+    uint64_t s = std::max({ctx_.now(), f.landed, shadow_free_at_});
+    if (any_shift_) s = std::max(s, last_shift_start_ + rows);
+    if (!ctx_.wait_until(s)) return;
+    shadow_ = f;
+    shadow_loaded_ = any_shift_ = true;
+    shadow_shift_start_ = last_shift_start_ = s;
+    shadow_event_.notify(sc_core::SC_ZERO_TIME);
+    if (on_shift) on_shift(f, s);
+    if (!ctx_.wait_until(s + rows)) return;
+    fifo_.pop_front();
+    --slots_used_;
+    slot_event_.notify(sc_core::SC_ZERO_TIME);
+  }
+}
+
+const FetchedTile* WeightPath::wait_shadow(uint64_t& shift_start) {
+  while (!shadow_loaded_)
+    if (!ctx_.wait_for(shadow_event_)) return nullptr;
   shift_start = shadow_shift_start_;
-  return shadow_;
+  return &shadow_;
 }
 
 void WeightPath::switched(uint64_t t0) {

@@ -11,9 +11,6 @@
 using namespace tpusim;
 using tpusim::fuzz::finding;
 
-// libsystemc (linked through sim) references sc_main; libFuzzer provides main().
-extern "C" int sc_main(int, char**) { return 0; }
-
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   return fuzz::guarded("fuzz_arch", [&] {
     sim::Arch arch;
