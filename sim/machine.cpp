@@ -77,6 +77,28 @@ uint64_t halt_index(const isa::Program& program) {
                                                   program.code.empty() ? 0 : program.code.size() - 1));
 }
 
+// The weight FIFO in program order, as the reference executor sees it: a `switch` takes the
+// next tile an earlier read_weights fetched. The machine would otherwise hand it a tile that a
+// later read_weights fetches (or wait forever), so this is checked before the run.
+void check_weight_order(const isa::Program& program, uint64_t code_size) {
+  uint64_t tiles = 0;
+  bool active = false;
+  for (uint64_t i = 0; i < code_size; ++i) {
+    const isa::Instruction& in = program.code[i];
+    if (in.opcode == isa::Opcode::read_weights) tiles += in[isa::Field::tiles];
+    if (in.opcode != isa::Opcode::matmul) continue;
+    if (in[isa::Field::switch_weights]) {
+      if (tiles == 0)
+        throw SimError(i, describe(i, in) + ": switches to the next weight tile, but no read_weights has fetched one");
+      --tiles;
+      active = true;
+    } else if (!active) {
+      throw SimError(i, describe(i, in) + ": multiplies before any weight tile was made active (the first matmul "
+                                          "needs `switch`)");
+    }
+  }
+}
+
 std::string deadlock_message(const Context& ctx) {
   std::string why;
   for (const Context::Blocked& b : ctx.blocked)
@@ -137,6 +159,7 @@ RunResult simulate(const isa::Program& program, const Arch& arch, const RunOptio
   validate(arch);
   check_static(program, arch);
   const uint64_t code_size = halt_index(program) + 1;
+  check_weight_order(program, code_size);
   Machine& m = machine();
   Context& ctx = m.ctx;
   ctx.program = &program;

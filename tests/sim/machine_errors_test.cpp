@@ -29,9 +29,12 @@ TEST_CASE("the first matmul must switch to a tile", "[machine][errors]") {
                 "multiplies before any weight tile was made active");
 }
 
-TEST_CASE("switching to a tile nobody fetched is a deadlock", "[machine][errors]") {
-  require_error(assemble("matmul ub=0, acc=0, rows=1, switch\nhalt"), small_arch(), 1,
-                "instruction 0 (matmul with switch) waits for a weight tile");
+TEST_CASE("switching to a tile no earlier read_weights fetched is refused", "[machine][errors]") {
+  require_error(assemble("matmul ub=0, acc=0, rows=1, switch\nhalt"), small_arch(), 0,
+                "switches to the next weight tile, but no read_weights has fetched one");
+  // A later read_weights does not count (fuzz_simulate found the machine taking its tile).
+  require_error(assemble(kTile + "matmul ub=0, acc=0, rows=1, switch\nrw waddr=w, tiles=1\nhalt"), small_arch(), 0,
+                "no read_weights has fetched one");
 }
 
 TEST_CASE("a barrier before the matmul that would free the weight FIFO deadlocks", "[machine][errors]") {
@@ -80,7 +83,11 @@ TEST_CASE("addresses outside the configured memories are refused", "[machine][er
 }
 
 TEST_CASE("the machine runs normally after a failed run", "[machine][errors]") {
-  require_error(assemble("matmul ub=0, acc=0, rows=1, switch\nhalt"), small_arch(), 1, "deadlock");
+  sim::Arch arch = small_arch();
+  arch.weight_fifo_tiles = 1;
+  require_error(assemble(".weights w, 0, 48, init=random(1)\nrw waddr=w, tiles=3\nbarrier\n"
+                         "matmul ub=0, acc=0, rows=1, switch\nhalt"),
+                arch, 1, "deadlock");
   const auto r = run_all(assemble(kTile + "rw waddr=w, tiles=1\nmatmul ub=0, acc=0, rows=3, switch\nhalt"),
                          small_arch());
   CHECK(r.fast.cycles == 22);
