@@ -48,6 +48,7 @@ for t in "${targets[@]}"; do
   step "$t for ${seconds}s"
   name=${t#fuzz_}
   mkdir -p "$WORK/corpus/$name"
+  envs=()
   opts=(-max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 -print_final_stats=1
     -artifact_prefix="$WORK/artifacts/$name-")
   case $name in
@@ -55,14 +56,15 @@ for t in "${targets[@]}"; do
     program) opts+=(-max_len=65536) ;;
     decode) opts+=(-max_len=256) ;;
     arch) opts+=(-max_len=4096) ;;
-    # Two machine bytes and up to 64 instructions. No per-input leak check: LeakSanitizer cannot
-    # follow SystemC's coroutine stacks and reports libFuzzer's own driver state as leaked (the
-    # ASan test run, scripts/test.sh --asan, checks the simulator for leaks at exit).
-    simulate) opts+=(-max_len=1026 -detect_leaks=0) ;;
+    # Two machine bytes and up to 64 instructions. No leak checks: LeakSanitizer cannot follow
+    # SystemC's coroutine stacks and reports libFuzzer's own driver state as leaked (the ASan test
+    # run, scripts/test.sh --asan, checks the simulator for leaks).
+    simulate) opts+=(-max_len=1026 -detect_leaks=0); envs=(ASAN_OPTIONS=detect_leaks=0) ;;
   esac
   log="$WORK/logs/$name.log"
   rc=0
-  "$ROOT/$BUILD/tests/fuzz/$t" "${opts[@]}" "$WORK/corpus/$name" "$WORK/seeds/$name" >"$log" 2>&1 || rc=$?
+  env "${envs[@]}" "$ROOT/$BUILD/tests/fuzz/$t" "${opts[@]}" "$WORK/corpus/$name" "$WORK/seeds/$name" >"$log" 2>&1 ||
+    rc=$?
   runs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -1)
   rate=$(sed -n 's/^stat::average_exec_per_sec: *//p' "$log" | tail -1)
   corpus=$(find "$WORK/corpus/$name" -type f | wc -l)
