@@ -25,6 +25,7 @@ while (($#)); do
   esac
 done
 cd "$ROOT"
+export SC_COPYRIGHT_MESSAGE=DISABLE  # no SystemC banner in the tables
 title="scripts/bench.sh${quick[*]:+ --quick}"
 trap 'print_summary "$title" $?' EXIT
 

@@ -185,7 +185,7 @@ TEST_CASE("load_arch_file round-trips arch_to_json", "[arch]") {
   CHECK(f.load(sim::arch_to_json(Arch{}).dump()) == Arch{});
 }
 
-TEST_CASE("load_arch_file applies base, then name, then parameters; strings use the text parser", "[arch]") {
+TEST_CASE("load_arch_file applies base, then name, then parameters - strings use the text parser", "[arch]") {
   ArchFile f;
   const Arch a = f.load(R"({"ub_bytes": "8MiB", "base": "tpu-v1", "array_rows": "0x80", "clock_mhz": 1000,
                             "name": "mine", "host_gbps": "2.5e1"})");
@@ -305,7 +305,7 @@ TEST_CASE("validate: every rule, with a failing example", "[arch]") {
       "field)");
 }
 
-TEST_CASE("validate: limits themselves pass; latencies may be 0; reals and the name are checked", "[arch]") {
+TEST_CASE("validate: limits themselves pass - latencies may be 0 - reals and the name are checked", "[arch]") {
   Arch a;
   a.weight_mem_latency_cycles = a.host_latency_cycles = a.activation_latency_cycles = 0;
   a.array_rows = a.array_cols = 4096;

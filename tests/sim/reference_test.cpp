@@ -196,7 +196,7 @@ isa::Program tiny_program(std::vector<isa::Instruction> code, size_t weights = 3
   return p;
 }
 
-TEST_CASE("run_reference: tiles leave the FIFO in order; matmul without switch keeps the tile",
+TEST_CASE("run_reference: tiles leave the FIFO in order - matmul without switch keeps the tile",
           "[reference]") {
   // Input row 0 = e0 picks row 0 of the active tile: tile t starts at weight byte 16t, so its
   // row 0 is 16t .. 16t + 3.

@@ -375,7 +375,7 @@ TEST_CASE("vec: every operation, requantization and function", "[state]") {
   CHECK(run(vec(VecOp::pass, Func::identity, 1, 1)) == std::vector<int>{1, -1, 2, -2});
 }
 
-TEST_CASE("vec: pass does not read src_b; overlapping rows are read before written", "[state]") {
+TEST_CASE("vec: pass does not read src_b - overlapping rows are read before written", "[state]") {
   MachineState s = make_state({}, tiny());
   REQUIRE_NOTHROW(exec_vector(s, vec(isa::VecOp::pass, Func::identity, 1, 0, 1000), 0));
   REQUIRE_THROWS_WITH(exec_vector(s, vec(isa::VecOp::add, Func::identity, 1, 0, 1000), 6),
