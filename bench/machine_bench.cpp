@@ -19,8 +19,8 @@
 // ratio and "BELOW TARGET" where missed; --json writes all figures. Exits 0 even below target,
 // 1 when a simulation fails or --verify finds a difference, 2 on bad arguments.
 //
-// --verify: every program (MLP0, MLP1, the big MLP, the small one, two edge cases) must pass isa::check_program
-// and sim::check_static, run on the fast engine and leave exactly the reference executor's
+// --verify: every program (MLP0, MLP1, the big MLP, the small one, two edge cases) must pass
+// isa::check_program and sim::check_static, run on the fast engine and leave exactly the reference executor's
 // memories; prints each program's readable report. --save DIR writes the programs as DIR/NAME.tpu.
 #include <dlfcn.h>
 #include <fmt/core.h>
@@ -198,10 +198,10 @@ class OneDnnSequence {
     const int32_t zero = 0;
     const double t0 = now_seconds(), c0 = thread_seconds();
     for (const Gemm& g : gemms_) {
-      const dnnl_status_t st = dnnl_gemm_s8s8s32(
-          'N', 'N', 'F', static_cast<dnnl_dim_t>(g.rows), 256, 256, 1.f, ub_.data() + g.ub * 256, 256, 0,
-          reinterpret_cast<const int8_t*>(g.tile), 256, 0, g.accumulate ? 1.f : 0.f, acc_.data() + g.acc * 256, 256,
-          &zero);
+      const dnnl_status_t st =
+          dnnl_gemm_s8s8s32('N', 'N', 'F', static_cast<dnnl_dim_t>(g.rows), 256, 256, 1.f,
+                            ub_.data() + g.ub * 256, 256, 0, reinterpret_cast<const int8_t*>(g.tile), 256, 0,
+                            g.accumulate ? 1.f : 0.f, acc_.data() + g.acc * 256, 256, &zero);
       if (st != dnnl_success) throw std::runtime_error("dnnl_gemm_s8s8s32 failed");
     }
     const double cpu = thread_seconds() - c0;
@@ -313,7 +313,8 @@ bool verify(const std::vector<std::pair<std::string, isa::Program>>& programs, c
 }
 
 int usage() {
-  fmt::print(stderr, "usage: machine_bench [--quick] [--json FILE] [--verify] [--save DIR] | --programs DIR\n");
+  fmt::print(stderr,
+             "usage: machine_bench [--quick] [--json FILE] [--verify] [--save DIR] | --programs DIR\n");
   return 2;
 }
 
@@ -337,8 +338,10 @@ int sc_main(int argc, char** argv) {
   js["repetitions"] = reps;
 
   if (opt.programs_only) {
-    for (const auto& [name, spec] : {std::pair{"mlp0", bench::mlp0_spec()}, std::pair{"mlp1", bench::mlp1_spec()}})
-      isa::save_program(std::filesystem::path(opt.save_dir) / (std::string(name) + ".tpu"), bench::make_mlp_program(spec));
+    for (const auto& [name, spec] :
+         {std::pair{"mlp0", bench::mlp0_spec()}, std::pair{"mlp1", bench::mlp1_spec()}})
+      isa::save_program(std::filesystem::path(opt.save_dir) / (std::string(name) + ".tpu"),
+                        bench::make_mlp_program(spec));
     return 0;
   }
   try {
@@ -353,9 +356,9 @@ int sc_main(int argc, char** argv) {
       }
       figures.push_back({fmt::format("peak RSS, {} engine, 100 MB weights", en), "bytes",
                          static_cast<double>(m.after_run), kMemoryTarget, true});
-      jm[en] = {{"vmhwm_at_fork", m.at_fork},      {"vmhwm_after_build", m.after_build},
-                {"vmhwm_after_run", m.after_run},  {"build_share", m.after_build - m.at_fork},
-                {"weight_bytes", m.weight_bytes},  {"cycles", m.cycles}};
+      jm[en] = {{"vmhwm_at_fork", m.at_fork},     {"vmhwm_after_build", m.after_build},
+                {"vmhwm_after_run", m.after_run}, {"build_share", m.after_build - m.at_fork},
+                {"weight_bytes", m.weight_bytes}, {"cycles", m.cycles}};
     }
     js["memory"] = jm;
 
@@ -407,8 +410,8 @@ int sc_main(int argc, char** argv) {
 #endif
       }
       const double cps_m = median(cps), macs_m = median(macs_s);
-      figures.push_back({fmt::format("timing engine, {}: simulated cycles/s", name), "cycles/s", cps_m,
-                         kCyclesTarget});
+      figures.push_back(
+          {fmt::format("timing engine, {}: simulated cycles/s", name), "cycles/s", cps_m, kCyclesTarget});
       figures.push_back({"  same, in CPU time", "cycles/s", median(cps_cpu), kCyclesTarget});
       nlohmann::json jp = {{"cycles", cycles},
                            {"array_macs", array_macs},
@@ -425,11 +428,13 @@ int sc_main(int argc, char** argv) {
       const double dnnl_m = median(dnnl_s);
       std::vector<double> paired;  // per repetition: ours / oneDNN measured back to back
       for (size_t r = 0; r < macs_s.size(); ++r) paired.push_back(macs_s[r] / dnnl_s[r]);
-      figures.push_back({fmt::format("oneDNN s8s8s32 1 thread, same matmuls, {}: MACs/s", name), "MAC/s", dnnl_m, 0});
-      figures.push_back({fmt::format("fast engine / oneDNN, {}", name), "ratio", macs_m / dnnl_m, kGemmRatioTarget});
+      figures.push_back(
+          {fmt::format("oneDNN s8s8s32 1 thread, same matmuls, {}: MACs/s", name), "MAC/s", dnnl_m, 0});
+      figures.push_back(
+          {fmt::format("fast engine / oneDNN, {}", name), "ratio", macs_m / dnnl_m, kGemmRatioTarget});
       const double ratio_cpu = median(macs_cpu) / median(dnnl_cpu);
-      figures.push_back({fmt::format("  same, in CPU time ({:.1f}e9 / {:.1f}e9 MAC/s)", median(macs_cpu) / 1e9,
-                                     median(dnnl_cpu) / 1e9),
+      figures.push_back({fmt::format("  same, in CPU time ({:.1f}e9 / {:.1f}e9 MAC/s)",
+                                     median(macs_cpu) / 1e9, median(dnnl_cpu) / 1e9),
                          "ratio", ratio_cpu, kGemmRatioTarget});
       jp["onednn_macs_per_s"] = dnnl_m;
       jp["onednn_macs_per_s_runs"] = dnnl_s;
@@ -455,7 +460,8 @@ int sc_main(int argc, char** argv) {
         cells.push_back(static_cast<double>(steps) * 256 * 256 / s.result.host_seconds);
         cells_cpu.push_back(static_cast<double>(steps) * 256 * 256 / s.sim_cpu_seconds());
       }
-      figures.push_back({"stepped engine, 256-256-256 b64: cell updates/s", "cells/s", median(cells), kCellTarget});
+      figures.push_back(
+          {"stepped engine, 256-256-256 b64: cell updates/s", "cells/s", median(cells), kCellTarget});
       js["stepped"] = {{"array_steps", steps},
                        {"cell_updates_per_s", median(cells)},
                        {"runs", cells},
@@ -474,20 +480,27 @@ int sc_main(int argc, char** argv) {
     const std::string target =
         f.target == 0 ? "-" : (f.below_is_good ? "< " : ">= ") + human(f.target, f.unit);
     fmt::print("{:<52} {:>18} {:>18} {:>7}{}\n", f.name, human(f.value, f.unit), target,
-               f.target == 0 ? "-" : fmt::format("{:.2f}", f.ratio()), f.target == 0 || f.met() ? "" : "  BELOW TARGET");
+               f.target == 0 ? "-" : fmt::format("{:.2f}", f.ratio()),
+               f.target == 0 || f.met() ? "" : "  BELOW TARGET");
   }
   for (const auto& [engine, m] : js["memory"].items())
-    fmt::print("  memory, {} engine: {:.1f} MiB at fork, {:.1f} MiB after building the program "
-               "(its share {:.1f} MiB, weights {:.1f} MiB), {:.1f} MiB after simulating\n",
-               engine, m["vmhwm_at_fork"].get<double>() / 1048576, m["vmhwm_after_build"].get<double>() / 1048576,
-               m["build_share"].get<double>() / 1048576, m["weight_bytes"].get<double>() / 1048576,
-               m["vmhwm_after_run"].get<double>() / 1048576);
+    fmt::print(
+        "  memory, {} engine: {:.1f} MiB at fork, {:.1f} MiB after building the program "
+        "(its share {:.1f} MiB, weights {:.1f} MiB), {:.1f} MiB after simulating\n",
+        engine, m["vmhwm_at_fork"].get<double>() / 1048576, m["vmhwm_after_build"].get<double>() / 1048576,
+        m["build_share"].get<double>() / 1048576, m["weight_bytes"].get<double>() / 1048576,
+        m["vmhwm_after_run"].get<double>() / 1048576);
 
   if (!opt.json.empty()) {
     nlohmann::json jf = nlohmann::json::array();
     for (const Figure& f : figures)
-      jf.push_back({{"name", f.name}, {"unit", f.unit}, {"value", f.value}, {"target", f.target},
-                    {"lower_is_better", f.below_is_good}, {"ratio", f.ratio()}, {"met", f.met()}});
+      jf.push_back({{"name", f.name},
+                    {"unit", f.unit},
+                    {"value", f.value},
+                    {"target", f.target},
+                    {"lower_is_better", f.below_is_good},
+                    {"ratio", f.ratio()},
+                    {"met", f.met()}});
     js["figures"] = jf;
     std::ofstream out(opt.json);
     out << js.dump(2) << "\n";

@@ -51,14 +51,15 @@ using isa::Field;
 using isa::Instruction;
 using isa::Opcode;
 
-constexpr uint64_t kArray = 256;              // array rows = columns = UB row bytes (tpu-v1)
+constexpr uint64_t kArray = 256;  // array rows = columns = UB row bytes (tpu-v1)
 constexpr uint64_t kTileBytes = kArray * kArray;
 constexpr uint64_t kUbRows = 25165824 / kArray;  // 24 MiB
 constexpr uint64_t kAccRows = 4096;
 #ifndef MLP_PREFETCH
 #define MLP_PREFETCH 4  // -DMLP_PREFETCH=3 to compare
 #endif
-constexpr uint64_t kPrefetch = MLP_PREFETCH;  // tiles requested ahead of the matmul using them (<= 4, see above)
+constexpr uint64_t kPrefetch =
+    MLP_PREFETCH;  // tiles requested ahead of the matmul using them (<= 4, see above)
 
 uint64_t div_up(uint64_t a, uint64_t b) { return (a + b - 1) / b; }
 
@@ -70,7 +71,8 @@ uint64_t div_up(uint64_t a, uint64_t b) { return (a + b - 1) / b; }
 // the values shrink about 4x per layer).
 uint64_t layer_shift(uint64_t k, bool first_layer) {
   const double in_rms = first_layer ? 74.0 : 45.0;
-  return static_cast<uint64_t>(std::lround(std::log2(in_rms * 74.0 * std::sqrt(static_cast<double>(k)) / 64.0)));
+  return static_cast<uint64_t>(
+      std::lround(std::log2(in_rms * 74.0 * std::sqrt(static_cast<double>(k)) / 64.0)));
 }
 
 class Builder {

@@ -190,7 +190,7 @@ inline constexpr FieldSpec kFields[] = {
      FieldKind::uint,
      {},
      "UB row address of the per-column parameter table: with C = array_cols, bytes [0, 4C) hold "
-     "bias[c] (int32), [4C, 6C) mult[c] (uint16), [6C, 7C) shift[c] (0..63), little-endian, "
+     "bias[c] (int32), [4C, 6C) mult[c] (uint16), [6C, 7C) shift[c] (low 6 bits: 0..63), little-endian, "
      "spanning ceil(7C / row width) rows",
      AddressSpace::ub},
     {Field::in_w, "in_w", FieldKind::uint, {}, "input map width in pixels"},

@@ -9,7 +9,7 @@ using isa::Field;
 using isa::Opcode;
 
 namespace {
-uint64_t div_up(uint64_t a, uint64_t b) { return (a + b - 1) / b; }
+uint64_t div_up(uint64_t a, uint64_t b) { return (a + b - 1) / b; }  // a, b > 0
 }  // namespace
 
 ActivationUnit::ActivationUnit(sc_core::sc_module_name name, Context& ctx, Hazards& hazards)
@@ -27,7 +27,7 @@ uint64_t ActivationUnit::duration(const isa::Instruction& in) const {
   switch (in.opcode) {
     case Opcode::activate:
       return a.activation_latency_cycles + in[Field::rows] * div_up(a.array_cols, a.activation_lanes) +
-             (in[Field::per_channel] ? div_up(7 * a.array_cols, a.ub_row_bytes()) : 0);
+             (in[Field::per_channel] ? perchan_table_rows(a) : 0);
     case Opcode::vector:
       return a.activation_latency_cycles +
              in[Field::rows] * ub_row * (in[Field::op] == uint64_t(isa::VecOp::pass) ? 1 : 2);
@@ -61,8 +61,6 @@ void ActivationUnit::serve() {
     ctx_.timeline[i].start = start;
     if (!hazards_.started(i, isa::Unit::activation, start, end, ctx_.lowest_unstarted())) return;
     if (ctx_.data()) {
-      // The one error that depends on data (a per-column table's shift), found without throwing.
-      if (std::string why = data_error(*ctx_.state, in); !why.empty()) return ctx_.fail(i, why);
       if (in.opcode == Opcode::activate) exec_activate(*ctx_.state, in, i);
       else if (in.opcode == Opcode::vector) exec_vector(*ctx_.state, in, i);
       else exec_pool(*ctx_.state, in, i);

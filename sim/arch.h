@@ -17,45 +17,38 @@
 namespace tpusim::sim {
 
 // X(name, C++ type, default, unit, meaning, source)
-#define TPUSIM_ARCH_PARAMS(X)                                                                          \
-  X(array_rows, uint64_t, 256, "cells",                                                                \
-    "rows of the systolic array: input vector length K of one weight tile",                            \
-    "paper: 256 x 256 MACs")                                                                           \
-  X(array_cols, uint64_t, 256, "cells",                                                                \
-    "columns of the systolic array: outputs per weight tile (accumulator row width)",                  \
-    "paper: 256 x 256 MACs")                                                                           \
-  X(clock_mhz, double, 700.0, "MHz", "clock frequency of every unit", "paper: 700 MHz")                \
-  X(ub_bytes, uint64_t, 25165824, "bytes",                                                             \
-    "unified buffer capacity; a multiple of the UB row width max(array_rows, array_cols)",             \
-    "paper: 24 MiB")                                                                                   \
-  X(acc_entries, uint64_t, 4096, "rows",                                                               \
-    "accumulator rows of array_cols int32 values", "paper: 4 MiB = 4096 x 256 x 32 bit")               \
-  X(weight_fifo_tiles, uint64_t, 4, "tiles", "weight FIFO depth in tiles", "paper: four tiles deep")   \
-  X(weight_mem_gbps, double, 34.0, "GB/s",                                                             \
-    "weight memory bandwidth (10^9 bytes/s), both channels together",                                  \
-    "paper: 8 GiB DDR3, 34 GB/s, 2 channels")                                                          \
-  X(weight_mem_latency_cycles, uint64_t, 100, "cycles",                                                \
-    "from a tile's transfer finishing on the memory bus to the tile usable in the FIFO",               \
-    "our choice: paper silent; about 140 ns of DDR3 and controller latency")                          \
-  X(host_gbps, double, 10.74, "GB/s",                                                                  \
-    "host interface <-> unified buffer bandwidth (10^9 bytes/s)",                                      \
-    "paper: about 10 GiB/s = 10.74 GB/s")                                                              \
-  X(host_latency_cycles, uint64_t, 700, "cycles",                                                      \
-    "fixed start-up cost of each read_host/write_host DMA",                                            \
-    "our choice: paper silent; about 1 us, a PCIe round trip")                                        \
-  X(activation_lanes, uint64_t, 256, "elements/cycle",                                                 \
-    "values the activation unit reads, computes and writes per cycle",                                 \
-    "paper: 256-byte paths at 700 MHz (about 167 GiB/s)")                                              \
-  X(activation_latency_cycles, uint64_t, 8, "cycles",                                                  \
-    "pipeline depth of the activation unit, paid once per act/vec/pool",                               \
-    "our choice: paper silent")                                                                        \
-  X(issue_cycles, uint64_t, 1, "cycles", "cycles the control unit spends issuing one instruction",    \
-    "our choice: paper silent (one instruction per cycle)")                                            \
-  X(station_queue_depth, uint64_t, 4, "instructions",                                                  \
-    "instructions buffered ahead of each execution station; issue stalls when the queue is full",      \
-    "our choice: paper silent")                                                                        \
-  X(weight_mem_bytes, uint64_t, 8589934592, "bytes", "weight memory capacity",                         \
-    "paper: 8 GiB DDR3")
+#define TPUSIM_ARCH_PARAMS(X)                                                                                \
+  X(array_rows, uint64_t, 256, "cells",                                                                      \
+    "rows of the systolic array: input vector length K of one weight tile", "paper: 256 x 256 MACs")         \
+  X(array_cols, uint64_t, 256, "cells",                                                                      \
+    "columns of the systolic array: outputs per weight tile (accumulator row width)",                        \
+    "paper: 256 x 256 MACs")                                                                                 \
+  X(clock_mhz, double, 700.0, "MHz", "clock frequency of every unit", "paper: 700 MHz")                      \
+  X(ub_bytes, uint64_t, 25165824, "bytes",                                                                   \
+    "unified buffer capacity; a multiple of the UB row width max(array_rows, array_cols)", "paper: 24 MiB")  \
+  X(acc_entries, uint64_t, 4096, "rows", "accumulator rows of array_cols int32 values",                      \
+    "paper: 4 MiB = 4096 x 256 x 32 bit")                                                                    \
+  X(weight_fifo_tiles, uint64_t, 4, "tiles", "weight FIFO depth in tiles", "paper: four tiles deep")         \
+  X(weight_mem_gbps, double, 34.0, "GB/s", "weight memory bandwidth (10^9 bytes/s), both channels together", \
+    "paper: 8 GiB DDR3, 34 GB/s, 2 channels")                                                                \
+  X(weight_mem_latency_cycles, uint64_t, 100, "cycles",                                                      \
+    "from a tile's transfer finishing on the memory bus to the tile usable in the FIFO",                     \
+    "our choice: paper silent; about 140 ns of DDR3 and controller latency")                                 \
+  X(host_gbps, double, 10.74, "GB/s", "host interface <-> unified buffer bandwidth (10^9 bytes/s)",          \
+    "paper: about 10 GiB/s = 10.74 GB/s")                                                                    \
+  X(host_latency_cycles, uint64_t, 700, "cycles", "fixed start-up cost of each read_host/write_host DMA",    \
+    "our choice: paper silent; about 1 us, a PCIe round trip")                                               \
+  X(activation_lanes, uint64_t, 256, "elements/cycle",                                                       \
+    "values the activation unit reads, computes and writes per cycle",                                       \
+    "paper: 256-byte paths at 700 MHz (about 167 GiB/s)")                                                    \
+  X(activation_latency_cycles, uint64_t, 8, "cycles",                                                        \
+    "pipeline depth of the activation unit, paid once per act/vec/pool", "our choice: paper silent")         \
+  X(issue_cycles, uint64_t, 1, "cycles", "cycles the control unit spends issuing one instruction",           \
+    "our choice: paper silent (one instruction per cycle)")                                                  \
+  X(station_queue_depth, uint64_t, 4, "instructions",                                                        \
+    "instructions buffered ahead of each execution station; issue stalls when the queue is full",            \
+    "our choice: paper silent")                                                                              \
+  X(weight_mem_bytes, uint64_t, 8589934592, "bytes", "weight memory capacity", "paper: 8 GiB DDR3")
 
 struct Arch {
   std::string name = "tpu-v1";

@@ -18,12 +18,16 @@ bool Context::wait_for(const sc_core::sc_event& e) {
 }
 
 void Context::fail(uint64_t index, const std::string& message) {
-  if (!aborted) {
-    error = describe(index, inst(index)) + ": " + message;
+  const uint64_t t = now();
+  std::string text = describe(index, inst(index)) + ": " + message;
+  const bool first = !error;
+  if (first || t < error_cycle ||
+      (t == error_cycle && (index < *error_index || (index == *error_index && text < *error)))) {
+    error = std::move(text);
     error_index = index;
-    aborted = true;
-    wake_all();
+    error_cycle = t;
   }
+  if (first) abort_request.notify(period);
 }
 
 void Context::wake_all() {
@@ -63,6 +67,8 @@ void Context::reset_run() {
   halted = aborted = false;
   error.reset();
   error_index.reset();
+  error_cycle = 0;
+  abort_request.cancel();
   issued.fill(0);
   completed.fill(0);
   for (auto& b : blocked) b.what = nullptr;

@@ -36,9 +36,9 @@ class Context {
 
   std::vector<InstructionTiming> timeline;
   std::vector<uint64_t> regs_stride, regs_row_bytes;  // setcfg values captured at issue (DMA)
-  RunResult result;                                    // counters filled by the units
-  std::vector<Span> sync_act, sync_host;               // issue blocked on act / host only
-  std::vector<Span> matrix_spans;  // the matrix unit streaming or stalled on weights
+  RunResult result;                                   // counters filled by the units
+  std::vector<Span> sync_act, sync_host;              // issue blocked on act / host only
+  std::vector<Span> matrix_spans;                     // the matrix unit streaming or stalled on weights
   uint64_t cfg_stride = 0, cfg_row_bytes = 0;         // setcfg registers as issue sees them
   uint64_t next_issue = 0;                            // index the control unit issues next
   std::array<const StationQueue*, 4> queues{};        // host, weights, matrix, activation
@@ -46,7 +46,11 @@ class Context {
   bool halted = false;
   std::optional<std::string> error;
   std::optional<uint64_t> error_index;
+  uint64_t error_cycle = 0;
   bool aborted = false;
+  // fail() asks for the abort one cycle later, so that every process acting in the failing cycle
+  // has had its say and the error reported does not depend on their order (Machine aborts).
+  sc_core::sc_event abort_request;
   // Every event a process waits on; an abort notifies them all so that each process wakes,
   // sees `aborted` and unwinds (waits stay single-event: no or-lists to allocate).
   std::vector<sc_core::sc_event*> waitables;
@@ -79,7 +83,8 @@ class Context {
   // cannot follow an unwind across its stack switches.)
   [[nodiscard]] bool wait_until(uint64_t cycle);
   [[nodiscard]] bool wait_for(const sc_core::sc_event& e);
-  // Ends the run with "instruction INDEX (its text): MESSAGE"; the caller then returns.
+  // Ends the run with "instruction INDEX (its text): MESSAGE" (of the errors raised in the first
+  // failing cycle, the one of the lowest instruction index); the caller then returns.
   void fail(uint64_t index, const std::string& message);
   void wake_all();  // notify every waitable event (abort)
 
@@ -100,7 +105,9 @@ class StationQueue {
     uint64_t index;
     uint64_t available;
   };
-  explicit StationQueue(Context& ctx) : ctx_(ctx) { ctx.waitables.insert(ctx.waitables.end(), {&pushed_, &popped_}); }
+  explicit StationQueue(Context& ctx) : ctx_(ctx) {
+    ctx.waitables.insert(ctx.waitables.end(), {&pushed_, &popped_});
+  }
   void reset(uint64_t capacity) {
     entries_.clear();
     capacity_ = capacity;
@@ -123,7 +130,6 @@ class StationQueue {
   }
   const sc_core::sc_event& popped() const { return popped_; }
   uint64_t front_index() const { return entries_.empty() ? UINT64_MAX : entries_.front().index; }
-  bool empty() const { return entries_.empty(); }
 
  private:
   Context& ctx_;

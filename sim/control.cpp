@@ -9,7 +9,8 @@ using isa::Field;
 using isa::Opcode;
 using isa::Unit;
 
-ControlUnit::ControlUnit(sc_core::sc_module_name name, Context& ctx, Hazards& hazards, WeightPath& weight_path)
+ControlUnit::ControlUnit(sc_core::sc_module_name name, Context& ctx, Hazards& hazards,
+                         WeightPath& weight_path)
     : sc_module(name), ctx_(ctx), hazards_(hazards), weight_path_(weight_path) {
   SC_HAS_PROCESS(ControlUnit);
   SC_THREAD(run);
@@ -52,7 +53,13 @@ bool ControlUnit::issue_to_station(uint64_t index, Unit unit) {
 void ControlUnit::issue_all() {
   const uint64_t issue = ctx_.arch.issue_cycles;
   // sync mask bits (isa units values: host 0, weights 1, matrix 2, act 3) -> isa::Unit bits.
-  auto unit_bits = [](uint64_t mask) { return mask << 1; };
+  // A sync mask (sync_mask_bit) as a set of isa::Unit bits, as wait_idle takes it.
+  auto unit_bits = [](uint64_t mask) {
+    uint64_t bits = 0;
+    for (int u = 1; u < kUnitCount; ++u)
+      if (mask & sync_mask_bit(Unit(u))) bits |= uint64_t{1} << u;
+    return bits;
+  };
   for (uint64_t i = 0; i < ctx_.code_size; ++i) {
     ctx_.next_issue = i;
     const isa::Instruction& in = ctx_.inst(i);
@@ -74,10 +81,12 @@ void ControlUnit::issue_all() {
         const uint64_t mask = in[Field::units];
         ctx_.block(Unit::control, "instruction {0} (sync) waits for units {1:#x}", i, mask);
         if (!wait_idle(unit_bits(mask), false)) return;
+        // Issue held beyond the sync's own issue cycles: RAW stall when it waits for the
+        // activation unit, input stall when for the host interface only.
         const uint64_t idle = ctx_.now();
-        if (idle > t) {
-          if (mask & 8)  /* act */ ctx_.sync_act.push_back({t, idle});
-          else if (mask & 1)  /* host */ ctx_.sync_host.push_back({t, idle});
+        if (idle > end) {
+          if (mask & sync_mask_bit(Unit::activation)) ctx_.sync_act.push_back({end, idle});
+          else if (mask & sync_mask_bit(Unit::host_dma)) ctx_.sync_host.push_back({end, idle});
         }
         end = std::max(end, idle);
         break;

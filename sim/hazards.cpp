@@ -11,8 +11,6 @@ using isa::Opcode;
 
 namespace {
 
-uint64_t div_up(uint64_t a, uint64_t b) { return (a + b - 1) / b; }
-
 // Matmul input groups, merged when contiguous; beyond 64 separate groups, one bounding range
 // (conservative: it can only report a conflict that the exact ranges would not).
 std::vector<RowRange> matmul_reads(const isa::Instruction& inst) {
@@ -34,16 +32,6 @@ bool overlap(const std::vector<RowRange>& a, const std::vector<RowRange>& b) {
   return false;
 }
 
-const char* unit_mnemonic(isa::Unit u) {
-  switch (u) {
-    case isa::Unit::host_dma: return "host";
-    case isa::Unit::weight_fetch: return "weights";
-    case isa::Unit::matrix: return "matrix";
-    case isa::Unit::activation: return "act";
-    default: return "control";
-  }
-}
-
 }  // namespace
 
 Accesses accesses(const isa::Instruction& inst, const Arch& arch) {
@@ -58,8 +46,7 @@ Accesses accesses(const isa::Instruction& inst, const Arch& arch) {
       break;
     case Opcode::activate:
       a.ub_writes = {{inst[Field::ub], rows}};
-      if (inst[Field::per_channel])
-        a.ub_reads = {{inst[Field::qtable], div_up(7 * arch.array_cols, arch.ub_row_bytes())}};
+      if (inst[Field::per_channel]) a.ub_reads = {{inst[Field::qtable], perchan_table_rows(arch)}};
       a.acc = {inst[Field::acc], rows};
       break;
     case Opcode::vector:
@@ -68,10 +55,8 @@ Accesses accesses(const isa::Instruction& inst, const Arch& arch) {
       a.ub_writes = {{inst[Field::ub], rows}};
       break;
     case Opcode::pool: {
-      const uint64_t batch = inst[Field::batch], in_w = inst[Field::in_w];
-      const uint64_t in_h = (inst[Field::out_h] - 1) * inst[Field::pool_stride] + inst[Field::window];
-      a.ub_reads = {{inst[Field::src], in_h * in_w * batch}};
-      a.ub_writes = {{inst[Field::ub], inst[Field::out_h] * inst[Field::out_w] * batch}};
+      a.ub_reads = {{inst[Field::src], pool_input_row_count(inst)}};
+      a.ub_writes = {{inst[Field::ub], inst[Field::out_h] * inst[Field::out_w] * inst[Field::batch]}};
       break;
     }
     default: break;
@@ -79,28 +64,40 @@ Accesses accesses(const isa::Instruction& inst, const Arch& arch) {
   return a;
 }
 
-bool Hazards::check(const Record& a, const Record& b) const {
+// Two instructions of different stations touch the same UB rows (one writing) out of program
+// order or overlapping in time.
+bool Hazards::conflicts(const Record& a, const Record& b) {
+  const Record& early = a.index < b.index ? a : b;
+  const Record& late = a.index < b.index ? b : a;
+  const bool writes =
+      overlap(late.use.ub_writes, early.use.ub_reads) || overlap(late.use.ub_writes, early.use.ub_writes);
+  if (!writes && !overlap(late.use.ub_reads, early.use.ub_writes)) return false;
+  return early.until > late.start;  // else in program order, with no overlap in time
+}
+
+void Hazards::report(const Record& a, const Record& b) const {
   // Described from the later instruction in program order, whichever of the two started first
   // in simulation (two stations starting in the same cycle may do so in either order).
   const Record& early = a.index < b.index ? a : b;
   const Record& late = a.index < b.index ? b : a;
-  const bool writes = overlap(late.use.ub_writes, early.use.ub_reads) || overlap(late.use.ub_writes, early.use.ub_writes);
-  if (!writes && !overlap(late.use.ub_reads, early.use.ub_writes)) return true;
-  if (early.until <= late.start) return true;  // in program order, no overlap in time
+  const bool writes =
+      overlap(late.use.ub_writes, early.use.ub_reads) || overlap(late.use.ub_writes, early.use.ub_writes);
   const char* what = writes ? "writes UB rows that" : "reads UB rows that";
   const std::string other = describe(early.index, ctx_.inst(early.index));
-  const std::string fix = fmt::format("add `sync units={}` before instruction {}", unit_mnemonic(early.unit), late.index);
+  const std::string fix =
+      fmt::format("add `sync units={}` before instruction {}", sync_unit_name(early.unit), late.index);
   if (late.start < early.start)
-    ctx_.fail(late.index, fmt::format("{} {} uses earlier in program order, but ran first (from cycle {}, before "
-                                      "cycle {}): {}",
-                                      what, other, late.start, early.start, fix));
+    ctx_.fail(late.index,
+              fmt::format("{} {} uses earlier in program order, but ran first (from cycle {}, before "
+                          "cycle {}): {}",
+                          what, other, late.start, early.start, fix));
   else
     ctx_.fail(late.index, fmt::format("{} {} (cycles {}..{}) still uses from cycle {}: {}", what, other,
                                       early.start, early.until - 1, late.start, fix));
-  return false;
 }
 
-bool Hazards::started(uint64_t index, isa::Unit unit, uint64_t start, uint64_t until, uint64_t lowest_unstarted) {
+bool Hazards::started(uint64_t index, isa::Unit unit, uint64_t start, uint64_t until,
+                      uint64_t lowest_unstarted) {
   Record r{index, unit, start, until, accesses(ctx_.inst(index), ctx_.arch)};
   for (const RowRange& x : r.use.ub_reads) ctx_.note_ub(x.first, x.rows);
   for (const RowRange& x : r.use.ub_writes) ctx_.note_ub(x.first, x.rows);
@@ -109,8 +106,15 @@ bool Hazards::started(uint64_t index, isa::Unit unit, uint64_t start, uint64_t u
   // instruction included).
   const uint64_t low = std::min(lowest_unstarted, index);
   std::erase_if(window_, [&](const Record& w) { return w.until <= start && w.index < low; });
+  // The conflicting instruction earliest in program order, so that the message does not depend on
+  // the order in which SystemC runs processes within a cycle.
+  const Record* worst = nullptr;
   for (const Record& w : window_)
-    if (w.unit != unit && !check(r, w)) return false;
+    if (w.unit != unit && conflicts(r, w) && (!worst || w.index < worst->index)) worst = &w;
+  if (worst) {
+    report(r, *worst);
+    return false;
+  }
   if (!r.use.ub_reads.empty() || !r.use.ub_writes.empty()) window_.push_back(std::move(r));
   return true;
 }

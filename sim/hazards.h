@@ -58,7 +58,8 @@ class Hazards {
     uint64_t start, until;
     Accesses use;
   };
-  bool check(const Record& a, const Record& b) const;  // false: failed the run
+  static bool conflicts(const Record& a, const Record& b);
+  void report(const Record& a, const Record& b) const;  // fails the run
   Context& ctx_;
   std::deque<Record> window_;
   std::vector<std::pair<uint64_t, RowRange>> acc_writers_, acc_readers_;

@@ -27,8 +27,9 @@ void HostInterface::serve() {
     queue_.pop();
     const isa::Instruction& in = ctx_.inst(i);
     const uint64_t row_bytes = ctx_.regs_row_bytes[i] ? ctx_.regs_row_bytes[i] : ctx_.arch.ub_row_bytes();
-    const uint64_t end = start + ctx_.arch.host_latency_cycles +
-                         transfer_cycles(in[Field::rows] * row_bytes, ctx_.arch.host_gbps, ctx_.arch.clock_mhz);
+    const uint64_t end =
+        start + ctx_.arch.host_latency_cycles +
+        transfer_cycles(in[Field::rows] * row_bytes, ctx_.arch.host_gbps, ctx_.arch.clock_mhz);
     ctx_.timeline[i].start = start;
     if (!hazards_.started(i, isa::Unit::host_dma, start, end, ctx_.lowest_unstarted())) return;
     if (ctx_.data()) {

@@ -33,6 +33,15 @@ class Machine : public sc_core::sc_module {
     weights.on_shift = [this](const FetchedTile& f, uint64_t s) { matrix.shift_started(f, s); };
     ctx.queues = {&host.queue(), &weights.queue(), &matrix.queue(), &activation.queue()};
     for (sc_core::sc_event& e : ctx.completed_events) ctx.waitables.push_back(&e);
+    SC_HAS_PROCESS(Machine);
+    SC_METHOD(abort);
+    sensitive << ctx.abort_request;
+    dont_initialize();
+  }
+  // A run failed in the previous cycle: every process wakes and returns to its idle loop.
+  void abort() {
+    ctx.aborted = true;
+    ctx.wake_all();
   }
   void reset() {
     ctx.reset_run();
@@ -88,13 +97,11 @@ void check_weight_order(const isa::Program& program, uint64_t code_size) {
     if (in.opcode == isa::Opcode::read_weights) tiles += in[isa::Field::tiles];
     if (in.opcode != isa::Opcode::matmul) continue;
     if (in[isa::Field::switch_weights]) {
-      if (tiles == 0)
-        throw SimError(i, describe(i, in) + ": switches to the next weight tile, but no read_weights has fetched one");
+      if (tiles == 0) throw SimError(i, describe(i, in) + ": " + kNoTileFetched);
       --tiles;
       active = true;
     } else if (!active) {
-      throw SimError(i, describe(i, in) + ": multiplies before any weight tile was made active (the first matmul "
-                                          "needs `switch`)");
+      throw SimError(i, describe(i, in) + ": " + kNoActiveTile);
     }
   }
 }
@@ -111,7 +118,14 @@ void finish_counters(Context& ctx) {
   MatrixCounters& m = r.matrix;
   std::sort(ctx.matrix_spans.begin(), ctx.matrix_spans.end(),
             [](const Span& a, const Span& b) { return a.begin < b.begin; });
-  m.non_matrix = r.cycles - m.array_active - m.weight_stall - m.weight_shift;
+  // Non-matrix: the cycles no matrix span covers (spans never overlap: each is a matmul
+  // streaming or waiting for its tile, one matmul at a time).
+  uint64_t covered = 0, until = 0;
+  for (const Span& s : ctx.matrix_spans) {
+    covered += s.end - std::max(s.begin, std::min(until, s.end));
+    until = std::max(until, s.end);
+  }
+  m.non_matrix = r.cycles - covered;
   m.raw_stall = uncovered(ctx.sync_act, ctx.matrix_spans);
   m.input_stall = uncovered(ctx.sync_host, ctx.matrix_spans);
   r.unit_busy[int(isa::Unit::control)] = r.cycles;
@@ -174,19 +188,20 @@ RunResult simulate(const isa::Program& program, const Arch& arch, const RunOptio
   m.reset();
   ctx.base = sc_core::sc_time_stamp();
   ctx.start_event.notify(sc_core::SC_ZERO_TIME);
-  const sc_core::sc_time limit = options.max_cycles
-                                     ? sc_core::sc_time::from_value(ctx.period.value() * (options.max_cycles + 1))
-                                     : sc_core::sc_max_time() - ctx.base - ctx.period;
+  const sc_core::sc_time limit =
+      options.max_cycles ? sc_core::sc_time::from_value(ctx.period.value() * (options.max_cycles + 1))
+                         : sc_core::sc_max_time() - ctx.base - ctx.period;
   const auto wall = std::chrono::steady_clock::now();
   sc_core::sc_start(limit, sc_core::SC_EXIT_ON_STARVATION);
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall).count();
   if (!ctx.halted && !ctx.error) {
     ctx.error_index = ctx.next_issue;
     // Stopped with events still pending: the cycle limit; with none: nothing can ever happen.
-    ctx.error = sc_core::sc_pending_activity()
-                    ? fmt::format("the program did not halt within --max-cycles {} (instruction {} was issuing)",
-                                  options.max_cycles, ctx.next_issue)
-                    : deadlock_message(ctx);
+    ctx.error =
+        sc_core::sc_pending_activity()
+            ? fmt::format("the program did not halt within --max-cycles {} (instruction {} was issuing)",
+                          options.max_cycles, ctx.next_issue)
+            : deadlock_message(ctx);
   }
   // Unwind every process back to its idle loop, ready for the next run.
   ctx.aborted = true;

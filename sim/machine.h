@@ -48,29 +48,36 @@ struct InstructionTiming {
 // `cycles`. array_active + weight_stall + weight_shift + non_matrix == cycles;
 // raw_stall and input_stall are parts of non_matrix.
 struct MatrixCounters {
-  uint64_t array_active = 0;  // cycles an input vector entered the array
+  uint64_t array_active = 0;     // cycles an input vector entered the array
   double useful_mac_cycles = 0;  // array_active weighted by the fraction of cells holding useful weights
-  uint64_t weight_stall = 0;  // a matmul waiting for its tile to arrive from weight memory
-  uint64_t weight_shift = 0;  // a matmul waiting for its tile to shift into the shadow slot
-  uint64_t non_matrix = 0;    // everything else
-  uint64_t raw_stall = 0;     // non_matrix cycles while issue waits on a sync naming `act`
-  uint64_t input_stall = 0;   // non_matrix cycles while issue waits on a sync naming `host` only
+  uint64_t weight_stall = 0;     // a matmul waiting for its tile to arrive from weight memory
+  uint64_t weight_shift = 0;     // a matmul waiting for its tile to shift into the shadow slot
+  uint64_t non_matrix = 0;       // everything else
+  uint64_t raw_stall = 0;        // non_matrix cycles while issue waits on a sync naming `act`
+  uint64_t input_stall = 0;      // non_matrix cycles while issue waits on a sync naming `host` only
   bool operator==(const MatrixCounters&) const = default;
 };
 
-inline constexpr int kUnitCount = 5;  // isa::Unit values
+inline constexpr int kUnitCount = static_cast<int>(isa::kUnitNames.size());  // isa::Unit values
+
+// The bit of a `sync` mask that names a station (isa::kUnitMaskValues: host 0, weights 1,
+// matrix 2, act 3, in isa::Unit order after control), and the name `sync units=` uses for it.
+inline uint64_t sync_mask_bit(isa::Unit station) { return uint64_t{1} << (static_cast<int>(station) - 1); }
+inline std::string_view sync_unit_name(isa::Unit station) {
+  return isa::kUnitMaskValues[static_cast<int>(station) - 1].name;
+}
 
 struct RunResult {
-  uint64_t cycles = 0;  // the cycle after halt completed
+  uint64_t cycles = 0;                      // the cycle after halt completed
   std::vector<InstructionTiming> timeline;  // one per instruction up to and including halt
   MatrixCounters matrix;
   uint64_t macs = 0;        // useful multiply-accumulates (cells inside each tile's used box)
   uint64_t array_macs = 0;  // all cell multiply-accumulates (array_active x rows x cols)
   std::array<uint64_t, kUnitCount> unit_busy{};  // cycles each unit had work in progress
   uint64_t weight_mem_busy = 0;                  // cycles the weight memory bus transferred
-  uint64_t array_steps = 0;  // stepped engine: cycles the array was stepped (each moves every cell)
-  uint64_t ub_peak_rows = 0;   // highest UB row any instruction touched, plus one
-  uint64_t acc_peak_rows = 0;  // same for the accumulators
+  uint64_t array_steps = 0;           // stepped engine: cycles the array was stepped (each moves every cell)
+  uint64_t ub_peak_rows = 0;          // highest UB row any instruction touched, plus one
+  uint64_t acc_peak_rows = 0;         // same for the accumulators
   std::optional<MachineState> state;  // final memories (not for the timing engine)
   double host_seconds = 0;            // wall time of the simulation proper
   bool operator==(const RunResult&) const = delete;

@@ -24,16 +24,11 @@ void read_weights(const MachineState& s, const isa::Instruction& inst, Weights& 
 
 void matmul(MachineState& s, const isa::Instruction& inst, uint64_t index, Weights& w) {
   if (inst[Field::switch_weights]) {
-    if (w.fifo.empty())
-      throw SimError(index, describe(index, inst) +
-                                ": switches to the next weight tile, but no read_weights has fetched one");
+    if (w.fifo.empty()) throw SimError(index, describe(index, inst) + ": " + kNoTileFetched);
     w.active = w.fifo.front();
     w.fifo.pop_front();
   }
-  if (!w.active)
-    throw SimError(index, describe(index, inst) +
-                              ": multiplies before any weight tile was made active (the first matmul "
-                              "needs `switch`)");
+  if (!w.active) throw SimError(index, describe(index, inst) + ": " + kNoActiveTile);
   matmul_reference(s, inst, *w.active);
 }
 

@@ -15,20 +15,23 @@ constexpr ReportKey kKeys[] = {
     {"cycles", "integer", "clock cycles from the first issue to the end of `halt`"},
     {"seconds", "number", "cycles / (clock_mhz x 10^6): simulated time"},
     {"tops", "number", "2 x macs / seconds / 10^12: useful tera-operations per second"},
-    {"inferences_per_second", "number", "batch / seconds, with batch from the program's `.meta batch` (else 1)"},
+    {"inferences_per_second", "number",
+     "batch / seconds, with batch from the program's `.meta batch` (else 1)"},
     {"batch", "integer", "inferences per run of the program"},
-    {"macs", "integer", "useful multiply-accumulates: per matmul, vectors x the used rows x used cols of its tile"},
+    {"macs", "integer",
+     "useful multiply-accumulates: per matmul, vectors x the used rows x used cols of its tile"},
     {"array_macs", "integer", "all cell multiply-accumulates: array_active cycles x array_rows x array_cols"},
     {"instructions", "object", "instructions executed, per mnemonic"},
     {"instruction_cycles", "object", "per mnemonic, the sum of (end - start) cycles of its instructions"},
     {"breakdown", "object", "the TPU paper's counters as fractions of all cycles (keys below)"},
     {"units_busy", "object", "per unit, the fraction of cycles it had an instruction in progress"},
     {"weight_memory_busy", "number", "fraction of cycles the weight memory was transferring"},
-    {"ub_peak_bytes", "integer", "highest unified buffer row any instruction touched, plus one, x the row width"},
+    {"ub_peak_bytes", "integer",
+     "highest unified buffer row any instruction touched, plus one, x the row width"},
     {"acc_peak_rows", "integer", "highest accumulator row any instruction touched, plus one"},
     {"output_matches_reference", "bool or null",
      "the final UB, accumulators and host memory equal the reference executor's; null when not checked "
-     "(the timing engine computes no data)"},
+     "(--no-check, or the timing engine, which computes no data)"},
     {"host_seconds", "number", "wall time of the simulation proper (not loading or checking)"},
     {"simulated_cycles_per_second", "number", "cycles / host_seconds"},
 };
@@ -40,7 +43,8 @@ constexpr ReportKey kBreakdown[] = {
     {"weight_stall", "number", "a matmul waiting for its tile to arrive from weight memory"},
     {"weight_shift", "number", "a matmul waiting for its tile to shift into the shadow slot"},
     {"non_matrix", "number", "the rest: array_active + weight_stall + weight_shift + non_matrix = 1"},
-    {"raw_stall", "number", "part of non_matrix: issue held by a `sync` naming `act` while the array is idle"},
+    {"raw_stall", "number",
+     "part of non_matrix: issue held by a `sync` naming `act` while the array is idle"},
     {"input_stall", "number", "part of non_matrix: issue held by a `sync` naming `host` (not `act`)"},
 };
 
@@ -53,7 +57,8 @@ std::span<const ReportKey> breakdown_keys() { return kBreakdown; }
 
 uint64_t program_batch(const isa::Program& program) {
   const auto it = program.meta.find("batch");
-  if (it != program.meta.end() && it->is_number_integer() && it->get<int64_t>() >= 1) return it->get<uint64_t>();
+  if (it != program.meta.end() && it->is_number_integer() && it->get<int64_t>() >= 1)
+    return it->get<uint64_t>();
   return 1;
 }
 
@@ -80,7 +85,8 @@ nlohmann::ordered_json make_report(const ReportInput& in) {
       {"input_stall", frac(double(m.input_stall), r.cycles)},
   };
   nlohmann::ordered_json busy = nlohmann::ordered_json::object();
-  for (int u = 0; u < kUnitCount; ++u) busy[std::string(isa::kUnitNames[u])] = frac(double(r.unit_busy[u]), r.cycles);
+  for (int u = 0; u < kUnitCount; ++u)
+    busy[std::string(isa::kUnitNames[u])] = frac(double(r.unit_busy[u]), r.cycles);
   nlohmann::ordered_json j = nlohmann::ordered_json::object();
   j["workload"] = in.program->model;
   const nlohmann::json arch = arch_to_json(a);
@@ -102,8 +108,9 @@ nlohmann::ordered_json make_report(const ReportInput& in) {
   j["weight_memory_busy"] = frac(double(r.weight_mem_busy), r.cycles);
   j["ub_peak_bytes"] = r.ub_peak_rows * a.ub_row_bytes();
   j["acc_peak_rows"] = r.acc_peak_rows;
-  j["output_matches_reference"] =
-      in.output_matches_reference ? nlohmann::ordered_json(*in.output_matches_reference) : nlohmann::ordered_json(nullptr);
+  j["output_matches_reference"] = in.output_matches_reference
+                                      ? nlohmann::ordered_json(*in.output_matches_reference)
+                                      : nlohmann::ordered_json(nullptr);
   j["host_seconds"] = r.host_seconds;
   j["simulated_cycles_per_second"] = r.host_seconds > 0 ? double(r.cycles) / r.host_seconds : 0.0;
   return j;
@@ -113,23 +120,26 @@ std::string format_report(const nlohmann::ordered_json& j) {
   const auto& a = j["arch"];
   const auto& b = j["breakdown"];
   const double clock = a["clock_mhz"].get<double>();
-  const double peak = 2.0 * a["array_rows"].get<double>() * a["array_cols"].get<double>() * clock * 1e6 / 1e12;
+  const double peak =
+      2.0 * a["array_rows"].get<double>() * a["array_cols"].get<double>() * clock * 1e6 / 1e12;
   auto pct = [&](const char* k) { return 100.0 * b[k].get<double>(); };
   std::string s;
   s += fmt::format("workload     {}\n", j["workload"].get<std::string>());
   s += fmt::format("machine      {} ({}x{} array, {} MHz), engine {}\n", a["name"].get<std::string>(),
                    a["array_rows"].get<uint64_t>(), a["array_cols"].get<uint64_t>(), clock,
                    j["engine"].get<std::string>());
-  s += fmt::format("cycles       {} ({:.3f} us)\n", j["cycles"].get<uint64_t>(), j["seconds"].get<double>() * 1e6);
+  s += fmt::format("cycles       {} ({:.3f} us)\n", j["cycles"].get<uint64_t>(),
+                   j["seconds"].get<double>() * 1e6);
   s += fmt::format("throughput   {:.2f} TOPS of {:.1f} peak, {:.0f} inferences/s (batch {})\n",
                    j["tops"].get<double>(), peak, j["inferences_per_second"].get<double>(),
                    j["batch"].get<uint64_t>());
   s += fmt::format("MACs         {} useful of {} computed\n", j["macs"].get<uint64_t>(),
                    j["array_macs"].get<uint64_t>());
   s += "\nmatrix unit, share of all cycles (TPU paper Table 3 counters)\n";
-  s += fmt::format("  array active  {:6.2f}%   (useful MACs {:.2f}%, unused MACs {:.2f}%)\n", pct("array_active"),
-                   pct("useful_macs"), pct("unused_macs"));
-  s += fmt::format("  weight stall  {:6.2f}%\n  weight shift  {:6.2f}%\n", pct("weight_stall"), pct("weight_shift"));
+  s += fmt::format("  array active  {:6.2f}%   (useful MACs {:.2f}%, unused MACs {:.2f}%)\n",
+                   pct("array_active"), pct("useful_macs"), pct("unused_macs"));
+  s += fmt::format("  weight stall  {:6.2f}%\n  weight shift  {:6.2f}%\n", pct("weight_stall"),
+                   pct("weight_shift"));
   s += fmt::format("  non-matrix    {:6.2f}%   (RAW stall {:.2f}%, input stall {:.2f}%)\n", pct("non_matrix"),
                    pct("raw_stall"), pct("input_stall"));
   s += "\nunits busy  ";
@@ -138,13 +148,15 @@ std::string format_report(const nlohmann::ordered_json& j) {
   s += fmt::format(", weight memory {:.1f}%\n", 100.0 * j["weight_memory_busy"].get<double>());
   s += "\ninstruction     count      cycles\n";
   for (const auto& [m, n] : j["instructions"].items())
-    s += fmt::format("  {:<10} {:>8} {:>11}\n", m, n.get<uint64_t>(), j["instruction_cycles"][m].get<uint64_t>());
+    s += fmt::format("  {:<10} {:>8} {:>11}\n", m, n.get<uint64_t>(),
+                     j["instruction_cycles"][m].get<uint64_t>());
   s += fmt::format("\nUB peak {} bytes, accumulator peak {} rows\n", j["ub_peak_bytes"].get<uint64_t>(),
                    j["acc_peak_rows"].get<uint64_t>());
   const auto& ok = j["output_matches_reference"];
-  s += fmt::format("check        {}\n", ok.is_null()       ? "not checked (the timing engine computes no data)"
-                                       : ok.get<bool>() ? "memories match the reference executor"
-                                                        : "MISMATCH against the reference executor");
+  s += fmt::format("check        {}\n",
+                   ok.is_null()     ? "not checked (--no-check, or the timing engine, which computes no data)"
+                   : ok.get<bool>() ? "memories match the reference executor"
+                                    : "MISMATCH against the reference executor");
   s += fmt::format("host time    {:.3f} s ({:.3g} simulated cycles/s)\n", j["host_seconds"].get<double>(),
                    j["simulated_cycles_per_second"].get<double>());
   return s;
@@ -152,14 +164,16 @@ std::string format_report(const nlohmann::ordered_json& j) {
 
 std::string report_markdown() {
   std::string s =
-      "<!-- Generated from sim/report.cpp by `build/tpusim run --report-schema > docs/report.md`. Do not edit: a "
+      "<!-- Generated from sim/report.cpp by `build/tpusim run --report-schema > docs/report.md`. Do not "
+      "edit: a "
       "test fails when this file and the schema differ. -->\n"
       "# The run report\n\n"
       "`tpusim run PROG --report R.json` writes one JSON object with these keys, in this order "
       "(without `--report` the same figures print as a table). Fractions are of all cycles of the run.\n\n"
       "| key | type | meaning |\n|---|---|---|\n";
   for (const ReportKey& k : kKeys) s += fmt::format("| `{}` | {} | {} |\n", k.name, k.type, k.meaning);
-  s += "\n## `breakdown`\n\nThe hardware counters of Jouppi et al., ISCA 2017, Table 3, as fractions of all cycles.\n\n"
+  s += "\n## `breakdown`\n\nThe hardware counters of Jouppi et al., ISCA 2017, Table 3, as fractions of all "
+       "cycles.\n\n"
        "| key | type | meaning |\n|---|---|---|\n";
   for (const ReportKey& k : kBreakdown) s += fmt::format("| `{}` | {} | {} |\n", k.name, k.type, k.meaning);
   s += "\n`units_busy` has one key per unit: `control`, `host_dma`, `weight_fetch`, `matrix`, `activation`. "

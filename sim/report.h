@@ -35,7 +35,7 @@ struct ReportInput {
 // Keys in the documented order (report_keys()); arch parameters in table order.
 nlohmann::ordered_json make_report(const ReportInput& in);
 std::string format_report(const nlohmann::ordered_json& report);  // the readable table
-std::string report_markdown();                             // docs/report.md
+std::string report_markdown();                                    // docs/report.md
 
 // Inferences in one run of the program: its metadata's "batch" (an integer >= 1), else 1.
 uint64_t program_batch(const isa::Program& program);

@@ -322,33 +322,26 @@ const uint8_t* input_rows(const MachineState& s, uint64_t first, uint64_t count,
 }
 
 // The table at UB row qtable (docs/isa.md), read whole before the act writes anything.
-std::vector<activation::Column> columns(const MachineState& s, const isa::Instruction& inst, uint64_t index) {
+std::vector<activation::Column> columns(const MachineState& s, const isa::Instruction& inst) {
   const uint64_t m = s.arch.array_cols;
   const uint8_t* t = s.ub_row(inst[Field::qtable]);
   std::vector<activation::Column> q(m);
   for (uint64_t c = 0; c < m; ++c) {
     const uint8_t* b = t + 4 * c;
     const uint32_t bias = b[0] | uint32_t{b[1]} << 8 | uint32_t{b[2]} << 16 | uint32_t{b[3]} << 24;
+    // A shift byte's low 6 bits are the shift (0..63), as in the instruction's 6-bit field.
     q[c] = {static_cast<int32_t>(bias), static_cast<uint16_t>(t[4 * m + 2 * c] | t[4 * m + 2 * c + 1] << 8),
-            t[6 * m + c]};
-    if (q[c].shift > 63)
-      Fail{index, inst}("the per-column table at UB row " + dec(inst[Field::qtable]) + " gives column " +
-                        dec(c) + " the shift " + dec(q[c].shift) + " (at most 63)");
+            static_cast<uint8_t>(t[6 * m + c] & 63)};
   }
   return q;
 }
 
 }  // namespace
 
-std::string data_error(const MachineState& s, const isa::Instruction& inst) {
-  if (inst.opcode != isa::Opcode::activate || !inst[Field::per_channel]) return {};
-  const uint64_t m = s.arch.array_cols;
-  const uint8_t* shifts = s.ub_row(inst[Field::qtable]) + 6 * m;
-  for (uint64_t c = 0; c < m; ++c)
-    if (shifts[c] > 63)
-      return "the per-column table at UB row " + dec(inst[Field::qtable]) + " gives column " + dec(c) +
-             " the shift " + dec(shifts[c]) + " (at most 63)";
-  return {};
+uint64_t perchan_table_rows(const Arch& arch) { return qtable_rows(arch); }
+
+uint64_t pool_input_row_count(const isa::Instruction& pool) {
+  return static_cast<uint64_t>(pool_input_rows(pool));
 }
 
 void exec_activate(MachineState& s, const isa::Instruction& inst, uint64_t index) {
@@ -358,8 +351,7 @@ void exec_activate(MachineState& s, const isa::Instruction& inst, uint64_t index
                                static_cast<int64_t>(inst[Field::clip]), inst[Field::unsigned_data] != 0};
   const int32_t* x = s.acc_row(inst[Field::acc]);
   uint8_t* ub = s.ub_row(inst[Field::ub]);
-  if (inst[Field::per_channel])
-    activation::act_rows_per_column(x, ub, rows, width, columns(s, inst, index), f);
+  if (inst[Field::per_channel]) activation::act_rows_per_column(x, ub, rows, width, columns(s, inst), f);
   else activation::act_rows(x, ub, rows, s.arch.array_cols, width, inst[Field::mult], inst[Field::shift], f);
 }
 

@@ -79,9 +79,16 @@ MachineState make_state(const isa::Program& program, const Arch& arch);
 // time). Throws SimError naming the first bad instruction.
 void check_static(const isa::Program& program, const Arch& arch);
 
-// The run-time error an instruction would meet with the current data (a per-column table's
-// shift above 63), without throwing: empty when none. check_static covers every other error.
-std::string data_error(const MachineState& s, const isa::Instruction& inst);
+// UB rows of act's per-column table (ceil(7 x array_cols / UB row width)), and the UB rows a
+// pool reads from its `src` (up to its last window's last pixel): the spans check_static checks.
+uint64_t perchan_table_rows(const Arch& arch);
+uint64_t pool_input_row_count(const isa::Instruction& pool);
+
+// Messages shared by the machine and the reference executor (weight FIFO order).
+inline constexpr char kNoTileFetched[] =
+    "switches to the next weight tile, but no read_weights has fetched one";
+inline constexpr char kNoActiveTile[] =
+    "multiplies before any weight tile was made active (the first matmul needs `switch`)";
 
 // Data semantics (docs/isa.md). Each throws SimError(index, ...) on a run-time error.
 void exec_set_config(MachineState& s, const isa::Instruction& inst, uint64_t index);

@@ -78,9 +78,9 @@ class WeightPath : public sc_core::sc_module, public Station, public WeightSourc
   StationQueue queue_;
   std::deque<FetchedTile> fifo_;  // requested tiles, in order; front is the next to shift
   uint64_t slots_used_ = 0, mem_free_ = 0, last_landing_ = 0;
-  bool shadow_loaded_ = false, any_shift_ = false;
+  bool shadow_loaded_ = false;
   FetchedTile shadow_;
-  uint64_t shadow_shift_start_ = 0, shadow_free_at_ = 0, last_shift_start_ = 0;
+  uint64_t shadow_shift_start_ = 0, shadow_free_at_ = 0;
   sc_core::sc_event fifo_event_, slot_event_, shadow_event_;
 };
 
@@ -109,7 +109,6 @@ class MatrixUnit : public sc_core::sc_module, public Station {
   Hazards& hazards_;
   StationQueue queue_;
   FetchedTile active_;
-  bool has_active_ = false;
   PackedWeights packed_;  // fast engine: the active tile, packed for the GEMM
   uint64_t port_free_ = 0;
   std::deque<std::pair<uint64_t, uint64_t>> retiring_;  // (index, end)

@@ -20,8 +20,8 @@ void WeightPath::reset() {
   queue_.reset(ctx_.arch.station_queue_depth);
   fifo_.clear();
   slots_used_ = mem_free_ = last_landing_ = 0;
-  shadow_loaded_ = any_shift_ = false;
-  shadow_shift_start_ = shadow_free_at_ = last_shift_start_ = 0;
+  shadow_loaded_ = false;
+  shadow_shift_start_ = shadow_free_at_ = 0;
 }
 
 // One tile request per cycle, each holding a FIFO slot. The memory moves one tile at a time at
@@ -47,8 +47,8 @@ void WeightPath::fetch_run() {
     uint64_t request = start;
     for (uint64_t t = 0; t < in[Field::tiles]; ++t) {
       while (slots_used_ == a.weight_fifo_tiles) {
-        ctx_.block(isa::Unit::weight_fetch, "instruction {0} (rw) waits for a free weight FIFO slot for its tile {1}",
-                   i, t);
+        ctx_.block(isa::Unit::weight_fetch,
+                   "instruction {0} (rw) waits for a free weight FIFO slot for its tile {1}", i, t);
         if (!ctx_.wait_for(slot_event_)) return;
       }
       ctx_.unblock(isa::Unit::weight_fetch);
@@ -94,12 +94,12 @@ void WeightPath::shift_run() {
     while (shadow_loaded_)
       if (!ctx_.wait_for(shadow_event_)) return;
     const FetchedTile f = fifo_.front();
-    uint64_t s = std::max({ctx_.now(), f.landed, shadow_free_at_});
-    if (any_shift_) s = std::max(s, last_shift_start_ + rows);
+    // (The previous shift is over by then: its tile became active at t0 >= s_prev + rows.)
+    const uint64_t s = std::max({ctx_.now(), f.landed, shadow_free_at_});
     if (!ctx_.wait_until(s)) return;
     shadow_ = f;
-    shadow_loaded_ = any_shift_ = true;
-    shadow_shift_start_ = last_shift_start_ = s;
+    shadow_loaded_ = true;
+    shadow_shift_start_ = s;
     shadow_event_.notify(sc_core::SC_ZERO_TIME);
     if (on_shift) on_shift(f, s);
     if (!ctx_.wait_until(s + rows)) return;

@@ -85,9 +85,10 @@ struct RunArgs {
 isa::Program load_any(const std::string& path) {
   if (fs::path(path).extension() == ".s") return isa::assemble_file(path);
   if (fs::path(path).extension() != ".tpu")
-    throw InputError(fmt::format("{}: expected a program (.tpu) or assembly source (.s); compiling model "
-                                 "descriptions needs the compiler, which is not built yet",
-                                 path));
+    throw InputError(
+        fmt::format("{}: expected a program (.tpu) or assembly source (.s); compiling model "
+                    "descriptions needs the compiler, which is not built yet",
+                    path));
   return isa::load_program(path);
 }
 
@@ -101,9 +102,10 @@ sim::Arch resolve_arch(const isa::Program& p, const RunArgs& r) {
     try {
       arch = sim::arch_preset(name);
     } catch (const InputError& e) {
-      throw InputError(fmt::format("{}: the program was written for architecture '{}', which is not a preset ({}); "
-                                   "describe it with --arch FILE",
-                                   r.program, name, e.what()));
+      throw InputError(
+          fmt::format("{}: the program was written for architecture '{}', which is not a preset ({}); "
+                      "describe it with --arch FILE",
+                      r.program, name, e.what()));
     }
     for (const auto& [key, value] : p.arch.items()) {
       if (key == "name") continue;
@@ -135,12 +137,13 @@ int cmd_run(const RunArgs& r) {
   }
   sim::ReportInput in{&p, &arch, opt.engine, &result, std::nullopt};
   std::string why;
-  if (result.state && !r.no_check) in.output_matches_reference = sim::same_memories(*result.state, sim::run_reference(p, arch), &why);
+  if (result.state && !r.no_check)
+    in.output_matches_reference = sim::same_memories(*result.state, sim::run_reference(p, arch), &why);
   const nlohmann::ordered_json report = sim::make_report(in);
   if (!r.report.empty()) {
     write_text(r.report, report.dump(2) + "\n");
-    fmt::print(stderr, "{}: {} cycles on {} ({} engine) -> {}\n", r.program, result.cycles, arch.name, r.engine,
-               r.report);
+    fmt::print(stderr, "{}: {} cycles on {} ({} engine) -> {}\n", r.program, result.cycles, arch.name,
+               r.engine, r.report);
   } else {
     write_text("-", sim::format_report(report));
   }
@@ -186,17 +189,23 @@ extern "C" int sc_main(int argc, char** argv) {
   i->add_flag("--sv", sv, "the SystemVerilog package, generated from the ISA table");
 
   RunArgs run;
-  CLI::App* r = app.add_subcommand("run", "Simulate a program on the configured machine and report cycles and counters");
+  CLI::App* r = app.add_subcommand(
+      "run", "Simulate a program on the configured machine and report cycles and counters");
   r->add_option("program", run.program, "program (.tpu) or assembly source (.s)");
-  r->add_option("--arch", run.arch_file, "architecture file (JSON, docs/arch.md); default: the program's .arch");
+  r->add_option("--arch", run.arch_file,
+                "architecture file (JSON, docs/arch.md); default: the program's .arch");
   r->add_option("--set", run.sets, "override one architecture parameter, KEY=VALUE (repeatable)");
-  r->add_option("--engine", run.engine, "fast (default), stepped (every cell every cycle) or timing (no data)");
-  r->add_option("--report", run.report, "write the JSON report here (docs/report.md) instead of printing a table");
-  r->add_option("--max-cycles", run.max_cycles, "stop with an error when the program runs longer (0: no limit)");
+  r->add_option("--engine", run.engine,
+                "fast (default), stepped (every cell every cycle) or timing (no data)");
+  r->add_option("--report", run.report,
+                "write the JSON report here (docs/report.md) instead of printing a table");
+  r->add_option("--max-cycles", run.max_cycles,
+                "stop with an error when the program runs longer (0: no limit)");
   r->add_flag("--no-check", run.no_check, "do not compare the memories with the reference executor");
   r->add_flag("--report-schema", run.report_schema, "print docs/report.md, the report's keys");
   bool arch_json = false;
-  CLI::App* ar = app.add_subcommand("arch", "List the architecture parameters (--markdown: docs/arch.md, --json: tpu-v1)");
+  CLI::App* ar = app.add_subcommand(
+      "arch", "List the architecture parameters (--markdown: docs/arch.md, --json: tpu-v1)");
   ar->add_flag("--markdown", markdown, "docs/arch.md, generated from the parameter table");
   ar->add_flag("--json", arch_json, "the tpu-v1 parameters as an --arch file");
 

@@ -21,6 +21,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     }
     sim::validate(arch);  // an accepted architecture must be valid: InputError here is a finding
     const std::string text = sim::arch_to_json(arch).dump();
-    if (!(sim::parse_arch(text, "again.json") == arch)) finding("arch_to_json does not read back: %s", text.c_str());
+    if (!(sim::parse_arch(text, "again.json") == arch))
+      finding("arch_to_json does not read back: %s", text.c_str());
   });
 }

@@ -67,7 +67,8 @@ int main(int argc, char** argv) {
   }
   try {
     const fs::path out = argv[1];
-    for (const char* sub : {"decode", "program", "assemble", "simulate", "arch"}) fs::create_directories(out / sub);
+    for (const char* sub : {"decode", "program", "assemble", "simulate", "arch"})
+      fs::create_directories(out / sub);
     // fuzz_arch: the preset and a small machine, as --arch files.
     write(out / "arch" / "tpu-v1.json", std::string(R"({"name": "tpu-v1", "base": "tpu-v1"})"));
     write(out / "arch" / "small.json",

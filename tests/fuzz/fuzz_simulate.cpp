@@ -25,8 +25,8 @@ namespace {
 
 sim::Arch small_arch(uint8_t shape, uint8_t depths) {
   sim::Arch a;
-  a.array_rows = 2 + shape % 7;       // 2..8
-  a.array_cols = 2 + shape / 7 % 7;   // 2..8
+  a.array_rows = 2 + shape % 7;        // 2..8
+  a.array_cols = 2 + shape / 7 % 7;    // 2..8
   a.ub_bytes = 64 * a.ub_row_bytes();  // 64 UB rows
   a.acc_entries = 32;
   a.weight_fifo_tiles = 1 + depths % 4;

@@ -305,7 +305,8 @@ TEST_CASE("validate: every rule, with a failing example", "[arch]") {
       "field)");
 }
 
-TEST_CASE("validate: limits themselves pass - latencies may be 0 - reals and the name are checked", "[arch]") {
+TEST_CASE("validate: limits themselves pass - latencies may be 0 - reals and the name are checked",
+          "[arch]") {
   Arch a;
   a.weight_mem_latency_cycles = a.host_latency_cycles = a.activation_latency_cycles = 0;
   a.array_rows = a.array_cols = 4096;

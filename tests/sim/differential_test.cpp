@@ -54,7 +54,8 @@ class ProgramGenerator {
     // Weight image: 8 tiles, some with zero padding (a used box), for the unused-MACs counter.
     p_.weights.resize(8 * tb);
     for (uint64_t t = 0; t < 8; ++t) {
-      const uint64_t ur = chance(0.5) ? a.array_rows : pick(1, a.array_rows), uc = chance(0.5) ? C : pick(1, C);
+      const uint64_t ur = chance(0.5) ? a.array_rows : pick(1, a.array_rows),
+                     uc = chance(0.5) ? C : pick(1, C);
       for (uint64_t k = 0; k < ur; ++k)
         for (uint64_t j = 0; j < uc; ++j) p_.weights[t * tb + k * C + j] = uint8_t(rng_());
     }
@@ -147,7 +148,8 @@ class ProgramGenerator {
                             {Field::mult, pick(0, 300)},
                             {Field::shift, pick(0, 12)}});
     } else {
-      const uint64_t window = pick(1, 2), ps = pick(1, 2), out_h = pick(1, 2), out_w = pick(1, 2), batch = pick(1, 2);
+      const uint64_t window = pick(1, 2), ps = pick(1, 2), out_h = pick(1, 2), out_w = pick(1, 2),
+                     batch = pick(1, 2);
       const uint64_t in_w = (out_w - 1) * ps + window, in_h = (out_h - 1) * ps + window;
       emit(Opcode::pool, {{Field::kind, pick(0, 1)},
                           {Field::src, kY + pick(0, 64 - in_h * in_w * batch)},
@@ -164,12 +166,14 @@ class ProgramGenerator {
 
   void block() {
     const uint64_t tiles = pick(1, 2);
-    emit(Opcode::read_weights, {{Field::waddr, next_tile_ * arch_.tile_bytes()}, {Field::tiles, tiles},
+    emit(Opcode::read_weights, {{Field::waddr, next_tile_ * arch_.tile_bytes()},
+                                {Field::tiles, tiles},
                                 {Field::unsigned_data, chance(0.3)}});
     next_tile_ = (next_tile_ + tiles) % 7;
     const bool narrow = chance(0.3);
     if (narrow) emit(Opcode::set_config, {{Field::reg, 1}, {Field::value, pick(1, arch_.ub_row_bytes())}});
-    emit(Opcode::read_host, {{Field::host, pick(0, 32) * arch_.ub_row_bytes()}, {Field::ub, kX + pick(0, 32)},
+    emit(Opcode::read_host, {{Field::host, pick(0, 32) * arch_.ub_row_bytes()},
+                             {Field::ub, kX + pick(0, 32)},
                              {Field::rows, pick(1, 32)}});
     if (narrow) emit(Opcode::set_config, {{Field::reg, 1}, {Field::value, 0}});
     maybe_sync(1);

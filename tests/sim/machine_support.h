@@ -54,7 +54,8 @@ struct EngineRuns {
 // Runs every engine; requires identical timing and counters on all three and memories equal to
 // the reference executor on the two that compute data.
 inline EngineRuns run_all(const isa::Program& p, const sim::Arch& arch) {
-  EngineRuns r{sim::simulate(p, arch, {sim::Engine::fast, 0}), sim::simulate(p, arch, {sim::Engine::stepped, 0}),
+  EngineRuns r{sim::simulate(p, arch, {sim::Engine::fast, 0}),
+               sim::simulate(p, arch, {sim::Engine::stepped, 0}),
                sim::simulate(p, arch, {sim::Engine::timing, 0})};
   for (const sim::RunResult* other : {&r.stepped, &r.timing}) {
     REQUIRE(other->cycles == r.fast.cycles);

@@ -135,9 +135,9 @@ TEST_CASE("DMA and activate and syncs - input stall and RAW stall", "[machine]")
   CHECK(r.fast.timeline[5] == InstructionTiming{22, 22, 34});
   CHECK(r.fast.timeline[6] == InstructionTiming{34, 35, 53});
   CHECK(r.fast.cycles == 53);
-  // Input stall: issue held on `host` over [2, 20), the array idle all that time: 18.
-  // RAW stall: held on `act` over [22, 34), less the array streaming [21, 23): 11.
-  CHECK(r.fast.matrix.input_stall == 18);
+  // Input stall: issue held on `host` beyond the sync's own issue cycle, [3, 20): 17.
+  // RAW stall: held on `act` over [23, 34), less the array streaming [21, 23): 11.
+  CHECK(r.fast.matrix.input_stall == 17);
   CHECK(r.fast.matrix.raw_stall == 11);
   CHECK(r.fast.matrix.array_active == 2);
   CHECK(r.fast.matrix.non_matrix == 51);

@@ -1,10 +1,11 @@
 // The report: its keys are the schema's (report_keys), the fractions add up as the TPU paper's
 // counters do, and docs/report.md is generated from the same table.
+#include "sim/report.h"
+
 #include <fstream>
 #include <sstream>
 
 #include "machine_support.h"
-#include "sim/report.h"
 
 using namespace tpusim;
 
@@ -59,7 +60,8 @@ TEST_CASE("report figures follow from the counters", "[report]") {
   CHECK(b["array_active"].get<double>() + b["weight_stall"].get<double>() + b["weight_shift"].get<double>() +
             b["non_matrix"].get<double>() ==
         Approx(1.0));
-  CHECK(b["useful_macs"].get<double>() + b["unused_macs"].get<double>() == Approx(b["array_active"].get<double>()));
+  CHECK(b["useful_macs"].get<double>() + b["unused_macs"].get<double>() ==
+        Approx(b["array_active"].get<double>()));
   CHECK(j["output_matches_reference"] == true);
   const std::string table = sim::format_report(j);
   CHECK_THAT(table, Catch::Contains("cycles       3077 (4.396 us)"));

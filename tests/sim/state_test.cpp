@@ -318,11 +318,14 @@ TEST_CASE("act with perchan takes bias, mult and shift per column from the table
   exec_activate(s, act, 0);
   CHECK(row_s8(s, 30) == std::vector<int>{100, 0, 8, 2});
   CHECK(row_s8(s, 31) == std::vector<int>{-2, -128, -8, -2});
-  write_table(s, {0, 0, 0, 0}, {1, 1, 1, 1}, {0, 0, 64, 0});
-  REQUIRE_THROWS_WITH(
-      exec_activate(s, act, 5),
-      Contains("instruction 5 (act acc=0, ub=30, rows=2, mult=9, shift=9, qtable=8, perchan): the per-column "
-               "table at UB row 8 gives column 2 the shift 64 (at most 63)"));
+  // A shift byte's bits 6-7 are ignored: 64 + 2 shifts by 2, 0xff by 63 (no data makes act fail,
+  // so the timing engine, which sees no data, refuses exactly the programs the others do).
+  write_table(s, {0, 0, 0, 0}, {1, 1, 1, 1}, {64 + 2, 0, 0xff, 0xc0});
+  exec_activate(s, act, 5);
+  const std::vector<int> by_low_bits = row_s8(s, 30);
+  write_table(s, {0, 0, 0, 0}, {1, 1, 1, 1}, {2, 0, 63, 0});
+  exec_activate(s, act, 5);
+  CHECK(row_s8(s, 30) == by_low_bits);
 }
 
 TEST_CASE("act refuses rows outside the accumulators, the UB or a table past the UB", "[state]") {
