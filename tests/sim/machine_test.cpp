@@ -257,3 +257,67 @@ TEST_CASE("barrier waits for every unit and for fetched tiles to land", "[machin
   CHECK(r.fast.timeline[5] == InstructionTiming{8, 8, 9});
   CHECK(r.fast.cycles == 9);
 }
+
+TEST_CASE("host_row_bytes narrows each DMA row", "[machine]") {
+  const auto r = run_all(assemble(R"(
+    .input x, 0, 16, init=random(4)
+    setcfg reg=host_row_bytes, value=2
+    rhm    host=x, ub=0, rows=3
+    halt)"),
+                         small_arch());
+  // 3 rows x 2 bytes at 1 byte per cycle after 10: the rhm issued at 1 runs [2, 2 + 10 + 6).
+  CHECK(r.fast.timeline[1] == InstructionTiming{1, 2, 18});
+  CHECK(r.fast.cycles == 18);
+}
+
+TEST_CASE("a matmul waits for an earlier activate still reading its accumulator rows", "[machine]") {
+  const auto r = run_all(assemble(kTile + R"(
+    rw     waddr=w, tiles=1
+    matmul ub=0, acc=0, rows=2, switch
+    act    acc=0, ub=8, rows=2
+    matmul ub=2, acc=0, rows=2
+    halt)"),
+                         small_arch());
+  // Matmul 1: t0 = 12 (tile usable 8, shifted in by 12), end 12 + 2 + 7 = 21. The act waits for
+  // it: [21, 21 + 2 + 2) = [21, 25). Matmul 3 would start when the port frees at 14, but it
+  // overwrites the rows the act reads: it starts at 25 and ends 25 + 2 + 7 = 34. The wait
+  // [14, 25) is non-matrix time (neither weights nor their shift).
+  CHECK(r.fast.timeline[2] == InstructionTiming{2, 21, 25});
+  CHECK(r.fast.timeline[3] == InstructionTiming{3, 25, 34});
+  CHECK(r.fast.matrix.weight_stall == 6);
+  CHECK(r.fast.matrix.weight_shift == 4);
+  CHECK(r.fast.matrix.non_matrix == 34 - 4 - 6 - 4);
+}
+
+TEST_CASE("issue_cycles and activation_lanes narrower than a row", "[machine]") {
+  sim::Arch arch = small_arch();
+  arch.issue_cycles = 2;
+  arch.activation_lanes = 3;
+  const auto r = run_all(assemble(R"(
+    act    acc=0, ub=0, rows=3
+    vec    op=add, src=0, src_b=4, ub=8, rows=2
+    halt)"),
+                         arch);
+  // One instruction every 2 cycles. A row of 4 values takes ceil(4 / 3) = 2 cycles: the act
+  // (available at 2) runs [2, 2 + 2 + 3 x 2) = [2, 10); the vec reads two rows per output row:
+  // [10, 10 + 2 + 2 x 2 x 2) = [10, 20). halt, issued at 4, ends at 20.
+  CHECK(r.fast.timeline[0] == InstructionTiming{0, 2, 10});
+  CHECK(r.fast.timeline[1] == InstructionTiming{2, 10, 20});
+  CHECK(r.fast.timeline[2] == InstructionTiming{4, 4, 20});
+}
+
+TEST_CASE("sync on the matrix unit waits for the drain and is no RAW or input stall", "[machine]") {
+  const auto r = run_all(assemble(kTile + R"(
+    rw     waddr=w, tiles=1
+    matmul ub=0, acc=0, rows=3, switch
+    sync   units=matrix
+    nop
+    halt)"),
+                         small_arch());
+  // The matmul ends at 22 (lone matmul above); the sync issued at 2 holds issue until then.
+  CHECK(r.fast.timeline[2] == InstructionTiming{2, 2, 22});
+  CHECK(r.fast.timeline[3] == InstructionTiming{22, 22, 23});
+  CHECK(r.fast.cycles == 24);
+  CHECK(r.fast.matrix.raw_stall == 0);
+  CHECK(r.fast.matrix.input_stall == 0);
+}
