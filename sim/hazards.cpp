@@ -34,6 +34,12 @@ bool overlap(const std::vector<RowRange>& a, const std::vector<RowRange>& b) {
 
 }  // namespace
 
+RowRange acc_rows(const isa::Instruction& inst) {
+  if (inst.opcode == Opcode::matmul) return {inst[Field::acc], inst[Field::rows] * inst[Field::repeat]};
+  if (inst.opcode == Opcode::activate) return {inst[Field::acc], inst[Field::rows]};
+  return {};
+}
+
 Accesses accesses(const isa::Instruction& inst, const Arch& arch) {
   Accesses a;
   const uint64_t rows = inst[Field::rows];
@@ -42,12 +48,12 @@ Accesses accesses(const isa::Instruction& inst, const Arch& arch) {
     case Opcode::write_host: a.ub_reads = {{inst[Field::ub], rows}}; break;
     case Opcode::matmul:
       a.ub_reads = matmul_reads(inst);
-      a.acc = {inst[Field::acc], rows * inst[Field::repeat]};
+      a.acc = acc_rows(inst);
       break;
     case Opcode::activate:
       a.ub_writes = {{inst[Field::ub], rows}};
       if (inst[Field::per_channel]) a.ub_reads = {{inst[Field::qtable], perchan_table_rows(arch)}};
-      a.acc = {inst[Field::acc], rows};
+      a.acc = acc_rows(inst);
       break;
     case Opcode::vector:
       a.ub_reads = {{inst[Field::src], rows}};
@@ -121,9 +127,8 @@ bool Hazards::started(uint64_t index, isa::Unit unit, uint64_t start, uint64_t u
 
 void Hazards::issued(uint64_t index) {
   const auto& inst = ctx_.inst(index);
-  const Accesses a = accesses(inst, ctx_.arch);
-  if (inst.opcode == Opcode::matmul) acc_writers_.push_back({index, a.acc});
-  if (inst.opcode == Opcode::activate) acc_readers_.push_back({index, a.acc});
+  if (inst.opcode == Opcode::matmul) acc_writers_.push_back({index, acc_rows(inst)});
+  if (inst.opcode == Opcode::activate) acc_readers_.push_back({index, acc_rows(inst)});
 }
 
 void Hazards::completed(uint64_t index) {
@@ -133,7 +138,7 @@ void Hazards::completed(uint64_t index) {
 
 bool Hazards::acc_busy(uint64_t index) const {
   const auto& inst = ctx_.inst(index);
-  const RowRange mine = accesses(inst, ctx_.arch).acc;
+  const RowRange mine = acc_rows(inst);
   const auto& others = inst.opcode == Opcode::matmul ? acc_readers_ : acc_writers_;
   return std::any_of(others.begin(), others.end(),
                      [&](const auto& o) { return o.first < index && overlap(o.second, mine); });

@@ -29,6 +29,7 @@ struct Accesses {
   RowRange acc;  // rows 0 when none
 };
 Accesses accesses(const isa::Instruction& inst, const Arch& arch);
+RowRange acc_rows(const isa::Instruction& inst);  // matmul writes / act reads; rows 0 otherwise
 
 class Hazards {
  public:
