@@ -35,24 +35,29 @@ bool ControlUnit::wait_idle(uint64_t unit_mask, bool weights_landed) {
 bool ControlUnit::issue_to_station(uint64_t index, Unit unit) {
   sc_core::sc_port<Station>* ports[] = {nullptr, &host, &weights, &matrix, &activation};
   StationQueue& q = (*ports[int(unit)])->queue();
+  // Only this process fills the queue and stations only empty it, so a queue with room now has
+  // room at the issue cycle `t_` (>= now) too; a full one is waited for.
   while (q.full()) {
     ctx_.block(Unit::control, "issue of instruction {0} waits for a free slot in its station's queue", index);
     if (!ctx_.wait_for(q.popped())) return false;
+    t_ = std::max(t_, ctx_.now());
   }
   ctx_.unblock(Unit::control);
-  const uint64_t t = ctx_.now();
-  ctx_.timeline[index].issue = t;
+  ctx_.timeline[index].issue = t_;
   ctx_.regs_stride[index] = ctx_.cfg_stride;
   ctx_.regs_row_bytes[index] = ctx_.cfg_row_bytes;
   ++ctx_.issued[int(unit)];
   hazards_.issued(index);
-  q.push({index, t + ctx_.arch.issue_cycles}, ctx_.period * double(ctx_.arch.issue_cycles));
-  return ctx_.wait_until(t + ctx_.arch.issue_cycles);
+  t_ += ctx_.arch.issue_cycles;
+  q.push({index, t_}, ctx_.at(t_) - sc_core::sc_time_stamp());
+  return true;
 }
 
+// Issue runs ahead of simulated time: `t_` is the cycle the next instruction issues at, and the
+// process only waits where it must observe the machine (a full queue, sync, barrier, halt).
 void ControlUnit::issue_all() {
   const uint64_t issue = ctx_.arch.issue_cycles;
-  // sync mask bits (isa units values: host 0, weights 1, matrix 2, act 3) -> isa::Unit bits.
+  t_ = ctx_.now();
   // A sync mask (sync_mask_bit) as a set of isa::Unit bits, as wait_idle takes it.
   auto unit_bits = [](uint64_t mask) {
     uint64_t bits = 0;
@@ -68,10 +73,12 @@ void ControlUnit::issue_all() {
       if (!issue_to_station(i, unit)) return;
       continue;
     }
-    const uint64_t t = ctx_.now();
+    const uint64_t t = t_;
     InstructionTiming& rec = ctx_.timeline[i];
     rec.issue = rec.start = t;
     uint64_t end = t + issue;
+    const bool waits = in.opcode == Opcode::sync || in.opcode == Opcode::barrier || in.opcode == Opcode::halt;
+    if (waits && !ctx_.wait_until(t)) return;
     switch (in.opcode) {
       case Opcode::set_config:
         (in[Field::reg] == uint64_t(isa::ConfigReg::host_stride) ? ctx_.cfg_stride : ctx_.cfg_row_bytes) =
@@ -100,9 +107,9 @@ void ControlUnit::issue_all() {
       default: break;  // nop, tag
     }
     ctx_.unblock(Unit::control);
-    if (!ctx_.wait_until(end)) return;
-    rec.end = end;
+    rec.end = t_ = end;
     if (in.opcode == Opcode::halt) {
+      if (!ctx_.wait_until(end)) return;
       ctx_.next_issue = ctx_.code_size;
       ctx_.halted = true;
       ctx_.result.cycles = end;

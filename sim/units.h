@@ -154,6 +154,7 @@ class ControlUnit : public sc_core::sc_module {
   Context& ctx_;
   Hazards& hazards_;
   WeightPath& weight_path_;
+  uint64_t t_ = 0;  // the cycle the next instruction issues at (see issue_all)
 };
 
 }  // namespace tpusim::sim
