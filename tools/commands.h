@@ -1,0 +1,23 @@
+// The tpusim subcommands, one function each, shared by tools/tpusim.cpp (the CLI11 front end)
+// and the files that implement them. Each returns the process exit code or throws InputError.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace tpusim::tools {
+
+// Writes `text` to `path`, or to standard output for "" or "-".
+void write_text(const std::string& path, const std::string& text);
+
+struct RunArgs {
+  std::string program, arch_file, report, engine = "fast";
+  std::vector<std::string> sets;
+  uint64_t max_cycles = 0;
+  bool no_check = false, report_schema = false;
+};
+int cmd_run(const RunArgs& args);        // tools/run.cpp
+int cmd_arch(bool markdown, bool json);  // tools/run.cpp
+
+}  // namespace tpusim::tools
