@@ -14,6 +14,7 @@ BENCHES=(
   gemm_bench     # fast engine's int8 GEMM vs oneDNN, GMAC/s
   stepped_bench  # stepped systolic array, cell updates/s
   machine_bench  # whole machine: timing engine cycles/s, fast engine vs oneDNN, stepped, memory
+  rtl_bench      # Verilated RTL 32x32 array vs SystolicArray, cycles/s
 )
 
 quick=()

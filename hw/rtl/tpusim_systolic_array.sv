@@ -24,9 +24,9 @@ module tpusim_systolic_array #(
   input  logic                               shadow_signed,
   output logic [COLS-1:0][31:0]              bottom_psum,
   output logic [COLS-1:0]                    bottom_valid,
-  output logic [ROWS-1:0][COLS-1:0][31:0]    psum_all,
-  output logic [ROWS-1:0][COLS-1:0][8:0]     weight_all,
-  output logic [ROWS-1:0][COLS-1:0][8:0]     shadow_all
+  output logic [31:0]                        psum_all  [ROWS][COLS],
+  output logic [8:0]                         weight_all[ROWS][COLS],
+  output logic [8:0]                         shadow_all[ROWS][COLS]
 );
   // x moves right: x_*[k][j] enters cell (k, j); column COLS is the last cell's output (unused).
   logic [7:0] x_value [ROWS][COLS+1];

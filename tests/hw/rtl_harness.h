@@ -112,13 +112,13 @@ class RtlArray {
   int32_t bottom(unsigned j) const { return static_cast<int32_t>(get_bits(model_.bottom_psum, 32 * j, 32)); }
   uint8_t bottom_valid(unsigned j) const { return static_cast<uint8_t>(get_bits(model_.bottom_valid, j, 1)); }
   int32_t psum(unsigned k, unsigned j) const {
-    return static_cast<int32_t>(get_bits(model_.psum_all, 32 * (k * cols_ + j), 32));
+    return static_cast<int32_t>(model_.psum_all[k][j]);
   }
   int16_t weight(unsigned k, unsigned j) const {
-    return static_cast<int16_t>(sign_extend(get_bits(model_.weight_all, 9 * (k * cols_ + j), 9), 9));
+    return static_cast<int16_t>(sign_extend(model_.weight_all[k][j], 9));
   }
   int16_t shadow(unsigned k, unsigned j) const {
-    return static_cast<int16_t>(sign_extend(get_bits(model_.shadow_all, 9 * (k * cols_ + j), 9), 9));
+    return static_cast<int16_t>(sign_extend(model_.shadow_all[k][j], 9));
   }
 
  private:

@@ -156,11 +156,11 @@ TEST_CASE("4x4 array matches SystolicArray every cycle (TPUSIM_VCD writes a trac
     tracer.reset();
     WARN("wrote a VCD of 200 cycles of the 4x4 array to " << path);
   }
-  compare_with_model<Vsa4x4>(4, 4, 5000, 11);
+  compare_with_model<Vsa4x4>(4, 4, 20000, 11);
 }
-TEST_CASE("8x8 array matches SystolicArray every cycle") { compare_with_model<Vsa8x8>(8, 8, 4000, 12); }
-TEST_CASE("16x16 array matches SystolicArray every cycle") { compare_with_model<Vsa16x16>(16, 16, 3000, 13); }
-TEST_CASE("4x8 array matches SystolicArray every cycle") { compare_with_model<Vsa4x8>(4, 8, 4000, 14); }
+TEST_CASE("8x8 array matches SystolicArray every cycle") { compare_with_model<Vsa8x8>(8, 8, 20000, 12); }
+TEST_CASE("16x16 array matches SystolicArray every cycle") { compare_with_model<Vsa16x16>(16, 16, 10000, 13); }
+TEST_CASE("4x8 array matches SystolicArray every cycle") { compare_with_model<Vsa4x8>(4, 8, 20000, 14); }
 
 TEST_CASE("systolic data setup delays row k by k cycles") {
   constexpr unsigned kRows = 8, kWidth = 11;
