@@ -11,9 +11,13 @@
 #include <string>
 #include <vector>
 
+#include "sim/mac_cell.h"
+
 namespace {
 
+using tpusim::sim::MacCell;
 using tpusim::sim::SystolicArray;
+using tpusim::sim::mac_cell_next;
 using Matrix16 = std::vector<std::vector<int16_t>>;
 using Matrix32 = std::vector<std::vector<int32_t>>;
 using Grid = std::vector<std::vector<int64_t>>;
@@ -132,28 +136,31 @@ Outcome run(SystolicArray& a, const std::vector<Matmul>& matmuls) {
   return out;
 }
 
-// The header's next-state function, cell by cell, as literally as it is written there.
+// The array as a grid of cells, each stepped with sim/mac_cell.h's mac_cell_next (the header's
+// rule written once, for one cell; tests/hw holds the SystemVerilog cell against the same function).
 struct ContractModel {
   size_t n, m;
   Grid weight, shadow, x, xf, psum, pv;
   ContractModel(size_t rows, size_t cols) : n(rows), m(cols) {
     for (Grid* g : {&weight, &shadow, &x, &xf, &psum, &pv}) g->assign(n, std::vector<int64_t>(m, 0));
   }
+  MacCell cell(size_t k, size_t j) const {
+    return {int16_t(weight[k][j]), int16_t(shadow[k][j]), int16_t(x[k][j]),
+            uint8_t(xf[k][j]),     int32_t(psum[k][j]),   uint8_t(pv[k][j])};
+  }
   void step(const std::vector<int16_t>& left, const std::vector<uint8_t>& flags, int64_t row,
             const std::vector<int16_t>& shadow_values) {
     Grid weight2 = weight, shadow2 = shadow, x2 = x, xf2 = xf, psum2 = psum, pv2 = pv;
     for (size_t k = 0; k < n; ++k)
       for (size_t j = 0; j < m; ++j) {
-        const int64_t x_in = j == 0 ? left[k] : x[k][j - 1];
-        const int64_t f_in = j == 0 ? flags[k] : xf[k][j - 1];
-        const int64_t w = (f_in & S) ? shadow[k][j] : weight[k][j];
-        weight2[k][j] = w;
-        psum2[k][j] = static_cast<int32_t>((k == 0 ? 0 : psum[k - 1][j]) + w * x_in);
-        pv2[k][j] = f_in & V;
-        x2[k][j] = x_in;
-        xf2[k][j] = f_in;
+        const int16_t x_in = j == 0 ? left[k] : int16_t(x[k][j - 1]);
+        const uint8_t f_in = j == 0 ? flags[k] : uint8_t(xf[k][j - 1]);
+        const int32_t p_in = k == 0 ? 0 : int32_t(psum[k - 1][j]);
+        const bool write = row >= 0 && size_t(row) == k;
+        const MacCell c = mac_cell_next(cell(k, j), x_in, f_in, p_in, write, write ? shadow_values[j] : 0);
+        weight2[k][j] = c.weight, shadow2[k][j] = c.shadow, x2[k][j] = c.x, xf2[k][j] = c.x_flags;
+        psum2[k][j] = c.psum, pv2[k][j] = c.psum_valid;
       }
-    if (row >= 0) shadow2[row].assign(shadow_values.begin(), shadow_values.end());
     weight = weight2, shadow = shadow2, x = x2, xf = xf2, psum = psum2, pv = pv2;
   }
   bool empty() const {
