@@ -10,6 +10,7 @@
 #include "isa/program.h"
 #include "sim/machine.h"
 #include "sim/reference.h"
+#include "sim_support.h"
 
 namespace tpusim::test {
 
@@ -39,12 +40,6 @@ inline sim::Arch small_arch() {
 // Assembles `body` (after a .model line).
 inline isa::Program assemble(const std::string& body) {
   return isa::assemble(".model \"test\"\n" + body, "test.s");
-}
-
-inline isa::Instruction make(isa::Opcode op, std::initializer_list<std::pair<isa::Field, uint64_t>> fields) {
-  isa::Instruction in = isa::make_instruction(op);
-  for (const auto& [f, v] : fields) in[f] = v;
-  return in;
 }
 
 struct EngineRuns {

@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <catch2/catch.hpp>
+
+#include "sim_support.h"
 #include <chrono>
 #include <climits>
 #include <cmath>
@@ -20,38 +22,12 @@ namespace tpusim::sim {
 namespace {
 
 using Catch::Contains;
+using test::host_region;
+using test::make;
+using test::tiny;
 using isa::Field;
 using isa::Func;
 using isa::Opcode;
-
-// A 4 x 4 array: UB rows of 4 bytes, 64 UB rows, 16 accumulator rows of 4 int32.
-Arch tiny(uint64_t rows = 4, uint64_t cols = 4) {
-  Arch a;
-  a.name = "tiny";
-  a.array_rows = rows;
-  a.array_cols = cols;
-  a.ub_bytes = 64 * a.ub_row_bytes();
-  a.acc_entries = 16;
-  return a;
-}
-
-// A host region (aggregate initialisation would have to name every member).
-isa::HostRegion host_region(std::string name, uint64_t addr, uint64_t bytes, std::vector<uint8_t> init = {},
-                            bool output = false) {
-  isa::HostRegion r;
-  r.name = std::move(name);
-  r.host_addr = addr;
-  r.bytes = bytes;
-  r.init = std::move(init);
-  r.output = output;
-  return r;
-}
-
-isa::Instruction make(Opcode op, std::initializer_list<std::pair<Field, uint64_t>> fields) {
-  isa::Instruction inst = isa::make_instruction(op);
-  for (const auto& [f, v] : fields) inst[f] = v;
-  return inst;
-}
 
 // Input region x at 0x100 holding 1, 2, ..., 16; output region y at 0x200, 12 bytes.
 isa::Program host_program() {
