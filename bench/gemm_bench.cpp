@@ -22,18 +22,17 @@
 #include <string>
 #include <vector>
 
+#include "bench/bench_common.h"
 #include "sim/gemm.h"
 
 namespace {
 
+using tpusim::bench::cpu_model;
+using tpusim::bench::median;
 using tpusim::sim::PackedWeights;
+using Options = tpusim::bench::BenchArgs;
 constexpr int64_t kK = 256, kM = 256;
 constexpr double kTarget = 0.5;
-
-struct Options {
-  bool quick = false;
-  std::string json;
-};
 
 // oneDNN here runs on OpenMP (libgomp); the benchmark compares single cores, so both sides get one
 // thread. omp_set_num_threads is looked up at run time: the benchmark does not link libgomp itself.
@@ -42,13 +41,6 @@ bool use_one_omp_thread() {
   auto get = reinterpret_cast<int (*)()>(dlsym(RTLD_DEFAULT, "omp_get_max_threads"));
   if (set != nullptr) set(1);
   return get == nullptr || get() == 1;
-}
-
-std::string cpu_model() {
-  std::ifstream in("/proc/cpuinfo");
-  for (std::string line; std::getline(in, line);)
-    if (line.rfind("model name", 0) == 0) return line.substr(line.find(':') + 2);
-  return "unknown";
 }
 
 // One shape and signedness: the operands and the three ways to multiply them (C = A x W).
@@ -130,11 +122,6 @@ bool same_results(Shape& s) {
   return gemm_ok && matmul_ok;
 }
 
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v.size() % 2 ? v[v.size() / 2] : (v[v.size() / 2 - 1] + v[v.size() / 2]) / 2;
-}
-
 // This thread's CPU time in seconds: on a shared machine, time spent descheduled does not count.
 double thread_seconds() {
   timespec ts{};
@@ -171,16 +158,6 @@ Row measure(Shape& s, const Options& opt) {
   return {s.B(), s.a_unsigned() ? "u8s8" : "s8s8", g >= m ? "gemm" : "matmul", median(ours), std::max(g, m)};
 }
 
-bool parse(int argc, char** argv, Options& opt) {
-  for (int i = 1; i < argc; ++i) {
-    const std::string arg = argv[i];
-    if (arg == "--quick") opt.quick = true;
-    else if (arg == "--json" && i + 1 < argc) opt.json = argv[++i];
-    else return false;
-  }
-  return true;
-}
-
 void write_json(const std::string& path, const std::vector<Row>& rows) {
   nlohmann::json j;
   j["kernel"] = std::string(tpusim::sim::gemm_kernel_name());
@@ -203,7 +180,7 @@ void write_json(const std::string& path, const std::vector<Row>& rows) {
 
 int main(int argc, char** argv) {
   Options opt;
-  if (!parse(argc, argv, opt)) {
+  if (!tpusim::bench::parse_bench_args(argc, argv, opt)) {
     fmt::print(stderr, "usage: gemm_bench [--quick] [--json FILE]\n");
     return 2;
   }

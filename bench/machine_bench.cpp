@@ -41,6 +41,7 @@
 #include <systemc>
 #include <vector>
 
+#include "bench/bench_common.h"
 #include "bench/mlp_program.h"
 #include "isa/assembler.h"
 #include "sim/machine.h"
@@ -55,6 +56,8 @@
 namespace {
 
 using namespace tpusim;
+using bench::cpu_model;
+using bench::median;
 using bench::MlpSpec;
 using isa::Field;
 using isa::Opcode;
@@ -69,21 +72,8 @@ struct Options {
   std::string json, save_dir;
 };
 
-double median(std::vector<double> v) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  return v.size() % 2 ? v[v.size() / 2] : (v[v.size() / 2 - 1] + v[v.size() / 2]) / 2;
-}
-
 double now_seconds() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
-
-std::string cpu_model() {
-  std::ifstream in("/proc/cpuinfo");
-  for (std::string line; std::getline(in, line);)
-    if (line.rfind("model name", 0) == 0) return line.substr(line.find(':') + 2);
-  return "unknown";
 }
 
 // A field of /proc/self/status in bytes ("VmHWM:   12345 kB").

@@ -19,6 +19,7 @@
 #include <string>
 #include <vector>
 
+#include "bench/bench_common.h"
 #include "sim/systolic_array.h"
 #include "tests/hw/rtl_harness.h"
 
@@ -75,9 +76,8 @@ Figure measure(const char* engine, Array& array, uint64_t cycles, int repetition
     seconds.push_back(run_once(array, cycles, sink, step));
     f.checksum = sink;
   }
-  std::sort(seconds.begin(), seconds.end());
   f.cycles = cycles;
-  f.seconds = seconds[seconds.size() / 2];
+  f.seconds = tpusim::bench::median(seconds);
   f.cycles_per_second = static_cast<double>(cycles) / f.seconds;
   f.cell_updates_per_second = f.cycles_per_second * kN * kN;
   std::printf("%-22s %8llu cycles  median %.4f s  %.3e cycles/s  %.3e cell updates/s  (checksum %lld)\n",
@@ -95,18 +95,13 @@ struct Model : SystolicArray {
 }  // namespace
 
 int main(int argc, char** argv) {
-  bool quick = false;
-  std::string json_path;
-  for (int i = 1; i < argc; ++i) {
-    if (std::strcmp(argv[i], "--quick") == 0) {
-      quick = true;
-    } else if (std::strcmp(argv[i], "--json") == 0 && i + 1 < argc) {
-      json_path = argv[++i];
-    } else {
-      std::fprintf(stderr, "usage: rtl_bench [--quick] [--json FILE]\n");
-      return 0;
-    }
+  tpusim::bench::BenchArgs args;
+  if (!tpusim::bench::parse_bench_args(argc, argv, args)) {
+    std::fprintf(stderr, "usage: rtl_bench [--quick] [--json FILE]\n");
+    return 2;
   }
+  const bool quick = args.quick;
+  const std::string& json_path = args.json;
   const uint64_t cycles = quick ? 20'000 : 200'000;
   const int repetitions = quick ? 3 : 5;
   const Stream stream;
@@ -139,7 +134,9 @@ int main(int argc, char** argv) {
                       {"cell_updates_per_second", f.cell_updates_per_second},
                       {"checksum", f.checksum}});
     std::ofstream out(json_path);
-    out << nlohmann::json{{"rows", rows}, {"model_over_rtl", ratio}, {"checksums_agree", r.checksum == m.checksum}}
+    out << nlohmann::json{{"rows", rows},
+                          {"model_over_rtl", ratio},
+                          {"checksums_agree", r.checksum == m.checksum}}
                .dump(2)
         << "\n";
     if (!out) std::fprintf(stderr, "rtl_bench: cannot write %s\n", json_path.c_str());

@@ -19,6 +19,7 @@
 #include <string>
 #include <vector>
 
+#include "bench/bench_common.h"
 #include "sim/systolic_array.h"
 
 namespace {
@@ -76,8 +77,7 @@ Figure measure(uint64_t n, uint64_t cycles, int repetitions) {
   run_once(array, stream, std::min<uint64_t>(cycles, 4 * n + 64), sink);  // warm-up
   std::vector<double> seconds;
   for (int r = 0; r < repetitions; ++r) seconds.push_back(run_once(array, stream, cycles, sink));
-  std::sort(seconds.begin(), seconds.end());
-  const double median = seconds[seconds.size() / 2];
+  const double median = tpusim::bench::median(seconds);
   Figure f;
   f.array = std::to_string(n) + "x" + std::to_string(n);
   f.cycles = cycles;
@@ -106,18 +106,13 @@ void write_json(const std::string& path, const std::vector<Figure>& figures) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  bool quick = false;
-  std::string json_path;
-  for (int i = 1; i < argc; ++i) {
-    if (std::strcmp(argv[i], "--quick") == 0) {
-      quick = true;
-    } else if (std::strcmp(argv[i], "--json") == 0 && i + 1 < argc) {
-      json_path = argv[++i];
-    } else {
-      std::fprintf(stderr, "usage: stepped_bench [--quick] [--json FILE]\n");
-      return 0;
-    }
+  tpusim::bench::BenchArgs args;
+  if (!tpusim::bench::parse_bench_args(argc, argv, args)) {
+    std::fprintf(stderr, "usage: stepped_bench [--quick] [--json FILE]\n");
+    return 2;
   }
+  const bool quick = args.quick;
+  const std::string& json_path = args.json;
   // About 2^30 cell updates per repetition (2^27 with --quick), whatever the size.
   const uint64_t cell_updates = quick ? (uint64_t{1} << 27) : (uint64_t{1} << 30);
   const int repetitions = quick ? 3 : 7;

@@ -83,9 +83,9 @@ TXT
 echo
 for engine in stepped fast timing; do
   "$TPUSIM" run "$DEMO/mlp2.tpu" --engine "$engine" --report "$DEMO/mlp2.$engine.json" 2>/dev/null
-  python_free_summary=$(grep -E '"(cycles|output_matches_reference|host_seconds)"' "$DEMO/mlp2.$engine.json" |
+  summary=$(grep -E '"(cycles|output_matches_reference|host_seconds)"' "$DEMO/mlp2.$engine.json" |
     tr -d ' ,"' | tr '\n' ' ')
-  printf '  %-8s %s\n' "$engine" "$python_free_summary"
+  printf '  %-8s %s\n' "$engine" "$summary"
 done
 echo
 "$TPUSIM" run "$DEMO/mlp2.tpu"
