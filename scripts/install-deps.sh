@@ -8,6 +8,7 @@ PACKAGES=(
   verilator libsystemc-dev               # RTL simulation, SystemC kernel
   catch2 libfmt-dev libboost-dev libcli11-dev nlohmann-json3-dev
   libdnnl-dev                            # oneDNN: the int8 GEMM the benchmarks measure against
+  libtomlplusplus-dev                    # toml++: model descriptions (compiler/model.cpp)
   clang libclang-rt-14-dev libfuzzer-14-dev  # fuzzing (scripts/fuzz.sh): clang, sanitizers, libFuzzer
 )
 

@@ -1,0 +1,165 @@
+// The compiler's two graphs: the float model a description describes (Model: layers with
+// inferred shapes and float parameters) and the quantized integer graph the back end lowers to a
+// program (QGraph: operations in the machine's own integer terms). The golden reference executor
+// runs the QGraph with plain loops; the program the back end emits must produce exactly its
+// output bytes.
+//
+//   description (.toml, docs/model-format.md) --parse--> Model --quantize--> QGraph --lower--> Program
+//
+// Tensors are per-sample shapes plus a batch; data are stored batch-major in NHWC order:
+// element (n, y, x, c) of a [h, w, c] tensor is at ((n * h + y) * w + x) * c + c. A vector [c] is
+// h = w = 1; a sequence [steps, c] is h = steps, w = 1 (time step t = pixel t).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "isa/table.h"
+
+namespace tpusim::compiler {
+
+struct Shape {
+  int rank = 1;  // 1: [c], 2: [steps, c] (a sequence), 3: [h, w, c]
+  uint64_t h = 1, w = 1, c = 1;
+  uint64_t pixels() const { return h * w; }
+  uint64_t elements() const { return h * w * c; }
+  std::string str() const;  // "[784]", "[20, 512]", "[28, 28, 1]"
+  bool operator==(const Shape&) const = default;
+};
+Shape vector_shape(uint64_t c);
+Shape sequence_shape(uint64_t steps, uint64_t c);
+Shape map_shape(uint64_t h, uint64_t w, uint64_t c);
+
+// ---- the float model -------------------------------------------------------------------------
+
+enum class LayerType { dense, conv2d, max_pool, avg_pool, flatten, add, mul, activation, lstm };
+enum class Activation { none, relu, relu6, sigmoid, tanh };
+const char* layer_type_name(LayerType t);    // as written in descriptions: "dense", "max_pool", ...
+const char* activation_name(Activation a);   // "none", "relu", "relu6", "sigmoid", "tanh"
+
+// A Layer::inputs entry naming the model's input i (Model::inputs[i]) instead of a layer.
+inline constexpr int model_input(int i) { return -1 - i; }
+inline constexpr bool is_model_input(int entry) { return entry < 0; }
+inline constexpr int model_input_index(int entry) { return -1 - entry; }
+
+struct Layer {
+  std::string name;         // unique; given or "<type><index>"
+  LayerType type = LayerType::dense;
+  int line = 0;             // line of the layer's [[layer]] header in the description
+  std::vector<int> inputs;  // indices of earlier layers, or model_input(i)
+  Shape out;                // inferred output shape (per sample)
+  Activation activation = Activation::none;  // fused after dense/conv2d/lstm gates; the function of `activation` layers
+
+  // dense: units = outputs; on a sequence it applies to every step. conv2d: units = filters.
+  // lstm: units = hidden size.
+  uint64_t units = 0;
+  uint64_t kernel_h = 1, kernel_w = 1;  // conv2d kernel; pools: the window (square: kernel_h = kernel_w)
+  uint64_t stride = 1;                  // conv2d and pools, both directions
+  uint64_t pad = 0;                     // conv2d zero padding, pixels on every side ("same" resolved)
+  bool use_bias = true;                 // dense, conv2d
+  uint64_t stack = 1;                   // lstm: stacked layers
+  bool return_sequences = false;        // lstm: output every step's h ([steps, units]) or the last ([units])
+
+  // Float parameters (generated from the seed or loaded from .npy):
+  //   dense   weights [in_c][units], bias [units]
+  //   conv2d  weights [kernel_h][kernel_w][in_c][units], bias [units]
+  //   lstm    for stacked layer l (input size in_l: the input's c for l = 0, else units), for gate
+  //           g in i, f, g, o: weights [in_l + units][units] (rows 0..in_l-1 multiply x_t, the
+  //           rest h_{t-1}), concatenated in the order (l, gate); bias [stack][4][units]
+  std::vector<float> weights;
+  std::vector<float> bias;
+  std::optional<double> scale;  // output quantization scale given in the description
+};
+
+// A model input: a description has one ([model] input); a SCALE-Sim topology gets one for each
+// layer whose input map does not follow from the layer before it.
+struct ModelInput {
+  std::string name = "input";
+  Shape shape;                   // per sample
+  std::vector<float> data;       // batch x shape.elements(), NHWC (given or seeded)
+  std::optional<double> scale;   // quantization scale given in the description
+};
+
+struct Model {
+  std::string name;
+  std::string source;  // the description's path, for messages
+  uint64_t batch = 1;
+  uint64_t seed = 1;
+  std::vector<ModelInput> inputs;  // at least one
+  bool per_channel = true;         // weight scales per output channel (else per tensor)
+  std::vector<Layer> layers;       // topological order; the last one is the model's output
+};
+
+// ---- the quantized integer graph ---------------------------------------------------------------
+
+// An int8 tensor: real value = scale x stored integer (symmetric, no zero point).
+struct QTensor {
+  std::string name;  // unique: the producing layer's name, with a suffix for LSTM internals
+  Shape shape;
+  double scale = 1.0;
+  std::string layer;  // the description layer it belongs to (messages, traces)
+};
+
+// A contiguous range of a tensor's pixels (all of them when pixels == 0): an LSTM step reads
+// pixel t of its input sequence and writes pixel t of its output sequence.
+struct View {
+  int tensor = -1;
+  uint64_t pixel0 = 0, pixels = 0;
+};
+
+// dense, conv2d, an LSTM gate: out[n][y][x][j] = func(requant(sum + bias[j])) where
+//   sum = sum over kernel positions (r, s) and k < K of in[n][y*stride + r - pad][x*stride + s - pad][k] x w[r][s][k][j]
+// (zero outside the map), accumulated in int32 with wrap-around; the inputs are concatenated
+// along channels (weight rows 0..c0-1 read inputs[0], the next c1 rows inputs[1], ...), and a
+// kernel larger than 1 x 1 needs exactly one input. requant(v) = round_half_away(v x mult[j] /
+// 2^shift[j]) computed in 64 bits (sim::round_half_away_shift), then sim::apply_func(func, y,
+// clip, false): saturated to int8. mult and shift have 1 entry (per tensor) or N (per channel);
+// with an empty bias and one entry the machine uses act's per-tensor mode, else its per-column
+// table (docs/isa.md, act).
+struct MatmulOp {
+  std::vector<View> inputs;
+  View output;
+  uint64_t kernel_h = 1, kernel_w = 1, stride = 1, pad = 0;
+  uint64_t k = 0, n = 0;         // K = sum of input channels, N = output channels
+  std::vector<int8_t> weights;   // [kernel_h][kernel_w][K][N]
+  std::vector<int32_t> bias;     // N, or empty
+  std::vector<uint16_t> mult;    // 1 or N
+  std::vector<uint8_t> shift;    // same length as mult, each 0..63
+  isa::Func func = isa::Func::identity;
+  uint8_t clip = 127;            // relux bound
+};
+
+// max/avg pooling over square windows, no padding (docs/isa.md, pool); output scale = input's.
+struct PoolOp {
+  View input, output;
+  isa::PoolKind kind = isa::PoolKind::max;
+  uint64_t window = 2, stride = 2;
+};
+
+// Element-wise: out = func(round_half_away(op(a, b) x mult / 2^shift)) saturated to int8, op on
+// int8 values in int32 (docs/isa.md, vec). a, b and out have the same shape; b unused for pass.
+struct VectorOp {
+  isa::VecOp op = isa::VecOp::pass;
+  View a, b, output;
+  uint16_t mult = 1;
+  uint8_t shift = 0;
+  isa::Func func = isa::Func::identity;
+};
+
+using QOp = std::variant<MatmulOp, PoolOp, VectorOp>;
+
+struct QGraph {
+  std::string name;
+  uint64_t batch = 1;
+  std::vector<QTensor> tensors;
+  std::vector<QOp> ops;               // in execution order: every op's inputs are produced earlier
+  std::vector<std::string> op_layer;  // for each op, the description layer it implements
+  std::vector<int> inputs;            // tensor index of each model input (Model::inputs order)
+  std::vector<std::vector<int8_t>> input_data;  // for each input: batch x shape, NHWC, quantized
+  int output = -1;                    // tensor index of the model's output (the last layer's)
+};
+
+}  // namespace tpusim::compiler

@@ -1,0 +1,27 @@
+// Float Model -> quantized integer graph (QGraph): int8 symmetric scales per tensor, per-channel
+// or per-tensor weight scales, int32 biases, requantization multipliers, fused activations, LSTM
+// time steps unrolled into gate matmuls and element-wise vector ops, dense-after-flatten as a
+// whole-map convolution. Owner: quantizer.
+#pragma once
+
+#include <cstdint>
+
+#include "compiler/graph.h"
+
+namespace tpusim::compiler {
+
+// Requantization by a positive real factor: round_half_away(v x mult / 2^shift) approximates
+// v x factor, with mult <= 65535 and shift <= 63 chosen for the most precision. Throws
+// InputError when the factor cannot be represented (too large).
+struct Requant {
+  uint16_t mult = 1;
+  uint8_t shift = 0;
+};
+Requant requant_for(double factor);
+
+// Scales: given in the description, else calibrated from the float reference run on the
+// model's inputs (max |x| / 127). Throws InputError naming the layer when a layer cannot be
+// quantized.
+QGraph quantize(const Model& model);
+
+}  // namespace tpusim::compiler
