@@ -1,1 +1,85 @@
-// placeholder: being written (issue 4)
+#include "compiler/compile.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <chrono>
+
+#include "compiler/layout.h"
+#include "compiler/lower.h"
+#include "compiler/quantize.h"
+#include "isa/error.h"
+
+namespace tpusim::compiler {
+
+namespace {
+
+double since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+uint64_t lanes(const sim::Arch& arch) { return std::min(arch.array_rows, arch.array_cols); }
+
+}  // namespace
+
+Compiled compile_model(Model model, const sim::Arch& arch) {
+  Compiled c;
+  auto t0 = std::chrono::steady_clock::now();
+  c.graph = quantize(model);
+  c.quantize_seconds = since(t0);
+  t0 = std::chrono::steady_clock::now();
+  c.program = lower(c.graph, arch);
+  c.lower_seconds = since(t0);
+  // The architecture compiled for: its name, and every parameter that differs from the preset
+  // of that name (so `tpusim run PROG.tpu` picks the same machine).
+  const nlohmann::json full = sim::arch_to_json(arch);
+  nlohmann::json base;
+  try {
+    base = sim::arch_to_json(sim::arch_preset(arch.name));
+  } catch (const InputError&) {
+    base = nlohmann::json::object();
+  }
+  c.program.arch = {{"name", arch.name}};
+  for (const auto& [key, value] : full.items())
+    if (key != "name" && (!base.contains(key) || base[key] != value)) c.program.arch[key] = value;
+  c.model = std::move(model);
+  return c;
+}
+
+Compiled compile_file(const std::filesystem::path& path, const sim::Arch& arch, const LoadOptions& options) {
+  const auto t0 = std::chrono::steady_clock::now();
+  Model m = load_model(path, options);
+  const double parse = since(t0);
+  Compiled c = compile_model(std::move(m), arch);
+  c.parse_seconds = parse;
+  return c;
+}
+
+std::vector<uint8_t> golden_output_bytes(const Compiled& c, const sim::Arch& arch) {
+  const std::vector<std::vector<int8_t>> golden = run_golden(c.graph);
+  const QTensor& out = c.graph.tensors.at(c.graph.output);
+  return to_tpu_order(golden.at(c.graph.output), out.shape, c.graph.batch, lanes(arch));
+}
+
+OutputCheck check_output(const Compiled& c, std::span<const uint8_t> output_region, const sim::Arch& arch) {
+  OutputCheck r;
+  const std::vector<std::vector<int8_t>> golden = run_golden(c.graph);
+  const QTensor& out = c.graph.tensors.at(c.graph.output);
+  const std::vector<int8_t>& want = golden.at(c.graph.output);
+  const std::vector<int8_t> got = from_tpu_order(output_region, out.shape, c.graph.batch, lanes(arch));
+  r.elements = want.size();
+  r.matches = got == want;
+  if (!r.matches) {
+    const auto [a, b] = std::mismatch(got.begin(), got.end(), want.begin(), want.end());
+    const uint64_t i = static_cast<uint64_t>(a - got.begin()), ch = out.shape.c, px = out.shape.pixels();
+    const uint64_t n = i / (px * ch), p = i / ch % px;
+    r.first_difference = fmt::format("sample {}, pixel ({}, {}), channel {}: simulated {}, golden {}", n,
+                                     p / out.shape.w, p % out.shape.w, i % ch, a == got.end() ? 0 : *a,
+                                     b == want.end() ? 0 : *b);
+  }
+  const std::vector<std::vector<float>> ref = run_float(c.model);
+  r.error = quant_error(ref.back(), want, out.scale);
+  return r;
+}
+
+}  // namespace tpusim::compiler

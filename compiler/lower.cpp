@@ -1,1 +1,559 @@
-// placeholder: being written (issue 4)
+// QGraph -> program. The schedule, op by op in graph order:
+//
+//   dense / conv2d / LSTM gate (MatmulOp): the output's channels are cut into N tiles of `lanes`
+//     columns, the inputs' channels into K tiles of `lanes` rows (one UB slice each). For each N
+//     tile, the output pixels x batch rows go to one accumulator block (a chunk of output rows
+//     when they do not fit); for each input, kernel position (r, s) and K tile, one weight tile
+//     is switched in and streamed over the chunk (the paper's convolution: input channels on
+//     rows, output channels on columns, R x S passes accumulating), then one activate per
+//     contiguous run of output rows writes the N tile's slice. Blocks alternate between the two
+//     halves of the accumulators so the activate of one N tile overlaps the matmuls of the next
+//     (the hardware interlocks the accumulators). A stride-1 convolution streams a chunk's
+//     output rows as one matmul (`repeat` = rows, `stride` = one stored image row); a strided
+//     one uses one matmul per output row (`repeat` = pixels, `stride` = stride x batch).
+//   pool (PoolOp): one pool per slice (per output row when the output is stored padded).
+//   element-wise (VectorOp): one vec per slice and contiguous run.
+//
+// Memory: every tensor gets UB rows when its first producer runs and gives them back after its
+// last reader (first fit); maps read by a padded convolution are stored with a zero border,
+// zeroed by vec when the rows were written before. Per-column requantization tables (bias,
+// multiplier, shift: docs/isa.md act) live at the bottom of the UB, loaded once from the host.
+// Weight tiles are laid out in weight memory in first-use order, identical tiles stored once
+// (an LSTM's gates are fetched again every time step from the same addresses).
+#include "compiler/lower.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cstring>
+#include <map>
+#include <string_view>
+#include <unordered_map>
+
+#include "compiler/emitter.h"
+#include "compiler/layout.h"
+#include "isa/error.h"
+
+namespace tpusim::compiler {
+
+using isa::Field;
+using isa::Opcode;
+
+namespace {
+
+uint64_t div_up(uint64_t a, uint64_t b) { return (a + b - 1) / b; }
+
+// First-fit allocation of UB rows.
+class RowAllocator {
+ public:
+  RowAllocator(uint64_t first, uint64_t end) { free_[first] = end - first; }
+  bool allocate(uint64_t rows, uint64_t& at) {
+    for (auto it = free_.begin(); it != free_.end(); ++it)
+      if (it->second >= rows) {
+        at = it->first;
+        const uint64_t left = it->second - rows;
+        free_.erase(it);
+        if (left) free_[at + rows] = left;
+        return true;
+      }
+    return false;
+  }
+  void release(uint64_t at, uint64_t rows) {
+    auto next = free_.lower_bound(at);
+    if (next != free_.end() && at + rows == next->first) {
+      rows += next->second;
+      next = free_.erase(next);
+    }
+    if (next != free_.begin()) {
+      auto prev = std::prev(next);
+      if (prev->first + prev->second == at) {
+        prev->second += rows;
+        return;
+      }
+    }
+    free_[at] = rows;
+  }
+  uint64_t largest() const {
+    uint64_t m = 0;
+    for (const auto& [at, rows] : free_) m = std::max(m, rows);
+    return m;
+  }
+
+ private:
+  std::map<uint64_t, uint64_t> free_;  // first row -> rows
+};
+
+// A stretch of a pass's output pixels contiguous in the accumulators and in the output's
+// unpadded pixel numbering.
+struct Segment {
+  uint64_t pixel, pixels, acc_offset;  // acc_offset in rows from the block's base
+};
+
+struct MatmulStep {
+  uint64_t ub, rows, repeat, stride, acc_offset;
+};
+
+class Lowering {
+ public:
+  Lowering(const QGraph& g, const sim::Arch& arch)
+      : g_(g), arch_(arch), lanes_(std::min(arch.array_rows, arch.array_cols)), batch_(g.batch),
+        em_(arch, arch.weight_fifo_tiles), alloc_(0, 1) {}
+  isa::Program run();
+
+ private:
+  [[noreturn]] void fail(size_t op, const std::string& what) const {
+    throw InputError(fmt::format("model {}: layer {}: {}", g_.name, g_.op_layer.at(op), what));
+  }
+  uint64_t pixels(const View& v) const { return v.pixels ? v.pixels : g_.tensors[v.tensor].shape.pixels(); }
+  void plan_storage();
+  void allocate(int t, size_t op);
+  void lower(size_t i, const MatmulOp& m);
+  void lower(size_t i, const PoolOp& p);
+  void lower(size_t i, const VectorOp& v);
+  void pass(size_t i, const MatmulOp& m, uint64_t n, const std::vector<std::vector<MatmulStep>>& steps,
+            const std::vector<Segment>& segments, uint64_t acc_rows);
+  uint64_t tile_address(const MatmulOp& m, uint64_t n, size_t input, uint64_t r, uint64_t s, uint64_t k);
+  uint64_t table_row(const MatmulOp& m, uint64_t n);
+  uint64_t store(std::vector<uint8_t>& image, std::unordered_multimap<uint64_t, uint64_t>& index,
+                 const std::vector<uint8_t>& item);
+  uint64_t next_block(uint64_t rows);
+  void host_io(int tensor, bool write, uint64_t host);
+
+  const QGraph& g_;
+  const sim::Arch& arch_;
+  const uint64_t lanes_, batch_;
+  Emitter em_;
+  RowAllocator alloc_;
+  std::vector<Storage> storage_;
+  std::vector<bool> placed_;
+  std::vector<int64_t> first_def_, last_use_;
+  std::vector<uint8_t> weights_, tables_;
+  std::unordered_multimap<uint64_t, uint64_t> weight_index_, table_index_;
+  uint64_t table_rows_ = 0, table_base_ = 0, block_ = 0, macs_ = 0;
+  std::vector<std::pair<int, size_t>> perchan_;  // (op, n) pairs needing a table, in order
+};
+
+uint64_t fnv1a(const std::vector<uint8_t>& b) {
+  uint64_t h = 1469598103934665603ull;
+  for (uint8_t c : b) h = (h ^ c) * 1099511628211ull;
+  return h;
+}
+
+// Appends `item` to `image` unless an identical item is already there; returns its offset.
+uint64_t Lowering::store(std::vector<uint8_t>& image, std::unordered_multimap<uint64_t, uint64_t>& index,
+                         const std::vector<uint8_t>& item) {
+  const uint64_t h = fnv1a(item);
+  for (auto [it, end] = index.equal_range(h); it != end; ++it)
+    if (std::memcmp(image.data() + it->second, item.data(), item.size()) == 0) return it->second;
+  const uint64_t at = image.size();
+  image.insert(image.end(), item.begin(), item.end());
+  index.emplace(h, at);
+  return at;
+}
+
+uint64_t Lowering::tile_address(const MatmulOp& m, uint64_t n, size_t input, uint64_t r, uint64_t s, uint64_t k) {
+  uint64_t k_offset = 0;
+  for (size_t j = 0; j < input; ++j) k_offset += g_.tensors[m.inputs[j].tensor].shape.c;
+  const uint64_t in_c = g_.tensors[m.inputs[input].tensor].shape.c;
+  const uint64_t rows = std::min(lanes_, in_c - k * lanes_), cols = std::min(lanes_, m.n - n * lanes_);
+  std::vector<uint8_t> tile(arch_.tile_bytes(), 0);
+  for (uint64_t row = 0; row < rows; ++row) {
+    const int8_t* w = m.weights.data() + ((r * m.kernel_w + s) * m.k + k_offset + k * lanes_ + row) * m.n + n * lanes_;
+    std::memcpy(tile.data() + row * arch_.array_cols, w, cols);
+  }
+  return store(weights_, weight_index_, tile);
+}
+
+// The UB row of N tile n's per-column table (bias, multiplier, shift for array_cols columns).
+uint64_t Lowering::table_row(const MatmulOp& m, uint64_t n) {
+  const uint64_t cols = arch_.array_cols, row_bytes = arch_.ub_row_bytes();
+  const uint64_t rows = div_up(7 * cols, row_bytes);
+  std::vector<uint8_t> t(rows * row_bytes, 0);
+  for (uint64_t c = 0; c < std::min(lanes_, m.n - n * lanes_); ++c) {
+    const uint64_t j = n * lanes_ + c;
+    const uint32_t bias = m.bias.empty() ? 0 : static_cast<uint32_t>(m.bias[j]);
+    const uint16_t mult = m.mult.size() == 1 ? m.mult[0] : m.mult[j];
+    const uint8_t shift = m.shift.size() == 1 ? m.shift[0] : m.shift[j];
+    for (int b = 0; b < 4; ++b) t[4 * c + b] = static_cast<uint8_t>(bias >> (8 * b));
+    t[4 * cols + 2 * c] = static_cast<uint8_t>(mult);
+    t[4 * cols + 2 * c + 1] = static_cast<uint8_t>(mult >> 8);
+    t[6 * cols + c] = shift;
+  }
+  return table_base_ + store(tables_, table_index_, t) / row_bytes;
+}
+
+// Accumulator base for a pass of `rows` rows: alternating halves; a pass larger than half
+// takes the whole accumulator from row 0.
+uint64_t Lowering::next_block(uint64_t rows) {
+  const uint64_t half = arch_.acc_entries / 2;
+  if (rows > half) return 0;
+  return (block_++ % 2) * half;
+}
+
+void Lowering::plan_storage() {
+  const size_t nt = g_.tensors.size();
+  storage_.resize(nt);
+  placed_.assign(nt, false);
+  first_def_.assign(nt, -1);
+  last_use_.assign(nt, -1);
+  for (size_t t = 0; t < nt; ++t) storage_[t] = Storage{g_.tensors[t].shape, batch_, lanes_, 0, 0};
+  const auto use = [&](const View& v, size_t i) {
+    if (v.tensor < 0 || static_cast<size_t>(v.tensor) >= nt) fail(i, "reads a tensor that does not exist");
+    last_use_[v.tensor] = static_cast<int64_t>(i);
+  };
+  const auto def = [&](const View& v, size_t i) {
+    if (v.tensor < 0 || static_cast<size_t>(v.tensor) >= nt) fail(i, "writes a tensor that does not exist");
+    if (first_def_[v.tensor] < 0) first_def_[v.tensor] = static_cast<int64_t>(i);
+    last_use_[v.tensor] = std::max(last_use_[v.tensor], static_cast<int64_t>(i));
+  };
+  for (size_t i = 0; i < g_.ops.size(); ++i) {
+    std::visit(
+        [&](const auto& op) {
+          using T = std::decay_t<decltype(op)>;
+          if constexpr (std::is_same_v<T, MatmulOp>) {
+            for (const View& v : op.inputs) use(v, i);
+            if (op.pad) storage_[op.inputs.at(0).tensor].pad = std::max(storage_[op.inputs[0].tensor].pad, op.pad);
+          } else if constexpr (std::is_same_v<T, PoolOp>) {
+            use(op.input, i);
+          } else {
+            use(op.a, i);
+            if (op.op != isa::VecOp::pass) use(op.b, i);
+          }
+          def(op.output, i);
+        },
+        g_.ops[i]);
+  }
+}
+
+void Lowering::allocate(int t, size_t op) {
+  Storage& st = storage_[t];
+  if (!alloc_.allocate(st.rows(), st.base))
+    throw InputError(fmt::format(
+        "model {}: layer {}: tensor {} ({} x {}, {} UB rows) does not fit in the unified buffer: the largest "
+        "free block is {} rows of {} ({} bytes per row); use a smaller batch or a larger ub_bytes",
+        g_.name, op < g_.op_layer.size() ? g_.op_layer[op] : "input", g_.tensors[t].name, batch_,
+        g_.tensors[t].shape.str(), st.rows(), alloc_.largest(), arch_.ub_rows(), arch_.ub_row_bytes()));
+  placed_[t] = true;
+  for (const auto& [first, rows] : border_ranges(st)) em_.zero({first, rows});
+}
+
+// Host DMA of a whole tensor in TPU order (layout.h) at host address `host`.
+void Lowering::host_io(int tensor, bool write, uint64_t host) {
+  const Storage& st = storage_[tensor];
+  const uint64_t pixels = st.shape.pixels();
+  for (uint64_t s = 0; s < st.slices(); ++s) {
+    const uint64_t cs = st.slice_channels(s), slice_host = host + s * lanes_ * pixels * batch_;
+    for (const Run& run : runs(st, s, 0, pixels))
+      for (uint64_t done = 0; done < run.pixels;) {
+        const uint64_t n = std::min(run.pixels - done, ((uint64_t{1} << 24) - 1) / batch_);
+        em_.host_dma(write, slice_host + (run.pixel + done) * batch_ * cs, run.row + done * batch_, n * batch_, cs, cs);
+        done += n;
+      }
+  }
+}
+
+// One pass: N tile n over one chunk of output pixels. steps[t] are the matmuls of the pass's
+// t-th weight tile (the tile is switched in by the first of them).
+void Lowering::pass(size_t i, const MatmulOp& m, uint64_t n, const std::vector<std::vector<MatmulStep>>& steps,
+                    const std::vector<Segment>& segments, uint64_t acc_rows) {
+  (void)i;
+  const uint64_t base = next_block(acc_rows);
+  size_t t = 0;
+  for (size_t input = 0; input < m.inputs.size(); ++input) {
+    const uint64_t kt = div_up(g_.tensors[m.inputs[input].tensor].shape.c, lanes_);
+    for (uint64_t r = 0; r < m.kernel_h; ++r)
+      for (uint64_t s = 0; s < m.kernel_w; ++s)
+        for (uint64_t k = 0; k < kt; ++k, ++t) {
+          const uint64_t waddr = tile_address(m, n, input, r, s, k);
+          bool first = true;
+          for (const MatmulStep& st : steps[t]) {
+            isa::Instruction in = isa::make_instruction(Opcode::matmul);
+            in[Field::ub] = st.ub;
+            in[Field::acc] = base + st.acc_offset;
+            in[Field::rows] = st.rows;
+            in[Field::repeat] = st.repeat;
+            in[Field::stride] = st.repeat > 1 ? st.stride : 0;
+            in[Field::switch_weights] = first;
+            in[Field::accumulate] = t > 0;
+            em_.matmul(in, first, waddr);
+            macs_ += st.rows * st.repeat * std::min(lanes_, m.n - n * lanes_) *
+                     std::min(lanes_, g_.tensors[m.inputs[input].tensor].shape.c - k * lanes_);
+            first = false;
+          }
+        }
+  }
+  // Activate the pass's rows into N tile n's slice of the output.
+  const Storage& out = storage_[m.output.tensor];
+  const bool perchan = !m.bias.empty() || m.mult.size() > 1;
+  const uint64_t qtable = perchan ? table_row(m, n) : 0;
+  for (const Segment& seg : segments)
+    for (const Run& run : runs(out, n, m.output.pixel0 + seg.pixel, seg.pixels)) {
+      isa::Instruction in = isa::make_instruction(Opcode::activate);
+      in[Field::func] = static_cast<uint64_t>(m.func);
+      in[Field::clip] = m.clip;
+      in[Field::acc] = base + seg.acc_offset + (run.pixel - m.output.pixel0 - seg.pixel) * batch_;
+      in[Field::ub] = run.row;
+      in[Field::rows] = run.pixels * batch_;
+      if (perchan) {
+        in[Field::per_channel] = 1;
+        in[Field::qtable] = qtable;
+      } else {
+        in[Field::mult] = m.mult.at(0);
+        in[Field::shift] = m.shift.at(0);
+      }
+      std::vector<RowSpan> reads;
+      if (perchan) reads.push_back({qtable, div_up(7 * arch_.array_cols, arch_.ub_row_bytes())});
+      em_.activation(in, reads, {run.row, run.pixels * batch_});
+    }
+}
+
+void Lowering::lower(size_t i, const MatmulOp& m) {
+  if (m.inputs.empty()) fail(i, "a matmul needs an input");
+  const Shape& os = g_.tensors[m.output.tensor].shape;
+  uint64_t ksum = 0;
+  for (const View& v : m.inputs) ksum += g_.tensors[v.tensor].shape.c;
+  if (ksum != m.k || os.c != m.n || m.weights.size() != m.kernel_h * m.kernel_w * m.k * m.n)
+    fail(i, fmt::format("weights of {} x {} x {} x {} do not match inputs of {} channels and an output of {}",
+                        m.kernel_h, m.kernel_w, m.k, m.n, ksum, os.c));
+  if (m.mult.empty() || m.mult.size() != m.shift.size() || (m.mult.size() != 1 && m.mult.size() != m.n) ||
+      (!m.bias.empty() && m.bias.size() != m.n))
+    fail(i, "requantization parameters must have 1 or N entries");
+  const uint64_t half = arch_.acc_entries / 2, nt = div_up(m.n, lanes_);
+  const bool linear = m.kernel_h == 1 && m.kernel_w == 1 && m.stride == 1 && m.pad == 0;
+  // The chunks of output pixels, each with its matmul steps per weight tile.
+  struct Chunk {
+    std::vector<std::vector<MatmulStep>> steps;
+    std::vector<Segment> segments;
+    uint64_t rows = 0;
+  };
+  std::vector<Chunk> chunks;
+  if (linear) {
+    const uint64_t count = pixels(m.output);
+    for (const View& v : m.inputs)
+      if (pixels(v) != count) fail(i, fmt::format("inputs of {} pixels for an output of {}", pixels(v), count));
+    const uint64_t total = count * batch_, budget = total <= arch_.acc_entries ? total : half;
+    const uint64_t per = budget / batch_;
+    for (uint64_t p0 = 0; p0 < count; p0 += per) {
+      Chunk c;
+      const uint64_t np = std::min(per, count - p0);
+      c.rows = np * batch_;
+      c.segments.push_back({p0, np, 0});
+      for (const View& v : m.inputs) {
+        const Storage& st = storage_[v.tensor];
+        for (uint64_t k = 0; k < st.slices(); ++k) {
+          std::vector<MatmulStep> steps;
+          for (const Run& run : runs(st, k, v.pixel0 + p0, np))
+            steps.push_back({run.row, run.pixels * batch_, 1, 0, (run.pixel - v.pixel0 - p0) * batch_});
+          c.steps.push_back(std::move(steps));
+        }
+      }
+      chunks.push_back(std::move(c));
+    }
+  } else {
+    if (m.inputs.size() != 1) fail(i, "a convolution reads exactly one input");
+    const View& v = m.inputs[0];
+    const Storage& in = storage_[v.tensor];
+    if (v.pixel0 != 0 || pixels(v) != in.shape.pixels() || m.output.pixel0 != 0 || pixels(m.output) != os.pixels())
+      fail(i, "a convolution reads and writes whole maps");
+    const uint64_t oh = os.h, ow = os.w, st = m.stride, off = in.pad - m.pad;
+    if (m.stride == 0 || (oh - 1) * st + m.kernel_h > in.shape.h + 2 * m.pad ||
+        (ow - 1) * st + m.kernel_w > in.shape.w + 2 * m.pad)
+      fail(i, "the output map does not fit the input map, kernel, stride and padding");
+    const uint64_t total = oh * ow * batch_, budget = total <= arch_.acc_entries ? total : half;
+    // Chunks of whole output rows when a row fits the budget, else of pixels within a row.
+    const uint64_t rows_per = budget / (ow * batch_), cols_per = rows_per ? ow : budget / batch_;
+    const uint64_t row_step = std::max<uint64_t>(rows_per, 1);
+    for (uint64_t y0 = 0; y0 < oh; y0 += row_step)
+      for (uint64_t x0 = 0; x0 < ow; x0 += cols_per) {
+        const uint64_t y1 = std::min(oh, y0 + row_step), x1 = std::min(ow, x0 + cols_per), nx = x1 - x0;
+        Chunk c;
+        c.rows = (y1 - y0) * nx * batch_;
+        if (nx == ow)
+          c.segments.push_back({y0 * ow, (y1 - y0) * ow, 0});
+        else
+          for (uint64_t y = y0; y < y1; ++y) c.segments.push_back({y * ow + x0, nx, (y - y0) * nx * batch_});
+        for (uint64_t r = 0; r < m.kernel_h; ++r)
+          for (uint64_t s = 0; s < m.kernel_w; ++s)
+            for (uint64_t k = 0; k < in.slices(); ++k) {
+              std::vector<MatmulStep> steps;
+              if (st == 1)
+                steps.push_back({in.stored_row(k, y0 + r + off, x0 + s + off), nx * batch_, y1 - y0,
+                                 in.stored_w() * batch_, 0});
+              else
+                for (uint64_t y = y0; y < y1; ++y)
+                  steps.push_back({in.stored_row(k, y * st + r + off, x0 * st + s + off), batch_, nx, st * batch_,
+                                   (y - y0) * nx * batch_});
+              c.steps.push_back(std::move(steps));
+            }
+        chunks.push_back(std::move(c));
+      }
+  }
+  // The matmul's fields bound a step: rows, repeat < 2^16.
+  for (const Chunk& c : chunks)
+    for (const auto& steps : c.steps)
+      for (const MatmulStep& s : steps)
+        if (s.rows > 65535 || s.repeat > 65535) fail(i, "a matmul would stream more than 65535 rows; use a smaller batch");
+  for (uint64_t n = 0; n < nt; ++n)
+    for (const Chunk& c : chunks) pass(i, m, n, c.steps, c.segments, c.rows);
+}
+
+void Lowering::lower(size_t i, const PoolOp& p) {
+  const Storage& in = storage_[p.input.tensor];
+  const Storage& out = storage_[p.output.tensor];
+  if (p.input.pixel0 || pixels(p.input) != in.shape.pixels() || p.output.pixel0 || pixels(p.output) != out.shape.pixels())
+    fail(i, "pooling reads and writes whole maps");
+  const uint64_t oh = out.shape.h, ow = out.shape.w;
+  if (in.shape.c != out.shape.c || p.stride == 0 || p.window == 0 || (oh - 1) * p.stride + p.window > in.shape.h ||
+      (ow - 1) * p.stride + p.window > in.shape.w)
+    fail(i, "the pooled map does not fit the input map, window and stride");
+  const auto limit = [&](const char* what, uint64_t value, uint64_t max) {
+    if (value > max) fail(i, fmt::format("pool {} {} exceeds the pool instruction's limit {}", what, value, max));
+  };
+  limit("batch", batch_, 255);
+  limit("window", p.window, 15);
+  limit("stride", p.stride, 15);
+  limit("input width", in.stored_w(), 4095);
+  limit("output height", oh, 4095);
+  limit("output width", ow, 4095);
+  for (uint64_t s = 0; s < in.slices(); ++s) {
+    const auto emit = [&](uint64_t y0, uint64_t rows_out) {
+      isa::Instruction in_ = isa::make_instruction(Opcode::pool);
+      in_[Field::kind] = static_cast<uint64_t>(p.kind);
+      in_[Field::src] = in.row(s, y0 * p.stride, 0);
+      in_[Field::ub] = out.row(s, y0, 0);
+      in_[Field::in_w] = in.stored_w();
+      in_[Field::out_h] = rows_out;
+      in_[Field::out_w] = ow;
+      in_[Field::batch] = batch_;
+      in_[Field::window] = p.window;
+      in_[Field::pool_stride] = p.stride;
+      const uint64_t read_pixels = ((rows_out - 1) * p.stride + p.window - 1) * in.stored_w() + (ow - 1) * p.stride + p.window;
+      em_.activation(in_, {{in_[Field::src], read_pixels * batch_}}, {in_[Field::ub], rows_out * ow * batch_});
+    };
+    if (out.pad == 0)
+      emit(0, oh);
+    else
+      for (uint64_t y = 0; y < oh; ++y) emit(y, 1);
+  }
+}
+
+void Lowering::lower(size_t i, const VectorOp& v) {
+  const bool two = v.op != isa::VecOp::pass;
+  const Storage& a = storage_[v.a.tensor];
+  const Storage& o = storage_[v.output.tensor];
+  const Storage& b = storage_[two ? v.b.tensor : v.a.tensor];
+  const uint64_t count = pixels(v.output);
+  if (pixels(v.a) != count || (two && pixels(v.b) != count) || a.shape.c != o.shape.c || (two && b.shape.c != o.shape.c))
+    fail(i, "element-wise operands and result must have the same shape");
+  const View& vb = two ? v.b : v.a;
+  for (uint64_t s = 0; s < o.slices(); ++s) {
+    const auto ra = runs(a, s, v.a.pixel0, count), rb = runs(b, s, vb.pixel0, count),
+               ro = runs(o, s, v.output.pixel0, count);
+    // Walk the three run lists together, cutting at every boundary.
+    size_t ia = 0, ib = 0, io = 0;
+    uint64_t da = 0, db = 0, dout = 0;
+    for (uint64_t q = 0; q < count;) {
+      uint64_t len = std::min({ra[ia].pixels - da, rb[ib].pixels - db, ro[io].pixels - dout});
+      len = std::min(len, 65535 / batch_);
+      isa::Instruction in = isa::make_instruction(Opcode::vector);
+      in[Field::op] = static_cast<uint64_t>(v.op);
+      in[Field::func] = static_cast<uint64_t>(v.func);
+      in[Field::src] = ra[ia].row + da * batch_;
+      in[Field::src_b] = two ? rb[ib].row + db * batch_ : 0;
+      in[Field::ub] = ro[io].row + dout * batch_;
+      in[Field::rows] = len * batch_;
+      in[Field::mult] = v.mult;
+      in[Field::shift] = v.shift;
+      std::vector<RowSpan> reads{{in[Field::src], len * batch_}};
+      if (two) reads.push_back({in[Field::src_b], len * batch_});
+      em_.activation(in, reads, {in[Field::ub], len * batch_});
+      q += len;
+      if ((da += len) == ra[ia].pixels) ++ia, da = 0;
+      if ((db += len) == rb[ib].pixels) ++ib, db = 0;
+      if ((dout += len) == ro[io].pixels) ++io, dout = 0;
+    }
+  }
+}
+
+isa::Program Lowering::run() {
+  if (batch_ == 0 || batch_ > arch_.acc_entries / 2)
+    throw InputError(fmt::format("model {}: batch {} must be 1 to {} (half the accumulators, acc_entries = {})",
+                                 g_.name, batch_, arch_.acc_entries / 2, arch_.acc_entries));
+  plan_storage();
+  // Per-column tables first (they stay for the whole program): build them to know their size.
+  const uint64_t row_bytes = arch_.ub_row_bytes();
+  for (size_t i = 0; i < g_.ops.size(); ++i)
+    if (const auto* m = std::get_if<MatmulOp>(&g_.ops[i]); m && (!m->bias.empty() || m->mult.size() > 1))
+      for (uint64_t n = 0; n * lanes_ < m->n; ++n) table_row(*m, n);
+  table_rows_ = tables_.size() / row_bytes;
+  if (table_rows_ >= arch_.ub_rows())
+    throw InputError(fmt::format("model {}: its {} per-column requantization tables need {} UB rows, more than the {} "
+                                 "the unified buffer has", g_.name, tables_.size() / row_bytes / div_up(7 * arch_.array_cols, row_bytes),
+                                 table_rows_, arch_.ub_rows()));
+  alloc_ = RowAllocator(table_rows_, arch_.ub_rows());
+
+  isa::Program p;
+  p.model = g_.name;
+  // Host memory: inputs, tables, output, each 4 KiB aligned.
+  uint64_t host = 0;
+  const auto region = [&](const std::string& name, bool output, uint64_t bytes, double scale) -> isa::HostRegion& {
+    isa::HostRegion& r = p.host_regions.emplace_back();
+    r.name = name;
+    r.output = output;
+    r.host_addr = host;
+    r.bytes = bytes;
+    r.scale = scale;
+    host += div_up(bytes, 4096) * 4096;
+    return r;
+  };
+  em_.tag(0);
+  if (table_rows_) {
+    isa::HostRegion& r = region("qtables", false, tables_.size(), 0.0);
+    r.init = tables_;
+    em_.host_dma(false, r.host_addr, table_base_, table_rows_, row_bytes, row_bytes);
+  }
+  for (size_t j = 0; j < g_.inputs.size(); ++j) {
+    const int t = g_.inputs[j];
+    const QTensor& qt = g_.tensors[t];
+    allocate(t, g_.ops.size());
+    const std::string name = g_.inputs.size() == 1 ? "input" : fmt::format("input{}", j);
+    isa::HostRegion& r = region(name, false, batch_ * qt.shape.elements(), qt.scale);
+    r.init = to_tpu_order(g_.input_data.at(j), qt.shape, batch_, lanes_);
+    host_io(t, false, r.host_addr);
+  }
+  std::vector<std::string> layers{"(start)"};
+  for (size_t i = 0; i < g_.ops.size(); ++i) {
+    if (layers.back() != g_.op_layer[i]) {
+      layers.push_back(g_.op_layer[i]);
+      em_.tag(layers.size() - 1);
+    }
+    std::visit([&](const auto& op) {
+      if (first_def_[op.output.tensor] == static_cast<int64_t>(i) && !placed_[op.output.tensor]) allocate(op.output.tensor, i);
+      lower(i, op);
+    }, g_.ops[i]);
+    for (size_t t = 0; t < storage_.size(); ++t)
+      if (last_use_[t] == static_cast<int64_t>(i) && placed_[t] && static_cast<int>(t) != g_.output)
+        alloc_.release(storage_[t].base, storage_[t].rows());
+  }
+  const QTensor& out = g_.tensors.at(g_.output);
+  layers.push_back("(end)");
+  em_.tag(layers.size() - 1);
+  isa::HostRegion& r = region("output", true, batch_ * out.shape.elements(), out.scale);
+  host_io(g_.output, true, r.host_addr);
+  p.code = em_.finish();
+  p.weights = std::move(weights_);
+  p.meta["compiler"] = "tpusim compile (compiler/lower.cpp)";
+  p.meta["batch"] = batch_;
+  p.meta["lanes"] = lanes_;
+  p.meta["layers"] = layers;
+  p.meta["macs"] = macs_;
+  p.meta["weight_tiles"] = p.weights.size() / arch_.tile_bytes();
+  p.meta["weight_fetches"] = em_.weight_fetches();
+  return p;
+}
+
+}  // namespace
+
+isa::Program lower(const QGraph& graph, const sim::Arch& arch) { return Lowering(graph, arch).run(); }
+
+}  // namespace tpusim::compiler

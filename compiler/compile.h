@@ -1,0 +1,45 @@
+// The whole compiler: a model description (or a Model) to a program for one architecture, and
+// the check of a simulated run against the golden reference (the "driver" side: the model's
+// input and output tensors in TPU order, layout.h).
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "compiler/graph.h"
+#include "compiler/model.h"
+#include "compiler/reference.h"
+#include "isa/program.h"
+#include "sim/arch.h"
+
+namespace tpusim::compiler {
+
+struct Compiled {
+  Model model;
+  QGraph graph;
+  isa::Program program;
+  double parse_seconds = 0, quantize_seconds = 0, lower_seconds = 0;  // wall time of each phase
+};
+
+// Throws InputError for a bad description or a model the architecture cannot hold.
+Compiled compile_file(const std::filesystem::path& path, const sim::Arch& arch, const LoadOptions& options = {});
+Compiled compile_model(Model model, const sim::Arch& arch);
+
+// The model's output as the program leaves it in host memory (the "output" region, TPU order),
+// compared with the golden reference executor, and the quantization error against the float
+// reference.
+struct OutputCheck {
+  bool matches = false;
+  std::string first_difference;  // "sample 3, pixel (0, 1), channel 17: simulated 12, golden 13"
+  QuantError error;
+  uint64_t elements = 0;
+};
+OutputCheck check_output(const Compiled& c, std::span<const uint8_t> output_region, const sim::Arch& arch);
+
+// The golden output in TPU order: the bytes the output region must hold.
+std::vector<uint8_t> golden_output_bytes(const Compiled& c, const sim::Arch& arch);
+
+}  // namespace tpusim::compiler

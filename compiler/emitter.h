@@ -1,0 +1,62 @@
+// The back end's instruction emitter: appends instructions in program order and places what the
+// machine leaves to the compiler:
+//   - sync: the stations (host DMA, matrix unit, activation unit) run concurrently and the
+//     hardware does not watch UB addresses (docs/timing.md), so before an instruction that
+//     touches UB rows another station may still read or write (RAW, WAR, WAW), the emitter
+//     inserts `sync` for exactly those stations. Accumulators are interlocked in hardware.
+//   - read_weights: matmuls that switch tiles consume the weight FIFO in order; the rw for the
+//     tile `prefetch` switches ahead is placed before each switching matmul (and before the
+//     sync that may precede it), the first `prefetch` at the start. With prefetch <= the FIFO
+//     depth this cannot deadlock (bench/mlp_program.cpp explains why).
+//   - setcfg: the DMA stride registers, written only when they change.
+#pragma once
+
+#include <boost/icl/interval_set.hpp>
+#include <array>
+#include <cstdint>
+#include <vector>
+
+#include "isa/instruction.h"
+#include "sim/arch.h"
+
+namespace tpusim::compiler {
+
+struct RowSpan {
+  uint64_t first = 0, rows = 0;
+};
+
+class Emitter {
+ public:
+  Emitter(const sim::Arch& arch, uint64_t prefetch) : arch_(arch), prefetch_(prefetch) {}
+
+  void tag(uint64_t value);
+  void host_dma(bool write, uint64_t host, uint64_t ub, uint64_t rows, uint64_t row_bytes, uint64_t stride);
+  // A matmul; `fetch` is the weight memory address of the tile it switches to, or none.
+  void matmul(isa::Instruction inst, bool switches, uint64_t waddr);
+  // act, vec and pool (the activation unit).
+  void activation(const isa::Instruction& inst, std::vector<RowSpan> reads, RowSpan write);
+  // Zeroes UB rows (vec sub of the rows with themselves) unless they were never written.
+  void zero(RowSpan rows);
+  // sync on every unit with outstanding UB accesses, then halt; returns the program's code with
+  // the read_weights in place.
+  std::vector<isa::Instruction> finish();
+
+  uint64_t weight_fetches() const { return fetches_.size(); }
+
+ private:
+  enum Station { kHost, kMatrix, kAct, kStations };
+  using Rows = boost::icl::interval_set<uint64_t>;
+  void touch(Station st, const std::vector<RowSpan>& reads, const std::vector<RowSpan>& writes);
+  void setcfg(isa::ConfigReg reg, uint64_t value, uint64_t& current);
+
+  const sim::Arch& arch_;
+  uint64_t prefetch_;
+  std::vector<isa::Instruction> code_;
+  std::array<Rows, kStations> reads_, writes_;  // UB rows touched since the station's last sync
+  Rows written_;                                 // UB rows ever written
+  uint64_t host_stride_ = 0, host_row_bytes_ = 0;
+  std::vector<uint64_t> fetches_;   // weight address of each switching matmul's tile, in order
+  std::vector<size_t> anchors_;     // where the rw for fetch i + prefetch goes (before code_[anchor])
+};
+
+}  // namespace tpusim::compiler

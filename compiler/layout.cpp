@@ -1,0 +1,65 @@
+#include "compiler/layout.h"
+
+#include <algorithm>
+
+namespace tpusim::compiler {
+
+std::vector<Run> runs(const Storage& st, uint64_t s, uint64_t first, uint64_t count) {
+  std::vector<Run> out;
+  if (count == 0) return out;
+  if (st.pad == 0) return {{first, count, st.pixel_row(s, first)}};
+  const uint64_t w = st.shape.w;
+  for (uint64_t p = first; p < first + count;) {
+    const uint64_t n = std::min(first + count - p, w - p % w);  // to the end of the image row
+    out.push_back({p, n, st.pixel_row(s, p)});
+    p += n;
+  }
+  return out;
+}
+
+std::vector<std::pair<uint64_t, uint64_t>> border_ranges(const Storage& st) {
+  std::vector<std::pair<uint64_t, uint64_t>> out;
+  if (st.pad == 0) return out;
+  const uint64_t b = st.batch, p = st.pad, sw = st.stored_w(), h = st.shape.h, w = st.shape.w;
+  for (uint64_t s = 0; s < st.slices(); ++s) {
+    const uint64_t base = st.base + s * st.slice_rows();
+    // The top border and the first row's left border, then between image rows the right border
+    // of row y and the left border of row y + 1, then the last row's right border and the bottom.
+    out.emplace_back(base, (p * sw + p) * b);
+    for (uint64_t y = 0; y + 1 < h; ++y) out.emplace_back(base + ((y + p) * sw + p + w) * b, 2 * p * b);
+    const uint64_t tail = base + ((h - 1 + p) * sw + p + w) * b;
+    out.emplace_back(tail, base + st.slice_rows() - tail);
+  }
+  return out;
+}
+
+namespace {
+
+// Calls f(nhwc index, tpu index) for every element.
+template <class F>
+void for_each_element(const Shape& shape, uint64_t batch, uint64_t lanes, F f) {
+  const uint64_t pixels = shape.pixels(), c = shape.c;
+  for (uint64_t s = 0; s * lanes < c; ++s) {
+    const uint64_t cs = std::min(lanes, c - s * lanes), slice_base = s * lanes * pixels * batch;
+    for (uint64_t p = 0; p < pixels; ++p)
+      for (uint64_t n = 0; n < batch; ++n)
+        for (uint64_t k = 0; k < cs; ++k)
+          f((n * pixels + p) * c + s * lanes + k, slice_base + (p * batch + n) * cs + k);
+  }
+}
+
+}  // namespace
+
+std::vector<uint8_t> to_tpu_order(std::span<const int8_t> nhwc, const Shape& shape, uint64_t batch, uint64_t lanes) {
+  std::vector<uint8_t> out(nhwc.size());
+  for_each_element(shape, batch, lanes, [&](uint64_t i, uint64_t t) { out[t] = static_cast<uint8_t>(nhwc[i]); });
+  return out;
+}
+
+std::vector<int8_t> from_tpu_order(std::span<const uint8_t> tpu, const Shape& shape, uint64_t batch, uint64_t lanes) {
+  std::vector<int8_t> out(tpu.size());
+  for_each_element(shape, batch, lanes, [&](uint64_t i, uint64_t t) { out[i] = static_cast<int8_t>(tpu[t]); });
+  return out;
+}
+
+}  // namespace tpusim::compiler

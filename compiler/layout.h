@@ -1,0 +1,67 @@
+// Where a tensor's elements live in the unified buffer and in host memory ("TPU order").
+//
+// A tensor of per-sample shape [h, w, c] with batch B is cut along channels into slices of
+// `lanes` = min(array_rows, array_cols) channels: a matmul reads a slice as one K tile (array
+// rows), an activate writes one N tile's columns as one slice. Each slice holds one UB row per
+// (pixel, sample), pixel-major with the batch interleaved, as the machine's pool instruction
+// and the paper's convolution mapping expect:
+//
+//   row(slice s, stored pixel (y, x), sample n) = base + s * slice_rows + (y * stored_w + x) * B + n
+//
+// where the stored map carries `pad` zero pixels on every side (for convolutions that read
+// it with padding): stored_h = h + 2 pad, stored_w = w + 2 pad, slice_rows = stored_h *
+// stored_w * B. Sequences ([steps, c]) are maps of steps x 1 pixels.
+//
+// Host regions hold the model's inputs and output in TPU order, unpadded: slice after slice,
+// each slice B x pixels rows of its channel count cs = min(lanes, c - s * lanes) bytes, row
+// (pixel, sample) at offset (pixel * B + n) * cs from the slice's start, the slice starting at
+// byte s * lanes * pixels * B. The driver (compile.h) converts NHWC data to and from it.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "compiler/graph.h"
+
+namespace tpusim::compiler {
+
+struct Storage {
+  Shape shape;
+  uint64_t batch = 1, lanes = 256, pad = 0;
+  uint64_t base = 0;  // first UB row
+  uint64_t slices() const { return (shape.c + lanes - 1) / lanes; }
+  uint64_t slice_channels(uint64_t s) const { return s + 1 < slices() ? lanes : shape.c - s * lanes; }
+  uint64_t stored_h() const { return shape.h + 2 * pad; }
+  uint64_t stored_w() const { return shape.w + 2 * pad; }
+  uint64_t slice_rows() const { return stored_h() * stored_w() * batch; }
+  uint64_t rows() const { return slices() * slice_rows(); }
+  // UB row of (slice, unpadded pixel (y, x), sample 0).
+  uint64_t row(uint64_t slice, uint64_t y, uint64_t x) const {
+    return base + slice * slice_rows() + ((y + pad) * stored_w() + x + pad) * batch;
+  }
+  uint64_t pixel_row(uint64_t slice, uint64_t pixel) const { return row(slice, pixel / shape.w, pixel % shape.w); }
+  // UB row of (slice, stored pixel (sy, sx), sample 0): coordinates include the border.
+  uint64_t stored_row(uint64_t slice, uint64_t sy, uint64_t sx) const {
+    return base + slice * slice_rows() + (sy * stored_w() + sx) * batch;
+  }
+};
+
+// A run of consecutive UB rows holding consecutive pixels [pixel, pixel + pixels) of a slice.
+struct Run {
+  uint64_t pixel = 0, pixels = 0;  // unpadded pixel index (y * w + x) and count
+  uint64_t row = 0;                // UB row of the first pixel's sample 0
+};
+
+// The runs covering pixels [first, first + count) of slice `s`: one run when the storage is not
+// padded, else at most one per image row.
+std::vector<Run> runs(const Storage& st, uint64_t s, uint64_t first, uint64_t count);
+
+// The zero border of a padded storage, as UB row ranges (first, rows) per slice.
+std::vector<std::pair<uint64_t, uint64_t>> border_ranges(const Storage& st);
+
+// NHWC (batch-major) int8 data <-> TPU order host bytes (see above).
+std::vector<uint8_t> to_tpu_order(std::span<const int8_t> nhwc, const Shape& shape, uint64_t batch, uint64_t lanes);
+std::vector<int8_t> from_tpu_order(std::span<const uint8_t> tpu, const Shape& shape, uint64_t batch, uint64_t lanes);
+
+}  // namespace tpusim::compiler
