@@ -1,1 +1,783 @@
-// placeholder: being written (issue 4)
+// Model descriptions (TOML, docs/model-format.md) to a float Model: every key checked (unknown
+// keys are errors, with a suggestion for near misses), layer inputs resolved by name, shapes
+// inferred, parameters and inputs loaded from .npy or generated from the seed. Every problem is an
+// InputError "FILE:LINE: layer NAME: KEY: VALUE: what was expected". What depends on the
+// architecture (sizes that must fit the machine) is the back end's to check.
+#include "compiler/model.h"
+
+#include <fmt/format.h>
+
+#include <toml++/toml.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cmath>
+#include <cstring>
+#include <fstream>
+#include <map>
+#include <span>
+#include <sstream>
+
+#include "compiler/npy.h"
+#include "compiler/scalesim.h"
+#include "isa/error.h"
+
+namespace tpusim::compiler {
+
+namespace {
+
+constexpr uint64_t kMaxDim = 65535;                  // any dimension, size, stride, batch
+constexpr uint64_t kMaxStack = 1024;                 // stacked LSTM layers
+constexpr uint64_t kMaxTensor = uint64_t{1} << 31;   // elements of one sample of any tensor
+constexpr std::string_view kInput = "input";         // the model input's name in `input` keys
+
+uint64_t sat_mul(uint64_t a, uint64_t b) {
+  uint64_t p;
+  return __builtin_mul_overflow(a, b, &p) ? UINT64_MAX : p;
+}
+uint64_t sat_add(uint64_t a, uint64_t b) {
+  uint64_t s;
+  return __builtin_add_overflow(a, b, &s) ? UINT64_MAX : s;
+}
+
+size_t edit_distance(std::string_view a, std::string_view b) {
+  std::vector<size_t> row(b.size() + 1);
+  for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
+  for (size_t i = 1; i <= a.size(); ++i) {
+    size_t diag = row[0];
+    row[0] = i;
+    for (size_t j = 1; j <= b.size(); ++j)
+      diag = std::exchange(row[j], std::min({row[j] + 1, row[j - 1] + 1, diag + (a[i - 1] != b[j - 1])}));
+  }
+  return row[b.size()];
+}
+
+// " (did you mean X?)" when a candidate is a near miss of `word`, else "".
+template <typename Range>
+std::string did_you_mean(std::string_view word, const Range& candidates) {
+  std::string_view best;
+  size_t best_d = SIZE_MAX;
+  for (std::string_view c : candidates) {
+    const size_t d = edit_distance(word, c);
+    if (d < best_d) best = c, best_d = d;
+  }
+  const size_t limit = std::max<size_t>(1, std::min<size_t>(2, word.size() / 3));
+  return best_d <= limit ? fmt::format(" (did you mean {}?)", best) : "";
+}
+
+std::string join(std::span<const std::string_view> words) {
+  std::string out;
+  for (std::string_view w : words) out += fmt::format("{}{}", out.empty() ? "" : ", ", w);
+  return out;
+}
+
+std::string quote(std::string_view s) {
+  std::string out = "\"";
+  for (char c : s.substr(0, 80)) {
+    if (c == '"' || c == '\\') out += '\\';
+    if (static_cast<unsigned char>(c) < 0x20)
+      out += fmt::format("\\x{:02x}", static_cast<unsigned char>(c));
+    else
+      out += c;
+  }
+  return out + (s.size() > 80 ? "...\"" : "\"");
+}
+
+std::string render(const toml::node& n) {
+  if (auto s = n.as_string()) return quote(s->get());
+  if (auto i = n.as_integer()) return std::to_string(i->get());
+  if (auto f = n.as_floating_point()) return fmt::format("{}", f->get());
+  if (auto b = n.as_boolean()) return b->get() ? "true" : "false";
+  if (auto a = n.as_array()) {
+    std::string out = "[";
+    for (size_t i = 0; i < a->size() && out.size() < 80; ++i) out += (i ? ", " : "") + render(*a->get(i));
+    return out.size() < 80 ? out + "]" : out.substr(0, 80) + "...]";
+  }
+  if (n.is_table()) return "a table";
+  return "a date or time";
+}
+
+std::string dims_text(const std::vector<uint64_t>& dims) {
+  std::string out = "[";
+  for (size_t i = 0; i < dims.size(); ++i) out += fmt::format("{}{}", i ? ", " : "", dims[i]);
+  return out + "]";
+}
+
+std::string located(const std::string& source, int line, std::string_view where, std::string_view key,
+                    std::string_view value, std::string_view what) {
+  std::string s = fmt::format("{}:{}: {}", source, line, where);
+  if (!key.empty()) s += fmt::format(": {}", key);
+  if (!value.empty()) s += fmt::format(": {}", value);
+  return s + ": " + std::string(what);
+}
+
+int node_line(const toml::node& n) { return static_cast<int>(n.source().begin.line); }
+
+// One TOML table ([model], [quantization] or a [[layer]]) and where its errors point.
+class Section {
+ public:
+  Section(const toml::table& t, const std::string& source, std::string where)
+      : t_(&t), source_(&source), where_(std::move(where)), line_(node_line(t)) {}
+
+  int line() const { return line_; }
+  int line_of(std::string_view key) const {
+    const toml::node* n = t_->get(key);
+    return n ? node_line(*n) : line_;
+  }
+  const toml::node* get(std::string_view key) const { return t_->get(key); }
+  const std::string& where() const { return where_; }
+  void set_where(std::string where) { where_ = std::move(where); }
+
+  // At the key's line with its value, or at the header when it is absent.
+  [[noreturn]] void fail(std::string_view key, std::string_view what) const {
+    const toml::node* n = get(key);
+    throw InputError(located(*source_, line_of(key), where_, key, n ? render(*n) : "", what));
+  }
+  [[noreturn]] void fail_at(int line, std::string_view key, std::string_view value, std::string_view what) const {
+    throw InputError(located(*source_, line, where_, key, value, what));
+  }
+  [[noreturn]] void expected(std::string_view key, std::string_view form) const {
+    if (!get(key)) fail(key, fmt::format("required ({})", form));
+    fail(key, fmt::format("expected {}", form));
+  }
+
+  void check_keys(std::span<const std::string_view> allowed, std::string_view kind) const {
+    for (auto&& [k, v] : *t_) {
+      const std::string_view key = k.str();
+      if (std::find(allowed.begin(), allowed.end(), key) != allowed.end()) continue;
+      const std::string hint = did_you_mean(key, allowed);
+      fail(key, fmt::format("unknown key for {}{}", kind,
+                            hint.empty() ? fmt::format(" (expected one of: {})", join(allowed)) : hint));
+    }
+  }
+
+  std::optional<uint64_t> uint(std::string_view key, uint64_t lo, uint64_t hi) const {
+    const toml::node* n = get(key);
+    if (!n) return std::nullopt;
+    return uint_of(*n, key, lo, hi, line_of(key));
+  }
+  uint64_t uint_of(const toml::node& n, std::string_view key, uint64_t lo, uint64_t hi, int line) const {
+    const auto v = n.value_exact<int64_t>();
+    if (!v || *v < 0 || uint64_t(*v) < lo || uint64_t(*v) > hi)
+      fail_at(line, key, render(n), fmt::format("expected an integer {}..{}", lo, hi));
+    return uint64_t(*v);
+  }
+  uint64_t required_uint(std::string_view key, uint64_t lo, uint64_t hi) const {
+    if (auto v = uint(key, lo, hi)) return *v;
+    expected(key, fmt::format("an integer {}..{}", lo, hi));
+  }
+  std::optional<std::string> string(std::string_view key, std::string_view form = "a string") const {
+    const toml::node* n = get(key);
+    if (!n) return std::nullopt;
+    if (!n->is_string()) expected(key, form);
+    return n->as_string()->get();
+  }
+  std::optional<bool> boolean(std::string_view key) const {
+    const toml::node* n = get(key);
+    if (!n) return std::nullopt;
+    if (!n->is_boolean()) expected(key, "true or false");
+    return n->as_boolean()->get();
+  }
+  std::optional<double> positive(std::string_view key) const {
+    const toml::node* n = get(key);
+    if (!n) return std::nullopt;
+    const auto v = n->value<double>();  // floats, and integers converted
+    if (!(n->is_floating_point() || n->is_integer()) || !v || !std::isfinite(*v) || *v <= 0)
+      expected(key, "a number > 0");
+    return *v;
+  }
+  // An enumerated string: its index in `names`.
+  template <typename Names>
+  size_t choice(std::string_view key, const Names& names) const {
+    const std::vector<std::string_view> list(std::begin(names), std::end(names));
+    const auto form = fmt::format("one of {}", join(list));
+    const auto s = string(key, form);
+    if (!s) expected(key, form);
+    for (size_t i = 0; i < list.size(); ++i)
+      if (*s == list[i]) return i;
+    fail(key, fmt::format("expected {}{}", form, did_you_mean(*s, list)));
+  }
+
+ private:
+  const toml::table* t_;
+  const std::string* source_;
+  std::string where_;
+  int line_;
+};
+
+// ---- [model] and [quantization] -----------------------------------------------------------------
+
+struct InputSpec {
+  std::optional<std::string> file;
+  int file_line = 0;
+  bool batch_overridden = false;
+};
+
+bool valid_name(std::string_view s) {
+  if (s.empty() || s.size() > 200) return false;
+  for (char c : s)
+    if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-' || c == '.')) return false;
+  return true;
+}
+
+Shape read_input_shape(const Section& sec) {
+  const toml::node* n = sec.get("input");
+  const char* form = "an array of 1 to 3 integers 1..65535: [features], [steps, features] or [height, width, channels]";
+  const toml::array* a = n ? n->as_array() : nullptr;
+  if (!a || a->empty() || a->size() > 3) sec.expected("input", form);
+  std::vector<uint64_t> d;
+  for (const toml::node& e : *a) {
+    const auto v = e.value_exact<int64_t>();
+    if (!v || *v < 1 || uint64_t(*v) > kMaxDim) sec.expected("input", form);
+    d.push_back(uint64_t(*v));
+  }
+  const Shape s = d.size() == 1 ? vector_shape(d[0]) : d.size() == 2 ? sequence_shape(d[0], d[1]) : map_shape(d[0], d[1], d[2]);
+  if (s.elements() > kMaxTensor) sec.fail("input", "more than 2^31 elements per sample");
+  return s;
+}
+
+InputSpec read_model_section(const toml::table& doc, const std::string& source, const LoadOptions& options, Model& m) {
+  const toml::node* node = doc.get("model");
+  if (!node) throw InputError(located(source, 1, "[model]", "", "", "missing: a description needs a [model] table (name, batch, input)"));
+  if (!node->is_table()) throw InputError(located(source, node_line(*node), "[model]", "", "", "expected a table: [model]"));
+  const Section sec(*node->as_table(), source, "[model]");
+  static constexpr std::string_view kKeys[] = {"name", "batch", "seed", "input", "input_file", "input_scale"};
+  sec.check_keys(kKeys, "[model]");
+  const auto name = sec.string("name", "a name of letters, digits, _, - and .");
+  if (!name || !valid_name(*name)) sec.expected("name", "a name of letters, digits, _, - and .");
+  m.name = *name;
+  m.batch = sec.required_uint("batch", 1, kMaxDim);
+  m.seed = sec.uint("seed", 0, uint64_t(INT64_MAX)).value_or(1);
+  ModelInput in;
+  in.name = std::string(kInput);
+  in.shape = read_input_shape(sec);
+  in.scale = sec.positive("input_scale");
+  m.inputs = {in};
+  InputSpec spec;
+  spec.file = sec.string("input_file");
+  spec.file_line = sec.line_of("input_file");
+  if (options.batch) {
+    if (*options.batch < 1 || *options.batch > kMaxDim)
+      throw InputError(fmt::format("--batch: {}: expected an integer 1..{}", *options.batch, kMaxDim));
+    spec.batch_overridden = *options.batch != m.batch;
+    m.batch = *options.batch;
+  }
+  return spec;
+}
+
+void read_quantization(const toml::table& doc, const std::string& source, Model& m) {
+  const toml::node* node = doc.get("quantization");
+  if (!node) return;
+  if (!node->is_table()) throw InputError(located(source, node_line(*node), "[quantization]", "", "", "expected a table: [quantization]"));
+  const Section sec(*node->as_table(), source, "[quantization]");
+  static constexpr std::string_view kKeys[] = {"weights"};
+  sec.check_keys(kKeys, "[quantization]");
+  static constexpr std::string_view kModes[] = {"per_channel", "per_tensor"};
+  if (sec.get("weights")) m.per_channel = sec.choice("weights", kModes) == 0;
+}
+
+// ---- [[layer]] tables -----------------------------------------------------------------------------
+
+constexpr std::string_view kTypeNames[] = {"dense", "conv2d", "max_pool", "avg_pool", "flatten",
+                                           "add",   "mul",    "activation", "lstm"};
+constexpr std::string_view kActivationNames[] = {"none", "relu", "relu6", "sigmoid", "tanh"};
+
+struct FileRef {
+  std::string name;
+  int line = 0;
+};
+
+struct LayerSpec {
+  Layer layer;
+  Section sec;
+  std::vector<std::string> input_names;  // empty: the previous layer (or the model input)
+  std::vector<FileRef> weights_files, bias_files;  // lstm: one per stacked layer
+};
+
+std::vector<std::string_view> allowed_keys(LayerType t) {
+  std::vector<std::string_view> keys = {"type", "name", "scale"};
+  auto add = [&](std::initializer_list<std::string_view> more) { keys.insert(keys.end(), more); };
+  if (t != LayerType::add && t != LayerType::mul) add({"input"});
+  switch (t) {
+    case LayerType::dense: add({"units", "activation", "bias", "weights_file", "bias_file"}); break;
+    case LayerType::conv2d: add({"filters", "kernel", "stride", "padding", "activation", "bias", "weights_file", "bias_file"}); break;
+    case LayerType::max_pool:
+    case LayerType::avg_pool: add({"size", "stride"}); break;
+    case LayerType::flatten: break;
+    case LayerType::add:
+    case LayerType::mul: add({"inputs", "activation"}); break;
+    case LayerType::activation: add({"activation"}); break;
+    case LayerType::lstm: add({"units", "stack", "return_sequences", "weights_file", "bias_file"}); break;
+  }
+  return keys;
+}
+
+void read_inputs_key(LayerSpec& s) {
+  const Section& sec = s.sec;
+  const bool binary = s.layer.type == LayerType::add || s.layer.type == LayerType::mul;
+  const std::string_view type = layer_type_name(s.layer.type);
+  if (binary) {
+    if (sec.get("input")) sec.fail("input", fmt::format("{} layers read two layers: give inputs = [\"a\", \"b\"]", type));
+    const toml::node* n = sec.get("inputs");
+    const toml::array* a = n ? n->as_array() : nullptr;
+    const auto form = fmt::format("exactly two layer names (a {} layer has two inputs)", type);
+    if (!a || a->size() != 2 || !a->is_homogeneous(toml::node_type::string)) sec.expected("inputs", form);
+    for (const toml::node& e : *a) s.input_names.push_back(e.as_string()->get());
+  } else {
+    if (sec.get("inputs")) sec.fail("inputs", "only add and mul layers take inputs; give input = \"name\"");
+    if (auto name = sec.string("input", "a layer name or \"input\"")) s.input_names.push_back(*name);
+  }
+}
+
+void read_files(LayerSpec& s, std::string_view key, std::vector<FileRef>& out, uint64_t count) {
+  const toml::node* n = s.sec.get(key);
+  if (!n) return;
+  if (s.layer.type != LayerType::lstm) {
+    out.push_back({*s.sec.string(key, "a .npy file name"), s.sec.line_of(key)});
+    return;
+  }
+  const auto form = fmt::format("an array of {} .npy file name{} (one per stacked layer)", count, count == 1 ? "" : "s");
+  if (n->is_string() && count == 1) {
+    out.push_back({n->as_string()->get(), node_line(*n)});
+    return;
+  }
+  const toml::array* a = n->as_array();
+  if (!a || a->size() != count || !a->is_homogeneous(toml::node_type::string)) s.sec.expected(key, form);
+  for (const toml::node& e : *a) out.push_back({e.as_string()->get(), node_line(e)});
+}
+
+void read_conv(LayerSpec& s) {
+  Layer& l = s.layer;
+  const Section& sec = s.sec;
+  l.units = sec.required_uint("filters", 1, kMaxDim);
+  const toml::node* k = sec.get("kernel");
+  const auto form = fmt::format("an integer 1..{0} or [kh, kw] of integers 1..{0}", kMaxDim);
+  if (!k) sec.expected("kernel", form);
+  if (const toml::array* a = k->as_array()) {
+    if (a->size() != 2) sec.expected("kernel", form);
+    l.kernel_h = sec.uint_of(*a->get(0), "kernel", 1, kMaxDim, sec.line_of("kernel"));
+    l.kernel_w = sec.uint_of(*a->get(1), "kernel", 1, kMaxDim, sec.line_of("kernel"));
+  } else {
+    if (!k->is_integer()) sec.expected("kernel", form);
+    l.kernel_h = l.kernel_w = sec.required_uint("kernel", 1, kMaxDim);
+  }
+  l.stride = sec.uint("stride", 1, kMaxDim).value_or(1);
+  if (const toml::node* p = sec.get("padding")) {
+    const auto pform = fmt::format("\"valid\", \"same\" or an integer 0..{}", kMaxDim);
+    if (p->is_integer()) {
+      l.pad = *sec.uint("padding", 0, kMaxDim);
+    } else if (const auto v = p->value<std::string>(); v == "valid") {
+      l.pad = 0;
+    } else if (v == "same") {
+      if (l.kernel_h != l.kernel_w || l.kernel_h % 2 == 0)
+        sec.fail("padding", fmt::format("\"same\" needs an odd square kernel (this one is {} x {}); give the padding in pixels",
+                                        l.kernel_h, l.kernel_w));
+      l.pad = (l.kernel_h - 1) / 2;
+    } else {
+      sec.expected("padding", pform);
+    }
+  }
+}
+
+void read_type_keys(LayerSpec& s) {
+  Layer& l = s.layer;
+  const Section& sec = s.sec;
+  const bool has_activation = l.type == LayerType::dense || l.type == LayerType::conv2d || l.type == LayerType::add ||
+                              l.type == LayerType::mul || l.type == LayerType::activation;
+  if (has_activation && (sec.get("activation") || l.type == LayerType::activation))
+    l.activation = static_cast<Activation>(sec.choice("activation", kActivationNames));
+  switch (l.type) {
+    case LayerType::dense: l.units = sec.required_uint("units", 1, kMaxDim); break;
+    case LayerType::conv2d: read_conv(s); break;
+    case LayerType::max_pool:
+    case LayerType::avg_pool:
+      l.kernel_h = l.kernel_w = sec.required_uint("size", 1, kMaxDim);
+      l.stride = sec.uint("stride", 1, kMaxDim).value_or(l.kernel_h);
+      break;
+    case LayerType::lstm:
+      l.units = sec.required_uint("units", 1, kMaxDim);
+      l.stack = sec.uint("stack", 1, kMaxStack).value_or(1);
+      l.return_sequences = sec.boolean("return_sequences").value_or(false);
+      break;
+    default: break;
+  }
+  if (l.type == LayerType::dense || l.type == LayerType::conv2d) {
+    l.use_bias = sec.boolean("bias").value_or(true);
+    if (!l.use_bias && sec.get("bias_file")) sec.fail("bias_file", "given, but bias = false");
+  }
+  if (l.type == LayerType::dense || l.type == LayerType::conv2d || l.type == LayerType::lstm) {
+    read_files(s, "weights_file", s.weights_files, l.stack);
+    read_files(s, "bias_file", s.bias_files, l.stack);
+  } else {
+    l.use_bias = false;
+  }
+  l.scale = sec.positive("scale");
+}
+
+LayerSpec read_layer(const toml::node& node, size_t position, const std::string& source) {
+  const std::string where = fmt::format("layer #{}", position);
+  if (!node.is_table())
+    throw InputError(located(source, node_line(node), where, "", "", "expected a table: [[layer]]"));
+  LayerSpec s{Layer{}, Section(*node.as_table(), source, where), {}, {}, {}};
+  const toml::node* name = s.sec.get("name");
+  if (name && name->is_string()) s.sec.set_where("layer " + name->as_string()->get());
+  s.layer.type = static_cast<LayerType>(s.sec.choice("type", kTypeNames));
+  s.layer.name = fmt::format("{}{}", layer_type_name(s.layer.type), position);
+  if (name) {
+    const auto given = s.sec.string("name", "a name of letters, digits, _, - and .");
+    if (!valid_name(*given)) s.sec.expected("name", "a name of letters, digits, _, - and .");
+    if (*given == kInput) s.sec.fail("name", "reserved for the model's input; choose another name");
+    s.layer.name = *given;
+  }
+  s.sec.set_where("layer " + s.layer.name);
+  s.layer.line = s.sec.line();
+  const std::vector<std::string_view> keys = allowed_keys(s.layer.type);
+  s.sec.check_keys(keys, fmt::format("a {} layer", layer_type_name(s.layer.type)));
+  read_inputs_key(s);
+  read_type_keys(s);
+  return s;
+}
+
+std::vector<LayerSpec> read_layers(const toml::table& doc, const std::string& source) {
+  const toml::node* node = doc.get("layer");
+  if (!node) throw InputError(located(source, 1, "[[layer]]", "", "", "missing: a description needs at least one [[layer]] table"));
+  const toml::array* a = node->as_array();
+  if (!a) throw InputError(located(source, node_line(*node), "layer", "", "", "expected [[layer]] tables (an array of tables), not [layer]"));
+  if (a->empty()) throw InputError(located(source, node_line(*node), "layer", "", "", "expected at least one layer"));
+  std::vector<LayerSpec> specs;
+  for (size_t i = 0; i < a->size(); ++i) specs.push_back(read_layer(*a->get(i), i + 1, source));
+  return specs;
+}
+
+void check_top_level(const toml::table& doc, const std::string& source) {
+  static constexpr std::string_view kKeys[] = {"model", "quantization", "layer"};
+  for (auto&& [k, v] : doc) {
+    const std::string_view key = k.str();
+    if (std::find(std::begin(kKeys), std::end(kKeys), key) != std::end(kKeys)) continue;
+    throw InputError(located(source, node_line(v), key, "", "",
+                             fmt::format("unknown table or key{}; a description has [model], [quantization] and [[layer]]",
+                                         did_you_mean(key, kKeys))));
+  }
+}
+
+// ---- names, shapes ------------------------------------------------------------------------------
+
+void resolve_inputs(std::vector<LayerSpec>& specs) {
+  std::map<std::string, int, std::less<>> index;  // earlier layers
+  std::map<std::string, int, std::less<>> all;
+  for (size_t i = 0; i < specs.size(); ++i)
+    if (auto [it, fresh] = all.emplace(specs[i].layer.name, int(i)); !fresh)
+      specs[i].sec.fail_at(specs[i].sec.line_of("name"), "name", quote(specs[i].layer.name),
+                           fmt::format("another layer has this name (line {})", specs[it->second].layer.line));
+  for (size_t i = 0; i < specs.size(); ++i) {
+    LayerSpec& s = specs[i];
+    const char* key = s.layer.type == LayerType::add || s.layer.type == LayerType::mul ? "inputs" : "input";
+    if (s.input_names.empty()) s.layer.inputs = {i == 0 ? model_input(0) : int(i - 1)};
+    for (const std::string& name : s.input_names) {
+      if (name == kInput) {
+        s.layer.inputs.push_back(model_input(0));
+      } else if (auto it = index.find(name); it != index.end()) {
+        s.layer.inputs.push_back(it->second);
+      } else if (auto later = all.find(name); later != all.end()) {
+        s.sec.fail_at(s.sec.line_of(key), key, quote(name),
+                      later->second == int(i) ? "a layer cannot read itself"
+                                              : fmt::format("names a later layer (line {}); a layer reads only layers above it",
+                                                            specs[later->second].layer.line));
+      } else {
+        std::vector<std::string_view> names = {kInput};
+        for (auto& [n, j] : index) names.push_back(n);
+        s.sec.fail_at(s.sec.line_of(key), key, quote(name),
+                      fmt::format("no such layer{}; expected the name of a layer above or \"input\"", did_you_mean(name, names)));
+      }
+    }
+    index.emplace(s.layer.name, int(i));
+  }
+}
+
+class ShapeInference {
+ public:
+  ShapeInference(const std::vector<LayerSpec>& specs, const Model& m) : specs_(specs), m_(m) {}
+
+  Shape input_shape(int entry) const {
+    return is_model_input(entry) ? m_.inputs[size_t(model_input_index(entry))].shape : specs_[size_t(entry)].layer.out;
+  }
+  std::string input_name(int entry) const {
+    return is_model_input(entry) ? std::string(kInput) : specs_[size_t(entry)].layer.name;
+  }
+
+  Shape infer(const LayerSpec& s) const {
+    const Layer& l = s.layer;
+    const Shape in = input_shape(l.inputs[0]);
+    switch (l.type) {
+      case LayerType::dense:
+        if (in.rank == 3) fail_input(s, "dense reads a vector [c] or a sequence [steps, c], not a map; put a flatten layer before it");
+        return in.rank == 1 ? vector_shape(l.units) : sequence_shape(in.h, l.units);
+      case LayerType::conv2d: return conv(s, in);
+      case LayerType::max_pool:
+      case LayerType::avg_pool: return pool(s, in);
+      case LayerType::flatten:
+        if (in.rank == 1) fail_input(s, "flatten reads a map [h, w, c] or a sequence [steps, c]; this input is already a vector");
+        return vector_shape(in.elements());
+      case LayerType::add:
+      case LayerType::mul: {
+        const Shape b = input_shape(l.inputs[1]);
+        if (!(in == b))
+          s.sec.fail("inputs", fmt::format("{} needs two equal shapes; {} is {} and {} is {}", layer_type_name(l.type),
+                                           input_name(l.inputs[0]), in.str(), input_name(l.inputs[1]), b.str()));
+        return in;
+      }
+      case LayerType::activation: return in;
+      case LayerType::lstm:
+        if (in.rank != 2) fail_input(s, "lstm reads a sequence [steps, c]");
+        return l.return_sequences ? sequence_shape(in.h, l.units) : vector_shape(l.units);
+    }
+    return in;
+  }
+
+ private:
+  [[noreturn]] void fail_input(const LayerSpec& s, std::string_view what) const {
+    const int entry = s.layer.inputs[0];
+    s.sec.fail_at(s.sec.line_of("input"), "input", fmt::format("{} {}", quote(input_name(entry)), input_shape(entry).str()), what);
+  }
+  Shape conv(const LayerSpec& s, const Shape& in) const {
+    const Layer& l = s.layer;
+    if (in.rank != 3) fail_input(s, "conv2d reads a map [h, w, c]");
+    const uint64_t ph = in.h + 2 * l.pad, pw = in.w + 2 * l.pad;
+    if (l.kernel_h > ph || l.kernel_w > pw)
+      s.sec.fail("kernel", fmt::format("{} x {} is larger than the input map {} padded by {} ({} x {})", l.kernel_h,
+                                       l.kernel_w, in.str(), l.pad, ph, pw));
+    return map_shape((ph - l.kernel_h) / l.stride + 1, (pw - l.kernel_w) / l.stride + 1, l.units);
+  }
+  Shape pool(const LayerSpec& s, const Shape& in) const {
+    const Layer& l = s.layer;
+    if (in.rank != 3) fail_input(s, fmt::format("{} reads a map [h, w, c]", layer_type_name(l.type)));
+    if (l.kernel_h > in.h || l.kernel_w > in.w)
+      s.sec.fail("size", fmt::format("the window is larger than the input map {}", in.str()));
+    return map_shape((in.h - l.kernel_h) / l.stride + 1, (in.w - l.kernel_w) / l.stride + 1, in.c);
+  }
+
+  const std::vector<LayerSpec>& specs_;
+  const Model& m_;
+};
+
+void check_flatten_consumers(const std::vector<LayerSpec>& specs) {
+  for (size_t i = 0; i < specs.size(); ++i) {
+    if (specs[i].layer.type != LayerType::flatten) continue;
+    if (i + 1 == specs.size())
+      specs[i].sec.fail_at(specs[i].layer.line, "type", "\"flatten\"", "flatten must feed a dense layer; here it is the model's output");
+    for (const LayerSpec& c : specs)
+      if (c.layer.type != LayerType::dense && std::count(c.layer.inputs.begin(), c.layer.inputs.end(), int(i)))
+        specs[i].sec.fail_at(specs[i].layer.line, "type", "\"flatten\"",
+                             fmt::format("flatten must feed a dense layer; layer {} (line {}) is a {} layer", c.layer.name,
+                                         c.layer.line, layer_type_name(c.layer.type)));
+  }
+}
+
+// ---- parameters and inputs ----------------------------------------------------------------------
+
+std::vector<float> load_array(const Section& sec, std::string_view key, const FileRef& f,
+                              const std::filesystem::path& base_dir, const std::vector<uint64_t>& expected,
+                              std::string_view layout) {
+  NpyArray a;
+  try {
+    a = read_npy(base_dir / f.name);
+  } catch (const InputError& e) {
+    sec.fail_at(f.line, key, quote(f.name), e.what());
+  }
+  if (a.shape != expected)
+    sec.fail_at(f.line, key, quote(f.name), fmt::format("shape {}; expected {} ({})", dims_text(a.shape), dims_text(expected), layout));
+  std::vector<float> v = a.to_float();
+  for (size_t i = 0; i < v.size(); ++i)
+    if (!std::isfinite(v[i])) sec.fail_at(f.line, key, quote(f.name), fmt::format("element {} is not a finite number", i));
+  return v;
+}
+
+void fill_parameters(LayerSpec& s, const Shape& in, const Model& m, size_t position, const std::filesystem::path& base_dir) {
+  Layer& l = s.layer;
+  const Section& sec = s.sec;
+  if (l.type == LayerType::lstm) {
+    for (uint64_t k = 0; k < s.weights_files.size(); ++k) {
+      const uint64_t in_k = k == 0 ? in.c : l.units;
+      auto v = load_array(sec, "weights_file", s.weights_files[k], base_dir, {4, in_k + l.units, l.units}, "[4, in + units, units], gates i, f, g, o");
+      l.weights.insert(l.weights.end(), v.begin(), v.end());
+    }
+    for (const FileRef& f : s.bias_files) {
+      auto v = load_array(sec, "bias_file", f, base_dir, {4, l.units}, "[4, units], gates i, f, g, o");
+      l.bias.insert(l.bias.end(), v.begin(), v.end());
+    }
+  } else if (!s.weights_files.empty()) {
+    const bool conv = l.type == LayerType::conv2d;
+    l.weights = load_array(sec, "weights_file", s.weights_files[0], base_dir,
+                           conv ? std::vector<uint64_t>{l.kernel_h, l.kernel_w, in.c, l.units} : std::vector<uint64_t>{in.c, l.units},
+                           conv ? "[kh, kw, c, filters]" : "[in, units]");
+    if (!s.bias_files.empty())
+      l.bias = load_array(sec, "bias_file", s.bias_files[0], base_dir, {l.units}, conv ? "[filters]" : "[units]");
+  } else if (!s.bias_files.empty()) {
+    l.bias = load_array(sec, "bias_file", s.bias_files[0], base_dir, {l.units}, "[units]");
+  }
+  if (l.weights.empty()) l.weights = generate_weights(l, in, m.seed, position);
+  if (l.bias.empty() && l.use_bias) l.bias = generate_bias(l, m.seed, position);
+}
+
+void fill_input(Model& m, const InputSpec& spec, const std::filesystem::path& base_dir, const std::string& source) {
+  ModelInput& in = m.inputs[0];
+  if (!spec.file) {
+    in.data = generate_input(in.shape, m.batch, m.seed, 0);
+    return;
+  }
+  NpyArray a;
+  const std::string value = quote(*spec.file);
+  auto fail = [&](std::string_view what) {
+    throw InputError(located(source, spec.file_line, "[model]", "input_file", value, what));
+  };
+  try {
+    a = read_npy(base_dir / *spec.file);
+  } catch (const InputError& e) {
+    fail(e.what());
+  }
+  std::vector<uint64_t> expected = {m.batch};
+  for (uint64_t d : in.shape.rank == 1 ? std::vector<uint64_t>{in.shape.c}
+                    : in.shape.rank == 2 ? std::vector<uint64_t>{in.shape.h, in.shape.c}
+                                         : std::vector<uint64_t>{in.shape.h, in.shape.w, in.shape.c})
+    expected.push_back(d);
+  if (spec.batch_overridden && !a.shape.empty() && a.shape[0] != m.batch && a.shape.size() == expected.size())
+    fail(fmt::format("holds {} samples (its first dimension) but --batch asks for {}", a.shape[0], m.batch));
+  if (a.shape != expected) fail(fmt::format("shape {}; expected {} ([batch, ...input])", dims_text(a.shape), dims_text(expected)));
+  in.data = a.to_float();
+  for (size_t i = 0; i < in.data.size(); ++i)
+    if (!std::isfinite(in.data[i])) fail(fmt::format("element {} is not a finite number", i));
+}
+
+toml::table parse_toml(std::string_view text, const std::string& source) {
+  try {
+    return toml::parse(text, std::string_view(source));
+  } catch (const toml::parse_error& e) {
+    throw InputError(fmt::format("{}:{}:{}: {}", source, e.source().begin.line, e.source().begin.column, e.description()));
+  }
+}
+
+}  // namespace
+
+// ---- generated values -----------------------------------------------------------------------------
+
+SeededUniform::SeededUniform(uint64_t seed, uint64_t stream) : engine_(seed + stream * 0x9E3779B97F4A7C15ull) {}
+
+uint64_t weight_count(const Layer& l, const Shape& in) {
+  switch (l.type) {
+    case LayerType::dense: return sat_mul(in.c, l.units);
+    case LayerType::conv2d: return sat_mul(sat_mul(sat_mul(l.kernel_h, l.kernel_w), in.c), l.units);
+    case LayerType::lstm: {
+      uint64_t total = 0;
+      for (uint64_t k = 0; k < l.stack; ++k)
+        total = sat_add(total, sat_mul(4 * l.units, sat_add(k == 0 ? in.c : l.units, l.units)));
+      return total;
+    }
+    default: return 0;
+  }
+}
+
+uint64_t bias_count(const Layer& l) {
+  switch (l.type) {
+    case LayerType::dense:
+    case LayerType::conv2d: return l.units;
+    case LayerType::lstm: return sat_mul(l.stack, 4 * l.units);
+    default: return 0;
+  }
+}
+
+std::vector<float> generate_weights(const Layer& l, const Shape& in, uint64_t seed, size_t position) {
+  SeededUniform rng(seed, weight_stream(position));
+  std::vector<float> w;
+  w.reserve(weight_count(l, in));
+  auto draw = [&](uint64_t count, double fan_in, double fan_out) {
+    const double bound = std::sqrt(6.0 / (fan_in + fan_out));
+    for (uint64_t i = 0; i < count; ++i) w.push_back(rng.uniform(bound));
+  };
+  const double kernel = double(l.kernel_h * l.kernel_w);
+  switch (l.type) {
+    case LayerType::dense: draw(in.c * l.units, double(in.c), double(l.units)); break;
+    case LayerType::conv2d: draw(l.kernel_h * l.kernel_w * in.c * l.units, kernel * double(in.c), kernel * double(l.units)); break;
+    case LayerType::lstm:
+      for (uint64_t k = 0; k < l.stack; ++k) {
+        const uint64_t rows = (k == 0 ? in.c : l.units) + l.units;
+        draw(4 * rows * l.units, double(rows), double(l.units));
+      }
+      break;
+    default: break;
+  }
+  return w;
+}
+
+std::vector<float> generate_bias(const Layer& l, uint64_t seed, size_t position) {
+  SeededUniform rng(seed, bias_stream(position));
+  std::vector<float> b(bias_count(l));
+  for (float& v : b) v = rng.uniform(0.1);
+  return b;
+}
+
+std::vector<float> generate_input(const Shape& shape, uint64_t batch, uint64_t seed, size_t index) {
+  SeededUniform rng(seed, input_stream(index));
+  std::vector<float> v(batch * shape.elements());
+  for (float& x : v) x = rng.uniform(1.0);
+  return v;
+}
+
+// ---- entry points -----------------------------------------------------------------------------------
+
+Model parse_model(std::string_view text, const std::string& source, const std::filesystem::path& base_dir,
+                  const LoadOptions& options) {
+  const toml::table doc = parse_toml(text, source);
+  check_top_level(doc, source);
+  Model m;
+  m.source = source;
+  const InputSpec input = read_model_section(doc, source, options, m);
+  read_quantization(doc, source, m);
+  std::vector<LayerSpec> specs = read_layers(doc, source);
+  resolve_inputs(specs);
+  const ShapeInference shapes(specs, m);
+  uint64_t parameters = 0;
+  for (LayerSpec& s : specs) {
+    s.layer.out = shapes.infer(s);
+    if (s.layer.out.h > kMaxDim || s.layer.out.w > kMaxDim)
+      s.sec.fail_at(s.layer.line, "", "", fmt::format("the output {} has a dimension larger than {}", s.layer.out.str(), kMaxDim));
+    if (s.layer.out.elements() > kMaxTensor)
+      s.sec.fail_at(s.layer.line, "", "", fmt::format("the output {} has more than 2^31 elements per sample", s.layer.out.str()));
+    const Shape in = shapes.input_shape(s.layer.inputs[0]);
+    parameters = sat_add(parameters, sat_add(weight_count(s.layer, in), s.layer.use_bias || s.layer.type == LayerType::lstm ? bias_count(s.layer) : 0));
+    if (parameters > options.max_values)
+      s.sec.fail_at(s.layer.line, "", "", fmt::format("the model has more than {} parameters up to this layer (at most {})",
+                                                      options.max_values, options.max_values));
+  }
+  check_flatten_consumers(specs);
+  if (sat_mul(m.batch, m.inputs[0].shape.elements()) > options.max_values)
+    throw InputError(located(source, input.file ? input.file_line : 1, "[model]", "input", m.inputs[0].shape.str(),
+                             fmt::format("batch {} x {} input values is more than {}", m.batch, m.inputs[0].shape.elements(), options.max_values)));
+  for (size_t i = 0; i < specs.size(); ++i) fill_parameters(specs[i], shapes.input_shape(specs[i].layer.inputs[0]), m, i + 1, base_dir);
+  fill_input(m, input, base_dir, source);
+  for (LayerSpec& s : specs) m.layers.push_back(std::move(s.layer));
+  return m;
+}
+
+bool is_model_path(const std::filesystem::path& path) {
+  std::string ext = path.extension().string();
+  std::transform(ext.begin(), ext.end(), ext.begin(), [](unsigned char c) { return char(std::tolower(c)); });
+  return ext == ".toml" || ext == ".csv";
+}
+
+Model load_model(const std::filesystem::path& path, const LoadOptions& options) {
+  if (!is_model_path(path))
+    throw InputError(fmt::format("{}: not a model (expected a .toml description or a .csv SCALE-Sim topology)", path.string()));
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(path, ec))
+    throw InputError(fmt::format("{}: cannot open (no such file)", path.string()));
+  std::ifstream f(path, std::ios::binary);
+  if (!f) throw InputError(fmt::format("{}: cannot open ({})", path.string(), std::strerror(errno)));
+  std::stringstream text;
+  text << f.rdbuf();
+  std::string ext = path.extension().string();
+  std::transform(ext.begin(), ext.end(), ext.begin(), [](unsigned char c) { return char(std::tolower(c)); });
+  if (ext == ".csv") return import_scalesim(text.str(), path.string(), options);
+  return parse_model(text.str(), path.string(), path.parent_path(), options);
+}
+
+}  // namespace tpusim::compiler

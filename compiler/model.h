@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <optional>
+#include <random>
 #include <string>
 #include <string_view>
 
@@ -14,7 +15,12 @@
 namespace tpusim::compiler {
 
 struct LoadOptions {
-  std::optional<uint64_t> batch;  // overrides the description's batch (inputs are then seeded)
+  // Overrides the description's batch; an input_file must then hold exactly that many samples.
+  std::optional<uint64_t> batch;
+  // The most parameters (weights and biases of all layers together) and, separately, the most
+  // input values (batch x elements of all inputs) a model may have: a clear error instead of a
+  // huge allocation. The fuzzer lowers it.
+  uint64_t max_values = uint64_t{1} << 31;
 };
 
 // By extension: .toml a description, .csv a SCALE-Sim topology. Throws InputError with
@@ -27,5 +33,34 @@ Model parse_model(std::string_view text, const std::string& source, const std::f
 
 // True when `path` names a model (a .toml description or a .csv topology) rather than a program.
 bool is_model_path(const std::filesystem::path& path);
+
+// ---- generated parameters and inputs (docs/model-format.md, "Generated parameters and inputs") --
+
+// Stream `stream` of `seed`: std::mt19937_64 seeded with seed + stream x 0x9E3779B97F4A7C15
+// (mod 2^64); each draw's top 53 bits make a double u in [0, 1).
+class SeededUniform {
+ public:
+  SeededUniform(uint64_t seed, uint64_t stream);
+  double next() { return double(engine_() >> 11) * 0x1.0p-53; }
+  float uniform(double bound) { return float(bound * (2.0 * next() - 1.0)); }  // in [-bound, bound)
+
+ private:
+  std::mt19937_64 engine_;
+};
+// The layer at 1-based position p draws its weights from stream 2p and its bias from 2p + 1;
+// model input i (0-based) from stream 2^32 + i.
+inline constexpr uint64_t weight_stream(size_t position) { return 2 * uint64_t(position); }
+inline constexpr uint64_t bias_stream(size_t position) { return 2 * uint64_t(position) + 1; }
+inline constexpr uint64_t input_stream(size_t index) { return (uint64_t{1} << 32) + index; }
+
+// Number of weights and of biases a dense, conv2d or lstm layer reading `in` has (graph.h
+// layouts; bias counts whether or not use_bias is set); saturates at UINT64_MAX.
+uint64_t weight_count(const Layer& layer, const Shape& in);
+uint64_t bias_count(const Layer& layer);
+// Glorot-uniform weights for `layer` reading `in` (lstm: per stacked layer, fan_in = in_l +
+// units, fan_out = units), drawn in the layout order of graph.h.
+std::vector<float> generate_weights(const Layer& layer, const Shape& in, uint64_t seed, size_t position);
+std::vector<float> generate_bias(const Layer& layer, uint64_t seed, size_t position);  // uniform in [-0.1, 0.1]
+std::vector<float> generate_input(const Shape& shape, uint64_t batch, uint64_t seed, size_t index);  // [-1, 1]
 
 }  // namespace tpusim::compiler
