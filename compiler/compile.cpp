@@ -37,7 +37,7 @@ Compiled compile_model(Model model, const sim::Arch& arch) {
   try {
     base = sim::arch_to_json(sim::arch_preset(arch.name));
   } catch (const InputError&) {
-    base = nlohmann::json::object();
+    base = sim::arch_to_json(sim::Arch{});  // not a preset: every parameter that differs from tpu-v1
   }
   c.program.arch = {{"name", arch.name}};
   for (const auto& [key, value] : full.items())

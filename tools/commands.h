@@ -15,9 +15,17 @@ struct RunArgs {
   std::string program, arch_file, report, engine = "fast";
   std::vector<std::string> sets;
   uint64_t max_cycles = 0;
+  uint64_t batch = 0;  // models only: overrides the description's batch (0: keep it)
   bool no_check = false, report_schema = false;
 };
 int cmd_run(const RunArgs& args);        // tools/run.cpp
+
+struct CompileArgs {
+  std::string model, output, arch_file;
+  std::vector<std::string> sets;
+  uint64_t batch = 0;
+};
+int cmd_compile(const CompileArgs& args);  // tools/run.cpp
 int cmd_arch(bool markdown, bool json);  // tools/run.cpp
 
 }  // namespace tpusim::tools

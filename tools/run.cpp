@@ -2,7 +2,10 @@
 #include <fmt/format.h>
 
 #include <filesystem>
+#include <optional>
 
+#include "compiler/compile.h"
+#include "compiler/model.h"
 #include "isa/assembler.h"
 #include "isa/error.h"
 #include "sim/arch.h"
@@ -21,37 +24,59 @@ namespace {
 isa::Program load_any(const std::string& path) {
   if (fs::path(path).extension() == ".s") return isa::assemble_file(path);
   if (fs::path(path).extension() != ".tpu")
-    throw InputError(
-        fmt::format("{}: expected a program (.tpu) or assembly source (.s); compiling model "
-                    "descriptions needs the compiler, which is not built yet",
-                    path));
+    throw InputError(fmt::format(
+        "{}: expected a program (.tpu), assembly source (.s), a model description (.toml) or a SCALE-Sim "
+        "topology (.csv)",
+        path));
   return isa::load_program(path);
 }
 
-// --arch FILE, else the architecture the program names (`.arch "NAME", key=value...`); then --set.
-sim::Arch resolve_arch(const isa::Program& p, const RunArgs& r) {
+// --arch FILE, else the architecture the program names (`.arch "NAME", key=value...`; a model:
+// tpu-v1); then --set.
+sim::Arch resolve_arch(const isa::Program* program, const std::string& arch_file,
+                       const std::vector<std::string>& sets, const std::string& source) {
   sim::Arch arch;
-  if (!r.arch_file.empty()) {
-    arch = sim::load_arch_file(r.arch_file);
-  } else {
+  if (!arch_file.empty()) {
+    arch = sim::load_arch_file(arch_file);
+  } else if (program) {
+    const isa::Program& p = *program;
     const std::string name = p.arch.value("name", std::string("tpu-v1"));
     try {
       arch = sim::arch_preset(name);
     } catch (const InputError& e) {
-      throw InputError(
-          fmt::format("{}: the program was written for architecture '{}', which is not a preset ({}); "
-                      "describe it with --arch FILE",
-                      r.program, name, e.what()));
+      // A compiled program carries every parameter that differs from tpu-v1 when its
+      // architecture is not a preset.
+      if (p.arch.size() < 2)
+        throw InputError(
+            fmt::format("{}: the program was written for architecture '{}', which is not a preset ({}); "
+                        "describe it with --arch FILE",
+                        source, name, e.what()));
+      arch.name = name;
     }
     for (const auto& [key, value] : p.arch.items()) {
       if (key == "name") continue;
       const std::string text = value.is_string() ? value.get<std::string>() : value.dump();
-      sim::set_param(arch, key, text, fmt::format("{}: .arch", r.program));
+      sim::set_param(arch, key, text, fmt::format("{}: .arch", source));
     }
   }
-  for (const std::string& s : r.sets) sim::apply_set(arch, s);
+  for (const std::string& s : sets) sim::apply_set(arch, s);
   sim::validate(arch);
   return arch;
+}
+
+compiler::LoadOptions load_options(uint64_t batch) {
+  compiler::LoadOptions o;
+  if (batch) o.batch = batch;
+  return o;
+}
+
+void print_compile_summary(const compiler::Compiled& c, const std::string& source, const sim::Arch& arch) {
+  const isa::Program& p = c.program;
+  fmt::print(stderr, "{}: {} layers, batch {}, {} instructions, {} weight tiles ({:.1f} MB) for {} ({}x{}); "
+             "parse {:.2f} s, quantize {:.2f} s, lower {:.2f} s\n",
+             source, c.model.layers.size(), c.graph.batch, p.code.size(), p.weights.size() / arch.tile_bytes(),
+             p.weights.size() / 1e6, arch.name, arch.array_rows, arch.array_cols, c.parse_seconds,
+             c.quantize_seconds, c.lower_seconds);
 }
 
 }  // namespace
@@ -62,8 +87,20 @@ int cmd_run(const RunArgs& r) {
     return 0;
   }
   if (r.program.empty()) throw InputError("run: a program is required (see tpusim run --help)");
-  const isa::Program p = load_any(r.program);
-  const sim::Arch arch = resolve_arch(p, r);
+  const bool is_model = compiler::is_model_path(r.program);
+  if (r.batch && !is_model) throw InputError("run: --batch applies to models (.toml, .csv), not to programs");
+  std::optional<compiler::Compiled> compiled;
+  isa::Program loaded;
+  sim::Arch arch;
+  if (is_model) {
+    arch = resolve_arch(nullptr, r.arch_file, r.sets, r.program);
+    compiled = compiler::compile_file(r.program, arch, load_options(r.batch));
+    if (r.report.empty()) print_compile_summary(*compiled, r.program, arch);
+  } else {
+    loaded = load_any(r.program);
+    arch = resolve_arch(&loaded, r.arch_file, r.sets, r.program);
+  }
+  const isa::Program& p = compiled ? compiled->program : loaded;
   sim::RunOptions opt;
   opt.engine = sim::parse_engine(r.engine);
   opt.max_cycles = r.max_cycles;
@@ -77,6 +114,16 @@ int cmd_run(const RunArgs& r) {
   std::string why;
   if (result.state && !r.no_check)
     in.output_matches_reference = sim::same_memories(*result.state, sim::run_reference(p, arch), &why);
+  // A model: the output region against the golden reference executor of the quantized model.
+  std::optional<compiler::OutputCheck> model_check;
+  if (compiled && result.state && !r.no_check) {
+    const sim::HostBuffer* out = nullptr;
+    for (const sim::HostBuffer& h : result.state->host)
+      if (h.name == "output") out = &h;
+    model_check = compiler::check_output(*compiled, out->bytes, arch);
+    if (!model_check->matches) why = "output differs from the golden model reference: " + model_check->first_difference;
+    in.output_matches_reference = *in.output_matches_reference && model_check->matches;
+  }
   const nlohmann::ordered_json report = sim::make_report(in);
   if (!r.report.empty()) {
     write_text(r.report, report.dump(2) + "\n");
@@ -84,11 +131,28 @@ int cmd_run(const RunArgs& r) {
                r.engine, r.report);
   } else {
     write_text("-", sim::format_report(report));
+    if (model_check)
+      fmt::print("model check      {} output values {} the golden reference; quantization error vs float: max {:.4g} "
+                 "({:.2f}% of max |y| = {:.4g}), rms {:.4g}\n",
+                 model_check->elements, model_check->matches ? "match" : "DIFFER from", model_check->error.max_abs,
+                 100 * model_check->error.relative, model_check->error.max_float, model_check->error.rms);
   }
   if (in.output_matches_reference == false) {
     fmt::print(stderr, "{}: memories differ from the reference executor: {}\n", r.program, why);
     return 1;
   }
+  return 0;
+}
+
+int cmd_compile(const CompileArgs& a) {
+  if (!compiler::is_model_path(a.model))
+    throw InputError(fmt::format("{}: expected a model description (.toml) or a SCALE-Sim topology (.csv)", a.model));
+  const sim::Arch arch = resolve_arch(nullptr, a.arch_file, a.sets, a.model);
+  const compiler::Compiled c = compiler::compile_file(a.model, arch, load_options(a.batch));
+  const std::string out = a.output.empty() ? fs::path(a.model).replace_extension(".tpu").string() : a.output;
+  isa::save_program(out, c.program);
+  print_compile_summary(c, a.model, arch);
+  fmt::print(stderr, "wrote {}\n", out);
   return 0;
 }
 

@@ -104,7 +104,10 @@ extern "C" int sc_main(int argc, char** argv) {
   tools::RunArgs run;
   CLI::App* r = app.add_subcommand(
       "run", "Simulate a program on the configured machine and report cycles and counters");
-  r->add_option("program", run.program, "program (.tpu) or assembly source (.s)");
+  r->add_option("program", run.program,
+                "program (.tpu), assembly source (.s), model description (.toml, compiled first) or "
+                "SCALE-Sim topology (.csv)");
+  r->add_option("--batch", run.batch, "models: override the description's batch size");
   r->add_option("--arch", run.arch_file,
                 "architecture file (JSON, docs/arch.md); default: the program's .arch");
   r->add_option("--set", run.sets, "override one architecture parameter, KEY=VALUE (repeatable)");
@@ -116,6 +119,14 @@ extern "C" int sc_main(int argc, char** argv) {
                 "stop with an error when the program runs longer (0: no limit)");
   r->add_flag("--no-check", run.no_check, "do not compare the memories with the reference executor");
   r->add_flag("--report-schema", run.report_schema, "print docs/report.md, the report's keys");
+  tools::CompileArgs comp;
+  CLI::App* c = app.add_subcommand("compile", "Compile a model description into a program (.tpu)");
+  c->add_option("model", comp.model, "model description (.toml, docs/model-format.md) or SCALE-Sim topology (.csv)")
+      ->required();
+  c->add_option("-o,--output", comp.output, "output .tpu (default: the model with .tpu)");
+  c->add_option("--arch", comp.arch_file, "architecture file (JSON, docs/arch.md); default: tpu-v1");
+  c->add_option("--set", comp.sets, "override one architecture parameter, KEY=VALUE (repeatable)");
+  c->add_option("--batch", comp.batch, "override the description's batch size");
   bool arch_json = false;
   CLI::App* ar = app.add_subcommand(
       "arch", "List the architecture parameters (--markdown: docs/arch.md, --json: tpu-v1)");
@@ -149,6 +160,7 @@ extern "C" int sc_main(int argc, char** argv) {
     if (*d) return cmd_disasm(prog, out, no_bytes);
     if (*i) return cmd_isa(markdown, sv);
     if (*r) return tools::cmd_run(run);
+    if (*c) return tools::cmd_compile(comp);
     if (*ar) return tools::cmd_arch(markdown, arch_json);
   } catch (const InputError& e) {
     fmt::print(stderr, "{}\n", e.what());
