@@ -1,1 +1,299 @@
-// placeholder: being written (issue 4)
+// The float reference executor: what a model description means, in plain loops over floats
+// (double accumulation). Used to calibrate the quantizer's scales and to report the quantized
+// model's error. Each layer is checked before it runs (inputs, parameter sizes, the inferred
+// output shape), so the quantizer can rely on a model that ran here.
+#include <algorithm>
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "compiler/reference.h"
+#include "isa/error.h"
+
+namespace tpusim::compiler {
+
+std::string layer_context(const Model& model, const Layer& layer) {
+  std::string where = model.source.empty() ? std::string() : model.source + ":";
+  if (!model.source.empty() && layer.line > 0) where += fmt::format("{}:", layer.line);
+  if (!where.empty()) where += " ";
+  return where + "layer " + layer.name + ": ";
+}
+
+const Shape& source_shape(const Model& model, const Layer& layer, int entry) {
+  const auto self = static_cast<int>(&layer - model.layers.data());
+  if (is_model_input(entry)) {
+    const int i = model_input_index(entry);
+    if (i < static_cast<int>(model.inputs.size())) return model.inputs[static_cast<size_t>(i)].shape;
+  } else if (entry < self) {
+    return model.layers[static_cast<size_t>(entry)].out;
+  }
+  throw InputError(layer_context(model, layer) + fmt::format("input {} names no model input or earlier layer", entry));
+}
+
+namespace {
+
+using Data = std::vector<float>;
+
+std::string dims(const Shape& s) { return fmt::format("{} x {} x {}", s.h, s.w, s.c); }
+
+float activate(Activation a, double x) {
+  switch (a) {
+    case Activation::none: break;
+    case Activation::relu: x = std::max(x, 0.0); break;
+    case Activation::relu6: x = std::clamp(x, 0.0, 6.0); break;
+    case Activation::sigmoid: x = 1.0 / (1.0 + std::exp(-x)); break;
+    case Activation::tanh: x = std::tanh(x); break;
+  }
+  return static_cast<float>(x);
+}
+
+// One layer's run: its inputs' shapes and data, the checks, the loops.
+struct LayerRun {
+  const Model& model;
+  const Layer& layer;
+  std::vector<const Shape*> in;
+  std::vector<const Data*> x;
+
+  [[noreturn]] void fail(const std::string& what) const { throw InputError(layer_context(model, layer) + what); }
+
+  void expect_inputs(size_t n) const {
+    if (in.size() != n) fail(fmt::format("takes {} input(s), has {}", n, in.size()));
+  }
+  void expect_out(uint64_t h, uint64_t w, uint64_t c) const {
+    const Shape& o = layer.out;
+    if (o.h != h || o.w != w || o.c != c)
+      fail(fmt::format("output shape {} does not match the inferred {} x {} x {}", dims(o), h, w, c));
+  }
+  void expect_size(const std::vector<float>& v, uint64_t n, const char* what) const {
+    if (v.size() != n) fail(fmt::format("{} have {} values, expected {}", what, v.size(), n));
+  }
+  const float* bias_or_null(uint64_t n) const {
+    if (!layer.use_bias) return nullptr;
+    expect_size(layer.bias, n, "biases");
+    return layer.bias.data();
+  }
+  uint64_t batch() const { return model.batch; }
+
+  Data dense() const;
+  Data conv2d() const;
+  Data pool(bool avg) const;
+  Data elementwise(bool mul) const;
+  Data lstm(std::vector<double>& cell_max) const;
+};
+
+// out[p][j] = act(b[j] + sum_k x[p][k] w[k][j]) for every pixel p (a step of a sequence).
+Data LayerRun::dense() const {
+  expect_inputs(1);
+  const Shape& s = *in[0];
+  const uint64_t k = s.c, n = layer.units, pixels = batch() * s.pixels();
+  expect_out(s.h, s.w, n);
+  expect_size(layer.weights, k * n, "weights");
+  const float* b = bias_or_null(n);
+  Data out(pixels * n);
+  std::vector<double> acc(n);
+  for (uint64_t p = 0; p < pixels; ++p) {
+    for (uint64_t j = 0; j < n; ++j) acc[j] = b ? b[j] : 0.0;
+    for (uint64_t i = 0; i < k; ++i) {
+      const double v = (*x[0])[p * k + i];
+      for (uint64_t j = 0; j < n; ++j) acc[j] += v * layer.weights[i * n + j];
+    }
+    for (uint64_t j = 0; j < n; ++j) out[p * n + j] = activate(layer.activation, acc[j]);
+  }
+  return out;
+}
+
+Data LayerRun::conv2d() const {
+  expect_inputs(1);
+  const Shape& s = *in[0];
+  const uint64_t kh = layer.kernel_h, kw = layer.kernel_w, st = layer.stride, pad = layer.pad, c = s.c;
+  const uint64_t n = layer.units;
+  if (kh == 0 || kw == 0 || st == 0 || s.h + 2 * pad < kh || s.w + 2 * pad < kw)
+    fail(fmt::format("kernel {} x {} (stride {}, pad {}) does not fit the {} input", kh, kw, st, pad, dims(s)));
+  const uint64_t oh = (s.h + 2 * pad - kh) / st + 1, ow = (s.w + 2 * pad - kw) / st + 1;
+  expect_out(oh, ow, n);
+  expect_size(layer.weights, kh * kw * c * n, "weights");
+  const float* b = bias_or_null(n);
+  Data out(batch() * oh * ow * n);
+  std::vector<double> acc(n);
+  for (uint64_t img = 0; img < batch(); ++img)
+    for (uint64_t oy = 0; oy < oh; ++oy)
+      for (uint64_t ox = 0; ox < ow; ++ox) {
+        for (uint64_t j = 0; j < n; ++j) acc[j] = b ? b[j] : 0.0;
+        for (uint64_t r = 0; r < kh; ++r)
+          for (uint64_t q = 0; q < kw; ++q) {
+            const uint64_t iy = oy * st + r, ix = ox * st + q;  // + pad
+            if (iy < pad || ix < pad || iy - pad >= s.h || ix - pad >= s.w) continue;
+            const float* px = &(*x[0])[((img * s.h + iy - pad) * s.w + ix - pad) * c];
+            const float* w = &layer.weights[(r * kw + q) * c * n];
+            for (uint64_t k = 0; k < c; ++k)
+              for (uint64_t j = 0; j < n; ++j) acc[j] += double{px[k]} * w[k * n + j];
+          }
+        float* o = &out[((img * oh + oy) * ow + ox) * n];
+        for (uint64_t j = 0; j < n; ++j) o[j] = activate(layer.activation, acc[j]);
+      }
+  return out;
+}
+
+Data LayerRun::pool(bool avg) const {
+  expect_inputs(1);
+  const Shape& s = *in[0];
+  const uint64_t win = layer.kernel_h, st = layer.stride;
+  if (win == 0 || st == 0 || layer.kernel_w != win || s.h < win || s.w < win)
+    fail(fmt::format("window {} x {} (stride {}) does not fit the {} input", win, layer.kernel_w, st, dims(s)));
+  const uint64_t oh = (s.h - win) / st + 1, ow = (s.w - win) / st + 1, c = s.c;
+  expect_out(oh, ow, c);
+  Data out(batch() * oh * ow * c);
+  for (uint64_t img = 0; img < batch(); ++img)
+    for (uint64_t oy = 0; oy < oh; ++oy)
+      for (uint64_t ox = 0; ox < ow; ++ox)
+        for (uint64_t k = 0; k < c; ++k) {
+          double v = avg ? 0.0 : -INFINITY;
+          for (uint64_t r = 0; r < win; ++r)
+            for (uint64_t q = 0; q < win; ++q) {
+              const double e = (*x[0])[((img * s.h + oy * st + r) * s.w + ox * st + q) * c + k];
+              v = avg ? v + e : std::max(v, e);
+            }
+          out[((img * oh + oy) * ow + ox) * c + k] = static_cast<float>(avg ? v / double(win * win) : v);
+        }
+  return out;
+}
+
+Data LayerRun::elementwise(bool mul) const {
+  expect_inputs(2);
+  if (in[0]->h != in[1]->h || in[0]->w != in[1]->w || in[0]->c != in[1]->c)
+    fail(fmt::format("inputs have different shapes ({} and {})", dims(*in[0]), dims(*in[1])));
+  expect_out(in[0]->h, in[0]->w, in[0]->c);
+  Data out(x[0]->size());
+  for (size_t i = 0; i < out.size(); ++i) {
+    const double a = (*x[0])[i], b = (*x[1])[i];
+    out[i] = activate(layer.activation, mul ? a * b : a + b);
+  }
+  return out;
+}
+
+double sigmoid(double z) { return 1.0 / (1.0 + std::exp(-z)); }
+
+// Stacked LSTM layers over a [steps, c] sequence: gates i, f, g, o as fully connected layers over
+// [x_t, h_{t-1}], c_t = f c_{t-1} + i g, h_t = o tanh(c_t), h_{-1} = c_{-1} = 0.
+Data LayerRun::lstm(std::vector<double>& cell_max) const {
+  expect_inputs(1);
+  const Shape& s = *in[0];
+  const uint64_t steps = s.pixels(), u = layer.units, stack = layer.stack;
+  if (u == 0 || stack == 0) fail("an lstm needs units >= 1 and stack >= 1");
+  if (layer.return_sequences) expect_out(steps, 1, u);
+  else expect_out(1, 1, u);
+  uint64_t weights = 0;
+  for (uint64_t l = 0; l < stack; ++l) weights += 4 * ((l == 0 ? s.c : u) + u) * u;
+  expect_size(layer.weights, weights, "weights");
+  if (!layer.bias.empty()) expect_size(layer.bias, stack * 4 * u, "biases");
+  cell_max.assign(stack, 0.0);
+
+  Data seq = *x[0];
+  uint64_t in_c = s.c, offset = 0;
+  std::vector<double> h(u), c(u), z(4 * u);
+  for (uint64_t l = 0; l < stack; ++l) {
+    const uint64_t rows = in_c + u;
+    Data next(batch() * steps * u);
+    for (uint64_t img = 0; img < batch(); ++img) {
+      std::fill(h.begin(), h.end(), 0.0);
+      std::fill(c.begin(), c.end(), 0.0);
+      for (uint64_t t = 0; t < steps; ++t) {
+        const float* xt = &seq[(img * steps + t) * in_c];
+        for (uint64_t g = 0; g < 4; ++g) {
+          const float* w = &layer.weights[offset + g * rows * u];
+          for (uint64_t j = 0; j < u; ++j) {
+            double acc = layer.bias.empty() ? 0.0 : layer.bias[(l * 4 + g) * u + j];
+            for (uint64_t k = 0; k < in_c; ++k) acc += double{xt[k]} * w[k * u + j];
+            for (uint64_t k = 0; k < u; ++k) acc += h[k] * w[(in_c + k) * u + j];
+            z[g * u + j] = acc;
+          }
+        }
+        for (uint64_t j = 0; j < u; ++j) {
+          const double i = sigmoid(z[j]), f = sigmoid(z[u + j]), g = std::tanh(z[2 * u + j]);
+          const double o = sigmoid(z[3 * u + j]);
+          const double fc = f * c[j], ig = i * g;
+          c[j] = fc + ig;
+          h[j] = o * std::tanh(c[j]);
+          cell_max[l] = std::max({cell_max[l], std::abs(c[j]), std::abs(fc), std::abs(ig)});
+          next[(img * steps + t) * u + j] = static_cast<float>(h[j]);
+        }
+      }
+    }
+    seq = std::move(next);
+    offset += 4 * rows * u;
+    in_c = u;
+  }
+  if (layer.return_sequences) return seq;
+  Data last(batch() * u);
+  for (uint64_t img = 0; img < batch(); ++img)
+    std::copy_n(&seq[(img * steps + steps - 1) * u], u, &last[img * u]);
+  return last;
+}
+
+}  // namespace
+
+FloatRun run_float_detailed(const Model& model) {
+  if (model.inputs.empty()) throw InputError(model.source + ": the model has no input");
+  for (const ModelInput& input : model.inputs)
+    if (input.data.size() != model.batch * input.shape.elements())
+      throw InputError(fmt::format("{}: input {}: {} values, expected {} (batch {} x {})", model.source, input.name,
+                                   input.data.size(), model.batch * input.shape.elements(), model.batch,
+                                   dims(input.shape)));
+  FloatRun run;
+  run.outputs.resize(model.layers.size());
+  run.lstm_cell_max.resize(model.layers.size());
+  for (size_t li = 0; li < model.layers.size(); ++li) {
+    const Layer& layer = model.layers[li];
+    LayerRun r{model, layer, {}, {}};
+    for (int entry : layer.inputs) {
+      r.in.push_back(&source_shape(model, layer, entry));
+      r.x.push_back(is_model_input(entry) ? &model.inputs[static_cast<size_t>(model_input_index(entry))].data
+                                          : &run.outputs[static_cast<size_t>(entry)]);
+    }
+    Data& out = run.outputs[li];
+    switch (layer.type) {
+      case LayerType::dense: out = r.dense(); break;
+      case LayerType::conv2d: out = r.conv2d(); break;
+      case LayerType::max_pool: out = r.pool(false); break;
+      case LayerType::avg_pool: out = r.pool(true); break;
+      case LayerType::add: out = r.elementwise(false); break;
+      case LayerType::mul: out = r.elementwise(true); break;
+      case LayerType::lstm: out = r.lstm(run.lstm_cell_max[li]); break;
+      case LayerType::flatten:
+        r.expect_inputs(1);
+        r.expect_out(1, 1, r.in[0]->elements());
+        out = *r.x[0];  // NHWC data is already in (h, w, c) order
+        break;
+      case LayerType::activation:
+        r.expect_inputs(1);
+        r.expect_out(r.in[0]->h, r.in[0]->w, r.in[0]->c);
+        out.resize(r.x[0]->size());
+        for (size_t i = 0; i < out.size(); ++i) out[i] = activate(layer.activation, (*r.x[0])[i]);
+        break;
+    }
+  }
+  return run;
+}
+
+std::vector<std::vector<float>> run_float(const Model& model) { return run_float_detailed(model).outputs; }
+
+QuantError quant_error(const std::vector<float>& reference, const std::vector<int8_t>& golden, double scale) {
+  if (reference.size() != golden.size())
+    throw InputError(fmt::format("quantization error: {} float values against {} quantized", reference.size(),
+                                 golden.size()));
+  QuantError e;
+  double sum_sq = 0;
+  for (size_t i = 0; i < reference.size(); ++i) {
+    const double d = std::abs(golden[i] * scale - double{reference[i]});
+    e.max_abs = std::max(e.max_abs, d);
+    e.max_float = std::max(e.max_float, std::abs(double{reference[i]}));
+    sum_sq += d * d;
+  }
+  e.relative = e.max_float > 0 ? e.max_abs / e.max_float : 0.0;
+  e.rms = reference.empty() ? 0.0 : std::sqrt(sum_sq / double(reference.size()));
+  return e;
+}
+
+}  // namespace tpusim::compiler

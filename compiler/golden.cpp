@@ -1,1 +1,228 @@
-// placeholder: being written (issue 4)
+// The golden reference executor: the QGraph in plain loops with the machine's integer semantics
+// (docs/isa.md: matmul's int32 wrap-around accumulation, act's per-tensor or per-column
+// requantization, vec, pool). The scalar arithmetic (rounding half away from zero, activation
+// functions with saturation) is the simulator's own, sim::round_half_away_shift and
+// sim::apply_func, so it is defined once. Every program the back end emits must reproduce these
+// bytes.
+#include <algorithm>
+#include <cstdint>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "compiler/reference.h"
+#include "isa/error.h"
+#include "sim/state.h"
+
+namespace tpusim::compiler {
+namespace {
+
+using Tensors = std::vector<std::vector<int8_t>>;
+
+// A view resolved against its tensor: which pixels of each sample it covers.
+struct Span {
+  int8_t* data;          // the tensor's data
+  uint64_t pixels;       // pixels per sample in the tensor
+  uint64_t c;            // channels
+  uint64_t first, count;  // the view's pixels
+
+  int8_t* at(uint64_t sample, uint64_t p) const { return data + ((sample * pixels) + first + p) * c; }
+};
+
+class Golden {
+ public:
+  explicit Golden(const QGraph& g) : g_(g), t_(g.tensors.size()) {
+    for (size_t i = 0; i < g.tensors.size(); ++i) t_[i].assign(g.batch * g.tensors[i].shape.elements(), 0);
+    if (g.input_data.size() != g.inputs.size()) fail("graph", "input data for {} of {} inputs", g.input_data.size(), g.inputs.size());
+    for (size_t i = 0; i < g.inputs.size(); ++i) {
+      auto& d = t_.at(tensor_index(g.inputs[i], "graph"));
+      if (g.input_data[i].size() != d.size()) fail("graph", "input {} has {} values, expected {}", i, g.input_data[i].size(), d.size());
+      d = g.input_data[i];
+    }
+  }
+
+  Tensors run() && {
+    for (size_t i = 0; i < g_.ops.size(); ++i) {
+      where_ = fmt::format("op {} ({})", i, i < g_.op_layer.size() ? g_.op_layer[i] : std::string("?"));
+      std::visit([this](const auto& op) { exec(op); }, g_.ops[i]);
+    }
+    return std::move(t_);
+  }
+
+ private:
+  const QGraph& g_;
+  Tensors t_;
+  std::string where_;
+
+  template <typename... A>
+  [[noreturn]] void fail(const std::string& where, fmt::format_string<A...> f, A&&... a) const {
+    throw InputError("quantized graph: " + where + ": " + fmt::format(f, std::forward<A>(a)...));
+  }
+
+  size_t tensor_index(int t, const std::string& where) const {
+    if (t < 0 || static_cast<size_t>(t) >= g_.tensors.size()) fail(where, "tensor {} does not exist", t);
+    return static_cast<size_t>(t);
+  }
+
+  Span span(const View& v) {
+    const size_t i = tensor_index(v.tensor, where_);
+    const Shape& s = g_.tensors[i].shape;
+    const uint64_t count = v.pixels ? v.pixels : s.pixels() - std::min(v.pixel0, s.pixels());
+    if (v.pixel0 + count > s.pixels() || count == 0)
+      fail(where_, "view of pixels {}..{} outside tensor {} ({} pixels)", v.pixel0, v.pixel0 + count,
+           g_.tensors[i].name, s.pixels());
+    return {t_[i].data(), s.pixels(), s.c, v.pixel0, count};
+  }
+
+  void exec(const MatmulOp& op);
+  void exec(const PoolOp& op);
+  void exec(const VectorOp& op);
+  void check(const MatmulOp& op, const std::vector<Span>& in, const Span& out) const;
+};
+
+void Golden::check(const MatmulOp& op, const std::vector<Span>& in, const Span& out) const {
+  uint64_t k = 0;
+  for (const Span& s : in) k += s.c;
+  if (in.empty() || k != op.k) fail(where_, "inputs have {} channels, K is {}", k, op.k);
+  if (out.c != op.n) fail(where_, "output has {} channels, N is {}", out.c, op.n);
+  if (op.weights.size() != op.kernel_h * op.kernel_w * op.k * op.n)
+    fail(where_, "{} weights, expected {} x {} x {} x {}", op.weights.size(), op.kernel_h, op.kernel_w, op.k, op.n);
+  if (!op.bias.empty() && op.bias.size() != op.n) fail(where_, "{} biases for {} columns", op.bias.size(), op.n);
+  if ((op.mult.size() != 1 && op.mult.size() != op.n) || op.shift.size() != op.mult.size())
+    fail(where_, "{} multipliers and {} shifts for {} columns", op.mult.size(), op.shift.size(), op.n);
+  for (uint8_t s : op.shift)
+    if (s > 63) fail(where_, "shift {} above 63", s);
+}
+
+// Accumulate, then per column: y = round_half_away((acc + bias) x mult / 2^shift) in 64 bits,
+// then func with saturation (act; per tensor when bias is empty and mult has one entry, which
+// is the same arithmetic with bias 0).
+void Golden::exec(const MatmulOp& op) {
+  std::vector<Span> in;
+  for (const View& v : op.inputs) in.push_back(span(v));
+  const Span out = span(op.output);
+  check(op, in, out);
+  const uint64_t n = op.n, k = op.k;
+  std::vector<uint32_t> acc(n);  // int32 with wrap-around
+  const auto finish = [&](int8_t* o) {
+    for (uint64_t j = 0; j < n; ++j) {
+      const size_t q = op.mult.size() == 1 ? 0 : j;
+      const int64_t x = static_cast<int32_t>(acc[j]) + int64_t{op.bias.empty() ? 0 : op.bias[j]};
+      const int64_t y = sim::round_half_away_shift(x * op.mult[q], op.shift[q]);
+      o[j] = static_cast<int8_t>(sim::apply_func(op.func, y, op.clip, false));
+    }
+  };
+  // acc[j] += x[i] w[i][j] over a row of weights.
+  const auto mac = [&](const int8_t* x, uint64_t count, const int8_t* w) {
+    for (uint64_t i = 0; i < count; ++i) {
+      const int32_t v = x[i];
+      if (v == 0) continue;
+      const int8_t* row = w + i * n;
+      for (uint64_t j = 0; j < n; ++j) acc[j] += static_cast<uint32_t>(v * int32_t{row[j]});
+    }
+  };
+
+  if (op.kernel_h == 1 && op.kernel_w == 1 && op.stride == 1 && op.pad == 0) {  // pixel by pixel
+    for (const Span& s : in)
+      if (s.count != out.count) fail(where_, "an input view has {} pixels, the output {}", s.count, out.count);
+    for (uint64_t img = 0; img < g_.batch; ++img)
+      for (uint64_t p = 0; p < out.count; ++p) {
+        std::fill(acc.begin(), acc.end(), 0u);
+        uint64_t row = 0;
+        for (const Span& s : in) {
+          mac(s.at(img, p), s.c, &op.weights[row * n]);
+          row += s.c;
+        }
+        finish(out.at(img, p));
+      }
+    return;
+  }
+
+  // A convolution over one whole map, zero outside it.
+  if (in.size() != 1) fail(where_, "a {} x {} kernel needs exactly one input", op.kernel_h, op.kernel_w);
+  const Shape& is = g_.tensors[static_cast<size_t>(op.inputs[0].tensor)].shape;
+  const Shape& os = g_.tensors[static_cast<size_t>(op.output.tensor)].shape;
+  const uint64_t kh = op.kernel_h, kw = op.kernel_w, st = op.stride, pad = op.pad;
+  if (in[0].count != is.pixels() || out.count != os.pixels() || st == 0 || is.h + 2 * pad < kh ||
+      is.w + 2 * pad < kw || (is.h + 2 * pad - kh) / st + 1 != os.h || (is.w + 2 * pad - kw) / st + 1 != os.w)
+    fail(where_, "a {} x {} kernel (stride {}, pad {}) does not map the {} x {} input onto the {} x {} output", kh,
+         kw, st, pad, is.h, is.w, os.h, os.w);
+  for (uint64_t img = 0; img < g_.batch; ++img)
+    for (uint64_t oy = 0; oy < os.h; ++oy)
+      for (uint64_t ox = 0; ox < os.w; ++ox) {
+        std::fill(acc.begin(), acc.end(), 0u);
+        for (uint64_t r = 0; r < kh; ++r)
+          for (uint64_t q = 0; q < kw; ++q) {
+            const uint64_t iy = oy * st + r, ix = ox * st + q;  // padded coordinates
+            if (iy < pad || ix < pad || iy - pad >= is.h || ix - pad >= is.w) continue;
+            mac(in[0].at(img, (iy - pad) * is.w + ix - pad), k, &op.weights[(r * kw + q) * k * n]);
+          }
+        finish(out.at(img, oy * os.w + ox));
+      }
+}
+
+// max, or the window's sum divided by window^2 rounded half away from zero; int8 throughout.
+void Golden::exec(const PoolOp& op) {
+  const Span in = span(op.input), out = span(op.output);
+  const Shape& is = g_.tensors[static_cast<size_t>(op.input.tensor)].shape;
+  const Shape& os = g_.tensors[static_cast<size_t>(op.output.tensor)].shape;
+  const uint64_t win = op.window, st = op.stride, c = is.c;
+  if (in.count != is.pixels() || out.count != os.pixels() || win == 0 || st == 0 || is.h < win || is.w < win ||
+      (is.h - win) / st + 1 != os.h || (is.w - win) / st + 1 != os.w || os.c != c)
+    fail(where_, "a {} x {} window (stride {}) does not map the {} x {} x {} input onto the {} x {} x {} output",
+         win, win, st, is.h, is.w, c, os.h, os.w, os.c);
+  const auto size = static_cast<int64_t>(win * win);
+  for (uint64_t img = 0; img < g_.batch; ++img)
+    for (uint64_t oy = 0; oy < os.h; ++oy)
+      for (uint64_t ox = 0; ox < os.w; ++ox)
+        for (uint64_t ch = 0; ch < c; ++ch) {
+          int64_t v = op.kind == isa::PoolKind::avg ? 0 : -128;
+          for (uint64_t r = 0; r < win; ++r)
+            for (uint64_t q = 0; q < win; ++q) {
+              const int64_t e = in.at(img, (oy * st + r) * is.w + ox * st + q)[ch];
+              v = op.kind == isa::PoolKind::avg ? v + e : std::max(v, e);
+            }
+          if (op.kind == isa::PoolKind::avg) {
+            const int64_t q = (2 * (v < 0 ? -v : v) + size) / (2 * size);  // |v| / size, half away
+            v = v < 0 ? -q : q;
+          }
+          out.at(img, oy * os.w + ox)[ch] = static_cast<int8_t>(v);
+        }
+}
+
+// r = op(a, b) on int8 in int32, y = round_half_away(r x mult / 2^shift), func, saturated.
+void Golden::exec(const VectorOp& op) {
+  const Span a = span(op.a), out = span(op.output);
+  const Span b = op.op == isa::VecOp::pass ? a : span(op.b);
+  if (a.c != out.c || b.c != out.c || a.count != out.count || b.count != out.count)
+    fail(where_, "operands of {} x {}, {} x {} and output {} x {} differ", a.count, a.c, b.count, b.c, out.count,
+         out.c);
+  if (op.shift > 63) fail(where_, "shift {} above 63", op.shift);
+  for (uint64_t img = 0; img < g_.batch; ++img)
+    for (uint64_t p = 0; p < out.count; ++p) {
+      const int8_t *x = a.at(img, p), *y = b.at(img, p);
+      int8_t* o = out.at(img, p);
+      for (uint64_t ch = 0; ch < out.c; ++ch) {
+        const int32_t u = x[ch], v = y[ch];
+        int32_t r = u;
+        switch (op.op) {
+          case isa::VecOp::add: r = u + v; break;
+          case isa::VecOp::sub: r = u - v; break;
+          case isa::VecOp::mul: r = u * v; break;
+          case isa::VecOp::max: r = std::max(u, v); break;
+          case isa::VecOp::min: r = std::min(u, v); break;
+          case isa::VecOp::pass: break;
+        }
+        const int64_t q = sim::round_half_away_shift(int64_t{r} * op.mult, op.shift);
+        o[ch] = static_cast<int8_t>(sim::apply_func(op.func, q, 127, false));
+      }
+    }
+}
+
+}  // namespace
+
+std::vector<std::vector<int8_t>> run_golden(const QGraph& graph) { return Golden(graph).run(); }
+
+}  // namespace tpusim::compiler

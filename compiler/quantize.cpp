@@ -1,1 +1,453 @@
-// placeholder: being written (issue 4)
+// Model -> QGraph: the quantization scheme.
+//
+// Tensors. Every tensor is int8, symmetric (real = scale x integer, no zero point), one scale
+// per tensor. A scale given in the description (Layer::scale, ModelInput::scale) is used as
+// given; otherwise it is calibrated on the model's own inputs with the float reference
+// (run_float): max |x| / 127, or 1/127 when the tensor is all zeros. Inputs are quantized as
+// round_half_away(x / scale) saturated to [-128, 127].
+//
+// dense, conv2d -> one MatmulOp. The accumulator of column j has scale S[j]; each weight row r
+// reading an input of scale s_r is quantized as round_half_away(w x s_r / S[j]), so that rows
+// from inputs of different scales (an LSTM gate's x_t and h_{t-1}) add up in one accumulator:
+//   S[j] = max over rows of |w[r][j]| x s_r / 127   (per channel, Model::per_channel)
+//   S    = the same maximum over all j              (per tensor)
+// (a column of zeros takes the largest column's S). With one input this is the usual
+// s_in x s_w[j], s_w[j] = max |w[.][j]| / 127. Biases: round_half_away(b[j] / S[j]) in int32
+// (InputError when one does not fit). Requantization: requant_for(S[j] / target). Without a
+// bias and with per-tensor scales the op has one mult/shift and an empty bias (act's per-tensor
+// mode); otherwise N of each (act's per-column table).
+// - A dense layer on a flatten layer reads the flattened map itself: a MatmulOp whose kernel is
+//   the whole map (kernel_h x kernel_w = the map's h x w, K = its channels, output 1 x 1); the
+//   weights [h*w*c][units] are already [kh][kw][c][units]. A flatten layer makes no tensor and
+//   no op, and must feed dense layers only (InputError otherwise, also when it is the output).
+// - A dense layer on a sequence (or a map) is a 1 x 1 kernel over every pixel (time step).
+//
+// Output stages (the requantization target and the function every op ends with):
+//   none, relu   target = scale = given, else calibrated; func identity / relu
+//   relu6        MatmulOp: scale = given, else calibrated; relux with clip = min(127,
+//                round(6 / scale)). VectorOp (vec has no clip field: its relux clips at 127):
+//                target = scale = 6/127, clip 127.
+//   sigmoid,     the machine's tables read Q3.4 and write Q0.7, so target = 1/16 and the result
+//   tanh         has scale 1/127.
+// When a layer's given scale differs from the scale its stage produces (sigmoid/tanh, or relu6
+// in a VectorOp), the stage writes "NAME.act" and a VectorOp pass requantizes it into NAME.
+//
+// Pooling -> PoolOp, the output keeping the input's scale. activation layers -> one VectorOp
+// pass: none and relu keep the input's scale (unless given); relu6, sigmoid, tanh as above.
+// add -> VectorOp add: operands of different scales are first aligned by a VectorOp pass that
+// requantizes the finer one (the smaller scale) into "NAME.rescale" at the coarser scale (so
+// nothing saturates); then the sum is requantized to the output stage. mul -> VectorOp mul:
+// the product has scale s_a x s_b, requantized to the output stage.
+//
+// lstm -> unrolled, stacked layer by stacked layer, then step by step. Per stacked layer l with
+// input sequence X (scale s_x; for l > 0 the previous layer's h), T steps, U units:
+// - gates at step t: a MatmulOp per gate in the order i, f, g, o, inputs [X pixel t, H pixel
+//   t-1] (K = in + U) with the gate's bias, requantized to 1/16 and then sigmoid (i, f, o) or
+//   tanh (g): tensors "NAME.lL.tT.i" (.f, .g, .o), [U], scale 1/127. At t = 0, h_{-1} = 0: the
+//   gates read X only (K = in, the first `in` weight rows), and there is no f gate, since
+//   c_{-1} = 0. So 4T - 1 gate MatmulOps per stacked layer.
+// - cell: c at scale s_c = (max over steps and samples of |c_t|, |f c_{t-1}|, |i g|) / 127
+//   from the float run, per stacked layer. VectorOps, t > 0:
+//     fc = mul(f, c_{t-1}) x 1/127 -> s_c; ig = mul(i, g) x 1/(127^2 s_c) -> s_c;
+//     c = add(fc, ig); tc = pass(c) x 16 s_c, tanh -> 1/127; h = mul(o, tc) x 1/127 -> 1/127;
+//   at t = 0: c = mul(i, g) -> s_c, tc, h. So 5T - 2 VectorOps per stacked layer. Per-step
+//   tensors "NAME.lL.tT.{c,fc,ig,tc}" (small: the back end can reuse their buffers).
+// - h, scale 1/127, goes pixel by pixel into the sequence tensor "NAME.lL.h" [T, U], which the
+//   next stacked layer and the next step read through views. The top layer with
+//   return_sequences writes NAME [T, U] instead; without it, steps 0..T-2 go to "NAME.lL.h"
+//   [T-1, U] (none when T = 1) and the last step's h goes straight into NAME [U]: no copy.
+//
+// Every op records its layer (QGraph::op_layer); ops are in execution order; tensor names are
+// unique (a clash with an input's name gets a ".N" suffix).
+#include "compiler/quantize.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <optional>
+#include <set>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "compiler/reference.h"
+#include "isa/error.h"
+
+namespace tpusim::compiler {
+
+Requant requant_for(double factor) {
+  if (!std::isfinite(factor) || factor <= 0)
+    throw InputError(fmt::format("requantization factor {} is not a positive number", factor));
+  if (std::round(factor) > 65535)
+    throw InputError(fmt::format("requantization factor {:g} is too large (at most 65535: a 16-bit multiplier)",
+                                 factor));
+  int shift = 0;  // the largest shift (most precision) whose multiplier fits 16 bits
+  while (shift < 63 && std::round(std::ldexp(factor, shift + 1)) <= 65535) ++shift;
+  auto mult = static_cast<uint64_t>(std::round(std::ldexp(factor, shift)));
+  if (mult == 0) return {0, 0};  // below 2^-64: every product rounds to 0
+  while (mult % 2 == 0 && shift > 0) mult /= 2, --shift;  // the same value, smallest terms
+  return {static_cast<uint16_t>(mult), static_cast<uint8_t>(shift)};
+}
+
+namespace {
+
+constexpr double kQ07 = 1.0 / 127;  // sigmoid and tanh outputs, LSTM h
+constexpr double kQ34 = 1.0 / 16;   // sigmoid and tanh inputs
+constexpr double kRelu6 = 6.0 / 127;
+
+double calibrated(double max_abs) { return max_abs > 0 && std::isfinite(max_abs) ? max_abs / 127 : 1.0 / 127; }
+
+// What an op ends with: requantization to `target`, then func; the result has scale `scale`.
+struct Stage {
+  isa::Func func = isa::Func::identity;
+  uint8_t clip = 127;
+  double target = 1, scale = 1;
+};
+
+Shape vec_of(uint64_t c) { return Shape{1, 1, 1, c}; }
+Shape seq_of(uint64_t steps, uint64_t c) { return Shape{2, steps, 1, c}; }
+
+class Quantizer {
+ public:
+  explicit Quantizer(const Model& m) : m_(m), run_(run_float_detailed(m)), tensor_of_(m.layers.size(), -1) {}
+  QGraph run() &&;
+
+ private:
+  const Model& m_;
+  FloatRun run_;
+  QGraph g_;
+  std::vector<int> tensor_of_;  // each layer's output tensor; a flatten layer's: its input's
+  std::set<std::string> names_;
+  size_t li_ = 0;              // the layer being quantized
+  std::optional<int> final_;   // set by begin_output when a pass must follow: NAME's tensor
+
+  const Layer& layer() const { return m_.layers[li_]; }
+  [[noreturn]] void fail(const std::string& what) const { throw InputError(layer_context(m_, layer()) + what); }
+  int add_tensor(std::string name, const Shape& shape, double scale, const std::string& owner);
+  void emit(QOp op) {
+    g_.ops.push_back(std::move(op));
+    g_.op_layer.push_back(layer().name);
+  }
+  double scale_of(int t) const { return g_.tensors[static_cast<size_t>(t)].scale; }
+  const Shape& shape_of(int t) const { return g_.tensors[static_cast<size_t>(t)].shape; }
+  bool is_flatten(int entry) const {
+    return !is_model_input(entry) && m_.layers[static_cast<size_t>(entry)].type == LayerType::flatten;
+  }
+  int source(int entry) const;
+  Requant requant(double factor) const;
+  VectorOp vector(isa::VecOp op, int a, int b, View out, double factor, isa::Func func = isa::Func::identity) const;
+
+  double out_scale() const;
+  Stage stage(bool vec, double plain) const;
+  int begin_output(const Shape& shape, const Stage& st);
+  void end_output(int t, const Stage& st);
+
+  std::vector<double> accumulator_scales(const float* w, uint64_t positions, const std::vector<double>& rs,
+                                         uint64_t n) const;
+  MatmulOp matmul(const float* w, uint64_t positions, const std::vector<double>& rs, uint64_t n, const float* b,
+                  const std::vector<double>& acc, const Stage& st) const;
+
+  void dense_or_conv();
+  void pool();
+  void elementwise(bool mul);
+  void activation();
+  void lstm();
+};
+
+int Quantizer::add_tensor(std::string name, const Shape& shape, double scale, const std::string& owner) {
+  const std::string base = name;
+  for (int i = 1; names_.count(name); ++i) name = fmt::format("{}.{}", base, i);
+  names_.insert(name);
+  g_.tensors.push_back(QTensor{name, shape, scale, owner});
+  return static_cast<int>(g_.tensors.size()) - 1;
+}
+
+int Quantizer::source(int entry) const {
+  if (is_model_input(entry)) return g_.inputs[static_cast<size_t>(model_input_index(entry))];
+  if (is_flatten(entry) && layer().type != LayerType::dense)
+    fail(fmt::format("reads flatten layer {}: a flatten layer must feed dense layers only",
+                     m_.layers[static_cast<size_t>(entry)].name));
+  return tensor_of_[static_cast<size_t>(entry)];
+}
+
+Requant Quantizer::requant(double factor) const {
+  try {
+    return requant_for(factor);
+  } catch (const InputError& e) {
+    fail(std::string(e.what()) + "; give the layer's or its inputs' scale to avoid it");
+  }
+}
+
+VectorOp Quantizer::vector(isa::VecOp op, int a, int b, View out, double factor, isa::Func func) const {
+  const Requant q = requant(factor);
+  VectorOp v;
+  v.op = op;
+  v.a = View{a};
+  v.b = View{op == isa::VecOp::pass ? a : b};
+  v.output = out;
+  v.mult = q.mult;
+  v.shift = q.shift;
+  v.func = func;
+  return v;
+}
+
+// The layer's output scale when its stage leaves it free: given, else calibrated.
+double Quantizer::out_scale() const {
+  if (layer().scale) return *layer().scale;
+  double top = 0;
+  for (float x : run_.outputs[li_]) top = std::max(top, std::abs(double{x}));
+  return calibrated(top);
+}
+
+// The stage of layer().activation in a MatmulOp (vec false) or a VectorOp; `plain` is the scale
+// for none and relu.
+Stage Quantizer::stage(bool vec, double plain) const {
+  switch (layer().activation) {
+    case Activation::none: return {isa::Func::identity, 127, plain, plain};
+    case Activation::relu: return {isa::Func::relu, 127, plain, plain};
+    case Activation::relu6:
+      if (vec) return {isa::Func::relux, 127, kRelu6, kRelu6};
+      return {isa::Func::relux, static_cast<uint8_t>(std::min(127.0, std::round(6.0 / plain))), plain, plain};
+    case Activation::sigmoid: return {isa::Func::sigmoid, 127, kQ34, kQ07};
+    case Activation::tanh: return {isa::Func::tanh, 127, kQ34, kQ07};
+  }
+  return {};
+}
+
+// The tensor the layer's last op writes: NAME, or NAME.act when a pass to the given scale must
+// follow (end_output).
+int Quantizer::begin_output(const Shape& shape, const Stage& st) {
+  const auto& given = layer().scale;
+  const bool pass = given && std::abs(*given - st.scale) > 1e-9 * st.scale;
+  final_.reset();
+  if (!pass) return add_tensor(layer().name, shape, st.scale, layer().name);
+  const int t = add_tensor(layer().name + ".act", shape, st.scale, layer().name);
+  final_ = add_tensor(layer().name, shape, *given, layer().name);
+  return t;
+}
+
+void Quantizer::end_output(int t, const Stage& st) {
+  tensor_of_[li_] = t;
+  if (!final_) return;
+  emit(vector(isa::VecOp::pass, t, t, View{*final_}, st.scale / *layer().scale));
+  tensor_of_[li_] = *final_;
+}
+
+// S[j] of the scheme above, for weights [positions][K][n] whose row k reads scale rs[k].
+std::vector<double> Quantizer::accumulator_scales(const float* w, uint64_t positions, const std::vector<double>& rs,
+                                                  uint64_t n) const {
+  const uint64_t k = rs.size();
+  std::vector<double> s(n, 0.0);
+  for (uint64_t p = 0; p < positions; ++p)
+    for (uint64_t i = 0; i < k; ++i)
+      for (uint64_t j = 0; j < n; ++j)
+        s[j] = std::max(s[j], std::abs(double{w[(p * k + i) * n + j]}) * rs[i]);
+  const double top = s.empty() ? 0.0 : *std::max_element(s.begin(), s.end());
+  const double fallback = top > 0 ? top : *std::max_element(rs.begin(), rs.end());
+  for (double& x : s) x = (m_.per_channel && x > 0 ? x : fallback) / 127;
+  return s;
+}
+
+// A MatmulOp's arithmetic (weights, bias, requantization, function); the caller sets its views
+// and kernel geometry.
+MatmulOp Quantizer::matmul(const float* w, uint64_t positions, const std::vector<double>& rs, uint64_t n,
+                           const float* b, const std::vector<double>& acc, const Stage& st) const {
+  MatmulOp op;
+  op.k = rs.size();
+  op.n = n;
+  op.func = st.func;
+  op.clip = st.clip;
+  op.weights.resize(positions * op.k * n);
+  for (uint64_t p = 0; p < positions; ++p)
+    for (uint64_t i = 0; i < op.k; ++i)
+      for (uint64_t j = 0; j < n; ++j) {
+        const uint64_t at = (p * op.k + i) * n + j;
+        op.weights[at] = static_cast<int8_t>(std::clamp(std::round(w[at] * rs[i] / acc[j]), -127.0, 127.0));
+      }
+  if (b) {
+    op.bias.resize(n);
+    for (uint64_t j = 0; j < n; ++j) {
+      const double q = std::round(b[j] / acc[j]);
+      if (!(std::abs(q) <= std::numeric_limits<int32_t>::max()))
+        fail(fmt::format("bias {} of column {} is {:g} accumulator units, beyond int32", b[j], j, q));
+      op.bias[j] = static_cast<int32_t>(q);
+    }
+  }
+  const uint64_t entries = b || m_.per_channel ? n : 1;
+  for (uint64_t j = 0; j < entries; ++j) {
+    const Requant q = requant(acc[j] / st.target);
+    op.mult.push_back(q.mult);
+    op.shift.push_back(q.shift);
+  }
+  return op;
+}
+
+void Quantizer::dense_or_conv() {
+  const Layer& L = layer();
+  const int entry = L.inputs.at(0), in = source(entry);
+  const Shape& is = shape_of(in);
+  uint64_t kh = L.kernel_h, kw = L.kernel_w;
+  if (L.type == LayerType::dense) kh = kw = 1;
+  if (L.type == LayerType::dense && is_flatten(entry)) kh = is.h, kw = is.w;  // the whole map
+  const std::vector<double> rs(is.c, scale_of(in));
+  const std::vector<double> acc = accumulator_scales(L.weights.data(), kh * kw, rs, L.units);
+  const Stage st = stage(false, out_scale());
+  MatmulOp op = matmul(L.weights.data(), kh * kw, rs, L.units, L.use_bias ? L.bias.data() : nullptr, acc, st);
+  op.kernel_h = kh;
+  op.kernel_w = kw;
+  if (L.type == LayerType::conv2d) op.stride = L.stride, op.pad = L.pad;
+  op.inputs = {View{in}};
+  const int out = begin_output(L.out, st);
+  op.output = View{out};
+  emit(std::move(op));
+  end_output(out, st);
+}
+
+void Quantizer::pool() {
+  const Layer& L = layer();
+  const int in = source(L.inputs.at(0));
+  const Stage st{isa::Func::identity, 127, scale_of(in), scale_of(in)};
+  const int out = begin_output(L.out, st);
+  emit(PoolOp{View{in}, View{out}, L.type == LayerType::avg_pool ? isa::PoolKind::avg : isa::PoolKind::max,
+              L.kernel_h, L.stride});
+  end_output(out, st);
+}
+
+void Quantizer::elementwise(bool mul) {
+  const Layer& L = layer();
+  int a = source(L.inputs.at(0)), b = source(L.inputs.at(1));
+  if (!mul && scale_of(a) != scale_of(b)) {  // align: the finer operand to the coarser scale
+    if (scale_of(a) > scale_of(b)) std::swap(a, b);
+    const int r = add_tensor(L.name + ".rescale", shape_of(a), scale_of(b), L.name);
+    emit(vector(isa::VecOp::pass, a, a, View{r}, scale_of(a) / scale_of(b)));
+    a = r;
+  }
+  const Stage st = stage(true, out_scale());
+  const int out = begin_output(L.out, st);
+  const double in_scale = mul ? scale_of(a) * scale_of(b) : scale_of(a);
+  emit(vector(mul ? isa::VecOp::mul : isa::VecOp::add, a, b, View{out}, in_scale / st.target, st.func));
+  end_output(out, st);
+}
+
+void Quantizer::activation() {
+  const Layer& L = layer();
+  const int in = source(L.inputs.at(0));
+  const Stage st = stage(true, L.scale ? *L.scale : scale_of(in));
+  const int out = begin_output(L.out, st);
+  emit(vector(isa::VecOp::pass, in, in, View{out}, scale_of(in) / st.target, st.func));
+  end_output(out, st);
+}
+
+void Quantizer::lstm() {
+  const Layer& L = layer();
+  const std::string& name = L.name;
+  int x = source(L.inputs.at(0));
+  const uint64_t steps = shape_of(x).pixels(), u = L.units;
+  uint64_t in_c = shape_of(x).c, offset = 0;
+  const Stage gate_stage[4] = {{isa::Func::sigmoid, 127, kQ34, kQ07},
+                               {isa::Func::sigmoid, 127, kQ34, kQ07},
+                               {isa::Func::tanh, 127, kQ34, kQ07},
+                               {isa::Func::sigmoid, 127, kQ34, kQ07}};
+  const char* gate_name = "ifgo";
+  const Stage out_stage{isa::Func::identity, 127, kQ07, kQ07};
+  int output = -1;
+  for (uint64_t l = 0; l < L.stack; ++l) {
+    const uint64_t rows = in_c + u;
+    const bool top = l + 1 == L.stack;
+    // The gates' arithmetic: [x_t, h_{t-1}] (full) and x_0 alone (first).
+    std::vector<double> rs(rows, kQ07);
+    std::fill_n(rs.begin(), in_c, scale_of(x));
+    const std::vector<double> rs_x(rs.begin(), rs.begin() + static_cast<std::ptrdiff_t>(in_c));
+    MatmulOp full[4], first[4];
+    for (int g = 0; g < 4; ++g) {
+      const float* w = L.weights.data() + offset + g * rows * u;
+      const float* b = L.bias.empty() ? nullptr : L.bias.data() + (l * 4 + g) * u;
+      const std::vector<double> acc = accumulator_scales(w, 1, rs, u);
+      full[g] = matmul(w, 1, rs, u, b, acc, gate_stage[g]);
+      first[g] = matmul(w, 1, rs_x, u, b, acc, gate_stage[g]);
+    }
+    const double sc = calibrated(run_.lstm_cell_max[li_].at(l));
+    const std::string pre = fmt::format("{}.l{}", name, l);
+    int h = -1;  // the h sequence that later steps (and the next stacked layer) read
+    if (top && L.return_sequences) h = output = begin_output(seq_of(steps, u), out_stage);
+    else if (!top || steps > 1) h = add_tensor(pre + ".h", seq_of(top ? steps - 1 : steps, u), kQ07, name);
+    int c_prev = -1;
+    for (uint64_t t = 0; t < steps; ++t) {
+      const std::string step = fmt::format("{}.t{}", pre, t);
+      int gate[4] = {-1, -1, -1, -1};
+      for (int g = 0; g < 4; ++g) {
+        if (t == 0 && g == 1) continue;  // f multiplies c_{-1} = 0
+        gate[g] = add_tensor(fmt::format("{}.{}", step, gate_name[g]), vec_of(u), kQ07, name);
+        MatmulOp op = t == 0 ? first[g] : full[g];
+        op.inputs = {View{x, t, 1}};
+        if (t > 0) op.inputs.push_back(View{h, t - 1, 1});
+        op.output = View{gate[g]};
+        emit(std::move(op));
+      }
+      const int c = add_tensor(step + ".c", vec_of(u), sc, name);
+      if (t == 0) {
+        emit(vector(isa::VecOp::mul, gate[0], gate[2], View{c}, kQ07 * kQ07 / sc));
+      } else {
+        const int fc = add_tensor(step + ".fc", vec_of(u), sc, name);
+        const int ig = add_tensor(step + ".ig", vec_of(u), sc, name);
+        emit(vector(isa::VecOp::mul, gate[1], c_prev, View{fc}, kQ07));
+        emit(vector(isa::VecOp::mul, gate[0], gate[2], View{ig}, kQ07 * kQ07 / sc));
+        emit(vector(isa::VecOp::add, fc, ig, View{c}, 1.0));
+      }
+      const int tc = add_tensor(step + ".tc", vec_of(u), kQ07, name);
+      emit(vector(isa::VecOp::pass, c, c, View{tc}, sc / kQ34, isa::Func::tanh));
+      View hv{h, t, 1};
+      if (top && !L.return_sequences && t + 1 == steps) hv = View{output = begin_output(vec_of(u), out_stage)};
+      emit(vector(isa::VecOp::mul, gate[3], tc, hv, kQ07));
+      c_prev = c;
+    }
+    x = h;
+    in_c = u;
+    offset += 4 * rows * u;
+  }
+  end_output(output, out_stage);
+}
+
+QGraph Quantizer::run() && {
+  g_.name = m_.name;
+  g_.batch = m_.batch;
+  for (const ModelInput& in : m_.inputs) {
+    double top = 0;
+    for (float v : in.data) top = std::max(top, std::abs(double{v}));
+    const double s = in.scale ? *in.scale : calibrated(top);
+    if (!(s > 0) || !std::isfinite(s)) throw InputError(fmt::format("{}: input {}: scale {} is not positive", m_.source, in.name, s));
+    g_.inputs.push_back(add_tensor(in.name, in.shape, s, in.name));
+    std::vector<int8_t> q(in.data.size());
+    for (size_t i = 0; i < q.size(); ++i) q[i] = static_cast<int8_t>(std::clamp(std::round(in.data[i] / s), -128.0, 127.0));
+    g_.input_data.push_back(std::move(q));
+  }
+  for (li_ = 0; li_ < m_.layers.size(); ++li_) {
+    const Layer& L = layer();
+    if (L.scale && (!(*L.scale > 0) || !std::isfinite(*L.scale))) fail(fmt::format("scale {} is not positive", *L.scale));
+    switch (L.type) {
+      case LayerType::dense:
+      case LayerType::conv2d: dense_or_conv(); break;
+      case LayerType::max_pool:
+      case LayerType::avg_pool: pool(); break;
+      case LayerType::add: elementwise(false); break;
+      case LayerType::mul: elementwise(true); break;
+      case LayerType::activation: activation(); break;
+      case LayerType::lstm: lstm(); break;
+      case LayerType::flatten:
+        if (li_ + 1 == m_.layers.size()) fail("a flatten layer must feed a dense layer, not be the model's output");
+        tensor_of_[li_] = source(L.inputs.at(0));
+        break;
+    }
+  }
+  if (m_.layers.empty()) throw InputError(m_.source + ": the model has no layers");
+  g_.output = tensor_of_.back();
+  return std::move(g_);
+}
+
+}  // namespace
+
+QGraph quantize(const Model& model) { return Quantizer(model).run(); }
+
+}  // namespace tpusim::compiler

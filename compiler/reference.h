@@ -5,14 +5,31 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "compiler/graph.h"
 
 namespace tpusim::compiler {
 
-// Every layer's output, NHWC batch-major floats, indexed like Model::layers.
+// Every layer's output, NHWC batch-major floats, indexed like Model::layers. Checks each
+// layer's inputs, parameter sizes and inferred output shape (InputError naming the layer).
 std::vector<std::vector<float>> run_float(const Model& model);
+
+// run_float plus what calibration needs beyond the layers' outputs.
+struct FloatRun {
+  std::vector<std::vector<float>> outputs;         // as run_float
+  std::vector<std::vector<double>> lstm_cell_max;  // [layer][stacked layer]: the largest |c_t|,
+                                                   // |f_t c_{t-1}| and |i_t g_t| (empty but for lstm)
+};
+FloatRun run_float_detailed(const Model& model);
+
+// The shape an entry of layer.inputs names (model input i's, or an earlier layer's output).
+// Throws InputError naming the layer when the entry names neither.
+const Shape& source_shape(const Model& model, const Layer& layer, int entry);
+
+// "SOURCE:LINE: layer NAME: ", the start of every message about a layer.
+std::string layer_context(const Model& model, const Layer& layer);
 
 // Every tensor's data, NHWC batch-major int8, indexed like QGraph::tensors.
 std::vector<std::vector<int8_t>> run_golden(const QGraph& graph);

@@ -1,2 +1,443 @@
-// placeholder: being written (issue 4)
+// The quantizer: requant_for's exactness and limits, the QGraph's structure (op counts, views,
+// kernels, tensors written before they are read), the documented scale choices, errors naming
+// the layer, and the golden integer output against the float reference on random small models.
 #include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <random>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "compiler/quantize.h"
+#include "compiler/reference.h"
+#include "isa/error.h"
+
+using namespace tpusim;
+using namespace tpusim::compiler;
+
+namespace {
+
+Shape vec(uint64_t c) { return Shape{1, 1, 1, c}; }
+Shape seq(uint64_t steps, uint64_t c) { return Shape{2, steps, 1, c}; }
+Shape map(uint64_t h, uint64_t w, uint64_t c) { return Shape{3, h, w, c}; }
+
+// Random models layer by layer, with shapes inferred as the front end does and parameters drawn
+// like its seeded defaults (Glorot-uniform weights, biases in [-0.1, 0.1], inputs in [-1, 1]).
+struct Builder {
+  Model m;
+  std::mt19937_64 rng;
+
+  Builder(Shape in, uint64_t batch, uint64_t seed) : rng(seed) {
+    m.name = "random";
+    m.batch = batch;
+    m.inputs.push_back(ModelInput{"input", in, uniform(batch * in.elements(), 1.0), std::nullopt});
+  }
+  std::vector<float> uniform(uint64_t n, double a) {
+    std::uniform_real_distribution<double> d(-a, a);
+    std::vector<float> v(n);
+    for (float& x : v) x = static_cast<float>(d(rng));
+    return v;
+  }
+  const Shape& shape(int entry) const {
+    return is_model_input(entry) ? m.inputs[static_cast<size_t>(model_input_index(entry))].shape
+                                 : m.layers[static_cast<size_t>(entry)].out;
+  }
+  int add(LayerType type, std::vector<int> inputs, Shape out, Activation act = Activation::none) {
+    Layer l;
+    l.name = std::string(layer_type_name_for_test(type)) + std::to_string(m.layers.size() + 1);
+    l.type = type;
+    l.inputs = std::move(inputs);
+    l.out = out;
+    l.activation = act;
+    m.layers.push_back(l);
+    return static_cast<int>(m.layers.size()) - 1;
+  }
+  static const char* layer_type_name_for_test(LayerType t) {
+    switch (t) {
+      case LayerType::dense: return "dense";
+      case LayerType::conv2d: return "conv";
+      case LayerType::max_pool: return "maxpool";
+      case LayerType::avg_pool: return "avgpool";
+      case LayerType::flatten: return "flatten";
+      case LayerType::add: return "add";
+      case LayerType::mul: return "mul";
+      case LayerType::activation: return "act";
+      case LayerType::lstm: return "lstm";
+    }
+    return "?";
+  }
+  Layer& last() { return m.layers.back(); }
+
+  int dense(int in, uint64_t units, Activation act = Activation::none) {
+    const Shape& s = shape(in);
+    const uint64_t k = s.c;
+    Shape out = s;
+    out.c = units;
+    const int i = add(LayerType::dense, {in}, out, act);
+    last().units = units;
+    last().weights = uniform(k * units, std::sqrt(6.0 / double(k + units)));
+    last().bias = uniform(units, 0.1);
+    return i;
+  }
+  int conv(int in, uint64_t filters, uint64_t k, uint64_t stride, uint64_t pad, Activation act = Activation::none) {
+    const Shape& s = shape(in);
+    const uint64_t c = s.c;
+    const int i = add(LayerType::conv2d, {in},
+                      map((s.h + 2 * pad - k) / stride + 1, (s.w + 2 * pad - k) / stride + 1, filters), act);
+    Layer& l = last();
+    l.units = filters;
+    l.kernel_h = l.kernel_w = k;
+    l.stride = stride;
+    l.pad = pad;
+    l.weights = uniform(k * k * c * filters, std::sqrt(6.0 / double(k * k * (c + filters))));
+    l.bias = uniform(filters, 0.1);
+    return i;
+  }
+  int pool(int in, bool avg, uint64_t win, uint64_t stride) {
+    const Shape s = shape(in);
+    const int i = add(avg ? LayerType::avg_pool : LayerType::max_pool, {in},
+                      map((s.h - win) / stride + 1, (s.w - win) / stride + 1, s.c));
+    last().kernel_h = last().kernel_w = win;
+    last().stride = stride;
+    return i;
+  }
+  int flatten(int in) { return add(LayerType::flatten, {in}, vec(shape(in).elements())); }
+  int binary(LayerType t, int a, int b, Activation act = Activation::none) {
+    const Shape s = shape(a);
+    return add(t, {a, b}, s, act);
+  }
+  int activation(int in, Activation act) {
+    const Shape s = shape(in);
+    return add(LayerType::activation, {in}, s, act);
+  }
+  int lstm(int in, uint64_t units, uint64_t stack, bool sequences) {
+    const Shape s = shape(in);
+    const int i = add(LayerType::lstm, {in}, sequences ? seq(s.h, units) : vec(units));
+    Layer& l = last();
+    l.units = units;
+    l.stack = stack;
+    l.return_sequences = sequences;
+    for (uint64_t k = 0; k < stack; ++k) {
+      const uint64_t rows = (k == 0 ? s.c : units) + units;
+      const auto w = uniform(4 * rows * units, std::sqrt(6.0 / double(rows + units)));
+      l.weights.insert(l.weights.end(), w.begin(), w.end());
+    }
+    l.bias = uniform(stack * 4 * units, 0.1);
+    return i;
+  }
+};
+
+template <typename T>
+size_t count_ops(const QGraph& g) {
+  return static_cast<size_t>(std::count_if(g.ops.begin(), g.ops.end(), [](const QOp& op) { return std::holds_alternative<T>(op); }));
+}
+
+// Every op reads only pixels written before it and writes each pixel once; names are unique;
+// every op has its layer; the output is written in full.
+void check_structure(const QGraph& g) {
+  REQUIRE(g.op_layer.size() == g.ops.size());
+  std::set<std::string> names;
+  for (const QTensor& t : g.tensors) CHECK(names.insert(t.name).second);
+  std::vector<std::vector<int>> written(g.tensors.size());
+  for (size_t i = 0; i < g.tensors.size(); ++i) written[i].assign(g.tensors[i].shape.pixels(), 0);
+  for (int t : g.inputs) std::fill(written[static_cast<size_t>(t)].begin(), written[static_cast<size_t>(t)].end(), 1);
+  const auto range = [&](const View& v) {
+    REQUIRE(v.tensor >= 0);
+    REQUIRE(static_cast<size_t>(v.tensor) < g.tensors.size());
+    const uint64_t n = v.pixels ? v.pixels : g.tensors[static_cast<size_t>(v.tensor)].shape.pixels();
+    return std::pair{v.pixel0, v.pixel0 + n};
+  };
+  const auto read = [&](const View& v) {
+    const auto [a, b] = range(v);
+    for (uint64_t p = a; p < b; ++p) CHECK(written[static_cast<size_t>(v.tensor)].at(p) == 1);
+  };
+  const auto write = [&](const View& v) {
+    const auto [a, b] = range(v);
+    for (uint64_t p = a; p < b; ++p) CHECK(++written[static_cast<size_t>(v.tensor)].at(p) == 1);
+  };
+  for (const QOp& op : g.ops) {
+    if (const auto* m = std::get_if<MatmulOp>(&op)) {
+      for (const View& v : m->inputs) read(v);
+      write(m->output);
+    } else if (const auto* p = std::get_if<PoolOp>(&op)) {
+      read(p->input);
+      write(p->output);
+    } else if (const auto* v = std::get_if<VectorOp>(&op)) {
+      read(v->a);
+      if (v->op != isa::VecOp::pass) read(v->b);
+      write(v->output);
+    }
+  }
+  for (int w : written.at(static_cast<size_t>(g.output))) CHECK(w == 1);
+}
+
+QuantError error_of(const Model& m) {
+  const QGraph g = quantize(m);
+  check_structure(g);
+  const auto golden = run_golden(g);
+  const auto f = run_float(m);
+  return quant_error(f.back(), golden[static_cast<size_t>(g.output)], g.tensors[static_cast<size_t>(g.output)].scale);
+}
+
+}  // namespace
+
+TEST_CASE("requant_for: exact powers of two and integers, best 16-bit precision, limits", "[quantize]") {
+  const auto is = [](Requant r, uint16_t mult, uint8_t shift) { return r.mult == mult && r.shift == shift; };
+  CHECK(is(requant_for(1.0), 1, 0));
+  CHECK(is(requant_for(0.5), 1, 1));
+  CHECK(is(requant_for(0.25), 1, 2));
+  CHECK(is(requant_for(std::ldexp(1.0, -40)), 1, 40));
+  CHECK(is(requant_for(2.0), 2, 0));
+  CHECK(is(requant_for(1.5), 3, 1));         // 49152 / 2^15 in smallest terms
+  CHECK(is(requant_for(65535.0), 65535, 0));
+  CHECK(is(requant_for(1.0 / 3), 43691, 17));  // 2^17 / 3 = 43690.67; 2^18 / 3 would not fit
+  CHECK(is(requant_for(1.0 / 127), 16513, 21));  // 2^22 / 127 = 33026.0 -> 33026 / 2^22
+  CHECK(is(requant_for(1e-30), 0, 0));       // below 2^-64: every product rounds to 0
+  for (double f : {0.001, 0.3, 0.7, 3.3, 100.1, 12345.6}) {
+    const Requant r = requant_for(f);
+    CHECK(std::abs(std::ldexp(double(r.mult), -r.shift) / f - 1) < 1.0 / 32768);
+    CHECK(r.shift <= 63);
+  }
+  CHECK_THROWS_WITH(requant_for(65536.0), Catch::Contains("too large"));
+  CHECK_THROWS_AS(requant_for(0.0), InputError);
+  CHECK_THROWS_AS(requant_for(-1.0), InputError);
+  CHECK_THROWS_AS(requant_for(NAN), InputError);
+}
+
+TEST_CASE("LSTM: 4T-1 gate matmuls and 5T-2 vector ops per stacked layer, views of the h sequence", "[quantize]") {
+  for (bool sequences : {false, true}) {
+    Builder b(seq(3, 5), 2, 7);
+    b.lstm(model_input(0), 4, 2, sequences);
+    const QGraph g = quantize(b.m);
+    check_structure(g);
+    // 2 stacked layers x (4 x 3 - 1) gates; 2 x (3 + 5 x 2) vector ops.
+    CHECK(count_ops<MatmulOp>(g) == 22);
+    CHECK(count_ops<VectorOp>(g) == 26);
+    CHECK(g.ops.size() == 48);
+    const QTensor& out = g.tensors[static_cast<size_t>(g.output)];
+    CHECK(out.name == "lstm1");
+    CHECK(out.scale == 1.0 / 127);
+    CHECK(out.shape.pixels() == (sequences ? 3u : 1u));
+    CHECK(out.shape.c == 4);
+    // Step 0 reads x alone (K = in), later steps [x_t, h_{t-1}]; stacked layer 1 reads layer 0's h.
+    const auto& first = std::get<MatmulOp>(g.ops[0]);
+    CHECK(first.inputs.size() == 1);
+    CHECK(first.k == 5);
+    CHECK(g.tensors[static_cast<size_t>(first.output.tensor)].name == "lstm1.l0.t0.i");
+    CHECK(first.func == isa::Func::sigmoid);
+    size_t two_input = 0;
+    for (const QOp& op : g.ops)
+      if (const auto* m = std::get_if<MatmulOp>(&op); m && m->inputs.size() == 2) {
+        ++two_input;
+        CHECK(m->inputs[0].pixels == 1);
+        CHECK(m->inputs[1].pixel0 + 1 == m->inputs[0].pixel0);
+        CHECK(m->k == g.tensors[static_cast<size_t>(m->inputs[0].tensor)].shape.c + 4);
+      }
+    CHECK(two_input == 2 * 4 * 2);
+    std::set<std::string> names;
+    for (const QTensor& t : g.tensors) names.insert(t.name);
+    CHECK(names.count("lstm1.l0.t0.f") == 0);
+    CHECK(names.count("lstm1.l1.t2.f") == 1);
+    CHECK(names.count("lstm1.l0.h") == 1);
+    for (const std::string& op_layer : g.op_layer) CHECK(op_layer == "lstm1");
+  }
+}
+
+TEST_CASE("dense after flatten: one MatmulOp whose kernel is the whole map", "[quantize]") {
+  Builder b(map(6, 6, 2), 2, 3);
+  const int c = b.conv(model_input(0), 3, 3, 1, 0, Activation::relu);  // 4 x 4 x 3
+  const int p = b.pool(c, false, 2, 2);                                 // 2 x 2 x 3
+  b.dense(b.flatten(p), 5);
+  const QGraph g = quantize(b.m);
+  check_structure(g);
+  REQUIRE(g.ops.size() == 3);
+  const auto& d = std::get<MatmulOp>(g.ops[2]);
+  const auto& pool = std::get<PoolOp>(g.ops[1]);
+  CHECK(d.inputs.size() == 1);
+  CHECK(d.inputs[0].tensor == pool.output.tensor);
+  CHECK((d.kernel_h == 2 && d.kernel_w == 2 && d.k == 3 && d.n == 5));
+  CHECK(d.weights.size() == 2 * 2 * 3 * 5);
+  CHECK(g.tensors[static_cast<size_t>(g.output)].shape.elements() == 5);
+  CHECK(g.tensors.size() == 4);  // input, conv, pool, dense: no flatten tensor
+  CHECK(error_of(b.m).relative < 0.03);
+}
+
+TEST_CASE("per-tensor without bias: one mult and no bias; otherwise N of each", "[quantize]") {
+  for (bool per_channel : {false, true})
+    for (bool bias : {false, true}) {
+      Builder b(vec(6), 1, 5);
+      b.dense(model_input(0), 3);
+      b.last().use_bias = bias;
+      b.m.per_channel = per_channel;
+      const QGraph g = quantize(b.m);
+      const auto& op = std::get<MatmulOp>(g.ops[0]);
+      const size_t entries = per_channel || bias ? 3 : 1;
+      CHECK(op.mult.size() == entries);
+      CHECK(op.shift.size() == entries);
+      CHECK(op.bias.size() == (bias ? 3u : 0u));
+      if (!per_channel) CHECK(std::all_of(op.mult.begin(), op.mult.end(), [&](uint16_t m) { return m == op.mult[0]; }));
+      // The largest |w| of each column (per channel) or of the whole tensor quantizes to +-127.
+      for (uint64_t j = 0; j < 3; ++j) {
+        int top = 0;
+        for (uint64_t k = 0; k < 6; ++k) top = std::max(top, std::abs(int{op.weights[k * 3 + j]}));
+        if (per_channel) CHECK(top == 127);
+      }
+      CHECK(*std::max_element(op.weights.begin(), op.weights.end(), [](int8_t a, int8_t b) { return std::abs(a) < std::abs(b); }) != 0);
+    }
+}
+
+TEST_CASE("output stages: relu6 clip, sigmoid through Q3.4, a given scale after sigmoid", "[quantize]") {
+  Builder b(vec(4), 1, 11);
+  b.m.inputs[0].scale = 1.0 / 64;
+  b.dense(model_input(0), 3, Activation::relu6);
+  b.last().scale = 0.1;  // relux clip = round(6 / 0.1) = 60
+  b.dense(0, 2, Activation::sigmoid);
+  b.dense(1, 2, Activation::tanh);
+  b.last().scale = 0.01;  // tanh writes 1/127: then a pass to 0.01
+  const QGraph g = quantize(b.m);
+  check_structure(g);
+  REQUIRE(g.ops.size() == 4);
+  const auto& r6 = std::get<MatmulOp>(g.ops[0]);
+  CHECK((r6.func == isa::Func::relux && r6.clip == 60));
+  const auto& sig = std::get<MatmulOp>(g.ops[1]);
+  CHECK(sig.func == isa::Func::sigmoid);
+  CHECK(g.tensors[static_cast<size_t>(sig.output.tensor)].scale == 1.0 / 127);
+  // mult / 2^shift = S[j] x 16 with S[j] = 0.1 x max|w[.][j]| / 127.
+  for (uint64_t j = 0; j < 2; ++j) {
+    double top = 0;
+    for (uint64_t k = 0; k < 3; ++k) top = std::max(top, std::abs(double{b.m.layers[1].weights[k * 2 + j]}));
+    const Requant q = requant_for(0.1 * top / 127 * 16);
+    CHECK((sig.mult[j] == q.mult && sig.shift[j] == q.shift));
+  }
+  const auto& pass = std::get<VectorOp>(g.ops[3]);
+  CHECK(pass.op == isa::VecOp::pass);
+  CHECK(g.tensors[static_cast<size_t>(pass.a.tensor)].name == "dense3.act");
+  CHECK(g.tensors[static_cast<size_t>(g.output)].name == "dense3");
+  CHECK(g.tensors[static_cast<size_t>(g.output)].scale == 0.01);
+  const Requant q = requant_for((1.0 / 127) / 0.01);
+  CHECK((pass.mult == q.mult && pass.shift == q.shift));
+}
+
+TEST_CASE("activation layers: relu keeps the scale, relu6 at 6/127, sigmoid via 1/16", "[quantize]") {
+  Builder b(vec(8), 2, 13);
+  b.m.inputs[0].scale = 0.02;
+  b.activation(model_input(0), Activation::relu);
+  b.activation(0, Activation::relu6);
+  b.activation(1, Activation::sigmoid);
+  const QGraph g = quantize(b.m);
+  REQUIRE(g.ops.size() == 3);
+  const auto& relu = std::get<VectorOp>(g.ops[0]);
+  CHECK((relu.func == isa::Func::relu && relu.mult == 1 && relu.shift == 0));
+  CHECK(g.tensors[1].scale == 0.02);
+  const auto& r6 = std::get<VectorOp>(g.ops[1]);
+  CHECK(r6.func == isa::Func::relux);
+  CHECK(g.tensors[2].scale == 6.0 / 127);
+  const Requant q6 = requant_for(0.02 * 127 / 6);
+  CHECK((r6.mult == q6.mult && r6.shift == q6.shift));
+  const auto& sig = std::get<VectorOp>(g.ops[2]);
+  const Requant qs = requant_for(6.0 / 127 * 16);
+  CHECK((sig.func == isa::Func::sigmoid && sig.mult == qs.mult && sig.shift == qs.shift));
+  CHECK(error_of(b.m).max_abs < 0.02);
+}
+
+TEST_CASE("quantizer errors name the layer", "[quantize]") {
+  {
+    Builder b(map(2, 2, 1), 1, 1);
+    const int f = b.flatten(model_input(0));
+    b.activation(f, Activation::relu);
+    CHECK_THROWS_WITH(quantize(b.m), Catch::Contains("layer act2") && Catch::Contains("flatten"));
+  }
+  {
+    Builder b(map(2, 2, 1), 1, 1);
+    b.flatten(model_input(0));
+    CHECK_THROWS_WITH(quantize(b.m), Catch::Contains("layer flatten1") && Catch::Contains("dense"));
+  }
+  {
+    Builder b(vec(4), 1, 1);
+    b.dense(model_input(0), 2);
+    b.last().scale = 1e-12;  // the requantization factor S / 1e-12 is far above 65535
+    CHECK_THROWS_WITH(quantize(b.m), Catch::Contains("layer dense1") && Catch::Contains("too large"));
+  }
+  {
+    Builder b(vec(4), 1, 1);
+    b.dense(model_input(0), 2);
+    b.last().scale = -1.0;
+    CHECK_THROWS_WITH(quantize(b.m), Catch::Contains("layer dense1") && Catch::Contains("not positive"));
+  }
+}
+
+TEST_CASE("calibrated scales: max |x| / 127; all-zero tensors get 1/127", "[quantize]") {
+  Builder b(vec(3), 1, 1);
+  b.m.inputs[0].data = {0.5f, -2.54f, 1.0f};
+  b.activation(model_input(0), Activation::relu);
+  b.dense(0, 2);
+  b.last().weights = {0, 0, 0, 0, 0, 0};
+  b.last().bias = {0, 0};
+  const QGraph g = quantize(b.m);
+  CHECK(g.tensors[0].scale == Approx(2.54 / 127));
+  CHECK(g.input_data[0] == std::vector<int8_t>{25, -127, 50});
+  CHECK(g.tensors[2].scale == 1.0 / 127);
+  CHECK(run_golden(g)[2] == std::vector<int8_t>{0, 0});
+}
+
+// Relative error (max |golden - float| / max |float|) for models of dense, conv, pooling, add and
+// relu/relu6; an absolute bound where sigmoid or tanh decide the output: the machine reads their
+// input as Q3.4 (steps of 1/16), so tanh(z) near 0 can be off by 1/32 before any other rounding.
+TEST_CASE("random small models: golden output within a few percent of the float reference", "[quantize]") {
+  for (uint64_t seed = 1; seed <= 4; ++seed) {
+    for (bool per_channel : {true, false}) {
+      INFO("seed " << seed << ", per_channel " << per_channel);
+      {  // MLP
+        Builder b(vec(20), 3, seed);
+        b.m.per_channel = per_channel;
+        b.dense(b.dense(b.dense(model_input(0), 16, Activation::relu), 12, Activation::relu6), 5);
+        const QuantError e = error_of(b.m);
+        INFO("mlp: " << e.relative);
+        CHECK(e.relative < 0.03);
+      }
+      {  // CNN with a residual add, avg and max pools, a strided conv, flatten + dense
+        Builder b(map(8, 8, 3), 2, seed);
+        b.m.per_channel = per_channel;
+        const int c1 = b.conv(model_input(0), 4, 3, 1, 1, Activation::relu);
+        const int c2 = b.conv(c1, 4, 3, 1, 1);
+        const int r = b.binary(LayerType::add, c1, c2, Activation::relu);
+        const int p = b.pool(r, true, 2, 2);
+        const int c3 = b.conv(p, 6, 3, 2, 1, Activation::relu6);
+        const int p2 = b.pool(c3, false, 2, 1);
+        b.dense(b.flatten(p2), 4);
+        const QuantError e = error_of(b.m);
+        INFO("cnn: " << e.relative);
+        CHECK(e.relative < 0.05);
+      }
+      {  // gating: mul of a sigmoid and a tanh branch
+        Builder b(vec(10), 4, seed);
+        b.m.per_channel = per_channel;
+        const int s = b.dense(model_input(0), 8, Activation::sigmoid);
+        const int t = b.dense(model_input(0), 8, Activation::tanh);
+        b.binary(LayerType::mul, s, t);
+        const QuantError e = error_of(b.m);
+        INFO("gate: " << e.max_abs);
+        CHECK(e.max_abs < 0.04);
+      }
+      {  // stacked LSTM with return_sequences
+        Builder b(seq(5, 6), 2, seed);
+        b.m.per_channel = per_channel;
+        b.lstm(model_input(0), 8, 2, true);
+        const QuantError e = error_of(b.m);
+        INFO("lstm: " << e.max_abs);
+        CHECK(e.max_abs < 0.06);
+      }
+      {  // one LSTM layer, last step only, then a dense layer
+        Builder b(seq(4, 3), 3, seed);
+        b.m.per_channel = per_channel;
+        b.dense(b.lstm(model_input(0), 5, 1, false), 3);
+        const QuantError e = error_of(b.m);
+        INFO("lstm last: " << e.max_abs);
+        CHECK(e.max_abs < 0.06);
+      }
+    }
+  }
+}
