@@ -61,7 +61,7 @@ std::string did_you_mean(std::string_view word, const Range& candidates) {
     const size_t d = edit_distance(word, c);
     if (d < best_d) best = c, best_d = d;
   }
-  const size_t limit = std::max<size_t>(1, std::min<size_t>(2, word.size() / 3));
+  const size_t limit = word.size() >= 4 ? 2 : 1;
   return best_d <= limit ? fmt::format(" (did you mean {}?)", best) : "";
 }
 
@@ -86,7 +86,10 @@ std::string quote(std::string_view s) {
 std::string render(const toml::node& n) {
   if (auto s = n.as_string()) return quote(s->get());
   if (auto i = n.as_integer()) return std::to_string(i->get());
-  if (auto f = n.as_floating_point()) return fmt::format("{}", f->get());
+  if (auto f = n.as_floating_point()) {
+    std::string text = fmt::format("{}", f->get());
+    return text.find_first_of(".ein") == std::string::npos ? text + ".0" : text;
+  }
   if (auto b = n.as_boolean()) return b->get() ? "true" : "false";
   if (auto a = n.as_array()) {
     std::string out = "[";
@@ -210,6 +213,7 @@ class Section {
 struct InputSpec {
   std::optional<std::string> file;
   int file_line = 0;
+  int shape_line = 0;  // of `input`
   bool batch_overridden = false;
 };
 
@@ -256,6 +260,7 @@ InputSpec read_model_section(const toml::table& doc, const std::string& source, 
   InputSpec spec;
   spec.file = sec.string("input_file");
   spec.file_line = sec.line_of("input_file");
+  spec.shape_line = sec.line_of("input");
   if (options.batch) {
     if (*options.batch < 1 || *options.batch > kMaxDim)
       throw InputError(fmt::format("--batch: {}: expected an integer 1..{}", *options.batch, kMaxDim));
@@ -320,7 +325,7 @@ void read_inputs_key(LayerSpec& s) {
     if (sec.get("input")) sec.fail("input", fmt::format("{} layers read two layers: give inputs = [\"a\", \"b\"]", type));
     const toml::node* n = sec.get("inputs");
     const toml::array* a = n ? n->as_array() : nullptr;
-    const auto form = fmt::format("exactly two layer names (a {} layer has two inputs)", type);
+    const std::string_view form = "two layer names, [\"a\", \"b\"]";
     if (!a || a->size() != 2 || !a->is_homogeneous(toml::node_type::string)) sec.expected("inputs", form);
     for (const toml::node& e : *a) s.input_names.push_back(e.as_string()->get());
   } else {
@@ -432,8 +437,9 @@ LayerSpec read_layer(const toml::node& node, size_t position, const std::string&
   s.sec.set_where("layer " + s.layer.name);
   s.layer.line = s.sec.line();
   const std::vector<std::string_view> keys = allowed_keys(s.layer.type);
-  s.sec.check_keys(keys, fmt::format("a {} layer", layer_type_name(s.layer.type)));
-  read_inputs_key(s);
+  read_inputs_key(s);  // first: input on add/mul and inputs elsewhere get their own messages
+  const std::string_view type = layer_type_name(s.layer.type);
+  s.sec.check_keys(keys, fmt::format("{} {} layer", type[0] == 'a' ? "an" : "a", type));
   read_type_keys(s);
   return s;
 }
@@ -568,8 +574,8 @@ void check_flatten_consumers(const std::vector<LayerSpec>& specs) {
     for (const LayerSpec& c : specs)
       if (c.layer.type != LayerType::dense && std::count(c.layer.inputs.begin(), c.layer.inputs.end(), int(i)))
         specs[i].sec.fail_at(specs[i].layer.line, "type", "\"flatten\"",
-                             fmt::format("flatten must feed a dense layer; layer {} (line {}) is a {} layer", c.layer.name,
-                                         c.layer.line, layer_type_name(c.layer.type)));
+                             fmt::format("flatten must feed a dense layer, but {} layer {} (line {}) reads it",
+                                         layer_type_name(c.layer.type), c.layer.name, c.layer.line));
   }
 }
 
@@ -745,13 +751,14 @@ Model parse_model(std::string_view text, const std::string& source, const std::f
     const Shape in = shapes.input_shape(s.layer.inputs[0]);
     parameters = sat_add(parameters, sat_add(weight_count(s.layer, in), s.layer.use_bias || s.layer.type == LayerType::lstm ? bias_count(s.layer) : 0));
     if (parameters > options.max_values)
-      s.sec.fail_at(s.layer.line, "", "", fmt::format("the model has more than {} parameters up to this layer (at most {})",
-                                                      options.max_values, options.max_values));
+      s.sec.fail_at(s.layer.line, "", "", fmt::format("the model has more than {} parameters (weights and biases) up to this layer",
+                                                      options.max_values));
   }
   check_flatten_consumers(specs);
   if (sat_mul(m.batch, m.inputs[0].shape.elements()) > options.max_values)
-    throw InputError(located(source, input.file ? input.file_line : 1, "[model]", "input", m.inputs[0].shape.str(),
-                             fmt::format("batch {} x {} input values is more than {}", m.batch, m.inputs[0].shape.elements(), options.max_values)));
+    throw InputError(located(source, input.shape_line, "[model]", "input", m.inputs[0].shape.str(),
+                             fmt::format("batch {} x {} = {} input values; at most {}", m.batch, m.inputs[0].shape.elements(),
+                                         m.batch * m.inputs[0].shape.elements(), options.max_values)));
   for (size_t i = 0; i < specs.size(); ++i) fill_parameters(specs[i], shapes.input_shape(specs[i].layer.inputs[0]), m, i + 1, base_dir);
   fill_input(m, input, base_dir, source);
   for (LayerSpec& s : specs) m.layers.push_back(std::move(s.layer));

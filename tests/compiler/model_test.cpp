@@ -1,2 +1,484 @@
-// placeholder: being written (issue 4)
+// Model descriptions (compiler/model.h, docs/model-format.md): shapes, names and inputs of whole
+// models, the seeded generator against the documented algorithm, .npy parameters and inputs, and
+// the exact message of every class of bad description.
 #include <catch2/catch.hpp>
+
+#include <cmath>
+#include <random>
+#include <string>
+
+#include "compiler/model.h"
+#include "compiler/npy.h"
+#include "isa/error.h"
+#include "tests/test_support.h"
+
+using namespace tpusim;
+using namespace tpusim::compiler;
+using Catch::Matchers::Contains;
+
+namespace {
+
+Model parse(const std::string& text, const LoadOptions& options = {}) { return parse_model(text, "m.toml", ".", options); }
+
+// The lines of a description, numbered from 1 as error messages count them.
+const std::string kLeNet = R"([model]
+name = "lenet5"
+batch = 8
+input = [28, 28, 1]
+
+[[layer]]
+type = "conv2d"
+filters = 6
+kernel = 5
+padding = "same"
+activation = "relu"
+
+[[layer]]
+type = "max_pool"
+size = 2
+
+[[layer]]
+name = "c3"
+type = "conv2d"
+filters = 16
+kernel = [5, 5]
+
+[[layer]]
+type = "avg_pool"
+size = 2
+
+[[layer]]
+type = "flatten"
+
+[[layer]]
+type = "dense"
+units = 120
+activation = "relu"
+
+[[layer]]
+type = "dense"
+units = 84
+activation = "relu"
+
+[[layer]]
+type = "dense"
+units = 10
+bias = false
+)";
+
+// [model] and a first conv2d layer; tests append keys to the layer (line 9 onwards).
+const std::string kHead = R"([model]
+name = "t"
+batch = 2
+input = [8, 8, 4]
+
+[[layer]]
+type = "conv2d"
+filters = 4
+)";
+
+// The documented generator: stream s of seed, the top 53 bits of each draw.
+double first_draw(uint64_t seed, uint64_t stream) {
+  std::mt19937_64 engine(seed + stream * 0x9E3779B97F4A7C15ull);
+  return double(engine() >> 11) / 9007199254740992.0;  // 2^53
+}
+
+}  // namespace
+
+TEST_CASE("model: LeNet-5 shapes, names, inputs and parameter sizes") {
+  const Model m = parse(kLeNet);
+  CHECK(m.name == "lenet5");
+  CHECK(m.source == "m.toml");
+  CHECK(m.batch == 8);
+  CHECK(m.seed == 1);
+  CHECK(m.per_channel);
+  REQUIRE(m.inputs.size() == 1);
+  CHECK(m.inputs[0].name == "input");
+  CHECK(m.inputs[0].shape == map_shape(28, 28, 1));
+  CHECK(m.inputs[0].data.size() == 8 * 28 * 28);
+  REQUIRE(m.layers.size() == 8);
+  const std::vector<std::string> names = {"conv2d1", "max_pool2", "c3", "avg_pool4", "flatten5", "dense6", "dense7", "dense8"};
+  const std::vector<std::string> shapes = {"[28, 28, 6]", "[14, 14, 6]", "[10, 10, 16]", "[5, 5, 16]",
+                                           "[400]",       "[120]",       "[84]",         "[10]"};
+  const std::vector<int> lines = {6, 13, 17, 23, 27, 30, 35, 40};
+  for (size_t i = 0; i < m.layers.size(); ++i) {
+    INFO(i);
+    CHECK(m.layers[i].name == names[i]);
+    CHECK(m.layers[i].out.str() == shapes[i]);
+    CHECK(m.layers[i].line == lines[i]);
+    CHECK(m.layers[i].inputs == std::vector<int>{i == 0 ? model_input(0) : int(i - 1)});
+  }
+  const Layer& c1 = m.layers[0];
+  CHECK(c1.type == LayerType::conv2d);
+  CHECK((c1.units == 6 && c1.kernel_h == 5 && c1.kernel_w == 5 && c1.stride == 1 && c1.pad == 2));
+  CHECK(c1.activation == Activation::relu);
+  CHECK(c1.weights.size() == 5 * 5 * 1 * 6);
+  CHECK(c1.bias.size() == 6);
+  const Layer& pool = m.layers[1];
+  CHECK((pool.type == LayerType::max_pool && pool.kernel_h == 2 && pool.kernel_w == 2 && pool.stride == 2));
+  CHECK((pool.weights.empty() && pool.bias.empty()));
+  CHECK(m.layers[2].pad == 0);
+  CHECK(m.layers[2].weights.size() == 5 * 5 * 6 * 16);
+  CHECK(m.layers[5].weights.size() == 400 * 120);
+  CHECK(m.layers[5].bias.size() == 120);
+  CHECK(m.layers[7].activation == Activation::none);
+  CHECK(!m.layers[7].use_bias);
+  CHECK(m.layers[7].bias.empty());
+  CHECK(m.layers[7].out == vector_shape(10));
+}
+
+TEST_CASE("model: an LSTM description: stacked layers, sequences and dense per step") {
+  const Model m = parse(R"([model]
+name = "lstm"
+batch = 4
+seed = 7
+input = [20, 64]
+input_scale = 0.05
+
+[quantization]
+weights = "per_tensor"
+
+[[layer]]
+type = "lstm"
+units = 128
+stack = 2
+return_sequences = true
+
+[[layer]]
+type = "dense"
+units = 32
+activation = "tanh"
+scale = 0.1
+
+[[layer]]
+type = "lstm"
+units = 16
+)");
+  CHECK(m.seed == 7);
+  CHECK(!m.per_channel);
+  CHECK(m.inputs[0].shape == sequence_shape(20, 64));
+  CHECK(m.inputs[0].scale == 0.05);
+  REQUIRE(m.layers.size() == 3);
+  const Layer& l = m.layers[0];
+  CHECK((l.type == LayerType::lstm && l.units == 128 && l.stack == 2 && l.return_sequences));
+  CHECK(l.out.str() == "[20, 128]");
+  CHECK(l.weights.size() == 4 * (64 + 128) * 128 + 4 * (128 + 128) * 128);
+  CHECK(l.bias.size() == 2 * 4 * 128);
+  CHECK(m.layers[1].out == sequence_shape(20, 32));
+  CHECK(m.layers[1].weights.size() == 128 * 32);
+  CHECK(m.layers[1].scale == 0.1);
+  CHECK(m.layers[1].activation == Activation::tanh);
+  CHECK(m.layers[2].out == vector_shape(16));
+  CHECK(!m.layers[2].return_sequences);
+  CHECK(m.layers[2].weights.size() == 4 * (32 + 16) * 16);
+}
+
+TEST_CASE("model: add and mul read two named layers, or the model input") {
+  const Model m = parse(kHead + R"(kernel = 3
+padding = 1
+name = "a"
+
+[[layer]]
+type = "conv2d"
+input = "input"
+filters = 4
+kernel = 1
+name = "b"
+
+[[layer]]
+type = "add"
+inputs = ["a", "b"]
+activation = "relu6"
+
+[[layer]]
+type = "mul"
+inputs = ["input", "add3"]
+
+[[layer]]
+type = "activation"
+activation = "sigmoid"
+)");
+  REQUIRE(m.layers.size() == 5);
+  CHECK(m.layers[0].pad == 1);
+  CHECK(m.layers[1].inputs == std::vector<int>{model_input(0)});
+  CHECK(m.layers[2].inputs == std::vector<int>{0, 1});
+  CHECK(m.layers[2].activation == Activation::relu6);
+  CHECK(m.layers[2].out == map_shape(8, 8, 4));
+  CHECK(m.layers[3].inputs == std::vector<int>{model_input(0), 2});
+  CHECK(m.layers[4].inputs == std::vector<int>{3});
+  CHECK(m.layers[4].activation == Activation::sigmoid);
+  CHECK(m.layers[4].out == map_shape(8, 8, 4));
+  CHECK((m.layers[2].weights.empty() && m.layers[4].bias.empty()));
+}
+
+TEST_CASE("model: generated values follow the documented algorithm") {
+  const std::string text = kHead + "kernel = 3\n";
+  const Model m = parse(text);
+  // Glorot bound for a 3 x 3 conv from 4 to 4 channels: sqrt(6 / (36 + 36)).
+  const double bound = std::sqrt(6.0 / (9 * 4 + 9 * 4));
+  CHECK(m.layers[0].weights[0] == float(bound * (2 * first_draw(1, 2) - 1)));      // layer 1: stream 2
+  CHECK(m.layers[0].bias[0] == float(0.1 * (2 * first_draw(1, 3) - 1)));           // stream 3
+  CHECK(m.inputs[0].data[0] == float(2 * first_draw(1, (uint64_t{1} << 32)) - 1));  // input 0: stream 2^32
+  for (float w : m.layers[0].weights) CHECK(std::abs(w) <= bound);
+  for (float b : m.layers[0].bias) CHECK(std::abs(b) <= 0.1f);
+  for (float x : m.inputs[0].data) CHECK(std::abs(x) <= 1.0f);
+
+  const Model again = parse(text);
+  CHECK(again.layers[0].weights == m.layers[0].weights);
+  CHECK(again.inputs[0].data == m.inputs[0].data);
+  const Model other = parse(std::string(text).replace(text.find("batch"), 0, "seed = 2\n"));
+  CHECK(other.seed == 2);
+  CHECK(other.layers[0].weights != m.layers[0].weights);
+  CHECK(other.layers[0].bias != m.layers[0].bias);
+  CHECK(other.inputs[0].data != m.inputs[0].data);
+  CHECK(other.layers[0].weights[0] == float(bound * (2 * first_draw(2, 2) - 1)));
+}
+
+TEST_CASE("model: --batch overrides the description's batch") {
+  LoadOptions o;
+  o.batch = 3;
+  const Model m = parse(kHead + "kernel = 3\n", o);
+  CHECK(m.batch == 3);
+  CHECK(m.inputs[0].data.size() == 3 * 8 * 8 * 4);
+  o.batch = 0;
+  CHECK_THROWS_WITH(parse(kHead + "kernel = 3\n", o), "--batch: 0: expected an integer 1..65535");
+}
+
+TEST_CASE("model: weights, biases and inputs from .npy files") {
+  test::ScratchDir dir;
+  std::vector<float> w(4 * 3), b = {0.5f, -0.5f, 0.25f}, x(2 * 4);
+  for (size_t i = 0; i < w.size(); ++i) w[i] = float(i) / 8;
+  for (size_t i = 0; i < x.size(); ++i) x[i] = -float(i);
+  write_npy(dir / "w.npy", npy_float32({4, 3}, w));
+  write_npy(dir / "b.npy", npy_float32({3}, b));
+  write_npy(dir / "x.npy", npy_int8({2, 4}, {0, -1, -2, -3, -4, -5, -6, -7}));
+  std::vector<float> lw(4 * (4 + 2) * 2);
+  for (size_t i = 0; i < lw.size(); ++i) lw[i] = float(i);
+  write_npy(dir / "lw.npy", npy_float32({4, 6, 2}, lw));
+  write_npy(dir / "lb.npy", npy_float32({4, 2}, {1, 2, 3, 4, 5, 6, 7, 8}));
+  const std::string text = R"([model]
+name = "files"
+batch = 2
+input = [4]
+input_file = "x.npy"
+
+[[layer]]
+type = "dense"
+units = 3
+weights_file = "w.npy"
+bias_file = "b.npy"
+)";
+  const Model m = parse_model(text, "f.toml", dir.path());
+  CHECK(m.layers[0].weights == w);
+  CHECK(m.layers[0].bias == b);
+  CHECK(m.inputs[0].data == x);
+
+  const Model l = parse_model(R"([model]
+name = "l"
+batch = 1
+input = [5, 4]
+[[layer]]
+type = "lstm"
+units = 2
+weights_file = ["lw.npy"]
+bias_file = "lb.npy"
+)", "l.toml", dir.path());
+  CHECK(l.layers[0].weights == lw);
+  CHECK(l.layers[0].bias == std::vector<float>{1, 2, 3, 4, 5, 6, 7, 8});
+
+  // Only the weights from a file: the bias is generated.
+  const Model g = parse_model(std::string(text).erase(text.find("bias_file")), "f.toml", dir.path());
+  CHECK(g.layers[0].weights == w);
+  CHECK(g.layers[0].bias.size() == 3);
+  CHECK(g.layers[0].bias[0] == float(0.1 * (2 * first_draw(1, 3) - 1)));
+}
+
+TEST_CASE("model: .npy problems name the description, the layer and the file") {
+  test::ScratchDir dir;
+  write_npy(dir / "w.npy", npy_float32({3, 4}, std::vector<float>(12)));
+  write_npy(dir / "x.npy", npy_float32({2, 4}, std::vector<float>(8)));
+  write_npy(dir / "nan.npy", npy_float32({4, 3}, {0, 0, 0, 0, 0, NAN, 0, 0, 0, 0, 0, 0}));
+  const std::string head = "[model]\nname = \"e\"\nbatch = 2\ninput = [4]\n";
+  auto load = [&](const std::string& tail, const LoadOptions& o = {}) { return parse_model(head + tail, "e.toml", dir.path(), o); };
+  CHECK_THROWS_WITH(load("[[layer]]\ntype = \"dense\"\nunits = 3\nweights_file = \"w.npy\"\n"),
+                    "e.toml:8: layer dense1: weights_file: \"w.npy\": shape [3, 4]; expected [4, 3] ([in, units])");
+  CHECK_THROWS_WITH(load("[[layer]]\ntype = \"dense\"\nunits = 3\nweights_file = \"none.npy\"\n"),
+                    "e.toml:8: layer dense1: weights_file: \"none.npy\": " + (dir / "none.npy").string() +
+                        ": cannot open (no such file)");
+  CHECK_THROWS_WITH(load("[[layer]]\ntype = \"dense\"\nunits = 3\nweights_file = \"nan.npy\"\n"),
+                    "e.toml:8: layer dense1: weights_file: \"nan.npy\": element 5 is not a finite number");
+  {
+    std::string h = "{'descr': '<i2', 'fortran_order': False, 'shape': (4, 3), }";
+    while ((10 + h.size() + 1) % 64) h += ' ';
+    h += '\n';
+    std::vector<uint8_t> bytes = {0x93, 'N', 'U', 'M', 'P', 'Y', 1, 0, uint8_t(h.size()), 0};
+    bytes.insert(bytes.end(), h.begin(), h.end());
+    bytes.resize(bytes.size() + 24);
+    test::write_bytes(dir / "i2.npy", bytes);
+  }
+  CHECK_THROWS_WITH(load("[[layer]]\ntype = \"dense\"\nunits = 3\nweights_file = \"i2.npy\"\n"),
+                    Contains("e.toml:8: layer dense1: weights_file: \"i2.npy\": ") && Contains("unsupported dtype '<i2'"));
+  CHECK_THROWS_WITH(load("[[layer]]\ntype = \"lstm\"\nunits = 3\nstack = 2\nweights_file = [\"w.npy\"]\n"),
+                    "e.toml:9: layer lstm1: weights_file: [\"w.npy\"]: expected an array of 2 .npy file names (one per stacked layer)");
+  const std::string dense = "[[layer]]\ntype = \"dense\"\nunits = 3\n";
+  CHECK(load("input_file = \"x.npy\"\n" + dense).inputs[0].data.size() == 8);
+  CHECK_THROWS_WITH(load("input_file = \"w.npy\"\n" + dense),
+                    "e.toml:5: [model]: input_file: \"w.npy\": shape [3, 4]; expected [2, 4] ([batch, ...input])");
+  LoadOptions o;
+  o.batch = 5;
+  CHECK_THROWS_WITH(load("input_file = \"x.npy\"\n" + dense, o),
+                    "e.toml:5: [model]: input_file: \"x.npy\": holds 2 samples (its first dimension) but --batch asks for 5");
+}
+
+TEST_CASE("model: unknown keys, wrong types and out-of-range values") {
+  CHECK_THROWS_WITH(parse(kHead + "kernel = 3\nfilter = 6\n"),
+                    "m.toml:10: layer conv2d1: filter: 6: unknown key for a conv2d layer (did you mean filters?)");
+  CHECK_THROWS_WITH(parse(kHead + "kernel = 3\nunits = 6\n"),
+                    "m.toml:10: layer conv2d1: units: 6: unknown key for a conv2d layer (expected one of: type, name, "
+                    "scale, input, filters, kernel, stride, padding, activation, bias, weights_file, bias_file)");
+  CHECK_THROWS_WITH(parse(kHead + "kernel = \"3\"\n"),
+                    "m.toml:9: layer conv2d1: kernel: \"3\": expected an integer 1..65535 or [kh, kw] of integers 1..65535");
+  CHECK_THROWS_WITH(parse(kHead), "m.toml:6: layer conv2d1: kernel: required (an integer 1..65535 or [kh, kw] of integers 1..65535)");
+  CHECK_THROWS_WITH(parse(kHead + "kernel = 3\nstride = 0\n"), "m.toml:10: layer conv2d1: stride: 0: expected an integer 1..65535");
+  CHECK_THROWS_WITH(parse(kHead + "kernel = 3\nactivation = \"Relu\"\n"),
+                    "m.toml:10: layer conv2d1: activation: \"Relu\": expected one of none, relu, relu6, sigmoid, tanh (did you mean relu?)");
+  CHECK_THROWS_WITH(parse(kHead + "kernel = 4\npadding = \"same\"\n"),
+                    "m.toml:10: layer conv2d1: padding: \"same\": \"same\" needs an odd square kernel (this one is 4 x 4); give the padding in pixels");
+  CHECK_THROWS_WITH(parse(kHead + "kernel = 3\nscale = -1.0\n"), "m.toml:10: layer conv2d1: scale: -1.0: expected a number > 0");
+  CHECK_THROWS_WITH(parse(kHead + "kernel = 3\nbias = false\nbias_file = \"b.npy\"\n"),
+                    "m.toml:11: layer conv2d1: bias_file: \"b.npy\": given, but bias = false");
+  CHECK_THROWS_WITH(parse(std::string(kHead).replace(kHead.find("batch = 2"), 9, "batch = 0") + "kernel = 3\n"),
+                    "m.toml:3: [model]: batch: 0: expected an integer 1..65535");
+  CHECK_THROWS_WITH(parse(std::string(kHead).replace(kHead.find("[8, 8, 4]"), 9, "[8, 8, 4, 1]") + "kernel = 3\n"),
+                    "m.toml:4: [model]: input: [8, 8, 4, 1]: expected an array of 1 to 3 integers 1..65535: [features], "
+                    "[steps, features] or [height, width, channels]");
+  CHECK_THROWS_WITH(parse(std::string(kHead).replace(kHead.find("name"), 4, "nmae") + "kernel = 3\n"),
+                    "m.toml:2: [model]: nmae: \"t\": unknown key for [model] (did you mean name?)");
+  CHECK_THROWS_WITH(parse(std::string(kHead).replace(kHead.find("conv2d"), 6, "conv2") + "kernel = 3\n"),
+                    "m.toml:7: layer #1: type: \"conv2\": expected one of dense, conv2d, max_pool, avg_pool, flatten, add, mul, "
+                    "activation, lstm (did you mean conv2d?)");
+  CHECK_THROWS_WITH(parse(kHead + "kernel = 3\n[quantization]\nweights = \"per_layer\"\n"),
+                    "m.toml:11: [quantization]: weights: \"per_layer\": expected one of per_channel, per_tensor");
+  CHECK_THROWS_WITH(parse(kHead + "kernel = 3\n[layers]\n"),
+                    "m.toml:10: layers: unknown table or key (did you mean layer?); a description has [model], [quantization] and [[layer]]");
+  CHECK_THROWS_WITH(parse(kHead + "kernel = 3\nname = \"input\"\n"),
+                    "m.toml:10: layer input: name: \"input\": reserved for the model's input; choose another name");
+}
+
+TEST_CASE("model: layer inputs resolve by name") {
+  const std::string two = kHead + "kernel = 3\nname = \"a\"\n\n[[layer]]\ntype = \"max_pool\"\nsize = 2\n";
+  CHECK_THROWS_WITH(parse(two + "input = \"aa\"\n"),
+                    "m.toml:15: layer max_pool2: input: \"aa\": no such layer (did you mean a?); expected the name of a layer above or \"input\"");
+  CHECK_THROWS_WITH(parse(two + "input = \"max_pool2\"\n"), "m.toml:15: layer max_pool2: input: \"max_pool2\": a layer cannot read itself");
+  CHECK_THROWS_WITH(parse(kHead + "kernel = 3\ninput = \"p\"\n\n[[layer]]\ntype = \"max_pool\"\nsize = 2\nname = \"p\"\n"),
+                    "m.toml:10: layer conv2d1: input: \"p\": names a later layer (line 12); a layer reads only layers above it");
+  CHECK_THROWS_WITH(parse(two + "name = \"a\"\n"), "m.toml:15: layer a: name: \"a\": another layer has this name (line 6)");
+  CHECK_THROWS_WITH(parse(two + "inputs = [\"a\"]\n"),
+                    "m.toml:15: layer max_pool2: inputs: [\"a\"]: only add and mul layers take inputs; give input = \"name\"");
+  CHECK_THROWS_WITH(parse(two + "\n[[layer]]\ntype = \"add\"\ninput = \"a\"\n"),
+                    "m.toml:18: layer add3: input: \"a\": add layers read two layers: give inputs = [\"a\", \"b\"]");
+  CHECK_THROWS_WITH(parse(two + "\n[[layer]]\ntype = \"mul\"\ninputs = [\"a\"]\n"),
+                    "m.toml:18: layer mul3: inputs: [\"a\"]: expected two layer names, [\"a\", \"b\"]");
+  CHECK_THROWS_WITH(parse(two + "\n[[layer]]\ntype = \"mul\"\n"),
+                    "m.toml:16: layer mul3: inputs: required (two layer names, [\"a\", \"b\"])");
+}
+
+TEST_CASE("model: shape errors name the layer") {
+  CHECK_THROWS_WITH(parse(kHead + "kernel = 9\n"),
+                    "m.toml:9: layer conv2d1: kernel: 9: 9 x 9 is larger than the input map [8, 8, 4] padded by 0 (8 x 8)");
+  CHECK(parse(kHead + "kernel = 9\npadding = 1\n").layers[0].out == map_shape(2, 2, 4));
+  const std::string conv = kHead + "kernel = 3\n\n[[layer]]\n";
+  CHECK_THROWS_WITH(parse(conv + "type = \"dense\"\nunits = 10\n"),
+                    "m.toml:11: layer dense2: input: \"conv2d1\" [6, 6, 4]: dense reads a vector [c] or a sequence [steps, c], "
+                    "not a map; put a flatten layer before it");
+  CHECK_THROWS_WITH(parse(conv + "type = \"flatten\"\n"),
+                    "m.toml:11: layer flatten2: type: \"flatten\": flatten must feed a dense layer; here it is the model's output");
+  CHECK_THROWS_WITH(parse(conv + "type = \"flatten\"\n[[layer]]\ntype = \"activation\"\nactivation = \"relu\"\n"),
+                    "m.toml:11: layer flatten2: type: \"flatten\": flatten must feed a dense layer, but activation layer activation3 (line 13) reads it");
+  CHECK_THROWS_WITH(parse(conv + "type = \"max_pool\"\nsize = 7\n"),
+                    "m.toml:13: layer max_pool2: size: 7: the window is larger than the input map [6, 6, 4]");
+  CHECK_THROWS_WITH(parse(conv + "type = \"add\"\ninputs = [\"input\", \"conv2d1\"]\n"),
+                    "m.toml:13: layer add2: inputs: [\"input\", \"conv2d1\"]: add needs two equal shapes; input is [8, 8, 4] "
+                    "and conv2d1 is [6, 6, 4]");
+  CHECK_THROWS_WITH(parse(conv + "type = \"lstm\"\nunits = 4\n"),
+                    "m.toml:11: layer lstm2: input: \"conv2d1\" [6, 6, 4]: lstm reads a sequence [steps, c]");
+  CHECK_THROWS_WITH(parse("[model]\nname = \"v\"\nbatch = 1\ninput = [10]\n[[layer]]\ntype = \"conv2d\"\nfilters = 2\nkernel = 1\n"),
+                    "m.toml:5: layer conv2d1: input: \"input\" [10]: conv2d reads a map [h, w, c]");
+  CHECK_THROWS_WITH(parse("[model]\nname = \"v\"\nbatch = 1\ninput = [10]\n[[layer]]\ntype = \"flatten\"\n"),
+                    "m.toml:5: layer flatten1: input: \"input\" [10]: flatten reads a map [h, w, c] or a sequence [steps, c]; "
+                    "this input is already a vector");
+}
+
+TEST_CASE("model: syntax errors, missing tables and size limits") {
+  CHECK_THROWS_WITH(parse("[model]\nname = \n"), "m.toml:2:8: Error while parsing key-value pair: expected value, saw '\\n'");
+  CHECK_THROWS_WITH(parse("[[layer]]\ntype = \"flatten\"\n"),
+                    "m.toml:1: [model]: missing: a description needs a [model] table (name, batch, input)");
+  CHECK_THROWS_WITH(parse("[model]\nname = \"t\"\nbatch = 1\ninput = [3]\n"),
+                    "m.toml:1: [[layer]]: missing: a description needs at least one [[layer]] table");
+  CHECK_THROWS_WITH(parse("[model]\nname = \"t\"\nbatch = 1\ninput = [3]\n[layer]\ntype = \"dense\"\n"),
+                    "m.toml:5: layer: expected [[layer]] tables (an array of tables), not [layer]");
+  LoadOptions small;
+  small.max_values = 1000;
+  CHECK_THROWS_WITH(parse("[model]\nname = \"t\"\nbatch = 1\ninput = [30]\n[[layer]]\ntype = \"dense\"\nunits = 40\n", small),
+                    "m.toml:5: layer dense1: the model has more than 1000 parameters (weights and biases) up to this layer");
+  CHECK_THROWS_WITH(parse("[model]\nname = \"t\"\nbatch = 100\ninput = [30]\n[[layer]]\ntype = \"dense\"\nunits = 4\n", small),
+                    "m.toml:4: [model]: input: [30]: batch 100 x 30 = 3000 input values; at most 1000");
+  CHECK_THROWS_WITH(parse("[model]\nname = \"t\"\nbatch = 1\ninput = [65535, 65535, 65535]\n[[layer]]\ntype = \"flatten\"\n"),
+                    "m.toml:4: [model]: input: [65535, 65535, 65535]: more than 2^31 elements per sample");
+}
+
+TEST_CASE("model: a bad description never crashes") {
+  // Every prefix of a valid description, and single-byte corruptions of it, parse or throw
+  // InputError; nothing else.
+  const std::string text = kLeNet;
+  auto attempt = [](const std::string& t) {
+    try {
+      LoadOptions o;
+      o.max_values = 1 << 20;
+      parse_model(t, "f.toml", "/nonexistent", o);
+    } catch (const InputError&) {
+    }
+  };
+  for (size_t n = 0; n <= text.size(); ++n) REQUIRE_NOTHROW(attempt(text.substr(0, n)));
+  std::mt19937 rng(12345);
+  const std::string alphabet = "[]=\"',.#\n 0123456789-+abcdefghijklmnopqrstuvwxyz_{}";
+  for (int i = 0; i < 2000; ++i) {
+    std::string t = text;
+    for (int k = 0; k < 3; ++k) t[rng() % t.size()] = alphabet[rng() % alphabet.size()];
+    REQUIRE_NOTHROW(attempt(t));
+  }
+}
+
+TEST_CASE("model: load_model dispatches on the extension") {
+  test::ScratchDir dir;
+  test::write_text(dir / "lenet.toml", kLeNet);
+  test::write_text(dir / "topo.csv", "Layer name, IFMAP Height, IFMAP Width, Filter Height, Filter Width, Channels, Num Filter, Strides,\n"
+                                     "c1, 8, 8, 3, 3, 2, 4, 1,\n");
+  CHECK(load_model(dir / "lenet.toml").layers.size() == 8);
+  CHECK(load_model(dir / "lenet.toml").source == (dir / "lenet.toml").string());
+  const Model t = load_model(dir / "topo.csv");
+  CHECK(t.name == "topo");
+  CHECK(t.layers[0].out == map_shape(6, 6, 4));
+  CHECK_THROWS_WITH(load_model(dir / "missing.toml"), (dir / "missing.toml").string() + ": cannot open (no such file)");
+  CHECK_THROWS_WITH(load_model(dir / "prog.tpu"),
+                    (dir / "prog.tpu").string() + ": not a model (expected a .toml description or a .csv SCALE-Sim topology)");
+  CHECK(is_model_path("a/b.toml"));
+  CHECK(is_model_path("B.CSV"));
+  CHECK(!is_model_path("p.tpu"));
+  CHECK(!is_model_path("toml"));
+}
+
+TEST_CASE("model: the committed workload descriptions load") {
+  // Every model description under workloads/ must load (other .toml files there, such as sweep
+  // specs, have no [model] table).
+  size_t count = 0;
+  const auto root = test::source_dir() / "workloads";
+  if (!std::filesystem::exists(root)) return;
+  for (const auto& e : std::filesystem::recursive_directory_iterator(root)) {
+    if (e.path().extension() != ".toml" || test::read_text(e.path()).find("[model]") == std::string::npos) continue;
+    INFO(e.path().string());
+    CHECK_NOTHROW(load_model(e.path()));
+    ++count;
+  }
+  SUCCEED(count << " descriptions");
+}

@@ -1,2 +1,112 @@
-// placeholder: being written (issue 4)
+// SCALE-Sim topology import (compiler/scalesim.h): rows to conv2d layers, chaining by shape, the
+// format's habits tolerated, bad numbers named by line and column.
 #include <catch2/catch.hpp>
+
+#include <string>
+
+#include "compiler/model.h"
+#include "compiler/scalesim.h"
+#include "isa/error.h"
+
+using namespace tpusim;
+using namespace tpusim::compiler;
+
+namespace {
+
+const std::string kHeader =
+    "Layer name, IFMAP Height, IFMAP Width, Filter Height, Filter Width, Channels, Num Filter, Strides,\n";
+
+}  // namespace
+
+TEST_CASE("scalesim: rows become conv2d layers; a row chains when its input map is the previous output") {
+  // Conv1: (224 - 7) / 2 + 1 = 109; Conv2 reads 109 x 109 x 64 = Conv1's output: chained;
+  // FC reads 7 x 7 x 512: a model input of its own.
+  const std::string csv = kHeader +
+                          "Conv1, 224, 224, 7, 7, 3, 64, 2,\r\n"
+                          "\r\n"
+                          "Conv2,109,109,3,3,64,128,1\n"
+                          "FC, 7, 7, 7, 7, 512, 1000, 1,  \n";
+  const Model m = import_scalesim(csv, "nets/resnet_part.csv");
+  CHECK(m.name == "resnet_part");
+  CHECK(m.source == "nets/resnet_part.csv");
+  CHECK(m.batch == 1);
+  REQUIRE(m.layers.size() == 3);
+  REQUIRE(m.inputs.size() == 2);
+  CHECK(m.inputs[0].name == "Conv1_in");
+  CHECK(m.inputs[0].shape == map_shape(224, 224, 3));
+  CHECK(m.inputs[0].data.size() == 224 * 224 * 3);
+  CHECK(m.inputs[1].name == "FC_in");
+  CHECK(m.inputs[1].shape == map_shape(7, 7, 512));
+
+  const Layer& c1 = m.layers[0];
+  CHECK(c1.name == "Conv1");
+  CHECK(c1.type == LayerType::conv2d);
+  CHECK(c1.line == 2);
+  CHECK((c1.units == 64 && c1.kernel_h == 7 && c1.kernel_w == 7 && c1.stride == 2 && c1.pad == 0));
+  CHECK((!c1.use_bias && c1.bias.empty() && c1.activation == Activation::none));
+  CHECK(c1.inputs == std::vector<int>{model_input(0)});
+  CHECK(c1.out == map_shape(109, 109, 64));
+  CHECK(c1.weights.size() == 7 * 7 * 3 * 64);
+  CHECK(c1.weights == generate_weights(c1, map_shape(224, 224, 3), 1, 1));
+
+  CHECK(m.layers[1].line == 4);
+  CHECK(m.layers[1].inputs == std::vector<int>{0});
+  CHECK(m.layers[1].out == map_shape(107, 107, 128));
+  CHECK(m.layers[2].line == 5);
+  CHECK(m.layers[2].inputs == std::vector<int>{model_input(1)});
+  CHECK(m.layers[2].out == map_shape(1, 1, 1000));
+  CHECK(m.layers[2].weights.size() == 7 * 7 * 512 * 1000);
+  CHECK(m.inputs[1].data == generate_input(map_shape(7, 7, 512), 1, 1, 1));
+
+  LoadOptions o;
+  o.batch = 4;
+  const Model b = import_scalesim(csv, "x.csv", o);
+  CHECK(b.batch == 4);
+  CHECK(b.inputs[0].data.size() == 4 * 224 * 224 * 3);
+}
+
+TEST_CASE("scalesim: names are sanitized and made unique; the header is optional") {
+  const Model m = import_scalesim("conv 1, 8, 8, 3, 3, 2, 2, 1\n"
+                                  "conv 1, 6, 6, 3, 3, 2, 2, 1\n"
+                                  ", 4, 4, 1, 1, 2, 2, 1\n"
+                                  "conv_1, 9, 9, 1, 1, 2, 2, 1\n",
+                                  "t.csv");
+  REQUIRE(m.layers.size() == 4);
+  CHECK(m.layers[0].name == "conv_1");
+  CHECK(m.layers[1].name == "conv_1_2");
+  CHECK(m.layers[2].name == "layer3");
+  CHECK(m.layers[3].name == "conv_1_3");
+  CHECK(m.layers[1].inputs == std::vector<int>{0});
+  CHECK(m.layers[2].inputs == std::vector<int>{1});
+  CHECK(m.inputs.size() == 2);
+  CHECK(m.inputs[1].name == "conv_1_3_in");
+}
+
+TEST_CASE("scalesim: bad topologies name the file, line, column and value") {
+  CHECK_THROWS_WITH(import_scalesim(kHeader + "Conv1, 224, x, 7, 7, 3, 64, 2,\n", "t.csv"),
+                    "t.csv:2: IFMAP Width: \"x\": expected an integer 1..65535");
+  CHECK_THROWS_WITH(import_scalesim(kHeader + "Conv1, 224, 224, 7, 7, 0, 64, 2,\n", "t.csv"),
+                    "t.csv:2: Channels: \"0\": expected an integer 1..65535");
+  CHECK_THROWS_WITH(import_scalesim(kHeader + "Conv1, 224, 224, 7, 7, 3, -64, 2,\n", "t.csv"),
+                    "t.csv:2: Num Filter: \"-64\": expected an integer 1..65535");
+  CHECK_THROWS_WITH(import_scalesim(kHeader + "Conv1, 224, 224, 7, 7, 3, 64, 2.5,\n", "t.csv"),
+                    "t.csv:2: Strides: \"2.5\": expected an integer 1..65535");
+  CHECK_THROWS_WITH(import_scalesim(kHeader + "\nConv1, 4, 4, 5, 3, 3, 64, 1,\n", "t.csv"),
+                    "t.csv:3: Filter Height: 5: larger than IFMAP Height 4");
+  CHECK_THROWS_WITH(import_scalesim(kHeader + "Conv1, 4, 4, 3, 3, 3, 64,\n", "t.csv"),
+                    "t.csv:2: 7 columns; expected 8 (Layer name, IFMAP Height, IFMAP Width, Filter Height, Filter Width, "
+                    "Channels, Num Filter, Strides)");
+  CHECK_THROWS_WITH(import_scalesim("Layer, M, N, K,\nfc1, 10, 20, 30,\n", "gemm.csv"),
+                    "gemm.csv:1: header: expected the SCALE-Sim conv topology columns: Layer name, IFMAP Height, IFMAP Width, "
+                    "Filter Height, Filter Width, Channels, Num Filter, Strides");
+  CHECK_THROWS_WITH(import_scalesim(kHeader + "\n\n", "t.csv"),
+                    "t.csv: no layers: expected rows of Layer name, IFMAP Height, IFMAP Width, Filter Height, Filter Width, "
+                    "Channels, Num Filter, Strides");
+  CHECK_THROWS_WITH(import_scalesim("", "t.csv"), Catch::Matchers::Contains("t.csv: no layers"));
+  LoadOptions small;
+  small.max_values = 1000;
+  CHECK_THROWS_WITH(import_scalesim(kHeader + "c, 4, 4, 3, 3, 8, 64, 1,\n", "t.csv", small),
+                    "t.csv:2: the model has more than 1000 weights up to this layer");
+  CHECK_THROWS_WITH(import_scalesim(kHeader + "c, 40, 40, 3, 3, 8, 2, 1,\n", "t.csv", small),
+                    "t.csv:2: the model's inputs have more than 1000 values");
+}
