@@ -611,15 +611,14 @@ void fill_parameters(LayerSpec& s, const Shape& in, const Model& m, size_t posit
       auto v = load_array(sec, "bias_file", f, base_dir, {4, l.units}, "[4, units], gates i, f, g, o");
       l.bias.insert(l.bias.end(), v.begin(), v.end());
     }
-  } else if (!s.weights_files.empty()) {
+  } else {
     const bool conv = l.type == LayerType::conv2d;
-    l.weights = load_array(sec, "weights_file", s.weights_files[0], base_dir,
-                           conv ? std::vector<uint64_t>{l.kernel_h, l.kernel_w, in.c, l.units} : std::vector<uint64_t>{in.c, l.units},
-                           conv ? "[kh, kw, c, filters]" : "[in, units]");
+    if (!s.weights_files.empty())
+      l.weights = load_array(sec, "weights_file", s.weights_files[0], base_dir,
+                             conv ? std::vector<uint64_t>{l.kernel_h, l.kernel_w, in.c, l.units} : std::vector<uint64_t>{in.c, l.units},
+                             conv ? "[kh, kw, c, filters]" : "[in, units]");
     if (!s.bias_files.empty())
       l.bias = load_array(sec, "bias_file", s.bias_files[0], base_dir, {l.units}, conv ? "[filters]" : "[units]");
-  } else if (!s.bias_files.empty()) {
-    l.bias = load_array(sec, "bias_file", s.bias_files[0], base_dir, {l.units}, "[units]");
   }
   if (l.weights.empty()) l.weights = generate_weights(l, in, m.seed, position);
   if (l.bias.empty() && l.use_bias) l.bias = generate_bias(l, m.seed, position);

@@ -1,5 +1,6 @@
 // SCALE-Sim topology CSVs (v2 conv format) as conv2d models. Tolerant of the format's habits
-// (a header row, trailing commas, spaces, blank lines, CRLF); strict about every number.
+// (a header row, trailing commas, spaces and tabs, blank lines, CRLF, notes in columns after the
+// eighth, as SCALE-Sim itself reads only eight); strict about every number.
 #include "compiler/scalesim.h"
 
 #include <fmt/format.h>
@@ -78,15 +79,15 @@ class TopologyReader {
   }
 
   void header(int line, const std::vector<std::string_view>& f) {
-    bool ok = f.size() == kColumns.size();
-    for (size_t i = 0; ok && i < f.size(); ++i) ok = normalized(f[i]).starts_with(normalized(kColumns[i]));
+    bool ok = f.size() >= kColumns.size();
+    for (size_t i = 0; ok && i < kColumns.size(); ++i) ok = normalized(f[i]).starts_with(normalized(kColumns[i]));
     if (!ok)
       fail(line, fmt::format("header: expected the SCALE-Sim conv topology columns: {}", fmt::join(kColumns, ", ")));
-    for (size_t i = 0; i < f.size(); ++i) names_[i] = std::string(f[i]);
+    for (size_t i = 0; i < kColumns.size(); ++i) names_[i] = std::string(f[i]);
   }
 
   Row row(int line, const std::vector<std::string_view>& f, size_t position) const {
-    if (f.size() != kColumns.size())
+    if (f.size() < kColumns.size())  // columns after the eighth (notes, in some topologies) are ignored
       fail(line, fmt::format("{} columns; expected {} ({})", f.size(), kColumns.size(), fmt::join(kColumns, ", ")));
     Row r;
     r.line = line;

@@ -320,6 +320,15 @@ TEST_CASE("model: .npy problems name the description, the layer and the file") {
                     Contains("e.toml:8: layer dense1: weights_file: \"i2.npy\": ") && Contains("unsupported dtype '<i2'"));
   CHECK_THROWS_WITH(load("[[layer]]\ntype = \"lstm\"\nunits = 3\nstack = 2\nweights_file = [\"w.npy\"]\n"),
                     "e.toml:9: layer lstm1: weights_file: [\"w.npy\"]: expected an array of 2 .npy file names (one per stacked layer)");
+  const std::string conv_head = "[model]\nname = \"c\"\nbatch = 1\ninput = [5, 5, 2]\n[[layer]]\ntype = \"conv2d\"\n"
+                                "filters = 3\nkernel = [3, 2]\n";
+  CHECK_THROWS_WITH(parse_model(conv_head + "bias_file = \"w.npy\"\n", "c.toml", dir.path()),
+                    "c.toml:9: layer conv2d1: bias_file: \"w.npy\": shape [3, 4]; expected [3] ([filters])");
+  write_npy(dir / "k.npy", npy_float32({3, 2, 2, 3}, std::vector<float>(36, 0.5f)));
+  const Model conv = parse_model(conv_head + "weights_file = \"k.npy\"\n", "c.toml", dir.path());
+  CHECK(conv.layers[0].weights == std::vector<float>(36, 0.5f));
+  CHECK(conv.layers[0].out == map_shape(3, 4, 3));
+  CHECK(conv.layers[0].bias.size() == 3);
   const std::string dense = "[[layer]]\ntype = \"dense\"\nunits = 3\n";
   CHECK(load("input_file = \"x.npy\"\n" + dense).inputs[0].data.size() == 8);
   CHECK_THROWS_WITH(load("input_file = \"w.npy\"\n" + dense),

@@ -82,6 +82,23 @@ TEST_CASE("scalesim: names are sanitized and made unique; the header is optional
   CHECK(m.inputs[1].name == "conv_1_3_in");
 }
 
+TEST_CASE("scalesim: notes after the eighth column and empty rows are ignored, as SCALE-Sim does") {
+  // As in SCALE-Sim's own Resnet50.csv and mobilnet_paper.csv.
+  const Model m = import_scalesim(
+      "Layer name, IFMAP Height, IFMAP Width, Filter Height, Filter Width, Channels, Num Filter, Strides,,,Eh,Ew,e2\n"
+      ",,,,,,,,,,,,\n"
+      "Conv1,224,224,7,7,3,64,2,,,110,110,12100\n"
+      "\tConv2_dw, 109, 109, 3, 3, 64, 64, 1,#dw\n"
+      "FC6,1,1,1,1,2048,1000,1",
+      "resnet.csv");
+  REQUIRE(m.layers.size() == 3);
+  CHECK(m.layers[0].line == 3);
+  CHECK(m.layers[1].name == "Conv2_dw");
+  CHECK(m.layers[1].inputs == std::vector<int>{0});
+  CHECK(m.layers[2].out == map_shape(1, 1, 1000));
+  CHECK(m.inputs.size() == 2);
+}
+
 TEST_CASE("scalesim: bad topologies name the file, line, column and value") {
   CHECK_THROWS_WITH(import_scalesim(kHeader + "Conv1, 224, x, 7, 7, 3, 64, 2,\n", "t.csv"),
                     "t.csv:2: IFMAP Width: \"x\": expected an integer 1..65535");
