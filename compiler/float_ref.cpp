@@ -201,13 +201,14 @@ Data LayerRun::lstm(std::vector<double>& cell_max) const {
       std::fill(c.begin(), c.end(), 0.0);
       for (uint64_t t = 0; t < steps; ++t) {
         const float* xt = &seq[(img * steps + t) * in_c];
-        for (uint64_t g = 0; g < 4; ++g) {
+        for (uint64_t g = 0; g < 4; ++g) {  // z_g = b_g + [x_t, h_{t-1}] W_g, row by row
           const float* w = &layer.weights[offset + g * rows * u];
-          for (uint64_t j = 0; j < u; ++j) {
-            double acc = layer.bias.empty() ? 0.0 : layer.bias[(l * 4 + g) * u + j];
-            for (uint64_t k = 0; k < in_c; ++k) acc += double{xt[k]} * w[k * u + j];
-            for (uint64_t k = 0; k < u; ++k) acc += h[k] * w[(in_c + k) * u + j];
-            z[g * u + j] = acc;
+          double* zg = &z[g * u];
+          for (uint64_t j = 0; j < u; ++j) zg[j] = layer.bias.empty() ? 0.0 : layer.bias[(l * 4 + g) * u + j];
+          for (uint64_t k = 0; k < rows; ++k) {
+            const double v = k < in_c ? double{xt[k]} : h[k - in_c];
+            const float* row = w + k * u;
+            for (uint64_t j = 0; j < u; ++j) zg[j] += v * row[j];
           }
         }
         for (uint64_t j = 0; j < u; ++j) {

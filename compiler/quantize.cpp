@@ -66,6 +66,7 @@
 #include <limits>
 #include <optional>
 #include <set>
+#include <stdexcept>
 #include <string>
 #include <utility>
 #include <vector>
@@ -111,12 +112,15 @@ Shape seq_of(uint64_t steps, uint64_t c) { return Shape{2, steps, 1, c}; }
 
 class Quantizer {
  public:
-  explicit Quantizer(const Model& m) : m_(m), run_(run_float_detailed(m)), tensor_of_(m.layers.size(), -1) {}
+  Quantizer(const Model& m, const FloatRun& run) : m_(m), run_(run), tensor_of_(m.layers.size(), -1) {
+    if (run.outputs.size() != m.layers.size() || run.lstm_cell_max.size() != m.layers.size())
+      throw std::invalid_argument("quantize: the float run is not of this model");
+  }
   QGraph run() &&;
 
  private:
   const Model& m_;
-  FloatRun run_;
+  const FloatRun& run_;
   QGraph g_;
   std::vector<int> tensor_of_;  // each layer's output tensor; a flatten layer's: its input's
   std::set<std::string> names_;
@@ -448,6 +452,8 @@ QGraph Quantizer::run() && {
 
 }  // namespace
 
-QGraph quantize(const Model& model) { return Quantizer(model).run(); }
+QGraph quantize(const Model& model) { return quantize(model, run_float_detailed(model)); }
+
+QGraph quantize(const Model& model, const FloatRun& calibration) { return Quantizer(model, calibration).run(); }
 
 }  // namespace tpusim::compiler

@@ -7,6 +7,7 @@
 #include <cstdint>
 
 #include "compiler/graph.h"
+#include "compiler/reference.h"
 
 namespace tpusim::compiler {
 
@@ -23,5 +24,9 @@ Requant requant_for(double factor);
 // model's inputs (max |x| / 127). Throws InputError naming the layer when a layer cannot be
 // quantized.
 QGraph quantize(const Model& model);
+
+// The same, calibrated on a float run the caller already has (run_float_detailed(model)), so
+// that a pipeline which also reports the quantization error runs the float reference once.
+QGraph quantize(const Model& model, const FloatRun& calibration);
 
 }  // namespace tpusim::compiler

@@ -369,6 +369,19 @@ TEST_CASE("quantizer errors name the layer", "[quantize]") {
   }
 }
 
+TEST_CASE("quantize with the caller's float run gives the same graph", "[quantize]") {
+  Builder b(seq(3, 4), 2, 9);
+  b.dense(b.lstm(model_input(0), 4, 1, false), 2, Activation::relu);
+  const QGraph a = quantize(b.m), c = quantize(b.m, run_float_detailed(b.m));
+  REQUIRE(a.ops.size() == c.ops.size());
+  REQUIRE(a.tensors.size() == c.tensors.size());
+  for (size_t i = 0; i < a.tensors.size(); ++i) CHECK(a.tensors[i].scale == c.tensors[i].scale);
+  CHECK(run_golden(a) == run_golden(c));
+  FloatRun wrong = run_float_detailed(b.m);
+  wrong.outputs.pop_back();
+  CHECK_THROWS_AS(quantize(b.m, wrong), std::invalid_argument);
+}
+
 TEST_CASE("calibrated scales: max |x| / 127; all-zero tensors get 1/127", "[quantize]") {
   Builder b(vec(3), 1, 1);
   b.m.inputs[0].data = {0.5f, -2.54f, 1.0f};
