@@ -7,7 +7,7 @@
 //   description (.toml, docs/model-format.md) --parse--> Model --quantize--> QGraph --lower--> Program
 //
 // Tensors are per-sample shapes plus a batch; data are stored batch-major in NHWC order:
-// element (n, y, x, c) of a [h, w, c] tensor is at ((n * h + y) * w + x) * c + c. A vector [c] is
+// element (n, y, x, k) of a [h, w, c] tensor is at ((n * h + y) * w + x) * c + k. A vector [c] is
 // h = w = 1; a sequence [steps, c] is h = steps, w = 1 (time step t = pixel t).
 #pragma once
 

@@ -1,2 +1,157 @@
-// placeholder: being written (issue 4)
+// End to end: model descriptions compiled for an architecture, simulated on every engine (same
+// cycles and counters, memories equal to the ISA reference executor) and the output region
+// compared bit for bit with the golden model reference. The workloads under workloads/ and
+// random small models on random small arrays.
 #include <catch2/catch.hpp>
+#include <filesystem>
+#include <random>
+#include <sstream>
+
+#include "graph_builder.h"
+#include "compiler/model.h"
+
+namespace tpusim::test {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+const fs::path kWorkloads = fs::path(TPUSIM_SOURCE_DIR) / "workloads";
+
+// Compiles `model`, runs it on the given engines and checks the output against the golden
+// reference; returns the fast engine's cycles.
+uint64_t check_model(compiler::Model model, const sim::Arch& arch, bool all_engines) {
+  const std::string name = model.name;
+  const compiler::Compiled c = compiler::compile_model(std::move(model), arch);
+  REQUIRE(isa::check_program(c.program).empty());
+  INFO(name << " on " << arch.name << " (" << arch.array_rows << "x" << arch.array_cols << ")");
+  sim::RunResult fast;
+  if (all_engines) {
+    EngineRuns r = run_all(c.program, arch);
+    fast = std::move(r.fast);
+    for (const sim::HostBuffer& h : r.stepped.state->host)
+      if (h.name == "output") CHECK(compiler::check_output(c, h.bytes, arch).matches);
+  } else {
+    fast = sim::simulate(c.program, arch, {sim::Engine::fast, 0});
+    const sim::RunResult timing = sim::simulate(c.program, arch, {sim::Engine::timing, 0});
+    REQUIRE(timing.cycles == fast.cycles);
+    REQUIRE(timing.matrix == fast.matrix);
+  }
+  for (const sim::HostBuffer& h : fast.state->host)
+    if (h.name == "output") {
+      const compiler::OutputCheck check = compiler::check_output(c, h.bytes, arch);
+      INFO(check.first_difference);
+      CHECK(check.matches);
+      // The quantized model stays close to the float one (a few percent of the output range).
+      CHECK(check.error.relative < 0.25);
+    }
+  return fast.cycles;
+}
+
+sim::Arch square(uint64_t n, uint64_t ub_rows = 32768, uint64_t acc = 256) {
+  sim::Arch a = small_arch();
+  a.name = "test-" + std::to_string(n);
+  a.array_rows = a.array_cols = n;
+  a.ub_bytes = ub_rows * n;
+  a.acc_entries = acc;
+  return a;
+}
+
+compiler::Model load(const std::string& rel, std::optional<uint64_t> batch = std::nullopt) {
+  compiler::LoadOptions o;
+  o.batch = batch;
+  return compiler::load_model(kWorkloads / rel, o);
+}
+
+}  // namespace
+
+TEST_CASE("the small workloads run bit-exact on every engine, on tpu-v1 and on a 16 x 16 array") {
+  for (const char* w : {"small/mnist_mlp.toml", "small/lenet5.toml", "small/lstm1.toml", "small/tiny_cnn.toml",
+                        "small/resblock.toml"}) {
+    SECTION(w) {
+      check_model(load(w, 2), sim::Arch{}, true);
+      check_model(load(w), square(16), true);
+    }
+  }
+}
+
+TEST_CASE("the six TPU paper workloads compile and run bit-exact on the fast and timing engines at batch 2") {
+  for (const char* w : {"tpu-v1/mlp0.toml", "tpu-v1/mlp1.toml", "tpu-v1/lstm0.toml", "tpu-v1/lstm1.toml",
+                        "tpu-v1/cnn0.toml", "tpu-v1/cnn1.toml"}) {
+    SECTION(w) { check_model(load(w, 2), sim::Arch{}, false); }
+  }
+}
+
+// A random description: a map, vector or sequence input and a few layers of every kind.
+std::string random_description(std::mt19937& rng, int index) {
+  const auto pick = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
+  const char* acts[] = {"none", "relu", "relu6", "sigmoid", "tanh"};
+  std::ostringstream head, d;
+  head << "[model]\nname = \"random" << index << "\"\nbatch = " << pick(1, 5) << "\nseed = " << pick(1, 1000) << "\n";
+  const int kind = pick(0, 2);
+  if (kind == 0) {  // a CNN: convolutions (1x1 or 3x3, padded or not, strided or not), pools, residuals
+    int h = pick(5, 10), w = pick(5, 10), c = pick(1, 12);
+    head << "input = [" << h << ", " << w << ", " << c << "]\n";
+    for (int l = 0, layers = pick(1, 4); l < layers; ++l) {
+      const int k = pick(0, 1) ? 3 : 1, stride = pick(0, 3) == 0 ? 2 : 1, pad = k == 3 ? pick(0, 1) : 0;
+      if (h + 2 * pad < k || w + 2 * pad < k) break;
+      c = pick(1, 20);
+      d << "[[layer]]\ntype = \"conv2d\"\nname = \"conv" << l << "\"\nfilters = " << c << "\nkernel = " << k
+        << "\nstride = " << stride << "\npadding = " << pad << "\nactivation = \"" << acts[pick(0, 2)] << "\"\n";
+      h = (h + 2 * pad - k) / stride + 1;
+      w = (w + 2 * pad - k) / stride + 1;
+      if (pick(0, 2) == 0) {  // conv 3x3 same, added to the conv's output (and maybe squared)
+        d << "[[layer]]\ntype = \"conv2d\"\nname = \"res" << l << "\"\nfilters = " << c
+          << "\nkernel = 3\npadding = \"same\"\n[[layer]]\ntype = \"add\"\nname = \"sum" << l << "\"\ninputs = [\"res"
+          << l << "\", \"conv" << l << "\"]\nactivation = \"relu\"\n";
+        if (pick(0, 1))
+          d << "[[layer]]\ntype = \"mul\"\ninputs = [\"sum" << l << "\", \"res" << l << "\"]\n";
+      }
+      if (pick(0, 2) == 0 && h >= 2 && w >= 2) {
+        d << "[[layer]]\ntype = \"" << (pick(0, 1) ? "max_pool" : "avg_pool") << "\"\nsize = 2\n";
+        h = (h - 2) / 2 + 1;
+        w = (w - 2) / 2 + 1;
+      }
+    }
+    d << "[[layer]]\ntype = \"flatten\"\n[[layer]]\ntype = \"dense\"\nunits = " << pick(1, 12) << "\n";
+  } else if (kind == 1) {  // an MLP
+    head << "input = [" << pick(1, 40) << "]\n";
+    for (int l = pick(1, 4); l > 0; --l)
+      d << "[[layer]]\ntype = \"dense\"\nunits = " << pick(1, 40) << "\nactivation = \"" << acts[pick(0, 4)]
+        << "\"\nbias = " << (pick(0, 1) ? "true" : "false") << "\n";
+  } else {  // an LSTM (stacked or not), then a dense layer on its last (or every) step
+    head << "input = [" << pick(1, 4) << ", " << pick(1, 20) << "]\n";
+    d << "[[layer]]\ntype = \"lstm\"\nunits = " << pick(1, 20) << "\nstack = " << pick(1, 2)
+      << "\nreturn_sequences = " << (pick(0, 1) ? "true" : "false") << "\n";
+    d << "[[layer]]\ntype = \"dense\"\nunits = " << pick(1, 10) << "\n";
+  }
+  if (pick(0, 1)) head << "[quantization]\nweights = \"per_tensor\"\n";
+  return head.str() + d.str();
+}
+
+TEST_CASE("random small models run bit-exact on every engine on random small arrays") {
+  std::mt19937 rng(2026);
+  const uint64_t sizes[][2] = {{4, 4}, {8, 8}, {4, 8}, {8, 4}, {16, 16}};
+  int ran = 0;
+  for (int i = 0; i < 40; ++i) {
+    const std::string text = random_description(rng, i);
+    const auto& s = sizes[i % 5];
+    sim::Arch a = square(s[0]);
+    a.array_cols = s[1];
+    a.ub_bytes = 8192 * a.ub_row_bytes();
+    a.weight_fifo_tiles = 1 + i % 4;
+    INFO("model " << i << ":\n" << text);
+    compiler::Model m;
+    try {
+      m = compiler::parse_model(text, "random.toml", ".");
+    } catch (const InputError& e) {
+      INFO(e.what());
+      FAIL("the generator wrote a description the parser refuses");
+    }
+    check_model(std::move(m), a, true);
+    ++ran;
+  }
+  CHECK(ran == 40);
+}
+
+}  // namespace tpusim::test

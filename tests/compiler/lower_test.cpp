@@ -15,13 +15,13 @@ using isa::Opcode;
 
 namespace {
 
-// An 8 x 8 array (lanes of 8 channels) with 2048 UB rows and 64 accumulator rows.
+// An 8 x 8 array (lanes of 8 channels) with 2048 UB rows and 256 accumulator rows.
 sim::Arch arch8() {
   sim::Arch a = small_arch();
   a.name = "test-8x8";
   a.array_rows = a.array_cols = 8;
   a.ub_bytes = 2048 * 8;
-  a.acc_entries = 64;
+  a.acc_entries = 256;
   return a;
 }
 
@@ -118,8 +118,14 @@ TEST_CASE("identical weight tiles are stored once and fetched for every use") {
   const isa::Program p = lower_and_check(b.g, arch8());
   CHECK(p.weights.size() == 64);
   CHECK(count(p, Opcode::read_weights) == 2);
-  // Layer b reads what layer a's activate wrote: exactly one sync on the activation unit (bit 3).
-  CHECK(count(p, Opcode::sync, Field::units, 8) == 1);
+  // The syncs, in order (mask bits: host 1, matrix 4, act 8): layer a's matmul reads the input
+  // DMA's rows (RAW on host); layer b's matmul reads layer a's activate output (RAW on act);
+  // layer b's activate writes y into the rows x had, which layer a's matmul read (WAR on matrix);
+  // the output DMA reads y (RAW on act).
+  std::vector<uint64_t> masks;
+  for (const auto& in : p.code)
+    if (in.opcode == Opcode::sync) masks.push_back(in[Field::units]);
+  CHECK(masks == std::vector<uint64_t>{1, 8, 4, 8});
 }
 
 TEST_CASE("time steps read and write pixels of sequences through views") {
@@ -178,7 +184,9 @@ TEST_CASE("a batch larger than half the accumulators is refused") {
   const int x = b.input(vector_shape(8)), y = b.tensor("y", vector_shape(8));
   b.add(b.matmul({whole(x)}, whole(y)), "fc");
   b.g.output = y;
-  CHECK_THROWS_WITH(compiler::lower(b.g, arch8()), Catch::Contains("batch 40 must be 1 to 32"));
+  sim::Arch a = arch8();
+  a.acc_entries = 64;
+  CHECK_THROWS_WITH(compiler::lower(b.g, a), Catch::Contains("batch 40 must be 1 to 32 (half the accumulators, acc_entries = 64)"));
 }
 
 }  // namespace tpusim::test
