@@ -265,7 +265,7 @@ TEST_CASE("dense after flatten: one MatmulOp whose kernel is the whole map", "[q
   CHECK(error_of(b.m).relative < 0.03);
 }
 
-TEST_CASE("per-tensor without bias: one mult and no bias; otherwise N of each", "[quantize]") {
+TEST_CASE("per-tensor without bias: one mult and no bias, otherwise N of each", "[quantize]") {
   for (bool per_channel : {false, true})
     for (bool bias : {false, true}) {
       Builder b(vec(6), 1, 5);
@@ -382,7 +382,7 @@ TEST_CASE("quantize with the caller's float run gives the same graph", "[quantiz
   CHECK_THROWS_AS(quantize(b.m, wrong), std::invalid_argument);
 }
 
-TEST_CASE("calibrated scales: max |x| / 127; all-zero tensors get 1/127", "[quantize]") {
+TEST_CASE("calibrated scales: max |x| / 127, all-zero tensors get 1/127", "[quantize]") {
   Builder b(vec(3), 1, 1);
   b.m.inputs[0].data = {0.5f, -2.54f, 1.0f};
   b.activation(model_input(0), Activation::relu);

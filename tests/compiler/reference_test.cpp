@@ -180,7 +180,7 @@ TEST_CASE("golden matmul: int32 accumulation wraps around", "[reference]") {
   CHECK(output_of(g) == std::vector<int8_t>{-121});
 }
 
-TEST_CASE("golden matmul: per-column table with biases, relux clip; two inputs concatenated", "[reference]") {
+TEST_CASE("golden matmul: per-column table with biases, relux clip, two inputs concatenated", "[reference]") {
   // inputs a = {2}, b = {3, -1} (K = 3), w[k][j] = {{1, 2}, {4, -1}, {5, 0}}:
   // acc = {2 + 12 - 5, 4 - 3 + 0} = {9, 1}; bias {1, -7}: {10, -6};
   // col 0: x 3 / 2^1 = 15; col 1: x 5 / 2^0 = -30. relux clip 12: {12, 0}.
@@ -207,7 +207,7 @@ TEST_CASE("golden matmul: per-column table with biases, relux clip; two inputs c
   CHECK(output_of(g) == std::vector<int8_t>{15, -30});
 }
 
-TEST_CASE("golden vec: sigmoid and tanh read Q3.4 and write Q0.7; views select pixels", "[reference]") {
+TEST_CASE("golden vec: sigmoid and tanh read Q3.4 and write Q0.7, views select pixels", "[reference]") {
   // pass of pixel 1 of a 2-pixel sequence {{0, 16}, {-16, 100}}: sigmoid(0) = 0.5 -> 63.5 -> 64,
   // sigmoid(1) -> 127 x 0.731 = 92.8 -> 93, tanh(-1) -> -96.7 -> -97, tanh(6.25) -> 127.
   QGraph g;

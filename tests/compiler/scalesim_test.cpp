@@ -18,7 +18,7 @@ const std::string kHeader =
 
 }  // namespace
 
-TEST_CASE("scalesim: rows become conv2d layers; a row chains when its input map is the previous output") {
+TEST_CASE("scalesim: rows become conv2d layers, a row chains when its input map is the previous output") {
   // Conv1: (224 - 7) / 2 + 1 = 109; Conv2 reads 109 x 109 x 64 = Conv1's output: chained;
   // FC reads 7 x 7 x 512: a model input of its own.
   const std::string csv = kHeader +
@@ -65,7 +65,7 @@ TEST_CASE("scalesim: rows become conv2d layers; a row chains when its input map 
   CHECK(b.inputs[0].data.size() == 4 * 224 * 224 * 3);
 }
 
-TEST_CASE("scalesim: names are sanitized and made unique; the header is optional") {
+TEST_CASE("scalesim: names are sanitized and made unique, the header is optional") {
   const Model m = import_scalesim("conv 1, 8, 8, 3, 3, 2, 2, 1\n"
                                   "conv 1, 6, 6, 3, 3, 2, 2, 1\n"
                                   ", 4, 4, 1, 1, 2, 2, 1\n"
