@@ -36,6 +36,20 @@ namespace {
 
 using Data = std::vector<float>;
 
+// The inner loops, compiled for x86-64-v3 (AVX2, FMA) and baseline x86-64, chosen when the
+// program loads (as sim/activation.cpp does).
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#define TPUSIM_REF_CLONES __attribute__((target_clones("arch=x86-64-v3", "default")))
+#else
+#define TPUSIM_REF_CLONES
+#endif
+
+// a[j] += v x row[j] for j < n, a product rounded and then a sum rounded on every target (no
+// fused multiply-add), so calibrated scales and hence compiled programs do not depend on the host.
+TPUSIM_REF_CLONES __attribute__((optimize("fp-contract=off"))) void multiply_add(float* __restrict a, const float* __restrict row, float v, uint64_t n) {
+  for (uint64_t j = 0; j < n; ++j) a[j] += v * row[j];
+}
+
 std::string dims(const Shape& s) { return fmt::format("{} x {} x {}", s.h, s.w, s.c); }
 
 float activate(Activation a, double x) {
@@ -83,25 +97,61 @@ struct LayerRun {
   Data lstm(std::vector<double>& cell_max) const;
 };
 
+// A convolution's geometry: input map h x w x c, kernel kh x kw, stride, zero padding; output
+// oh x ow x n. A dense layer is the 1 x 1 case over every pixel.
+struct ConvGeometry {
+  uint64_t h, w, c, kh, kw, stride, pad, oh, ow, n;
+};
+
+// out[img][oy][ox][j] = act(b[j] + sum_{r,q,k} x[img][oy*stride + r - pad][ox*stride + q - pad][k]
+// w[r][q][k][j]), zero outside the map, accumulated in float. Output positions go in blocks of
+// kBlock that share each weight row while it is in cache (large layers would otherwise stream
+// their weights once per position).
+Data convolve(const Data& x, const ConvGeometry& g, uint64_t batch, const float* w, const float* b,
+              Activation act) {
+  constexpr uint64_t kBlock = 16;
+  const uint64_t n = g.n, per_image = g.oh * g.ow, positions = batch * per_image;
+  Data out(positions * n);
+  std::vector<float> acc(kBlock * n);
+  const float* px[kBlock];
+  for (uint64_t p0 = 0; p0 < positions; p0 += kBlock) {
+    const uint64_t count = std::min(kBlock, positions - p0);
+    for (uint64_t i = 0; i < count; ++i)
+      for (uint64_t j = 0; j < n; ++j) acc[i * n + j] = b ? b[j] : 0.0f;
+    for (uint64_t r = 0; r < g.kh; ++r)
+      for (uint64_t q = 0; q < g.kw; ++q) {
+        for (uint64_t i = 0; i < count; ++i) {  // each position's input pixel for this tap
+          const uint64_t img = (p0 + i) / per_image, o = (p0 + i) % per_image;
+          const uint64_t iy = o / g.ow * g.stride + r, ix = o % g.ow * g.stride + q;  // padded coordinates
+          const bool inside = iy >= g.pad && ix >= g.pad && iy - g.pad < g.h && ix - g.pad < g.w;
+          px[i] = inside ? &x[((img * g.h + iy - g.pad) * g.w + ix - g.pad) * g.c] : nullptr;
+        }
+        const float* tap = w + (r * g.kw + q) * g.c * n;
+        for (uint64_t k = 0; k < g.c; ++k) {
+          const float* row = tap + k * n;
+          for (uint64_t i = 0; i < count; ++i) {
+            const float v = px[i] ? px[i][k] : 0.0f;
+            if (v == 0.0f) continue;
+            multiply_add(&acc[i * n], row, v, n);
+          }
+        }
+      }
+    for (uint64_t i = 0; i < count; ++i)
+      for (uint64_t j = 0; j < n; ++j) out[(p0 + i) * n + j] = activate(act, acc[i * n + j]);
+  }
+  return out;
+}
+
 // out[p][j] = act(b[j] + sum_k x[p][k] w[k][j]) for every pixel p (a step of a sequence).
 Data LayerRun::dense() const {
   expect_inputs(1);
   const Shape& s = *in[0];
-  const uint64_t k = s.c, n = layer.units, pixels = batch() * s.pixels();
+  const uint64_t k = s.c, n = layer.units;
   expect_out(s.h, s.w, n);
   expect_size(layer.weights, k * n, "weights");
   const float* b = bias_or_null(n);
-  Data out(pixels * n);
-  std::vector<double> acc(n);
-  for (uint64_t p = 0; p < pixels; ++p) {
-    for (uint64_t j = 0; j < n; ++j) acc[j] = b ? b[j] : 0.0;
-    for (uint64_t i = 0; i < k; ++i) {
-      const double v = (*x[0])[p * k + i];
-      for (uint64_t j = 0; j < n; ++j) acc[j] += v * layer.weights[i * n + j];
-    }
-    for (uint64_t j = 0; j < n; ++j) out[p * n + j] = activate(layer.activation, acc[j]);
-  }
-  return out;
+  const ConvGeometry g{s.pixels(), 1, k, 1, 1, 1, 0, s.pixels(), 1, n};
+  return convolve(*x[0], g, batch(), layer.weights.data(), b, layer.activation);
 }
 
 Data LayerRun::conv2d() const {
@@ -115,25 +165,8 @@ Data LayerRun::conv2d() const {
   expect_out(oh, ow, n);
   expect_size(layer.weights, kh * kw * c * n, "weights");
   const float* b = bias_or_null(n);
-  Data out(batch() * oh * ow * n);
-  std::vector<double> acc(n);
-  for (uint64_t img = 0; img < batch(); ++img)
-    for (uint64_t oy = 0; oy < oh; ++oy)
-      for (uint64_t ox = 0; ox < ow; ++ox) {
-        for (uint64_t j = 0; j < n; ++j) acc[j] = b ? b[j] : 0.0;
-        for (uint64_t r = 0; r < kh; ++r)
-          for (uint64_t q = 0; q < kw; ++q) {
-            const uint64_t iy = oy * st + r, ix = ox * st + q;  // + pad
-            if (iy < pad || ix < pad || iy - pad >= s.h || ix - pad >= s.w) continue;
-            const float* px = &(*x[0])[((img * s.h + iy - pad) * s.w + ix - pad) * c];
-            const float* w = &layer.weights[(r * kw + q) * c * n];
-            for (uint64_t k = 0; k < c; ++k)
-              for (uint64_t j = 0; j < n; ++j) acc[j] += double{px[k]} * w[k * n + j];
-          }
-        float* o = &out[((img * oh + oy) * ow + ox) * n];
-        for (uint64_t j = 0; j < n; ++j) o[j] = activate(layer.activation, acc[j]);
-      }
-  return out;
+  const ConvGeometry g{s.h, s.w, c, kh, kw, st, pad, oh, ow, n};
+  return convolve(*x[0], g, batch(), layer.weights.data(), b, layer.activation);
 }
 
 Data LayerRun::pool(bool avg) const {
@@ -192,35 +225,28 @@ Data LayerRun::lstm(std::vector<double>& cell_max) const {
 
   Data seq = *x[0];
   uint64_t in_c = s.c, offset = 0;
-  std::vector<double> h(u), c(u), z(4 * u);
+  const uint64_t n = batch();
   for (uint64_t l = 0; l < stack; ++l) {
     const uint64_t rows = in_c + u;
-    Data next(batch() * steps * u);
-    for (uint64_t img = 0; img < batch(); ++img) {
-      std::fill(h.begin(), h.end(), 0.0);
-      std::fill(c.begin(), c.end(), 0.0);
-      for (uint64_t t = 0; t < steps; ++t) {
-        const float* xt = &seq[(img * steps + t) * in_c];
-        for (uint64_t g = 0; g < 4; ++g) {  // z_g = b_g + [x_t, h_{t-1}] W_g, row by row
-          const float* w = &layer.weights[offset + g * rows * u];
-          double* zg = &z[g * u];
-          for (uint64_t j = 0; j < u; ++j) zg[j] = layer.bias.empty() ? 0.0 : layer.bias[(l * 4 + g) * u + j];
-          for (uint64_t k = 0; k < rows; ++k) {
-            const double v = k < in_c ? double{xt[k]} : h[k - in_c];
-            const float* row = w + k * u;
-            for (uint64_t j = 0; j < u; ++j) zg[j] += v * row[j];
-          }
-        }
+    const ConvGeometry gate{n, 1, rows, 1, 1, 1, 0, n, 1, u};  // every sample's [x_t, h_{t-1}] at once
+    Data next(n * steps * u), xh(n * rows, 0.0f), z[4];
+    std::vector<double> c(n * u, 0.0);
+    for (uint64_t t = 0; t < steps; ++t) {
+      for (uint64_t img = 0; img < n; ++img) std::copy_n(&seq[(img * steps + t) * in_c], in_c, &xh[img * rows]);
+      for (uint64_t g = 0; g < 4; ++g)
+        z[g] = convolve(xh, gate, 1, &layer.weights[offset + g * rows * u],
+                        layer.bias.empty() ? nullptr : &layer.bias[(l * 4 + g) * u], Activation::none);
+      for (uint64_t img = 0; img < n; ++img)
         for (uint64_t j = 0; j < u; ++j) {
-          const double i = sigmoid(z[j]), f = sigmoid(z[u + j]), g = std::tanh(z[2 * u + j]);
-          const double o = sigmoid(z[3 * u + j]);
-          const double fc = f * c[j], ig = i * g;
-          c[j] = fc + ig;
-          h[j] = o * std::tanh(c[j]);
-          cell_max[l] = std::max({cell_max[l], std::abs(c[j]), std::abs(fc), std::abs(ig)});
-          next[(img * steps + t) * u + j] = static_cast<float>(h[j]);
+          const uint64_t e = img * u + j;
+          const double i = sigmoid(z[0][e]), f = sigmoid(z[1][e]), g = std::tanh(z[2][e]), o = sigmoid(z[3][e]);
+          const double fc = f * c[e], ig = i * g;
+          c[e] = fc + ig;
+          const auto h = static_cast<float>(o * std::tanh(c[e]));
+          cell_max[l] = std::max({cell_max[l], std::abs(c[e]), std::abs(fc), std::abs(ig)});
+          next[(img * steps + t) * u + j] = h;
+          xh[img * rows + in_c + j] = h;  // h_{t-1} of the next step
         }
-      }
     }
     seq = std::move(next);
     offset += 4 * rows * u;

@@ -21,6 +21,19 @@ namespace {
 
 using Tensors = std::vector<std::vector<int8_t>>;
 
+// The inner loops, compiled for x86-64-v3 (AVX2, FMA) and baseline x86-64, chosen when the
+// program loads (as sim/activation.cpp does).
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#define TPUSIM_REF_CLONES __attribute__((target_clones("arch=x86-64-v3", "default")))
+#else
+#define TPUSIM_REF_CLONES
+#endif
+
+// a[j] += v x row[j] for j < n, in int32 with wrap-around.
+TPUSIM_REF_CLONES void multiply_add(uint32_t* __restrict a, const int8_t* __restrict row, int32_t v, uint64_t n) {
+  for (uint64_t j = 0; j < n; ++j) a[j] += static_cast<uint32_t>(v * int32_t{row[j]});
+}
+
 // A view resolved against its tensor: which pixels of each sample it covers.
 struct Span {
   int8_t* data;          // the tensor's data
@@ -96,71 +109,73 @@ void Golden::check(const MatmulOp& op, const std::vector<Span>& in, const Span& 
     if (s > 63) fail(where_, "shift {} above 63", s);
 }
 
-// Accumulate, then per column: y = round_half_away((acc + bias) x mult / 2^shift) in 64 bits,
-// then func with saturation (act; per tensor when bias is empty and mult has one entry, which
-// is the same arithmetic with bias 0).
+// For every output position (sample, pixel): acc[j] = sum over taps and channels k of
+// x[k] w[row][j] in int32 with wrap-around, where a tap is one input (a 1 x 1 kernel over views)
+// or one kernel position (a convolution, zero outside the map); then per column
+// y = round_half_away((acc + bias) x mult / 2^shift) in 64 bits and func with saturation (act;
+// per tensor when bias is empty and mult has one entry, which is the same arithmetic with
+// bias 0). Positions go in blocks that share each weight row while it is in cache.
 void Golden::exec(const MatmulOp& op) {
   std::vector<Span> in;
   for (const View& v : op.inputs) in.push_back(span(v));
   const Span out = span(op.output);
   check(op, in, out);
-  const uint64_t n = op.n, k = op.k;
-  std::vector<uint32_t> acc(n);  // int32 with wrap-around
-  const auto finish = [&](int8_t* o) {
-    for (uint64_t j = 0; j < n; ++j) {
-      const size_t q = op.mult.size() == 1 ? 0 : j;
-      const int64_t x = static_cast<int32_t>(acc[j]) + int64_t{op.bias.empty() ? 0 : op.bias[j]};
-      const int64_t y = sim::round_half_away_shift(x * op.mult[q], op.shift[q]);
-      o[j] = static_cast<int8_t>(sim::apply_func(op.func, y, op.clip, false));
-    }
-  };
-  // acc[j] += x[i] w[i][j] over a row of weights.
-  const auto mac = [&](const int8_t* x, uint64_t count, const int8_t* w) {
-    for (uint64_t i = 0; i < count; ++i) {
-      const int32_t v = x[i];
-      if (v == 0) continue;
-      const int8_t* row = w + i * n;
-      for (uint64_t j = 0; j < n; ++j) acc[j] += static_cast<uint32_t>(v * int32_t{row[j]});
-    }
-  };
-
-  if (op.kernel_h == 1 && op.kernel_w == 1 && op.stride == 1 && op.pad == 0) {  // pixel by pixel
-    for (const Span& s : in)
+  const uint64_t n = op.n, k = op.k, kh = op.kernel_h, kw = op.kernel_w, st = op.stride, pad = op.pad;
+  const bool pointwise = kh == 1 && kw == 1 && st == 1 && pad == 0;
+  std::vector<uint64_t> tap_c, tap_row;  // channels and first weight row of each tap
+  if (pointwise) {
+    for (const Span& s : in) {
       if (s.count != out.count) fail(where_, "an input view has {} pixels, the output {}", s.count, out.count);
-    for (uint64_t img = 0; img < g_.batch; ++img)
-      for (uint64_t p = 0; p < out.count; ++p) {
-        std::fill(acc.begin(), acc.end(), 0u);
-        uint64_t row = 0;
-        for (const Span& s : in) {
-          mac(s.at(img, p), s.c, &op.weights[row * n]);
-          row += s.c;
-        }
-        finish(out.at(img, p));
-      }
-    return;
+      tap_row.push_back(tap_c.empty() ? 0 : tap_row.back() + tap_c.back());
+      tap_c.push_back(s.c);
+    }
+  } else {
+    if (in.size() != 1) fail(where_, "a {} x {} kernel needs exactly one input", kh, kw);
+    for (uint64_t t = 0; t < kh * kw; ++t) tap_c.push_back(k), tap_row.push_back(t * k);
   }
-
-  // A convolution over one whole map, zero outside it.
-  if (in.size() != 1) fail(where_, "a {} x {} kernel needs exactly one input", op.kernel_h, op.kernel_w);
   const Shape& is = g_.tensors[static_cast<size_t>(op.inputs[0].tensor)].shape;
   const Shape& os = g_.tensors[static_cast<size_t>(op.output.tensor)].shape;
-  const uint64_t kh = op.kernel_h, kw = op.kernel_w, st = op.stride, pad = op.pad;
-  if (in[0].count != is.pixels() || out.count != os.pixels() || st == 0 || is.h + 2 * pad < kh ||
-      is.w + 2 * pad < kw || (is.h + 2 * pad - kh) / st + 1 != os.h || (is.w + 2 * pad - kw) / st + 1 != os.w)
+  if (!pointwise && (in[0].count != is.pixels() || out.count != os.pixels() || st == 0 || is.h + 2 * pad < kh ||
+                     is.w + 2 * pad < kw || (is.h + 2 * pad - kh) / st + 1 != os.h ||
+                     (is.w + 2 * pad - kw) / st + 1 != os.w))
     fail(where_, "a {} x {} kernel (stride {}, pad {}) does not map the {} x {} input onto the {} x {} output", kh,
          kw, st, pad, is.h, is.w, os.h, os.w);
-  for (uint64_t img = 0; img < g_.batch; ++img)
-    for (uint64_t oy = 0; oy < os.h; ++oy)
-      for (uint64_t ox = 0; ox < os.w; ++ox) {
-        std::fill(acc.begin(), acc.end(), 0u);
-        for (uint64_t r = 0; r < kh; ++r)
-          for (uint64_t q = 0; q < kw; ++q) {
-            const uint64_t iy = oy * st + r, ix = ox * st + q;  // padded coordinates
-            if (iy < pad || ix < pad || iy - pad >= is.h || ix - pad >= is.w) continue;
-            mac(in[0].at(img, (iy - pad) * is.w + ix - pad), k, &op.weights[(r * kw + q) * k * n]);
-          }
-        finish(out.at(img, oy * os.w + ox));
+  // The pixel tap t of output position (img, p) reads, or null (padding).
+  const auto source = [&](uint64_t img, uint64_t p, uint64_t t) -> const int8_t* {
+    if (pointwise) return in[t].at(img, p);
+    const uint64_t iy = p / os.w * st + t / kw, ix = p % os.w * st + t % kw;  // padded coordinates
+    if (iy < pad || ix < pad || iy - pad >= is.h || ix - pad >= is.w) return nullptr;
+    return in[0].at(img, (iy - pad) * is.w + ix - pad);
+  };
+
+  constexpr uint64_t kBlock = 16;
+  std::vector<uint32_t> acc(kBlock * n);  // int32 with wrap-around
+  const int8_t* px[kBlock];
+  const uint64_t positions = g_.batch * out.count;
+  for (uint64_t p0 = 0; p0 < positions; p0 += kBlock) {
+    const uint64_t count = std::min(kBlock, positions - p0);
+    std::fill(acc.begin(), acc.end(), 0u);
+    for (uint64_t t = 0; t < tap_c.size(); ++t) {
+      for (uint64_t i = 0; i < count; ++i) px[i] = source((p0 + i) / out.count, (p0 + i) % out.count, t);
+      for (uint64_t c = 0; c < tap_c[t]; ++c) {
+        const int8_t* row = &op.weights[(tap_row[t] + c) * n];
+        for (uint64_t i = 0; i < count; ++i) {
+          const int32_t v = px[i] ? px[i][c] : 0;
+          if (v == 0) continue;
+          multiply_add(&acc[i * n], row, v, n);
+        }
       }
+    }
+    for (uint64_t i = 0; i < count; ++i) {
+      int8_t* o = out.at((p0 + i) / out.count, (p0 + i) % out.count);
+      for (uint64_t j = 0; j < n; ++j) {
+        const size_t q = op.mult.size() == 1 ? 0 : j;
+        const int64_t x = static_cast<int32_t>(acc[i * n + j]) + int64_t{op.bias.empty() ? 0 : op.bias[j]};
+        const int64_t y = sim::round_half_away_shift(x * op.mult[q], op.shift[q]);
+        o[j] = static_cast<int8_t>(sim::apply_func(op.func, y, op.clip, false));
+      }
+    }
+  }
 }
 
 // max, or the window's sum divided by window^2 rounded half away from zero; int8 throughout.

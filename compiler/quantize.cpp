@@ -57,6 +57,8 @@
 //   return_sequences writes NAME [T, U] instead; without it, steps 0..T-2 go to "NAME.lL.h"
 //   [T-1, U] (none when T = 1) and the last step's h goes straight into NAME [U]: no copy.
 //
+// A flatten layer has no tensor, so a scale given for it is not used.
+//
 // Every op records its layer (QGraph::op_layer); ops are in execution order; tensor names are
 // unique (a clash with an input's name gets a ".N" suffix).
 #include "compiler/quantize.h"
@@ -375,7 +377,7 @@ void Quantizer::lstm() {
     const double sc = calibrated(run_.lstm_cell_max[li_].at(l));
     const std::string pre = fmt::format("{}.l{}", name, l);
     int h = -1;  // the h sequence that later steps (and the next stacked layer) read
-    if (top && L.return_sequences) h = output = begin_output(seq_of(steps, u), out_stage);
+    if (top && L.return_sequences) h = output = begin_output(L.out, out_stage);  // [T, U]
     else if (!top || steps > 1) h = add_tensor(pre + ".h", seq_of(top ? steps - 1 : steps, u), kQ07, name);
     int c_prev = -1;
     for (uint64_t t = 0; t < steps; ++t) {
@@ -403,7 +405,7 @@ void Quantizer::lstm() {
       const int tc = add_tensor(step + ".tc", vec_of(u), kQ07, name);
       emit(vector(isa::VecOp::pass, c, c, View{tc}, sc / kQ34, isa::Func::tanh));
       View hv{h, t, 1};
-      if (top && !L.return_sequences && t + 1 == steps) hv = View{output = begin_output(vec_of(u), out_stage)};
+      if (top && !L.return_sequences && t + 1 == steps) hv = View{output = begin_output(L.out, out_stage)};
       emit(vector(isa::VecOp::mul, gate[3], tc, hv, kQ07));
       c_prev = c;
     }
