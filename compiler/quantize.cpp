@@ -11,7 +11,7 @@
 // from inputs of different scales (an LSTM gate's x_t and h_{t-1}) add up in one accumulator:
 //   S[j] = max over rows of |w[r][j]| x s_r / 127   (per channel, Model::per_channel)
 //   S    = the same maximum over all j              (per tensor)
-// (a column of zeros takes the largest column's S). With one input this is the usual
+// (a column of zeros takes the largest column's S; all-zero weights take max s_r / 127). With one input this is the usual
 // s_in x s_w[j], s_w[j] = max |w[.][j]| / 127. Biases: round_half_away(b[j] / S[j]) in int32
 // (InputError when one does not fit). Requantization: requant_for(S[j] / target). Without a
 // bias and with per-tensor scales the op has one mult/shift and an empty bias (act's per-tensor
