@@ -50,9 +50,13 @@ Compiled compile_file(const std::filesystem::path& path, const sim::Arch& arch, 
   const auto t0 = std::chrono::steady_clock::now();
   Model m = load_model(path, options);
   const double parse = since(t0);
-  Compiled c = compile_model(std::move(m), arch);
-  c.parse_seconds = parse;
-  return c;
+  try {
+    Compiled c = compile_model(std::move(m), arch);
+    c.parse_seconds = parse;
+    return c;
+  } catch (const InputError& e) {
+    throw InputError(fmt::format("{}: {}", path.string(), e.what()));
+  }
 }
 
 std::vector<uint8_t> golden_output_bytes(const Compiled& c, const sim::Arch& arch) {

@@ -43,11 +43,24 @@ namespace {
 
 uint64_t div_up(uint64_t a, uint64_t b) { return (a + b - 1) / b; }
 
-// First-fit allocation of UB rows.
+// Allocation of UB rows from either end: first fit from the bottom, or last fit from the top.
+// The back end puts a layer's output at the end away from its input, so a chain of layers
+// ping-pongs between the two ends and the free rows stay one block in the middle.
 class RowAllocator {
  public:
-  RowAllocator(uint64_t first, uint64_t end) { free_[first] = end - first; }
-  bool allocate(uint64_t rows, uint64_t& at) {
+  RowAllocator(uint64_t first, uint64_t end) : first_(first), end_(end) { free_[first] = end - first; }
+  bool allocate(uint64_t rows, bool from_top, uint64_t& at) {
+    if (from_top) {
+      for (auto it = free_.rbegin(); it != free_.rend(); ++it)
+        if (it->second >= rows) {
+          const uint64_t start = it->first, left = it->second - rows;
+          at = start + left;
+          free_.erase(start);
+          if (left) free_[start] = left;
+          return true;
+        }
+      return false;
+    }
     for (auto it = free_.begin(); it != free_.end(); ++it)
       if (it->second >= rows) {
         at = it->first;
@@ -58,6 +71,7 @@ class RowAllocator {
       }
     return false;
   }
+  bool in_lower_half(uint64_t row) const { return row - first_ < (end_ - first_) / 2; }
   void release(uint64_t at, uint64_t rows) {
     auto next = free_.lower_bound(at);
     if (next != free_.end() && at + rows == next->first) {
@@ -80,6 +94,7 @@ class RowAllocator {
   }
 
  private:
+  uint64_t first_, end_;
   std::map<uint64_t, uint64_t> free_;  // first row -> rows
 };
 
@@ -227,12 +242,25 @@ void Lowering::plan_storage() {
 
 void Lowering::allocate(int t, size_t op) {
   Storage& st = storage_[t];
-  if (!alloc_.allocate(st.rows(), st.base))
+  // Away from the op's first input (the model's inputs go to the bottom).
+  bool from_top = false;
+  if (op < g_.ops.size()) {
+    const int in = std::visit(
+        [](const auto& o) {
+          using T = std::decay_t<decltype(o)>;
+          if constexpr (std::is_same_v<T, MatmulOp>) return o.inputs.at(0).tensor;
+          else if constexpr (std::is_same_v<T, PoolOp>) return o.input.tensor;
+          else return o.a.tensor;
+        },
+        g_.ops[op]);
+    from_top = placed_.at(in) && alloc_.in_lower_half(storage_[in].base);
+  }
+  if (!alloc_.allocate(st.rows(), from_top, st.base) && !alloc_.allocate(st.rows(), !from_top, st.base))
     throw InputError(fmt::format(
-        "model {}: layer {}: tensor {} ({} x {}, {} UB rows) does not fit in the unified buffer: the largest "
+        "model {}: {}: tensor {} ({} x {}, {} UB rows) does not fit in the unified buffer: the largest "
         "free block is {} rows of {} ({} bytes per row); use a smaller batch or a larger ub_bytes",
-        g_.name, op < g_.op_layer.size() ? g_.op_layer[op] : "input", g_.tensors[t].name, batch_,
-        g_.tensors[t].shape.str(), st.rows(), alloc_.largest(), arch_.ub_rows(), arch_.ub_row_bytes()));
+        g_.name, op < g_.op_layer.size() ? "layer " + g_.op_layer[op] : "the model's input", g_.tensors[t].name,
+        batch_, g_.tensors[t].shape.str(), st.rows(), alloc_.largest(), arch_.ub_rows(), arch_.ub_row_bytes()));
   placed_[t] = true;
   for (const auto& [first, rows] : border_ranges(st)) em_.zero({first, rows});
 }

@@ -15,6 +15,7 @@ BENCHES=(
   stepped_bench  # stepped systolic array, cell updates/s
   machine_bench  # whole machine: timing engine cycles/s, fast engine vs oneDNN, stepped, memory
   rtl_bench      # Verilated RTL 32x32 array vs SystolicArray, cycles/s
+  compile_bench  # the compiler on the six paper workloads, seconds per phase
 )
 
 quick=()

@@ -47,7 +47,9 @@ uint64_t Context::lowest_unstarted() const {
 }
 
 void Context::note_ub(uint64_t first_row, uint64_t rows) {
-  result.ub_peak_rows = std::max(result.ub_peak_rows, first_row + rows);
+  if (rows == 0) return;
+  ub_touched.add(boost::icl::discrete_interval<uint64_t>::right_open(first_row, first_row + rows));
+  result.ub_peak_rows = boost::icl::cardinality(ub_touched);
 }
 
 void Context::note_acc(uint64_t first_row, uint64_t rows) {
@@ -55,6 +57,7 @@ void Context::note_acc(uint64_t first_row, uint64_t rows) {
 }
 
 void Context::reset_run() {
+  ub_touched.clear();
   timeline.assign(code_size, {});
   regs_stride.assign(code_size, 0);
   regs_row_bytes.assign(code_size, 0);

@@ -27,11 +27,13 @@ constexpr ReportKey kKeys[] = {
     {"units_busy", "object", "per unit, the fraction of cycles it had an instruction in progress"},
     {"weight_memory_busy", "number", "fraction of cycles the weight memory was transferring"},
     {"ub_peak_bytes", "integer",
-     "highest unified buffer row any instruction touched, plus one, x the row width"},
+     "unified buffer rows any instruction touched (their number, wherever they lie) x the row width: the "
+     "UB capacity the program uses"},
     {"acc_peak_rows", "integer", "highest accumulator row any instruction touched, plus one"},
     {"output_matches_reference", "bool or null",
-     "the final UB, accumulators and host memory equal the reference executor's; null when not checked "
-     "(--no-check, or the timing engine, which computes no data)"},
+     "the final UB, accumulators and host memory equal the reference executor's, and for a model the output "
+     "equals the golden model reference's; null when not checked (--no-check, or the timing engine, which "
+     "computes no data)"},
     {"host_seconds", "number", "wall time of the simulation proper (not loading or checking)"},
     {"simulated_cycles_per_second", "number", "cycles / host_seconds"},
 };

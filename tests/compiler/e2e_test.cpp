@@ -42,8 +42,14 @@ uint64_t check_model(compiler::Model model, const sim::Arch& arch, bool all_engi
       const compiler::OutputCheck check = compiler::check_output(c, h.bytes, arch);
       INFO(check.first_difference);
       CHECK(check.matches);
-      // The quantized model stays close to the float one (a few percent of the output range).
-      CHECK(check.error.relative < 0.25);
+      // The quantized model stays close to the float one: a few percent of the output range,
+      // except where sigmoid and tanh read their input in steps of 1/16 (docs/isa.md), which costs
+      // LSTMs tens of percent (compiler/quantize.cpp); a wrong scale anywhere costs ~100%.
+      bool coarse = false;
+      for (const compiler::Layer& l : c.model.layers)
+        coarse |= l.type == compiler::LayerType::lstm || l.activation == compiler::Activation::sigmoid ||
+                  l.activation == compiler::Activation::tanh;
+      CHECK(check.error.relative < (coarse ? 0.5 : 0.1));
     }
   return fast.cycles;
 }
