@@ -173,7 +173,7 @@ TEST_CASE("a model that does not fit the unified buffer is refused, naming the l
   b.g.output = y;
   // 40 x 40 x 2 = 3200 rows each: the input alone exceeds 2048 UB rows.
   sim::Arch a = arch8();
-  CHECK_THROWS_WITH(compiler::lower(b.g, a), Catch::Contains("layer input: tensor input0") &&
+  CHECK_THROWS_WITH(compiler::lower(b.g, a), Catch::Contains("the model's input: tensor input0") &&
                                                  Catch::Contains("does not fit in the unified buffer"));
   a.ub_bytes = 4096 * 8;
   CHECK_THROWS_WITH(compiler::lower(b.g, a), Catch::Contains("layer conv_big: tensor big (2 x [40, 40, 8], 3200 UB rows)"));
