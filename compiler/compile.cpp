@@ -20,12 +20,34 @@ double since(std::chrono::steady_clock::time_point t0) {
 
 uint64_t lanes(const sim::Arch& arch) { return std::min(arch.array_rows, arch.array_cols); }
 
+// Runs `f` on `model` cut down to its first `samples` samples (all when 0 or more than the batch),
+// then restores it: the model's parameters are not copied.
+template <class F>
+auto on_first_samples(Model& model, uint64_t samples, F f) {
+  if (samples == 0 || samples >= model.batch) return f(model);
+  const uint64_t batch = model.batch;
+  std::vector<std::vector<float>> full;
+  for (ModelInput& in : model.inputs) {
+    full.push_back(in.data);
+    in.data.resize(samples * in.shape.elements());
+  }
+  model.batch = samples;
+  auto result = f(model);
+  model.batch = batch;
+  for (size_t i = 0; i < full.size(); ++i) model.inputs[i].data = std::move(full[i]);
+  return result;
+}
+
+FloatRun calibration_run(Model& model) {
+  return on_first_samples(model, model.calibration_samples, [](const Model& m) { return run_float_detailed(m); });
+}
+
 }  // namespace
 
 Compiled compile_model(Model model, const sim::Arch& arch) {
   Compiled c;
   auto t0 = std::chrono::steady_clock::now();
-  c.graph = quantize(model);
+  c.graph = quantize(model, calibration_run(model));
   c.quantize_seconds = since(t0);
   t0 = std::chrono::steady_clock::now();
   c.program = lower(c.graph, arch);
@@ -65,7 +87,7 @@ std::vector<uint8_t> golden_output_bytes(const Compiled& c, const sim::Arch& arc
   return to_tpu_order(golden.at(c.graph.output), out.shape, c.graph.batch, lanes(arch));
 }
 
-OutputCheck check_output(const Compiled& c, std::span<const uint8_t> output_region, const sim::Arch& arch) {
+OutputCheck check_output(Compiled& c, std::span<const uint8_t> output_region, const sim::Arch& arch) {
   OutputCheck r;
   const std::vector<std::vector<int8_t>> golden = run_golden(c.graph);
   const QTensor& out = c.graph.tensors.at(c.graph.output);
@@ -81,8 +103,10 @@ OutputCheck check_output(const Compiled& c, std::span<const uint8_t> output_regi
                                      p / out.shape.w, p % out.shape.w, i % ch, a == got.end() ? 0 : *a,
                                      b == want.end() ? 0 : *b);
   }
-  const std::vector<std::vector<float>> ref = run_float(c.model);
-  r.error = quant_error(ref.back(), want, out.scale);
+  // The float reference on the calibration samples (a prefix of the batch: NHWC is batch-major).
+  const std::vector<std::vector<float>> ref =
+      on_first_samples(c.model, c.model.calibration_samples, [](const Model& m) { return run_float(m); });
+  r.error = quant_error(ref.back(), std::vector<int8_t>(want.begin(), want.begin() + ref.back().size()), out.scale);
   return r;
 }
 

@@ -90,6 +90,7 @@ struct Model {
   uint64_t seed = 1;
   std::vector<ModelInput> inputs;  // at least one
   bool per_channel = true;         // weight scales per output channel (else per tensor)
+  uint64_t calibration_samples = 4;  // samples the float reference calibrates scales on (0: all)
   std::vector<Layer> layers;       // topological order; the last one is the model's output
 };
 

@@ -275,10 +275,11 @@ void read_quantization(const toml::table& doc, const std::string& source, Model&
   if (!node) return;
   if (!node->is_table()) throw InputError(located(source, node_line(*node), "[quantization]", "", "", "expected a table: [quantization]"));
   const Section sec(*node->as_table(), source, "[quantization]");
-  static constexpr std::string_view kKeys[] = {"weights"};
+  static constexpr std::string_view kKeys[] = {"weights", "calibration_samples"};
   sec.check_keys(kKeys, "[quantization]");
   static constexpr std::string_view kModes[] = {"per_channel", "per_tensor"};
   if (sec.get("weights")) m.per_channel = sec.choice("weights", kModes) == 0;
+  m.calibration_samples = sec.uint("calibration_samples", 0, kMaxDim).value_or(m.calibration_samples);
 }
 
 // ---- [[layer]] tables -----------------------------------------------------------------------------

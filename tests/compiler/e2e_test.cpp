@@ -22,7 +22,7 @@ const fs::path kWorkloads = fs::path(TPUSIM_SOURCE_DIR) / "workloads";
 // reference; returns the fast engine's cycles.
 uint64_t check_model(compiler::Model model, const sim::Arch& arch, bool all_engines) {
   const std::string name = model.name;
-  const compiler::Compiled c = compiler::compile_model(std::move(model), arch);
+  compiler::Compiled c = compiler::compile_model(std::move(model), arch);
   REQUIRE(isa::check_program(c.program).empty());
   INFO(name << " on " << arch.name << " (" << arch.array_rows << "x" << arch.array_cols << ")");
   sim::RunResult fast;
