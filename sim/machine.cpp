@@ -43,12 +43,12 @@ class Machine : public sc_core::sc_module {
     ctx.aborted = true;
     ctx.wake_all();
   }
-  void reset() {
+  void reset(ArrayModel* array) {
     ctx.reset_run();
     hazards.reset();
     host.reset();
     weights.reset();
-    matrix.reset();
+    matrix.reset(array);
     activation.reset();
   }
 };
@@ -104,6 +104,15 @@ void check_weight_order(const isa::Program& program, uint64_t code_size) {
       throw SimError(i, describe(i, in) + ": " + kNoActiveTile);
     }
   }
+}
+
+// A co-simulation array (RunOptions::array) must fit the run.
+void check_array_model(const ArrayModel& array, const Arch& arch, Engine engine) {
+  if (engine != Engine::stepped)
+    throw InputError(fmt::format("RunOptions::array is for the stepped engine, not '{}'", engine_name(engine)));
+  if (array.rows() != arch.array_rows || array.cols() != arch.array_cols)
+    throw InputError(fmt::format("RunOptions::array is {} x {}, the architecture's array is {} x {}", array.rows(),
+                                 array.cols(), arch.array_rows, arch.array_cols));
 }
 
 std::string deadlock_message(const Context& ctx) {
@@ -174,6 +183,7 @@ RunResult simulate(const isa::Program& program, const Arch& arch, const RunOptio
   check_static(program, arch);
   const uint64_t code_size = halt_index(program) + 1;
   check_weight_order(program, code_size);
+  if (options.array) check_array_model(*options.array, arch, options.engine);
   Machine& m = machine();
   Context& ctx = m.ctx;
   ctx.program = &program;
@@ -185,7 +195,7 @@ RunResult simulate(const isa::Program& program, const Arch& arch, const RunOptio
   ctx.state = state ? &*state : nullptr;
   ctx.period = sc_core::sc_time(1e6 / arch.clock_mhz, sc_core::SC_PS);
   if (ctx.period.value() == 0) ctx.period = sc_core::sc_time::from_value(1);
-  m.reset();
+  m.reset(options.array);
   ctx.base = sc_core::sc_time_stamp();
   ctx.start_event.notify(sc_core::SC_ZERO_TIME);
   const sc_core::sc_time limit =

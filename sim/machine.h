@@ -30,9 +30,15 @@ enum class Engine { fast, stepped, timing };
 std::string_view engine_name(Engine e);
 Engine parse_engine(std::string_view name);  // throws InputError
 
+class ArrayModel;  // sim/systolic_array.h
+
 struct RunOptions {
   Engine engine = Engine::fast;
   uint64_t max_cycles = 0;  // 0: no limit (a cycle limit turns a runaway program into an error)
+  // Stepped engine only: the array the matrix unit steps instead of its own SystolicArray, for
+  // co-simulation (hw/cosim_array.h: the Verilated RTL array). Not owned; must be array_rows x
+  // array_cols and outlive the run. Null: the built-in SystolicArray.
+  ArrayModel* array = nullptr;
 };
 
 // When one instruction ran, in cycles from the start of the run. For a station instruction,

@@ -29,7 +29,7 @@ MatrixUnit::MatrixUnit(sc_core::sc_module_name name, Context& ctx, Hazards& haza
   SC_THREAD(step);
 }
 
-void MatrixUnit::reset() {
+void MatrixUnit::reset(ArrayModel* array) {
   queue_.reset(ctx_.arch.station_queue_depth);
   port_free_ = 0;
   retiring_.clear();
@@ -38,8 +38,9 @@ void MatrixUnit::reset() {
   busy_until_ = 0;
   const Arch& a = ctx_.arch;
   if (ctx_.engine == Engine::stepped) {
-    if (!array_ || array_->rows() != a.array_rows || array_->cols() != a.array_cols)
-      array_ = std::make_unique<SystolicArray>(a.array_rows, a.array_cols);
+    if (!own_array_ || own_array_->rows() != a.array_rows || own_array_->cols() != a.array_cols)
+      own_array_ = std::make_unique<SystolicArray>(a.array_rows, a.array_cols);
+    array_ = array ? array : own_array_.get();
     array_->reset();
     left_.assign(a.array_rows, 0);
     left_flags_.assign(a.array_rows, 0);

@@ -29,23 +29,45 @@
 
 namespace tpusim::sim {
 
-class SystolicArray {
+// The array as the stepped engine's matrix unit drives it: one step() per cycle, the bottom row
+// read before each step, idle cycles skipped while empty(). SystolicArray (below) is the default
+// implementation; sim::RunOptions::array supplies another for a run (hw/ puts the Verilated RTL
+// array behind it: co-simulation). step() is called from the matrix unit's SystemC thread at the
+// cycle's time; an implementation may wait there for delta cycles (sc_core::wait(SC_ZERO_TIME))
+// but must not advance time. The matrix unit calls reset() before each run, outside the kernel.
+class ArrayModel {
  public:
   static constexpr uint8_t kValid = 1;   // x carries an element of a real input vector
   static constexpr uint8_t kSwitch = 2;  // x is the first vector of a matmul with `switch`
 
-  SystolicArray(uint64_t rows, uint64_t cols);
-  uint64_t rows() const { return rows_; }
-  uint64_t cols() const { return cols_; }
-
+  virtual ~ArrayModel() = default;
+  virtual uint64_t rows() const = 0;
+  virtual uint64_t cols() const = 0;
   // One cycle. left_values/left_flags: rows() entries (what enters column 0 of each row).
   // shadow_row: the row written into the shadow weights this cycle, or -1; shadow_values:
   // cols() weights for it (int8 or uint8, widened).
-  void step(std::span<const int16_t> left_values, std::span<const uint8_t> left_flags, int64_t shadow_row,
-            std::span<const int16_t> shadow_values);
+  virtual void step(std::span<const int16_t> left_values, std::span<const uint8_t> left_flags, int64_t shadow_row,
+                    std::span<const int16_t> shadow_values) = 0;
+  virtual std::span<const int32_t> bottom() const = 0;        // psum of row rows()-1, cols() values
+  virtual std::span<const uint8_t> bottom_valid() const = 0;  // its valid bits
+  // True when no register holds a valid input or partial sum (stepping would change nothing
+  // but zeros, so the caller may skip idle cycles).
+  virtual bool empty() const = 0;
+  virtual void reset() = 0;  // every register 0
+};
 
-  std::span<const int32_t> bottom() const;        // psum of row rows()-1, cols() values
-  std::span<const uint8_t> bottom_valid() const;  // its valid bits
+// `final`: calls on a SystolicArray itself (benchmarks, tests) are direct, not virtual.
+class SystolicArray final : public ArrayModel {
+ public:
+  SystolicArray(uint64_t rows, uint64_t cols);
+  uint64_t rows() const override { return rows_; }
+  uint64_t cols() const override { return cols_; }
+
+  void step(std::span<const int16_t> left_values, std::span<const uint8_t> left_flags, int64_t shadow_row,
+            std::span<const int16_t> shadow_values) override;
+
+  std::span<const int32_t> bottom() const override;
+  std::span<const uint8_t> bottom_valid() const override;
 
   // Register inspection (debugger, traces, RTL comparison).
   int16_t weight(uint64_t k, uint64_t j) const;
@@ -55,10 +77,8 @@ class SystolicArray {
   int32_t psum(uint64_t k, uint64_t j) const;
   uint8_t psum_valid(uint64_t k, uint64_t j) const;
 
-  // True when no register holds a valid input or partial sum (stepping would change nothing
-  // but zeros, so the caller may skip idle cycles).
-  bool empty() const;
-  void reset();                                // every register 0
+  bool empty() const override;
+  void reset() override;
   uint64_t cycles() const { return cycles_; }  // step() calls since construction/reset
 
  private:

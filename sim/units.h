@@ -92,7 +92,9 @@ class MatrixUnit : public sc_core::sc_module, public Station {
   sc_core::sc_port<WeightSource> weights;
   MatrixUnit(sc_core::sc_module_name name, Context& ctx, Hazards& hazards);
   StationQueue& queue() override { return queue_; }
-  void reset();
+  // `array`: the stepped engine's array for this run (RunOptions::array), or null for the
+  // built-in SystolicArray.
+  void reset(ArrayModel* array);
   void shift_started(const FetchedTile& tile, uint64_t s);  // stepped engine
 
  private:
@@ -114,7 +116,8 @@ class MatrixUnit : public sc_core::sc_module, public Station {
   std::deque<std::pair<uint64_t, uint64_t>> retiring_;  // (index, end)
   sc_core::sc_event retire_event_, work_event_;
   // stepped engine
-  std::unique_ptr<SystolicArray> array_;
+  std::unique_ptr<SystolicArray> own_array_;
+  ArrayModel* array_ = nullptr;  // own_array_ or the run's RunOptions::array
   std::deque<std::shared_ptr<Stream>> streams_;
   std::deque<std::pair<FetchedTile, uint64_t>> shifts_;
   std::vector<int16_t> left_, shadow_row_;

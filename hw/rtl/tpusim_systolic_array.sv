@@ -7,6 +7,8 @@
 //  - bottom_psum[j], bottom_valid[j]: the bottom row's partial-sum registers, the result the
 //    accumulators take in the next cycle.
 // psum_all / weight_all / shadow_all expose every cell's registers ([k][j]) for inspection.
+// any_valid: some cell's x (hence psum) register holds valid data; low means stepping with
+// invalid inputs changes nothing observable (SystolicArray::empty() is its negation).
 module tpusim_systolic_array #(
   parameter int ROWS = 4,
   parameter int COLS = 4,
@@ -24,6 +26,7 @@ module tpusim_systolic_array #(
   input  logic                               shadow_signed,
   output logic [COLS-1:0][31:0]              bottom_psum,
   output logic [COLS-1:0]                    bottom_valid,
+  output logic                               any_valid,
   output logic [31:0]                        psum_all  [ROWS][COLS],
   output logic [8:0]                         weight_all[ROWS][COLS],
   output logic [8:0]                         shadow_all[ROWS][COLS]
@@ -36,6 +39,8 @@ module tpusim_systolic_array #(
   // psum moves down: psum[k][j] enters cell (k, j); row ROWS is the bottom output.
   logic [31:0] psum      [ROWS+1][COLS];
   logic        psum_valid[ROWS+1][COLS];
+  // Every cell's x valid register (which psum_valid equals), flattened for any_valid.
+  logic [ROWS*COLS-1:0] cell_valid;
 
   for (genvar k = 0; k < ROWS; ++k) begin : g_row
     assign x_value[k][0] = left_value[k];
@@ -56,6 +61,7 @@ module tpusim_systolic_array #(
         .weight_out(weight_all[k][j]), .shadow_out(shadow_all[k][j])
       );
       assign psum_all[k][j] = psum[k+1][j];
+      assign cell_valid[k*COLS+j] = x_valid[k][j+1];
     end
   end
 
@@ -65,4 +71,5 @@ module tpusim_systolic_array #(
     assign bottom_psum[j] = psum[ROWS][j];
     assign bottom_valid[j] = psum_valid[ROWS][j];
   end
+  assign any_valid = |cell_valid;
 endmodule

@@ -111,6 +111,7 @@ class RtlArray {
 
   int32_t bottom(unsigned j) const { return static_cast<int32_t>(get_bits(model_.bottom_psum, 32 * j, 32)); }
   uint8_t bottom_valid(unsigned j) const { return static_cast<uint8_t>(get_bits(model_.bottom_valid, j, 1)); }
+  bool any_valid() const { return model_.any_valid != 0; }  // some cell holds valid data
   int32_t psum(unsigned k, unsigned j) const {
     return static_cast<int32_t>(model_.psum_all[k][j]);
   }

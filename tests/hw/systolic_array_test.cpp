@@ -96,6 +96,9 @@ std::string first_difference(hw::RtlArray<Model>& rtl, const SystolicArray& ref)
     if (rtl.bottom(j) != ref.bottom()[j] || rtl.bottom_valid(j) != ref.bottom_valid()[j])
       return fmt::format("bottom[{}]: rtl {} valid {}, model {} valid {}", j, rtl.bottom(j), rtl.bottom_valid(j),
                          ref.bottom()[j], ref.bottom_valid()[j]);
+  // any_valid is what co-simulation reads for empty() (hw/cosim_array.h).
+  if (rtl.any_valid() != !ref.empty())
+    return fmt::format("any_valid: rtl {}, model empty() {}", rtl.any_valid(), ref.empty());
   for (unsigned k = 0; k < rtl.rows(); ++k)
     for (unsigned j = 0; j < rtl.cols(); ++j) {
       if (rtl.psum(k, j) != ref.psum(k, j))
