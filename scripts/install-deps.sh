@@ -9,6 +9,7 @@ PACKAGES=(
   catch2 libfmt-dev libboost-dev libcli11-dev nlohmann-json3-dev
   libdnnl-dev                            # oneDNN: the int8 GEMM the benchmarks measure against
   libtomlplusplus-dev                    # toml++: model descriptions (compiler/model.cpp)
+  python3-matplotlib                     # tpusim compare --plot (scripts/plot_compare.py)
   clang libclang-rt-14-dev libfuzzer-14-dev  # fuzzing (scripts/fuzz.sh): clang, sanitizers, libFuzzer
 )
 

@@ -28,4 +28,11 @@ struct CompileArgs {
 int cmd_compile(const CompileArgs& args);  // tools/run.cpp
 int cmd_arch(bool markdown, bool json);  // tools/run.cpp
 
+struct CompareArgs {
+  std::vector<std::string> gpu_files, tpu_reports, sets;
+  std::string arch_file, models_root, timing = "end_to_end", l2 = "warm", graph = "any";
+  std::string csv_out, json_out, plot_prefix, plot_script, python;  // python: "" = /usr/bin/python3 or python3
+};
+int cmd_compare(const CompareArgs& args);  // tools/compare.cpp
+
 }  // namespace tpusim::tools

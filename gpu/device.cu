@@ -1,0 +1,404 @@
+// The CUDA runner (device.h): a GpuPlan on the GPU. Each matmul step is a gather kernel (im2col,
+// gpu/im2col.h) unless the GEMM can read its input in place, one cuBLASLt int8 GEMM in the TN
+// form Hopper needs (CUBLAS_COMPUTE_32I, int8 A and B, int32 C; BUILD-NOTES.md), and a
+// requantize-and-activate kernel; pools and element-wise steps are one kernel each. The integer
+// arithmetic is gpu/integer_ops.h's constexpr functions, the same the host model runs
+// (--expt-relaxed-constexpr lets device code call them).
+//
+// cuBLASLt is column-major. With X[m][k_pad] and W[n_pad][k_pad] row-major, C[m][n_pad] row-major
+// is the column-major n_pad x m matrix C' = op(A) . B with A = W seen as a k_pad x n_pad
+// column-major matrix (lda = k_pad), op(A) = A^T, and B = X seen as k_pad x m (ldb = k_pad):
+// cuBLAS's m = n_pad, n = m, k = k_pad; every one of m, k, lda, ldb, ldc is a multiple of 4.
+#include <cublasLt.h>
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <fstream>
+#include <stdexcept>
+#include <string>
+#include <variant>
+
+#include "gpu/device.h"
+
+namespace tpusim::gpu {
+namespace {
+
+void check_cuda(cudaError_t e, const char* what, const char* file, int line) {
+  if (e != cudaSuccess)
+    throw std::runtime_error(std::string(file) + ":" + std::to_string(line) + ": " + what + ": " +
+                             cudaGetErrorString(e));
+}
+void check_lt(cublasStatus_t s, const char* what, const char* file, int line) {
+  if (s != CUBLAS_STATUS_SUCCESS)
+    throw std::runtime_error(std::string(file) + ":" + std::to_string(line) + ": " + what + ": " +
+                             cublasLtGetStatusName(s) + " (" + cublasLtGetStatusString(s) + ")");
+}
+#define CUDA_CHECK(x) check_cuda((x), #x, __FILE__, __LINE__)
+#define LT_CHECK(x) check_lt((x), #x, __FILE__, __LINE__)
+
+constexpr unsigned kThreads = 256;
+unsigned blocks_for(uint64_t work) {
+  return static_cast<unsigned>(std::min<uint64_t>((work + kThreads - 1) / kThreads, 65535));
+}
+
+struct InputPointers {
+  const int8_t* p[kMaxGemmInputs];
+};
+
+// X[row][col .. col + 3], four bytes per thread (k_pad is a multiple of 4).
+__global__ void gather_kernel(Im2colGeometry g, InputPointers in, int8_t* x) {
+  const uint64_t quads = g.k_pad / 4, total = g.rows * quads;
+  for (uint64_t i = blockIdx.x * uint64_t{blockDim.x} + threadIdx.x; i < total; i += uint64_t{gridDim.x} * blockDim.x) {
+    const uint64_t row = i / quads, col = (i % quads) * 4;
+    char4 v;
+    int8_t b[4];
+    for (int q = 0; q < 4; ++q) {
+      const GatherSource s = gather_source(g, row, col + q);
+      b[q] = s.which < 0 ? int8_t{0} : in.p[s.which][s.offset];
+    }
+    v.x = b[0];
+    v.y = b[1];
+    v.z = b[2];
+    v.w = b[3];
+    reinterpret_cast<char4*>(x + row * g.k_pad)[col / 4] = v;
+  }
+}
+
+__global__ void requantize_kernel(const int32_t* c, uint64_t m, uint64_t n, uint64_t n_pad,
+                                  const ColumnQuant* columns, OutputTable table, ScatterGeometry sg, int8_t* out) {
+  __shared__ OutputTable t;
+  for (unsigned i = threadIdx.x; i < 256; i += blockDim.x) t.value[i] = table.value[i];
+  __syncthreads();
+  const uint64_t total = m * n;
+  for (uint64_t i = blockIdx.x * uint64_t{blockDim.x} + threadIdx.x; i < total; i += uint64_t{gridDim.x} * blockDim.x) {
+    const uint64_t row = i / n, j = i % n;
+    out[scatter_offset(sg, row, j)] = requantize(c[row * n_pad + j], columns[j], t);
+  }
+}
+
+__global__ void pool_kernel(PoolStep s, const int8_t* in, int8_t* out) {
+  for (uint64_t i = blockIdx.x * uint64_t{blockDim.x} + threadIdx.x; i < s.elements;
+       i += uint64_t{gridDim.x} * blockDim.x) {
+    const uint64_t ch = i % s.c, ox = i / s.c % s.out_w, oy = i / (s.c * s.out_w) % s.out_h;
+    const uint64_t img = i / (s.c * s.out_w * s.out_h);
+    int64_t v = s.avg ? 0 : -128;
+    for (uint64_t r = 0; r < s.window; ++r)
+      for (uint64_t q = 0; q < s.window; ++q) {
+        const int64_t e = in[((img * s.in_h + oy * s.stride + r) * s.in_w + ox * s.stride + q) * s.c + ch];
+        v = s.avg ? v + e : (e > v ? e : v);
+      }
+    out[i] = s.avg ? pool_average(v, static_cast<int64_t>(s.window * s.window)) : static_cast<int8_t>(v);
+  }
+}
+
+__global__ void vector_kernel(VectorStep s, const int8_t* a, const int8_t* b, int8_t* out) {
+  __shared__ OutputTable t;
+  for (unsigned i = threadIdx.x; i < 256; i += blockDim.x) t.value[i] = s.table.value[i];
+  __syncthreads();
+  const uint64_t per_sample = s.out.pixels * s.out.c;
+  for (uint64_t i = blockIdx.x * uint64_t{blockDim.x} + threadIdx.x; i < s.elements;
+       i += uint64_t{gridDim.x} * blockDim.x) {
+    const uint64_t img = i / per_sample, p = i % per_sample / s.out.c, ch = i % s.out.c;
+    out[view_offset(s.out, img, p, ch)] =
+        vector_element(s.op, a[view_offset(s.a, img, p, ch)], b[view_offset(s.b, img, p, ch)], s.mult, s.shift, t);
+  }
+}
+
+// Dense int8 tensor-core operations per SM per clock (NVIDIA's architecture whitepapers: e.g.
+// H100 SXM5, 132 SMs at 1830 MHz, 1979 dense int8 TOPS = 8192 per SM per clock).
+double int8_ops_per_sm_clock(int major, int minor) {
+  const int cc = major * 10 + minor;
+  switch (cc) {
+    case 75: return 2048;  // Turing (T4)
+    case 80: return 4096;  // A100
+    case 86: return 2048;  // GA10x
+    case 89: return 2048;  // Ada
+    case 90: return 8192;  // Hopper
+    default: return 0;
+  }
+}
+
+std::string version_text(int v) { return std::to_string(v / 1000) + "." + std::to_string(v % 1000 / 10); }
+
+// The kernel module's version from /proc/driver/nvidia/version ("... Kernel Module  550.54.15 ...").
+std::string kernel_driver_version() {
+  std::ifstream f("/proc/driver/nvidia/version");
+  std::string line;
+  if (!std::getline(f, line)) return "unknown";
+  const auto at = line.find("Kernel Module");
+  if (at == std::string::npos) return line;
+  const auto start = line.find_first_not_of(' ', at + 13);
+  if (start == std::string::npos) return line;
+  return line.substr(start, line.find(' ', start) - start);
+}
+
+}  // namespace
+
+DeviceInfo query_device(double peak_override_tops) {
+  int dev = 0;
+  CUDA_CHECK(cudaGetDevice(&dev));
+  cudaDeviceProp p{};
+  CUDA_CHECK(cudaGetDeviceProperties(&p, dev));
+  int clock_khz = 0, mem_khz = 0, bus_bits = 0, l2 = 0, drv = 0, rt = 0;
+  CUDA_CHECK(cudaDeviceGetAttribute(&clock_khz, cudaDevAttrClockRate, dev));
+  CUDA_CHECK(cudaDeviceGetAttribute(&mem_khz, cudaDevAttrMemoryClockRate, dev));
+  CUDA_CHECK(cudaDeviceGetAttribute(&bus_bits, cudaDevAttrGlobalMemoryBusWidth, dev));
+  CUDA_CHECK(cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, dev));
+  CUDA_CHECK(cudaDriverGetVersion(&drv));
+  CUDA_CHECK(cudaRuntimeGetVersion(&rt));
+  DeviceInfo d;
+  d.name = p.name;
+  d.compute_capability = std::to_string(p.major) + "." + std::to_string(p.minor);
+  d.sms = static_cast<uint64_t>(p.multiProcessorCount);
+  d.sm_clock_mhz = clock_khz / 1e3;
+  d.memory_clock_mhz = mem_khz / 1e3;
+  d.memory_bus_bits = static_cast<uint64_t>(bus_bits);
+  d.memory_gbps = 2.0 * mem_khz * 1e3 * bus_bits / 8 / 1e9;
+  d.l2_bytes = static_cast<uint64_t>(l2);
+  d.driver_version = kernel_driver_version() + " (CUDA driver API " + version_text(drv) + ")";
+  d.cuda_runtime_version = version_text(rt);
+  d.cublaslt_version = std::to_string(cublasLtGetVersion());
+  const double per_clock = int8_ops_per_sm_clock(p.major, p.minor);
+  if (peak_override_tops > 0) {
+    d.peak_int8_tops = peak_override_tops;
+    d.peak_source = "given with --peak-tops";
+  } else if (per_clock > 0) {
+    d.peak_int8_tops = d.sms * d.sm_clock_mhz * 1e6 * per_clock / 1e12;
+    d.peak_source = "SMs x peak SM clock x " + std::to_string(static_cast<int>(per_clock)) +
+                    " dense int8 ops per SM per clock (sm_" + std::to_string(p.major * 10 + p.minor) + ")";
+  } else {
+    d.peak_source = "unknown for compute capability " + d.compute_capability + ": give --peak-tops";
+  }
+  return d;
+}
+
+struct DeviceModel::Impl {
+  struct Gemm {
+    cublasLtMatmulDesc_t desc = nullptr;
+    cublasLtMatrixLayout_t a = nullptr, b = nullptr, c = nullptr;
+    cublasLtMatmulAlgo_t algo{};
+    int8_t* w = nullptr;
+    ColumnQuant* columns = nullptr;
+  };
+
+  const GpuPlan& plan;
+  cudaStream_t stream = nullptr;
+  cublasLtHandle_t lt = nullptr;
+  std::vector<int8_t*> tensors;
+  std::vector<Gemm> gemms;  // one per step (empty for pools and vector steps)
+  int8_t* gathered = nullptr;
+  int32_t* accumulators = nullptr;
+  void* workspace = nullptr;
+  size_t workspace_bytes = size_t{32} << 20;
+  std::vector<int8_t*> pinned_inputs;
+  int8_t* pinned_output = nullptr;
+  void* flush = nullptr;
+  size_t flush_bytes = 0;
+  cudaEvent_t start = nullptr, stop = nullptr;
+  cudaGraphExec_t graphs[2] = {nullptr, nullptr};  // [end_to_end]
+
+  explicit Impl(const GpuPlan& p) : plan(p) {
+    CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+    LT_CHECK(cublasLtCreate(&lt));
+    CUDA_CHECK(cudaEventCreate(&start));
+    CUDA_CHECK(cudaEventCreate(&stop));
+    for (uint64_t bytes : plan.tensor_bytes) {
+      int8_t* t = nullptr;
+      CUDA_CHECK(cudaMalloc(&t, std::max<uint64_t>(bytes, 4)));
+      CUDA_CHECK(cudaMemset(t, 0, std::max<uint64_t>(bytes, 4)));
+      tensors.push_back(t);
+    }
+    uint64_t x_bytes = 4, c_elements = 4;
+    for (const Step& s : plan.steps)
+      if (const auto* m = std::get_if<MatmulStep>(&s)) {
+        if (!m->direct) x_bytes = std::max(x_bytes, m->m * m->k_pad);
+        c_elements = std::max(c_elements, m->m * m->n_pad);
+      }
+    CUDA_CHECK(cudaMalloc(&gathered, x_bytes));
+    CUDA_CHECK(cudaMalloc(&accumulators, c_elements * sizeof(int32_t)));
+    CUDA_CHECK(cudaMalloc(&workspace, workspace_bytes));
+    gemms.resize(plan.steps.size());
+    for (size_t i = 0; i < plan.steps.size(); ++i)
+      if (const auto* m = std::get_if<MatmulStep>(&plan.steps[i])) prepare(*m, gemms[i]);
+    for (size_t i = 0; i < plan.inputs.size(); ++i) {
+      int8_t* h = nullptr;
+      CUDA_CHECK(cudaMallocHost(&h, std::max<size_t>(plan.input_data[i].size(), 4)));
+      std::copy(plan.input_data[i].begin(), plan.input_data[i].end(), h);
+      pinned_inputs.push_back(h);
+    }
+    CUDA_CHECK(cudaMallocHost(&pinned_output, std::max<uint64_t>(plan.tensor_bytes[plan.output], 4)));
+    int dev = 0, l2 = 0;
+    CUDA_CHECK(cudaGetDevice(&dev));
+    CUDA_CHECK(cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, dev));
+    flush_bytes = std::max<size_t>(size_t{2} * static_cast<size_t>(l2), size_t{1} << 20);
+    CUDA_CHECK(cudaMalloc(&flush, flush_bytes));
+  }
+
+  ~Impl() {  // no throwing here: errors at teardown are ignored
+    for (cudaGraphExec_t g : graphs)
+      if (g) cudaGraphExecDestroy(g);
+    for (Gemm& g : gemms) {
+      if (g.desc) cublasLtMatmulDescDestroy(g.desc);
+      if (g.a) cublasLtMatrixLayoutDestroy(g.a);
+      if (g.b) cublasLtMatrixLayoutDestroy(g.b);
+      if (g.c) cublasLtMatrixLayoutDestroy(g.c);
+      cudaFree(g.w);
+      cudaFree(g.columns);
+    }
+    for (int8_t* t : tensors) cudaFree(t);
+    for (int8_t* h : pinned_inputs) cudaFreeHost(h);
+    cudaFreeHost(pinned_output);
+    cudaFree(gathered);
+    cudaFree(accumulators);
+    cudaFree(workspace);
+    cudaFree(flush);
+    cudaEventDestroy(start);
+    cudaEventDestroy(stop);
+    if (lt) cublasLtDestroy(lt);
+    if (stream) cudaStreamDestroy(stream);
+  }
+
+  void prepare(const MatmulStep& m, Gemm& g) {
+    CUDA_CHECK(cudaMalloc(&g.w, m.weights.size()));
+    CUDA_CHECK(cudaMemcpy(g.w, m.weights.data(), m.weights.size(), cudaMemcpyHostToDevice));
+    CUDA_CHECK(cudaMalloc(&g.columns, m.columns.size() * sizeof(ColumnQuant)));
+    CUDA_CHECK(cudaMemcpy(g.columns, m.columns.data(), m.columns.size() * sizeof(ColumnQuant), cudaMemcpyHostToDevice));
+    LT_CHECK(cublasLtMatmulDescCreate(&g.desc, CUBLAS_COMPUTE_32I, CUDA_R_32I));
+    const cublasOperation_t ta = CUBLAS_OP_T, tb = CUBLAS_OP_N;
+    LT_CHECK(cublasLtMatmulDescSetAttribute(g.desc, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof ta));
+    LT_CHECK(cublasLtMatmulDescSetAttribute(g.desc, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof tb));
+    LT_CHECK(cublasLtMatrixLayoutCreate(&g.a, CUDA_R_8I, m.k_pad, m.n_pad, static_cast<int64_t>(m.k_pad)));
+    LT_CHECK(cublasLtMatrixLayoutCreate(&g.b, CUDA_R_8I, m.k_pad, m.m, static_cast<int64_t>(m.k_pad)));
+    LT_CHECK(cublasLtMatrixLayoutCreate(&g.c, CUDA_R_32I, m.n_pad, m.m, static_cast<int64_t>(m.n_pad)));
+    cublasLtMatmulPreference_t pref = nullptr;
+    LT_CHECK(cublasLtMatmulPreferenceCreate(&pref));
+    LT_CHECK(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &workspace_bytes,
+                                                  sizeof workspace_bytes));
+    cublasLtMatmulHeuristicResult_t result{};
+    int found = 0;
+    const cublasStatus_t s =
+        cublasLtMatmulAlgoGetHeuristic(lt, g.desc, g.a, g.b, g.c, g.c, pref, 1, &result, &found);
+    cublasLtMatmulPreferenceDestroy(pref);
+    if (s != CUBLAS_STATUS_SUCCESS || found == 0)
+      throw std::runtime_error("cuBLASLt has no int8 GEMM algorithm for m " + std::to_string(m.n_pad) + ", n " +
+                               std::to_string(m.m) + ", k " + std::to_string(m.k_pad) + " (" +
+                               cublasLtGetStatusName(s) + ")");
+    g.algo = result.algo;
+  }
+
+  void run(const MatmulStep& m, const Gemm& g) {
+    const int8_t* x = tensors[static_cast<size_t>(m.input_tensor[0])];
+    if (!m.direct) {
+      InputPointers in{};
+      for (int i = 0; i < m.gather.inputs; ++i) in.p[i] = tensors[static_cast<size_t>(m.input_tensor[i])];
+      gather_kernel<<<blocks_for(m.m * m.k_pad / 4), kThreads, 0, stream>>>(m.gather, in, gathered);
+      CUDA_CHECK(cudaGetLastError());
+      x = gathered;
+    }
+    const int32_t alpha = 1, beta = 0;
+    LT_CHECK(cublasLtMatmul(lt, g.desc, &alpha, g.w, g.a, x, g.b, &beta, accumulators, g.c, accumulators, g.c,
+                            &g.algo, workspace, workspace_bytes, stream));
+    requantize_kernel<<<blocks_for(m.m * m.n), kThreads, 0, stream>>>(
+        accumulators, m.m, m.n, m.n_pad, g.columns, m.table, m.scatter, tensors[static_cast<size_t>(m.output_tensor)]);
+    CUDA_CHECK(cudaGetLastError());
+  }
+  void run(const PoolStep& p, const Gemm&) {
+    pool_kernel<<<blocks_for(p.elements), kThreads, 0, stream>>>(p, tensors[static_cast<size_t>(p.input_tensor)],
+                                                                  tensors[static_cast<size_t>(p.output_tensor)]);
+    CUDA_CHECK(cudaGetLastError());
+  }
+  void run(const VectorStep& v, const Gemm&) {
+    vector_kernel<<<blocks_for(v.elements), kThreads, 0, stream>>>(v, tensors[static_cast<size_t>(v.a_tensor)],
+                                                                    tensors[static_cast<size_t>(v.b_tensor)],
+                                                                    tensors[static_cast<size_t>(v.output_tensor)]);
+    CUDA_CHECK(cudaGetLastError());
+  }
+
+  void forward() {
+    for (size_t i = 0; i < plan.steps.size(); ++i)
+      std::visit([&](const auto& s) { run(s, gemms[i]); }, plan.steps[i]);
+  }
+  void upload() {
+    for (size_t i = 0; i < plan.inputs.size(); ++i)
+      CUDA_CHECK(cudaMemcpyAsync(tensors[static_cast<size_t>(plan.inputs[i])], pinned_inputs[i],
+                                 plan.input_data[i].size(), cudaMemcpyHostToDevice, stream));
+  }
+  void download() {
+    CUDA_CHECK(cudaMemcpyAsync(pinned_output, tensors[static_cast<size_t>(plan.output)],
+                               plan.tensor_bytes[static_cast<size_t>(plan.output)], cudaMemcpyDeviceToHost, stream));
+  }
+  void batch(bool end_to_end) {
+    if (end_to_end) upload();
+    forward();
+    if (end_to_end) download();
+  }
+  cudaGraphExec_t graph(bool end_to_end) {
+    cudaGraphExec_t& exec = graphs[end_to_end];
+    if (!exec) {
+      cudaGraph_t g = nullptr;
+      CUDA_CHECK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
+      batch(end_to_end);
+      CUDA_CHECK(cudaStreamEndCapture(stream, &g));
+      CUDA_CHECK(cudaGraphInstantiate(&exec, g, 0));
+      CUDA_CHECK(cudaGraphDestroy(g));
+    }
+    return exec;
+  }
+  void launch(bool end_to_end, bool use_graph) {
+    if (use_graph) CUDA_CHECK(cudaGraphLaunch(graph(end_to_end), stream));
+    else batch(end_to_end);
+  }
+  float elapsed_ms() {
+    CUDA_CHECK(cudaEventSynchronize(stop));
+    float ms = 0;
+    CUDA_CHECK(cudaEventElapsedTime(&ms, start, stop));
+    return ms;
+  }
+};
+
+DeviceModel::DeviceModel(const GpuPlan& plan) : impl_(std::make_unique<Impl>(plan)) {}
+DeviceModel::~DeviceModel() = default;
+
+std::vector<int8_t> DeviceModel::infer() {
+  Impl& d = *impl_;
+  d.batch(true);
+  CUDA_CHECK(cudaStreamSynchronize(d.stream));
+  const uint64_t bytes = d.plan.tensor_bytes[static_cast<size_t>(d.plan.output)];
+  return std::vector<int8_t>(d.pinned_output, d.pinned_output + bytes);
+}
+
+Timing DeviceModel::time(bool end_to_end, bool flush_l2, bool graph, const TimingOptions& o) {
+  Impl& d = *impl_;
+  for (uint64_t i = 0; i < o.warmup; ++i) d.launch(end_to_end, graph);
+  CUDA_CHECK(cudaStreamSynchronize(d.stream));
+  std::vector<double> per_batch;
+  for (uint64_t r = 0; r < o.repeats; ++r) {
+    double ms = 0;
+    if (!flush_l2) {
+      CUDA_CHECK(cudaEventRecord(d.start, d.stream));
+      for (uint64_t i = 0; i < o.iterations; ++i) d.launch(end_to_end, graph);
+      CUDA_CHECK(cudaEventRecord(d.stop, d.stream));
+      ms = d.elapsed_ms();
+    } else {
+      for (uint64_t i = 0; i < o.iterations; ++i) {
+        CUDA_CHECK(cudaMemsetAsync(d.flush, static_cast<int>(i & 0xff), d.flush_bytes, d.stream));
+        CUDA_CHECK(cudaEventRecord(d.start, d.stream));
+        d.launch(end_to_end, graph);
+        CUDA_CHECK(cudaEventRecord(d.stop, d.stream));
+        ms += d.elapsed_ms();
+      }
+    }
+    per_batch.push_back(ms / 1e3 / static_cast<double>(o.iterations));
+  }
+  std::sort(per_batch.begin(), per_batch.end());
+  Timing t;
+  t.median = per_batch[per_batch.size() / 2];
+  t.min = per_batch.front();
+  t.max = per_batch.back();
+  t.repeats = o.repeats;
+  t.iterations = o.iterations;
+  return t;
+}
+
+}  // namespace tpusim::gpu

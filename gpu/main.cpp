@@ -1,0 +1,183 @@
+// tpusim-gpu: runs model descriptions on an NVIDIA GPU with the same int8 weights and inputs the
+// simulator uses (the quantized graph of compiler::compile_file, as `tpusim run MODEL` makes it
+// for tpu-v1: same calibration, same scales), checks the output bit for bit
+// against the golden reference executor, times it, and writes the GPU reference data format
+// (gpu/results.h; workloads/gpu-reference/README.md). Exit codes as tpusim's: 0 success, 1 an
+// output differs from the reference or the GPU failed, 2 bad usage or bad input.
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+#include <chrono>
+#include <ctime>
+#include <fstream>
+
+#include "compiler/compile.h"
+#include "compiler/model.h"
+#include "compiler/reference.h"
+#include "gpu/device.h"
+#include "gpu/plan.h"
+#include "gpu/results.h"
+#include "isa/error.h"
+
+namespace gpu = tpusim::gpu;
+namespace compiler = tpusim::compiler;
+
+namespace {
+
+struct Options {
+  std::vector<std::string> models;
+  std::vector<uint64_t> batches;
+  std::string json_out, csv_out, timing = "both", l2 = "both", graphs = "auto", note;
+  uint64_t graph_max_batch = 16;
+  gpu::TimingOptions timing_options;
+  bool no_check = false;
+  double peak_tops = 0;
+};
+
+std::string shell_quote(const std::string& s) {
+  if (!s.empty() && s.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-./=:,+") ==
+                        std::string::npos)
+    return s;
+  std::string q = "'";
+  for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return q + "'";
+}
+
+std::string utc_now() {
+  const std::time_t t = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buf;
+}
+
+std::vector<std::string> choices(const std::string& value, const std::string& a, const std::string& b) {
+  if (value == "both") return {a, b};
+  return {value};
+}
+
+// The first differing output byte, or "".
+std::string first_difference(const std::vector<int8_t>& got, const std::vector<int8_t>& want) {
+  if (got.size() != want.size()) return fmt::format("{} output bytes, expected {}", got.size(), want.size());
+  for (size_t i = 0; i < got.size(); ++i)
+    if (got[i] != want[i]) return fmt::format("byte {}: GPU {}, golden {}", i, int{got[i]}, int{want[i]});
+  return {};
+}
+
+// One model at one batch: check, then every requested timing. Returns false when the output differs.
+bool measure(const std::string& path, uint64_t batch, const Options& o, gpu::ResultsFile& out) {
+  compiler::LoadOptions lo;
+  if (batch) lo.batch = batch;
+  // The simulator's own pipeline, so the weights, inputs and scales are the ones it runs (the
+  // program it lowers for tpu-v1 is not used).
+  const compiler::QGraph graph = compiler::compile_file(path, tpusim::sim::Arch{}, lo).graph;
+  const gpu::GpuPlan plan = gpu::make_plan(graph);
+  gpu::DeviceModel model(plan);
+  std::optional<bool> matches;
+  const std::vector<int8_t> output = model.infer();
+  if (!o.no_check) {
+    const std::vector<int8_t> golden = compiler::run_golden(graph)[static_cast<size_t>(graph.output)];
+    const std::string why = first_difference(output, golden);
+    matches = why.empty();
+    fmt::print(stderr, "{} batch {}: output {} the golden reference{}\n", graph.name, graph.batch,
+               why.empty() ? "matches" : "DIFFERS from", why.empty() ? "" : ": " + why);
+  }
+  std::vector<bool> graph_modes;
+  if (o.graphs == "both") graph_modes = {false, true};
+  else if (o.graphs == "auto") graph_modes = {graph.batch <= o.graph_max_batch};
+  else graph_modes = {o.graphs == "on"};
+  for (const std::string& timing : choices(o.timing, "device", "end_to_end"))
+    for (const std::string& l2 : choices(o.l2, "warm", "flushed"))
+      for (bool use_graph : graph_modes) {
+        const gpu::Timing t = model.time(timing == "end_to_end", l2 == "flushed", use_graph, o.timing_options);
+        gpu::Measurement m;
+        m.workload = graph.name;
+        m.model = path;
+        m.batch = graph.batch;
+        m.timing = timing;
+        m.l2 = l2;
+        m.cuda_graph = use_graph;
+        m.latency_seconds = t.median;
+        m.latency_seconds_min = t.min;
+        m.latency_seconds_max = t.max;
+        m.repeats = t.repeats;
+        m.iterations = t.iterations;
+        m.inferences_per_second = double(graph.batch) / t.median;
+        m.tops = 2.0 * double(plan.macs) / t.median / 1e12;
+        m.macs = plan.macs;
+        m.weight_bytes = plan.weight_bytes;
+        m.output_matches_reference = matches;
+        fmt::print(stderr, "  {:<10} L2 {:<7} graph {:<3}: {:.4g} ms per batch, {:.0f} inferences/s, {:.2f} TOPS\n",
+                   timing, l2, use_graph ? "yes" : "no", t.median * 1e3, m.inferences_per_second, m.tops);
+        out.results.push_back(m);
+      }
+  return !matches || *matches;
+}
+
+void write_file(const std::string& path, const std::string& text) {
+  std::ofstream f(path, std::ios::trunc);
+  f << text;
+  if (!f) throw tpusim::InputError(fmt::format("{}: cannot write", path));
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"tpusim-gpu: run model descriptions on an NVIDIA GPU (int8, cuBLASLt), check them against the "
+               "golden reference and time them (workloads/gpu-reference/README.md)"};
+  Options o;
+  app.add_option("models", o.models, "model descriptions (.toml) or SCALE-Sim topologies (.csv)")->required();
+  app.add_option("--batch", o.batches, "batch sizes to run (repeatable; default: each description's batch)");
+  app.add_option("-o,--json", o.json_out, "write the results here (JSON, the GPU reference data format)");
+  app.add_option("--csv", o.csv_out, "write the results here as CSV too");
+  app.add_option("--timing", o.timing, "device (kernels only), end_to_end (with host copies) or both")
+      ->check(CLI::IsMember({"device", "end_to_end", "both"}));
+  app.add_option("--l2", o.l2, "warm, flushed (L2 overwritten before each batch) or both")
+      ->check(CLI::IsMember({"warm", "flushed", "both"}));
+  app.add_option("--graphs", o.graphs, "CUDA graphs: auto (for batches up to --graph-max-batch), on, off or both")
+      ->check(CLI::IsMember({"auto", "on", "off", "both"}));
+  app.add_option("--graph-max-batch", o.graph_max_batch, "largest batch --graphs auto launches as a graph");
+  app.add_option("--warmup", o.timing_options.warmup, "untimed batches before timing");
+  app.add_option("--iterations", o.timing_options.iterations, "batches per timed repeat")->check(CLI::PositiveNumber);
+  app.add_option("--repeats", o.timing_options.repeats, "timed repeats; the median is reported")
+      ->check(CLI::PositiveNumber);
+  app.add_flag("--no-check", o.no_check, "skip the check against the golden reference executor");
+  app.add_option("--peak-tops", o.peak_tops, "the device's dense int8 peak, when the runner does not know it");
+  app.add_option("--note", o.note, "a note stored in the results file");
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    const int rc = app.exit(e);
+    return rc == 0 ? 0 : 2;
+  }
+  gpu::ResultsFile results;
+  results.tool = "tpusim-gpu 0.1.0";
+  for (int i = 0; i < argc; ++i) results.command += (i ? " " : "") + shell_quote(argv[i]);
+  results.date = utc_now();
+  results.note = o.note;
+  char host[256] = {};
+  if (gethostname(host, sizeof host - 1) == 0) results.host = host;
+  bool all_match = true;
+  try {
+    results.device = gpu::query_device(o.peak_tops);
+    fmt::print(stderr, "device: {} (sm {}, {} SMs, {:.0f} MHz, {:.0f} GB/s, int8 peak {:.0f} TOPS), driver {}\n",
+               results.device.name, results.device.compute_capability, results.device.sms,
+               results.device.sm_clock_mhz, results.device.memory_gbps, results.device.peak_int8_tops,
+               results.device.driver_version);
+    const std::vector<uint64_t> batches = o.batches.empty() ? std::vector<uint64_t>{0} : o.batches;
+    for (const std::string& model : o.models)
+      for (uint64_t batch : batches) all_match &= measure(model, batch, o, results);
+    if (!o.json_out.empty()) write_file(o.json_out, gpu::results_json(results));
+    if (!o.csv_out.empty()) write_file(o.csv_out, gpu::results_csv(results));
+    if (o.json_out.empty() && o.csv_out.empty()) fmt::print("{}", gpu::results_json(results));
+  } catch (const tpusim::InputError& e) {
+    fmt::print(stderr, "{}\n", e.what());
+    return 2;
+  } catch (const std::exception& e) {
+    fmt::print(stderr, "tpusim-gpu: {}\n", e.what());
+    return 1;
+  }
+  return all_match ? 0 : 1;
+}

@@ -1,0 +1,222 @@
+// The GPU reference data format (results.h): JSON in and out, CSV out.
+#include "gpu/results.h"
+
+#include <fmt/format.h>
+
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "isa/error.h"
+
+namespace tpusim::gpu {
+namespace {
+
+using json = nlohmann::ordered_json;
+
+json device_json(const DeviceInfo& d) {
+  return {{"name", d.name},
+          {"compute_capability", d.compute_capability},
+          {"sms", d.sms},
+          {"sm_clock_mhz", d.sm_clock_mhz},
+          {"memory_clock_mhz", d.memory_clock_mhz},
+          {"memory_bus_bits", d.memory_bus_bits},
+          {"memory_gbps", d.memory_gbps},
+          {"l2_bytes", d.l2_bytes},
+          {"driver_version", d.driver_version},
+          {"cuda_runtime_version", d.cuda_runtime_version},
+          {"cublaslt_version", d.cublaslt_version},
+          {"peak_int8_tops", d.peak_int8_tops},
+          {"peak_source", d.peak_source}};
+}
+
+json measurement_json(const Measurement& m) {
+  json j = {{"workload", m.workload},
+            {"model", m.model},
+            {"batch", m.batch},
+            {"engine", m.engine},
+            {"timing", m.timing},
+            {"l2", m.l2},
+            {"cuda_graph", m.cuda_graph},
+            {"latency_seconds", m.latency_seconds},
+            {"latency_seconds_min", m.latency_seconds_min},
+            {"latency_seconds_max", m.latency_seconds_max},
+            {"repeats", m.repeats},
+            {"iterations", m.iterations},
+            {"inferences_per_second", m.inferences_per_second},
+            {"tops", m.tops},
+            {"macs", m.macs},
+            {"weight_bytes", m.weight_bytes}};
+  j["output_matches_reference"] = m.output_matches_reference ? json(*m.output_matches_reference) : json(nullptr);
+  return j;
+}
+
+// Reads fields of one JSON object, naming the file and the object's path in every error.
+class Reader {
+ public:
+  Reader(const json& j, std::string where) : j_(j), where_(std::move(where)) {
+    if (!j_.is_object()) fail("", "expected an object");
+  }
+  template <typename... A>
+  [[noreturn]] void fail(const std::string& key, fmt::format_string<A...> f, A&&... a) const {
+    throw InputError(fmt::format("{}{}{}: {}", where_, key.empty() ? "" : ": ", key,
+                                 fmt::format(f, std::forward<A>(a)...)));
+  }
+  const json& at(const std::string& key) const {
+    if (!j_.contains(key)) fail(key, "missing");
+    return j_.at(key);
+  }
+  std::string text(const std::string& key, bool required = true) const {
+    if (!required && !j_.contains(key)) return {};
+    const json& v = at(key);
+    if (!v.is_string()) fail(key, "expected a string, got {}", v.dump());
+    return v.get<std::string>();
+  }
+  double number(const std::string& key) const {
+    const json& v = at(key);
+    if (!v.is_number() || v.get<double>() < 0) fail(key, "expected a number >= 0, got {}", v.dump());
+    return v.get<double>();
+  }
+  uint64_t count(const std::string& key, uint64_t min = 0) const {
+    const json& v = at(key);
+    if (!v.is_number_unsigned() || v.get<uint64_t>() < min)
+      fail(key, "expected an integer >= {}, got {}", min, v.dump());
+    return v.get<uint64_t>();
+  }
+  bool flag(const std::string& key) const {
+    const json& v = at(key);
+    if (!v.is_boolean()) fail(key, "expected true or false, got {}", v.dump());
+    return v.get<bool>();
+  }
+  std::string choice(const std::string& key, std::initializer_list<const char*> allowed) const {
+    const std::string v = text(key);
+    std::string names;
+    for (const char* a : allowed) {
+      if (v == a) return v;
+      names += fmt::format("{}\"{}\"", names.empty() ? "" : ", ", a);
+    }
+    fail(key, "\"{}\" is not one of {}", v, names);
+  }
+  const std::string& where() const { return where_; }
+
+ private:
+  const json& j_;
+  std::string where_;
+};
+
+DeviceInfo read_device(const Reader& r) {
+  DeviceInfo d;
+  d.name = r.text("name");
+  d.compute_capability = r.text("compute_capability");
+  d.sms = r.count("sms");
+  d.sm_clock_mhz = r.number("sm_clock_mhz");
+  d.memory_clock_mhz = r.number("memory_clock_mhz");
+  d.memory_bus_bits = r.count("memory_bus_bits");
+  d.memory_gbps = r.number("memory_gbps");
+  d.l2_bytes = r.count("l2_bytes");
+  d.driver_version = r.text("driver_version");
+  d.cuda_runtime_version = r.text("cuda_runtime_version");
+  d.cublaslt_version = r.text("cublaslt_version");
+  d.peak_int8_tops = r.number("peak_int8_tops");
+  d.peak_source = r.text("peak_source");
+  return d;
+}
+
+Measurement read_measurement(const Reader& r) {
+  Measurement m;
+  m.workload = r.text("workload");
+  if (m.workload.empty()) r.fail("workload", "empty");
+  m.model = r.text("model");
+  m.batch = r.count("batch", 1);
+  m.engine = r.choice("engine", {"cublaslt", "cudnn"});
+  m.timing = r.choice("timing", {"device", "end_to_end"});
+  m.l2 = r.choice("l2", {"warm", "flushed"});
+  m.cuda_graph = r.flag("cuda_graph");
+  m.latency_seconds = r.number("latency_seconds");
+  if (m.latency_seconds <= 0) r.fail("latency_seconds", "must be above 0");
+  m.latency_seconds_min = r.number("latency_seconds_min");
+  m.latency_seconds_max = r.number("latency_seconds_max");
+  m.repeats = r.count("repeats", 1);
+  m.iterations = r.count("iterations", 1);
+  m.inferences_per_second = r.number("inferences_per_second");
+  m.tops = r.number("tops");
+  m.macs = r.count("macs");
+  m.weight_bytes = r.count("weight_bytes");
+  const json& ok = r.at("output_matches_reference");
+  if (!ok.is_null() && !ok.is_boolean())
+    r.fail("output_matches_reference", "expected true, false or null, got {}", ok.dump());
+  if (ok.is_boolean()) m.output_matches_reference = ok.get<bool>();
+  return m;
+}
+
+std::string csv_field(const std::string& s) {
+  if (s.find_first_of(",\"\n") == std::string::npos) return s;
+  std::string q = "\"";
+  for (char c : s) q += c == '"' ? std::string("\"\"") : std::string(1, c);
+  return q + "\"";
+}
+
+}  // namespace
+
+std::string results_json(const ResultsFile& f) {
+  json j = {{"format", f.format}, {"kind", f.kind},   {"note", f.note}, {"tool", f.tool},
+            {"command", f.command}, {"date", f.date}, {"host", f.host}, {"device", device_json(f.device)}};
+  j["results"] = json::array();
+  for (const Measurement& m : f.results) j["results"].push_back(measurement_json(m));
+  return j.dump(2) + "\n";
+}
+
+std::string results_csv(const ResultsFile& f) {
+  std::string s =
+      "kind,device,compute_capability,driver_version,cuda_runtime_version,sm_clock_mhz,memory_clock_mhz,"
+      "memory_gbps,peak_int8_tops,date,workload,model,batch,engine,timing,l2,cuda_graph,latency_seconds,"
+      "latency_seconds_min,latency_seconds_max,repeats,iterations,inferences_per_second,tops,macs,weight_bytes,"
+      "output_matches_reference,command\n";
+  const DeviceInfo& d = f.device;
+  for (const Measurement& m : f.results)
+    s += fmt::format("{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{:.9g},{:.9g},{:.9g},{},{},{:.9g},{:.9g},{},{},{},{}\n",
+                     f.kind, csv_field(d.name), d.compute_capability, d.driver_version, d.cuda_runtime_version,
+                     d.sm_clock_mhz, d.memory_clock_mhz, d.memory_gbps, d.peak_int8_tops, f.date,
+                     csv_field(m.workload), csv_field(m.model), m.batch, m.engine, m.timing, m.l2,
+                     m.cuda_graph ? "true" : "false", m.latency_seconds, m.latency_seconds_min,
+                     m.latency_seconds_max, m.repeats, m.iterations, m.inferences_per_second, m.tops, m.macs,
+                     m.weight_bytes,
+                     m.output_matches_reference ? (*m.output_matches_reference ? "true" : "false") : "",
+                     csv_field(f.command));
+  return s;
+}
+
+ResultsFile parse_results(const std::string& text, const std::string& source) {
+  json j;
+  try {
+    j = json::parse(text);
+  } catch (const json::parse_error& e) {
+    throw InputError(fmt::format("{}: invalid JSON: {}", source, e.what()));
+  }
+  const Reader r(j, source);
+  ResultsFile f;
+  f.format = r.text("format");
+  if (f.format != kResultsFormat) r.fail("format", "\"{}\", expected \"{}\"", f.format, kResultsFormat);
+  f.kind = r.choice("kind", {"measured", "test-fixture"});
+  f.note = r.text("note", false);
+  f.tool = r.text("tool");
+  f.command = r.text("command");
+  f.date = r.text("date");
+  f.host = r.text("host", false);
+  f.device = read_device(Reader(r.at("device"), source + ": device"));
+  const json& results = r.at("results");
+  if (!results.is_array()) r.fail("results", "expected an array");
+  for (size_t i = 0; i < results.size(); ++i)
+    f.results.push_back(read_measurement(Reader(results[i], fmt::format("{}: results[{}]", source, i))));
+  return f;
+}
+
+ResultsFile load_results(const std::filesystem::path& path) {
+  std::ifstream in(path);
+  if (!in) throw InputError(fmt::format("{}: cannot read", path.string()));
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return parse_results(ss.str(), path.string());
+}
+
+}  // namespace tpusim::gpu

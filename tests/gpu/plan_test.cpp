@@ -1,0 +1,253 @@
+// The GPU plan (gpu/plan.h) and its host model (gpu/host_exec.h) on the CPU: packing, im2col
+// against the plainest loops, padding, and the whole pipeline bit for bit against the golden
+// reference executor on hand-built graphs (every op kind, view and function) and on the small
+// workloads.
+#include <fmt/format.h>
+
+#include <catch2/catch.hpp>
+#include <filesystem>
+#include <random>
+
+#include "compiler/model.h"
+#include "compiler/quantize.h"
+#include "compiler/reference.h"
+#include "gpu/host_exec.h"
+#include "gpu/plan.h"
+#include "isa/error.h"
+
+using namespace tpusim;
+using compiler::QGraph;
+using compiler::Shape;
+using compiler::View;
+
+namespace {
+
+struct Builder {
+  QGraph g;
+  std::mt19937 rng{11};
+  explicit Builder(uint64_t batch) {
+    g.name = "gpu-test";
+    g.batch = batch;
+  }
+  std::vector<int8_t> random(size_t n) {
+    std::uniform_int_distribution<int> d(-128, 127);
+    std::vector<int8_t> v(n);
+    for (auto& x : v) x = static_cast<int8_t>(d(rng));
+    return v;
+  }
+  int tensor(Shape s) {
+    g.tensors.push_back({fmt::format("t{}", g.tensors.size()), s, 0.05, "layer"});
+    g.output = static_cast<int>(g.tensors.size() - 1);  // the last tensor made
+    return g.output;
+  }
+  int input(Shape s) {
+    const int t = tensor(s);
+    g.inputs.push_back(t);
+    g.input_data.push_back(random(g.batch * s.elements()));
+    return t;
+  }
+  compiler::MatmulOp matmul(std::vector<View> in, View out, uint64_t kh, uint64_t kw, bool perchan, isa::Func f) {
+    compiler::MatmulOp m;
+    m.inputs = std::move(in);
+    m.output = out;
+    m.kernel_h = kh;
+    m.kernel_w = kw;
+    for (const View& v : m.inputs) m.k += g.tensors[static_cast<size_t>(v.tensor)].shape.c;
+    m.n = g.tensors[static_cast<size_t>(out.tensor)].shape.c;
+    m.weights = random(kh * kw * m.k * m.n);
+    const auto shift = static_cast<uint8_t>(7 + std::lround(std::log2(std::sqrt(double(kh * kw * m.k)))));
+    std::uniform_int_distribution<int> b(-5000, 5000), mu(100, 300);
+    if (perchan) {
+      for (uint64_t j = 0; j < m.n; ++j) {
+        m.bias.push_back(b(rng));
+        m.mult.push_back(static_cast<uint16_t>(mu(rng)));
+        m.shift.push_back(static_cast<uint8_t>(shift + 8));
+      }
+    } else {
+      m.mult = {1};
+      m.shift = {shift};
+    }
+    m.func = f;
+    m.clip = 40;
+    return m;
+  }
+  void add(compiler::QOp op) {
+    g.ops.push_back(std::move(op));
+    g.op_layer.push_back(fmt::format("layer{}", g.ops.size()));
+  }
+};
+
+View whole(int t) { return {t, 0, 0}; }
+
+// The plan's host model and the golden reference agree on every tensor.
+void require_same_as_golden(const QGraph& g) {
+  const gpu::GpuPlan plan = gpu::make_plan(g);
+  const auto host = gpu::run_plan_on_host(plan);
+  const auto golden = compiler::run_golden(g);
+  REQUIRE(host.size() == golden.size());
+  for (size_t t = 0; t < host.size(); ++t) {
+    INFO("tensor " << t << " (" << g.tensors[t].name << ")");
+    REQUIRE(host[t] == golden[t]);
+  }
+}
+
+}  // namespace
+
+TEST_CASE("pack_weights transposes [rows][n] into zero-padded [n_pad][k_pad]", "[gpu][plan]") {
+  // rows = 3, n = 2: w[r][j] = 10 r + j.
+  const std::vector<int8_t> w = {0, 1, 10, 11, 20, 21};
+  const std::vector<int8_t> packed = gpu::pack_weights(w, 3, 2, 4, 4);
+  const std::vector<int8_t> want = {0, 10, 20, 0,   // column 0's weights, then a padding row
+                                    1, 11, 21, 0,   // column 1
+                                    0, 0,  0,  0,   // padded columns 2 and 3
+                                    0, 0,  0,  0};
+  REQUIRE(packed == want);
+}
+
+TEST_CASE("im2col of a padded, strided convolution equals the plainest loops", "[gpu][plan]") {
+  Builder b(2);
+  const int in = b.input(compiler::map_shape(5, 6, 3));
+  const int out = b.tensor(compiler::map_shape(3, 3, 5));  // 3 x 3 kernel, stride 2, pad 1: (5+2-3)/2+1 = 3, (6+2-3)/2+1 = 3
+  compiler::MatmulOp m = b.matmul({whole(in)}, whole(out), 3, 3, true, isa::Func::relu);
+  m.stride = 2;
+  m.pad = 1;
+  b.add(m);
+  const gpu::GpuPlan plan = gpu::make_plan(b.g);
+  const auto& step = std::get<gpu::MatmulStep>(plan.steps[0]);
+  CHECK(step.k == 27);
+  CHECK(step.k_pad == 28);
+  CHECK(step.n == 5);
+  CHECK(step.n_pad == 8);
+  CHECK(step.m == 18);  // batch 2 x 9 output pixels
+  CHECK_FALSE(step.direct);
+  std::vector<std::vector<int8_t>> tensors(b.g.tensors.size());
+  tensors[static_cast<size_t>(in)] = b.g.input_data[0];
+  const std::vector<int8_t> x = gpu::gather_rows(step, tensors);
+  const std::vector<int8_t>& data = b.g.input_data[0];
+  for (uint64_t img = 0; img < 2; ++img)
+    for (uint64_t oy = 0; oy < 3; ++oy)
+      for (uint64_t ox = 0; ox < 3; ++ox)
+        for (uint64_t r = 0; r < 3; ++r)
+          for (uint64_t s = 0; s < 3; ++s)
+            for (uint64_t c = 0; c < 3; ++c) {
+              const int64_t iy = int64_t(oy * 2 + r) - 1, ix = int64_t(ox * 2 + s) - 1;
+              const bool inside = iy >= 0 && iy < 5 && ix >= 0 && ix < 6;
+              const int8_t want = inside ? data[((img * 5 + uint64_t(iy)) * 6 + uint64_t(ix)) * 3 + c] : 0;
+              const uint64_t row = (img * 3 + oy) * 3 + ox, col = (r * 3 + s) * 3 + c;
+              REQUIRE(x[row * 28 + col] == want);
+            }
+  for (uint64_t row = 0; row < 18; ++row) REQUIRE(x[row * 28 + 27] == 0);  // the padding column
+  require_same_as_golden(b.g);
+}
+
+TEST_CASE("concatenated inputs and single-pixel views gather like an LSTM step", "[gpu][plan]") {
+  Builder b(3);
+  const int x = b.input(compiler::sequence_shape(4, 6));   // x_t: pixel t of a 4-step sequence
+  const int h = b.input(compiler::sequence_shape(4, 5));   // h_{t-1}: another sequence
+  const int gate = b.tensor(compiler::sequence_shape(4, 7));
+  for (uint64_t t = 0; t < 4; ++t)
+    b.add(b.matmul({{x, t, 1}, {h, (t + 3) % 4, 1}}, {gate, t, 1}, 1, 1, true,
+                   t % 2 ? isa::Func::sigmoid : isa::Func::tanh));
+  const gpu::GpuPlan plan = gpu::make_plan(b.g);
+  const auto& step = std::get<gpu::MatmulStep>(plan.steps[1]);
+  CHECK(step.k == 11);
+  CHECK(step.k_pad == 12);
+  CHECK(step.m == 3);
+  CHECK(step.gather.inputs == 2);
+  CHECK(step.gather.input[1].col0 == 6);
+  CHECK_FALSE(step.direct);
+  // Row 2 (sample 2), column 7 reads h's pixel (1 + 3) % 4 = 0, channel 1.
+  const gpu::GatherSource s = gpu::gather_source(step.gather, 2, 7);
+  CHECK(s.which == 1);
+  CHECK(s.offset == (2 * 4 + 0) * 5 + 1);
+  CHECK(gpu::gather_source(step.gather, 2, 11).which == -1);
+  require_same_as_golden(b.g);
+}
+
+TEST_CASE("a dense layer over a whole tensor with K a multiple of 4 reads its input in place", "[gpu][plan]") {
+  Builder b(5);
+  const int in = b.input(compiler::vector_shape(16));
+  const int hid = b.tensor(compiler::vector_shape(9));
+  const int out = b.tensor(compiler::vector_shape(3));
+  b.add(b.matmul({whole(in)}, whole(hid), 1, 1, false, isa::Func::relu));     // K 16: direct
+  b.add(b.matmul({whole(hid)}, whole(out), 1, 1, true, isa::Func::identity));  // K 9: gathered, padded to 12
+  const gpu::GpuPlan plan = gpu::make_plan(b.g);
+  CHECK(std::get<gpu::MatmulStep>(plan.steps[0]).direct);
+  CHECK_FALSE(std::get<gpu::MatmulStep>(plan.steps[1]).direct);
+  CHECK(plan.macs == 5 * (16 * 9 + 9 * 3));
+  CHECK(plan.weight_bytes == 16 * 9 + 9 * 3);
+  require_same_as_golden(b.g);
+}
+
+TEST_CASE("pools, every vector op and relux follow the golden reference", "[gpu][plan]") {
+  Builder b(2);
+  const int in = b.input(compiler::map_shape(7, 7, 4));
+  const int c1 = b.tensor(compiler::map_shape(7, 7, 6));
+  compiler::MatmulOp conv = b.matmul({whole(in)}, whole(c1), 3, 3, true, isa::Func::relux);
+  conv.pad = 1;
+  b.add(conv);
+  const int mx = b.tensor(compiler::map_shape(3, 3, 6));
+  b.add(compiler::PoolOp{whole(c1), whole(mx), isa::PoolKind::max, 3, 2});
+  const int av = b.tensor(compiler::map_shape(3, 3, 6));
+  b.add(compiler::PoolOp{whole(c1), whole(av), isa::PoolKind::avg, 2, 2});
+  int prev = mx;
+  for (isa::VecOp op : {isa::VecOp::add, isa::VecOp::sub, isa::VecOp::mul, isa::VecOp::max, isa::VecOp::min,
+                        isa::VecOp::pass}) {
+    const int o = b.tensor(compiler::map_shape(3, 3, 6));
+    compiler::VectorOp v;
+    v.op = op;
+    v.a = whole(prev);
+    v.b = whole(av);
+    v.output = whole(o);
+    v.mult = op == isa::VecOp::mul ? 3 : 5;
+    v.shift = op == isa::VecOp::mul ? 6 : 2;
+    v.func = op == isa::VecOp::pass ? isa::Func::sigmoid : isa::Func::identity;
+    b.add(v);
+    prev = o;
+  }
+  require_same_as_golden(b.g);
+}
+
+TEST_CASE("malformed graphs are refused with the op named", "[gpu][plan]") {
+  Builder b(1);
+  const int in = b.input(compiler::vector_shape(4));
+  const int out = b.tensor(compiler::vector_shape(2));
+  compiler::MatmulOp m = b.matmul({whole(in)}, whole(out), 1, 1, false, isa::Func::relu);
+  m.weights.pop_back();
+  b.add(m);
+  REQUIRE_THROWS_WITH(gpu::make_plan(b.g), Catch::Contains("op 0 (layer1): 7 weights, expected 1 x 1 x 4 x 2"));
+  std::get<compiler::MatmulOp>(b.g.ops[0]).output.tensor = 9;
+  REQUIRE_THROWS_WITH(gpu::make_plan(b.g), Catch::Contains("tensor 9 does not exist"));
+  Builder many(1);
+  std::vector<View> nine;
+  for (int i = 0; i < 9; ++i) nine.push_back(whole(many.input(compiler::vector_shape(1))));
+  many.add(many.matmul(nine, whole(many.tensor(compiler::vector_shape(2))), 1, 1, false, isa::Func::relu));
+  REQUIRE_THROWS_WITH(gpu::make_plan(many.g), Catch::Contains("9 inputs, the GPU runner takes at most 8"));
+}
+
+TEST_CASE("the small workloads run bit for bit as the golden reference", "[gpu][plan][workloads]") {
+  const std::filesystem::path dir = std::filesystem::path(TPUSIM_SOURCE_DIR) / "workloads" / "small";
+  for (const char* name : {"mnist_mlp.toml", "tiny_cnn.toml", "lenet5.toml", "resblock.toml", "lstm1.toml"}) {
+    INFO(name);
+    compiler::LoadOptions o;
+    o.batch = 4;
+    require_same_as_golden(compiler::quantize(compiler::load_model(dir / name, o)));
+  }
+}
+
+TEST_CASE("graph_work counts what the plan computes", "[gpu][plan]") {
+  Builder b(3);
+  const int x = b.input(compiler::sequence_shape(4, 6));
+  const int y = b.tensor(compiler::sequence_shape(4, 8));
+  for (uint64_t t = 0; t < 4; ++t) b.add(b.matmul({{x, t, 1}}, {y, t, 1}, 1, 1, false, isa::Func::relu));
+  const int map = b.input(compiler::map_shape(5, 5, 2));
+  const int conv = b.tensor(compiler::map_shape(3, 3, 4));
+  b.add(b.matmul({whole(map)}, whole(conv), 3, 3, false, isa::Func::relu));
+  const gpu::GraphWork w = gpu::graph_work(b.g);
+  // 4 steps x batch 3 x 6 x 8, then batch 3 x 9 pixels x 3 x 3 x 2 x 4.
+  CHECK(w.macs == 4 * 3 * 6 * 8 + 3 * 9 * 3 * 3 * 2 * 4);
+  CHECK(w.weight_bytes == 4 * 6 * 8 + 3 * 3 * 2 * 4);
+  const gpu::GpuPlan plan = gpu::make_plan(b.g);
+  CHECK(plan.macs == w.macs);
+  CHECK(plan.weight_bytes == w.weight_bytes);
+}
