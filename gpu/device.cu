@@ -39,7 +39,7 @@ void check_lt(cublasStatus_t s, const char* what, const char* file, int line) {
 
 constexpr unsigned kThreads = 256;
 unsigned blocks_for(uint64_t work) {
-  return static_cast<unsigned>(std::min<uint64_t>((work + kThreads - 1) / kThreads, 65535));
+  return static_cast<unsigned>(std::clamp<uint64_t>((work + kThreads - 1) / kThreads, 1, 65535));
 }
 
 struct InputPointers {
