@@ -3,7 +3,8 @@
 // for tpu-v1: same calibration, same scales), checks the output bit for bit
 // against the golden reference executor, times it, and writes the GPU reference data format
 // (gpu/results.h; workloads/gpu-reference/README.md). Exit codes as tpusim's: 0 success, 1 an
-// output differs from the reference or the GPU failed, 2 bad usage or bad input.
+// output differs from the reference or the GPU failed, 2 bad usage or bad input (a model refused
+// at one batch is skipped and the others still measured and written).
 #include <fmt/format.h>
 #include <unistd.h>
 
@@ -159,7 +160,7 @@ int main(int argc, char** argv) {
   results.note = o.note;
   char host[256] = {};
   if (gethostname(host, sizeof host - 1) == 0) results.host = host;
-  bool all_match = true;
+  bool all_match = true, bad_input = false;
   try {
     results.device = gpu::query_device(o.peak_tops);
     fmt::print(stderr, "device: {} (sm {}, {} SMs, {:.0f} MHz, {:.0f} GB/s, int8 peak {:.0f} TOPS), driver {}\n",
@@ -167,8 +168,15 @@ int main(int argc, char** argv) {
                results.device.sm_clock_mhz, results.device.memory_gbps, results.device.peak_int8_tops,
                results.device.driver_version);
     const std::vector<uint64_t> batches = o.batches.empty() ? std::vector<uint64_t>{0} : o.batches;
+    // A model the compiler refuses at one batch (too big for tpu-v1's unified buffer, say) is
+    // reported and skipped; the others are still measured and written.
     for (const std::string& model : o.models)
-      for (uint64_t batch : batches) all_match &= measure(model, batch, o, results);
+      for (uint64_t batch : batches) try {
+          all_match &= measure(model, batch, o, results);
+        } catch (const tpusim::InputError& e) {
+          fmt::print(stderr, "{} batch {}: skipped: {}\n", model, batch, e.what());
+          bad_input = true;
+        }
     if (!o.json_out.empty()) write_file(o.json_out, gpu::results_json(results));
     if (!o.csv_out.empty()) write_file(o.csv_out, gpu::results_csv(results));
     if (o.json_out.empty() && o.csv_out.empty()) fmt::print("{}", gpu::results_json(results));
@@ -179,5 +187,5 @@ int main(int argc, char** argv) {
     fmt::print(stderr, "tpusim-gpu: {}\n", e.what());
     return 1;
   }
-  return all_match ? 0 : 1;
+  return !all_match ? 1 : bad_input ? 2 : 0;
 }
