@@ -31,9 +31,15 @@ constexpr ReportKey kKeys[] = {
      "UB capacity the program uses"},
     {"acc_peak_rows", "integer", "highest accumulator row any instruction touched, plus one"},
     {"output_matches_reference", "bool or null",
-     "the final UB, accumulators and host memory equal the reference executor's, and for a model the output "
-     "equals the golden model reference's; null when not checked (--no-check, or the timing engine, which "
-     "computes no data)"},
+     "the results equal the references named by `checked_against`; null when not checked (--no-check, or "
+     "the timing engine, which computes no data)"},
+    {"checked_against", "string or null",
+     "`reference executor` (every UB, accumulator and host memory byte against sim/reference.h), `golden model "
+     "reference` (a compiled model's output against compiler/golden.cpp; models whose array work exceeds 2e10 "
+     "MACs skip the slow reference executor unless --full-check), or both joined by ` and `"},
+    {"quantization_error", "object or null",
+     "a compiled model: its output against the float reference on the calibration samples: `max_abs`, "
+     "`relative` (max_abs / max |float output|), `rms`; null for programs"},
     {"host_seconds", "number", "wall time of the simulation proper (not loading or checking)"},
     {"simulated_cycles_per_second", "number", "cycles / host_seconds"},
 };
@@ -113,6 +119,15 @@ nlohmann::ordered_json make_report(const ReportInput& in) {
   j["output_matches_reference"] = in.output_matches_reference
                                       ? nlohmann::ordered_json(*in.output_matches_reference)
                                       : nlohmann::ordered_json(nullptr);
+  j["checked_against"] = in.output_matches_reference && !in.checked_against.empty()
+                             ? nlohmann::ordered_json(in.checked_against)
+                             : nlohmann::ordered_json(nullptr);
+  if (in.quantization_error)
+    j["quantization_error"] = {{"max_abs", (*in.quantization_error)[0]},
+                               {"relative", (*in.quantization_error)[1]},
+                               {"rms", (*in.quantization_error)[2]}};
+  else
+    j["quantization_error"] = nullptr;
   j["host_seconds"] = r.host_seconds;
   j["simulated_cycles_per_second"] = r.host_seconds > 0 ? double(r.cycles) / r.host_seconds : 0.0;
   return j;
@@ -155,10 +170,15 @@ std::string format_report(const nlohmann::ordered_json& j) {
   s += fmt::format("\nUB peak {} bytes, accumulator peak {} rows\n", j["ub_peak_bytes"].get<uint64_t>(),
                    j["acc_peak_rows"].get<uint64_t>());
   const auto& ok = j["output_matches_reference"];
+  const std::string against = j["checked_against"].is_string() ? j["checked_against"].get<std::string>() : "";
   s += fmt::format("check        {}\n",
                    ok.is_null()     ? "not checked (--no-check, or the timing engine, which computes no data)"
-                   : ok.get<bool>() ? "memories match the reference executor"
-                                    : "MISMATCH against the reference executor");
+                   : ok.get<bool>() ? "results match the " + against
+                                    : "MISMATCH against the " + against);
+  if (const auto& q = j["quantization_error"]; q.is_object())
+    s += fmt::format("quantization output vs float reference: max error {:.4g} ({:.2f}% of the largest output), "
+                     "rms {:.4g}\n",
+                     q["max_abs"].get<double>(), 100 * q["relative"].get<double>(), q["rms"].get<double>());
   s += fmt::format("host time    {:.3f} s ({:.3g} simulated cycles/s)\n", j["host_seconds"].get<double>(),
                    j["simulated_cycles_per_second"].get<double>());
   return s;

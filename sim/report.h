@@ -3,6 +3,7 @@
 // keys), and the readable table `tpusim run` prints without --report.
 #pragma once
 
+#include <array>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <span>
@@ -30,6 +31,9 @@ struct ReportInput {
   Engine engine = Engine::fast;
   const RunResult* result = nullptr;
   std::optional<bool> output_matches_reference;  // empty when not checked (timing engine)
+  std::string checked_against;                   // what output_matches_reference compared with
+  // A compiled model: its output against the float reference (max abs, relative, rms).
+  std::optional<std::array<double, 3>> quantization_error;
 };
 
 // Keys in the documented order (report_keys()); arch parameters in table order.

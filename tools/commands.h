@@ -17,6 +17,7 @@ struct RunArgs {
   uint64_t max_cycles = 0;
   uint64_t batch = 0;  // models only: overrides the description's batch (0: keep it)
   bool no_check = false, report_schema = false;
+  bool full_check = false;  // models: also compare every memory with the ISA reference executor
 };
 int cmd_run(const RunArgs& args);        // tools/run.cpp
 

@@ -117,7 +117,10 @@ extern "C" int sc_main(int argc, char** argv) {
                 "write the JSON report here (docs/report.md) instead of printing a table");
   r->add_option("--max-cycles", run.max_cycles,
                 "stop with an error when the program runs longer (0: no limit)");
-  r->add_flag("--no-check", run.no_check, "do not compare the memories with the reference executor");
+  r->add_flag("--no-check", run.no_check,
+              "do not compare the results with the reference executor (and, for a model, the golden reference)");
+  r->add_flag("--full-check", run.full_check,
+              "models: compare every memory with the ISA reference executor even for paper-scale models (slow)");
   r->add_flag("--report-schema", run.report_schema, "print docs/report.md, the report's keys");
   tools::CompileArgs comp;
   CLI::App* c = app.add_subcommand("compile", "Compile a model description into a program (.tpu)");
