@@ -166,6 +166,24 @@ TEST_CASE("pooling, element-wise ops and a padded consumer share the unified buf
   CHECK(count(p, Opcode::pool) == 4 + 1);  // pool1 one output row at a time (padded), pool2 whole
 }
 
+TEST_CASE("dead tensors give their rows back: a deep chain runs in a buffer that holds three of its tensors") {
+  // Six dense layers of 64 channels (8 slices of 8) at batch 4: every tensor takes 32 UB rows,
+  // seven tensors take 224; the UB has 100 rows.
+  GraphBuilder b(4);
+  int x = b.input(vector_shape(64));
+  for (int l = 0; l < 6; ++l) {
+    const std::string n = std::to_string(l);  // (GCC 12 warns falsely on "y" + std::to_string)
+    const int y = b.tensor(std::string("y").append(n), vector_shape(64));
+    b.add(b.matmul({whole(x)}, whole(y)), std::string("fc").append(n));
+    x = y;
+  }
+  b.g.output = x;
+  sim::Arch a = arch8();
+  a.ub_bytes = 100 * 8;
+  const isa::Program p = lower_and_check(b.g, a);
+  CHECK(count(p, Opcode::matmul) == 6 * 64);  // 8 K tiles x 8 N tiles per layer
+}
+
 TEST_CASE("a model that does not fit the unified buffer is refused, naming the layer and the tensor") {
   GraphBuilder b(2);
   const int x = b.input(map_shape(40, 40, 8)), y = b.tensor("big", map_shape(40, 40, 8));
