@@ -6,6 +6,10 @@
 #include <string>
 #include <vector>
 
+namespace CLI {
+class App;
+}
+
 namespace tpusim::tools {
 
 // Writes `text` to `path`, or to standard output for "" or "-".
@@ -35,5 +39,31 @@ struct CompareArgs {
   std::string csv_out, json_out, plot_prefix, plot_script, python;  // python: "" = /usr/bin/python3 or python3
 };
 int cmd_compare(const CompareArgs& args);  // tools/compare.cpp
+
+// tpusim sweep, sweep merge and the hidden sweep worker (tools/sweep/, docs/sweeps.md).
+struct SweepArgs {
+  std::string spec, output, db, jsonl, shard, plot_prefix, python;
+  unsigned jobs = 0;  // 0: every core this process may use
+  bool resume = false, dry_run = false;
+};
+struct SweepMergeArgs {
+  std::vector<std::string> inputs;
+  std::string output, db, jsonl;
+};
+int cmd_sweep(const SweepArgs& args);
+int cmd_sweep_merge(const SweepMergeArgs& args);
+int cmd_sweep_worker();
+// Registers the subcommands on `app` (which must outlive this); run() runs the one parsed.
+class SweepCommand {
+ public:
+  explicit SweepCommand(CLI::App& app);
+  bool chosen() const;
+  int run() const;
+
+ private:
+  CLI::App *sweep_ = nullptr, *merge_ = nullptr, *worker_ = nullptr;
+  SweepArgs args_;
+  SweepMergeArgs merge_args_;
+};
 
 }  // namespace tpusim::tools

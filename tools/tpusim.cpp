@@ -152,6 +152,7 @@ extern "C" int sc_main(int argc, char** argv) {
   cm->add_option("--plot", cmp.plot_prefix, "write PREFIX.png and PREFIX.svg (scripts/plot_compare.py) and PREFIX.json");
   cm->add_option("--plot-script", cmp.plot_script, "the plotting script (default: the source tree's)");
   cm->add_option("--python", cmp.python, "Python with matplotlib (default: /usr/bin/python3, else python3)");
+  tools::SweepCommand sweep(app);  // sweep, sweep merge (tools/sweep/command.cpp)
 
   std::string names;
   bool known = false;
@@ -183,6 +184,7 @@ extern "C" int sc_main(int argc, char** argv) {
     if (*c) return tools::cmd_compile(comp);
     if (*ar) return tools::cmd_arch(markdown, arch_json);
     if (*cm) return tools::cmd_compare(cmp);
+    if (sweep.chosen()) return sweep.run();
   } catch (const InputError& e) {
     fmt::print(stderr, "{}\n", e.what());
     return kExitBadInput;

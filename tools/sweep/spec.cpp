@@ -1,0 +1,468 @@
+// Sweep specs: TOML -> numbered points (spec.h, docs/sweeps.md).
+#include "tools/sweep/spec.h"
+
+#include <fmt/format.h>
+#include <glob.h>
+
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <fstream>
+#include <set>
+#include <sstream>
+#include <toml++/toml.h>
+
+#include "compiler/model.h"
+#include "isa/error.h"
+
+namespace fs = std::filesystem;
+
+namespace tpusim::tools::sweep {
+
+namespace {
+
+constexpr uint64_t kMaxPoints = 1'000'000;
+constexpr uint64_t kMaxAxisValues = 10'000;
+constexpr uint64_t kMaxBatch = 1'000'000;
+
+// One assignment of a parameter (or `batch`) and the line it came from.
+struct Setting {
+  std::string key, text;
+  int line = 0;
+};
+// A grid axis: `values[i]` sets every parameter of the axis (one for a plain axis, several for a
+// linked one) at its i-th step.
+struct Axis {
+  std::string name;
+  int line = 0;
+  std::vector<std::vector<Setting>> values;
+};
+
+int line_of(const toml::node& n) { return static_cast<int>(n.source().begin.line); }
+
+size_t edit_distance(std::string_view a, std::string_view b) {
+  std::vector<size_t> row(b.size() + 1);
+  for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
+  for (size_t i = 1; i <= a.size(); ++i) {
+    size_t diag = row[0];
+    row[0] = i;
+    for (size_t j = 1; j <= b.size(); ++j)
+      diag = std::exchange(row[j], std::min({row[j] + 1, row[j - 1] + 1, diag + (a[i - 1] != b[j - 1])}));
+  }
+  return row[b.size()];
+}
+
+std::string did_you_mean(std::string_view word, const std::vector<std::string>& candidates) {
+  std::string best;
+  size_t best_d = SIZE_MAX;
+  for (const std::string& c : candidates)
+    if (size_t d = edit_distance(word, c); d < best_d) best = c, best_d = d;
+  return best_d <= std::max<size_t>(2, word.size() / 3) ? fmt::format(" (did you mean '{}'?)", best) : "";
+}
+
+std::vector<std::string> parameter_names() {
+  std::vector<std::string> names;
+  for (const sim::ParamInfo& p : sim::arch_params()) names.emplace_back(p.name);
+  names.emplace_back("batch");
+  return names;
+}
+
+bool is_parameter(std::string_view key) {
+  const auto names = parameter_names();
+  return std::find(names.begin(), names.end(), key) != names.end();
+}
+
+// Errors: "FILE:LINE: WHERE: KEY: VALUE: what was expected".
+class Reader {
+ public:
+  explicit Reader(const fs::path& path) : file_(path.string()) {}
+
+  [[noreturn]] void fail(int line, std::string_view where, std::string_view key, std::string_view value,
+                         std::string_view what) const {
+    std::string s = fmt::format("{}:{}: {}", file_, line, where);
+    if (!key.empty()) s += fmt::format(": {}", key);
+    if (!value.empty()) s += fmt::format(": {}", value);
+    throw InputError(s + ": " + std::string(what));
+  }
+
+  void unknown_key(const toml::node& n, std::string_view where, std::string_view key,
+                   const std::vector<std::string>& known, std::string_view what) const {
+    fail(line_of(n), where, key, "", fmt::format("unknown {}{}; expected one of: {}", what, did_you_mean(key, known),
+                                                 fmt::join(known, ", ")));
+  }
+
+  void check_parameter(const toml::node& n, std::string_view where, std::string_view key) const {
+    if (!is_parameter(key)) {
+      const auto names = parameter_names();
+      fail(line_of(n), where, key, "",
+           fmt::format("unknown parameter{}; `tpusim arch` lists them (and `batch`)", did_you_mean(key, names)));
+    }
+  }
+
+  // A scalar value as the text set_param parses, checked against the parameter now so that a bad
+  // value is an error at its line, not a failed point later.
+  Setting scalar(const toml::node& n, std::string_view where, const std::string& key) const {
+    Setting s{key, "", line_of(n)};
+    if (auto i = n.as_integer()) s.text = std::to_string(i->get());
+    else if (auto f = n.as_floating_point()) s.text = fmt::format("{}", f->get());
+    else if (auto t = n.as_string()) s.text = t->get();
+    else fail(s.line, where, key, render(n), "expected a number");
+    return checked(std::move(s), where);
+  }
+
+  Setting checked(Setting s, std::string_view where) const {
+    const std::string& key = s.key;
+    if (key == "batch") {
+      parse_batch(s, where);
+    } else {
+      sim::Arch scratch;
+      try {
+        sim::set_param(scratch, key, s.text, fmt::format("{}:{}: {}", file_, s.line, where));
+      } catch (const InputError& e) {
+        throw InputError(fmt::format("{} (a parameter's units and range: `tpusim arch`)", e.what()));
+      }
+    }
+    return s;
+  }
+
+  uint64_t parse_batch(const Setting& s, std::string_view where) const {
+    uint64_t v = 0;
+    const char* end = s.text.data() + s.text.size();
+    const auto [ptr, ec] = std::from_chars(s.text.data(), end, v);
+    if (ec != std::errc() || ptr != end || v == 0 || v > kMaxBatch)
+      fail(s.line, where, "batch", s.text, fmt::format("expected a whole number of inferences 1..{}", kMaxBatch));
+    return v;
+  }
+
+  static std::string render(const toml::node& n) {
+    std::ostringstream os;
+    if (n.is_table()) return "a table";
+    if (n.is_array()) return "an array";
+    n.visit([&](const auto& v) { os << v; });
+    return os.str();
+  }
+
+  // An axis's values: an array of scalars, or a range {from, to, step} / {from, to, times}.
+  std::vector<Setting> values(const toml::node& n, std::string_view where, const std::string& key) const {
+    std::vector<Setting> out;
+    if (const toml::array* a = n.as_array()) {
+      if (a->empty()) fail(line_of(n), where, key, "[]", "expected at least one value");
+      for (const toml::node& v : *a) out.push_back(scalar(v, where, key));
+    } else if (const toml::table* t = n.as_table()) {
+      out = range(*t, where, key);
+    } else {
+      fail(line_of(n), where, key, render(n),
+           "expected an array of values such as [64, 128, 256] or a range such as {from = 8, to = 64, times = 2}");
+    }
+    if (out.size() > kMaxAxisValues)
+      fail(line_of(n), where, key, "", fmt::format("{} values; at most {} per axis", out.size(), kMaxAxisValues));
+    return out;
+  }
+
+  std::vector<Setting> range(const toml::table& t, std::string_view where, const std::string& key) const {
+    const std::vector<std::string> known = {"from", "to", "step", "times"};
+    for (const auto& [k, v] : t)
+      if (std::find(known.begin(), known.end(), k.str()) == known.end())
+        unknown_key(v, fmt::format("{}: {}", where, key), k.str(), known, "range key");
+    const auto num = [&](std::string_view k) -> std::optional<double> {
+      const toml::node* n = t.get(k);
+      if (!n) return std::nullopt;
+      if (!n->is_number()) fail(line_of(*n), where, fmt::format("{}.{}", key, k), render(*n), "expected a number");
+      return n->value<double>();
+    };
+    const auto from = num("from"), to = num("to"), step = num("step"), times = num("times");
+    const int line = line_of(t);
+    if (!from || !to || step.has_value() == times.has_value())
+      fail(line, where, key, "a table", "a range needs from, to and one of step (adds) or times (multiplies)");
+    if (*to < *from) fail(line, where, key, "", fmt::format("range from {} to {}: to is below from", *from, *to));
+    if (step && !(*step > 0)) fail(line, where, fmt::format("{}.step", key), fmt::format("{}", *step), "expected > 0");
+    if (times && !(*times > 1 && *from > 0))
+      fail(line, where, fmt::format("{}.times", key), fmt::format("{}", *times), "expected > 1 (and from > 0)");
+    const bool integral = std::all_of(known.begin(), known.end(), [&](std::string_view k) {
+      const toml::node* n = t.get(k);
+      return !n || n->is_integer();
+    });
+    std::vector<Setting> out;
+    for (uint64_t i = 0; out.size() <= kMaxAxisValues; ++i) {
+      const double v = step ? *from + double(i) * *step : *from * std::pow(*times, double(i));
+      if (v > *to * (1 + 1e-12)) break;
+      const std::string text = integral ? std::to_string(static_cast<uint64_t>(std::llround(v))) : fmt::format("{}", v);
+      out.push_back(checked(Setting{key, text, line}, where));
+    }
+    return out;
+  }
+
+ private:
+  std::string file_;
+};
+
+const toml::table& table_at(const Reader& r, const toml::node& n, std::string_view where) {
+  if (!n.is_table()) r.fail(line_of(n), where, "", Reader::render(n), "expected a table");
+  return *n.as_table();
+}
+
+// Keys in the order they appear in the file (toml++ tables iterate alphabetically).
+std::vector<std::pair<std::string, const toml::node*>> in_file_order(const toml::table& t) {
+  std::vector<std::pair<std::string, const toml::node*>> out;
+  for (const auto& [k, v] : t) out.emplace_back(k.str(), &v);
+  std::stable_sort(out.begin(), out.end(), [](const auto& a, const auto& b) {
+    const auto &sa = a.second->source().begin, &sb = b.second->source().begin;
+    return std::pair(sa.line, sa.column) < std::pair(sb.line, sb.column);
+  });
+  return out;
+}
+
+std::vector<Axis> read_grid(const Reader& r, const toml::table& grid) {
+  std::vector<Axis> axes;
+  for (const auto& [key, node] : in_file_order(grid)) {
+    Axis axis{key, line_of(*node), {}};
+    const bool linked = !is_parameter(key) && node->is_table() && !node->as_table()->contains("from");
+    if (!linked) {
+      r.check_parameter(*node, "grid", key);
+      for (Setting& s : r.values(*node, "grid", key)) axis.values.push_back({std::move(s)});
+    } else {
+      const std::string where = fmt::format("grid.{}", key);
+      for (const auto& [param, values] : in_file_order(*node->as_table())) {
+        r.check_parameter(*values, where, param);
+        std::vector<Setting> column = r.values(*values, where, param);
+        if (axis.values.empty()) axis.values.resize(column.size());
+        if (column.size() != axis.values.size())
+          r.fail(line_of(*values), where, param, "",
+                 fmt::format("{} values, but the linked axis's first parameter has {}; linked parameters step "
+                             "together and need as many values each",
+                             column.size(), axis.values.size()));
+        for (size_t i = 0; i < column.size(); ++i) axis.values[i].push_back(std::move(column[i]));
+      }
+      if (axis.values.empty()) r.fail(axis.line, where, "", "", "a linked axis needs at least one parameter");
+    }
+    axes.push_back(std::move(axis));
+  }
+  return axes;
+}
+
+std::vector<Setting> read_settings(const Reader& r, const toml::table& t, const std::string& where) {
+  std::vector<Setting> out;
+  for (const auto& [key, node] : in_file_order(t)) {
+    r.check_parameter(*node, where, key);
+    out.push_back(r.scalar(*node, where, key));
+  }
+  return out;
+}
+
+std::vector<std::string> expand_glob(const fs::path& pattern) {
+  glob_t g{};
+  std::vector<std::string> out;
+  if (glob(pattern.c_str(), 0, nullptr, &g) == 0)
+    for (size_t i = 0; i < g.gl_pathc; ++i) out.emplace_back(g.gl_pathv[i]);
+  globfree(&g);
+  return out;  // glob sorts
+}
+
+void add_workload(const Reader& r, Spec& spec, const std::string& file, const std::string& name, int line) {
+  const fs::path base = spec.path.parent_path();
+  const bool pattern = file.find_first_of("*?[") != std::string::npos;
+  std::vector<std::string> paths = pattern ? expand_glob(base / file) : std::vector{(base / file).string()};
+  if (pattern && paths.empty()) r.fail(line, "sweep", "workloads", file, "no file matches the pattern");
+  if (pattern && !name.empty()) r.fail(line, "sweep", "workloads", file, "a pattern cannot take a name");
+  for (const std::string& p : paths) {
+    Workload w;
+    w.path = p;
+    w.file = pattern ? fs::path(file).parent_path().append(fs::path(p).filename().string()).string() : file;
+    w.name = name.empty() ? fs::path(p).stem().string() : name;
+    w.is_model = compiler::is_model_path(w.path);
+    const std::string ext = w.path.extension().string();
+    if (!w.is_model && ext != ".tpu" && ext != ".s")
+      r.fail(line, "sweep", "workloads", w.file,
+             "expected a model description (.toml), a SCALE-Sim topology (.csv), a program (.tpu) or assembly (.s)");
+    std::error_code ec;
+    if (!fs::is_regular_file(w.path, ec))
+      r.fail(line, "sweep", "workloads", w.file, fmt::format("no such file ({})", w.path.string()));
+    for (const Workload& o : spec.workloads)
+      if (o.name == w.name)
+        r.fail(line, "sweep", "workloads", w.file,
+               fmt::format("two workloads named '{}' ({} and {}); name one: {{ path = \"{}\", name = \"...\" }}",
+                           w.name, o.file, w.file, w.file));
+    spec.workloads.push_back(std::move(w));
+  }
+}
+
+void read_workloads(const Reader& r, const toml::node& n, Spec& spec) {
+  const toml::array* a = n.as_array();
+  if (!a || a->empty())
+    r.fail(line_of(n), "sweep", "workloads", Reader::render(n),
+           "expected a list of model descriptions or programs, such as [\"../tpu-v1/mlp0.toml\"]");
+  for (const toml::node& e : *a) {
+    if (auto s = e.as_string()) {
+      add_workload(r, spec, s->get(), "", line_of(e));
+    } else if (auto t = e.as_table()) {
+      const toml::node* path = t->get("path");
+      const toml::node* name = t->get("name");
+      for (const auto& [k, v] : *t)
+        if (k != "path" && k != "name") r.unknown_key(v, "sweep: workloads", k.str(), {"path", "name"}, "key");
+      if (!path || !path->is_string() || (name && !name->is_string()))
+        r.fail(line_of(e), "sweep", "workloads", "a table", "expected { path = \"FILE\", name = \"NAME\" }");
+      add_workload(r, spec, path->as_string()->get(), name ? name->as_string()->get() : "", line_of(e));
+    } else {
+      r.fail(line_of(e), "sweep", "workloads", Reader::render(e), "expected a file name");
+    }
+  }
+}
+
+sim::Arch base_arch(const Reader& r, const toml::node& n, const fs::path& spec_path) {
+  if (!n.is_string()) r.fail(line_of(n), "sweep", "arch", Reader::render(n), "expected a preset name or a .json file");
+  const std::string text = n.as_string()->get();
+  try {
+    if (text.ends_with(".json")) return sim::load_arch_file(spec_path.parent_path() / text);
+    return sim::arch_preset(text);
+  } catch (const InputError& e) {
+    r.fail(line_of(n), "sweep", "arch", text, e.what());
+  }
+}
+
+void read_sweep_table(const Reader& r, const toml::table& t, Spec& spec, sim::Arch& arch) {
+  const std::vector<std::string> known = {"name", "engine", "arch", "workloads", "max_cycles"};
+  for (const auto& [k, v] : t)
+    if (std::find(known.begin(), known.end(), k.str()) == known.end()) r.unknown_key(v, "sweep", k.str(), known, "key");
+  if (const toml::node* n = t.get("name")) {
+    if (!n->is_string() || n->as_string()->get().empty())
+      r.fail(line_of(*n), "sweep", "name", Reader::render(*n), "expected a non-empty string");
+    spec.name = n->as_string()->get();
+  }
+  if (const toml::node* n = t.get("engine")) {
+    const std::string e = n->is_string() ? n->as_string()->get() : Reader::render(*n);
+    if (e != "fast" && e != "stepped" && e != "timing")
+      r.fail(line_of(*n), "sweep", "engine", e, "expected \"timing\" (the default), \"fast\" or \"stepped\"");
+    spec.engine = sim::parse_engine(e);
+  }
+  if (const toml::node* n = t.get("max_cycles")) {
+    if (!n->is_integer() || n->as_integer()->get() < 0)
+      r.fail(line_of(*n), "sweep", "max_cycles", Reader::render(*n), "expected a whole number of cycles (0: no limit)");
+    spec.max_cycles = static_cast<uint64_t>(n->as_integer()->get());
+  }
+  if (const toml::node* n = t.get("arch")) arch = base_arch(r, *n, spec.path);
+  const toml::node* w = t.get("workloads");
+  if (!w) r.fail(line_of(t), "sweep", "workloads", "", "missing: the models or programs to run");
+  read_workloads(r, *w, spec);
+}
+
+// Applies settings (already checked) to a point.
+void apply(const std::vector<Setting>& settings, sim::Arch& arch, std::optional<uint64_t>& batch) {
+  for (const Setting& s : settings) {
+    if (s.key == "batch") batch = std::stoull(s.text);
+    else sim::set_param(arch, s.key, s.text, "sweep");
+  }
+}
+
+std::string point_key(const Spec& spec, const Point& p) {
+  return fmt::format("{}|{}|{}|batch={}|{}", p.workload->name, p.workload->file, sim::engine_name(spec.engine),
+                     p.batch ? std::to_string(*p.batch) : "-", sim::arch_to_json(p.arch).dump());
+}
+
+struct Expansion {
+  sim::Arch arch;
+  std::vector<Setting> base;
+  std::vector<Axis> axes;
+  std::vector<std::vector<Setting>> list;
+};
+
+void expand(const Reader& r, const Expansion& x, Spec& spec) {
+  std::vector<std::vector<Setting>> combos;
+  uint64_t grid = x.axes.empty() ? 0 : 1;
+  for (const Axis& a : x.axes) grid *= a.values.size();
+  const uint64_t per_workload = std::max<uint64_t>(1, grid + x.list.size());
+  if (grid > kMaxPoints || per_workload * spec.workloads.size() > kMaxPoints)
+    r.fail(1, "grid", "", "", fmt::format("more than {} points; split the sweep into several specs", kMaxPoints));
+  for (uint64_t i = 0; i < grid; ++i) {
+    std::vector<Setting> c;
+    uint64_t rest = i;
+    for (size_t a = x.axes.size(); a-- > 0;) {  // the last axis varies fastest
+      const auto& v = x.axes[a].values[rest % x.axes[a].values.size()];
+      rest /= x.axes[a].values.size();
+      c.insert(c.begin(), v.begin(), v.end());
+    }
+    combos.push_back(std::move(c));
+  }
+  combos.insert(combos.end(), x.list.begin(), x.list.end());
+  if (combos.empty()) combos.emplace_back();
+  std::set<std::string> seen;
+  for (const Workload& w : spec.workloads) {
+    for (const auto& c : combos) {
+      Point p;
+      p.workload = &w;
+      p.arch = x.arch;
+      apply(x.base, p.arch, p.batch);
+      apply(c, p.arch, p.batch);
+      if (p.batch && !w.is_model) {
+        const int line = c.empty() ? x.base.front().line : c.front().line;
+        r.fail(line, "sweep", "batch", std::to_string(*p.batch),
+               fmt::format("batch applies to models, and workload {} is a program", w.file));
+      }
+      p.key = point_key(spec, p);
+      if (!seen.insert(p.key).second) {
+        ++spec.duplicates;
+        continue;
+      }
+      p.index = spec.points.size();
+      spec.points.push_back(std::move(p));
+    }
+  }
+}
+
+}  // namespace
+
+Spec parse_spec(const std::string& text, const fs::path& path) {
+  Spec spec;
+  spec.path = path;
+  spec.text = text;
+  spec.name = path.stem().string();
+  const Reader r(path);
+  toml::table doc;
+  try {
+    doc = toml::parse(text, path.string());
+  } catch (const toml::parse_error& e) {
+    throw InputError(fmt::format("{}:{}:{}: {}", path.string(), e.source().begin.line, e.source().begin.column,
+                                 e.description()));
+  }
+  const std::vector<std::string> known = {"sweep", "set", "grid", "points"};
+  for (const auto& [k, v] : doc)
+    if (std::find(known.begin(), known.end(), k.str()) == known.end())
+      r.unknown_key(v, "spec", k.str(), known, "table");
+  const toml::node* sweep = doc.get("sweep");
+  if (!sweep) r.fail(1, "[sweep]", "", "", "missing: a spec needs a [sweep] table with its workloads");
+  Expansion x;
+  read_sweep_table(r, table_at(r, *sweep, "[sweep]"), spec, x.arch);
+  if (const toml::node* n = doc.get("set")) x.base = read_settings(r, table_at(r, *n, "[set]"), "set");
+  if (const toml::node* n = doc.get("grid")) x.axes = read_grid(r, table_at(r, *n, "[grid]"));
+  if (const toml::node* n = doc.get("points")) {
+    const toml::array* a = n->as_array();
+    if (!a) r.fail(line_of(*n), "[[points]]", "", "", "expected an array of tables: [[points]]");
+    for (const toml::node& e : *a) x.list.push_back(read_settings(r, table_at(r, e, "[[points]]"), "points"));
+  }
+  expand(r, x, spec);
+  return spec;
+}
+
+Spec load_spec(const fs::path& path) {
+  std::ifstream f(path, std::ios::binary);
+  if (!f) throw InputError(fmt::format("{}: cannot read the sweep spec", path.string()));
+  std::ostringstream text;
+  text << f.rdbuf();
+  return parse_spec(text.str(), path);
+}
+
+Shard parse_shard(const std::string& text) {
+  Shard s;
+  const size_t slash = text.find('/');
+  const auto number = [&](std::string_view t, uint64_t& out) {
+    const auto [ptr, ec] = std::from_chars(t.data(), t.data() + t.size(), out);
+    return ec == std::errc() && ptr == t.data() + t.size() && !t.empty();
+  };
+  if (slash == std::string::npos || !number(std::string_view(text).substr(0, slash), s.index) ||
+      !number(std::string_view(text).substr(slash + 1), s.count) || s.count == 0 || s.index >= s.count)
+    throw InputError(fmt::format("--shard: '{}': expected K/N with 0 <= K < N, such as 0/4 (Slurm: "
+                                 "$SLURM_ARRAY_TASK_ID/$SLURM_ARRAY_TASK_COUNT)",
+                                 text));
+  return s;
+}
+
+}  // namespace tpusim::tools::sweep

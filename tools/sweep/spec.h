@@ -1,0 +1,60 @@
+// A sweep spec (docs/sweeps.md): workloads crossed with a grid and/or a list of architecture
+// points, read from TOML and expanded into numbered points.
+//
+// Points are numbered in one fixed order (workloads outermost, in the order written; then the
+// grid, its axes in the order written with the last varying fastest; then the [[points]] list),
+// so that the same spec gives the same numbering on every machine: shards (--shard K/N takes the
+// points whose number is K modulo N), resumed runs and merged results all refer to points by it.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "sim/arch.h"
+#include "sim/machine.h"
+
+namespace tpusim::tools::sweep {
+
+struct Workload {
+  std::string name;             // CSV `workload`: the file's stem unless the spec names it
+  std::string file;             // as written in the spec (CSV `workload_file`)
+  std::filesystem::path path;   // resolved against the spec's folder
+  bool is_model = false;        // a model description (.toml, .csv), else a program (.tpu, .s)
+};
+
+struct Point {
+  uint64_t index = 0;              // the point's number in the spec's order
+  const Workload* workload = nullptr;
+  sim::Arch arch;                  // every parameter resolved (validated only when the point runs)
+  std::optional<uint64_t> batch;   // models: overrides the description's batch
+  std::string key;                 // identity for --resume and merging: workload, engine, batch, arch
+};
+
+struct Spec {
+  std::filesystem::path path;
+  std::string text;                // the spec file, stored with the results
+  std::string name;                // [sweep] name, default: the file's stem
+  sim::Engine engine = sim::Engine::timing;
+  uint64_t max_cycles = 0;         // per point; 0: no limit
+  std::vector<Workload> workloads;
+  std::vector<Point> points;
+  uint64_t duplicates = 0;         // points dropped because an earlier point is the same
+};
+
+// Reads and expands a spec. Throws InputError naming the file, line, key, value and what was
+// expected: unknown keys and parameters (with the closest known name), values a parameter does
+// not accept, linked axes of unequal lengths, missing workload files, batch on programs.
+Spec load_spec(const std::filesystem::path& path);
+Spec parse_spec(const std::string& text, const std::filesystem::path& path);
+
+// "K/N" with 0 <= K < N; throws InputError.
+struct Shard {
+  uint64_t index = 0, count = 1;
+};
+Shard parse_shard(const std::string& text);
+inline bool in_shard(const Point& p, Shard s) { return p.index % s.count == s.index; }
+
+}  // namespace tpusim::tools::sweep

@@ -1,0 +1,244 @@
+// The sweep results database (store.h) on SQLite.
+#include "tools/sweep/store.h"
+
+#include <fmt/chrono.h>
+#include <fmt/format.h>
+#include <sqlite3.h>
+
+#include <chrono>
+#include <nlohmann/json.hpp>
+
+#include "isa/error.h"
+
+namespace tpusim::tools::sweep {
+
+namespace {
+
+std::string quoted(const std::string& name) { return "\"" + name + "\""; }
+
+std::string columns_json() {
+  nlohmann::json names = nlohmann::json::array();
+  for (const Column& c : columns()) names.push_back(c.name);
+  return names.dump();
+}
+
+std::string column_list(const std::string& prefix = "") {
+  std::string out;
+  for (const Column& c : columns()) out += (out.empty() ? "" : ", ") + prefix + quoted(c.name);
+  return out;
+}
+
+const char* sql_type(ColumnType t) {
+  return t == ColumnType::integer ? "INTEGER" : t == ColumnType::real ? "REAL" : "TEXT";
+}
+
+std::string utc_now() {
+  const auto now = std::chrono::floor<std::chrono::seconds>(std::chrono::system_clock::now());
+  return fmt::format("{:%Y-%m-%dT%H:%M:%SZ}", fmt::gmtime(std::chrono::system_clock::to_time_t(now)));
+}
+
+// A prepared statement, finalized on scope exit.
+class Statement {
+ public:
+  Statement(sqlite3* db, const std::string& sql, const std::string& where) : db_(db), where_(where) {
+    if (sqlite3_prepare_v2(db, sql.c_str(), -1, &s_, nullptr) != SQLITE_OK) fail();
+  }
+  ~Statement() { sqlite3_finalize(s_); }
+  Statement(const Statement&) = delete;
+  Statement& operator=(const Statement&) = delete;
+  void bind(int i, const Cell& c) {
+    int rc = SQLITE_OK;
+    if (const auto* v = std::get_if<int64_t>(&c)) rc = sqlite3_bind_int64(s_, i, *v);
+    else if (const auto* d = std::get_if<double>(&c)) rc = sqlite3_bind_double(s_, i, *d);
+    else if (const auto* t = std::get_if<std::string>(&c)) rc = sqlite3_bind_text(s_, i, t->c_str(), -1, SQLITE_TRANSIENT);
+    else rc = sqlite3_bind_null(s_, i);
+    if (rc != SQLITE_OK) fail();
+  }
+  bool step() {
+    const int rc = sqlite3_step(s_);
+    if (rc == SQLITE_ROW) return true;
+    if (rc != SQLITE_DONE) fail();
+    return false;
+  }
+  Cell cell(int i) const {
+    switch (sqlite3_column_type(s_, i)) {
+      case SQLITE_INTEGER: return static_cast<int64_t>(sqlite3_column_int64(s_, i));
+      case SQLITE_FLOAT: return sqlite3_column_double(s_, i);
+      case SQLITE_NULL: return {};
+      default: return text(i);
+    }
+  }
+  std::string text(int i) const {
+    const auto* t = reinterpret_cast<const char*>(sqlite3_column_text(s_, i));
+    return t ? std::string(t, static_cast<size_t>(sqlite3_column_bytes(s_, i))) : std::string();
+  }
+  [[noreturn]] void fail() const { throw InputError(fmt::format("{}: SQLite: {}", where_, sqlite3_errmsg(db_))); }
+
+ private:
+  sqlite3* db_;
+  sqlite3_stmt* s_ = nullptr;
+  std::string where_;
+};
+
+}  // namespace
+
+ResultStore::ResultStore(const std::filesystem::path& path, bool read_only) : path_(path) {
+  const int flags = read_only ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE;
+  if (sqlite3_open_v2(path.c_str(), &db_, flags, nullptr) != SQLITE_OK) {
+    const std::string why = db_ ? sqlite3_errmsg(db_) : "out of memory";
+    sqlite3_close(db_);
+    throw InputError(fmt::format("{}: cannot open the results database: {}", path.string(), why));
+  }
+  sqlite3_busy_timeout(db_, 10000);
+  // The default rollback journal with synchronous=FULL: one file, and a point's transaction is
+  // on disk before the next starts.
+  exec("PRAGMA synchronous=FULL");
+}
+
+ResultStore::~ResultStore() { sqlite3_close(db_); }
+
+void ResultStore::exec(const std::string& sql) {
+  char* err = nullptr;
+  if (sqlite3_exec(db_, sql.c_str(), nullptr, nullptr, &err) != SQLITE_OK) {
+    const std::string why = err ? err : sqlite3_errmsg(db_);
+    sqlite3_free(err);
+    throw InputError(fmt::format("{}: SQLite: {}", path_.string(), why));
+  }
+}
+
+void ResultStore::create(const std::map<std::string, std::string>& meta) {
+  std::string ddl = "CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);\n"
+                    "CREATE TABLE IF NOT EXISTS results(";
+  for (const Column& c : columns())
+    ddl += fmt::format("{} {}{}, ", quoted(c.name), sql_type(c.type), c.name == "point" ? " PRIMARY KEY" : "");
+  ddl += "key TEXT NOT NULL UNIQUE, host_seconds REAL, point_seconds REAL, finished TEXT, json TEXT NOT NULL);";
+  exec("BEGIN IMMEDIATE");
+  exec(ddl);
+  if (this->meta().empty()) {
+    for (const auto& [k, v] : meta) {
+      Statement one(db_, "INSERT INTO meta(key, value) VALUES (?1, ?2)", path_.string());
+      one.bind(1, k);
+      one.bind(2, v);
+      one.step();
+    }
+  }
+  exec("COMMIT");
+  check_columns();
+}
+
+std::map<std::string, std::string> ResultStore::meta() {
+  std::map<std::string, std::string> out;
+  Statement exists(db_, "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'meta'", path_.string());
+  exists.step();
+  if (std::get<int64_t>(exists.cell(0)) == 0) return out;
+  Statement s(db_, "SELECT key, value FROM meta", path_.string());
+  while (s.step()) out[s.text(0)] = s.text(1);
+  return out;
+}
+
+void ResultStore::check_columns() {
+  const auto m = meta();
+  const auto it = m.find("columns");
+  if (it == m.end())
+    throw InputError(fmt::format("{}: not a tpusim sweep database (no meta columns)", path_.string()));
+  if (it->second != columns_json())
+    throw InputError(fmt::format(
+        "{}: written by a tpusim with other result columns (tpusim {}); this tpusim cannot add to it or merge "
+        "it: start a new results file, or export it with `sqlite3 -csv`",
+        path_.string(), m.contains("tpusim") ? m.at("tpusim") : "unknown"));
+}
+
+void ResultStore::attach_spec(const Spec& spec) {
+  create({{"spec_name", spec.name},
+          {"spec_file", spec.path.string()},
+          {"spec_text", spec.text},
+          {"spec_points", std::to_string(spec.points.size())},
+          {"columns", columns_json()},
+          {"tpusim", "0.1.0"}});
+  Statement s(db_, "SELECT point, key FROM results ORDER BY point", path_.string());
+  while (s.step()) {
+    const int64_t point = std::get<int64_t>(s.cell(0));
+    const std::string key = s.text(1);
+    if (point < 0 || static_cast<uint64_t>(point) >= spec.points.size() || spec.points[point].key != key)
+      throw InputError(fmt::format(
+          "{}: point {} was stored for another spec point than {} now gives (stored: {}); the spec changed "
+          "since: write the results to a new file (or restore the spec)",
+          path_.string(), point, spec.path.string(), key.substr(0, 200)));
+  }
+}
+
+uint64_t ResultStore::count() {
+  Statement s(db_, "SELECT count(*) FROM results", path_.string());
+  s.step();
+  return static_cast<uint64_t>(std::get<int64_t>(s.cell(0)));
+}
+
+std::set<std::string> ResultStore::finished_keys() {
+  std::set<std::string> keys;
+  Statement s(db_, "SELECT key FROM results", path_.string());
+  while (s.step()) keys.insert(s.text(0));
+  return keys;
+}
+
+void ResultStore::record(const PointResult& r) {
+  const Row row = make_row(r);
+  std::string params;
+  for (size_t i = 1; i <= row.size() + 5; ++i) params += fmt::format("{}?{}", i > 1 ? ", " : "", i);
+  Statement s(db_,
+              fmt::format("INSERT INTO results({}, key, host_seconds, point_seconds, finished, json) VALUES ({})", column_list(), params),
+              path_.string());
+  int i = 1;
+  for (const Cell& c : row) s.bind(i++, c);
+  s.bind(i++, r.point->key);
+  s.bind(i++, host_seconds(r));
+  s.bind(i++, r.point_seconds);
+  s.bind(i++, utc_now());
+  s.bind(i++, json_line(r));
+  s.step();  // autocommit: the point's own transaction
+}
+
+std::string ResultStore::csv() {
+  std::string out = csv_header();
+  Statement s(db_, fmt::format("SELECT {} FROM results ORDER BY point", column_list()), path_.string());
+  const int n = static_cast<int>(columns().size());
+  Row row(n);
+  while (s.step()) {
+    for (int i = 0; i < n; ++i) row[i] = s.cell(i);
+    out += csv_line(row);
+  }
+  return out;
+}
+
+std::string ResultStore::jsonl() {
+  std::string out;
+  Statement s(db_, "SELECT json FROM results ORDER BY point", path_.string());
+  while (s.step()) out += s.text(0) + "\n";
+  return out;
+}
+
+uint64_t ResultStore::merge_from(const std::filesystem::path& other) {
+  ResultStore(other, /*read_only=*/true).check_columns();
+  {
+    Statement a(db_, "ATTACH DATABASE ?1 AS other", path_.string());
+    a.bind(1, other.string());
+    a.step();
+  }
+  struct Detach {
+    ResultStore* s;
+    ~Detach() { sqlite3_exec(s->db_, "DETACH DATABASE other", nullptr, nullptr, nullptr); }
+  } detach{this};
+  Statement clash(db_,
+                  "SELECT a.point, a.key, b.key FROM results a JOIN other.results b ON a.point = b.point "
+                  "WHERE a.key != b.key LIMIT 1",
+                  path_.string());
+  if (clash.step())
+    throw InputError(fmt::format("{}: point {} differs from the same point of the files before it ({} against {}): "
+                                 "these results come from different specs",
+                                 other.string(), std::get<int64_t>(clash.cell(0)), clash.text(2).substr(0, 120),
+                                 clash.text(1).substr(0, 120)));
+  const std::string cols = column_list() + ", key, host_seconds, point_seconds, finished, json";
+  exec(fmt::format("INSERT OR IGNORE INTO results({}) SELECT {} FROM other.results", cols, cols));
+  return static_cast<uint64_t>(sqlite3_changes(db_));
+}
+
+}  // namespace tpusim::tools::sweep

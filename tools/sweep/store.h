@@ -1,0 +1,64 @@
+// The sweep's results database (SQLite): the store every other output is exported from.
+//
+// Tables (docs/sweeps.md, "Querying the database"):
+//   meta(key, value): spec_name, spec_file, spec_text, spec_points (points in the whole spec),
+//     columns (the results columns as a JSON list), tpusim (version);
+//   results: one row per finished point: the CSV columns (columns()), then `key` (the point's
+//     identity, spec.h), `host_seconds` (wall time of the simulation), `point_seconds` (wall time
+//     of the whole point in its worker, compiling included), `finished` (UTC time) and
+//     `json` (the JSON Lines record, the whole report included).
+// Each point is one transaction (record()), so a sweep killed at any moment leaves every point
+// that finished before it, and nothing half-written.
+#pragma once
+
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <set>
+#include <string>
+
+#include "tools/sweep/results.h"
+#include "tools/sweep/spec.h"
+
+struct sqlite3;
+
+namespace tpusim::tools::sweep {
+
+class ResultStore {
+ public:
+  // Opens (creating when missing) the database at `path`; ":memory:" for a scratch one.
+  explicit ResultStore(const std::filesystem::path& path, bool read_only = false);
+  ~ResultStore();
+  ResultStore(const ResultStore&) = delete;
+  ResultStore& operator=(const ResultStore&) = delete;
+
+  // Creates the tables for `spec`, or checks that an existing database belongs to it: the same
+  // columns, and each stored point's key equal to the key of the spec's point with its number.
+  void attach_spec(const Spec& spec);
+  // Creates the tables with the given meta values (merging).
+  void create(const std::map<std::string, std::string>& meta);
+
+  uint64_t count();
+  std::set<std::string> finished_keys();
+  std::map<std::string, std::string> meta();
+
+  void record(const PointResult& r);  // one transaction
+
+  // Every stored row, ordered by point: the CSV (header first) and the JSON Lines.
+  std::string csv();
+  std::string jsonl();
+
+  // Copies in every row of another database with the same columns; a point number both hold
+  // must have the same key. Returns the rows added.
+  uint64_t merge_from(const std::filesystem::path& other);
+
+  const std::filesystem::path& path() const { return path_; }
+
+ private:
+  void exec(const std::string& sql);
+  void check_columns();
+  std::filesystem::path path_;
+  sqlite3* db_ = nullptr;
+};
+
+}  // namespace tpusim::tools::sweep

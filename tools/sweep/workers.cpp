@@ -1,0 +1,265 @@
+// Worker processes for sweeps (workers.h).
+#include "tools/sweep/workers.h"
+
+#include <fcntl.h>
+#include <fmt/format.h>
+#include <poll.h>
+#include <sched.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <deque>
+#include <iostream>
+#include <new>
+#include <optional>
+
+#include "compiler/compile.h"
+#include "isa/assembler.h"
+#include "isa/error.h"
+#include "sim/machine.h"
+#include "sim/report.h"
+
+extern char** environ;
+
+namespace tpusim::tools::sweep {
+
+namespace {
+
+using json = nlohmann::json;
+using ojson = nlohmann::ordered_json;
+
+json request(const Spec& spec, const Point& p) {
+  return {{"point", p.index},
+          {"path", std::filesystem::absolute(p.workload->path).string()},
+          {"model", p.workload->is_model},
+          {"arch", sim::arch_to_json(p.arch)},
+          {"batch", p.batch ? json(*p.batch) : json(nullptr)},
+          {"engine", sim::engine_name(spec.engine)},
+          {"max_cycles", spec.max_cycles}};
+}
+
+// One point, in the worker: compile for the point's machine, simulate, report.
+ojson run_request(const json& req) {
+  sim::Arch arch;
+  for (const auto& [key, value] : req.at("arch").items())
+    sim::set_param(arch, key, value.is_string() ? value.get<std::string>() : value.dump(), "point");
+  sim::validate(arch);
+  const std::string path = req.at("path");
+  std::optional<compiler::Compiled> compiled;
+  isa::Program loaded;
+  if (req.at("model").get<bool>()) {
+    compiler::LoadOptions o;
+    if (!req.at("batch").is_null()) o.batch = req.at("batch").get<uint64_t>();
+    compiled = compiler::compile_file(path, arch, o);
+  } else {
+    loaded = path.ends_with(".s") ? isa::assemble_file(path) : isa::load_program(path);
+  }
+  const isa::Program& program = compiled ? compiled->program : loaded;
+  sim::RunOptions opt;
+  opt.engine = sim::parse_engine(req.at("engine").get<std::string>());
+  opt.max_cycles = req.at("max_cycles").get<uint64_t>();
+  const sim::RunResult result = sim::simulate(program, arch, opt);
+  // Sweeps measure; they do not check data (output_matches_reference stays null): `tpusim run`
+  // checks a point bit for bit.
+  const sim::ReportInput in{&program, &arch, opt.engine, &result, std::nullopt, "", std::nullopt};
+  return sim::make_report(in);
+}
+
+std::string describe_exit(int status) {
+  if (WIFSIGNALED(status))
+    return fmt::format("killed by signal {} ({}{})", WTERMSIG(status), strsignal(WTERMSIG(status)),
+                       WTERMSIG(status) == SIGKILL ? "; out of memory?" : "");
+  if (WIFEXITED(status)) return fmt::format("exited with code {}", WEXITSTATUS(status));
+  return "stopped";
+}
+
+std::string self_executable() {
+  char buf[4096];
+  const ssize_t n = readlink("/proc/self/exe", buf, sizeof buf - 1);
+  if (n <= 0) throw std::runtime_error("cannot find the tpusim executable (/proc/self/exe)");
+  return std::string(buf, static_cast<size_t>(n));
+}
+
+// A worker process and the point it is running.
+struct Worker {
+  pid_t pid = -1;
+  int to = -1, from = -1;  // its stdin, its answers
+  std::string pending;     // answer bytes not yet ending in a newline
+  const Point* busy = nullptr;
+};
+
+Worker spawn(const std::string& exe) {
+  int req[2], res[2];
+  if (pipe2(req, O_CLOEXEC) != 0 || pipe2(res, O_CLOEXEC) != 0)
+    throw std::runtime_error(fmt::format("pipe: {}", strerror(errno)));
+  posix_spawn_file_actions_t fa;
+  posix_spawn_file_actions_init(&fa);
+  posix_spawn_file_actions_adddup2(&fa, req[0], 0);
+  posix_spawn_file_actions_adddup2(&fa, res[1], 1);
+  std::string a0 = exe, a1 = "sweep", a2 = "worker";
+  char* argv[] = {a0.data(), a1.data(), a2.data(), nullptr};
+  Worker w;
+  const int rc = posix_spawn(&w.pid, exe.c_str(), &fa, nullptr, argv, environ);
+  posix_spawn_file_actions_destroy(&fa);
+  close(req[0]);
+  close(res[1]);
+  if (rc != 0) throw std::runtime_error(fmt::format("cannot start a worker ({}): {}", exe, strerror(rc)));
+  w.to = req[1];
+  w.from = res[0];
+  return w;
+}
+
+void stop(Worker& w) {
+  if (w.to >= 0) close(w.to);
+  if (w.from >= 0) close(w.from);
+  int status = 0;
+  if (w.pid > 0) waitpid(w.pid, &status, 0);
+  w = Worker{};
+}
+
+bool send(Worker& w, const Spec& spec, const Point& p) {
+  const std::string line = request(spec, p).dump() + "\n";
+  for (size_t off = 0; off < line.size();) {
+    const ssize_t n = write(w.to, line.data() + off, line.size() - off);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return false;
+    off += static_cast<size_t>(n);
+  }
+  w.busy = &p;
+  return true;
+}
+
+// The workload's path as the spec writes it, so that messages (and the CSV) do not depend on
+// where the spec lies on this machine.
+std::string relative_paths(std::string text, const Workload& w) {
+  const std::string abs = std::filesystem::absolute(w.path).string();
+  for (size_t at; (at = text.find(abs)) != std::string::npos;) text.replace(at, abs.size(), w.file);
+  return text;
+}
+
+PointResult answer(const Spec& spec, const Point& p, const std::string& line) {
+  PointResult r{&p, &spec, nullptr, "", 0};
+  try {
+    ojson j = ojson::parse(line);
+    if (j.value("point", uint64_t(-1)) != p.index) throw std::runtime_error("answer for another point");
+    if (j.contains("report")) r.report = std::move(j["report"]);
+    else r.error = relative_paths(j.value("error", std::string("the worker gave no report")), *p.workload);
+    r.point_seconds = j.value("seconds", 0.0);
+  } catch (const std::exception& e) {
+    r.error = fmt::format("unreadable answer from the worker ({}): {}", e.what(), line.substr(0, 200));
+  }
+  return r;
+}
+
+}  // namespace
+
+unsigned available_cpus() {
+  cpu_set_t set;
+  if (sched_getaffinity(0, sizeof set, &set) == 0) return std::max(1, CPU_COUNT(&set));
+  return std::max(1L, sysconf(_SC_NPROCESSORS_ONLN));
+}
+
+void run_points(const Spec& spec, const std::vector<const Point*>& todo, unsigned jobs,
+                const std::function<void(const PointResult&)>& done, const std::function<void()>& tick) {
+  signal(SIGPIPE, SIG_IGN);  // a worker that died shows as a failed write, not our death
+  const std::string exe = self_executable();
+  std::deque<const Point*> queue(todo.begin(), todo.end());
+  std::vector<Worker> workers(std::min<size_t>(jobs, todo.size()));
+  for (Worker& w : workers) w = spawn(exe);
+  const auto died = [&](Worker& w) {
+    const Point* p = w.busy;
+    w.busy = nullptr;
+    close(w.to), close(w.from);
+    w.to = w.from = -1;
+    int status = 0;
+    waitpid(w.pid, &status, 0);
+    w.pid = -1;
+    if (p)
+      done(PointResult{p, &spec, nullptr,
+                       fmt::format("the worker process {} while running this point", describe_exit(status)), 0});
+    if (!queue.empty()) w = spawn(exe);
+  };
+  auto last_tick = std::chrono::steady_clock::now();
+  for (;;) {
+    for (Worker& w : workers)
+      while (w.pid > 0 && !w.busy && !queue.empty()) {
+        const Point* p = queue.front();
+        queue.pop_front();
+        if (!send(w, spec, *p)) {
+          w.busy = p;
+          died(w);
+        }
+      }
+    std::vector<pollfd> fds;
+    std::vector<Worker*> owner;
+    for (Worker& w : workers)
+      if (w.busy) fds.push_back({w.from, POLLIN, 0}), owner.push_back(&w);
+    if (fds.empty()) break;
+    const int n = poll(fds.data(), fds.size(), 200);
+    if (n < 0 && errno != EINTR) throw std::runtime_error(fmt::format("poll: {}", strerror(errno)));
+    for (size_t i = 0; n > 0 && i < fds.size(); ++i) {
+      if (!fds[i].revents) continue;
+      Worker& w = *owner[i];
+      char buf[65536];
+      const ssize_t got = read(w.from, buf, sizeof buf);
+      if (got < 0 && errno == EINTR) continue;
+      if (got <= 0) {
+        died(w);
+        continue;
+      }
+      w.pending.append(buf, static_cast<size_t>(got));
+      for (size_t nl; w.busy && (nl = w.pending.find('\n')) != std::string::npos;) {
+        const Point* p = std::exchange(w.busy, nullptr);
+        const std::string line = w.pending.substr(0, nl);
+        w.pending.erase(0, nl + 1);
+        done(answer(spec, *p, line));
+      }
+    }
+    if (const auto now = std::chrono::steady_clock::now(); now - last_tick > std::chrono::milliseconds(200)) {
+      tick();
+      last_tick = now;
+    }
+  }
+  for (Worker& w : workers) stop(w);
+}
+
+int worker_main() {
+  // Answers go to the original stdout; whatever else prints to stdout (SystemC reports) goes to
+  // stderr, so it cannot corrupt the answers.
+  const int answers = dup(1);
+  dup2(2, 1);
+  FILE* out = fdopen(answers, "w");
+  std::string line;
+  while (std::getline(std::cin, line)) {
+    ojson reply;
+    const auto start = std::chrono::steady_clock::now();
+    try {
+      const json req = json::parse(line);
+      reply["point"] = req.at("point");
+      try {
+        reply["report"] = run_request(req);
+      } catch (const InputError& e) {  // sim::SimError included
+        reply["error"] = e.what();
+      } catch (const std::bad_alloc&) {
+        reply["error"] = "out of memory";
+      } catch (const std::exception& e) {
+        reply["error"] = fmt::format("internal error: {}", e.what());
+      }
+    } catch (const std::exception& e) {
+      fmt::print(stderr, "tpusim sweep worker: bad request: {}\n", e.what());
+      return 2;
+    }
+    reply["seconds"] = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    const std::string text = reply.dump(-1, ' ', false, ojson::error_handler_t::replace) + "\n";
+    std::fwrite(text.data(), 1, text.size(), out);
+    std::fflush(out);
+  }
+  return 0;
+}
+
+}  // namespace tpusim::tools::sweep

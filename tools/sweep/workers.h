@@ -1,0 +1,36 @@
+// Running sweep points in parallel: worker processes.
+//
+// SystemC elaborates its design once per process, and sim::simulate may be called again and again
+// in one process, but never from two threads at once. So the parallel unit is a process: the
+// sweep starts `jobs` copies of its own executable as `tpusim sweep worker` (a hidden subcommand)
+// and keeps each busy with one point at a time (the next point goes to whichever worker finishes
+// first, so long and short points balance). The protocol is JSON Lines over pipes:
+//   parent -> worker stdin:  {"point", "path", "arch": {every parameter}, "batch", "engine", "max_cycles"}
+//   worker -> parent:        {"point", "report": {...}} or {"point", "error": "message"}
+// A worker compiles the workload for the point's architecture, simulates it and answers; a model
+// too big for the point's machine, a cross-parameter rule it breaks or a program error is an
+// answer with "error" (a failed point). A worker that dies (a crash, the kernel's OOM killer)
+// fails only the point it was running and is replaced.
+#pragma once
+
+#include <functional>
+#include <vector>
+
+#include "tools/sweep/results.h"
+#include "tools/sweep/spec.h"
+
+namespace tpusim::tools::sweep {
+
+// Runs `todo` on `jobs` workers; `done` is called in this process as each point finishes, `tick`
+// about five times a second (progress).
+void run_points(const Spec& spec, const std::vector<const Point*>& todo, unsigned jobs,
+                const std::function<void(const PointResult&)>& done, const std::function<void()>& tick);
+
+// `tpusim sweep worker`: answers requests on stdin until it closes. Its stdout is the answer
+// channel; anything else that writes to stdout goes to stderr instead.
+int worker_main();
+
+// Processors this process may run on (Slurm's and taskset's limits included).
+unsigned available_cpus();
+
+}  // namespace tpusim::tools::sweep
