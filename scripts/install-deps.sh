@@ -9,7 +9,8 @@ PACKAGES=(
   catch2 libfmt-dev libboost-dev libcli11-dev nlohmann-json3-dev
   libdnnl-dev                            # oneDNN: the int8 GEMM the benchmarks measure against
   libtomlplusplus-dev                    # toml++: model descriptions (compiler/model.cpp)
-  python3-matplotlib                     # tpusim compare --plot (scripts/plot_compare.py)
+  libsqlite3-dev                         # SQLite: the sweep results database (tools/sweep/store.cpp)
+  python3-matplotlib                     # plots: scripts/plot_compare.py, scripts/plot.py
   clang libclang-rt-14-dev libfuzzer-14-dev  # fuzzing (scripts/fuzz.sh): clang, sanitizers, libFuzzer
 )
 

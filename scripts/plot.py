@@ -112,7 +112,9 @@ def tpu_v1_defaults():
 
 def swept(rows):
     """The parameters that vary, linked ones grouped: [[name, ...], ...] in table order."""
-    varying = [p for p in parameters(rows) if p in rows[0] and len({r[p] for r in rows}) > 1]
+    workloads = {r["workload"] for r in rows}
+    varying = [p for p in parameters(rows)
+               if any(len({r[p] for r in rows if r["workload"] == w}) > 1 for w in workloads)]
     groups = []
     for p in varying:
         for g in groups:
@@ -194,7 +196,7 @@ def plot_roofline(rows, title, prefix, written):
         w = workloads.index(r["workload"])
         ax.plot([x], [r["tops"]], MARKERS[w % len(MARKERS)], color=color, markersize=6,
                 markeredgecolor="black", markeredgewidth=0.4)
-        if len(machines) == 1 or len(rows) <= 12:
+        if len(machines) == 1:
             ax.annotate(r["workload"], (x, r["tops"]), fontsize=7, xytext=(4, 2), textcoords="offset points")
     for w, name in enumerate(workloads):
         ax.plot([], [], MARKERS[w % len(MARKERS)], color="white", markeredgecolor="black", label=name)
@@ -203,7 +205,7 @@ def plot_roofline(rows, title, prefix, written):
     ys = [r["tops"] for r in rows if r["tops"]] + [pk for pk, _ in shown]
     ax.set_ylim(min(ys) / 3, max(ys) * 2)
     ax.set_xlim(lo, hi)
-    ax.set_xlabel("operational intensity: MACs per weight byte")
+    ax.set_xlabel("operational intensity: useful MACs per byte read from weight memory")
     ax.set_ylabel("TOPS (2 x useful MACs / simulated time)")
     ax.set_title(f"Roofline: {title}")
     ax.grid(True, which="both", alpha=0.3)
@@ -295,21 +297,34 @@ def plot_heatmap(rows, groups, metric, xg, yg, title, prefix, written):
 
 
 def plot_breakdown(rows, groups, title, prefix, written):
-    labels = []
-    for r in rows:
-        setting = setting_label(r, groups)
-        labels.append(f"{r['workload']}\n{setting}" if setting else r["workload"])
-    fig, ax = plt.subplots(figsize=(max(7.0, 0.42 * len(rows) + 2.5), 5.4))
-    bottom = [0.0] * len(rows)
+    """Stacked bars, one per point, grouped by workload; each bar labelled by its swept values."""
+    workloads = list(OrderedDict.fromkeys(r["workload"] for r in rows))
+    xs, labels, order = [], [], []
+    for name in workloads:
+        for r in rows:
+            if r["workload"] == name:
+                xs.append(len(order) + workloads.index(name) * 0.8)  # a gap between workloads
+                labels.append(" / ".join(fmt(axis_value(r, g)) for g in groups))
+                order.append(r)
+    fig, ax = plt.subplots(figsize=(max(7.0, 0.38 * len(order) + 3.5), 5.2))
+    bottom = [0.0] * len(order)
     for key, label, color in SEGMENTS:
-        vals = [r.get(f"breakdown.{key}") or 0 for r in rows]
-        ax.bar(range(len(rows)), vals, 0.75, bottom=bottom, label=label, color=color)
+        vals = [r.get(f"breakdown.{key}") or 0 for r in order]
+        ax.bar(xs, vals, 0.75, bottom=bottom, label=label, color=color)
         bottom = [b + v for b, v in zip(bottom, vals)]
-    ax.set_xticks(range(len(rows)))
-    ax.set_xticklabels(labels, fontsize=7 if len(rows) <= 16 else 5, rotation=0 if len(rows) <= 8 else 90)
+    ax.set_xticks(xs)
+    many = len(order) > 10 or max((len(t) for t in labels), default=0) > 8
+    ax.set_xticklabels(labels, fontsize=7, rotation=90 if many else 0)
+    for name in workloads:
+        mine = [x for x, r in zip(xs, order) if r["workload"] == name]
+        ax.text(sum(mine) / len(mine), 1.01, name, transform=ax.get_xaxis_transform(), ha="center", va="bottom",
+                fontsize=8, fontweight="bold")
     ax.set_ylim(0, 1.0)
+    ax.set_xlim(min(xs) - 0.6, max(xs) + 0.6)
+    if groups:
+        ax.set_xlabel(" / ".join(axis_label(g) for g in groups))
     ax.set_ylabel("fraction of all cycles")
-    ax.set_title(f"Cycle breakdown: {title}")
+    ax.set_title(f"Cycle breakdown: {title}", pad=18)
     ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.0, 1.0))
     save(fig, prefix, "breakdown", written)
 
