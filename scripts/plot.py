@@ -256,8 +256,10 @@ def plot_lines(rows, groups, metric, relative, xgroup, title, prefix, written):
         ax.set_xlabel(axis_label(xgroup))
         ax.set_ylabel(metric_label(metric, relative))
         ax.grid(True, alpha=0.3)
-        if not together or w == 0:
+        if not together:
             ax.legend(fontsize=7)
+    if together:
+        axes[0].legend(fontsize=7)
     fig.suptitle(f"{title}: {metric_label(metric, relative)} against {axis_label(xgroup)}")
     save(fig, prefix, "lines", written)
 

@@ -41,7 +41,8 @@ void ProgressBar::point_done(bool failed) {
 
 std::string ProgressBar::format(const std::string& label, uint64_t done, uint64_t total, uint64_t failed,
                                 double rate, double seconds, int width) {
-  std::string tail = fmt::format(" {}/{} points", done, total);
+  const size_t digits = std::to_string(total).size();  // a steady width, so the bar does not jump
+  std::string tail = fmt::format(" {:>{}}/{} points", done, digits, total);
   if (failed) tail += fmt::format(" ({} failed)", failed);
   if (rate > 0) tail += fmt::format("  {:.2f} points/s  {} left", rate, clock_text(double(total - done) / rate));
   else tail += fmt::format("  {} elapsed", clock_text(seconds));
