@@ -1,18 +1,20 @@
 // Sweep specs expand into the documented point order; shards partition the points; CSV fields
 // survive a write and a read.
+#include "tools/sweep/spec.h"
+
 #include <catch2/catch.hpp>
 #include <set>
 
 #include "isa/error.h"
 #include "tools/sweep/results.h"
-#include "tools/sweep/spec.h"
 
 using namespace tpusim;
 using namespace tpusim::tools::sweep;
 
 namespace {
 
-const std::filesystem::path kSpecPath = TPUSIM_SOURCE_DIR "/workloads/sweeps/test.toml";  // workloads resolve from here
+const std::filesystem::path kSpecPath =
+    TPUSIM_SOURCE_DIR "/workloads/sweeps/test.toml";  // workloads resolve from here
 
 Spec parse(const std::string& body) {
   return parse_spec("[sweep]\nworkloads = [\"../small/mnist_mlp.toml\", \"../small/tiny_cnn.toml\"]\n" + body,
@@ -23,7 +25,8 @@ Spec parse(const std::string& body) {
 
 TEST_CASE("grid: workloads outermost, the last axis fastest, linked parameters together") {
   const Spec s = parse(
-      "[grid]\nclock_mhz = [700, 1400]\n[grid.array]\narray_rows = [64, 128, 256]\narray_cols = [32, 64, 128]\n");
+      "[grid]\nclock_mhz = [700, 1400]\n[grid.array]\narray_rows = [64, 128, 256]\narray_cols = [32, 64, "
+      "128]\n");
   REQUIRE(s.points.size() == 2 * 2 * 3);  // workloads x clocks x array sizes
   CHECK(s.points[0].workload->name == "mnist_mlp");
   CHECK(s.points[6].workload->name == "tiny_cnn");
@@ -37,7 +40,9 @@ TEST_CASE("grid: workloads outermost, the last axis fastest, linked parameters t
 }
 
 TEST_CASE("ranges: step adds, times multiplies, integers stay integers") {
-  const Spec s = parse("[grid]\narray_rows = { from = 32, to = 256, times = 2 }\nweight_mem_gbps = { from = 10, to = 30, step = 10 }\n");
+  const Spec s = parse(
+      "[grid]\narray_rows = { from = 32, to = 256, times = 2 }\nweight_mem_gbps = { from = 10, to = 30, step "
+      "= 10 }\n");
   REQUIRE(s.points.size() == 2 * 4 * 3);
   CHECK(s.points[0].arch.array_rows == 32);
   CHECK(s.points[3].arch.array_rows == 64);
@@ -47,7 +52,8 @@ TEST_CASE("ranges: step adds, times multiplies, integers stay integers") {
 
 TEST_CASE("[set] applies to every point; [[points]] follow the grid; duplicates are dropped") {
   const Spec s = parse(
-      "[set]\nweight_fifo_tiles = 2\n[grid]\nbatch = [4, 8]\n[[points]]\nbatch = 8\n[[points]]\nacc_entries = 64\n");
+      "[set]\nweight_fifo_tiles = 2\n[grid]\nbatch = [4, 8]\n[[points]]\nbatch = 8\n[[points]]\nacc_entries "
+      "= 64\n");
   REQUIRE(s.points.size() == 2 * 3);  // batch 4, batch 8, acc 64 (the listed batch 8 is the grid's)
   CHECK(s.duplicates == 2);
   CHECK(s.points[0].batch == 4u);
@@ -80,14 +86,17 @@ TEST_CASE("bad specs name the line, the key and what was expected") {
   };
   CHECK_THAT(message("[grid]\nclok_mhz = [700]\n"),
              Catch::Contains("test.toml:4: grid: clok_mhz: unknown parameter (did you mean 'clock_mhz'?)"));
-  CHECK_THAT(message("[grid]\nclock_mhz = []\n"), Catch::Contains("test.toml:4: grid: clock_mhz: []: expected at least one value"));
+  CHECK_THAT(message("[grid]\nclock_mhz = []\n"),
+             Catch::Contains("test.toml:4: grid: clock_mhz: []: expected at least one value"));
   CHECK_THAT(message("[grid]\nclock_mhz = [true]\n"), Catch::Contains("clock_mhz: true: expected a number"));
   CHECK_THAT(message("[grid]\nclock_mhz = { from = 1, to = 2 }\n"), Catch::Contains("one of step"));
-  CHECK_THAT(message("[grid.a]\nbatch = [1]\nfoo = [2]\n"), Catch::Contains("grid.a: foo: unknown parameter"));
+  CHECK_THAT(message("[grid.a]\nbatch = [1]\nfoo = [2]\n"),
+             Catch::Contains("grid.a: foo: unknown parameter"));
 }
 
 TEST_CASE("CSV fields with commas, quotes and line breaks read back") {
-  const Row row = {int64_t{3}, std::string("a,b"), std::string("say \"hi\"\nthere"), 0.1, Cell{}, std::string("plain")};
+  const Row row = {int64_t{3}, std::string("a,b"),  std::string("say \"hi\"\nthere"), 0.1,
+                   Cell{},     std::string("plain")};
   const auto records = parse_csv(csv_line(row) + csv_line(row), "test.csv");
   REQUIRE(records.size() == 2);
   CHECK(records[0] == std::vector<std::string>{"3", "a,b", "say \"hi\"\nthere", "0.1", "", "plain"});

@@ -51,11 +51,13 @@ void plot(const std::string& csv, const std::string& prefix, const std::string& 
   const std::string cmd = fmt::format("{} {} sweep {} --out {}", python_exe(python), shell_quote(script),
                                       shell_quote(csv), shell_quote(prefix));
   if (std::system(cmd.c_str()) != 0)
-    throw InputError(fmt::format("plot: `{}` failed (needs python3-matplotlib: scripts/install-deps.sh)", cmd));
+    throw InputError(
+        fmt::format("plot: `{}` failed (needs python3-matplotlib: scripts/install-deps.sh)", cmd));
 }
 
 std::string describe(const Point& p) {
-  const nlohmann::json base = sim::arch_to_json(sim::Arch{});  // parameters listed where they differ from tpu-v1
+  const nlohmann::json base =
+      sim::arch_to_json(sim::Arch{});  // parameters listed where they differ from tpu-v1
   const nlohmann::json mine = sim::arch_to_json(p.arch);
   std::string out = fmt::format("{:>6}  {:<12}", p.index, p.workload->name);
   for (const auto& [k, v] : mine.items())
@@ -74,8 +76,8 @@ Outputs outputs(const std::string& csv, const std::string& db, const std::string
   if (o.db.empty()) o.db = fs::path(csv).replace_extension(".db");
   if (o.jsonl.empty()) o.jsonl = fs::path(csv).replace_extension(".jsonl");
   if (o.csv == o.db || o.csv == o.jsonl || o.db == o.jsonl)
-    throw InputError(fmt::format("sweep: -o {}: the CSV, database and JSON Lines files need different names",
-                                 csv));
+    throw InputError(
+        fmt::format("sweep: -o {}: the CSV, database and JSON Lines files need different names", csv));
   return o;
 }
 
@@ -92,16 +94,19 @@ int cmd_sweep(const SweepArgs& a) {
     fmt::print("{}: {} points ({} workloads, engine {}){}{}\n", spec.path.string(), spec.points.size(),
                spec.workloads.size(), sim::engine_name(spec.engine),
                spec.duplicates ? fmt::format(", {} duplicates dropped", spec.duplicates) : "",
-               shard.count > 1 ? fmt::format("; shard {}/{}: {} points", shard.index, shard.count, mine.size()) : "");
+               shard.count > 1
+                   ? fmt::format("; shard {}/{}: {} points", shard.index, shard.count, mine.size())
+                   : "");
     for (const Point* p : mine) fmt::print("{}\n", describe(*p));
     return 0;
   }
   const Outputs out = outputs(a.output, a.db, a.jsonl);
   ResultStore store(out.db);
   if (!a.resume && fs::exists(out.db) && store.meta().size() && store.count() > 0)
-    throw InputError(fmt::format("{}: already holds {} finished points; pass --resume to finish the sweep, or "
-                                 "remove it to start over",
-                                 out.db.string(), store.count()));
+    throw InputError(
+        fmt::format("{}: already holds {} finished points; pass --resume to finish the sweep, or "
+                    "remove it to start over",
+                    out.db.string(), store.count()));
   store.attach_spec(spec);
   const std::set<std::string> finished = store.finished_keys();
   std::vector<const Point*> todo;
@@ -111,7 +116,8 @@ int cmd_sweep(const SweepArgs& a) {
   // in half a line) and grow as points finish.
   write_atomically(out.csv, store.csv());
   write_atomically(out.jsonl, store.jsonl());
-  std::ofstream csv(out.csv, std::ios::app | std::ios::binary), jsonl(out.jsonl, std::ios::app | std::ios::binary);
+  std::ofstream csv(out.csv, std::ios::app | std::ios::binary),
+      jsonl(out.jsonl, std::ios::app | std::ios::binary);
   const unsigned jobs = a.jobs ? a.jobs : available_cpus();
   ProgressBar bar(fmt::format("sweep {}", spec.name), mine.size(), mine.size() - todo.size());
   bar.draw(true);
@@ -130,9 +136,11 @@ int cmd_sweep(const SweepArgs& a) {
   write_atomically(out.csv, store.csv());  // in point order: identical whatever -j, order or shards
   write_atomically(out.jsonl, store.jsonl());
   const double secs = bar.elapsed_seconds();
-  fmt::print(stderr, "sweep {}: {} points run{} in {:.1f} s ({:.2f} points/s, -j {}){}; {} stored -> {}, {}, {}\n",
+  fmt::print(stderr,
+             "sweep {}: {} points run{} in {:.1f} s ({:.2f} points/s, -j {}){}; {} stored -> {}, {}, {}\n",
              spec.name, bar.done_now(), bar.failed() ? fmt::format(" ({} failed)", bar.failed()) : "", secs,
-             secs > 0 ? double(bar.done_now()) / secs : 0.0, std::min<size_t>(jobs, std::max<size_t>(1, todo.size())),
+             secs > 0 ? double(bar.done_now()) / secs : 0.0,
+             std::min<size_t>(jobs, std::max<size_t>(1, todo.size())),
              mine.size() > todo.size() ? fmt::format(", {} already done", mine.size() - todo.size()) : "",
              store.count(), out.csv.string(), out.db.string(), out.jsonl.string());
   if (!a.plot_prefix.empty()) plot(out.csv.string(), a.plot_prefix, a.python);
@@ -141,21 +149,25 @@ int cmd_sweep(const SweepArgs& a) {
 
 int cmd_sweep_merge(const SweepMergeArgs& a) {
   if (a.inputs.empty()) throw InputError("sweep merge: no inputs (shard databases .db or CSVs)");
-  if (a.output.empty() && a.db.empty()) throw InputError("sweep merge: -o MERGED.csv (and/or --db MERGED.db) is required");
+  if (a.output.empty() && a.db.empty())
+    throw InputError("sweep merge: -o MERGED.csv (and/or --db MERGED.db) is required");
   bool all_db = true;
   for (const std::string& in : a.inputs) {
     if (!fs::is_regular_file(in)) throw InputError(fmt::format("{}: no such file", in));
     all_db &= fs::path(in).extension() != ".csv";
   }
-  if (!a.db.empty() && !all_db) throw InputError("sweep merge: --db needs every input to be a database (.db)");
-  if (!a.jsonl.empty() && !all_db) throw InputError("sweep merge: --jsonl needs every input to be a database (.db)");
+  if (!a.db.empty() && !all_db)
+    throw InputError("sweep merge: --db needs every input to be a database (.db)");
+  if (!a.jsonl.empty() && !all_db)
+    throw InputError("sweep merge: --jsonl needs every input to be a database (.db)");
   // Every input becomes CSV records keyed by point; a point two inputs hold must be the same row.
   std::string header;
   std::map<int64_t, std::string> rows;
   uint64_t expected = 0;
   std::unique_ptr<ResultStore> merged;
   if (all_db) {
-    if (!a.db.empty() && fs::exists(a.db)) throw InputError(fmt::format("{}: exists; merge into a new file", a.db));
+    if (!a.db.empty() && fs::exists(a.db))
+      throw InputError(fmt::format("{}: exists; merge into a new file", a.db));
     merged = std::make_unique<ResultStore>(a.db.empty() ? fs::path(":memory:") : fs::path(a.db));
   }
   for (const std::string& in : a.inputs) {
@@ -170,7 +182,8 @@ int cmd_sweep_merge(const SweepMergeArgs& a) {
         if (merged->meta().empty()) merged->create(meta);
         merged->merge_from(in);
       }
-      if (meta.contains("spec_points")) expected = std::max<uint64_t>(expected, std::stoull(meta.at("spec_points")));
+      if (meta.contains("spec_points"))
+        expected = std::max<uint64_t>(expected, std::stoull(meta.at("spec_points")));
       text = db.csv();
     }
     const auto records = parse_csv(text, in);
@@ -180,9 +193,10 @@ int cmd_sweep_merge(const SweepMergeArgs& a) {
     if (h != header) throw InputError(fmt::format("{}: its columns differ from {}'s", in, a.inputs.front()));
     for (size_t i = 1; i < records.size(); ++i) {
       if (records[i].size() != records[0].size())
-        throw InputError(fmt::format("{}: record {} has {} fields, the header {} (a truncated file? the database "
-                                     "beside it holds every finished point)",
-                                     in, i, records[i].size(), records[0].size()));
+        throw InputError(
+            fmt::format("{}: record {} has {} fields, the header {} (a truncated file? the database "
+                        "beside it holds every finished point)",
+                        in, i, records[i].size(), records[0].size()));
       int64_t point = -1;
       try {
         point = std::stoll(records[i][0]);
@@ -192,9 +206,10 @@ int cmd_sweep_merge(const SweepMergeArgs& a) {
       std::string line = csv_line(Row(records[i].begin(), records[i].end()));
       const auto [it, added] = rows.emplace(point, line);
       if (!added && it->second != line)
-        throw InputError(fmt::format("{}: point {} differs from the same point in an earlier input: the inputs come "
-                                     "from different specs or tpusim versions",
-                                     in, point));
+        throw InputError(
+            fmt::format("{}: point {} differs from the same point in an earlier input: the inputs come "
+                        "from different specs or tpusim versions",
+                        in, point));
     }
   }
   std::string csv = header;
@@ -206,8 +221,8 @@ int cmd_sweep_merge(const SweepMergeArgs& a) {
     uint64_t shown = 0;
     for (uint64_t p = 0; p < expected && shown < 10; ++p)
       if (!rows.contains(static_cast<int64_t>(p))) missing += fmt::format("{}{}", shown++ ? ", " : "", p);
-    missing = fmt::format("; {} of the spec's {} points missing ({}{})", expected - rows.size(), expected, missing,
-                          expected - rows.size() > 10 ? ", ..." : "");
+    missing = fmt::format("; {} of the spec's {} points missing ({}{})", expected - rows.size(), expected,
+                          missing, expected - rows.size() > 10 ? ", ..." : "");
   }
   fmt::print(stderr, "sweep merge: {} points from {} inputs{} -> {}\n", rows.size(), a.inputs.size(), missing,
              a.output.empty() ? a.db : a.output);
@@ -217,7 +232,8 @@ int cmd_sweep_merge(const SweepMergeArgs& a) {
 int cmd_sweep_worker() { return worker_main(); }
 
 SweepCommand::SweepCommand(CLI::App& app) {
-  sweep_ = app.add_subcommand("sweep", "Run a design-space sweep (docs/sweeps.md): workloads x architecture points");
+  sweep_ = app.add_subcommand("sweep",
+                              "Run a design-space sweep (docs/sweeps.md): workloads x architecture points");
   sweep_->add_option("spec", args_.spec, "sweep spec (.toml, docs/sweeps.md)");
   sweep_->add_option("-o,--output", args_.output,
                      "results CSV; the database (RESULTS.db) and JSON Lines (RESULTS.jsonl) go beside it");
@@ -228,16 +244,20 @@ SweepCommand::SweepCommand(CLI::App& app) {
   sweep_->add_flag("--resume", args_.resume, "continue a sweep: skip the points the database already holds");
   sweep_->add_option("--db", args_.db, "the SQLite database (default: RESULTS.db beside the CSV)");
   sweep_->add_option("--jsonl", args_.jsonl, "the JSON Lines file (default: RESULTS.jsonl beside the CSV)");
-  sweep_->add_option("--plot", args_.plot_prefix, "then plot the CSV with scripts/plot.py: PREFIX-*.png and .svg");
-  sweep_->add_option("--python", args_.python, "Python with matplotlib (default: /usr/bin/python3, else python3)");
+  sweep_->add_option("--plot", args_.plot_prefix,
+                     "then plot the CSV with scripts/plot.py: PREFIX-*.png and .svg");
+  sweep_->add_option("--python", args_.python,
+                     "Python with matplotlib (default: /usr/bin/python3, else python3)");
   sweep_->add_flag("--dry-run", args_.dry_run, "list the points (of this shard) and run nothing");
   sweep_->require_subcommand(0, 1);
-  merge_ = sweep_->add_subcommand("merge", "Join the results of shards (databases or CSVs) into one CSV or database");
+  merge_ = sweep_->add_subcommand("merge",
+                                  "Join the results of shards (databases or CSVs) into one CSV or database");
   merge_->add_option("inputs", merge_args_.inputs, "shard results: .db files, or .csv files")->required();
   merge_->add_option("-o,--output", merge_args_.output, "the merged CSV (rows in point order)");
   merge_->add_option("--db", merge_args_.db, "also a merged database (every input a .db)");
   merge_->add_option("--jsonl", merge_args_.jsonl, "also merged JSON Lines (every input a .db)");
-  worker_ = sweep_->add_subcommand("worker", "");  // hidden: one worker process of a sweep (tools/sweep/workers.h)
+  worker_ =
+      sweep_->add_subcommand("worker", "");  // hidden: one worker process of a sweep (tools/sweep/workers.h)
   worker_->group("");
 }
 

@@ -44,7 +44,8 @@ std::string ProgressBar::format(const std::string& label, uint64_t done, uint64_
   const size_t digits = std::to_string(total).size();  // a steady width, so the bar does not jump
   std::string tail = fmt::format(" {:>{}}/{} points", done, digits, total);
   if (failed) tail += fmt::format(" ({} failed)", failed);
-  if (rate > 0) tail += fmt::format("  {:.2f} points/s  {} left", rate, clock_text(double(total - done) / rate));
+  if (rate > 0)
+    tail += fmt::format("  {:.2f} points/s  {} left", rate, clock_text(double(total - done) / rate));
   else tail += fmt::format("  {} elapsed", clock_text(seconds));
   const int bar = std::clamp(width - static_cast<int>(label.size() + tail.size()) - 4, 0, 40);
   const int filled = total ? static_cast<int>(bar * done / total) : bar;

@@ -22,7 +22,9 @@ const std::set<std::string_view> kWallClock = {"host_seconds", "simulated_cycles
 // The members of a report object, as columns.
 std::vector<Column> members(std::string_view key) {
   std::vector<Column> out;
-  const auto add = [&](std::string_view m, ColumnType t) { out.push_back({fmt::format("{}.{}", key, m), t}); };
+  const auto add = [&](std::string_view m, ColumnType t) {
+    out.push_back({fmt::format("{}.{}", key, m), t});
+  };
   if (key == "instructions" || key == "instruction_cycles") {
     for (const isa::OpcodeSpec& s : isa::kOpcodes) add(s.mnemonic, ColumnType::integer);
   } else if (key == "breakdown") {
@@ -53,7 +55,7 @@ std::vector<Column> make_columns() {
     if (k.type.starts_with("object")) {
       for (Column& m : members(k.name)) c.push_back(std::move(m));
     } else {
-      const ColumnType t = k.type == "integer" ? ColumnType::integer
+      const ColumnType t = k.type == "integer"  ? ColumnType::integer
                            : k.type == "number" ? ColumnType::real
                                                 : ColumnType::text;
       c.push_back({std::string(k.name), t});
@@ -113,7 +115,8 @@ Row make_row(const PointResult& r) {
     else if (arch.contains(n)) row.push_back(cell_of(arch[n], c.type));
     else if (!ok) row.emplace_back();
     else if (const ojson* v = lookup(r.report, n)) row.push_back(cell_of(*v, c.type));
-    else if (n.starts_with("instructions.") || n.starts_with("instruction_cycles.")) row.emplace_back(int64_t{0});
+    else if (n.starts_with("instructions.") || n.starts_with("instruction_cycles."))
+      row.emplace_back(int64_t{0});
     else row.emplace_back();
   }
   return row;
@@ -200,7 +203,9 @@ std::vector<std::vector<std::string>> parse_csv(std::string_view text, const std
       field.clear(), fields.clear(), any = false, record_line = ++line;
     } else field += c, any = true;
   }
-  if (quoted) throw InputError(fmt::format("{}:{}: a quoted field never ends (a truncated file?)", source, record_line));
+  if (quoted)
+    throw InputError(
+        fmt::format("{}:{}: a quoted field never ends (a truncated file?)", source, record_line));
   if (any || !field.empty()) fields.push_back(std::move(field)), records.push_back(std::move(fields));
   return records;
 }

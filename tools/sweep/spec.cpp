@@ -3,6 +3,7 @@
 
 #include <fmt/format.h>
 #include <glob.h>
+#include <toml++/toml.h>
 
 #include <algorithm>
 #include <charconv>
@@ -10,7 +11,6 @@
 #include <fstream>
 #include <set>
 #include <sstream>
-#include <toml++/toml.h>
 
 #include "compiler/model.h"
 #include "isa/error.h"
@@ -87,15 +87,17 @@ class Reader {
 
   void unknown_key(const toml::node& n, std::string_view where, std::string_view key,
                    const std::vector<std::string>& known, std::string_view what) const {
-    fail(line_of(n), where, key, "", fmt::format("unknown {}{}; expected one of: {}", what, did_you_mean(key, known),
-                                                 fmt::join(known, ", ")));
+    fail(line_of(n), where, key, "",
+         fmt::format("unknown {}{}; expected one of: {}", what, did_you_mean(key, known),
+                     fmt::join(known, ", ")));
   }
 
   void check_parameter(const toml::node& n, std::string_view where, std::string_view key) const {
     if (!is_parameter(key)) {
       const auto names = parameter_names();
       fail(line_of(n), where, key, "",
-           fmt::format("unknown parameter{}; `tpusim arch` lists them (and `batch`)", did_you_mean(key, names)));
+           fmt::format("unknown parameter{}; `tpusim arch` lists them (and `batch`)",
+                       did_you_mean(key, names)));
     }
   }
 
@@ -130,7 +132,8 @@ class Reader {
     const char* end = s.text.data() + s.text.size();
     const auto [ptr, ec] = std::from_chars(s.text.data(), end, v);
     if (ec != std::errc() || ptr != end || v == 0 || v > kMaxBatch)
-      fail(s.line, where, "batch", s.text, fmt::format("expected a whole number of inferences 1..{}", kMaxBatch));
+      fail(s.line, where, "batch", s.text,
+           fmt::format("expected a whole number of inferences 1..{}", kMaxBatch));
     return v;
   }
 
@@ -152,10 +155,12 @@ class Reader {
       out = range(*t, where, key);
     } else {
       fail(line_of(n), where, key, render(n),
-           "expected an array of values such as [64, 128, 256] or a range such as {from = 8, to = 64, times = 2}");
+           "expected an array of values such as [64, 128, 256] or a range such as {from = 8, to = 64, times "
+           "= 2}");
     }
     if (out.size() > kMaxAxisValues)
-      fail(line_of(n), where, key, "", fmt::format("{} values; at most {} per axis", out.size(), kMaxAxisValues));
+      fail(line_of(n), where, key, "",
+           fmt::format("{} values; at most {} per axis", out.size(), kMaxAxisValues));
     return out;
   }
 
@@ -167,17 +172,22 @@ class Reader {
     const auto num = [&](std::string_view k) -> std::optional<double> {
       const toml::node* n = t.get(k);
       if (!n) return std::nullopt;
-      if (!n->is_number()) fail(line_of(*n), where, fmt::format("{}.{}", key, k), render(*n), "expected a number");
+      if (!n->is_number())
+        fail(line_of(*n), where, fmt::format("{}.{}", key, k), render(*n), "expected a number");
       return n->value<double>();
     };
     const auto from = num("from"), to = num("to"), step = num("step"), times = num("times");
     const int line = line_of(t);
     if (!from || !to || step.has_value() == times.has_value())
-      fail(line, where, key, "a table", "a range needs from, to and one of step (adds) or times (multiplies)");
-    if (*to < *from) fail(line, where, key, "", fmt::format("range from {} to {}: to is below from", *from, *to));
-    if (step && !(*step > 0)) fail(line, where, fmt::format("{}.step", key), fmt::format("{}", *step), "expected > 0");
+      fail(line, where, key, "a table",
+           "a range needs from, to and one of step (adds) or times (multiplies)");
+    if (*to < *from)
+      fail(line, where, key, "", fmt::format("range from {} to {}: to is below from", *from, *to));
+    if (step && !(*step > 0))
+      fail(line, where, fmt::format("{}.step", key), fmt::format("{}", *step), "expected > 0");
     if (times && !(*times > 1 && *from > 0))
-      fail(line, where, fmt::format("{}.times", key), fmt::format("{}", *times), "expected > 1 (and from > 0)");
+      fail(line, where, fmt::format("{}.times", key), fmt::format("{}", *times),
+           "expected > 1 (and from > 0)");
     const bool integral = std::all_of(known.begin(), known.end(), [&](std::string_view k) {
       const toml::node* n = t.get(k);
       return !n || n->is_integer();
@@ -186,7 +196,8 @@ class Reader {
     for (uint64_t i = 0; out.size() <= kMaxAxisValues; ++i) {
       const double v = step ? *from + double(i) * *step : *from * std::pow(*times, double(i));
       if (v > *to * (1 + 1e-12)) break;
-      const std::string text = integral ? std::to_string(static_cast<uint64_t>(std::llround(v))) : fmt::format("{}", v);
+      const std::string text =
+          integral ? std::to_string(static_cast<uint64_t>(std::llround(v))) : fmt::format("{}", v);
       out.push_back(checked(Setting{key, text, line}, where));
     }
     return out;
@@ -227,10 +238,11 @@ std::vector<Axis> read_grid(const Reader& r, const toml::table& grid) {
         std::vector<Setting> column = r.values(*values, where, param);
         if (axis.values.empty()) axis.values.resize(column.size());
         if (column.size() != axis.values.size())
-          r.fail(line_of(*values), where, param, "",
-                 fmt::format("{} values, but the linked axis's first parameter has {}; linked parameters step "
-                             "together and need as many values each",
-                             column.size(), axis.values.size()));
+          r.fail(
+              line_of(*values), where, param, "",
+              fmt::format("{} values, but the linked axis's first parameter has {}; linked parameters step "
+                          "together and need as many values each",
+                          column.size(), axis.values.size()));
         for (size_t i = 0; i < column.size(); ++i) axis.values[i].push_back(std::move(column[i]));
       }
       if (axis.values.empty()) r.fail(axis.line, where, "", "", "a linked axis needs at least one parameter");
@@ -273,15 +285,17 @@ void add_workload(const Reader& r, Spec& spec, const std::string& file, const st
     const std::string ext = w.path.extension().string();
     if (!w.is_model && ext != ".tpu" && ext != ".s")
       r.fail(line, "sweep", "workloads", w.file,
-             "expected a model description (.toml), a SCALE-Sim topology (.csv), a program (.tpu) or assembly (.s)");
+             "expected a model description (.toml), a SCALE-Sim topology (.csv), a program (.tpu) or "
+             "assembly (.s)");
     std::error_code ec;
     if (!fs::is_regular_file(w.path, ec))
       r.fail(line, "sweep", "workloads", w.file, fmt::format("no such file ({})", w.path.string()));
     for (const Workload& o : spec.workloads)
       if (o.name == w.name)
-        r.fail(line, "sweep", "workloads", w.file,
-               fmt::format("two workloads named '{}' ({} and {}); name one: {{ path = \"{}\", name = \"...\" }}",
-                           w.name, o.file, w.file, w.file));
+        r.fail(
+            line, "sweep", "workloads", w.file,
+            fmt::format("two workloads named '{}' ({} and {}); name one: {{ path = \"{}\", name = \"...\" }}",
+                        w.name, o.file, w.file, w.file));
     spec.workloads.push_back(std::move(w));
   }
 }
@@ -298,7 +312,8 @@ void read_workloads(const Reader& r, const toml::node& n, Spec& spec) {
       const toml::node* path = t->get("path");
       const toml::node* name = t->get("name");
       for (const auto& [k, v] : *t)
-        if (k != "path" && k != "name") r.unknown_key(v, "sweep: workloads", k.str(), {"path", "name"}, "key");
+        if (k != "path" && k != "name")
+          r.unknown_key(v, "sweep: workloads", k.str(), {"path", "name"}, "key");
       if (!path || !path->is_string() || (name && !name->is_string()))
         r.fail(line_of(e), "sweep", "workloads", "a table", "expected { path = \"FILE\", name = \"NAME\" }");
       add_workload(r, spec, path->as_string()->get(), name ? name->as_string()->get() : "", line_of(e));
@@ -309,7 +324,8 @@ void read_workloads(const Reader& r, const toml::node& n, Spec& spec) {
 }
 
 sim::Arch base_arch(const Reader& r, const toml::node& n, const fs::path& spec_path) {
-  if (!n.is_string()) r.fail(line_of(n), "sweep", "arch", Reader::render(n), "expected a preset name or a .json file");
+  if (!n.is_string())
+    r.fail(line_of(n), "sweep", "arch", Reader::render(n), "expected a preset name or a .json file");
   const std::string text = n.as_string()->get();
   try {
     if (text.ends_with(".json")) return sim::load_arch_file(spec_path.parent_path() / text);
@@ -322,7 +338,8 @@ sim::Arch base_arch(const Reader& r, const toml::node& n, const fs::path& spec_p
 void read_sweep_table(const Reader& r, const toml::table& t, Spec& spec, sim::Arch& arch) {
   const std::vector<std::string> known = {"name", "engine", "arch", "workloads", "max_cycles"};
   for (const auto& [k, v] : t)
-    if (std::find(known.begin(), known.end(), k.str()) == known.end()) r.unknown_key(v, "sweep", k.str(), known, "key");
+    if (std::find(known.begin(), known.end(), k.str()) == known.end())
+      r.unknown_key(v, "sweep", k.str(), known, "key");
   if (const toml::node* n = t.get("name")) {
     if (!n->is_string() || n->as_string()->get().empty())
       r.fail(line_of(*n), "sweep", "name", Reader::render(*n), "expected a non-empty string");
@@ -336,7 +353,8 @@ void read_sweep_table(const Reader& r, const toml::table& t, Spec& spec, sim::Ar
   }
   if (const toml::node* n = t.get("max_cycles")) {
     if (!n->is_integer() || n->as_integer()->get() < 0)
-      r.fail(line_of(*n), "sweep", "max_cycles", Reader::render(*n), "expected a whole number of cycles (0: no limit)");
+      r.fail(line_of(*n), "sweep", "max_cycles", Reader::render(*n),
+             "expected a whole number of cycles (0: no limit)");
     spec.max_cycles = static_cast<uint64_t>(n->as_integer()->get());
   }
   if (const toml::node* n = t.get("arch")) arch = base_arch(r, *n, spec.path);
@@ -354,8 +372,9 @@ void apply(const std::vector<Setting>& settings, sim::Arch& arch, std::optional<
 }
 
 std::string point_key(const Spec& spec, const Point& p) {
-  return fmt::format("{}|{}|{}|batch={}|{}", p.workload->name, p.workload->file, sim::engine_name(spec.engine),
-                     p.batch ? std::to_string(*p.batch) : "-", sim::arch_to_json(p.arch).dump());
+  return fmt::format("{}|{}|{}|batch={}|{}", p.workload->name, p.workload->file,
+                     sim::engine_name(spec.engine), p.batch ? std::to_string(*p.batch) : "-",
+                     sim::arch_to_json(p.arch).dump());
 }
 
 struct Expansion {
@@ -371,7 +390,8 @@ void expand(const Reader& r, const Expansion& x, Spec& spec) {
   for (const Axis& a : x.axes) grid *= a.values.size();
   const uint64_t per_workload = std::max<uint64_t>(1, grid + x.list.size());
   if (grid > kMaxPoints || per_workload * spec.workloads.size() > kMaxPoints)
-    r.fail(1, "grid", "", "", fmt::format("more than {} points; split the sweep into several specs", kMaxPoints));
+    r.fail(1, "grid", "", "",
+           fmt::format("more than {} points; split the sweep into several specs", kMaxPoints));
   for (uint64_t i = 0; i < grid; ++i) {
     std::vector<Setting> c;
     uint64_t rest = i;
@@ -420,8 +440,8 @@ Spec parse_spec(const std::string& text, const fs::path& path) {
   try {
     doc = toml::parse(text, path.string());
   } catch (const toml::parse_error& e) {
-    throw InputError(fmt::format("{}:{}:{}: {}", path.string(), e.source().begin.line, e.source().begin.column,
-                                 e.description()));
+    throw InputError(fmt::format("{}:{}:{}: {}", path.string(), e.source().begin.line,
+                                 e.source().begin.column, e.description()));
   }
   const std::vector<std::string> known = {"sweep", "set", "grid", "points"};
   for (const auto& [k, v] : doc)
@@ -459,9 +479,10 @@ Shard parse_shard(const std::string& text) {
   };
   if (slash == std::string::npos || !number(std::string_view(text).substr(0, slash), s.index) ||
       !number(std::string_view(text).substr(slash + 1), s.count) || s.count == 0 || s.index >= s.count)
-    throw InputError(fmt::format("--shard: '{}': expected K/N with 0 <= K < N, such as 0/4 (Slurm: "
-                                 "$SLURM_ARRAY_TASK_ID/$SLURM_ARRAY_TASK_COUNT)",
-                                 text));
+    throw InputError(
+        fmt::format("--shard: '{}': expected K/N with 0 <= K < N, such as 0/4 (Slurm: "
+                    "$SLURM_ARRAY_TASK_ID/$SLURM_ARRAY_TASK_COUNT)",
+                    text));
   return s;
 }
 

@@ -19,29 +19,29 @@
 namespace tpusim::tools::sweep {
 
 struct Workload {
-  std::string name;             // CSV `workload`: the file's stem unless the spec names it
-  std::string file;             // as written in the spec (CSV `workload_file`)
-  std::filesystem::path path;   // resolved against the spec's folder
-  bool is_model = false;        // a model description (.toml, .csv), else a program (.tpu, .s)
+  std::string name;            // CSV `workload`: the file's stem unless the spec names it
+  std::string file;            // as written in the spec (CSV `workload_file`)
+  std::filesystem::path path;  // resolved against the spec's folder
+  bool is_model = false;       // a model description (.toml, .csv), else a program (.tpu, .s)
 };
 
 struct Point {
-  uint64_t index = 0;              // the point's number in the spec's order
+  uint64_t index = 0;  // the point's number in the spec's order
   const Workload* workload = nullptr;
-  sim::Arch arch;                  // every parameter resolved (validated only when the point runs)
-  std::optional<uint64_t> batch;   // models: overrides the description's batch
-  std::string key;                 // identity for --resume and merging: workload, engine, batch, arch
+  sim::Arch arch;                 // every parameter resolved (validated only when the point runs)
+  std::optional<uint64_t> batch;  // models: overrides the description's batch
+  std::string key;                // identity for --resume and merging: workload, engine, batch, arch
 };
 
 struct Spec {
   std::filesystem::path path;
-  std::string text;                // the spec file, stored with the results
-  std::string name;                // [sweep] name, default: the file's stem
+  std::string text;  // the spec file, stored with the results
+  std::string name;  // [sweep] name, default: the file's stem
   sim::Engine engine = sim::Engine::timing;
-  uint64_t max_cycles = 0;         // per point; 0: no limit
+  uint64_t max_cycles = 0;  // per point; 0: no limit
   std::vector<Workload> workloads;
   std::vector<Point> points;
-  uint64_t duplicates = 0;         // points dropped because an earlier point is the same
+  uint64_t duplicates = 0;  // points dropped because an earlier point is the same
 };
 
 // Reads and expands a spec. Throws InputError naming the file, line, key, value and what was

@@ -50,7 +50,8 @@ class Statement {
     int rc = SQLITE_OK;
     if (const auto* v = std::get_if<int64_t>(&c)) rc = sqlite3_bind_int64(s_, i, *v);
     else if (const auto* d = std::get_if<double>(&c)) rc = sqlite3_bind_double(s_, i, *d);
-    else if (const auto* t = std::get_if<std::string>(&c)) rc = sqlite3_bind_text(s_, i, t->c_str(), -1, SQLITE_TRANSIENT);
+    else if (const auto* t = std::get_if<std::string>(&c))
+      rc = sqlite3_bind_text(s_, i, t->c_str(), -1, SQLITE_TRANSIENT);
     else rc = sqlite3_bind_null(s_, i);
     if (rc != SQLITE_OK) fail();
   }
@@ -72,7 +73,9 @@ class Statement {
     const auto* t = reinterpret_cast<const char*>(sqlite3_column_text(s_, i));
     return t ? std::string(t, static_cast<size_t>(sqlite3_column_bytes(s_, i))) : std::string();
   }
-  [[noreturn]] void fail() const { throw InputError(fmt::format("{}: SQLite: {}", where_, sqlite3_errmsg(db_))); }
+  [[noreturn]] void fail() const {
+    throw InputError(fmt::format("{}: SQLite: {}", where_, sqlite3_errmsg(db_)));
+  }
 
  private:
   sqlite3* db_;
@@ -107,11 +110,14 @@ void ResultStore::exec(const std::string& sql) {
 }
 
 void ResultStore::create(const std::map<std::string, std::string>& meta) {
-  std::string ddl = "CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);\n"
-                    "CREATE TABLE IF NOT EXISTS results(";
+  std::string ddl =
+      "CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);\n"
+      "CREATE TABLE IF NOT EXISTS results(";
   for (const Column& c : columns())
-    ddl += fmt::format("{} {}{}, ", quoted(c.name), sql_type(c.type), c.name == "point" ? " PRIMARY KEY" : "");
-  ddl += "key TEXT NOT NULL UNIQUE, host_seconds REAL, point_seconds REAL, finished TEXT, json TEXT NOT NULL);";
+    ddl +=
+        fmt::format("{} {}{}, ", quoted(c.name), sql_type(c.type), c.name == "point" ? " PRIMARY KEY" : "");
+  ddl +=
+      "key TEXT NOT NULL UNIQUE, host_seconds REAL, point_seconds REAL, finished TEXT, json TEXT NOT NULL);";
   exec("BEGIN IMMEDIATE");
   exec(ddl);
   if (this->meta().empty()) {
@@ -128,7 +134,8 @@ void ResultStore::create(const std::map<std::string, std::string>& meta) {
 
 std::map<std::string, std::string> ResultStore::meta() {
   std::map<std::string, std::string> out;
-  Statement exists(db_, "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'meta'", path_.string());
+  Statement exists(db_, "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'meta'",
+                   path_.string());
   exists.step();
   if (std::get<int64_t>(exists.cell(0)) == 0) return out;
   Statement s(db_, "SELECT key, value FROM meta", path_.string());
@@ -142,10 +149,11 @@ void ResultStore::check_columns() {
   if (it == m.end())
     throw InputError(fmt::format("{}: not a tpusim sweep database (no meta columns)", path_.string()));
   if (it->second != columns_json())
-    throw InputError(fmt::format(
-        "{}: written by a tpusim with other result columns (tpusim {}); this tpusim cannot add to it or merge "
-        "it: start a new results file, or export it with `sqlite3 -csv`",
-        path_.string(), m.contains("tpusim") ? m.at("tpusim") : "unknown"));
+    throw InputError(
+        fmt::format("{}: written by a tpusim with other result columns (tpusim {}); this tpusim cannot add "
+                    "to it or merge "
+                    "it: start a new results file, or export it with `sqlite3 -csv`",
+                    path_.string(), m.contains("tpusim") ? m.at("tpusim") : "unknown"));
 }
 
 void ResultStore::attach_spec(const Spec& spec) {
@@ -184,9 +192,11 @@ void ResultStore::record(const PointResult& r) {
   const Row row = make_row(r);
   std::string params;
   for (size_t i = 1; i <= row.size() + 5; ++i) params += fmt::format("{}?{}", i > 1 ? ", " : "", i);
-  Statement s(db_,
-              fmt::format("INSERT INTO results({}, key, host_seconds, point_seconds, finished, json) VALUES ({})", column_list(), params),
-              path_.string());
+  Statement s(
+      db_,
+      fmt::format("INSERT INTO results({}, key, host_seconds, point_seconds, finished, json) VALUES ({})",
+                  column_list(), params),
+      path_.string());
   int i = 1;
   for (const Cell& c : row) s.bind(i++, c);
   s.bind(i++, r.point->key);
@@ -232,10 +242,11 @@ uint64_t ResultStore::merge_from(const std::filesystem::path& other) {
                   "WHERE a.key != b.key LIMIT 1",
                   path_.string());
   if (clash.step())
-    throw InputError(fmt::format("{}: point {} differs from the same point of the files before it ({} against {}): "
-                                 "these results come from different specs",
-                                 other.string(), std::get<int64_t>(clash.cell(0)), clash.text(2).substr(0, 120),
-                                 clash.text(1).substr(0, 120)));
+    throw InputError(
+        fmt::format("{}: point {} differs from the same point of the files before it ({} against {}): "
+                    "these results come from different specs",
+                    other.string(), std::get<int64_t>(clash.cell(0)), clash.text(2).substr(0, 120),
+                    clash.text(1).substr(0, 120)));
   const std::string cols = column_list() + ", key, host_seconds, point_seconds, finished, json";
   exec(fmt::format("INSERT OR IGNORE INTO results({}) SELECT {} FROM other.results", cols, cols));
   return static_cast<uint64_t>(sqlite3_changes(db_));

@@ -181,7 +181,8 @@ void run_points(const Spec& spec, const std::vector<const Point*>& todo, unsigne
     w.pid = -1;
     if (p)
       done(PointResult{p, &spec, nullptr,
-                       fmt::format("the worker process {} while running this point", describe_exit(status)), 0});
+                       fmt::format("the worker process {} while running this point", describe_exit(status)),
+                       0});
     if (!queue.empty()) w = spawn(exe);
   };
   auto last_tick = std::chrono::steady_clock::now();
