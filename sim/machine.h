@@ -82,7 +82,7 @@ struct RunResult {
   std::array<uint64_t, kUnitCount> unit_busy{};  // cycles each unit had work in progress
   uint64_t weight_mem_busy = 0;                  // cycles the weight memory bus transferred
   uint64_t array_steps = 0;           // stepped engine: cycles the array was stepped (each moves every cell)
-  uint64_t ub_peak_rows = 0;          // highest UB row any instruction touched, plus one
+  uint64_t ub_peak_rows = 0;          // UB rows any instruction touched (their count: the footprint)
   uint64_t acc_peak_rows = 0;         // same for the accumulators
   std::optional<MachineState> state;  // final memories (not for the timing engine)
   double host_seconds = 0;            // wall time of the simulation proper
