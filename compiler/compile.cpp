@@ -44,13 +44,32 @@ FloatRun calibration_run(Model& model) {
 
 }  // namespace
 
-Compiled compile_model(Model model, const sim::Arch& arch) {
+Compiled prepare_model(Model model) {
   Compiled c;
-  auto t0 = std::chrono::steady_clock::now();
+  const auto t0 = std::chrono::steady_clock::now();
   c.graph = quantize(model, calibration_run(model));
   c.quantize_seconds = since(t0);
-  t0 = std::chrono::steady_clock::now();
-  c.program = lower(c.graph, arch);
+  c.model = std::move(model);
+  return c;
+}
+
+Compiled prepare_file(const std::filesystem::path& path, const LoadOptions& options) {
+  const auto t0 = std::chrono::steady_clock::now();
+  Model m = load_model(path, options);
+  const double parse = since(t0);
+  Compiled c = prepare_model(std::move(m));
+  c.parse_seconds = parse;
+  return c;
+}
+
+void lower_for(Compiled& c, const sim::Arch& arch) {
+  const auto t0 = std::chrono::steady_clock::now();
+  try {
+    c.program = lower(c.graph, arch);
+  } catch (const InputError& e) {
+    if (c.model.source.empty()) throw;
+    throw InputError(fmt::format("{}: {}", c.model.source, e.what()));
+  }
   c.lower_seconds = since(t0);
   // The architecture compiled for: its name, and every parameter that differs from the preset
   // of that name (so `tpusim run PROG.tpu` picks the same machine).
@@ -64,21 +83,18 @@ Compiled compile_model(Model model, const sim::Arch& arch) {
   c.program.arch = {{"name", arch.name}};
   for (const auto& [key, value] : full.items())
     if (key != "name" && (!base.contains(key) || base[key] != value)) c.program.arch[key] = value;
-  c.model = std::move(model);
+}
+
+Compiled compile_model(Model model, const sim::Arch& arch) {
+  Compiled c = prepare_model(std::move(model));
+  lower_for(c, arch);
   return c;
 }
 
 Compiled compile_file(const std::filesystem::path& path, const sim::Arch& arch, const LoadOptions& options) {
-  const auto t0 = std::chrono::steady_clock::now();
-  Model m = load_model(path, options);
-  const double parse = since(t0);
-  try {
-    Compiled c = compile_model(std::move(m), arch);
-    c.parse_seconds = parse;
-    return c;
-  } catch (const InputError& e) {
-    throw InputError(fmt::format("{}: {}", path.string(), e.what()));
-  }
+  Compiled c = prepare_file(path, options);
+  lower_for(c, arch);
+  return c;
 }
 
 std::vector<uint8_t> golden_output_bytes(const Compiled& c, const sim::Arch& arch) {

@@ -28,6 +28,14 @@ struct Compiled {
 Compiled compile_file(const std::filesystem::path& path, const sim::Arch& arch, const LoadOptions& options = {});
 Compiled compile_model(Model model, const sim::Arch& arch);
 
+// The two halves, for compiling one model for many architectures (a sweep's points): parsing and
+// quantization do not depend on the architecture; lowering does. prepare_* leave `program`
+// empty; lower_for (re)fills it for `arch`, and its errors name the model's source as
+// compile_file's do.
+Compiled prepare_file(const std::filesystem::path& path, const LoadOptions& options = {});
+Compiled prepare_model(Model model);
+void lower_for(Compiled& c, const sim::Arch& arch);
+
 // The model's output as the program leaves it in host memory (the "output" region, TPU order),
 // compared with the golden reference executor, and the quantization error against the float
 // reference on the calibration samples (the model is cut down for that run and restored).

@@ -50,12 +50,21 @@ ojson run_request(const json& req) {
     sim::set_param(arch, key, value.is_string() ? value.get<std::string>() : value.dump(), "point");
   sim::validate(arch);
   const std::string path = req.at("path");
-  std::optional<compiler::Compiled> compiled;
+  // A worker keeps the last model it parsed and quantized (which do not depend on the machine):
+  // consecutive points of one workload only lower it again for their architecture.
+  static std::optional<std::pair<std::string, compiler::Compiled>> cache;
+  compiler::Compiled* compiled = nullptr;
   isa::Program loaded;
   if (req.at("model").get<bool>()) {
     compiler::LoadOptions o;
     if (!req.at("batch").is_null()) o.batch = req.at("batch").get<uint64_t>();
-    compiled = compiler::compile_file(path, arch, o);
+    const std::string key = path + "\n" + req.at("batch").dump();
+    if (!cache || cache->first != key) {
+      cache.reset();  // free the previous model first (CNN1's takes ~1 GB)
+      cache.emplace(key, compiler::prepare_file(path, o));
+    }
+    compiled = &cache->second;
+    compiler::lower_for(*compiled, arch);
   } else {
     loaded = path.ends_with(".s") ? isa::assemble_file(path) : isa::load_program(path);
   }
