@@ -14,7 +14,7 @@ BENCHES=(
   gemm_bench     # fast engine's int8 GEMM vs oneDNN, GMAC/s
   stepped_bench  # stepped systolic array, cell updates/s
   machine_bench  # whole machine: timing engine cycles/s, fast engine vs oneDNN, stepped, memory
-  rtl_bench      # Verilated RTL 32x32 array vs SystolicArray, cycles/s
+  rtl_bench      # Verilated RTL 32x32 array vs the stepped and fast engines, cycles/s
   compile_bench  # the compiler on the six paper workloads, seconds per phase
 )
 
