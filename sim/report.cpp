@@ -35,7 +35,7 @@ constexpr ReportKey kKeys[] = {
      "the timing engine, which computes no data)"},
     {"checked_against", "string or null",
      "`reference executor` (every UB, accumulator and host memory byte against sim/reference.h), `golden model "
-     "reference` (a compiled model's output against compiler/golden.cpp; models whose array work exceeds 2e10 "
+     "reference` (a compiled model's output against compiler/golden.cpp; models whose array work exceeds 2e9 "
      "MACs skip the slow reference executor unless --full-check), or both joined by ` and `"},
     {"quantization_error", "object or null",
      "a compiled model: its output against the float reference on the calibration samples: `max_abs`, "

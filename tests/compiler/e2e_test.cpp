@@ -7,84 +7,17 @@
 #include <random>
 #include <sstream>
 
-#include "graph_builder.h"
-#include "compiler/model.h"
+#include "e2e_support.h"
 
 namespace tpusim::test {
 
-namespace fs = std::filesystem;
-
-namespace {
-
-const fs::path kWorkloads = fs::path(TPUSIM_SOURCE_DIR) / "workloads";
-
-// Compiles `model`, runs it on the given engines and checks the output against the golden
-// reference; returns the fast engine's cycles.
-uint64_t check_model(compiler::Model model, const sim::Arch& arch, bool all_engines) {
-  const std::string name = model.name;
-  compiler::Compiled c = compiler::compile_model(std::move(model), arch);
-  REQUIRE(isa::check_program(c.program).empty());
-  INFO(name << " on " << arch.name << " (" << arch.array_rows << "x" << arch.array_cols << ")");
-  sim::RunResult fast;
-  if (all_engines) {
-    EngineRuns r = run_all(c.program, arch);
-    fast = std::move(r.fast);
-    for (const sim::HostBuffer& h : r.stepped.state->host)
-      if (h.name == "output") CHECK(compiler::check_output(c, h.bytes, arch).matches);
-  } else {
-    fast = sim::simulate(c.program, arch, {sim::Engine::fast, 0});
-    const sim::RunResult timing = sim::simulate(c.program, arch, {sim::Engine::timing, 0});
-    REQUIRE(timing.cycles == fast.cycles);
-    REQUIRE(timing.matrix == fast.matrix);
-  }
-  for (const sim::HostBuffer& h : fast.state->host)
-    if (h.name == "output") {
-      const compiler::OutputCheck check = compiler::check_output(c, h.bytes, arch);
-      INFO(check.first_difference);
-      CHECK(check.matches);
-      // The quantized model stays close to the float one: a few percent of the output range,
-      // except where sigmoid and tanh read their input in steps of 1/16 (docs/isa.md), which costs
-      // LSTMs tens of percent (compiler/quantize.cpp); a wrong scale anywhere costs ~100%.
-      bool coarse = false;
-      for (const compiler::Layer& l : c.model.layers)
-        coarse |= l.type == compiler::LayerType::lstm || l.activation == compiler::Activation::sigmoid ||
-                  l.activation == compiler::Activation::tanh;
-      CHECK(check.error.relative < (coarse ? 0.5 : 0.1));
-    }
-  return fast.cycles;
-}
-
-sim::Arch square(uint64_t n, uint64_t ub_rows = 32768, uint64_t acc = 256) {
-  sim::Arch a = small_arch();
-  a.name = "test-" + std::to_string(n);
-  a.array_rows = a.array_cols = n;
-  a.ub_bytes = ub_rows * n;
-  a.acc_entries = acc;
-  return a;
-}
-
-compiler::Model load(const std::string& rel, std::optional<uint64_t> batch = std::nullopt) {
-  compiler::LoadOptions o;
-  o.batch = batch;
-  return compiler::load_model(kWorkloads / rel, o);
-}
-
-}  // namespace
-
-TEST_CASE("the small workloads run bit-exact on every engine, on tpu-v1 and on a 16 x 16 array") {
+TEST_CASE("the small workloads run bit-exact on every engine on a 16 x 16 array, and on fast and timing on tpu-v1") {
   for (const char* w : {"small/mnist_mlp.toml", "small/lenet5.toml", "small/lstm1.toml", "small/tiny_cnn.toml",
                         "small/resblock.toml"}) {
     SECTION(w) {
-      check_model(load(w, 2), sim::Arch{}, true);
       check_model(load(w), square(16), true);
+      check_model(load(w, 2), sim::Arch{}, false);
     }
-  }
-}
-
-TEST_CASE("the six TPU paper workloads compile and run bit-exact on the fast and timing engines at batch 2") {
-  for (const char* w : {"tpu-v1/mlp0.toml", "tpu-v1/mlp1.toml", "tpu-v1/lstm0.toml", "tpu-v1/lstm1.toml",
-                        "tpu-v1/cnn0.toml", "tpu-v1/cnn1.toml"}) {
-    SECTION(w) { check_model(load(w, 2), sim::Arch{}, false); }
   }
 }
 
