@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <string>
+#include <thread>
 #include <variant>
 #include <vector>
 
@@ -149,33 +150,44 @@ void Golden::exec(const MatmulOp& op) {
   };
 
   constexpr uint64_t kBlock = 16;
-  std::vector<uint32_t> acc(kBlock * n);  // int32 with wrap-around
-  const int8_t* px[kBlock];
-  const uint64_t positions = g_.batch * out.count;
-  for (uint64_t p0 = 0; p0 < positions; p0 += kBlock) {
-    const uint64_t count = std::min(kBlock, positions - p0);
-    std::fill(acc.begin(), acc.end(), 0u);
-    for (uint64_t t = 0; t < tap_c.size(); ++t) {
-      for (uint64_t i = 0; i < count; ++i) px[i] = source((p0 + i) / out.count, (p0 + i) % out.count, t);
-      for (uint64_t c = 0; c < tap_c[t]; ++c) {
-        const int8_t* row = &op.weights[(tap_row[t] + c) * n];
-        for (uint64_t i = 0; i < count; ++i) {
-          const int32_t v = px[i] ? px[i][c] : 0;
-          if (v == 0) continue;
-          multiply_add(&acc[i * n], row, v, n);
+  const uint64_t positions = g_.batch * out.count, blocks = (positions + kBlock - 1) / kBlock;
+  // Blocks [b0, b1) of output positions; each thread has its own accumulators and writes its own
+  // outputs, so the result does not depend on the thread count.
+  const auto run_blocks = [&](uint64_t b0, uint64_t b1) {
+    std::vector<uint32_t> acc(kBlock * n);  // int32 with wrap-around
+    const int8_t* px[kBlock];
+    for (uint64_t p0 = b0 * kBlock; p0 < std::min(positions, b1 * kBlock); p0 += kBlock) {
+      const uint64_t count = std::min(kBlock, positions - p0);
+      std::fill(acc.begin(), acc.end(), 0u);
+      for (uint64_t t = 0; t < tap_c.size(); ++t) {
+        for (uint64_t i = 0; i < count; ++i) px[i] = source((p0 + i) / out.count, (p0 + i) % out.count, t);
+        for (uint64_t c = 0; c < tap_c[t]; ++c) {
+          const int8_t* row = &op.weights[(tap_row[t] + c) * n];
+          for (uint64_t i = 0; i < count; ++i) {
+            const int32_t v = px[i] ? px[i][c] : 0;
+            if (v == 0) continue;
+            multiply_add(&acc[i * n], row, v, n);
+          }
+        }
+      }
+      for (uint64_t i = 0; i < count; ++i) {
+        int8_t* o = out.at((p0 + i) / out.count, (p0 + i) % out.count);
+        for (uint64_t j = 0; j < n; ++j) {
+          const size_t q = op.mult.size() == 1 ? 0 : j;
+          const int64_t x = static_cast<int32_t>(acc[i * n + j]) + int64_t{op.bias.empty() ? 0 : op.bias[j]};
+          const int64_t y = sim::round_half_away_shift(x * op.mult[q], op.shift[q]);
+          o[j] = static_cast<int8_t>(sim::apply_func(op.func, y, op.clip, false));
         }
       }
     }
-    for (uint64_t i = 0; i < count; ++i) {
-      int8_t* o = out.at((p0 + i) / out.count, (p0 + i) % out.count);
-      for (uint64_t j = 0; j < n; ++j) {
-        const size_t q = op.mult.size() == 1 ? 0 : j;
-        const int64_t x = static_cast<int32_t>(acc[i * n + j]) + int64_t{op.bias.empty() ? 0 : op.bias[j]};
-        const int64_t y = sim::round_half_away_shift(x * op.mult[q], op.shift[q]);
-        o[j] = static_cast<int8_t>(sim::apply_func(op.func, y, op.clip, false));
-      }
-    }
-  }
+  };
+  // Large layers on every core (CNN1's golden run: 175 GMAC per batch).
+  const uint64_t work = positions * n * (tap_row.empty() ? 0 : tap_row.back() + tap_c.back());
+  const uint64_t threads = work < (uint64_t{1} << 24) ? 1 : std::min<uint64_t>(std::max(1u, std::thread::hardware_concurrency()), blocks);
+  std::vector<std::thread> pool;
+  for (uint64_t t = 1; t < threads; ++t) pool.emplace_back(run_blocks, blocks * t / threads, blocks * (t + 1) / threads);
+  run_blocks(0, blocks / threads);
+  for (std::thread& th : pool) th.join();
 }
 
 // max, or the window's sum divided by window^2 rounded half away from zero; int8 throughout.
