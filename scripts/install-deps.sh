@@ -11,6 +11,7 @@ PACKAGES=(
   libtomlplusplus-dev                    # toml++: model descriptions (compiler/model.cpp)
   libsqlite3-dev                         # SQLite: the sweep results database (tools/sweep/store.cpp)
   python3-matplotlib                     # plots: scripts/plot_compare.py, scripts/plot.py
+  libreadline-dev tmux                   # the debugger's line editing; its terminal test (tests/debug)
   clang libclang-rt-14-dev libfuzzer-14-dev  # fuzzing (scripts/fuzz.sh): clang, sanitizers, libFuzzer
 )
 

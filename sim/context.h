@@ -132,6 +132,7 @@ class StationQueue {
   }
   const sc_core::sc_event& popped() const { return popped_; }
   uint64_t front_index() const { return entries_.empty() ? UINT64_MAX : entries_.front().index; }
+  const std::deque<Entry>& entries() const { return entries_; }  // the debugger's view
 
  private:
   Context& ctx_;

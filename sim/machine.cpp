@@ -5,7 +5,9 @@
 
 #include <algorithm>
 #include <chrono>
+#include <stdexcept>
 
+#include "sim/debugger_hooks.h"
 #include "sim/units.h"
 
 namespace tpusim::sim {
@@ -178,7 +180,12 @@ TileUse tile_use(const uint8_t* tile, uint64_t rows, uint64_t cols) {
   return u;
 }
 
-RunResult simulate(const isa::Program& program, const Arch& arch, const RunOptions& options) {
+// One machine per process: MachineRun and simulate() refuse to start a second run on it.
+bool run_in_progress = false;
+
+MachineRun::MachineRun(const isa::Program& program, const Arch& arch, const RunOptions& options)
+    : options_(options) {
+  if (run_in_progress) throw std::logic_error("a run is already in progress on this process's machine");
   validate(arch);
   check_static(program, arch);
   const uint64_t code_size = halt_index(program) + 1;
@@ -190,42 +197,100 @@ RunResult simulate(const isa::Program& program, const Arch& arch, const RunOptio
   ctx.arch = arch;
   ctx.engine = options.engine;
   ctx.code_size = code_size;
-  std::optional<MachineState> state;
-  if (options.engine != Engine::timing) state = make_state(program, arch);
-  ctx.state = state ? &*state : nullptr;
+  if (options.engine != Engine::timing) state_ = make_state(program, arch);
+  ctx.state = state_ ? &*state_ : nullptr;
   ctx.period = sc_core::sc_time(1e6 / arch.clock_mhz, sc_core::SC_PS);
   if (ctx.period.value() == 0) ctx.period = sc_core::sc_time::from_value(1);
   m.reset(options.array);
   ctx.base = sc_core::sc_time_stamp();
   ctx.start_event.notify(sc_core::SC_ZERO_TIME);
+  run_in_progress = true;
+}
+
+MachineRun::~MachineRun() {
+  if (!finished_) unwind();
+}
+
+void MachineRun::run_to_end() {
+  const Context& ctx = machine().ctx;
   const sc_core::sc_time limit =
-      options.max_cycles ? sc_core::sc_time::from_value(ctx.period.value() * (options.max_cycles + 1))
-                         : sc_core::sc_max_time() - ctx.base - ctx.period;
+      options_.max_cycles ? sc_core::sc_time::from_value(ctx.period.value() * (options_.max_cycles + 1))
+                          : sc_core::sc_max_time() - ctx.base - ctx.period;
   const auto wall = std::chrono::steady_clock::now();
   sc_core::sc_start(limit, sc_core::SC_EXIT_ON_STARVATION);
-  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall).count();
+  wall_ += std::chrono::steady_clock::now() - wall;
+}
+
+void MachineRun::run_to_cycle(uint64_t cycle) {
+  const Context& ctx = machine().ctx;
+  const auto wall = std::chrono::steady_clock::now();
+  const sc_core::sc_time target = ctx.at(cycle);
+  // sc_start(d) stops at the target time before running what is due then; the delta cycles of
+  // that time follow one by one (halt pauses the kernel: the run stops there).
+  if (sc_core::sc_time_stamp() < target && !over())
+    sc_core::sc_start(target - sc_core::sc_time_stamp(), sc_core::SC_RUN_TO_TIME);
+  while (!over() && sc_core::sc_pending_activity_at_current_time()) sc_core::sc_start(sc_core::SC_ZERO_TIME);
+  wall_ += std::chrono::steady_clock::now() - wall;
+}
+
+uint64_t MachineRun::cycle() const { return machine().ctx.now(); }
+
+bool MachineRun::over() const {
+  const Context& ctx = machine().ctx;
+  return ctx.halted || ctx.error || ctx.aborted || !sc_core::sc_pending_activity() ||
+         (options_.max_cycles && ctx.now() > options_.max_cycles);
+}
+
+uint64_t MachineRun::next_activity() const {
+  const Context& ctx = machine().ctx;
+  if (!sc_core::sc_pending_activity()) return UINT64_MAX;
+  const sc_core::sc_time at = sc_core::sc_time_stamp() + sc_core::sc_time_to_pending_activity();
+  const uint64_t p = ctx.period.value(), since = at.value() - ctx.base.value();
+  return std::max(ctx.now() + 1, (since + p - 1) / p);
+}
+
+MachineUnits MachineRun::units() const {
+  Machine& m = machine();
+  return {m.ctx, m.weights, m.matrix};
+}
+
+// Unwinds every process back to its idle loop, ready for the next run.
+void MachineRun::unwind() {
+  Context& ctx = machine().ctx;
+  ctx.aborted = true;
+  ctx.wake_all();
+  // (Every wait goes through Context, which returns false once aborted: no process schedules
+  // anything after this, so the kernel starves as soon as all of them wait for the next run.)
+  sc_core::sc_start(sc_core::sc_max_time() - sc_core::sc_time_stamp(), sc_core::SC_EXIT_ON_STARVATION);
+  finished_ = true;
+  run_in_progress = false;
+}
+
+RunResult MachineRun::finish() {
+  Context& ctx = machine().ctx;
   if (!ctx.halted && !ctx.error) {
     ctx.error_index = ctx.next_issue;
     // Stopped with events still pending: the cycle limit; with none: nothing can ever happen.
     ctx.error =
         sc_core::sc_pending_activity()
             ? fmt::format("the program did not halt within --max-cycles {} (instruction {} was issuing)",
-                          options.max_cycles, ctx.next_issue)
+                          options_.max_cycles, ctx.next_issue)
             : deadlock_message(ctx);
   }
-  // Unwind every process back to its idle loop, ready for the next run.
-  ctx.aborted = true;
-  ctx.wake_all();
-  // (Every wait goes through Context, which throws once aborted: no process schedules anything
-  // after this, so the kernel starves as soon as all of them wait for the next run.)
-  sc_core::sc_start(sc_core::sc_max_time() - sc_core::sc_time_stamp(), sc_core::SC_EXIT_ON_STARVATION);
+  unwind();
   if (ctx.error) throw SimError(*ctx.error_index, *ctx.error);
   finish_counters(ctx);
   RunResult r = std::move(ctx.result);
-  r.host_seconds = seconds;
-  r.state = std::move(state);
-  if (r.state) r.state->weights = std::span<const uint8_t>(program.weights);
+  r.host_seconds = std::chrono::duration<double>(wall_).count();
+  r.state = std::move(state_);
+  if (r.state) r.state->weights = std::span<const uint8_t>(ctx.program->weights);
   return r;
+}
+
+RunResult simulate(const isa::Program& program, const Arch& arch, const RunOptions& options) {
+  MachineRun run(program, arch, options);
+  run.run_to_end();
+  return run.finish();
 }
 
 }  // namespace tpusim::sim

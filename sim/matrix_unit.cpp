@@ -36,6 +36,7 @@ void MatrixUnit::reset(ArrayModel* array) {
   streams_.clear();
   shifts_.clear();
   busy_until_ = 0;
+  active_ = {};
   const Arch& a = ctx_.arch;
   if (ctx_.engine == Engine::stepped) {
     if (!own_array_ || own_array_->rows() != a.array_rows || own_array_->cols() != a.array_cols)
@@ -155,6 +156,12 @@ void MatrixUnit::retire() {
     ctx_.complete(isa::Unit::matrix, i, end);
   }
   if (!retiring_.empty()) retire_event_.notify(ctx_.at(retiring_.front().second) - sc_core::sc_time_stamp());
+}
+
+std::vector<MatrixUnit::InFlight> MatrixUnit::in_flight() const {
+  std::vector<InFlight> v;
+  for (const auto& s : streams_) v.push_back({s->index, s->t0, s->vectors, s->written});
+  return v;
 }
 
 void MatrixUnit::shift_started(const FetchedTile& tile, uint64_t s) {

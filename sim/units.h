@@ -68,6 +68,11 @@ class WeightPath : public sc_core::sc_module, public Station, public WeightSourc
   uint64_t last_landing() const { return last_landing_; }
   // The stepped engine's hook: a tile begins shifting into the shadow at cycle s.
   std::function<void(const FetchedTile&, uint64_t s)> on_shift;
+  // The debugger's view: requested tiles in order (the front one shifts first; it stays here
+  // until its shift ends), the shadow slot (null when empty) and when its shift began.
+  const std::deque<FetchedTile>& fifo() const { return fifo_; }
+  const FetchedTile* shadow() const { return shadow_loaded_ ? &shadow_ : nullptr; }
+  uint64_t shadow_shift_start() const { return shadow_shift_start_; }
 
  private:
   void fetch();  // the weight fetch station (a thread: one fetch_run() per run)
@@ -96,6 +101,16 @@ class MatrixUnit : public sc_core::sc_module, public Station {
   // built-in SystolicArray.
   void reset(ArrayModel* array);
   void shift_started(const FetchedTile& tile, uint64_t s);  // stepped engine
+  // The debugger's view: the active tile (data null before the first switch), the built-in
+  // array when the stepped engine steps it (else null), the matmuls in the array (stepped).
+  struct InFlight {
+    uint64_t index, t0, vectors, written;  // written: accumulator values (vectors x cols in all)
+  };
+  const FetchedTile& active_tile() const { return active_; }
+  const SystolicArray* stepped_array() const {
+    return ctx_.engine == Engine::stepped && array_ == own_array_.get() ? own_array_.get() : nullptr;
+  }
+  std::vector<InFlight> in_flight() const;
 
  private:
   struct Stream;  // a matmul in the array (stepped engine)

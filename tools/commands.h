@@ -9,6 +9,15 @@
 namespace CLI {
 class App;
 }
+namespace tpusim::isa {
+struct Program;
+}
+namespace tpusim::sim {
+struct Arch;
+}
+namespace tpusim::compiler {
+struct LoadOptions;
+}
 
 namespace tpusim::tools {
 
@@ -32,6 +41,20 @@ struct CompileArgs {
 };
 int cmd_compile(const CompileArgs& args);  // tools/run.cpp
 int cmd_arch(bool markdown, bool json);  // tools/run.cpp
+
+// Loading what run and debug take (tools/run.cpp): a program (.tpu or .s), the architecture
+// (--arch FILE, else the program's .arch, else tpu-v1; then --set), a model's load options.
+isa::Program load_any(const std::string& path);
+sim::Arch resolve_arch(const isa::Program* program, const std::string& arch_file,
+                       const std::vector<std::string>& sets, const std::string& source);
+compiler::LoadOptions load_options(uint64_t batch);
+
+struct DebugArgs {
+  std::string program, script, arch_file;
+  std::vector<std::string> sets;
+  uint64_t batch = 0;
+};
+int cmd_debug(const DebugArgs& args);  // tools/debug.cpp (the stepping debugger, docs/debugger.md)
 
 struct CompareArgs {
   std::vector<std::string> gpu_files, tpu_reports, sets;

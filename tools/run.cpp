@@ -19,9 +19,10 @@ namespace fs = std::filesystem;
 namespace tpusim::tools {
 
 namespace {
-
 constexpr double kReferenceMacLimit = 2e9;  // see cmd_run
+}  // namespace
 
+// (load_any, resolve_arch, load_options: shared with tools/debug.cpp through commands.h)
 // A .tpu container, or assembly source (.s) assembled on the fly.
 isa::Program load_any(const std::string& path) {
   if (fs::path(path).extension() == ".s") return isa::assemble_file(path);
@@ -71,6 +72,8 @@ compiler::LoadOptions load_options(uint64_t batch) {
   if (batch) o.batch = batch;
   return o;
 }
+
+namespace {
 
 void print_compile_summary(const compiler::Compiled& c, const std::string& source, const sim::Arch& arch) {
   const isa::Program& p = c.program;

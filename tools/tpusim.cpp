@@ -153,6 +153,13 @@ extern "C" int sc_main(int argc, char** argv) {
   cm->add_option("--plot-script", cmp.plot_script, "the plotting script (default: the source tree's)");
   cm->add_option("--python", cmp.python, "Python with matplotlib (default: /usr/bin/python3, else python3)");
   tools::SweepCommand sweep(app);  // sweep, sweep merge (tools/sweep/command.cpp)
+  tools::DebugArgs dbg;
+  CLI::App* db = app.add_subcommand("debug", "Step through a run cycle by cycle on the stepped engine (docs/debugger.md)");
+  db->add_option("program", dbg.program, "program (.tpu), assembly source (.s) or model description (.toml, compiled first)");
+  db->add_option("--script", dbg.script, "run the commands in this file (- for standard input) instead of a terminal");
+  db->add_option("--batch", dbg.batch, "models: override the description's batch size");
+  db->add_option("--arch", dbg.arch_file, "architecture file (JSON, docs/arch.md); default: the program's .arch");
+  db->add_option("--set", dbg.sets, "override one architecture parameter, KEY=VALUE (repeatable)");
 
   std::string names;
   bool known = false;
@@ -185,6 +192,7 @@ extern "C" int sc_main(int argc, char** argv) {
     if (*ar) return tools::cmd_arch(markdown, arch_json);
     if (*cm) return tools::cmd_compare(cmp);
     if (sweep.chosen()) return sweep.run();
+    if (*db) return tools::cmd_debug(dbg);
   } catch (const InputError& e) {
     fmt::print(stderr, "{}\n", e.what());
     return kExitBadInput;

@@ -1,0 +1,174 @@
+// sim::DebugSession (sim/debugger.h), the stepping debugger's core: a debugged run ends with
+// exactly simulate()'s result on the stepped engine, reports every instruction's issue, start
+// and end at the cycle the timeline records, and shows the array's registers as the timing rules
+// of docs/timing.md place them.
+#include <catch2/catch.hpp>
+#include <map>
+#include <tuple>
+
+#include "compiler/compile.h"
+#include "compiler/model.h"
+#include "isa/assembler.h"
+#include "sim/debugger.h"
+#include "sim/reference.h"
+
+using namespace tpusim;
+
+namespace {
+
+const std::string kSource = TPUSIM_SOURCE_DIR;
+
+sim::Arch small_arch() {  // tests/data/run/small.json: a 16 x 16 array
+  return sim::load_arch_file(kSource + "/tests/data/run/small.json");
+}
+
+void require_same(const sim::RunResult& a, const sim::RunResult& b) {
+  REQUIRE(a.cycles == b.cycles);
+  REQUIRE(a.timeline == b.timeline);
+  REQUIRE(a.matrix == b.matrix);
+  REQUIRE(a.macs == b.macs);
+  REQUIRE(a.array_macs == b.array_macs);
+  REQUIRE(a.unit_busy == b.unit_busy);
+  REQUIRE(a.weight_mem_busy == b.weight_mem_busy);
+  REQUIRE(a.array_steps == b.array_steps);
+  REQUIRE(a.ub_peak_rows == b.ub_peak_rows);
+  REQUIRE(a.acc_peak_rows == b.acc_peak_rows);
+  std::string why;
+  INFO(why);
+  REQUIRE(sim::same_memories(*a.state, *b.state, &why));
+}
+
+// Runs a session to its end `stride` cycles at a time; every event must match `expected`'s
+// timeline (once each, in cycle order).
+sim::RunResult debug_to_end(const isa::Program& p, const sim::Arch& arch, uint64_t stride,
+                            const sim::RunResult& expected) {
+  sim::DebugSession s(p, arch);
+  std::vector<sim::InstructionEvent> events = s.first_events();
+  while (!s.over()) {
+    const uint64_t before = s.cycle();
+    const auto more = s.advance(stride == 0 ? UINT64_MAX : s.cycle() + stride);
+    for (const auto& e : more) REQUIRE((e.cycle > before && e.cycle <= s.cycle()));
+    events.insert(events.end(), more.begin(), more.end());
+    REQUIRE((s.over() || s.cycle() == before + stride));
+  }
+  REQUIRE(!s.error());
+  REQUIRE(s.cycle() == expected.cycles);
+  std::map<std::pair<uint64_t, sim::EventKind>, uint64_t> seen;
+  for (const auto& e : events) REQUIRE(seen.emplace(std::pair{e.index, e.kind}, e.cycle).second);
+  REQUIRE(seen.size() == 3 * expected.timeline.size());
+  for (uint64_t i = 0; i < expected.timeline.size(); ++i) {
+    INFO("instruction " << i);
+    CHECK(seen[{i, sim::EventKind::issue}] == expected.timeline[i].issue);
+    CHECK(seen[{i, sim::EventKind::start}] == expected.timeline[i].start);
+    CHECK(seen[{i, sim::EventKind::end}] == expected.timeline[i].end);
+  }
+  for (size_t k = 1; k < events.size(); ++k) REQUIRE(events[k - 1].cycle <= events[k].cycle);
+  return *s.result();
+}
+
+}  // namespace
+
+TEST_CASE("a debugged run of matmul.s ends as simulate() does on the stepped engine") {
+  const isa::Program p = isa::assemble_file(kSource + "/workloads/asm/matmul.s");
+  const sim::Arch arch;  // tpu-v1
+  const sim::RunResult expected = sim::simulate(p, arch, {sim::Engine::stepped, 0});
+  require_same(debug_to_end(p, arch, 0, expected), expected);
+  require_same(debug_to_end(p, arch, 1, expected), expected);
+  require_same(debug_to_end(p, arch, 97, expected), expected);
+}
+
+TEST_CASE("a debugged run of a compiled model, cycle by cycle, ends as simulate() does") {
+  sim::Arch arch;
+  arch.array_rows = arch.array_cols = 16;
+  arch.acc_entries = 256;
+  arch.ub_bytes = 64 * 1024;
+  compiler::LoadOptions o;
+  o.batch = 2;
+  const compiler::Compiled c = compiler::compile_file(kSource + "/workloads/small/mnist_mlp.toml", arch, o);
+  const sim::RunResult expected = sim::simulate(c.program, arch, {sim::Engine::stepped, 0});
+  require_same(debug_to_end(c.program, arch, 1, expected), expected);
+  require_same(debug_to_end(c.program, arch, 0, expected), expected);
+}
+
+TEST_CASE("an abandoned session leaves the machine ready for the next run") {
+  const isa::Program p = isa::assemble_file(kSource + "/tests/data/run/small.s");
+  const sim::Arch arch = small_arch();
+  const sim::RunResult expected = sim::simulate(p, arch, {sim::Engine::stepped, 0});
+  {
+    sim::DebugSession s(p, arch);
+    s.advance(expected.timeline[3].start + 3);  // the matmul streams
+    REQUIRE(!s.over());
+    REQUIRE_THROWS_AS(sim::simulate(p, arch, {sim::Engine::fast, 0}), std::logic_error);
+    REQUIRE_THROWS_AS(sim::DebugSession(p, arch), std::logic_error);
+  }
+  require_same(sim::simulate(p, arch, {sim::Engine::stepped, 0}), expected);
+  require_same(debug_to_end(p, arch, 5, expected), expected);
+}
+
+TEST_CASE("phases follow the timeline") {
+  const isa::Program p = isa::assemble_file(kSource + "/tests/data/run/small.s");
+  const sim::Arch arch = small_arch();
+  const sim::RunResult expected = sim::simulate(p, arch, {sim::Engine::stepped, 0});
+  const auto& tl = expected.timeline;
+  sim::DebugSession s(p, arch);
+  REQUIRE(s.phase(0) == sim::Phase::queued);  // rw issued at 0, available at 1
+  REQUIRE(s.phase(7) == sim::Phase::not_issued);
+  s.advance(tl[3].start - 1);
+  REQUIRE(s.phase(3) == sim::Phase::queued);
+  REQUIRE(s.phase(2) == sim::Phase::done);  // sync units=host
+  s.advance(tl[3].start);
+  REQUIRE(s.phase(3) == sim::Phase::running);
+  REQUIRE(s.started_at(3) == tl[3].start);
+  REQUIRE(!s.ended_at(3));
+  s.advance(tl[3].end);
+  REQUIRE(s.phase(3) == sim::Phase::done);
+  REQUIRE(s.ended_at(3) == tl[3].end);
+}
+
+TEST_CASE("the array's registers at each cycle follow the timing rules") {
+  // small.s: one 16 x 16 tile, 4 vectors from UB rows 0..3, matmul at t0 = timeline[3].start.
+  const isa::Program p = isa::assemble_file(kSource + "/tests/data/run/small.s");
+  const sim::Arch arch = small_arch();
+  const uint64_t N = 16, M = 16;
+  const uint64_t t0 = sim::simulate(p, arch, {sim::Engine::stepped, 0}).timeline[3].start;
+  sim::DebugSession s(p, arch);
+  s.advance(t0 - 1);
+  REQUIRE(s.weight_path().shadow);  // shifted in, not yet switched to
+  REQUIRE(s.weight_path().fifo.empty());
+  REQUIRE(!s.weight_path().active);
+  s.advance(t0);  // the matmul starts: its tile becomes the active one
+  REQUIRE(!s.weight_path().shadow);
+  REQUIRE(s.weight_path().active);
+  REQUIRE(s.weight_path().active->waddr == 0);
+  REQUIRE(s.array().empty());  // nothing has entered yet: cycle t0's inputs move at its end
+  for (uint64_t T = t0 + 1; T < t0 + 4 + N + M; ++T) {
+    s.advance(T);
+    INFO("cycle " << T);
+    // At cycle T, x[k][j] holds element k of the vector that entered row 0 at T - 1 - k - j,
+    // and cell (k, j) has switched to the new tile once that wavefront passed it.
+    for (uint64_t k = 0; k < N; ++k)
+      for (uint64_t j = 0; j < M; ++j) {
+        const int64_t v = int64_t(T) - 1 - int64_t(k + j) - int64_t(t0);
+        const bool live = v >= 0 && v < 4;
+        REQUIRE(bool(s.array().x_flags(k, j) & sim::ArrayModel::kValid) == live);
+        REQUIRE(bool(s.array().x_flags(k, j) & sim::ArrayModel::kSwitch) == (v == 0));
+        if (live) REQUIRE(s.array().x_value(k, j) == int8_t(s.state().ub_row(uint64_t(v))[k]));
+        const int8_t tile_weight = int8_t(p.weights[k * M + j]);
+        if (v >= 0) REQUIRE(s.array().weight(k, j) == tile_weight);
+        else REQUIRE(s.array().weight(k, j) == 0);
+      }
+  }
+}
+
+TEST_CASE("a deadlocked program ends the session with the machine's message") {
+  const isa::Program p = isa::assemble_file(kSource + "/tests/data/run/deadlock.s");
+  sim::DebugSession s(p, sim::Arch{});
+  s.advance(UINT64_MAX);
+  REQUIRE(s.over());
+  REQUIRE(!s.result());
+  REQUIRE(s.error());
+  CHECK_THAT(*s.error(), Catch::Contains("deadlock at cycle") && Catch::Contains("waits for a free weight FIFO slot"));
+  bool blocked = false;
+  for (const auto& st : s.stations()) blocked |= !st.blocked.empty();
+  CHECK(blocked);  // what each unit was waiting for when nothing could happen any more
+}

@@ -1,0 +1,55 @@
+#!/usr/bin/env bash
+# tpusim debug in a real terminal: tmux runs it in a detached session, this script types commands
+# (one recalled with the up arrow, one repeated with an empty line, one edited with the arrow keys)
+# and checks the screen. Exits 77 (CTest: skipped) when tmux is not installed.
+#   terminal.sh TPUSIM PROGRAM ARCH_FILE
+set -u
+tpusim=$1
+program=$2
+arch=$3
+if ! command -v tmux >/dev/null; then
+  echo "tmux is not installed: skipped (scripts/install-deps.sh installs it)"
+  exit 77
+fi
+sock="tpusim-debug-test-$$"
+t() { tmux -L "$sock" -f /dev/null "$@"; }
+trap 't kill-server 2>/dev/null' EXIT
+export TERM=xterm
+t new-session -d -x 132 -y 50 "SC_COPYRIGHT_MESSAGE=DISABLE '$tpusim' debug '$program' --arch '$arch'; echo '[debugger exited]'; sleep 30"
+
+screen() { t capture-pane -p -S -200; }
+# Waits until the screen shows a line matching the regex (grep -E), at most 20 s.
+wait_for() {
+  for _ in $(seq 200); do
+    if screen | grep -Eq -- "$1"; then return 0; fi
+    sleep 0.1
+  done
+  echo "FAIL: the screen never showed: $1"
+  echo "----- screen -----"
+  screen
+  exit 1
+}
+count() { screen | grep -Ec -- "$1"; }
+
+wait_for '^at cycle 0; `help` lists the commands$'
+wait_for '^\(tpusim\) ?$'
+t send-keys 'step 3' Enter
+wait_for '^at cycle 3$'
+# The up arrow recalls `step 3`.
+t send-keys Up
+wait_for '^\(tpusim\) step 3$'
+[ "$(count '^\(tpusim\) step 3$')" = 2 ] || { echo "FAIL: Up did not recall 'step 3'"; screen; exit 1; }
+t send-keys Enter
+wait_for '^at cycle 6$'
+# An empty line repeats the last command.
+t send-keys Enter
+wait_for '^at cycle 9$'
+# Line editing: type `print ub 1`, move left over the `1` and insert `0 `.
+t send-keys 'print ub 1' Left '0 ' Enter
+wait_for '^\(tpusim\) print ub 0 1$'
+wait_for '^ub +0 '
+t send-keys 'frobnicate' Enter
+wait_for "^error: unknown command 'frobnicate'"
+t send-keys 'quit' Enter
+wait_for '^\[debugger exited\]$'
+echo "ok: prompt, history (Up), repeat (empty line), line editing, errors, quit"

@@ -1,0 +1,147 @@
+// tpusim debug: the stepping debugger's front end (docs/debugger.md). Reads commands from a
+// terminal (GNU readline: line editing and history), a script (--script FILE, or - for standard
+// input) or standard input when it is not a terminal, and runs them through a Debugger.
+#include <fmt/format.h>
+#include <readline/history.h>
+#include <readline/readline.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <optional>
+
+#include "compiler/compile.h"
+#include "compiler/model.h"
+#include "isa/error.h"
+#include "sim/machine.h"
+#include "tools/commands.h"
+#include "tools/debug.h"
+
+namespace tpusim::tools {
+
+namespace {
+
+constexpr char kPrompt[] = "(tpusim) ";
+
+struct HelpEntry {
+  std::string_view name, usage, text, short_form;
+};
+
+constexpr HelpEntry kHelp[] = {
+    {"step", "step [N]", "run N cycles (default 1); stops early at a breakpoint or watchpoint", "s"},
+    {"next", "next [N]",
+     "run until the control unit has issued N more instructions (default 1): issue is in program order, so "
+     "`next` walks the program one instruction at a time",
+     "n"},
+    {"continue", "continue", "run until a breakpoint, a watchpoint or the end of the run", "c"},
+    {"break",
+     "break INDEX|LABEL [issue|start|end] | break cycle N | break OPCODE [issue|start|end] | "
+     "break unit UNIT [issue|start|end]",
+     "stop when an instruction (by index or code label), any instruction with that opcode (matmul, act, rhm, "
+     "...) or any instruction of a unit (control, host, weights, matrix, act) issues, starts (the default) or "
+     "ends; or at a cycle",
+     "b"},
+    {"watch", "watch ub ROW [COUNT] | watch acc ROW [COUNT] | watch host REGION",
+     "stop when a memory range changes (ROW: a number or a ub/acc symbol of the program)", ""},
+    {"delete", "delete [NUM...]", "delete breakpoints and watchpoints (all of them without NUM)", "d"},
+    {"info", "info breakpoints", "list breakpoints and watchpoints", "i"},
+    {"print", "print[/x] ub ROW [COUNT] | acc ROW [COUNT] | host REGION [OFFSET [BYTES]] | fifo | cell ROW COL",
+     "show unified-buffer rows (int8), accumulator rows (int32), host memory (int8), the weight FIFO with the "
+     "shadow and active tiles, or one cell's registers; /x: hexadecimal",
+     "p"},
+    {"array", "array", "the array's wavefront: which cells hold live data this cycle", ""},
+    {"units", "units", "what each unit is doing, what it has queued and why it waits", "u"},
+    {"disasm", "disasm [FIRST [COUNT]]",
+     "the program with each instruction's state and cycles (default: around the last one issued, marked =>)", "l"},
+    {"restart", "restart", "run the program again from cycle 0 (breakpoints and watchpoints stay)", ""},
+    {"quit", "quit", "leave the debugger (also: exit, end of input)", "q"},
+    {"help", "help [COMMAND]", "the list of commands, or one command's details", "h"},
+};
+
+// Runs `lines` (a script): each command is echoed after the prompt, then its output.
+int run_script(Debugger& d, std::istream& in) {
+  for (std::string line; !d.quit() && std::getline(in, line);) {
+    const size_t first = line.find_first_not_of(" \t\r");
+    if (first == std::string::npos || line[first] == '#') continue;
+    if (line.back() == '\r') line.pop_back();
+    std::string out = kPrompt + line.substr(first) + "\n" + d.execute(line);
+    std::fwrite(out.data(), 1, out.size(), stdout);
+  }
+  std::fflush(stdout);
+  return 0;
+}
+
+// The terminal: readline with history; an empty line repeats the last command (as in gdb).
+int run_terminal(Debugger& d) {
+  std::string last;
+  while (!d.quit()) {
+    std::fflush(stdout);
+    char* raw = readline(kPrompt);
+    if (!raw) {  // end of input (Ctrl-D)
+      std::fputs("\n", stdout);
+      break;
+    }
+    std::string line = raw;
+    std::free(raw);
+    if (line.find_first_not_of(" \t") == std::string::npos) {
+      line = last;
+    } else {
+      add_history(line.c_str());
+      last = line;
+    }
+    const std::string out = d.execute(line);
+    std::fwrite(out.data(), 1, out.size(), stdout);
+  }
+  std::fflush(stdout);
+  return 0;
+}
+
+}  // namespace
+
+std::string help_text(std::string_view command) {
+  if (command.empty()) {
+    std::string out = "commands (`help COMMAND` for details):\n";
+    for (const HelpEntry& h : kHelp) out += fmt::format("  {:<10} {}\n", h.name, h.text);
+    return out + "an empty line repeats the last command; docs/debugger.md has an example session\n";
+  }
+  for (const HelpEntry& h : kHelp)
+    if (h.name == command || h.short_form == command)
+      return fmt::format("{}\n  {}\n", h.usage, h.text) +
+             (h.short_form.empty() ? "" : fmt::format("  short form: {}\n", h.short_form));
+  throw CommandError(fmt::format("help: no command '{}' (`help` lists them)", command));
+}
+
+int cmd_debug(const DebugArgs& a) {
+  if (a.program.empty()) throw InputError("debug: a program is required (see tpusim debug --help)");
+  const bool is_model = compiler::is_model_path(a.program);
+  if (a.batch && !is_model) throw InputError("debug: --batch applies to models (.toml, .csv), not to programs");
+  std::optional<compiler::Compiled> compiled;
+  isa::Program loaded;
+  sim::Arch arch;
+  if (is_model) {
+    arch = resolve_arch(nullptr, a.arch_file, a.sets, a.program);
+    compiled = compiler::compile_file(a.program, arch, load_options(a.batch));
+  } else {
+    loaded = load_any(a.program);
+    arch = resolve_arch(&loaded, a.arch_file, a.sets, a.program);
+  }
+  std::ifstream script_file;
+  if (!a.script.empty() && a.script != "-") {
+    script_file.open(a.script);
+    if (!script_file) throw InputError(fmt::format("{}: cannot read the debugger script", a.script));
+  }
+  std::optional<Debugger> d;
+  try {
+    d.emplace(compiled ? compiled->program : loaded, arch, a.program);
+  } catch (const sim::SimError& e) {
+    throw InputError(fmt::format("{}: {}", a.program, e.what()));
+  }
+  const std::string banner = d->banner();
+  std::fwrite(banner.data(), 1, banner.size(), stdout);
+  if (script_file.is_open()) return run_script(*d, script_file);
+  if (a.script == "-" || !isatty(STDIN_FILENO)) return run_script(*d, std::cin);
+  return run_terminal(*d);
+}
+
+}  // namespace tpusim::tools

@@ -1,0 +1,241 @@
+// tpusim debug: breakpoints, watchpoints and the print command (debug.h, docs/debugger.md).
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cstring>
+#include <stdexcept>
+
+#include "isa/disassembler.h"
+#include "tools/debug.h"
+
+namespace tpusim::tools {
+
+namespace {
+
+using Kind = Breakpoint::Kind;
+
+std::optional<isa::Unit> unit_named(std::string_view s) {
+  for (int u = 0; u < sim::kUnitCount; ++u)
+    if (isa::kUnitNames[u] == s || (u > 0 && sim::sync_unit_name(isa::Unit(u)) == s)) return isa::Unit(u);
+  return std::nullopt;
+}
+
+sim::EventKind event_kind(const std::vector<std::string>& a, size_t i, std::string_view usage) {
+  if (a.size() <= i) return sim::EventKind::start;
+  if (a.size() > i + 1) throw CommandError(fmt::format("break: unexpected '{}' (expected {})", a[i + 1], usage));
+  for (sim::EventKind k : {sim::EventKind::issue, sim::EventKind::start, sim::EventKind::end})
+    if (sim::event_name(k) == a[i]) return k;
+  throw CommandError(fmt::format("break: '{}': expected issue, start or end", a[i]));
+}
+
+// A memory range of `watch` and `print`: SPACE ROW|SYMBOL [COUNT] (host: REGION [OFFSET [BYTES]]),
+// checked against the machine. Returns {first, count}.
+std::pair<uint64_t, uint64_t> memory_range(const isa::Program& p, const sim::Arch& arch,
+                                           const std::vector<std::string>& a, std::string_view cmd) {
+  const std::string& space = a[1];
+  if (a.size() < 3 || a.size() > 4)
+    throw CommandError(fmt::format("{}: expected `{} {} ROW [COUNT]` (a row number or a {} symbol)", cmd, cmd,
+                                   space, space));
+  uint64_t first = 0, count = 1;
+  if (auto v = parse_number(a[2])) {
+    first = *v;
+  } else {
+    auto s = std::find_if(p.symbols.begin(), p.symbols.end(),
+                          [&](const isa::Symbol& s) { return s.space == space && s.name == a[2]; });
+    if (s == p.symbols.end()) throw CommandError(fmt::format("{}: '{}': not a row number or {} symbol", cmd, a[2], space));
+    first = s->addr;
+    count = s->size;
+  }
+  if (a.size() == 4) count = need_number(a[3], cmd);
+  if (count == 0) throw CommandError(fmt::format("{}: COUNT must be at least 1", cmd));
+  const uint64_t rows = space == "ub" ? arch.ub_rows() : arch.acc_entries;
+  if (first >= rows || count > rows - first)
+    throw CommandError(fmt::format("{}: {} rows {}..{} are outside the {} ({} rows)", cmd, space, first,
+                                   first + count - 1, space == "ub" ? "unified buffer" : "accumulators", rows));
+  return {first, count};
+}
+
+const sim::HostBuffer& host_region(const sim::DebugSession& s, const std::string& name, std::string_view cmd) {
+  std::string names;
+  for (const sim::HostBuffer& h : s.state().host) {
+    if (h.name == name) return h;
+    names += " " + h.name;
+  }
+  throw CommandError(fmt::format("{}: no host region '{}' (the program has:{})", cmd, name, names));
+}
+
+}  // namespace
+
+std::string Debugger::cmd_break(const Args& a) {
+  static constexpr char kUsage[] =
+      "`break INDEX|LABEL [issue|start|end]`, `break cycle N`, `break OPCODE [issue|start|end]` or "
+      "`break unit UNIT [issue|start|end]`";
+  if (a.size() < 2) throw CommandError(fmt::format("break: expected {}", kUsage));
+  Breakpoint b;
+  if (a[1] == "cycle") {
+    if (a.size() != 3) throw CommandError("break: expected `break cycle N`");
+    b.kind = Kind::cycle;
+    b.value = need_number(a[2], "break cycle");
+    if (b.value <= session_->cycle())
+      throw CommandError(fmt::format("break: cycle {} has passed (now at cycle {})", b.value, session_->cycle()));
+  } else if (a[1] == "unit") {
+    if (a.size() < 3) throw CommandError("break: expected `break unit UNIT [issue|start|end]`");
+    const auto u = unit_named(a[2]);
+    if (!u)
+      throw CommandError(fmt::format("break: unknown unit '{}' (one of: control host weights matrix act)", a[2]));
+    b.kind = Kind::unit;
+    b.value = uint64_t(*u);
+    b.when = event_kind(a, 3, "issue, start or end");
+  } else if (const isa::OpcodeSpec* op = isa::find_mnemonic(a[1])) {
+    b.kind = Kind::opcode;
+    b.value = uint64_t(op->opcode);
+    b.when = event_kind(a, 2, "issue, start or end");
+  } else {
+    std::optional<uint64_t> index = parse_number(a[1]);
+    for (const isa::Symbol& s : program_.symbols)
+      if (!index && s.space == "code" && s.name == a[1]) index = s.addr;
+    if (!index) throw CommandError(fmt::format("break: '{}': expected {}", a[1], kUsage));
+    if (*index >= session_->code_size())
+      throw CommandError(fmt::format("break: instruction {} is past the halt (the program runs instructions 0..{})",
+                                     *index, session_->code_size() - 1));
+    b.kind = Kind::instruction;
+    b.value = *index;
+    b.when = event_kind(a, 2, "issue, start or end");
+  }
+  const int n = next_breakpoint_++;
+  breakpoints_[n] = b;
+  return fmt::format("breakpoint {}: {}\n", n, describe_breakpoint(b));
+}
+
+std::string Debugger::cmd_watch(const Args& a) {
+  if (a.size() < 2 || (a[1] != "ub" && a[1] != "acc" && a[1] != "host"))
+    throw CommandError("watch: expected `watch ub ROW [COUNT]`, `watch acc ROW [COUNT]` or `watch host REGION`");
+  Breakpoint b;
+  b.kind = Kind::watch;
+  b.space = a[1];
+  if (b.space == "host") {
+    if (a.size() != 3) throw CommandError("watch: expected `watch host REGION`");
+    const sim::HostBuffer& h = host_region(*session_, a[2], "watch");
+    b.first = h.addr;
+    b.count = h.bytes.size();
+  } else {
+    std::tie(b.first, b.count) = memory_range(program_, arch_, a, "watch");
+  }
+  b.seen = watched_bytes(b);
+  const int n = next_breakpoint_++;
+  breakpoints_[n] = b;
+  return fmt::format("watchpoint {}: {}\n", n, describe_breakpoint(b));
+}
+
+std::vector<uint8_t> Debugger::watched_bytes(const Breakpoint& b) const {
+  const sim::MachineState& s = session_->state();
+  const uint8_t *from = nullptr, *to = nullptr;
+  if (b.space == "ub") {
+    from = s.ub_row(b.first);
+    to = s.ub_row(b.first + b.count);
+  } else if (b.space == "acc") {
+    from = reinterpret_cast<const uint8_t*>(s.acc_row(b.first));
+    to = reinterpret_cast<const uint8_t*>(s.acc_row(b.first + b.count));
+  } else {
+    for (const sim::HostBuffer& h : s.host)
+      if (h.addr == b.first && h.bytes.size() == b.count) from = h.bytes.data(), to = from + b.count;
+  }
+  return {from, to};
+}
+
+// What a watchpoint saw change: the first row that differs, as it is now (host: the first byte).
+std::string Debugger::watch_change(const Breakpoint& b, const std::vector<uint8_t>& before) const {
+  const std::vector<uint8_t> now = watched_bytes(b);
+  const size_t k = size_t(std::mismatch(now.begin(), now.end(), before.begin()).first - now.begin());
+  if (b.space == "host")
+    return fmt::format("  byte {} was {}, is {}\n", k, int(int8_t(before[k])), int(int8_t(now[k])));
+  const uint64_t row_bytes = b.space == "ub" ? arch_.ub_row_bytes() : arch_.array_cols * sizeof(int32_t);
+  const uint64_t changed = [&] {
+    uint64_t n = 0;
+    for (uint64_t r = 0; r < b.count; ++r)
+      n += !std::equal(now.begin() + r * row_bytes, now.begin() + (r + 1) * row_bytes, before.begin() + r * row_bytes);
+    return n;
+  }();
+  return fmt::format("  {} of {} rows changed; the first, now:\n", changed, b.count) +
+         view_memory(*session_, b.space, b.first + k / row_bytes, 1, false);
+}
+
+std::string Debugger::describe_breakpoint(const Breakpoint& b) const {
+  const std::string when(sim::event_name(b.when));
+  switch (b.kind) {
+    case Kind::instruction:
+      return fmt::format("instruction {} {} ({})", b.value, when, isa::format_instruction(program_.code[b.value]));
+    case Kind::opcode: return fmt::format("every {} {}", isa::spec(isa::Opcode(b.value)).mnemonic, when);
+    case Kind::unit: return fmt::format("every {} instruction {}", isa::kUnitNames[b.value], when);
+    case Kind::cycle: return fmt::format("cycle {}", b.value);
+    default: break;
+  }
+  if (b.space == "host") {
+    for (const sim::HostBuffer& h : session_->state().host)
+      if (h.addr == b.first) return fmt::format("host region {} ({} bytes at {:#x})", h.name, b.count, b.first);
+  }
+  return b.count == 1 ? fmt::format("{} row {}", b.space, b.first)
+                      : fmt::format("{} rows {}..{}", b.space, b.first, b.first + b.count - 1);
+}
+
+std::string Debugger::cmd_delete(const Args& a) {
+  if (a.size() == 1) {
+    const size_t n = breakpoints_.size();
+    breakpoints_.clear();
+    return fmt::format("deleted all breakpoints and watchpoints ({})\n", n);
+  }
+  std::string out;
+  for (size_t i = 1; i < a.size(); ++i) {
+    const uint64_t n = need_number(a[i], "delete");
+    if (!breakpoints_.erase(int(n))) throw CommandError(fmt::format("delete: no breakpoint {}", n));
+    out += fmt::format("deleted {}\n", n);
+  }
+  return out;
+}
+
+std::string Debugger::cmd_info(const Args& a) const {
+  if (a.size() != 2 || (a[1] != "breakpoints" && a[1] != "break" && a[1] != "b" && a[1] != "watchpoints"))
+    throw CommandError("info: expected `info breakpoints`");
+  if (breakpoints_.empty()) return "no breakpoints or watchpoints\n";
+  std::string out = "Num  Type        What\n";
+  for (const auto& [n, b] : breakpoints_)
+    out += fmt::format("{:<4} {:<11} {}\n", n, b.kind == Kind::watch ? "watchpoint" : "breakpoint",
+                       describe_breakpoint(b));
+  return out;
+}
+
+std::string Debugger::cmd_print(const Args& a, bool hex) const {
+  static constexpr char kUsage[] =
+      "print: expected `print ub ROW [COUNT]`, `print acc ROW [COUNT]`, `print host REGION [OFFSET [BYTES]]`, "
+      "`print fifo` or `print cell ROW COL`";
+  if (a.size() < 2) throw CommandError(kUsage);
+  const std::string& what = a[1];
+  if (what == "ub" || what == "acc") {
+    const auto [first, count] = memory_range(program_, arch_, a, "print");
+    return view_memory(*session_, what, first, count, hex);
+  }
+  if (what == "host") {
+    if (a.size() < 3 || a.size() > 5) throw CommandError("print: expected `print host REGION [OFFSET [BYTES]]`");
+    const sim::HostBuffer& h = host_region(*session_, a[2], "print");
+    const uint64_t offset = a.size() > 3 ? need_number(a[3], "print host") : 0;
+    if (offset >= h.bytes.size())
+      throw CommandError(fmt::format("print: offset {} is past host region {} ({} bytes)", offset, h.name, h.bytes.size()));
+    const uint64_t bytes = a.size() > 4 ? need_number(a[4], "print host") : h.bytes.size() - offset;
+    return view_host(*session_, h.name, offset, std::min(bytes, h.bytes.size() - offset), hex);
+  }
+  if (what == "fifo") {
+    if (a.size() != 2) throw CommandError("print: expected `print fifo`");
+    return view_fifo(*session_);
+  }
+  if (what == "cell") {
+    if (a.size() != 4) throw CommandError("print: expected `print cell ROW COL`");
+    const uint64_t r = need_number(a[2], "print cell"), c = need_number(a[3], "print cell");
+    if (r >= arch_.array_rows || c >= arch_.array_cols)
+      throw CommandError(fmt::format("print: cell ({}, {}) is outside the {} x {} array", r, c, arch_.array_rows,
+                                     arch_.array_cols));
+    return view_cell(*session_, r, c);
+  }
+  throw CommandError(kUsage);
+}
+
+}  // namespace tpusim::tools

@@ -1,0 +1,186 @@
+// tpusim debug: what the debugger shows of the machine (debug.h, docs/debugger.md). Every view
+// is plain text and deterministic: the same program and commands give the same bytes.
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "isa/disassembler.h"
+#include "tools/debug.h"
+
+namespace tpusim::tools {
+
+namespace {
+
+std::string text(const sim::DebugSession& s, uint64_t i) { return isa::format_instruction(s.program().code[i]); }
+
+std::string tile_text(const sim::DebugSession& s, const sim::TileView& t) {
+  return fmt::format("tile {} (waddr {:#x}{}, nonzero {} x {})", t.waddr / s.arch().tile_bytes(), t.waddr,
+                     t.is_unsigned ? ", unsigned" : "", t.use.rows, t.use.cols);
+}
+
+// Values in lines of `per_line`, each line led by the index of its first value.
+template <typename T>
+std::string value_lines(const T* v, uint64_t n, uint64_t per_line, bool hex, std::string_view lead) {
+  std::string out;
+  for (uint64_t k = 0; k < n; k += per_line) {
+    out += n > per_line ? fmt::format("{}[{:>3}]", lead, k) : std::string(lead);
+    for (uint64_t j = k; j < std::min(n, k + per_line); ++j) {
+      if (!hex) out += fmt::format(" {:>{}}", int64_t(v[j]), sizeof(T) == 1 ? 4 : 11);
+      else if (sizeof(T) == 1) out += fmt::format(" {:02x}", uint8_t(v[j]));
+      else out += fmt::format(" {:08x}", uint32_t(v[j]));
+    }
+    out += "\n";
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string format_event(const sim::DebugSession& s, const sim::InstructionEvent& e) {
+  return fmt::format("  cycle {:>6}  {:<5} {:>4}  {}\n", e.cycle, sim::event_name(e.kind), e.index, text(s, e.index));
+}
+
+std::string view_memory(const sim::DebugSession& s, const std::string& space, uint64_t first, uint64_t count,
+                        bool hex) {
+  const sim::MachineState& m = s.state();
+  std::string out;
+  for (uint64_t r = first; r < first + count; ++r) {
+    const std::string lead = fmt::format("{} {:>4}", space, r);
+    if (space == "ub")
+      out += value_lines(reinterpret_cast<const int8_t*>(m.ub_row(r)), s.arch().ub_row_bytes(), 16, hex, lead);
+    else
+      out += value_lines(m.acc_row(r), s.arch().array_cols, 8, hex, lead);
+  }
+  return out;
+}
+
+std::string view_host(const sim::DebugSession& s, const std::string& region, uint64_t offset, uint64_t bytes,
+                      bool hex) {
+  for (const sim::HostBuffer& h : s.state().host)
+    if (h.name == region) {
+      std::string out = fmt::format("host region {} ({}, {} bytes at {:#x}), bytes {}..{}:\n", h.name,
+                                    h.output ? "output" : "input", h.bytes.size(), h.addr, offset, offset + bytes - 1);
+      for (uint64_t k = 0; k < bytes; k += 16)
+        out += value_lines(reinterpret_cast<const int8_t*>(h.bytes.data() + offset + k), std::min<uint64_t>(16, bytes - k),
+                           16, hex, fmt::format("  {:>6}", offset + k));
+      return out;
+    }
+  return "";
+}
+
+std::string view_fifo(const sim::DebugSession& s) {
+  const sim::WeightPathView w = s.weight_path();
+  const uint64_t now = s.cycle(), rows = s.arch().array_rows;
+  std::string out = fmt::format("weight FIFO at cycle {}: {} of {} slots hold tiles\n", now,
+                                w.fifo.size() + (w.shadow && now < w.shift_start + rows), s.arch().weight_fifo_tiles);
+  for (size_t k = 0; k < w.fifo.size(); ++k)
+    out += fmt::format("  {}  {}\n", tile_text(s, w.fifo[k]),
+                       w.fifo[k].landed <= now ? fmt::format("landed at cycle {}", w.fifo[k].landed)
+                                               : fmt::format("in weight memory, lands at cycle {}", w.fifo[k].landed));
+  if (w.fifo.empty()) out += "  (no tile waiting)\n";
+  if (!w.shadow) {
+    out += "shadow: empty\n";
+  } else if (now < w.shift_start + rows) {
+    out += fmt::format("shadow: {} shifting in since cycle {}: {} of {} rows written\n", tile_text(s, *w.shadow),
+                       w.shift_start, now - w.shift_start, rows);
+  } else {
+    out += fmt::format("shadow: {} shifted in (cycles {}..{}), waiting for a matmul with switch\n",
+                       tile_text(s, *w.shadow), w.shift_start, w.shift_start + rows - 1);
+  }
+  out += w.active ? fmt::format("active: {}\n", tile_text(s, *w.active)) : "active: none (no matmul has switched yet)\n";
+  return out;
+}
+
+std::string view_cell(const sim::DebugSession& s, uint64_t r, uint64_t c) {
+  const sim::SystolicArray& a = s.array();
+  const uint8_t f = a.x_flags(r, c);
+  const std::string flags = std::string(f & sim::ArrayModel::kValid ? "valid" : "empty") +
+                            (f & sim::ArrayModel::kSwitch ? ", switch" : "");
+  return fmt::format(
+      "cell ({}, {}) at cycle {}:\n  weight       {:>11}\n  shadow       {:>11}\n  input        {:>11}  ({})\n"
+      "  partial sum  {:>11}  ({})\n",
+      r, c, s.cycle(), a.weight(r, c), a.shadow(r, c), a.x_value(r, c), flags, a.psum(r, c),
+      a.psum_valid(r, c) ? "valid" : "empty");
+}
+
+// One character per cell, or per block of cells on arrays wider than 32.
+std::string view_array(const sim::DebugSession& s) {
+  const sim::SystolicArray& a = s.array();
+  const uint64_t N = a.rows(), M = a.cols(), b = std::max<uint64_t>(1, (std::max(N, M) + 31) / 32);
+  std::string out = fmt::format("array at cycle {} ({} x {} cells", s.cycle(), N, M);
+  out += b == 1 ? "" : fmt::format(", one character per {} x {} block", b, b);
+  out += "): '#' live input and partial sum, '*' live and switching to the shadow tile, '.' idle\n";
+  out += b == 1 ? "     " : fmt::format("{:>5}", "");
+  for (uint64_t j = 0; j < M; j += b) out += char('0' + (j / b) % 10);
+  out += "\n";
+  for (uint64_t k = 0; k < N; k += b) {
+    out += fmt::format("{:>4} ", k);
+    for (uint64_t j = 0; j < M; j += b) {
+      char ch = '.';
+      for (uint64_t r = k; r < std::min(N, k + b); ++r)
+        for (uint64_t c = j; c < std::min(M, j + b); ++c) {
+          const uint8_t f = a.x_flags(r, c);
+          if (f & sim::ArrayModel::kSwitch) ch = '*';
+          else if ((f & sim::ArrayModel::kValid) && ch == '.') ch = '#';
+        }
+      out += ch;
+    }
+    out += "\n";
+  }
+  for (const sim::MatmulView& m : s.matmuls())
+    out += fmt::format("matmul {} ({}): vectors enter in cycles {}..{}; {} of {} results written\n", m.index,
+                       text(s, m.index), m.t0, m.t0 + m.vectors - 1, m.written, m.vectors * M);
+  return out;
+}
+
+std::string view_units(const sim::DebugSession& s) {
+  const std::vector<sim::StationView> v = s.stations();
+  const uint64_t now = s.cycle();
+  std::string out = fmt::format("units at cycle {}\n", now);
+  for (const sim::StationView& st : v) {
+    const std::string name(isa::kUnitNames[int(st.unit)]);
+    std::string lines;
+    if (st.unit == isa::Unit::control) {
+      lines = s.result()  ? "halted"
+              : s.error() ? "stopped: the run failed"
+                          : fmt::format("issued up to instruction {} ({})", s.current(), text(s, s.current()));
+    }
+    for (uint64_t i : st.running) {
+      std::string what = fmt::format("{}running {} ({}) since cycle {}", lines.empty() ? "" : "\n              ", i,
+                                     text(s, i), *s.started_at(i));
+      for (const sim::MatmulView& m : s.matmuls())
+        if (m.index == i)
+          what += now < m.t0 + m.vectors ? fmt::format(": vector {} of {} entering", now - m.t0, m.vectors)
+                                         : fmt::format(": draining, {} of {} results written", m.written,
+                                                       m.vectors * s.arch().array_cols);
+      lines += what;
+    }
+    for (const auto& q : st.queued)
+      lines += fmt::format("{}queued {} ({}){}", lines.empty() ? "" : "\n              ", q.index, text(s, q.index),
+                           q.available > now ? fmt::format(", reaches the station at cycle {}", q.available) : "");
+    if (!st.blocked.empty()) lines += (lines.empty() ? "" : "\n              ") + ("waits: " + st.blocked);
+    out += fmt::format("{:<13} {}\n", name, lines.empty() ? "idle" : lines);
+  }
+  const sim::WeightPathView w = s.weight_path();
+  out += fmt::format("{:<13} tiles waiting: {}; shadow tile: {}; active tile: {}\n", "weight FIFO", w.fifo.size(),
+                     !w.shadow ? "empty" : now < w.shift_start + s.arch().array_rows ? "shifting" : "loaded",
+                     w.active ? fmt::format("{}", w.active->waddr / s.arch().tile_bytes()) : "none");
+  return out;
+}
+
+std::string view_disasm(const sim::DebugSession& s, uint64_t first, uint64_t count) {
+  std::string out;
+  for (uint64_t i = first; i < first + count; ++i) {
+    std::string when;
+    if (auto t = s.issued_at(i)) when += fmt::format("issue {}", *t);
+    if (auto t = s.started_at(i)) when += fmt::format(", start {}", *t);
+    if (auto t = s.ended_at(i)) when += fmt::format(", end {}", *t);
+    std::string line = fmt::format("{:>2} {:>4}  {:<8} {:<52} {}", i == s.current() ? "=>" : "", i,
+                                   sim::phase_name(s.phase(i)), text(s, i), when);
+    line.erase(line.find_last_not_of(' ') + 1);
+    out += line + "\n";
+  }
+  return out;
+}
+
+}  // namespace tpusim::tools
