@@ -13,7 +13,9 @@ namespace tpusim::sim {
 
 namespace {
 
-bool is_control(const isa::Program& p, uint64_t i) { return isa::spec(p.code[i].opcode).unit == isa::Unit::control; }
+bool is_control(const isa::Program& p, uint64_t i) {
+  return isa::spec(p.code[i].opcode).unit == isa::Unit::control;
+}
 
 TileView tile_view(const FetchedTile& f) { return {f.tile.waddr, f.landed, f.tile.is_unsigned, f.use}; }
 

@@ -66,7 +66,7 @@ struct TileView {
   TileUse use;  // its nonzero box
 };
 struct WeightPathView {
-  std::vector<TileView> fifo;  // requested tiles in order; the front one shifts next (or now)
+  std::vector<TileView> fifo;      // requested tiles in order; the front one shifts next (or now)
   std::optional<TileView> shadow;  // the shadow slot: shifting or shifted in, not yet switched to
   uint64_t shift_start = 0;        // when the shadow tile's shift began (row r: cycle start + r)
   std::optional<TileView> active;  // the tile the last matmul with `switch` made active

@@ -1,6 +1,8 @@
 // tpusim debug: the stepping debugger's front end (docs/debugger.md). Reads commands from a
 // terminal (GNU readline: line editing and history), a script (--script FILE, or - for standard
 // input) or standard input when it is not a terminal, and runs them through a Debugger.
+#include "tools/debug.h"
+
 #include <fmt/format.h>
 #include <readline/history.h>
 #include <readline/readline.h>
@@ -16,7 +18,6 @@
 #include "isa/error.h"
 #include "sim/machine.h"
 #include "tools/commands.h"
-#include "tools/debug.h"
 
 namespace tpusim::tools {
 
@@ -39,21 +40,25 @@ constexpr HelpEntry kHelp[] = {
      "break INDEX|LABEL [issue|start|end] | break cycle N | break OPCODE [issue|start|end] | "
      "break unit UNIT [issue|start|end]",
      "stop when an instruction (by index or code label), any instruction with that opcode (matmul, act, rhm, "
-     "...) or any instruction of a unit (control, host, weights, matrix, act) issues, starts (the default) or "
+     "...) or any instruction of a unit (control, host, weights, matrix, act) issues, starts (the default) "
+     "or "
      "ends; or at a cycle",
      "b"},
     {"watch", "watch ub ROW [COUNT] | watch acc ROW [COUNT] | watch host REGION",
      "stop when a memory range changes (ROW: a number or a ub/acc symbol of the program)", ""},
     {"delete", "delete [NUM...]", "delete breakpoints and watchpoints (all of them without NUM)", "d"},
     {"info", "info breakpoints", "list breakpoints and watchpoints", "i"},
-    {"print", "print[/x] ub ROW [COUNT] | acc ROW [COUNT] | host REGION [OFFSET [BYTES]] | fifo | cell ROW COL",
-     "show unified-buffer rows (int8), accumulator rows (int32), host memory (int8), the weight FIFO with the "
+    {"print",
+     "print[/x] ub ROW [COUNT] | acc ROW [COUNT] | host REGION [OFFSET [BYTES]] | fifo | cell ROW COL",
+     "show unified-buffer rows (int8), accumulator rows (int32), host memory (int8), the weight FIFO with "
+     "the "
      "shadow and active tiles, or one cell's registers; /x: hexadecimal",
      "p"},
     {"array", "array", "the array's wavefront: which cells hold live data this cycle", ""},
     {"units", "units", "what each unit is doing, what it has queued and why it waits", "u"},
     {"disasm", "disasm [FIRST [COUNT]]",
-     "the program with each instruction's state and cycles (default: around the last one issued, marked =>)", "l"},
+     "the program with each instruction's state and cycles (default: around the last one issued, marked =>)",
+     "l"},
     {"restart", "restart", "run the program again from cycle 0 (breakpoints and watchpoints stay)", ""},
     {"quit", "quit", "leave the debugger (also: exit, end of input)", "q"},
     {"help", "help [COMMAND]", "the list of commands, or one command's details", "h"},
@@ -115,7 +120,8 @@ std::string help_text(std::string_view command) {
 int cmd_debug(const DebugArgs& a) {
   if (a.program.empty()) throw InputError("debug: a program is required (see tpusim debug --help)");
   const bool is_model = compiler::is_model_path(a.program);
-  if (a.batch && !is_model) throw InputError("debug: --batch applies to models (.toml, .csv), not to programs");
+  if (a.batch && !is_model)
+    throw InputError("debug: --batch applies to models (.toml, .csv), not to programs");
   std::optional<compiler::Compiled> compiled;
   isa::Program loaded;
   sim::Arch arch;

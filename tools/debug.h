@@ -20,13 +20,13 @@ namespace tpusim::tools {
 struct CommandError : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
-std::optional<uint64_t> parse_number(std::string_view s);          // decimal or 0x hex
+std::optional<uint64_t> parse_number(std::string_view s);           // decimal or 0x hex
 uint64_t need_number(const std::string& s, std::string_view what);  // or CommandError
 
 // A breakpoint or watchpoint (they share one numbering, as in gdb).
 struct Breakpoint {
   enum class Kind { instruction, opcode, unit, cycle, watch } kind = Kind::instruction;
-  uint64_t value = 0;                          // instruction index, opcode, unit or cycle
+  uint64_t value = 0;                           // instruction index, opcode, unit or cycle
   sim::EventKind when = sim::EventKind::start;  // instruction, opcode and unit breakpoints
   // Watchpoints: the memory ("ub", "acc" or "host"), its first row (host: byte address), its
   // rows (host: bytes), and the contents last seen.

@@ -22,7 +22,8 @@ std::optional<isa::Unit> unit_named(std::string_view s) {
 
 sim::EventKind event_kind(const std::vector<std::string>& a, size_t i, std::string_view usage) {
   if (a.size() <= i) return sim::EventKind::start;
-  if (a.size() > i + 1) throw CommandError(fmt::format("break: unexpected '{}' (expected {})", a[i + 1], usage));
+  if (a.size() > i + 1)
+    throw CommandError(fmt::format("break: unexpected '{}' (expected {})", a[i + 1], usage));
   for (sim::EventKind k : {sim::EventKind::issue, sim::EventKind::start, sim::EventKind::end})
     if (sim::event_name(k) == a[i]) return k;
   throw CommandError(fmt::format("break: '{}': expected issue, start or end", a[i]));
@@ -42,7 +43,8 @@ std::pair<uint64_t, uint64_t> memory_range(const isa::Program& p, const sim::Arc
   } else {
     auto s = std::find_if(p.symbols.begin(), p.symbols.end(),
                           [&](const isa::Symbol& s) { return s.space == space && s.name == a[2]; });
-    if (s == p.symbols.end()) throw CommandError(fmt::format("{}: '{}': not a row number or {} symbol", cmd, a[2], space));
+    if (s == p.symbols.end())
+      throw CommandError(fmt::format("{}: '{}': not a row number or {} symbol", cmd, a[2], space));
     first = s->addr;
     count = s->size;
   }
@@ -51,11 +53,13 @@ std::pair<uint64_t, uint64_t> memory_range(const isa::Program& p, const sim::Arc
   const uint64_t rows = space == "ub" ? arch.ub_rows() : arch.acc_entries;
   if (first >= rows || count > rows - first)
     throw CommandError(fmt::format("{}: {} rows {}..{} are outside the {} ({} rows)", cmd, space, first,
-                                   first + count - 1, space == "ub" ? "unified buffer" : "accumulators", rows));
+                                   first + count - 1, space == "ub" ? "unified buffer" : "accumulators",
+                                   rows));
   return {first, count};
 }
 
-const sim::HostBuffer& host_region(const sim::DebugSession& s, const std::string& name, std::string_view cmd) {
+const sim::HostBuffer& host_region(const sim::DebugSession& s, const std::string& name,
+                                   std::string_view cmd) {
   std::string names;
   for (const sim::HostBuffer& h : s.state().host) {
     if (h.name == name) return h;
@@ -77,12 +81,14 @@ std::string Debugger::cmd_break(const Args& a) {
     b.kind = Kind::cycle;
     b.value = need_number(a[2], "break cycle");
     if (b.value <= session_->cycle())
-      throw CommandError(fmt::format("break: cycle {} has passed (now at cycle {})", b.value, session_->cycle()));
+      throw CommandError(
+          fmt::format("break: cycle {} has passed (now at cycle {})", b.value, session_->cycle()));
   } else if (a[1] == "unit") {
     if (a.size() < 3) throw CommandError("break: expected `break unit UNIT [issue|start|end]`");
     const auto u = unit_named(a[2]);
     if (!u)
-      throw CommandError(fmt::format("break: unknown unit '{}' (one of: control host weights matrix act)", a[2]));
+      throw CommandError(
+          fmt::format("break: unknown unit '{}' (one of: control host weights matrix act)", a[2]));
     b.kind = Kind::unit;
     b.value = uint64_t(*u);
     b.when = event_kind(a, 3, "issue, start or end");
@@ -96,8 +102,9 @@ std::string Debugger::cmd_break(const Args& a) {
       if (!index && s.space == "code" && s.name == a[1]) index = s.addr;
     if (!index) throw CommandError(fmt::format("break: '{}': expected {}", a[1], kUsage));
     if (*index >= session_->code_size())
-      throw CommandError(fmt::format("break: instruction {} is past the halt (the program runs instructions 0..{})",
-                                     *index, session_->code_size() - 1));
+      throw CommandError(
+          fmt::format("break: instruction {} is past the halt (the program runs instructions 0..{})", *index,
+                      session_->code_size() - 1));
     b.kind = Kind::instruction;
     b.value = *index;
     b.when = event_kind(a, 2, "issue, start or end");
@@ -109,7 +116,8 @@ std::string Debugger::cmd_break(const Args& a) {
 
 std::string Debugger::cmd_watch(const Args& a) {
   if (a.size() < 2 || (a[1] != "ub" && a[1] != "acc" && a[1] != "host"))
-    throw CommandError("watch: expected `watch ub ROW [COUNT]`, `watch acc ROW [COUNT]` or `watch host REGION`");
+    throw CommandError(
+        "watch: expected `watch ub ROW [COUNT]`, `watch acc ROW [COUNT]` or `watch host REGION`");
   Breakpoint b;
   b.kind = Kind::watch;
   b.space = a[1];
@@ -153,7 +161,8 @@ std::string Debugger::watch_change(const Breakpoint& b, const std::vector<uint8_
   const uint64_t changed = [&] {
     uint64_t n = 0;
     for (uint64_t r = 0; r < b.count; ++r)
-      n += !std::equal(now.begin() + r * row_bytes, now.begin() + (r + 1) * row_bytes, before.begin() + r * row_bytes);
+      n += !std::equal(now.begin() + r * row_bytes, now.begin() + (r + 1) * row_bytes,
+                       before.begin() + r * row_bytes);
     return n;
   }();
   return fmt::format("  {} of {} rows changed; the first, now:\n", changed, b.count) +
@@ -164,7 +173,8 @@ std::string Debugger::describe_breakpoint(const Breakpoint& b) const {
   const std::string when(sim::event_name(b.when));
   switch (b.kind) {
     case Kind::instruction:
-      return fmt::format("instruction {} {} ({})", b.value, when, isa::format_instruction(program_.code[b.value]));
+      return fmt::format("instruction {} {} ({})", b.value, when,
+                         isa::format_instruction(program_.code[b.value]));
     case Kind::opcode: return fmt::format("every {} {}", isa::spec(isa::Opcode(b.value)).mnemonic, when);
     case Kind::unit: return fmt::format("every {} instruction {}", isa::kUnitNames[b.value], when);
     case Kind::cycle: return fmt::format("cycle {}", b.value);
@@ -172,7 +182,8 @@ std::string Debugger::describe_breakpoint(const Breakpoint& b) const {
   }
   if (b.space == "host") {
     for (const sim::HostBuffer& h : session_->state().host)
-      if (h.addr == b.first) return fmt::format("host region {} ({} bytes at {:#x})", h.name, b.count, b.first);
+      if (h.addr == b.first)
+        return fmt::format("host region {} ({} bytes at {:#x})", h.name, b.count, b.first);
   }
   return b.count == 1 ? fmt::format("{} row {}", b.space, b.first)
                       : fmt::format("{} rows {}..{}", b.space, b.first, b.first + b.count - 1);
@@ -206,7 +217,8 @@ std::string Debugger::cmd_info(const Args& a) const {
 
 std::string Debugger::cmd_print(const Args& a, bool hex) const {
   static constexpr char kUsage[] =
-      "print: expected `print ub ROW [COUNT]`, `print acc ROW [COUNT]`, `print host REGION [OFFSET [BYTES]]`, "
+      "print: expected `print ub ROW [COUNT]`, `print acc ROW [COUNT]`, `print host REGION [OFFSET "
+      "[BYTES]]`, "
       "`print fifo` or `print cell ROW COL`";
   if (a.size() < 2) throw CommandError(kUsage);
   const std::string& what = a[1];
@@ -215,11 +227,13 @@ std::string Debugger::cmd_print(const Args& a, bool hex) const {
     return view_memory(*session_, what, first, count, hex);
   }
   if (what == "host") {
-    if (a.size() < 3 || a.size() > 5) throw CommandError("print: expected `print host REGION [OFFSET [BYTES]]`");
+    if (a.size() < 3 || a.size() > 5)
+      throw CommandError("print: expected `print host REGION [OFFSET [BYTES]]`");
     const sim::HostBuffer& h = host_region(*session_, a[2], "print");
     const uint64_t offset = a.size() > 3 ? need_number(a[3], "print host") : 0;
     if (offset >= h.bytes.size())
-      throw CommandError(fmt::format("print: offset {} is past host region {} ({} bytes)", offset, h.name, h.bytes.size()));
+      throw CommandError(
+          fmt::format("print: offset {} is past host region {} ({} bytes)", offset, h.name, h.bytes.size()));
     const uint64_t bytes = a.size() > 4 ? need_number(a[4], "print host") : h.bytes.size() - offset;
     return view_host(*session_, h.name, offset, std::min(bytes, h.bytes.size() - offset), hex);
   }
@@ -231,8 +245,8 @@ std::string Debugger::cmd_print(const Args& a, bool hex) const {
     if (a.size() != 4) throw CommandError("print: expected `print cell ROW COL`");
     const uint64_t r = need_number(a[2], "print cell"), c = need_number(a[3], "print cell");
     if (r >= arch_.array_rows || c >= arch_.array_cols)
-      throw CommandError(fmt::format("print: cell ({}, {}) is outside the {} x {} array", r, c, arch_.array_rows,
-                                     arch_.array_cols));
+      throw CommandError(fmt::format("print: cell ({}, {}) is outside the {} x {} array", r, c,
+                                     arch_.array_rows, arch_.array_cols));
     return view_cell(*session_, r, c);
   }
   throw CommandError(kUsage);

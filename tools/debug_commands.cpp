@@ -52,10 +52,9 @@ Debugger::Debugger(const isa::Program& program, const sim::Arch& arch, std::stri
 Debugger::~Debugger() = default;
 
 std::string Debugger::banner() const {
-  std::string out = fmt::format(
-      "tpusim debug: {} ({} instructions) on {} ({} x {} array), stepped engine\n",
-      std::filesystem::path(source_).filename().string(), session_->code_size(), arch_.name, arch_.array_rows,
-      arch_.array_cols);
+  std::string out = fmt::format("tpusim debug: {} ({} instructions) on {} ({} x {} array), stepped engine\n",
+                                std::filesystem::path(source_).filename().string(), session_->code_size(),
+                                arch_.name, arch_.array_rows, arch_.array_cols);
   for (const auto& e : session_->first_events()) out += format_event(*session_, e);
   return out + "at cycle 0; `help` lists the commands\n";
 }
@@ -133,22 +132,24 @@ std::string Debugger::advance(uint64_t until, uint64_t issues) {
   auto stop = [&](const std::vector<sim::InstructionEvent>& events) {
     for (auto& [n, b] : breakpoints_) {
       if (b.kind == Breakpoint::Kind::cycle) {
-        if (b.value == session_->cycle()) hits += fmt::format("breakpoint {}: {}\n", n, describe_breakpoint(b));
+        if (b.value == session_->cycle())
+          hits += fmt::format("breakpoint {}: {}\n", n, describe_breakpoint(b));
         continue;
       }
       if (b.kind == Breakpoint::Kind::watch) {
         std::vector<uint8_t> now = watched_bytes(b);
         if (now == b.seen) continue;
-        hits += fmt::format("watchpoint {}: {} changed\n", n, describe_breakpoint(b)) + watch_change(b, b.seen);
+        hits +=
+            fmt::format("watchpoint {}: {} changed\n", n, describe_breakpoint(b)) + watch_change(b, b.seen);
         b.seen = std::move(now);
         continue;
       }
       for (const sim::InstructionEvent& e : events) {
         const isa::Opcode op = program_.code[e.index].opcode;
-        const bool match = e.kind == b.when && (b.kind == Breakpoint::Kind::instruction ? e.index == b.value
-                                                : b.kind == Breakpoint::Kind::opcode
-                                                    ? uint64_t(op) == b.value
-                                                    : uint64_t(isa::spec(op).unit) == b.value);
+        const bool match = e.kind == b.when &&
+                           (b.kind == Breakpoint::Kind::instruction ? e.index == b.value
+                            : b.kind == Breakpoint::Kind::opcode    ? uint64_t(op) == b.value
+                                                                 : uint64_t(isa::spec(op).unit) == b.value);
         if (match)
           hits += fmt::format("breakpoint {}: instruction {} {}s: {}\n", n, e.index, sim::event_name(e.kind),
                               isa::format_instruction(program_.code[e.index]));
@@ -167,12 +168,14 @@ std::string Debugger::advance(uint64_t until, uint64_t issues) {
 }
 
 std::string Debugger::end_of_run() const {
-  if (const auto& e = session_->error()) return fmt::format("the run failed at cycle {}: {}\n", session_->cycle(), *e);
+  if (const auto& e = session_->error())
+    return fmt::format("the run failed at cycle {}: {}\n", session_->cycle(), *e);
   const sim::RunResult& r = *session_->result();
   std::string why;
   const bool same = sim::same_memories(*r.state, sim::run_reference(program_, arch_), &why);
   return fmt::format("the program halted at cycle {} ({} cycles); {}\n", session_->cycle(), r.cycles,
-                     same ? "the memories match the reference executor" : "the memories differ from the reference executor: " + why);
+                     same ? "the memories match the reference executor"
+                          : "the memories differ from the reference executor: " + why);
 }
 
 std::string Debugger::cmd_restart() {
@@ -191,7 +194,9 @@ std::string Debugger::cmd_disasm(const Args& a) const {
   uint64_t first = session_->current() > 4 ? session_->current() - 4 : 0, count = 10;
   if (a.size() > 1) first = need_number(a[1], "disasm");
   if (a.size() > 2) count = need_number(a[2], "disasm");
-  if (first >= n) throw CommandError(fmt::format("disasm: instruction {} is past the program's end ({} instructions)", first, n));
+  if (first >= n)
+    throw CommandError(
+        fmt::format("disasm: instruction {} is past the program's end ({} instructions)", first, n));
   return view_disasm(*session_, first, std::min(count, n - first));
 }
 

@@ -11,7 +11,9 @@ namespace tpusim::tools {
 
 namespace {
 
-std::string text(const sim::DebugSession& s, uint64_t i) { return isa::format_instruction(s.program().code[i]); }
+std::string text(const sim::DebugSession& s, uint64_t i) {
+  return isa::format_instruction(s.program().code[i]);
+}
 
 std::string tile_text(const sim::DebugSession& s, const sim::TileView& t) {
   return fmt::format("tile {} (waddr {:#x}{}, nonzero {} x {})", t.waddr / s.arch().tile_bytes(), t.waddr,
@@ -37,7 +39,8 @@ std::string value_lines(const T* v, uint64_t n, uint64_t per_line, bool hex, std
 }  // namespace
 
 std::string format_event(const sim::DebugSession& s, const sim::InstructionEvent& e) {
-  return fmt::format("  cycle {:>6}  {:<5} {:>4}  {}\n", e.cycle, sim::event_name(e.kind), e.index, text(s, e.index));
+  return fmt::format("  cycle {:>6}  {:<5} {:>4}  {}\n", e.cycle, sim::event_name(e.kind), e.index,
+                     text(s, e.index));
 }
 
 std::string view_memory(const sim::DebugSession& s, const std::string& space, uint64_t first, uint64_t count,
@@ -47,9 +50,9 @@ std::string view_memory(const sim::DebugSession& s, const std::string& space, ui
   for (uint64_t r = first; r < first + count; ++r) {
     const std::string lead = fmt::format("{} {:>4}", space, r);
     if (space == "ub")
-      out += value_lines(reinterpret_cast<const int8_t*>(m.ub_row(r)), s.arch().ub_row_bytes(), 16, hex, lead);
-    else
-      out += value_lines(m.acc_row(r), s.arch().array_cols, 8, hex, lead);
+      out +=
+          value_lines(reinterpret_cast<const int8_t*>(m.ub_row(r)), s.arch().ub_row_bytes(), 16, hex, lead);
+    else out += value_lines(m.acc_row(r), s.arch().array_cols, 8, hex, lead);
   }
   return out;
 }
@@ -58,11 +61,12 @@ std::string view_host(const sim::DebugSession& s, const std::string& region, uin
                       bool hex) {
   for (const sim::HostBuffer& h : s.state().host)
     if (h.name == region) {
-      std::string out = fmt::format("host region {} ({}, {} bytes at {:#x}), bytes {}..{}:\n", h.name,
-                                    h.output ? "output" : "input", h.bytes.size(), h.addr, offset, offset + bytes - 1);
+      std::string out =
+          fmt::format("host region {} ({}, {} bytes at {:#x}), bytes {}..{}:\n", h.name,
+                      h.output ? "output" : "input", h.bytes.size(), h.addr, offset, offset + bytes - 1);
       for (uint64_t k = 0; k < bytes; k += 16)
-        out += value_lines(reinterpret_cast<const int8_t*>(h.bytes.data() + offset + k), std::min<uint64_t>(16, bytes - k),
-                           16, hex, fmt::format("  {:>6}", offset + k));
+        out += value_lines(reinterpret_cast<const int8_t*>(h.bytes.data() + offset + k),
+                           std::min<uint64_t>(16, bytes - k), 16, hex, fmt::format("  {:>6}", offset + k));
       return out;
     }
   return "";
@@ -71,23 +75,26 @@ std::string view_host(const sim::DebugSession& s, const std::string& region, uin
 std::string view_fifo(const sim::DebugSession& s) {
   const sim::WeightPathView w = s.weight_path();
   const uint64_t now = s.cycle(), rows = s.arch().array_rows;
-  std::string out = fmt::format("weight FIFO at cycle {}: {} of {} slots hold tiles\n", now,
-                                w.fifo.size() + (w.shadow && now < w.shift_start + rows), s.arch().weight_fifo_tiles);
+  std::string out =
+      fmt::format("weight FIFO at cycle {}: {} of {} slots hold tiles\n", now,
+                  w.fifo.size() + (w.shadow && now < w.shift_start + rows), s.arch().weight_fifo_tiles);
   for (size_t k = 0; k < w.fifo.size(); ++k)
     out += fmt::format("  {}  {}\n", tile_text(s, w.fifo[k]),
-                       w.fifo[k].landed <= now ? fmt::format("landed at cycle {}", w.fifo[k].landed)
-                                               : fmt::format("in weight memory, lands at cycle {}", w.fifo[k].landed));
+                       w.fifo[k].landed <= now
+                           ? fmt::format("landed at cycle {}", w.fifo[k].landed)
+                           : fmt::format("in weight memory, lands at cycle {}", w.fifo[k].landed));
   if (w.fifo.empty()) out += "  (no tile waiting)\n";
   if (!w.shadow) {
     out += "shadow: empty\n";
   } else if (now < w.shift_start + rows) {
-    out += fmt::format("shadow: {} shifting in since cycle {}: {} of {} rows written\n", tile_text(s, *w.shadow),
-                       w.shift_start, now - w.shift_start, rows);
+    out += fmt::format("shadow: {} shifting in since cycle {}: {} of {} rows written\n",
+                       tile_text(s, *w.shadow), w.shift_start, now - w.shift_start, rows);
   } else {
     out += fmt::format("shadow: {} shifted in (cycles {}..{}), waiting for a matmul with switch\n",
                        tile_text(s, *w.shadow), w.shift_start, w.shift_start + rows - 1);
   }
-  out += w.active ? fmt::format("active: {}\n", tile_text(s, *w.active)) : "active: none (no matmul has switched yet)\n";
+  out += w.active ? fmt::format("active: {}\n", tile_text(s, *w.active))
+                  : "active: none (no matmul has switched yet)\n";
   return out;
 }
 
@@ -97,7 +104,8 @@ std::string view_cell(const sim::DebugSession& s, uint64_t r, uint64_t c) {
   const std::string flags = std::string(f & sim::ArrayModel::kValid ? "valid" : "empty") +
                             (f & sim::ArrayModel::kSwitch ? ", switch" : "");
   return fmt::format(
-      "cell ({}, {}) at cycle {}:\n  weight       {:>11}\n  shadow       {:>11}\n  input        {:>11}  ({})\n"
+      "cell ({}, {}) at cycle {}:\n  weight       {:>11}\n  shadow       {:>11}\n  input        {:>11}  "
+      "({})\n"
       "  partial sum  {:>11}  ({})\n",
       r, c, s.cycle(), a.weight(r, c), a.shadow(r, c), a.x_value(r, c), flags, a.psum(r, c),
       a.psum_valid(r, c) ? "valid" : "empty");
@@ -141,13 +149,15 @@ std::string view_units(const sim::DebugSession& s) {
     const std::string name(isa::kUnitNames[int(st.unit)]);
     std::string lines;
     if (st.unit == isa::Unit::control) {
-      lines = s.result()  ? "halted"
-              : s.error() ? "stopped: the run failed"
-                          : fmt::format("issued up to instruction {} ({})", s.current(), text(s, s.current()));
+      lines = s.result() ? "halted"
+              : s.error()
+                  ? "stopped: the run failed"
+                  : fmt::format("issued up to instruction {} ({})", s.current(), text(s, s.current()));
     }
     for (uint64_t i : st.running) {
-      std::string what = fmt::format("{}running {} ({}) since cycle {}", lines.empty() ? "" : "\n              ", i,
-                                     text(s, i), *s.started_at(i));
+      std::string what =
+          fmt::format("{}running {} ({}) since cycle {}", lines.empty() ? "" : "\n              ", i,
+                      text(s, i), *s.started_at(i));
       for (const sim::MatmulView& m : s.matmuls())
         if (m.index == i)
           what += now < m.t0 + m.vectors ? fmt::format(": vector {} of {} entering", now - m.t0, m.vectors)
@@ -156,14 +166,18 @@ std::string view_units(const sim::DebugSession& s) {
       lines += what;
     }
     for (const auto& q : st.queued)
-      lines += fmt::format("{}queued {} ({}){}", lines.empty() ? "" : "\n              ", q.index, text(s, q.index),
-                           q.available > now ? fmt::format(", reaches the station at cycle {}", q.available) : "");
+      lines += fmt::format(
+          "{}queued {} ({}){}", lines.empty() ? "" : "\n              ", q.index, text(s, q.index),
+          q.available > now ? fmt::format(", reaches the station at cycle {}", q.available) : "");
     if (!st.blocked.empty()) lines += (lines.empty() ? "" : "\n              ") + ("waits: " + st.blocked);
     out += fmt::format("{:<13} {}\n", name, lines.empty() ? "idle" : lines);
   }
   const sim::WeightPathView w = s.weight_path();
-  out += fmt::format("{:<13} tiles waiting: {}; shadow tile: {}; active tile: {}\n", "weight FIFO", w.fifo.size(),
-                     !w.shadow ? "empty" : now < w.shift_start + s.arch().array_rows ? "shifting" : "loaded",
+  out += fmt::format("{:<13} tiles waiting: {}; shadow tile: {}; active tile: {}\n", "weight FIFO",
+                     w.fifo.size(),
+                     !w.shadow                                   ? "empty"
+                     : now < w.shift_start + s.arch().array_rows ? "shifting"
+                                                                 : "loaded",
                      w.active ? fmt::format("{}", w.active->waddr / s.arch().tile_bytes()) : "none");
   return out;
 }

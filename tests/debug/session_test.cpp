@@ -167,7 +167,8 @@ TEST_CASE("a deadlocked program ends the session with the machine's message") {
   REQUIRE(s.over());
   REQUIRE(!s.result());
   REQUIRE(s.error());
-  CHECK_THAT(*s.error(), Catch::Contains("deadlock at cycle") && Catch::Contains("waits for a free weight FIFO slot"));
+  CHECK_THAT(*s.error(),
+             Catch::Contains("deadlock at cycle") && Catch::Contains("waits for a free weight FIFO slot"));
   bool blocked = false;
   for (const auto& st : s.stations()) blocked |= !st.blocked.empty();
   CHECK(blocked);  // what each unit was waiting for when nothing could happen any more
