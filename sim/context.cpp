@@ -38,6 +38,7 @@ void Context::complete(isa::Unit unit, uint64_t index, uint64_t end) {
   timeline[index].end = end;
   ++completed[int(unit)];
   completed_events[int(unit)].notify(sc_core::SC_ZERO_TIME);
+  if (progress) progress->complete(end);
 }
 
 uint64_t Context::lowest_unstarted() const {

@@ -14,6 +14,7 @@
 #include "sim/arch.h"
 #include "sim/machine.h"
 #include "sim/state.h"
+#include "sim/trace.h"
 
 namespace tpusim::sim {
 
@@ -30,6 +31,8 @@ class Context {
   const isa::Program* program = nullptr;
   Arch arch;
   Engine engine = Engine::fast;
+  TraceRecorder* trace = nullptr;    // RunOptions::trace: the units' trace hooks report here
+  RunProgress* progress = nullptr;   // RunOptions::progress: complete() counts here
   MachineState* state = nullptr;  // null for the timing engine
   uint64_t code_size = 0;         // instructions up to and including halt
   sc_core::sc_time period;

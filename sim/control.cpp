@@ -94,6 +94,8 @@ void ControlUnit::issue_all() {
         if (idle > end) {
           if (mask & sync_mask_bit(Unit::activation)) ctx_.sync_act.push_back({end, idle});
           else if (mask & sync_mask_bit(Unit::host_dma)) ctx_.sync_host.push_back({end, idle});
+          if (ctx_.trace && (mask & (sync_mask_bit(Unit::activation) | sync_mask_bit(Unit::host_dma))))
+            ctx_.trace->sync_wait(i, end, idle, mask & sync_mask_bit(Unit::activation));
         }
         end = std::max(end, idle);
         break;

@@ -196,6 +196,8 @@ MachineRun::MachineRun(const isa::Program& program, const Arch& arch, const RunO
   ctx.program = &program;
   ctx.arch = arch;
   ctx.engine = options.engine;
+  ctx.trace = options.trace;
+  ctx.progress = options.progress;
   ctx.code_size = code_size;
   if (options.engine != Engine::timing) state_ = make_state(program, arch);
   ctx.state = state_ ? &*state_ : nullptr;

@@ -30,7 +30,9 @@ enum class Engine { fast, stepped, timing };
 std::string_view engine_name(Engine e);
 Engine parse_engine(std::string_view name);  // throws InputError
 
-class ArrayModel;  // sim/systolic_array.h
+class ArrayModel;     // sim/systolic_array.h
+class TraceRecorder;  // sim/trace.h
+struct RunProgress;   // sim/trace.h
 
 struct RunOptions {
   Engine engine = Engine::fast;
@@ -39,6 +41,10 @@ struct RunOptions {
   // co-simulation (hw/cosim_array.h: the Verilated RTL array). Not owned; must be array_rows x
   // array_cols and outlive the run. Null: the built-in SystolicArray.
   ArrayModel* array = nullptr;
+  // Tracing (sim/trace.h, docs/traces.md): the recorder this run reports to, and a progress
+  // counter another thread may read. Not owned; null: off (one pointer check per event).
+  TraceRecorder* trace = nullptr;
+  RunProgress* progress = nullptr;
 };
 
 // When one instruction ran, in cycles from the start of the run. For a station instruction,

@@ -89,6 +89,7 @@ void MatrixUnit::serve() {
     ctx_.unblock(isa::Unit::matrix);
     if (!ctx_.wait_until(t0)) return;
     account_wait(ready, landed, t0);
+    if (ctx_.trace) ctx_.trace->weight_wait(i, ready, landed, t0);
     queue_.pop();
     if (!start_matmul(i, t0)) return;
   }
@@ -252,6 +253,7 @@ bool MatrixUnit::step_cycle(uint64_t c) {
     if (c == s + N - 1) shifts_.pop_front();
   }
   array_->step(left_, left_flags_, shadow_row, shadow_row_);
+  if (ctx_.trace) ctx_.trace->array_step(c, *array_);
   ++ctx_.result.array_steps;
   return true;
 }

@@ -65,6 +65,7 @@ void WeightPath::fetch_run() {
       f.use = tile_use(f.tile.data, a.array_rows, a.array_cols);
       f.landed = mem_free_ + a.weight_mem_latency_cycles;
       last_landing_ = std::max(last_landing_, f.landed);
+      if (ctx_.trace) ctx_.trace->tile_requested(i, request, begin, mem_free_, f.landed);
       fifo_.push_back(f);
       fifo_event_.notify(sc_core::SC_ZERO_TIME);
     }
@@ -102,6 +103,7 @@ void WeightPath::shift_run() {
     shadow_shift_start_ = s;
     shadow_event_.notify(sc_core::SC_ZERO_TIME);
     if (on_shift) on_shift(f, s);
+    if (ctx_.trace) ctx_.trace->tile_shift(s, s + rows);
     if (!ctx_.wait_until(s + rows)) return;
     fifo_.pop_front();
     --slots_used_;

@@ -31,6 +31,8 @@ struct RunArgs {
   uint64_t batch = 0;  // models only: overrides the description's batch (0: keep it)
   bool no_check = false, report_schema = false;
   bool full_check = false;  // models: also compare every memory with the ISA reference executor
+  // Traces (docs/traces.md): Chrome trace JSON, VCD waveforms, the event log ("-": stdout).
+  std::string trace, vcd, log, trace_window, trace_filter, vcd_scope;
 };
 int cmd_run(const RunArgs& args);        // tools/run.cpp
 

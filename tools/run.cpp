@@ -1,7 +1,11 @@
 // tpusim run and tpusim arch: simulate a program, list the architecture parameters.
 #include <fmt/format.h>
 
+#include <chrono>
 #include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <memory>
 #include <optional>
 
 #include "compiler/compile.h"
@@ -12,7 +16,9 @@
 #include "sim/machine.h"
 #include "sim/reference.h"
 #include "sim/report.h"
+#include "sim/trace.h"
 #include "tools/commands.h"
+#include "tools/run_progress.h"
 
 namespace fs = std::filesystem;
 
@@ -84,6 +90,67 @@ void print_compile_summary(const compiler::Compiled& c, const std::string& sourc
              c.quantize_seconds, c.lower_seconds);
 }
 
+// The traces a run writes (--trace, --vcd, --log, docs/traces.md), their options checked before
+// the run so that a bad window, filter or scope is refused without simulating.
+struct TracePlan {
+  sim::TraceSelection selection;
+  sim::VcdScope scope;
+  sim::TraceRecorder recorder;
+};
+
+std::unique_ptr<TracePlan> plan_traces(const RunArgs& r, const isa::Program& p, const sim::Arch& arch,
+                                       sim::Engine engine) {
+  if (r.trace.empty() && r.vcd.empty() && r.log.empty()) {
+    if (!r.trace_window.empty() || !r.trace_filter.empty() || !r.vcd_scope.empty())
+      throw InputError("run: --trace-window, --trace-filter and --vcd-scope go with --trace, --vcd or --log");
+    return nullptr;
+  }
+  if (r.vcd.empty() && !r.vcd_scope.empty()) throw InputError("run: --vcd-scope goes with --vcd");
+  auto plan = std::make_unique<TracePlan>();
+  if (!r.trace_window.empty()) sim::parse_trace_window(r.trace_window, plan->selection);
+  if (!r.trace_filter.empty()) sim::parse_trace_filter(r.trace_filter, p, plan->selection);
+  if (!r.vcd.empty()) {
+    plan->scope = sim::parse_vcd_scope(r.vcd_scope, arch, engine);
+    plan->recorder.record_cells(plan->scope.cells);
+  }
+  return plan;
+}
+
+template <typename Writer>
+void write_trace_file(const std::string& path, const char* what, Writer&& writer) {
+  const auto t0 = std::chrono::steady_clock::now();
+  if (path == "-") {
+    writer(std::cout);
+    std::cout.flush();
+    return;
+  }
+  std::ofstream f(path, std::ios::binary | std::ios::trunc);
+  if (f) writer(f);
+  f.close();
+  if (!f) throw InputError(fmt::format("{}: cannot write", path));
+  fmt::print(stderr, "wrote {} ({}, {:.1f} MB, {:.2f} s)\n", path, what, double(fs::file_size(path)) / 1e6,
+             std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+}
+
+void write_traces(const RunArgs& r, const TracePlan& plan, const sim::TraceInput& in) {
+  if (!r.trace.empty())
+    write_trace_file(r.trace, "Chrome trace", [&](std::ostream& o) { sim::write_chrome_trace(o, in, plan.selection); });
+  if (!r.vcd.empty())
+    write_trace_file(r.vcd, "VCD", [&](std::ostream& o) { sim::write_vcd(o, in, plan.selection, plan.scope); });
+  if (!r.log.empty())
+    write_trace_file(r.log, "event log", [&](std::ostream& o) { sim::write_event_log(o, in, plan.selection); });
+}
+
+// Station instructions up to halt: what RunProgress counts to.
+uint64_t station_instructions(const isa::Program& p) {
+  uint64_t n = 0;
+  for (const isa::Instruction& in : p.code) {
+    if (in.opcode == isa::Opcode::halt) break;
+    n += isa::spec(in.opcode).unit != isa::Unit::control;
+  }
+  return n;
+}
+
 }  // namespace
 
 int cmd_run(const RunArgs& r) {
@@ -109,12 +176,19 @@ int cmd_run(const RunArgs& r) {
   sim::RunOptions opt;
   opt.engine = sim::parse_engine(r.engine);
   opt.max_cycles = r.max_cycles;
+  const std::unique_ptr<TracePlan> traces = plan_traces(r, p, arch, opt.engine);
+  if (traces) opt.trace = &traces->recorder;
+  sim::RunProgress progress;
+  opt.progress = &progress;
   sim::RunResult result;
   try {
+    RunProgressLine line("run " + fs::path(r.program).filename().string(), progress, station_instructions(p));
     result = sim::simulate(p, arch, opt);
   } catch (const sim::SimError& e) {
     throw InputError(fmt::format("{}: {}", r.program, e.what()));
   }
+  if (traces)
+    write_traces(r, *traces, {&p, &arch, opt.engine, &result, &traces->recorder, p.model.empty() ? r.program : p.model});
   sim::ReportInput in{&p, &arch, opt.engine, &result, std::nullopt, "", std::nullopt};
   std::string why;
   std::vector<std::string> against;

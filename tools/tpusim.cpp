@@ -122,6 +122,17 @@ extern "C" int sc_main(int argc, char** argv) {
   r->add_flag("--full-check", run.full_check,
               "models: compare every memory with the ISA reference executor even for paper-scale models (slow)");
   r->add_flag("--report-schema", run.report_schema, "print docs/report.md, the report's keys");
+  r->add_option("--trace", run.trace,
+                "write a Chrome trace-event JSON (open in ui.perfetto.dev or chrome://tracing; docs/traces.md)");
+  r->add_option("--trace-window", run.trace_window,
+                "trace and log only cycles START:END (either may be empty, e.g. 1000: or :5000)");
+  r->add_option("--trace-filter", run.trace_filter,
+                "trace and log only these instructions: mnemonics and layer=NAME, comma-separated (e.g. matmul,act)");
+  r->add_option("--vcd", run.vcd, "write VCD waveforms (open in GTKWave; docs/traces.md)");
+  r->add_option("--vcd-scope", run.vcd_scope,
+                "VCD signals: units, array, cells=R0-R1xC0-C1, comma-separated (default: units, and every cell "
+                "of a stepped array of at most 256 cells)");
+  r->add_option("--log", run.log, "write the plain-text event log (cycle, unit, event) here, - for stdout");
   tools::CompileArgs comp;
   CLI::App* c = app.add_subcommand("compile", "Compile a model description into a program (.tpu)");
   c->add_option("model", comp.model, "model description (.toml, docs/model-format.md) or SCALE-Sim topology (.csv)")

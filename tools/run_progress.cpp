@@ -1,0 +1,87 @@
+// The progress line of tpusim run (run_progress.h).
+#include "tools/run_progress.h"
+
+#include <fmt/format.h>
+#include <sys/ioctl.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdlib>
+
+namespace tpusim::tools {
+
+namespace {
+
+// Runs shorter than this draw nothing: 2 s, or TPUSIM_PROGRESS_AFTER_MS (tests set 0).
+std::chrono::milliseconds quiet_for() {
+  const char* env = std::getenv("TPUSIM_PROGRESS_AFTER_MS");
+  return std::chrono::milliseconds(env && *env ? std::strtoull(env, nullptr, 10) : 2000);
+}
+constexpr auto kEvery = std::chrono::milliseconds(200);
+
+int terminal_width() {
+  winsize ws{};
+  if (ioctl(STDERR_FILENO, TIOCGWINSZ, &ws) == 0 && ws.ws_col > 20) return ws.ws_col;
+  return 80;
+}
+
+// 1234567 -> "1.23M": three significant digits and an SI prefix.
+std::string si(double v) {
+  const char* prefix[] = {"", "k", "M", "G", "T"};
+  int p = 0;
+  while (v >= 999.5 && p < 4) {
+    v /= 1000;
+    ++p;
+  }
+  return fmt::format("{:.{}f}{}", v, p == 0 || v >= 99.95 ? 0 : v >= 9.995 ? 1 : 2, prefix[p]);
+}
+
+}  // namespace
+
+RunProgressLine::RunProgressLine(std::string label, const sim::RunProgress& progress, uint64_t total)
+    : label_(std::move(label)), progress_(progress), total_(total) {
+  if (isatty(STDERR_FILENO) == 1) thread_ = std::thread([this] { loop(); });
+}
+
+RunProgressLine::~RunProgressLine() {
+  if (!thread_.joinable()) return;
+  {
+    std::lock_guard lock(mutex_);
+    stop_ = true;
+  }
+  stop_cv_.notify_all();
+  thread_.join();
+  if (drawn_) {
+    fmt::print(stderr, "\r\033[K");
+    std::fflush(stderr);
+  }
+}
+
+std::string RunProgressLine::format(const std::string& label, uint64_t done, uint64_t total, uint64_t cycle,
+                                    double cycles_per_second, int width) {
+  const size_t digits = std::to_string(total).size();
+  const std::string tail = fmt::format(" {:>{}}/{} instructions  cycle {}  {} cycles/s", done, digits, total,
+                                       si(double(cycle)), si(cycles_per_second));
+  const int bar = std::clamp(width - static_cast<int>(label.size() + tail.size()) - 4, 0, 40);
+  const int filled = total ? static_cast<int>(bar * std::min(done, total) / total) : bar;
+  return fmt::format("{} [{}{}]{}", label, std::string(filled, '#'), std::string(bar - filled, '-'), tail);
+}
+
+void RunProgressLine::loop() {
+  const auto start = std::chrono::steady_clock::now();
+  std::unique_lock lock(mutex_);
+  if (stop_cv_.wait_for(lock, quiet_for(), [this] { return stop_; })) return;
+  do {
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    const uint64_t cycle = progress_.cycle.load(std::memory_order_relaxed);
+    const int width = terminal_width();
+    const std::string line = format(label_, progress_.completed.load(std::memory_order_relaxed), total_, cycle,
+                                    double(cycle) / seconds, width - 1);
+    fmt::print(stderr, "\r\033[K{}", line.substr(0, size_t(width - 1)));
+    std::fflush(stderr);
+    drawn_ = true;
+  } while (!stop_cv_.wait_for(lock, kEvery, [this] { return stop_; }));
+}
+
+}  // namespace tpusim::tools

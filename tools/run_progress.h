@@ -1,0 +1,43 @@
+// The progress line of `tpusim run` on a terminal: simulated cycles, station instructions done,
+// the simulation rate. A thread reads the run's sim::RunProgress counters (atomics) five times a
+// second and draws only when stderr is a terminal and the run has taken more than a couple of
+// seconds (TPUSIM_PROGRESS_AFTER_MS overrides the 2000 ms, for tests); silent otherwise (pipes,
+// tests, batch jobs). The line is cleared when the run ends.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <mutex>
+#include <string>
+#include <thread>
+
+#include "sim/trace.h"
+
+namespace tpusim::tools {
+
+class RunProgressLine {
+ public:
+  // `total`: the station instructions the run will complete (up to halt).
+  RunProgressLine(std::string label, const sim::RunProgress& progress, uint64_t total);
+  ~RunProgressLine();  // stops the thread and clears the line
+  RunProgressLine(const RunProgressLine&) = delete;
+  RunProgressLine& operator=(const RunProgressLine&) = delete;
+
+  // The text of the line: e.g. "run cnn1.tpu [####------] 5012/13858 instructions  cycle 3.84M
+  // 21.9M cycles/s".
+  static std::string format(const std::string& label, uint64_t done, uint64_t total, uint64_t cycle,
+                            double cycles_per_second, int width);
+
+ private:
+  void loop();
+  std::string label_;
+  const sim::RunProgress& progress_;
+  uint64_t total_;
+  std::mutex mutex_;
+  std::condition_variable stop_cv_;
+  bool stop_ = false, drawn_ = false;
+  std::thread thread_;
+};
+
+}  // namespace tpusim::tools
