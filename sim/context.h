@@ -31,10 +31,10 @@ class Context {
   const isa::Program* program = nullptr;
   Arch arch;
   Engine engine = Engine::fast;
-  TraceRecorder* trace = nullptr;    // RunOptions::trace: the units' trace hooks report here
-  RunProgress* progress = nullptr;   // RunOptions::progress: complete() counts here
-  MachineState* state = nullptr;  // null for the timing engine
-  uint64_t code_size = 0;         // instructions up to and including halt
+  TraceRecorder* trace = nullptr;   // RunOptions::trace: the units' trace hooks report here
+  RunProgress* progress = nullptr;  // RunOptions::progress: complete() counts here
+  MachineState* state = nullptr;    // null for the timing engine
+  uint64_t code_size = 0;           // instructions up to and including halt
   sc_core::sc_time period;
   sc_core::sc_time base;  // sc_time_stamp() at cycle 0 of this run
 

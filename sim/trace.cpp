@@ -62,8 +62,7 @@ std::pair<uint64_t, uint64_t> parse_range(const std::string& text, uint64_t limi
   const size_t dash = text.find('-');
   const uint64_t a = parse_cycle(text.substr(0, dash), what);
   const uint64_t b = dash == std::string::npos ? a : parse_cycle(text.substr(dash + 1), what);
-  if (a > b || b >= limit)
-    throw InputError(fmt::format("{}: {} is outside 0-{}", what, text, limit - 1));
+  if (a > b || b >= limit) throw InputError(fmt::format("{}: {} is outside 0-{}", what, text, limit - 1));
   return {a, b + 1};
 }
 
@@ -72,7 +71,8 @@ std::pair<uint64_t, uint64_t> parse_range(const std::string& text, uint64_t limi
 void parse_trace_window(const std::string& text, TraceSelection& s) {
   const std::string what = "--trace-window " + text;
   const size_t colon = text.find(':');
-  if (colon == std::string::npos) throw InputError(what + ": expected START:END in cycles (either may be empty)");
+  if (colon == std::string::npos)
+    throw InputError(what + ": expected START:END in cycles (either may be empty)");
   const std::string a = text.substr(0, colon), b = text.substr(colon + 1);
   s.begin = a.empty() ? 0 : parse_cycle(a, what);
   s.end = b.empty() ? kNoCycle : parse_cycle(b, what);
@@ -91,7 +91,8 @@ void parse_trace_filter(const std::string& text, const isa::Program& program, Tr
           known += ' ';
           known += l.is_string() ? l.get<std::string>() : l.dump();
         }
-        throw InputError(fmt::format("--trace-filter: no layer '{}' in the program (layers:{})", name, known));
+        throw InputError(
+            fmt::format("--trace-filter: no layer '{}' in the program (layers:{})", name, known));
       }
       s.layers.push_back(name);
       continue;
@@ -105,8 +106,8 @@ void parse_trace_filter(const std::string& text, const isa::Program& program, Tr
         names += ' ';
         names += spec.mnemonic;
       }
-      throw InputError(fmt::format(
-          "--trace-filter: '{}' is neither a mnemonic nor layer=NAME (mnemonics:{})", term, names));
+      throw InputError(fmt::format("--trace-filter: '{}' is neither a mnemonic nor layer=NAME (mnemonics:{})",
+                                   term, names));
     }
     s.opcodes.push_back(found->opcode);
   }
@@ -142,15 +143,17 @@ VcdScope parse_vcd_scope(const std::string& text, const Arch& arch, Engine engin
       throw InputError(what + ": expected units, array or cells=ROWSxCOLS");
     }
     if (engine != Engine::stepped)
-      throw InputError(fmt::format("{}: cell registers are only stepped on the stepped engine (--engine stepped); "
-                                   "this run uses '{}'",
-                                   what, engine_name(engine)));
+      throw InputError(
+          fmt::format("{}: cell registers are only stepped on the stepped engine (--engine stepped); "
+                      "this run uses '{}'",
+                      what, engine_name(engine)));
     cells += (r.row1 - r.row0) * (r.col1 - r.col0);
     scope.cells.push_back(r);
   }
   if (cells > kMaxVcdCells)
-    throw InputError(fmt::format("--vcd-scope {}: {} cells; at most {} can be traced (choose cells=ROWSxCOLS)",
-                                 text, cells, kMaxVcdCells));
+    throw InputError(
+        fmt::format("--vcd-scope {}: {} cells; at most {} can be traced (choose cells=ROWSxCOLS)", text,
+                    cells, kMaxVcdCells));
   return scope;
 }
 

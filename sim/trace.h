@@ -38,14 +38,16 @@ struct CellRange {
 };
 
 // The registers recorded for each traced cell, in this order (SystolicArray's accessors).
-inline constexpr std::array<std::string_view, 5> kCellRegisters = {"weight", "shadow", "x", "x_valid", "psum"};
+inline constexpr std::array<std::string_view, 5> kCellRegisters = {"weight", "shadow", "x", "x_valid",
+                                                                   "psum"};
 
 class TraceRecorder {
  public:
   // ---- hooks: the units call these during the run -------------------------------------------
   // read_weights `rw` requested a tile at `request`; it crossed the weight memory bus during
   // [xfer_begin, xfer_end) and is usable in the FIFO from `landed`.
-  void tile_requested(uint64_t rw, uint64_t request, uint64_t xfer_begin, uint64_t xfer_end, uint64_t landed) {
+  void tile_requested(uint64_t rw, uint64_t request, uint64_t xfer_begin, uint64_t xfer_end,
+                      uint64_t landed) {
     tiles.push_back({rw, request, xfer_begin, xfer_end, landed, kNoCycle, kNoCycle});
   }
   // The FIFO's head tile (tiles shift in request order) shifts into the shadow slot during [begin, end).
@@ -151,7 +153,8 @@ VcdScope parse_vcd_scope(const std::string& text, const Arch& arch, Engine engin
 
 void write_chrome_trace(std::ostream& out, const TraceInput& in, const TraceSelection& selection);
 // `scope.cells`: empty, or the ranges the recorder recorded (TraceRecorder::record_cells).
-void write_vcd(std::ostream& out, const TraceInput& in, const TraceSelection& selection, const VcdScope& scope);
+void write_vcd(std::ostream& out, const TraceInput& in, const TraceSelection& selection,
+               const VcdScope& scope);
 void write_event_log(std::ostream& out, const TraceInput& in, const TraceSelection& selection);
 
 }  // namespace tpusim::sim

@@ -56,9 +56,12 @@ class ChromeWriter {
 
   void write() {
     out_ << "{\"displayTimeUnit\":\"ns\",\"otherData\":";
-    ordered_json other = {{"tool", "tpusim"},           {"workload", m_.in.workload},
-                          {"engine", engine_name(m_.in.engine)}, {"arch", m_.arch.name},
-                          {"clock_mhz", m_.arch.clock_mhz}, {"cycles", m_.cycles},
+    ordered_json other = {{"tool", "tpusim"},
+                          {"workload", m_.in.workload},
+                          {"engine", engine_name(m_.in.engine)},
+                          {"arch", m_.arch.name},
+                          {"clock_mhz", m_.arch.clock_mhz},
+                          {"cycles", m_.cycles},
                           {"window", {m_.sel.begin, m_.sel.end == kNoCycle ? m_.cycles : m_.sel.end}}};
     out_ << other.dump() << ",\n\"traceEvents\":[\n";
     metadata();
@@ -80,7 +83,11 @@ class ChromeWriter {
 
   void thread(int tid, const std::string& name, int sort) {
     emit({{"ph", "M"}, {"name", "thread_name"}, {"pid", 1}, {"tid", tid}, {"args", {{"name", name}}}});
-    emit({{"ph", "M"}, {"name", "thread_sort_index"}, {"pid", 1}, {"tid", tid}, {"args", {{"sort_index", sort}}}});
+    emit({{"ph", "M"},
+          {"name", "thread_sort_index"},
+          {"pid", 1},
+          {"tid", tid},
+          {"args", {{"sort_index", sort}}}});
   }
 
   void metadata() {
@@ -96,8 +103,7 @@ class ChromeWriter {
     while (l < lane_free.size() && lane_free[l] > begin) ++l;
     if (l == lane_free.size()) {
       lane_free.push_back(0);
-      if (l > 0)
-        thread(track + kLaneStride * int(l), fmt_lane(track, l), track * kLaneStride + int(l));
+      if (l > 0) thread(track + kLaneStride * int(l), fmt_lane(track, l), track * kLaneStride + int(l));
     }
     lane_free[l] = std::max(end, begin + 1);
     return track + kLaneStride * int(l);
@@ -106,7 +112,8 @@ class ChromeWriter {
     return std::string(kTrackNames[track]) + " (overlap " + std::to_string(l + 1) + ")";
   }
 
-  void slice(const std::string& name, const char* cat, int tid, uint64_t begin, uint64_t end, ordered_json args) {
+  void slice(const std::string& name, const char* cat, int tid, uint64_t begin, uint64_t end,
+             ordered_json args) {
     emit({{"name", name},
           {"cat", cat},
           {"ph", "X"},
@@ -132,8 +139,11 @@ class ChromeWriter {
       args["start"] = t.start;
       args["end"] = t.end;
       args["cycles"] = t.end - begin;
+      if (!control) args["queued"] = t.start - t.issue;  // from issue to start: queue, interlocks, weights
+      if (in.opcode == isa::Opcode::matmul) args["streaming_end"] = t.start + m_.vectors(i);
       ordered_json fields = ordered_json::object();
-      for (const isa::Operand& o : spec.operands) fields[std::string(isa::field_spec(o.field).name)] = in[o.field];
+      for (const isa::Operand& o : spec.operands)
+        fields[std::string(isa::field_spec(o.field).name)] = in[o.field];
       args["fields"] = std::move(fields);
       const Track track = track_of(spec.unit);
       const int tid = track == kMatrix ? lane(kMatrix, matrix_lanes, begin, t.end) : track;
@@ -147,12 +157,17 @@ class ChromeWriter {
       const TraceRecorder::Tile& t = tiles[g];
       if (!m_.passes(t.rw)) continue;
       const std::string name = "tile " + std::to_string(g);
-      ordered_json args = {{"tile", g},       {"rw", t.rw},           {"tile_of_rw", m_.tile_in_rw(g)},
-                           {"request", t.request}, {"begin", t.xfer_begin}, {"end", t.xfer_end},
+      ordered_json args = {{"tile", g},
+                           {"rw", t.rw},
+                           {"tile_of_rw", m_.tile_in_rw(g)},
+                           {"request", t.request},
+                           {"begin", t.xfer_begin},
+                           {"end", t.xfer_end},
                            {"landed", t.landed}};
       if (t.shift_begin != kNoCycle) args["shift_begin"] = t.shift_begin;
       if (t.shift_end != kNoCycle) args["shift_end"] = t.shift_end;
-      if (m_.in_window(t.xfer_begin, t.xfer_end)) slice(name, "tile", kWeightMemory, t.xfer_begin, t.xfer_end, args);
+      if (m_.in_window(t.xfer_begin, t.xfer_end))
+        slice(name, "tile", kWeightMemory, t.xfer_begin, t.xfer_end, args);
       if (m_.in_window(t.landed, t.landed))
         emit({{"name", name + " landed"},
               {"cat", "tile"},
@@ -191,7 +206,8 @@ class ChromeWriter {
       s.end = std::max(s.end, t.end);
       ++s.count;
     }
-    std::stable_sort(spans.begin(), spans.end(), [](const auto& a, const auto& b) { return a.second.begin < b.second.begin; });
+    std::stable_sort(spans.begin(), spans.end(),
+                     [](const auto& a, const auto& b) { return a.second.begin < b.second.begin; });
     std::vector<uint64_t> lanes;
     for (const auto& [name, s] : spans) {
       if (!m_.in_window(s.begin, s.end)) continue;
@@ -211,7 +227,8 @@ class ChromeWriter {
   void counter(const char* name, Series a, const char* a_key, Series b, const char* b_key) {
     const std::vector<Sample>&sa = m_.series[size_t(a)], &sb = m_.series[size_t(b)];
     auto value_at = [](const std::vector<Sample>& s, uint64_t c) {
-      return std::prev(std::upper_bound(s.begin(), s.end(), c, [](uint64_t x, const Sample& y) { return x < y.cycle; }))
+      return std::prev(std::upper_bound(s.begin(), s.end(), c,
+                                        [](uint64_t x, const Sample& y) { return x < y.cycle; }))
           ->value;
     };
     auto sample = [&](uint64_t cycle) {

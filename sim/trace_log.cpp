@@ -98,11 +98,11 @@ void write_event_log(std::ostream& out, const TraceInput& in, const TraceSelecti
   fmt::memory_buffer buf;
   fmt::format_to(std::back_inserter(buf), "# {} on {} ({} engine), {} cycles at {} MHz\n", in.workload,
                  in.arch->name, engine_name(in.engine), in.result->cycles, in.arch->clock_mhz);
-  fmt::format_to(std::back_inserter(buf), "# {:>8}  {:<13} {:<20}{:>6}  {}\n", "cycle", "unit", "event", "index",
-                 "instruction or tile");
+  fmt::format_to(std::back_inserter(buf), "# {:>8}  {:<13} {:<20}{:>6}  {}\n", "cycle", "unit", "event",
+                 "index", "instruction or tile");
   for (const Line& l : writer.lines())
-    fmt::format_to(std::back_inserter(buf), "{:>10}  {:<13} {:<20}{:>6}  {}\n", l.cycle, l.unit, l.event, l.index,
-                   l.what);
+    fmt::format_to(std::back_inserter(buf), "{:>10}  {:<13} {:<20}{:>6}  {}\n", l.cycle, l.unit, l.event,
+                   l.index, l.what);
   out.write(buf.data(), std::streamsize(buf.size()));
 }
 

@@ -20,7 +20,8 @@ constexpr uint32_t kNoLayer = UINT32_MAX;
 }
 
 std::vector<Sample> step_series(std::vector<std::pair<uint64_t, int64_t>> deltas) {
-  std::stable_sort(deltas.begin(), deltas.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+  std::stable_sort(deltas.begin(), deltas.end(),
+                   [](const auto& a, const auto& b) { return a.first < b.first; });
   std::vector<Sample> out{{0, 0}};
   int64_t value = 0;
   for (size_t k = 0; k < deltas.size();) {

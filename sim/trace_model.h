@@ -15,8 +15,8 @@ namespace tpusim::sim {
 // one of active, weight stall, weight shift or non-matrix; RAW and input stalls are parts of
 // non-matrix.
 enum class MatrixKind : uint8_t { active, weight_stall, weight_shift, raw_stall, input_stall };
-inline constexpr std::array<std::string_view, 5> kMatrixKindNames = {"array active", "weight stall",
-                                                                     "weight shift", "RAW stall", "input stall"};
+inline constexpr std::array<std::string_view, 5> kMatrixKindNames = {
+    "array active", "weight stall", "weight shift", "RAW stall", "input stall"};
 
 struct MatrixSpan {
   MatrixKind kind;
@@ -48,9 +48,9 @@ class TraceModel {
 
   const isa::Instruction& inst(uint64_t i) const { return program.code[i]; }
   isa::Unit unit(uint64_t i) const;
-  std::string text(uint64_t i) const;              // the disassembled instruction
-  const std::string* layer(uint64_t i) const;      // its layer name, or null
-  uint64_t vectors(uint64_t i) const;              // a matmul's B = rows x repeat
+  std::string text(uint64_t i) const;          // the disassembled instruction
+  const std::string* layer(uint64_t i) const;  // its layer name, or null
+  uint64_t vectors(uint64_t i) const;          // a matmul's B = rows x repeat
   // A tile's number within its read_weights.
   uint64_t tile_in_rw(uint64_t tile) const { return tile_in_rw_[tile]; }
 
@@ -60,7 +60,7 @@ class TraceModel {
   bool keep(uint64_t i, uint64_t begin, uint64_t end) const { return in_window(begin, end) && passes(i); }
   bool passes(uint64_t i) const;
 
-  std::vector<MatrixSpan> matrix_spans;  // sorted by begin, disjoint
+  std::vector<MatrixSpan> matrix_spans;       // sorted by begin, disjoint
   std::array<std::vector<Sample>, 4> series;  // by Series; each starts with a sample at cycle 0
 
  private:

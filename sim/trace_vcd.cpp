@@ -103,7 +103,8 @@ class VcdBuilder {
           m_.timeline[i].end > from)
         waits.push_back({from, m_.timeline[i].end, i});
     }
-    spans(held, waits, [](const Busy&) { return 1; }, 0);
+    spans(
+        held, waits, [](const Busy&) { return 1; }, 0);
   }
 
   void stations() {
@@ -113,8 +114,10 @@ class VcdBuilder {
       std::vector<Busy> work;
       for (uint64_t i = 0; i < m_.timeline.size(); ++i)
         if (m_.unit(i) == u) work.push_back({m_.timeline[i].start, m_.timeline[i].end, i});
-      spans(busy, work, [](const Busy&) { return 1; }, 0);
-      spans(index, work, [](const Busy& b) { return int64_t(b.index); }, kX);
+      spans(
+          busy, work, [](const Busy&) { return 1; }, 0);
+      spans(
+          index, work, [](const Busy& b) { return int64_t(b.index); }, kX);
     }
   }
 
@@ -126,16 +129,20 @@ class VcdBuilder {
       xfers.push_back({tiles[g].xfer_begin, tiles[g].xfer_end, g});
       if (tiles[g].shift_begin != kNoCycle) shifts.push_back({tiles[g].shift_begin, tiles[g].shift_end, g});
     }
-    spans(busy, xfers, [](const Busy&) { return 1; }, 0);
-    spans(tile, xfers, [](const Busy& b) { return int64_t(b.index); }, kX);
+    spans(
+        busy, xfers, [](const Busy&) { return 1; }, 0);
+    spans(
+        tile, xfers, [](const Busy& b) { return int64_t(b.index); }, kX);
     const uint32_t slots = add("weight_fifo", "slots_in_use", 16, 0);
     const uint32_t landed = add("weight_fifo", "tiles_landed", 16, 0);
     const uint32_t shifting = add("weight_fifo", "shifting", 1, 0);
     const uint32_t shift_tile = add("weight_fifo", "shift_tile", 32, kX);
     series(slots, Series::fifo_slots);
     series(landed, Series::fifo_landed);
-    spans(shifting, shifts, [](const Busy&) { return 1; }, 0);
-    spans(shift_tile, shifts, [](const Busy& b) { return int64_t(b.index); }, kX);
+    spans(
+        shifting, shifts, [](const Busy&) { return 1; }, 0);
+    spans(
+        shift_tile, shifts, [](const Busy& b) { return int64_t(b.index); }, kX);
   }
 
   void series(uint32_t s, Series which) {
@@ -207,17 +214,19 @@ uint64_t period_ps(double clock_mhz) {
 
 }  // namespace
 
-void write_vcd(std::ostream& out, const TraceInput& in, const TraceSelection& selection, const VcdScope& scope) {
+void write_vcd(std::ostream& out, const TraceInput& in, const TraceSelection& selection,
+               const VcdScope& scope) {
   const TraceModel model(in, selection);
   VcdBuilder b(model, scope);
   b.build();
   const uint64_t period = period_ps(in.arch->clock_mhz);
   fmt::memory_buffer buf;
   auto o = std::back_inserter(buf);
-  fmt::format_to(o, "$date\n  (simulated)\n$end\n$version\n  tpusim: {} on {} ({} engine), {} cycles at {} MHz\n$end\n",
-                 in.workload, in.arch->name, engine_name(in.engine), in.result->cycles, in.arch->clock_mhz);
-  fmt::format_to(o, "$comment\n  one cycle = {} ps; cycle N is time N x {} ps\n$end\n$timescale 1ps $end\n", period,
-                 period);
+  fmt::format_to(
+      o, "$date\n  (simulated)\n$end\n$version\n  tpusim: {} on {} ({} engine), {} cycles at {} MHz\n$end\n",
+      in.workload, in.arch->name, engine_name(in.engine), in.result->cycles, in.arch->clock_mhz);
+  fmt::format_to(o, "$comment\n  one cycle = {} ps; cycle N is time N x {} ps\n$end\n$timescale 1ps $end\n",
+                 period, period);
   // Scopes: signals are grouped by scope path ("a.b" nests b in a), in first-seen order.
   fmt::format_to(o, "$scope module tpu $end\n");
   std::vector<std::string> open;

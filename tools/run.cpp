@@ -134,11 +134,14 @@ void write_trace_file(const std::string& path, const char* what, Writer&& writer
 
 void write_traces(const RunArgs& r, const TracePlan& plan, const sim::TraceInput& in) {
   if (!r.trace.empty())
-    write_trace_file(r.trace, "Chrome trace", [&](std::ostream& o) { sim::write_chrome_trace(o, in, plan.selection); });
+    write_trace_file(r.trace, "Chrome trace",
+                     [&](std::ostream& o) { sim::write_chrome_trace(o, in, plan.selection); });
   if (!r.vcd.empty())
-    write_trace_file(r.vcd, "VCD", [&](std::ostream& o) { sim::write_vcd(o, in, plan.selection, plan.scope); });
+    write_trace_file(r.vcd, "VCD",
+                     [&](std::ostream& o) { sim::write_vcd(o, in, plan.selection, plan.scope); });
   if (!r.log.empty())
-    write_trace_file(r.log, "event log", [&](std::ostream& o) { sim::write_event_log(o, in, plan.selection); });
+    write_trace_file(r.log, "event log",
+                     [&](std::ostream& o) { sim::write_event_log(o, in, plan.selection); });
 }
 
 // Station instructions up to halt: what RunProgress counts to.
@@ -188,7 +191,8 @@ int cmd_run(const RunArgs& r) {
     throw InputError(fmt::format("{}: {}", r.program, e.what()));
   }
   if (traces)
-    write_traces(r, *traces, {&p, &arch, opt.engine, &result, &traces->recorder, p.model.empty() ? r.program : p.model});
+    write_traces(r, *traces,
+                 {&p, &arch, opt.engine, &result, &traces->recorder, p.model.empty() ? r.program : p.model});
   sim::ReportInput in{&p, &arch, opt.engine, &result, std::nullopt, "", std::nullopt};
   std::string why;
   std::vector<std::string> against;

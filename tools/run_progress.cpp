@@ -76,8 +76,8 @@ void RunProgressLine::loop() {
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     const uint64_t cycle = progress_.cycle.load(std::memory_order_relaxed);
     const int width = terminal_width();
-    const std::string line = format(label_, progress_.completed.load(std::memory_order_relaxed), total_, cycle,
-                                    double(cycle) / seconds, width - 1);
+    const std::string line = format(label_, progress_.completed.load(std::memory_order_relaxed), total_,
+                                    cycle, double(cycle) / seconds, width - 1);
     fmt::print(stderr, "\r\033[K{}", line.substr(0, size_t(width - 1)));
     std::fflush(stderr);
     drawn_ = true;

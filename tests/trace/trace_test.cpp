@@ -3,6 +3,8 @@
 // counters, the window and the filter select what they say; the VCD parses back and its signals
 // change at the timeline's cycles; the event log of matmul.s is exactly the committed one; and
 // every engine gives the same trace (cell registers: stepped only).
+#include "sim/trace.h"
+
 #include <catch2/catch.hpp>
 #include <fstream>
 #include <map>
@@ -12,7 +14,6 @@
 #include "../sim/machine_support.h"
 #include "isa/assembler.h"
 #include "isa/disassembler.h"
-#include "sim/trace.h"
 #include "vcd_reader.h"
 
 using namespace tpusim;
@@ -30,7 +31,9 @@ struct Traced {
   Engine engine;
   sim::RunResult result;
   sim::TraceRecorder recorder;
-  sim::TraceInput input(Engine shown) const { return {&program, &arch, shown, &result, &recorder, program.model}; }
+  sim::TraceInput input(Engine shown) const {
+    return {&program, &arch, shown, &result, &recorder, program.model};
+  }
   sim::TraceInput input() const { return input(engine); }
 };
 
@@ -58,9 +61,12 @@ std::string chrome_text(const sim::TraceInput& in, const sim::TraceSelection& se
   sim::write_chrome_trace(o, in, sel);
   return o.str();
 }
-json chrome(const Traced& t, const sim::TraceSelection& sel = {}) { return json::parse(chrome_text(t.input(), sel)); }
+json chrome(const Traced& t, const sim::TraceSelection& sel = {}) {
+  return json::parse(chrome_text(t.input(), sel));
+}
 
-std::string vcd_text(const sim::TraceInput& in, const sim::VcdScope& scope = {}, const sim::TraceSelection& sel = {}) {
+std::string vcd_text(const sim::TraceInput& in, const sim::VcdScope& scope = {},
+                     const sim::TraceSelection& sel = {}) {
   std::ostringstream o;
   sim::write_vcd(o, in, sel, scope);
   return o.str();
@@ -99,7 +105,8 @@ std::map<std::string, uint64_t> matrix_cycle_sums(const json& trace) {
 
 }  // namespace
 
-TEST_CASE("chrome trace: one slice per executed instruction, on its unit's track, with its cycles", "[trace]") {
+TEST_CASE("chrome trace: one slice per executed instruction, on its unit's track, with its cycles",
+          "[trace]") {
   for (const std::string& name : kPrograms) {
     INFO(name);
     const auto t = run_file(name);
@@ -197,7 +204,8 @@ TEST_CASE("chrome trace: filters by mnemonic and by layer", "[trace]") {
   const auto slices = instruction_slices(chrome(*t, sel));
   size_t expected = 0;
   for (uint64_t i = 0; i < t->result.timeline.size(); ++i)
-    expected += t->program.code[i].opcode == isa::Opcode::matmul || t->program.code[i].opcode == isa::Opcode::activate;
+    expected += t->program.code[i].opcode == isa::Opcode::matmul ||
+                t->program.code[i].opcode == isa::Opcode::activate;
   CHECK(slices.size() == expected);
   for (const json& s : slices) CHECK((s["name"] == "matmul" || s["name"] == "act"));
 
@@ -235,10 +243,12 @@ TEST_CASE("trace options: bad windows and scopes are refused", "[trace]") {
   CHECK(sim::parse_vcd_scope("", small, Engine::fast).cells.empty());
   CHECK(sim::parse_vcd_scope("", sim::arch_preset("tpu-v1"), Engine::stepped).cells.empty());
   CHECK_THROWS_WITH(sim::parse_vcd_scope("array", small, Engine::fast), Catch::Contains("--engine stepped"));
-  CHECK_THROWS_WITH(sim::parse_vcd_scope("cells=0-4x0", small, Engine::stepped), Catch::Contains("outside 0-3"));
+  CHECK_THROWS_WITH(sim::parse_vcd_scope("cells=0-4x0", small, Engine::stepped),
+                    Catch::Contains("outside 0-3"));
   CHECK_THROWS_WITH(sim::parse_vcd_scope("array", sim::arch_preset("tpu-v1"), Engine::stepped),
                     Catch::Contains("65536 cells; at most 4096"));
-  CHECK_THROWS_WITH(sim::parse_vcd_scope("wires", small, Engine::stepped), Catch::Contains("expected units, array"));
+  CHECK_THROWS_WITH(sim::parse_vcd_scope("wires", small, Engine::stepped),
+                    Catch::Contains("expected units, array"));
   const sim::VcdScope one = sim::parse_vcd_scope("units,cells=1-2x3", small, Engine::stepped);
   CHECK(one.units);
   CHECK(one.cells == std::vector<sim::CellRange>{{1, 3, 3, 4}});
@@ -280,7 +290,8 @@ TEST_CASE("VCD: parses back, and its unit signals change at the timeline's cycle
         CHECK(vcd.at("tpu.host_dma.busy", tl[i].start * period) == "1");
         CHECK(vcd.at("tpu.host_dma.index", tl[i].start * period) == test::bits(i));
         // The DMA station runs one at a time: idle at the end unless the next starts then.
-        const bool next_starts = std::any_of(tl.begin(), tl.end(), [&](const auto& x) { return x.start == tl[i].end; });
+        const bool next_starts =
+            std::any_of(tl.begin(), tl.end(), [&](const auto& x) { return x.start == tl[i].end; });
         if (!next_starts) CHECK(vcd.at("tpu.host_dma.busy", tl[i].end * period) == "0");
       }
     }
@@ -324,7 +335,8 @@ TEST_CASE("VCD: every cell's registers on the stepped engine", "[trace][vcd]") {
     }
   // Unit signals are there too, and a units-only scope has no cells.
   CHECK(vcd.changes.count("tpu.matrix.busy"));
-  const test::Vcd units = test::read_vcd(vcd_text(t->input(), sim::parse_vcd_scope("units", arch, Engine::stepped)));
+  const test::Vcd units =
+      test::read_vcd(vcd_text(t->input(), sim::parse_vcd_scope("units", arch, Engine::stepped)));
   CHECK(units.changes.count("tpu.array.cell_0_0.weight") == 0);
 }
 

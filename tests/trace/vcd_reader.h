@@ -17,7 +17,7 @@ struct Vcd {
   uint64_t period_ps = 0;  // from the "one cycle = N ps" comment
   uint64_t first_time = 0, end_time = 0;
   std::map<std::string, std::vector<std::pair<uint64_t, std::string>>> changes;  // path -> (time, value)
-  std::map<std::string, int> widths;                                              // path -> bits
+  std::map<std::string, int> widths;                                             // path -> bits
 
   // The value of `path` at `time` (the last change at or before it).
   std::string at(const std::string& path, uint64_t time) const {
@@ -53,8 +53,8 @@ inline Vcd read_vcd(const std::string& text) {
   for (std::string t; in >> t;) tokens.push_back(t);
   size_t k = 0;
   auto fail = [&](const std::string& why) {
-    throw std::runtime_error("VCD token " + std::to_string(k) + " '" + (k < tokens.size() ? tokens[k] : "EOF") +
-                             "': " + why);
+    throw std::runtime_error("VCD token " + std::to_string(k) + " '" +
+                             (k < tokens.size() ? tokens[k] : "EOF") + "': " + why);
   };
   auto next = [&]() -> const std::string& {
     if (k >= tokens.size()) fail("unexpected end");
