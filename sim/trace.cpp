@@ -12,8 +12,9 @@
 namespace tpusim::sim {
 
 void TraceRecorder::array_step(uint64_t cycle, const ArrayModel& array) {
+  if (cell_ranges.empty()) return;
   const auto* a = dynamic_cast<const SystolicArray*>(&array);
-  if (!a || cell_ranges.empty()) return;
+  if (!a) return;
   cells_seen = true;
   size_t s = 0;
   const bool first = cell_values_.empty();

@@ -100,9 +100,14 @@ void write_event_log(std::ostream& out, const TraceInput& in, const TraceSelecti
                  in.arch->name, engine_name(in.engine), in.result->cycles, in.arch->clock_mhz);
   fmt::format_to(std::back_inserter(buf), "# {:>8}  {:<13} {:<20}{:>6}  {}\n", "cycle", "unit", "event",
                  "index", "instruction or tile");
-  for (const Line& l : writer.lines())
+  for (const Line& l : writer.lines()) {
     fmt::format_to(std::back_inserter(buf), "{:>10}  {:<13} {:<20}{:>6}  {}\n", l.cycle, l.unit, l.event,
                    l.index, l.what);
+    if (buf.size() > (1 << 20)) {
+      out.write(buf.data(), std::streamsize(buf.size()));
+      buf.clear();
+    }
+  }
   out.write(buf.data(), std::streamsize(buf.size()));
 }
 
