@@ -32,10 +32,16 @@ auto on_first_samples(Model& model, uint64_t samples, F f) {
     in.data.resize(samples * in.shape.elements());
   }
   model.batch = samples;
-  auto result = f(model);
-  model.batch = batch;
-  for (size_t i = 0; i < full.size(); ++i) model.inputs[i].data = std::move(full[i]);
-  return result;
+  struct Restore {  // also when f throws: a sweep worker keeps the model for its next point
+    Model& m;
+    uint64_t batch;
+    std::vector<std::vector<float>>& full;
+    ~Restore() {
+      m.batch = batch;
+      for (size_t i = 0; i < full.size(); ++i) m.inputs[i].data = std::move(full[i]);
+    }
+  } restore{model, batch, full};
+  return f(model);
 }
 
 FloatRun calibration_run(Model& model) {

@@ -4,7 +4,11 @@
 // functions with saturation) is the simulator's own, sim::round_half_away_shift and
 // sim::apply_func, so it is defined once. Every program the back end emits must reproduce these
 // bytes.
+#include <sched.h>
+
 #include <algorithm>
+#include <exception>
+#include <system_error>
 #include <cstdint>
 #include <string>
 #include <thread>
@@ -19,6 +23,13 @@
 
 namespace tpusim::compiler {
 namespace {
+
+// CPUs this process may run on (taskset, cgroups, a Slurm allocation), at least 1.
+uint64_t usable_cpus() {
+  cpu_set_t set;
+  if (sched_getaffinity(0, sizeof set, &set) == 0) return std::max(1, CPU_COUNT(&set));
+  return std::max(1u, std::thread::hardware_concurrency());
+}
 
 using Tensors = std::vector<std::vector<int8_t>>;
 
@@ -181,13 +192,31 @@ void Golden::exec(const MatmulOp& op) {
       }
     }
   };
-  // Large layers on every core (CNN1's golden run: 175 GMAC per batch).
+  // Large layers on every core this process may use (CNN1's golden run: 175 GMAC per batch).
+  // jthreads join even when the calling thread throws; a worker's exception is rethrown here.
   const uint64_t work = positions * n * (tap_row.empty() ? 0 : tap_row.back() + tap_c.back());
-  const uint64_t threads = work < (uint64_t{1} << 24) ? 1 : std::min<uint64_t>(std::max(1u, std::thread::hardware_concurrency()), blocks);
-  std::vector<std::thread> pool;
-  for (uint64_t t = 1; t < threads; ++t) pool.emplace_back(run_blocks, blocks * t / threads, blocks * (t + 1) / threads);
-  run_blocks(0, blocks / threads);
-  for (std::thread& th : pool) th.join();
+  const uint64_t threads = work < (uint64_t{1} << 24) ? 1 : std::min<uint64_t>(usable_cpus(), blocks);
+  std::vector<std::exception_ptr> errors(threads);
+  {
+    std::vector<std::jthread> pool;
+    const auto part = [&](uint64_t t) {
+      try {
+        run_blocks(blocks * t / threads, blocks * (t + 1) / threads);
+      } catch (...) {
+        errors[t] = std::current_exception();
+      }
+    };
+    for (uint64_t t = 1; t < threads; ++t) {
+      try {
+        pool.emplace_back(part, t);
+      } catch (const std::system_error&) {
+        part(t);  // no thread to be had: this one does the part
+      }
+    }
+    part(0);
+  }
+  for (const std::exception_ptr& e : errors)
+    if (e) std::rethrow_exception(e);
 }
 
 // max, or the window's sum divided by window^2 rounded half away from zero; int8 throughout.

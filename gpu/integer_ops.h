@@ -11,6 +11,8 @@
 //   pool avg: the window's sum divided by window^2, rounded half away from zero.
 #pragma once
 
+#include "isa/table.h"
+
 #include <cstdint>
 
 namespace tpusim::gpu {
@@ -48,6 +50,9 @@ constexpr int8_t requantize(int32_t acc, const ColumnQuant& q, const OutputTable
 }
 
 // vec (isa::VecOp values: add 0, sub 1, mul 2, max 3, min 4, pass 5) on int8 operands in int32.
+static_assert(uint32_t(isa::VecOp::add) == 0 && uint32_t(isa::VecOp::sub) == 1 && uint32_t(isa::VecOp::mul) == 2 &&
+                  uint32_t(isa::VecOp::max) == 3 && uint32_t(isa::VecOp::min) == 4 && uint32_t(isa::VecOp::pass) == 5,
+              "vector_op's cases are the ISA table's VecOp values");
 constexpr int32_t vector_op(uint32_t op, int32_t a, int32_t b) {
   switch (op) {
     case 0: return a + b;

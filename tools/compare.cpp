@@ -65,6 +65,8 @@ std::map<std::string, TpuFigure> load_reports(const std::vector<std::string>& pa
       if (!j.contains(key)) throw InputError(fmt::format("{}: not a tpusim run report (no \"{}\")", p, key));
     if (!j["seconds"].is_number() || j["seconds"].get<double>() <= 0)
       throw InputError(fmt::format("{}: seconds: expected a number above 0", p));
+    if (!j["workload"].is_string() || !j["batch"].is_number_unsigned())
+      throw InputError(fmt::format("{}: workload and batch: expected a string and an unsigned integer", p));
     figures[key_of(j["workload"].get<std::string>(), j["batch"].get<uint64_t>())] = {j["seconds"].get<double>()};
   }
   return figures;

@@ -209,6 +209,7 @@ int cmd_run(const RunArgs& r) {
     const sim::HostBuffer* out = nullptr;
     for (const sim::HostBuffer& h : result.state->host)
       if (h.name == "output") out = &h;
+    if (!out) throw std::logic_error("a compiled program without an \"output\" host region");
     const compiler::OutputCheck check = compiler::check_output(*compiled, out->bytes, arch);
     if (!check.matches) why = "output differs from the golden model reference: " + check.first_difference;
     in.output_matches_reference = in.output_matches_reference.value_or(true) && check.matches;

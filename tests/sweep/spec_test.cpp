@@ -50,7 +50,7 @@ TEST_CASE("ranges: step adds, times multiplies, integers stay integers") {
   CHECK(s.points[2].arch.weight_mem_gbps == 30.0);
 }
 
-TEST_CASE("[set] applies to every point; [[points]] follow the grid; duplicates are dropped") {
+TEST_CASE("[set] applies to every point, [[points]] follow the grid, duplicates are dropped") {
   const Spec s = parse(
       "[set]\nweight_fifo_tiles = 2\n[grid]\nbatch = [4, 8]\n[[points]]\nbatch = 8\n[[points]]\nacc_entries "
       "= 64\n");

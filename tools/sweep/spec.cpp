@@ -347,9 +347,11 @@ void read_sweep_table(const Reader& r, const toml::table& t, Spec& spec, sim::Ar
   }
   if (const toml::node* n = t.get("engine")) {
     const std::string e = n->is_string() ? n->as_string()->get() : Reader::render(*n);
-    if (e != "fast" && e != "stepped" && e != "timing")
-      r.fail(line_of(*n), "sweep", "engine", e, "expected \"timing\" (the default), \"fast\" or \"stepped\"");
-    spec.engine = sim::parse_engine(e);
+    try {
+      spec.engine = sim::parse_engine(e);  // the engines' names have one home
+    } catch (const InputError& err) {
+      r.fail(line_of(*n), "sweep", "engine", e, err.what());
+    }
   }
   if (const toml::node* n = t.get("max_cycles")) {
     if (!n->is_integer() || n->as_integer()->get() < 0)
@@ -387,9 +389,14 @@ struct Expansion {
 void expand(const Reader& r, const Expansion& x, Spec& spec) {
   std::vector<std::vector<Setting>> combos;
   uint64_t grid = x.axes.empty() ? 0 : 1;
-  for (const Axis& a : x.axes) grid *= a.values.size();
+  bool too_many = false;  // checked before each product: five axes of 8192 values wrap to 0
+  for (const Axis& a : x.axes) {
+    if (a.values.size() && grid > kMaxPoints / a.values.size()) too_many = true;
+    grid *= too_many ? 1 : a.values.size();
+  }
   const uint64_t per_workload = std::max<uint64_t>(1, grid + x.list.size());
-  if (grid > kMaxPoints || per_workload * spec.workloads.size() > kMaxPoints)
+  if (too_many || grid > kMaxPoints || per_workload > kMaxPoints ||
+      per_workload * spec.workloads.size() > kMaxPoints)
     r.fail(1, "grid", "", "",
            fmt::format("more than {} points; split the sweep into several specs", kMaxPoints));
   for (uint64_t i = 0; i < grid; ++i) {

@@ -69,6 +69,12 @@ class Statement {
       default: return text(i);
     }
   }
+  // An integer column; a database whose cell is not one is not a tpusim sweep's (exit 2).
+  int64_t integer(int i) const {
+    if (sqlite3_column_type(s_, i) != SQLITE_INTEGER)
+      throw InputError(fmt::format("{}: column {} is not an integer: not a tpusim sweep database", where_, i));
+    return sqlite3_column_int64(s_, i);
+  }
   std::string text(int i) const {
     const auto* t = reinterpret_cast<const char*>(sqlite3_column_text(s_, i));
     return t ? std::string(t, static_cast<size_t>(sqlite3_column_bytes(s_, i))) : std::string();
@@ -137,7 +143,7 @@ std::map<std::string, std::string> ResultStore::meta() {
   Statement exists(db_, "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'meta'",
                    path_.string());
   exists.step();
-  if (std::get<int64_t>(exists.cell(0)) == 0) return out;
+  if (exists.integer(0) == 0) return out;
   Statement s(db_, "SELECT key, value FROM meta", path_.string());
   while (s.step()) out[s.text(0)] = s.text(1);
   return out;
@@ -165,7 +171,7 @@ void ResultStore::attach_spec(const Spec& spec) {
           {"tpusim", "0.1.0"}});
   Statement s(db_, "SELECT point, key FROM results ORDER BY point", path_.string());
   while (s.step()) {
-    const int64_t point = std::get<int64_t>(s.cell(0));
+    const int64_t point = s.integer(0);
     const std::string key = s.text(1);
     if (point < 0 || static_cast<uint64_t>(point) >= spec.points.size() || spec.points[point].key != key)
       throw InputError(fmt::format(
@@ -178,7 +184,7 @@ void ResultStore::attach_spec(const Spec& spec) {
 uint64_t ResultStore::count() {
   Statement s(db_, "SELECT count(*) FROM results", path_.string());
   s.step();
-  return static_cast<uint64_t>(std::get<int64_t>(s.cell(0)));
+  return static_cast<uint64_t>(s.integer(0));
 }
 
 std::set<std::string> ResultStore::finished_keys() {
@@ -245,7 +251,7 @@ uint64_t ResultStore::merge_from(const std::filesystem::path& other) {
     throw InputError(
         fmt::format("{}: point {} differs from the same point of the files before it ({} against {}): "
                     "these results come from different specs",
-                    other.string(), std::get<int64_t>(clash.cell(0)), clash.text(2).substr(0, 120),
+                    other.string(), clash.integer(0), clash.text(2).substr(0, 120),
                     clash.text(1).substr(0, 120)));
   const std::string cols = column_list() + ", key, host_seconds, point_seconds, finished, json";
   exec(fmt::format("INSERT OR IGNORE INTO results({}) SELECT {} FROM other.results", cols, cols));
