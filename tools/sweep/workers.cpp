@@ -60,7 +60,7 @@ ojson run_request(const json& req) {
     if (!req.at("batch").is_null()) o.batch = req.at("batch").get<uint64_t>();
     const std::string key = path + "\n" + req.at("batch").dump();
     if (!cache || cache->first != key) {
-      cache.reset();  // free the previous model first (CNN1's takes ~1 GB)
+      cache.reset();  // free the previous model first (CNN1's peaked at 0.78 GB)
       cache.emplace(key, compiler::prepare_file(path, o));
     }
     compiled = &cache->second;
