@@ -8,12 +8,17 @@ tpusim=$1
 stem=$2
 shift 2
 out=$(mktemp)
-trap 'rm -f "$out"' EXIT
+asan_dir=$(mktemp -d)
+trap 'rm -rf "$out" "$asan_dir"' EXIT
+# Under AddressSanitizer, its reports go to files here instead of into the transcript: SystemC's
+# coroutine stacks make it print a benign "ignoring requested __asan_handle_no_return" warning
+# (README, sanitizer builds). A real report aborts the run, and the files are shown below.
+export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}log_path=$asan_dir/asan"
 "$tpusim" debug "$@" --script "$stem.cmd" >"$out" 2>&1
 rc=$?
 if [ "$rc" != 0 ]; then
   echo "FAIL: tpusim debug exited with $rc"
-  cat "$out"
+  cat "$out" "$asan_dir"/asan* 2>/dev/null
   exit 1
 fi
 if [ "${UPDATE:-0}" = 1 ]; then
