@@ -5,6 +5,8 @@
 // architecture (sizes that must fit the machine) is the back end's to check.
 #include "compiler/model.h"
 
+#include "isa/text.h"
+
 #include <fmt/format.h>
 
 #include <toml++/toml.h>
@@ -40,27 +42,10 @@ uint64_t sat_add(uint64_t a, uint64_t b) {
   return __builtin_add_overflow(a, b, &s) ? UINT64_MAX : s;
 }
 
-size_t edit_distance(std::string_view a, std::string_view b) {
-  std::vector<size_t> row(b.size() + 1);
-  for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
-  for (size_t i = 1; i <= a.size(); ++i) {
-    size_t diag = row[0];
-    row[0] = i;
-    for (size_t j = 1; j <= b.size(); ++j)
-      diag = std::exchange(row[j], std::min({row[j] + 1, row[j - 1] + 1, diag + (a[i - 1] != b[j - 1])}));
-  }
-  return row[b.size()];
-}
-
 // " (did you mean X?)" when a candidate is a near miss of `word`, else "".
 template <typename Range>
 std::string did_you_mean(std::string_view word, const Range& candidates) {
-  std::string_view best;
-  size_t best_d = SIZE_MAX;
-  for (std::string_view c : candidates) {
-    const size_t d = edit_distance(word, c);
-    if (d < best_d) best = c, best_d = d;
-  }
+  const auto [best, best_d] = isa::nearest(word, candidates);
   const size_t limit = word.size() >= 4 ? 2 : 1;
   return best_d <= limit ? fmt::format(" (did you mean {}?)", best) : "";
 }

@@ -2,6 +2,8 @@
 // iterates TPUSIM_ARCH_PARAMS; the ISA-imposed limits come from isa/table.h, not from copies.
 #include "sim/arch.h"
 
+#include "isa/text.h"
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -64,24 +66,12 @@ std::string_view trim(std::string_view s) {
                                      : s.substr(b, s.find_last_not_of(" \t\r\n") - b + 1);
 }
 
-size_t edit_distance(std::string_view a, std::string_view b) {
-  std::vector<size_t> row(b.size() + 1);
-  for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
-  for (size_t i = 1; i <= a.size(); ++i) {
-    size_t diag = row[0];
-    row[0] = i;
-    for (size_t j = 1; j <= b.size(); ++j)
-      diag = std::exchange(row[j], std::min({row[j] + 1, row[j - 1] + 1, diag + (a[i - 1] != b[j - 1])}));
-  }
-  return row[b.size()];
-}
-
 size_t param_index(std::string_view key, std::string_view origin) {
   for (size_t i = 0; i < kCount; ++i)
     if (kParams[i].name == key) return i;
-  std::string_view best = "name";
-  for (const ParamInfo& p : kParams)
-    if (edit_distance(key, p.name) < edit_distance(key, best)) best = p.name;
+  std::vector<std::string_view> names{"name"};
+  for (const ParamInfo& p : kParams) names.push_back(p.name);
+  const std::string_view best = isa::nearest(key, names).first;
   throw InputError(fmt::format("{}: unknown parameter '{}' (did you mean {}? docs/arch.md lists them all)",
                                origin, key, best));
 }

@@ -1,6 +1,8 @@
 // Sweep specs: TOML -> numbered points (spec.h, docs/sweeps.md).
 #include "tools/sweep/spec.h"
 
+#include "isa/text.h"
+
 #include <fmt/format.h>
 #include <glob.h>
 #include <toml++/toml.h>
@@ -40,23 +42,8 @@ struct Axis {
 
 int line_of(const toml::node& n) { return static_cast<int>(n.source().begin.line); }
 
-size_t edit_distance(std::string_view a, std::string_view b) {
-  std::vector<size_t> row(b.size() + 1);
-  for (size_t j = 0; j <= b.size(); ++j) row[j] = j;
-  for (size_t i = 1; i <= a.size(); ++i) {
-    size_t diag = row[0];
-    row[0] = i;
-    for (size_t j = 1; j <= b.size(); ++j)
-      diag = std::exchange(row[j], std::min({row[j] + 1, row[j - 1] + 1, diag + (a[i - 1] != b[j - 1])}));
-  }
-  return row[b.size()];
-}
-
 std::string did_you_mean(std::string_view word, const std::vector<std::string>& candidates) {
-  std::string best;
-  size_t best_d = SIZE_MAX;
-  for (const std::string& c : candidates)
-    if (size_t d = edit_distance(word, c); d < best_d) best = c, best_d = d;
+  const auto [best, best_d] = isa::nearest(word, candidates);
   return best_d <= std::max<size_t>(2, word.size() / 3) ? fmt::format(" (did you mean '{}'?)", best) : "";
 }
 
