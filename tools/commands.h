@@ -3,7 +3,9 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace CLI {
@@ -45,11 +47,13 @@ int cmd_compile(const CompileArgs& args);  // tools/run.cpp
 int cmd_arch(bool markdown, bool json);  // tools/run.cpp
 
 // Loading what run and debug take (tools/run.cpp): a program (.tpu or .s), the architecture
-// (--arch FILE, else the program's .arch, else tpu-v1; then --set), a model's load options.
+// (--arch FILE, else the program's .arch, else tpu-v1; then --set), a model's load options;
+// tools/program_to_run.h puts them together.
 isa::Program load_any(const std::string& path);
 sim::Arch resolve_arch(const isa::Program* program, const std::string& arch_file,
                        const std::vector<std::string>& sets, const std::string& source);
 compiler::LoadOptions load_options(uint64_t batch);
+
 
 struct DebugArgs {
   std::string program, script, arch_file;

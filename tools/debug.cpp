@@ -18,6 +18,7 @@
 #include "isa/error.h"
 #include "sim/machine.h"
 #include "tools/commands.h"
+#include "tools/program_to_run.h"
 
 namespace tpusim::tools {
 
@@ -119,19 +120,7 @@ std::string help_text(std::string_view command) {
 
 int cmd_debug(const DebugArgs& a) {
   if (a.program.empty()) throw InputError("debug: a program is required (see tpusim debug --help)");
-  const bool is_model = compiler::is_model_path(a.program);
-  if (a.batch && !is_model)
-    throw InputError("debug: --batch applies to models (.toml, .csv), not to programs");
-  std::optional<compiler::Compiled> compiled;
-  isa::Program loaded;
-  sim::Arch arch;
-  if (is_model) {
-    arch = resolve_arch(nullptr, a.arch_file, a.sets, a.program);
-    compiled = compiler::compile_file(a.program, arch, load_options(a.batch));
-  } else {
-    loaded = load_any(a.program);
-    arch = resolve_arch(&loaded, a.arch_file, a.sets, a.program);
-  }
+  const ProgramToRun to_run = load_program_or_model("debug", a.program, a.arch_file, a.sets, a.batch);
   std::ifstream script_file;
   if (!a.script.empty() && a.script != "-") {
     script_file.open(a.script);
@@ -139,7 +128,7 @@ int cmd_debug(const DebugArgs& a) {
   }
   std::optional<Debugger> d;
   try {
-    d.emplace(compiled ? compiled->program : loaded, arch, a.program);
+    d.emplace(to_run.program(), to_run.arch, a.program);
   } catch (const sim::SimError& e) {
     throw InputError(fmt::format("{}: {}", a.program, e.what()));
   }

@@ -18,6 +18,7 @@
 #include "sim/report.h"
 #include "sim/trace.h"
 #include "tools/commands.h"
+#include "tools/program_to_run.h"
 #include "tools/run_progress.h"
 
 namespace fs = std::filesystem;
@@ -77,6 +78,22 @@ compiler::LoadOptions load_options(uint64_t batch) {
   compiler::LoadOptions o;
   if (batch) o.batch = batch;
   return o;
+}
+
+ProgramToRun load_program_or_model(std::string_view verb, const std::string& path, const std::string& arch_file,
+                                   const std::vector<std::string>& sets, uint64_t batch) {
+  ProgramToRun r;
+  const bool is_model = compiler::is_model_path(path);
+  if (batch && !is_model)
+    throw InputError(fmt::format("{}: --batch applies to models (.toml, .csv), not to programs", verb));
+  if (is_model) {
+    r.arch = resolve_arch(nullptr, arch_file, sets, path);
+    r.compiled = compiler::compile_file(path, r.arch, load_options(batch));
+  } else {
+    r.loaded = load_any(path);
+    r.arch = resolve_arch(&r.loaded, arch_file, sets, path);
+  }
+  return r;
 }
 
 namespace {
@@ -162,20 +179,11 @@ int cmd_run(const RunArgs& r) {
     return 0;
   }
   if (r.program.empty()) throw InputError("run: a program is required (see tpusim run --help)");
-  const bool is_model = compiler::is_model_path(r.program);
-  if (r.batch && !is_model) throw InputError("run: --batch applies to models (.toml, .csv), not to programs");
-  std::optional<compiler::Compiled> compiled;
-  isa::Program loaded;
-  sim::Arch arch;
-  if (is_model) {
-    arch = resolve_arch(nullptr, r.arch_file, r.sets, r.program);
-    compiled = compiler::compile_file(r.program, arch, load_options(r.batch));
-    if (r.report.empty()) print_compile_summary(*compiled, r.program, arch);
-  } else {
-    loaded = load_any(r.program);
-    arch = resolve_arch(&loaded, r.arch_file, r.sets, r.program);
-  }
-  const isa::Program& p = compiled ? compiled->program : loaded;
+  ProgramToRun to_run = load_program_or_model("run", r.program, r.arch_file, r.sets, r.batch);
+  std::optional<compiler::Compiled>& compiled = to_run.compiled;
+  const sim::Arch& arch = to_run.arch;
+  if (compiled && r.report.empty()) print_compile_summary(*compiled, r.program, arch);
+  const isa::Program& p = to_run.program();
   sim::RunOptions opt;
   opt.engine = sim::parse_engine(r.engine);
   opt.max_cycles = r.max_cycles;

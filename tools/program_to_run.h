@@ -1,0 +1,28 @@
+// What `run` and `debug` simulate (tools/run.cpp): a program loaded from a .tpu or .s file, or
+// compiled from a model description for the resolved architecture.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "compiler/compile.h"
+#include "isa/program.h"
+#include "sim/arch.h"
+
+namespace tpusim::tools {
+
+// A program to simulate: loaded (.tpu, .s) or compiled from a model (.toml, .csv) for the
+// resolved architecture. `verb` names the subcommand in messages ("run", "debug").
+struct ProgramToRun {
+  std::optional<compiler::Compiled> compiled;  // models only
+  isa::Program loaded;                         // programs only
+  sim::Arch arch;
+  const isa::Program& program() const { return compiled ? compiled->program : loaded; }
+};
+ProgramToRun load_program_or_model(std::string_view verb, const std::string& path, const std::string& arch_file,
+                                   const std::vector<std::string>& sets, uint64_t batch);
+
+}  // namespace tpusim::tools
