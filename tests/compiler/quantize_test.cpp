@@ -20,9 +20,10 @@ using namespace tpusim::compiler;
 
 namespace {
 
-Shape vec(uint64_t c) { return Shape{1, 1, 1, c}; }
-Shape seq(uint64_t steps, uint64_t c) { return Shape{2, steps, 1, c}; }
-Shape map(uint64_t h, uint64_t w, uint64_t c) { return Shape{3, h, w, c}; }
+// Short names for graph.h's shape constructors.
+Shape vec(uint64_t c) { return vector_shape(c); }
+Shape seq(uint64_t steps, uint64_t c) { return sequence_shape(steps, c); }
+Shape map(uint64_t h, uint64_t w, uint64_t c) { return map_shape(h, w, c); }
 
 // Random models layer by layer, with shapes inferred as the front end does and parameters drawn
 // like its seeded defaults (Glorot-uniform weights, biases in [-0.1, 0.1], inputs in [-1, 1]).

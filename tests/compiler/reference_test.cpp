@@ -17,9 +17,10 @@ using namespace tpusim::compiler;
 
 namespace {
 
-Shape vec(uint64_t c) { return Shape{1, 1, 1, c}; }
-Shape seq(uint64_t steps, uint64_t c) { return Shape{2, steps, 1, c}; }
-Shape map(uint64_t h, uint64_t w, uint64_t c) { return Shape{3, h, w, c}; }
+// Short names for graph.h's shape constructors.
+Shape vec(uint64_t c) { return vector_shape(c); }
+Shape seq(uint64_t steps, uint64_t c) { return sequence_shape(steps, c); }
+Shape map(uint64_t h, uint64_t w, uint64_t c) { return map_shape(h, w, c); }
 
 Layer make_layer(std::string name, LayerType type, std::vector<int> inputs, Shape out) {
   Layer l;
