@@ -135,6 +135,16 @@ std::string kernel_driver_version() {
 
 }  // namespace
 
+std::string gpu_absent_reason() {
+  int count = 0;
+  const cudaError_t e = cudaGetDeviceCount(&count);
+  if (e != cudaSuccess) {
+    cudaGetLastError();  // clear the sticky error
+    return std::string(cudaGetErrorName(e)) + ": " + cudaGetErrorString(e);
+  }
+  return count == 0 ? "the CUDA runtime sees no device" : "";
+}
+
 DeviceInfo query_device(double peak_override_tops) {
   int dev = 0;
   CUDA_CHECK(cudaGetDevice(&dev));

@@ -5,28 +5,27 @@
 
 #include <cstdint>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "gpu/plan.h"
 #include "gpu/results.h"
+#include "gpu/timing.h"
 
 namespace tpusim::gpu {
+
+// Exit code of tpusim-gpu when no GPU answers (0, 1 and 2 are tpusim's: success, a failed check,
+// bad input).
+inline constexpr int kExitNoGpu = 3;
+
+// "" when a CUDA device answers; otherwise why not, in CUDA's words (no device, no driver, a
+// driver older than this runtime), for the runner's "no GPU found" message.
+std::string gpu_absent_reason();
 
 // The current device's name, clocks, memory, versions and dense int8 peak (SMs x peak SM clock x
 // int8 tensor ops per SM per clock for the compute capabilities device.cu knows; 0 otherwise).
 // peak_override_tops > 0 replaces the peak.
 DeviceInfo query_device(double peak_override_tops);
-
-struct TimingOptions {
-  uint64_t warmup = 10;      // untimed batches first
-  uint64_t iterations = 20;  // batches per timed repeat
-  uint64_t repeats = 7;      // the median repeat is reported
-};
-
-struct Timing {
-  double median = 0, min = 0, max = 0;  // seconds per batch over the repeats
-  uint64_t repeats = 0, iterations = 0;
-};
 
 class DeviceModel {
  public:

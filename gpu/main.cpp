@@ -4,7 +4,8 @@
 // against the golden reference executor, times it, and writes the GPU reference data format
 // (gpu/results.h; workloads/gpu-reference/README.md). Exit codes as tpusim's: 0 success, 1 an
 // output differs from the reference or the GPU failed, 2 bad usage or bad input (a model refused
-// at one batch is skipped and the others still measured and written).
+// at one batch is skipped and the others still measured and written); and 3 (kExitNoGpu): no GPU
+// found, nothing measured.
 #include <fmt/format.h>
 #include <unistd.h>
 
@@ -37,8 +38,9 @@ struct Options {
 };
 
 std::string shell_quote(const std::string& s) {
-  if (!s.empty() && s.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-./=:,+") ==
-                        std::string::npos)
+  if (!s.empty() &&
+      s.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-./=:,+") ==
+          std::string::npos)
     return s;
   std::string q = "'";
   for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
@@ -92,7 +94,8 @@ bool measure(const std::string& path, uint64_t batch, const Options& o, gpu::Res
   for (const std::string& timing : choices(o.timing, "device", "end_to_end"))
     for (const std::string& l2 : choices(o.l2, "warm", "flushed"))
       for (bool use_graph : graph_modes) {
-        const gpu::Timing t = model.time(timing == "end_to_end", l2 == "flushed", use_graph, o.timing_options);
+        const gpu::Timing t =
+            model.time(timing == "end_to_end", l2 == "flushed", use_graph, o.timing_options);
         gpu::Measurement m;
         m.workload = graph.name;
         m.model = path;
@@ -110,7 +113,8 @@ bool measure(const std::string& path, uint64_t batch, const Options& o, gpu::Res
         m.macs = plan.macs;
         m.weight_bytes = plan.weight_bytes;
         m.output_matches_reference = matches;
-        fmt::print(stderr, "  {:<10} L2 {:<7} graph {:<3}: {:.4g} ms per batch, {:.0f} inferences/s, {:.2f} TOPS\n",
+        fmt::print(stderr,
+                   "  {:<10} L2 {:<7} graph {:<3}: {:.4g} ms per batch, {:.0f} inferences/s, {:.2f} TOPS\n",
                    timing, l2, use_graph ? "yes" : "no", t.median * 1e3, m.inferences_per_second, m.tops);
         out.results.push_back(m);
       }
@@ -126,8 +130,9 @@ void write_file(const std::string& path, const std::string& text) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  CLI::App app{"tpusim-gpu: run model descriptions on an NVIDIA GPU (int8, cuBLASLt), check them against the "
-               "golden reference and time them (workloads/gpu-reference/README.md)"};
+  CLI::App app{
+      "tpusim-gpu: run model descriptions on an NVIDIA GPU (int8, cuBLASLt), check them against the "
+      "golden reference and time them (workloads/gpu-reference/README.md)"};
   Options o;
   app.add_option("models", o.models, "model descriptions (.toml) or SCALE-Sim topologies (.csv)")->required();
   app.add_option("--batch", o.batches, "batch sizes to run (repeatable; default: each description's batch)");
@@ -137,21 +142,29 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({"device", "end_to_end", "both"}));
   app.add_option("--l2", o.l2, "warm, flushed (L2 overwritten before each batch) or both")
       ->check(CLI::IsMember({"warm", "flushed", "both"}));
-  app.add_option("--graphs", o.graphs, "CUDA graphs: auto (for batches up to --graph-max-batch), on, off or both")
+  app.add_option("--graphs", o.graphs,
+                 "CUDA graphs: auto (for batches up to --graph-max-batch), on, off or both")
       ->check(CLI::IsMember({"auto", "on", "off", "both"}));
   app.add_option("--graph-max-batch", o.graph_max_batch, "largest batch --graphs auto launches as a graph");
   app.add_option("--warmup", o.timing_options.warmup, "untimed batches before timing");
-  app.add_option("--iterations", o.timing_options.iterations, "batches per timed repeat")->check(CLI::PositiveNumber);
+  app.add_option("--iterations", o.timing_options.iterations, "batches per timed repeat")
+      ->check(CLI::PositiveNumber);
   app.add_option("--repeats", o.timing_options.repeats, "timed repeats; the median is reported")
       ->check(CLI::PositiveNumber);
   app.add_flag("--no-check", o.no_check, "skip the check against the golden reference executor");
-  app.add_option("--peak-tops", o.peak_tops, "the device's dense int8 peak, when the runner does not know it");
+  app.add_option("--peak-tops", o.peak_tops,
+                 "the device's dense int8 peak, when the runner does not know it");
   app.add_option("--note", o.note, "a note stored in the results file");
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     const int rc = app.exit(e);
     return rc == 0 ? 0 : 2;
+  }
+  if (const std::string why = gpu::gpu_absent_reason(); !why.empty()) {
+    fmt::print(stderr, "tpusim-gpu: no GPU found ({}); nothing measured (exit code {}: no GPU)\n", why,
+               gpu::kExitNoGpu);
+    return gpu::kExitNoGpu;
   }
   gpu::ResultsFile results;
   results.tool = "tpusim-gpu 0.1.0";
@@ -163,7 +176,8 @@ int main(int argc, char** argv) {
   bool all_match = true, bad_input = false;
   try {
     results.device = gpu::query_device(o.peak_tops);
-    fmt::print(stderr, "device: {} (sm {}, {} SMs, {:.0f} MHz, {:.0f} GB/s, int8 peak {:.0f} TOPS), driver {}\n",
+    fmt::print(stderr,
+               "device: {} (sm {}, {} SMs, {:.0f} MHz, {:.0f} GB/s, int8 peak {:.0f} TOPS), driver {}\n",
                results.device.name, results.device.compute_capability, results.device.sms,
                results.device.sm_clock_mhz, results.device.memory_gbps, results.device.peak_int8_tops,
                results.device.driver_version);

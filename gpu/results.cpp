@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "gpu/json_reader.h"
 #include "isa/error.h"
 
 namespace tpusim::gpu {
@@ -47,62 +48,12 @@ json measurement_json(const Measurement& m) {
             {"tops", m.tops},
             {"macs", m.macs},
             {"weight_bytes", m.weight_bytes}};
-  j["output_matches_reference"] = m.output_matches_reference ? json(*m.output_matches_reference) : json(nullptr);
+  j["output_matches_reference"] =
+      m.output_matches_reference ? json(*m.output_matches_reference) : json(nullptr);
   return j;
 }
 
-// Reads fields of one JSON object, naming the file and the object's path in every error.
-class Reader {
- public:
-  Reader(const json& j, std::string where) : j_(j), where_(std::move(where)) {
-    if (!j_.is_object()) fail("", "expected an object");
-  }
-  template <typename... A>
-  [[noreturn]] void fail(const std::string& key, fmt::format_string<A...> f, A&&... a) const {
-    throw InputError(fmt::format("{}{}{}: {}", where_, key.empty() ? "" : ": ", key,
-                                 fmt::format(f, std::forward<A>(a)...)));
-  }
-  const json& at(const std::string& key) const {
-    if (!j_.contains(key)) fail(key, "missing");
-    return j_.at(key);
-  }
-  std::string text(const std::string& key, bool required = true) const {
-    if (!required && !j_.contains(key)) return {};
-    const json& v = at(key);
-    if (!v.is_string()) fail(key, "expected a string, got {}", v.dump());
-    return v.get<std::string>();
-  }
-  double number(const std::string& key) const {
-    const json& v = at(key);
-    if (!v.is_number() || v.get<double>() < 0) fail(key, "expected a number >= 0, got {}", v.dump());
-    return v.get<double>();
-  }
-  uint64_t count(const std::string& key, uint64_t min = 0) const {
-    const json& v = at(key);
-    if (!v.is_number_unsigned() || v.get<uint64_t>() < min)
-      fail(key, "expected an integer >= {}, got {}", min, v.dump());
-    return v.get<uint64_t>();
-  }
-  bool flag(const std::string& key) const {
-    const json& v = at(key);
-    if (!v.is_boolean()) fail(key, "expected true or false, got {}", v.dump());
-    return v.get<bool>();
-  }
-  std::string choice(const std::string& key, std::initializer_list<const char*> allowed) const {
-    const std::string v = text(key);
-    std::string names;
-    for (const char* a : allowed) {
-      if (v == a) return v;
-      names += fmt::format("{}\"{}\"", names.empty() ? "" : ", ", a);
-    }
-    fail(key, "\"{}\" is not one of {}", v, names);
-  }
-  const std::string& where() const { return where_; }
-
- private:
-  const json& j_;
-  std::string where_;
-};
+using Reader = JsonReader;
 
 DeviceInfo read_device(const Reader& r) {
   DeviceInfo d;
@@ -159,7 +110,7 @@ std::string csv_field(const std::string& s) {
 }  // namespace
 
 std::string results_json(const ResultsFile& f) {
-  json j = {{"format", f.format}, {"kind", f.kind},   {"note", f.note}, {"tool", f.tool},
+  json j = {{"format", f.format},   {"kind", f.kind}, {"note", f.note}, {"tool", f.tool},
             {"command", f.command}, {"date", f.date}, {"host", f.host}, {"device", device_json(f.device)}};
   j["results"] = json::array();
   for (const Measurement& m : f.results) j["results"].push_back(measurement_json(m));
@@ -170,19 +121,21 @@ std::string results_csv(const ResultsFile& f) {
   std::string s =
       "kind,device,compute_capability,driver_version,cuda_runtime_version,sm_clock_mhz,memory_clock_mhz,"
       "memory_gbps,peak_int8_tops,date,workload,model,batch,engine,timing,l2,cuda_graph,latency_seconds,"
-      "latency_seconds_min,latency_seconds_max,repeats,iterations,inferences_per_second,tops,macs,weight_bytes,"
+      "latency_seconds_min,latency_seconds_max,repeats,iterations,inferences_per_second,tops,macs,weight_"
+      "bytes,"
       "output_matches_reference,command\n";
   const DeviceInfo& d = f.device;
   for (const Measurement& m : f.results)
-    s += fmt::format("{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{:.9g},{:.9g},{:.9g},{},{},{:.9g},{:.9g},{},{},{},{}\n",
-                     f.kind, csv_field(d.name), d.compute_capability, d.driver_version, d.cuda_runtime_version,
-                     d.sm_clock_mhz, d.memory_clock_mhz, d.memory_gbps, d.peak_int8_tops, f.date,
-                     csv_field(m.workload), csv_field(m.model), m.batch, m.engine, m.timing, m.l2,
-                     m.cuda_graph ? "true" : "false", m.latency_seconds, m.latency_seconds_min,
-                     m.latency_seconds_max, m.repeats, m.iterations, m.inferences_per_second, m.tops, m.macs,
-                     m.weight_bytes,
-                     m.output_matches_reference ? (*m.output_matches_reference ? "true" : "false") : "",
-                     csv_field(f.command));
+    s += fmt::format(
+        "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{:.9g},{:.9g},{:.9g},{},{},{:.9g},{:.9g},{},{},{}"
+        ",{}\n",
+        f.kind, csv_field(d.name), d.compute_capability, d.driver_version, d.cuda_runtime_version,
+        d.sm_clock_mhz, d.memory_clock_mhz, d.memory_gbps, d.peak_int8_tops, f.date, csv_field(m.workload),
+        csv_field(m.model), m.batch, m.engine, m.timing, m.l2, m.cuda_graph ? "true" : "false",
+        m.latency_seconds, m.latency_seconds_min, m.latency_seconds_max, m.repeats, m.iterations,
+        m.inferences_per_second, m.tops, m.macs, m.weight_bytes,
+        m.output_matches_reference ? (*m.output_matches_reference ? "true" : "false") : "",
+        csv_field(f.command));
   return s;
 }
 

@@ -3,15 +3,17 @@
 
 Usage: plot_compare.py COMPARE.json --png OUT.png [--svg OUT.svg]
 
-COMPARE.json is what `tpusim compare --json` (or `--plot PREFIX`, as PREFIX.json) writes:
-{"arch": {"name", "peak_tops", "weight_mem_gbps"}, "rows": [{"workload", "batch", "device",
-"gpu_kind", "macs_per_weight_byte", "tpu_tops", "gpu_tops", "gpu_peak_tops", "gpu_memory_gbps",
-"tpu_inferences_per_second", "gpu_inferences_per_second", ...}]}.
+COMPARE.json is what `tpusim compare --json` (or `--plot PREFIX`, as PREFIX.json) writes
+(tools/compare.h): {"arch": {...}, "devices": [{"name", "source", "peak_tops", "memory_gbps"}],
+"rows": [{"workload", "batch", "source", "device", "inferences_per_second", "tops",
+"macs_per_weight_byte", ...}], "ratios": [...]}. Every row keeps its source: simulated, measured,
+published or test-fixture, each drawn in its own style and named in the legend.
 
-Left: inferences per second of the simulated TPU and the GPU for each workload and batch.
-Right: the roofline view of the TPU paper (Jouppi et al., ISCA 2017, Figures 5 to 7): operational
-intensity (MACs per weight byte) against TOPS, with each machine's roof, min(peak, 2 x intensity x
-memory bandwidth), and each workload's point on both machines. Needs python3-matplotlib.
+Left: inferences per second of each row, grouped by workload and batch.
+Right: the roofline view of the TPU paper (Jouppi et al., ISCA 2017, Figures 5 to 7):
+operational intensity (MACs per weight byte) against TOPS, each device's roof
+min(peak, 2 x intensity x memory bandwidth) where its peak and bandwidth are known, and each
+row's point. Needs python3-matplotlib.
 """
 import argparse
 import json
@@ -22,11 +24,13 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
+MARKERS = {"simulated": "o", "measured": "^", "published": "s", "test-fixture": "x"}
+HATCH = {"simulated": "", "measured": "", "published": "//", "test-fixture": "xx"}
 
-def roof(ax, peak_tops, gbps, xs, label, style, color):
-    """min(peak, 2 ops/MAC x intensity x bandwidth) over the intensities xs."""
-    ys = [min(peak_tops, 2 * x * gbps / 1e3) for x in xs]
-    ax.plot(xs, ys, style, label=label, linewidth=1.5, color=color)
+
+def label(row_or_device):
+    src = row_or_device["source"]
+    return f"{row_or_device['device'] if 'device' in row_or_device else row_or_device['name']} ({src})"
 
 
 def main():
@@ -37,63 +41,73 @@ def main():
     a = p.parse_args()
     with open(a.data) as f:
         doc = json.load(f)
-    rows, arch = doc["rows"], doc["arch"]
+    rows = doc["rows"]
     if not rows:
         sys.exit(f"{a.data}: no rows to plot")
-    fixture = any(r.get("gpu_kind") != "measured" for r in rows)
+    fixture = any(r["source"] == "test-fixture" for r in rows)
 
-    fig, (bars, rl) = plt.subplots(1, 2, figsize=(13, 5.2))
-    labels = [f"{r['workload']}\nbatch {r['batch']}" for r in rows]
-    xs = range(len(rows))
-    w = 0.38
-    bars.bar([x - w / 2 for x in xs], [r["tpu_inferences_per_second"] for r in rows], w,
-             label=f"TPU {arch['name']} (simulated)", color="tab:blue")
-    bars.bar([x + w / 2 for x in xs], [r["gpu_inferences_per_second"] for r in rows], w,
-             label="GPU" + (" (TEST FIXTURE, not measured)" if fixture else " (measured)"), color="tab:orange")
-    bars.set_xticks(list(xs))
-    bars.set_xticklabels(labels, fontsize=8)
+    series = []  # (device, source) in order of appearance
+    for r in rows:
+        k = (r["device"], r["source"])
+        if k not in series:
+            series.append(k)
+    colors = {k: plt.cm.tab10(i % 10) for i, k in enumerate(series)}
+    groups = []
+    for r in rows:
+        g = (r["workload"], r["batch"])
+        if g not in groups:
+            groups.append(g)
+
+    fig, (bars, rl) = plt.subplots(1, 2, figsize=(15, 6))
+    width = 0.8 / len(series)
+    for i, k in enumerate(series):
+        xs, ys = [], []
+        for gi, g in enumerate(groups):
+            for r in rows:
+                if (r["workload"], r["batch"]) == g and (r["device"], r["source"]) == k:
+                    xs.append(gi - 0.4 + width * (i + 0.5))
+                    ys.append(r["inferences_per_second"])
+        bars.bar(xs, ys, width, color=colors[k], hatch=HATCH.get(k[1], ""), edgecolor="black", linewidth=0.3,
+                 label=f"{k[0]} ({k[1]})")
+    bars.set_xticks(range(len(groups)))
+    bars.set_xticklabels([f"{w}\nbatch {b}" for w, b in groups], fontsize=7)
     bars.set_yscale("log")
-    values = [v for r in rows for v in (r["tpu_inferences_per_second"], r["gpu_inferences_per_second"]) if v > 0]
-    bars.set_ylim(min(values) / 3, max(values) * 3)
     bars.set_ylabel("inferences per second")
-    bars.set_title("Throughput")
-    bars.legend(fontsize=8)
-    for x, r in zip(xs, rows):
-        bars.annotate(f"TPU {r['speedup']:.2g}x", (x, max(r["tpu_inferences_per_second"], r["gpu_inferences_per_second"])),
-                      ha="center", va="bottom", fontsize=7)
+    bars.set_title("Throughput (hatched: published, not measured here)")
+    bars.legend(fontsize=6)
 
-    intensities = [r["macs_per_weight_byte"] for r in rows if r["macs_per_weight_byte"] > 0]
-    lo, hi = min(intensities + [1.0]) / 2, max(intensities + [3000.0]) * 2
+    xs = [r["macs_per_weight_byte"] for r in rows if r["macs_per_weight_byte"] > 0]
+    lo, hi = min(xs + [1.0]) / 2, max(xs + [3000.0]) * 2
     grid = [lo * (hi / lo) ** (i / 200) for i in range(201)]
-    roof(rl, arch["peak_tops"], arch["weight_mem_gbps"], grid,
-         f"TPU roof: {arch['peak_tops']:.1f} TOPS, {arch['weight_mem_gbps']:g} GB/s", "-", "tab:blue")
-    devices = {}
+    roofs = 0
+    for d in doc.get("devices", []):
+        k = (d["name"], d["source"])
+        if not d.get("peak_tops") or not d.get("memory_gbps"):
+            continue
+        roofs += 1
+        ys = [min(d["peak_tops"], 2 * x * d["memory_gbps"] / 1e3) for x in grid]
+        rl.plot(grid, ys, "-" if d["source"] != "published" else "--", linewidth=1.3, color=colors.get(k, "gray"),
+                label=f"roof: {d['name']} ({d['source']}): {d['peak_tops']:.3g} TOPS, {d['memory_gbps']:.3g} GB/s")
     for r in rows:
-        devices.setdefault(r["device"], r)
-    for name, r in devices.items():
-        if r["gpu_peak_tops"] > 0 and r["gpu_memory_gbps"] > 0:
-            roof(rl, r["gpu_peak_tops"], r["gpu_memory_gbps"], grid,
-                 f"{name} roof: {r['gpu_peak_tops']:.0f} TOPS, {r['gpu_memory_gbps']:.0f} GB/s", "--", "tab:orange")
-    for r in rows:
-        x = r["macs_per_weight_byte"]
-        rl.plot([x], [r["tpu_tops"]], "o", color="tab:blue")
-        rl.plot([x], [r["gpu_tops"]], "^", color="tab:orange")
-        rl.annotate(f"{r['workload']}/{r['batch']}", (x, r["tpu_tops"]), fontsize=7, xytext=(4, 2),
-                    textcoords="offset points")
-        rl.annotate(f"{r['workload']}/{r['batch']}", (x, r["gpu_tops"]), fontsize=7, xytext=(4, -9),
-                    textcoords="offset points", color="tab:orange")
-    rl.plot([], [], "o", color="tab:blue", label="TPU, simulated")
-    rl.plot([], [], "^", color="tab:orange", label="GPU" + (" (TEST FIXTURE)" if fixture else ", measured"))
+        if r.get("tops") is None or r["macs_per_weight_byte"] <= 0:
+            continue
+        k = (r["device"], r["source"])
+        rl.plot([r["macs_per_weight_byte"]], [r["tops"]], MARKERS.get(r["source"], "o"), color=colors[k])
+        rl.annotate(f"{r['workload']}/{r['batch']}", (r["macs_per_weight_byte"], r["tops"]), fontsize=6,
+                    xytext=(4, 2), textcoords="offset points", color=colors[k])
+    for src, m in MARKERS.items():
+        if any(r["source"] == src for r in rows):
+            rl.plot([], [], m, color="black", label=f"{src} rows")
     rl.set_xscale("log")
     rl.set_yscale("log")
     rl.set_xlabel("operational intensity: MACs per weight byte")
-    rl.set_ylabel("TOPS (2 x the model's MACs / latency)")
-    rl.set_title("Roofline")
+    rl.set_ylabel("TOPS (2 x the model's MACs x inferences/s)")
+    rl.set_title("Roofline" + ("" if roofs else " (no device roof known)"))
     rl.grid(True, which="both", alpha=0.3)
-    rl.legend(fontsize=7, loc="upper left")
-    title = "tpusim compare: simulated TPU vs GPU"
+    rl.legend(fontsize=6, loc="lower right")
+    title = f"tpusim compare: simulated {doc['arch']['name']} beside measured and published figures"
     if fixture:
-        title += " - TEST FIXTURE GPU DATA (made up, not measured)"
+        title += " - TEST FIXTURE DATA (made up, not measured)"
     fig.suptitle(title)
     fig.tight_layout()
     fig.savefig(a.png, dpi=110)

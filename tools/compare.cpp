@@ -1,29 +1,29 @@
-// tpusim compare: simulated figures against GPU reference data (gpu/results.h), per workload and
-// batch: latency, throughput, speedup, achieved TOPS and utilisation of each machine's peak, and
-// each workload's operational intensity for the roofline plot (scripts/plot_compare.py).
+// tpusim compare: the simulated TPU beside reference data (gpu/reference.h: measured on this
+// or another machine, published, or test fixtures), per workload and batch.
 //
-// Both machines' TOPS count the same work, the model's MACs per batch from its quantized graph
-// (gpu::graph_work), so the TOPS and utilisation columns compare like with like. The TPU figures
-// come from the timing engine (or from `tpusim run --report` files given with --tpu-report).
+// Every row keeps its source. For each workload and batch that reference data name, compare
+// compiles the model for the architecture (tpu-v1 unless --arch/--set) at that batch and runs the
+// timing engine (or takes the time from a `tpusim run --report` file given with --tpu-report):
+// that is the "simulated" row. TOPS count the same work on every row, the model's MACs from its
+// quantized graph (gpu::graph_work) times the row's inferences per second.
+#include "tools/compare.h"
+
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <map>
-#include <nlohmann/json.hpp>
 #include <optional>
 
 #include "compiler/compile.h"
 #include "compiler/model.h"
 #include "compiler/quantize.h"
 #include "gpu/plan.h"
-#include "gpu/results.h"
+#include "gpu/reference.h"
 #include "isa/error.h"
 #include "sim/arch.h"
 #include "sim/machine.h"
-#include "tools/commands.h"
 
 namespace fs = std::filesystem;
 using json = nlohmann::ordered_json;
@@ -31,27 +31,30 @@ using json = nlohmann::ordered_json;
 namespace tpusim::tools {
 namespace {
 
-struct Row {
-  std::string workload, model, device, device_kind;
+struct Entry {
+  const gpu::ReferenceData* file = nullptr;
+  gpu::ReferenceRow row;
+};
+
+struct Group {
+  std::string workload, model;  // model: "" when no reference row names one and none is found
   uint64_t batch = 0;
-  gpu::Measurement gpu;
-  double gpu_peak_tops = 0, gpu_memory_gbps = 0;
+  std::vector<Entry> entries;
   gpu::GraphWork work;
-  double tpu_seconds = 0;
+  std::optional<double> tpu_seconds;
 };
 
-// A TPU figure: simulated seconds per batch.
-struct TpuFigure {
-  double seconds = 0;
-};
+double tpu_peak_tops(const sim::Arch& a) {
+  return 2.0 * double(a.array_rows * a.array_cols) * a.clock_mhz * 1e6 / 1e12;
+}
 
-double tpu_peak_tops(const sim::Arch& a) { return 2.0 * double(a.array_rows * a.array_cols) * a.clock_mhz * 1e6 / 1e12; }
+std::string key_of(const std::string& workload, uint64_t batch) {
+  return fmt::format("{}@{}", workload, batch);
+}
 
-std::string key_of(const std::string& workload, uint64_t batch) { return fmt::format("{}@{}", workload, batch); }
-
-// `tpusim run --report` files, by workload and batch; their architecture must be the one compared.
-std::map<std::string, TpuFigure> load_reports(const std::vector<std::string>& paths) {
-  std::map<std::string, TpuFigure> figures;
+// `tpusim run --report` files, by workload and batch: seconds per batch.
+std::map<std::string, double> load_reports(const std::vector<std::string>& paths) {
+  std::map<std::string, double> figures;
   for (const std::string& p : paths) {
     std::ifstream in(p);
     if (!in) throw InputError(fmt::format("{}: cannot read", p));
@@ -67,208 +70,214 @@ std::map<std::string, TpuFigure> load_reports(const std::vector<std::string>& pa
       throw InputError(fmt::format("{}: seconds: expected a number above 0", p));
     if (!j["workload"].is_string() || !j["batch"].is_number_unsigned())
       throw InputError(fmt::format("{}: workload and batch: expected a string and an unsigned integer", p));
-    figures[key_of(j["workload"].get<std::string>(), j["batch"].get<uint64_t>())] = {j["seconds"].get<double>()};
+    figures[key_of(j["workload"].get<std::string>(), j["batch"].get<uint64_t>())] =
+        j["seconds"].get<double>();
   }
   return figures;
 }
 
-// The model at `batch`: its work from the quantized graph, and (unless given) its simulated time.
-struct Simulated {
-  gpu::GraphWork work;
-  std::optional<TpuFigure> figure;
-};
-Simulated simulate_model(const std::string& name, uint64_t batch, const sim::Arch& arch, bool run,
-                         const std::string& root) {
-  const fs::path model = fs::path(name).is_relative() && !root.empty() ? fs::path(root) / name : fs::path(name);
-  if (!fs::exists(model))
-    throw InputError(fmt::format("{}: model not found (GPU data name models relative to the repository root: run "
-                                 "compare there or give --models-root)", model.string()));
-  compiler::LoadOptions lo;
-  lo.batch = batch;
-  Simulated s;
-  if (!run) {
-    s.work = gpu::graph_work(compiler::quantize(compiler::load_model(model, lo)));
-    return s;
+bool selected(const gpu::ReferenceRow& r, const CompareArgs& a) {
+  if (!r.timing.empty() && r.timing != a.timing) return false;
+  if (!r.l2.empty() && r.l2 != a.l2) return false;
+  return a.graph == "any" || !r.cuda_graph || *r.cuda_graph == (a.graph == "yes");
+}
+
+// A description for a workload named without a model path: the paper apps and the small models.
+std::string find_model(const std::string& workload, const std::string& root) {
+  std::string lower = workload;
+  std::transform(lower.begin(), lower.end(), lower.begin(), [](unsigned char c) { return std::tolower(c); });
+  for (const char* dir : {"workloads/tpu-v1", "workloads/small"}) {
+    const fs::path p = fs::path(root.empty() ? "." : root) / dir / (lower + ".toml");
+    if (fs::exists(p)) return fs::path(dir) / (lower + ".toml");
   }
-  const compiler::Compiled c = compiler::compile_file(model, arch, lo);
-  s.work = gpu::graph_work(c.graph);
-  sim::RunOptions opt;
-  opt.engine = sim::Engine::timing;
-  const sim::RunResult r = sim::simulate(c.program, arch, opt);
-  s.figure = TpuFigure{double(r.cycles) / (arch.clock_mhz * 1e6)};
-  return s;
+  return {};
 }
 
-bool selected(const gpu::Measurement& m, const CompareArgs& a) {
-  return m.timing == a.timing && m.l2 == a.l2 &&
-         (a.graph == "any" || m.cuda_graph == (a.graph == "yes"));
+// One group per workload and batch; within a group, one entry per file: the fastest of the file's
+// rows that the filters select (the GPU runner records several timing modes).
+std::vector<Group> collect(const std::vector<gpu::ReferenceData>& files, const CompareArgs& a) {
+  std::vector<Group> groups;
+  std::map<std::string, size_t> index;
+  for (const gpu::ReferenceData& f : files) {
+    if (f.source == "test-fixture")
+      fmt::print(stderr, "{}: test-fixture data ({}): not a measurement\n", f.path,
+                 f.note.empty() ? "no note" : f.note);
+    size_t kept = 0;
+    for (const gpu::ReferenceRow& r : f.rows) {
+      if (!selected(r, a)) continue;
+      ++kept;
+      const std::string k = key_of(r.workload, r.batch);
+      auto [it, fresh] = index.try_emplace(k, groups.size());
+      if (fresh) groups.push_back({r.workload, r.model, r.batch, {}, {}, {}});
+      Group& g = groups[it->second];
+      if (g.model.empty()) g.model = r.model;
+      auto same_file =
+          std::find_if(g.entries.begin(), g.entries.end(), [&](const Entry& e) { return e.file == &f; });
+      if (same_file == g.entries.end()) g.entries.push_back({&f, r});
+      else if (r.inferences_per_second > same_file->row.inferences_per_second) same_file->row = r;
+    }
+    if (kept == 0 && !f.rows.empty())
+      fmt::print(stderr, "{}: no figure with timing {}, L2 {}, graph {}\n", f.path, a.timing, a.l2, a.graph);
+  }
+  std::stable_sort(groups.begin(), groups.end(), [](const Group& x, const Group& y) {
+    return x.workload != y.workload ? x.workload < y.workload : x.batch < y.batch;
+  });
+  return groups;
 }
 
-// One row per GPU file, workload and batch: the fastest of the measurements the filters select.
-std::vector<Row> collect_rows(const CompareArgs& a) {
-  std::vector<Row> rows;
-  for (const std::string& path : a.gpu_files) {
-    const gpu::ResultsFile f = gpu::load_results(path);
-    if (f.kind != "measured")
-      fmt::print(stderr, "{}: {} data ({}): not a measurement\n", path, f.kind, f.note.empty() ? "no note" : f.note);
-    std::map<std::string, size_t> index;
-    for (const gpu::Measurement& m : f.results) {
-      if (!selected(m, a)) continue;
-      const std::string k = key_of(m.workload, m.batch);
-      auto it = index.find(k);
-      if (it != index.end()) {
-        if (m.latency_seconds < rows[it->second].gpu.latency_seconds) rows[it->second].gpu = m;
-        continue;
+void simulate(std::vector<Group>& groups, const sim::Arch& arch, const CompareArgs& a) {
+  const std::map<std::string, double> reports = load_reports(a.tpu_reports);
+  for (Group& g : groups) {
+    if (g.model.empty()) g.model = find_model(g.workload, a.models_root);
+    if (g.model.empty()) {
+      fmt::print(stderr,
+                 "{} batch {}: no model description named: not simulated (give \"model\" in the data)\n",
+                 g.workload, g.batch);
+      continue;
+    }
+    const fs::path model = fs::path(g.model).is_relative() && !a.models_root.empty()
+                               ? fs::path(a.models_root) / g.model
+                               : fs::path(g.model);
+    if (!fs::exists(model))
+      throw InputError(
+          fmt::format("{}: model not found (reference data name models relative to the repository root: "
+                      "run compare there or give --models-root)",
+                      model.string()));
+    compiler::LoadOptions lo;
+    lo.batch = g.batch;
+    const auto given = reports.find(key_of(g.workload, g.batch));
+    if (given == reports.end() && !a.tpu_reports.empty())
+      throw InputError(fmt::format("no --tpu-report for workload {} at batch {}", g.workload, g.batch));
+    if (given != reports.end()) {
+      g.work = gpu::graph_work(compiler::quantize(compiler::load_model(model, lo)));
+      g.tpu_seconds = given->second;
+    } else {
+      const compiler::Compiled c = compiler::compile_file(model, arch, lo);
+      g.work = gpu::graph_work(c.graph);
+      sim::RunOptions opt;
+      opt.engine = sim::Engine::timing;
+      g.tpu_seconds = double(sim::simulate(c.program, arch, opt).cycles) / (arch.clock_mhz * 1e6);
+    }
+    for (const Entry& e : g.entries)
+      if (e.row.macs && e.row.macs != g.work.macs)
+        fmt::print(
+            stderr,
+            "warning: {} batch {}: {} counts {} MACs per batch, the model here {}: a different model?\n",
+            g.workload, g.batch, e.file->path, e.row.macs, g.work.macs);
+  }
+}
+
+json null_if_zero(double v) { return v > 0 ? json(v) : json(nullptr); }
+
+json row_json(const Group& g, const std::string& source, const std::string& device, double ips,
+              double latency, double peak, double gbps) {
+  const double macs_per_inference = g.batch ? double(g.work.macs) / double(g.batch) : 0;
+  const double tops = 2 * macs_per_inference * ips / 1e12;
+  json r = {{"workload", g.workload},
+            {"batch", g.batch},
+            {"source", source},
+            {"device", device},
+            {"latency_seconds", null_if_zero(latency)},
+            {"inferences_per_second", ips},
+            {"tops", g.work.macs ? json(tops) : json(nullptr)},
+            {"peak_tops", null_if_zero(peak)},
+            {"utilization", g.work.macs && peak > 0 ? json(tops / peak) : json(nullptr)},
+            {"memory_gbps", null_if_zero(gbps)},
+            {"macs", g.work.macs},
+            {"weight_bytes", g.work.weight_bytes},
+            {"macs_per_weight_byte",
+             g.work.weight_bytes ? double(g.work.macs) / double(g.work.weight_bytes) : 0.0}};
+  r["speedup_of_simulated"] =
+      g.tpu_seconds && source != "simulated" ? json(double(g.batch) / *g.tpu_seconds / ips) : json(nullptr);
+  return r;
+}
+
+CompareDoc build_doc(const std::vector<Group>& groups, const std::vector<gpu::ReferenceData>& files,
+                     const sim::Arch& arch) {
+  CompareDoc doc;
+  doc["arch"] = {{"name", arch.name},
+                 {"peak_tops", tpu_peak_tops(arch)},
+                 {"weight_mem_gbps", arch.weight_mem_gbps},
+                 {"host_gbps", arch.host_gbps}};
+  doc["devices"] = json::array();
+  doc["devices"].push_back({{"name", arch.name},
+                            {"source", "simulated"},
+                            {"kind", "tpu"},
+                            {"peak_tops", tpu_peak_tops(arch)},
+                            {"memory_gbps", arch.weight_mem_gbps},
+                            {"peak_source", "2 x array_rows x array_cols x clock; weight_mem_gbps"}});
+  for (const gpu::ReferenceData& f : files)
+    doc["devices"].push_back({{"name", f.device.name},
+                              {"source", f.source},
+                              {"kind", f.device.kind},
+                              {"peak_tops", null_if_zero(f.device.peak_int8_tops)},
+                              {"memory_gbps", null_if_zero(f.device.memory_gbps)},
+                              {"peak_source", f.device.peak_source},
+                              {"file", f.path}});
+  doc["rows"] = json::array();
+  for (const Group& g : groups) {
+    if (g.tpu_seconds)
+      doc["rows"].push_back(row_json(g, "simulated", arch.name, double(g.batch) / *g.tpu_seconds,
+                                     *g.tpu_seconds, tpu_peak_tops(arch), arch.weight_mem_gbps));
+    for (const char* source : {"measured", "published", "test-fixture"})
+      for (const Entry& e : g.entries) {
+        if (e.file->source != source) continue;
+        const gpu::ReferenceRow& r = e.row;
+        json j = row_json(g, source, e.file->device.name, r.inferences_per_second, r.latency_seconds,
+                          e.file->device.peak_int8_tops, e.file->device.memory_gbps);
+        j["latency_statistic"] = r.latency_statistic;
+        j["latency_limit_seconds"] = null_if_zero(r.latency_limit_seconds);
+        j["timing"] = r.timing;
+        j["l2"] = r.l2;
+        j["cuda_graph"] = r.cuda_graph ? json(*r.cuda_graph) : json(nullptr);
+        j["where"] = r.where;
+        j["citation"] = e.file->citation;
+        j["file"] = e.file->path;
+        doc["rows"].push_back(j);
       }
-      index[k] = rows.size();
-      Row r;
-      r.workload = m.workload;
-      r.model = m.model;
-      r.batch = m.batch;
-      r.device = f.device.name;
-      r.device_kind = f.kind;
-      r.gpu = m;
-      r.gpu_peak_tops = f.device.peak_int8_tops;
-      r.gpu_memory_gbps = f.device.memory_gbps;
-      rows.push_back(r);
-    }
-    if (index.empty())
-      fmt::print(stderr, "{}: no measurement with timing {}, L2 {}, graph {}\n", path, a.timing, a.l2, a.graph);
   }
-  return rows;
+  doc["ratios"] = json::array();
+  for (const gpu::ReferenceData& f : files)
+    for (const gpu::ReferenceRatio& q : f.ratios)
+      doc["ratios"].push_back({{"workload", q.workload},
+                               {"of", q.of},
+                               {"to", q.to},
+                               {"value", q.value},
+                               {"where", q.where},
+                               {"source", f.source},
+                               {"citation", f.citation}});
+  return doc;
 }
 
-void fill_tpu(std::vector<Row>& rows, const sim::Arch& arch, const CompareArgs& a) {
-  const std::map<std::string, TpuFigure> reports = load_reports(a.tpu_reports);
-  std::map<std::string, Simulated> done;  // by model and batch
-  for (Row& r : rows) {
-    const std::string k = key_of(r.model, r.batch);
-    if (!done.count(k)) {
-      const auto given = reports.find(key_of(r.workload, r.batch));
-      const bool run = given == reports.end();
-      if (run && !a.tpu_reports.empty())
-        throw InputError(fmt::format("no --tpu-report for workload {} at batch {}", r.workload, r.batch));
-      Simulated s = simulate_model(r.model, r.batch, arch, run, a.models_root);
-      if (!run) s.figure = given->second;
-      done[k] = s;
-    }
-    r.work = done[k].work;
-    r.tpu_seconds = done[k].figure->seconds;
-    if (r.gpu.macs != r.work.macs)
-      fmt::print(stderr, "warning: {} batch {}: the GPU data count {} MACs, the model here {}: a different model?\n",
-                 r.workload, r.batch, r.gpu.macs, r.work.macs);
-  }
-}
-
-json row_json(const Row& r, double tpu_peak) {
-  const double macs = double(r.work.macs);
-  const double tpu_tops = 2 * macs / r.tpu_seconds / 1e12, gpu_tops = 2 * macs / r.gpu.latency_seconds / 1e12;
-  return {{"workload", r.workload},
-          {"batch", r.batch},
-          {"device", r.device},
-          {"gpu_kind", r.device_kind},
-          {"gpu_timing", r.gpu.timing},
-          {"gpu_l2", r.gpu.l2},
-          {"gpu_cuda_graph", r.gpu.cuda_graph},
-          {"macs", r.work.macs},
-          {"weight_bytes", r.work.weight_bytes},
-          {"macs_per_weight_byte", r.work.weight_bytes ? macs / double(r.work.weight_bytes) : 0.0},
-          {"tpu_latency_seconds", r.tpu_seconds},
-          {"gpu_latency_seconds", r.gpu.latency_seconds},
-          {"tpu_inferences_per_second", double(r.batch) / r.tpu_seconds},
-          {"gpu_inferences_per_second", double(r.batch) / r.gpu.latency_seconds},
-          {"speedup", r.gpu.latency_seconds / r.tpu_seconds},
-          {"tpu_tops", tpu_tops},
-          {"gpu_tops", gpu_tops},
-          {"tpu_peak_tops", tpu_peak},
-          {"gpu_peak_tops", r.gpu_peak_tops},
-          {"tpu_utilization", tpu_tops / tpu_peak},
-          {"gpu_utilization", r.gpu_peak_tops > 0 ? gpu_tops / r.gpu_peak_tops : 0.0},
-          {"gpu_memory_gbps", r.gpu_memory_gbps}};
-}
-
-std::string table_text(const json& doc) {
-  std::string s = fmt::format("TPU: {} ({:.1f} TOPS peak, {} GB/s weight memory), simulated (timing engine)\n",
-                              doc["arch"]["name"].get<std::string>(), doc["arch"]["peak_tops"].get<double>(),
-                              doc["arch"]["weight_mem_gbps"].get<double>());
-  s += fmt::format("{:<12} {:>5}  {:<24} {:>10} {:>10} {:>11} {:>11} {:>8} {:>8} {:>8} {:>7} {:>7} {:>9}\n", "workload",
-                   "batch", "GPU", "TPU ms", "GPU ms", "TPU inf/s", "GPU inf/s", "speedup", "TPU TOPS", "GPU TOPS",
-                   "TPU %", "GPU %", "MACs/wB");
-  for (const json& r : doc["rows"]) {
-    std::string dev = r["device"].get<std::string>();
-    if (r["gpu_kind"] != "measured") dev += " [" + r["gpu_kind"].get<std::string>() + "]";
-    s += fmt::format("{:<12} {:>5}  {:<24} {:>10.4f} {:>10.4f} {:>11.0f} {:>11.0f} {:>8.2f} {:>8.2f} {:>8.2f} {:>7.1f} "
-                     "{:>7.1f} {:>9.1f}\n",
-                     r["workload"].get<std::string>(), r["batch"].get<uint64_t>(), dev,
-                     r["tpu_latency_seconds"].get<double>() * 1e3, r["gpu_latency_seconds"].get<double>() * 1e3,
-                     r["tpu_inferences_per_second"].get<double>(), r["gpu_inferences_per_second"].get<double>(),
-                     r["speedup"].get<double>(), r["tpu_tops"].get<double>(), r["gpu_tops"].get<double>(),
-                     100 * r["tpu_utilization"].get<double>(), 100 * r["gpu_utilization"].get<double>(),
-                     r["macs_per_weight_byte"].get<double>());
-  }
-  s += "speedup = GPU latency / TPU latency (above 1: the simulated TPU is faster); TOPS = 2 x the model's MACs / "
-       "latency; % = of each machine's peak\n";
-  return s;
-}
-
-std::string table_csv(const json& doc) {
-  std::string s;
-  bool header = true;
-  for (const json& r : doc["rows"]) {
-    if (header) {
-      for (auto it = r.begin(); it != r.end(); ++it) s += (it == r.begin() ? "" : ",") + it.key();
-      s += "\n";
-      header = false;
-    }
-    for (auto it = r.begin(); it != r.end(); ++it) {
-      std::string v = it->is_string() ? it->get<std::string>() : it->is_number_float() ? fmt::format("{:.9g}", it->get<double>()) : it->dump();
-      if (v.find_first_of(",\"") != std::string::npos) v = "\"" + v + "\"";
-      s += (it == r.begin() ? "" : ",") + v;
-    }
-    s += "\n";
-  }
-  return s;
-}
-
-std::string shell_quote(const std::string& s) {
-  std::string q = "'";
-  for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return q + "'";
-}
-
-// PREFIX.json (the plot's input), then PREFIX.png and PREFIX.svg from scripts/plot_compare.py.
-void plot(const json& doc, const CompareArgs& a) {
-  const std::string data = a.plot_prefix + ".json";
-  write_text(data, doc.dump(2) + "\n");
-  const std::string script = a.plot_script.empty() ? std::string(TPUSIM_SOURCE_DIR "/scripts/plot_compare.py") : a.plot_script;
-  // Debian's python3-matplotlib belongs to /usr/bin/python3, which a python3 earlier in PATH
-  // (pyenv, a venv) may not see.
-  const std::string python = !a.python.empty() ? a.python : fs::exists("/usr/bin/python3") ? "/usr/bin/python3" : "python3";
-  const std::string cmd = fmt::format("{} {} {} --png {} --svg {}", python, shell_quote(script), shell_quote(data),
-                                      shell_quote(a.plot_prefix + ".png"), shell_quote(a.plot_prefix + ".svg"));
-  if (std::system(cmd.c_str()) != 0)
-    throw InputError(fmt::format("plot: `{}` failed (needs python3-matplotlib: scripts/install-deps.sh)", cmd));
-  fmt::print(stderr, "wrote {}.png and {}.svg\n", a.plot_prefix, a.plot_prefix);
+std::vector<std::string> default_reference(const CompareArgs& a) {
+  const fs::path d = fs::path(a.models_root.empty() ? "." : a.models_root) / "workloads/gpu-reference";
+  if (!fs::is_directory(d))
+    throw InputError(
+        "compare: give reference data (JSON files or folders), e.g. tpusim compare "
+        "workloads/gpu-reference (see tpusim compare --help)");
+  return {d.string()};
 }
 
 }  // namespace
 
 int cmd_compare(const CompareArgs& a) {
-  if (a.gpu_files.empty()) throw InputError("compare: at least one GPU data file is required (see tpusim compare --help)");
   sim::Arch arch = a.arch_file.empty() ? sim::Arch{} : sim::load_arch_file(a.arch_file);
   for (const std::string& s : a.sets) sim::apply_set(arch, s);
   sim::validate(arch);
-  std::vector<Row> rows = collect_rows(a);
-  if (rows.empty()) throw InputError("compare: no GPU measurement matches the filters (--timing, --l2, --graph)");
-  fill_tpu(rows, arch, a);
-  json doc;
-  doc["arch"] = {{"name", arch.name}, {"peak_tops", tpu_peak_tops(arch)}, {"weight_mem_gbps", arch.weight_mem_gbps}};
-  doc["rows"] = json::array();
-  for (const Row& r : rows) doc["rows"].push_back(row_json(r, tpu_peak_tops(arch)));
-  write_text("-", table_text(doc));
-  if (!a.csv_out.empty()) write_text(a.csv_out, table_csv(doc));
+  std::vector<gpu::ReferenceData> files;
+  for (const std::string& p : a.gpu_files.empty() ? default_reference(a) : a.gpu_files)
+    for (gpu::ReferenceData& d : gpu::load_reference(p)) files.push_back(std::move(d));
+  std::vector<Group> groups = collect(files, a);
+  bool any_ratio = false;
+  for (const gpu::ReferenceData& f : files) any_ratio |= !f.ratios.empty();
+  if (groups.empty() && !any_ratio)
+    throw InputError("compare: no reference figure matches the filters (--timing, --l2, --graph)");
+  simulate(groups, arch, a);
+  const CompareDoc doc = build_doc(groups, files, arch);
+  write_text("-", compare_table_text(doc));
+  if (!a.csv_out.empty()) write_text(a.csv_out, compare_table_csv(doc));
   if (!a.json_out.empty()) write_text(a.json_out, doc.dump(2) + "\n");
-  if (!a.plot_prefix.empty()) plot(doc, a);
+  if (!a.plot_prefix.empty()) compare_plot(doc, a);
   return 0;
 }
 

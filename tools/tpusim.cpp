@@ -147,16 +147,19 @@ extern "C" int sc_main(int argc, char** argv) {
   ar->add_flag("--markdown", markdown, "docs/arch.md, generated from the parameter table");
   ar->add_flag("--json", arch_json, "the tpu-v1 parameters as an --arch file");
   tools::CompareArgs cmp;
-  CLI::App* cm = app.add_subcommand("compare", "Simulated throughput and latency against GPU reference data");
-  cm->add_option("gpu_data", cmp.gpu_files, "GPU data files (JSON, workloads/gpu-reference/README.md)")->required();
+  CLI::App* cm = app.add_subcommand(
+      "compare", "The simulated TPU beside measured and published figures of real machines (docs/gpu.md)");
+  cm->add_option("reference", cmp.gpu_files,
+                 "reference data: JSON files or folders of them (workloads/gpu-reference/README.md); default: "
+                 "workloads/gpu-reference");
   cm->add_option("--arch", cmp.arch_file, "architecture file (JSON, docs/arch.md); default: tpu-v1");
   cm->add_option("--set", cmp.sets, "override one architecture parameter, KEY=VALUE (repeatable)");
   cm->add_option("--tpu-report", cmp.tpu_reports, "use these `tpusim run --report` files instead of simulating");
-  cm->add_option("--models-root", cmp.models_root, "directory the GPU data's model paths are relative to (default: .)");
-  cm->add_option("--timing", cmp.timing, "GPU figures to use: end_to_end (default) or device")
+  cm->add_option("--models-root", cmp.models_root, "directory the reference data's model paths are relative to (default: .)");
+  cm->add_option("--timing", cmp.timing, "GPU runner figures to use: end_to_end (default) or device")
       ->check(CLI::IsMember({"end_to_end", "device"}));
-  cm->add_option("--l2", cmp.l2, "GPU figures to use: warm (default) or flushed")->check(CLI::IsMember({"warm", "flushed"}));
-  cm->add_option("--graph", cmp.graph, "GPU figures to use: any (the faster, default), yes or no (CUDA graphs)")
+  cm->add_option("--l2", cmp.l2, "GPU runner figures to use: warm (default) or flushed")->check(CLI::IsMember({"warm", "flushed"}));
+  cm->add_option("--graph", cmp.graph, "GPU runner figures to use: any (the faster, default), yes or no (CUDA graphs)")
       ->check(CLI::IsMember({"any", "yes", "no"}));
   cm->add_option("--csv", cmp.csv_out, "write the table here as CSV");
   cm->add_option("--json", cmp.json_out, "write the table here as JSON");

@@ -1,0 +1,251 @@
+// tpusim-cpu: the CPU reference runner. Runs model descriptions on this machine's CPU with
+// oneDNN's int8 matmul (gpu/cpu_model.h), with the same int8 weights, inputs and scales the
+// simulator uses (compiler::prepare_file: the parse and quantization of `tpusim run MODEL`, without
+// lowering for an architecture), checks each output byte for byte against the golden reference
+// executor, times each batch, and writes the reference format (gpu/reference.h) that
+// `tpusim compare` reads. With --latency-limit it also finds, per model, the largest batch whose
+// 99th-percentile batch latency stays within the limit (the TPU paper's Table 4 question).
+// Exit codes as tpusim's: 0 success, 1 an output differs from the golden reference, 2 bad usage or
+// bad input.
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+#include <chrono>
+#include <ctime>
+#include <dnnl.hpp>
+#include <fstream>
+
+#include "compiler/compile.h"
+#include "compiler/reference.h"
+#include "gpu/cpu_model.h"
+#include "gpu/plan.h"
+#include "gpu/reference.h"
+#include "isa/error.h"
+
+namespace gpu = tpusim::gpu;
+namespace compiler = tpusim::compiler;
+
+namespace {
+
+struct Options {
+  std::vector<std::string> models;
+  std::vector<uint64_t> batches;
+  std::string json_out, note;
+  int threads = 0;
+  gpu::TimingOptions timing{5, 10, 5};
+  bool no_check = false, no_roof = false, profile = false;
+  double latency_limit_ms = 0;
+  uint64_t max_batch = 4096;
+};
+
+std::string utc_now() {
+  const std::time_t t = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buf;
+}
+
+// Differing bytes and the largest difference, or "" when equal.
+std::string difference(const std::vector<int8_t>& got, const std::vector<int8_t>& want) {
+  if (got.size() != want.size()) return fmt::format("{} output bytes, expected {}", got.size(), want.size());
+  size_t count = 0, first = 0;
+  int worst = 0;
+  for (size_t i = 0; i < got.size(); ++i)
+    if (got[i] != want[i]) {
+      if (count++ == 0) first = i;
+      worst = std::max(worst, std::abs(int{got[i]} - int{want[i]}));
+    }
+  if (count == 0) return {};
+  return fmt::format("{} of {} bytes differ (first at byte {}: CPU {}, golden {}; largest difference {})",
+                     count, got.size(), first, int{got[first]}, int{want[first]}, worst);
+}
+
+struct Measured {
+  gpu::ReferenceRow row;
+  bool matches = true;
+};
+
+// One model at one batch: plan, check, time.
+Measured measure(const std::string& path, uint64_t batch, const Options& o, bool check, bool quiet = false) {
+  compiler::LoadOptions lo;
+  if (batch) lo.batch = batch;
+  const compiler::QGraph graph = compiler::prepare_file(path, lo).graph;
+  const gpu::GpuPlan plan = gpu::make_plan(graph);
+  gpu::CpuModel model(plan, o.threads);
+  Measured m;
+  if (check) {
+    const std::vector<int8_t> golden = compiler::run_golden(graph)[static_cast<size_t>(graph.output)];
+    const std::string why = difference(model.infer(), golden);
+    m.matches = why.empty();
+    m.row.output_matches_reference = m.matches;
+    fmt::print(stderr, "{} batch {}: output {} the golden reference{}\n", graph.name, graph.batch,
+               why.empty() ? "matches" : "DIFFERS from", why.empty() ? "" : ": " + why);
+  }
+  const gpu::Timing t = model.time(o.timing);
+  gpu::ReferenceRow& r = m.row;
+  r.workload = graph.name;
+  r.model = path;
+  r.batch = graph.batch;
+  r.inferences_per_second = double(graph.batch) / t.median;
+  r.latency_seconds = t.median;
+  r.latency_statistic = "median";
+  r.latency_p99_seconds = t.p99;
+  r.engine =
+      fmt::format("onednn {}.{}.{}", dnnl_version()->major, dnnl_version()->minor, dnnl_version()->patch);
+  r.macs = plan.macs;
+  r.weight_bytes = plan.weight_bytes;
+  r.threads = uint64_t(o.threads);
+  r.warmup = o.timing.warmup;
+  r.repeats = t.repeats;
+  r.iterations = t.iterations;
+  model.infer();
+  const double matmul_share = model.last_matmul_seconds() / t.median;
+  if (o.profile)
+    for (size_t i = 0; i < plan.steps.size(); ++i)
+      fmt::print(stderr, "    step {:>3} {:<24} {:<7} {:.4f} ms\n", i, plan.step_layer[i],
+                 plan.steps[i].index() == 0   ? "matmul"
+                 : plan.steps[i].index() == 1 ? "pool"
+                                              : "vector",
+                 model.last_step_seconds()[i] * 1e3);
+  if (!quiet)
+    fmt::print(stderr,
+               "  {:.4g} ms per batch (median; p99 {:.4g} ms), {:.0f} inferences/s, {:.3f} TOPS, {:.0f}% in "
+               "oneDNN matmuls\n",
+               t.median * 1e3, t.p99 * 1e3, r.inferences_per_second,
+               2.0 * double(plan.macs) / t.median / 1e12, 100 * std::min(1.0, matmul_share));
+  return m;
+}
+
+// The largest batch whose p99 batch latency is within the limit: doubling, then bisection.
+void latency_sweep(const std::string& path, const Options& o, gpu::ReferenceData& out) {
+  const double limit = o.latency_limit_ms / 1e3;
+  std::map<uint64_t, Measured> probes;
+  auto probe = [&](uint64_t b) -> const Measured& {
+    if (!probes.count(b)) {
+      probes.emplace(b, measure(path, b, o, false, true));
+      fmt::print(stderr, "  batch {:>5}: p99 {:.4g} ms {}\n", b, probes.at(b).row.latency_p99_seconds * 1e3,
+                 probes.at(b).row.latency_p99_seconds <= limit ? "within" : "over");
+    }
+    return probes.at(b);
+  };
+  auto within = [&](uint64_t b) { return probe(b).row.latency_p99_seconds <= limit; };
+  fmt::print(stderr, "{}: the largest batch within a {:g} ms p99 limit\n", path, o.latency_limit_ms);
+  if (!within(1)) {
+    fmt::print(stderr, "  even batch 1 takes longer: no batch meets the limit\n");
+    return;
+  }
+  uint64_t good = 1, bad = 0;
+  while (bad == 0 && good < o.max_batch) {
+    const uint64_t next = std::min(good * 2, o.max_batch);
+    if (within(next)) good = next;
+    else bad = next;
+  }
+  while (bad && bad - good > 1) {
+    const uint64_t mid = good + (bad - good) / 2;
+    if (within(mid)) good = mid;
+    else bad = mid;
+  }
+  gpu::ReferenceRow r = probe(good).row;
+  r.latency_seconds = r.latency_p99_seconds;
+  r.latency_statistic = "p99";
+  r.latency_limit_seconds = limit;
+  r.note = good == o.max_batch ? fmt::format("--max-batch {} reached within the limit", o.max_batch)
+                               : "the largest batch within the limit";
+  fmt::print(stderr, "  batch {}: {:.0f} inferences/s within {:g} ms\n", good, r.inferences_per_second,
+             o.latency_limit_ms);
+  out.rows.push_back(r);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{
+      "tpusim-cpu: run model descriptions on this CPU with oneDNN int8, check them against the golden "
+      "reference and time them (docs/gpu.md, workloads/gpu-reference/README.md)"};
+  Options o;
+  o.threads = gpu::usable_cpus();
+  app.add_option("models", o.models, "model descriptions (.toml) or SCALE-Sim topologies (.csv)")->required();
+  app.add_option("--batch", o.batches, "batch sizes to run (repeatable; default: each description's batch)")
+      ->check(CLI::PositiveNumber);
+  app.add_option("-o,--json", o.json_out,
+                 "write the results here (the reference format); default: standard output");
+  app.add_option("--threads", o.threads, "threads (default: the CPUs this process may use)")
+      ->check(CLI::Range(1, 4096));
+  app.add_option("--warmup", o.timing.warmup, "untimed batches before timing (default 5)");
+  app.add_option("--iterations", o.timing.iterations, "batches per timed repeat (default 10)")
+      ->check(CLI::PositiveNumber);
+  app.add_option("--repeats", o.timing.repeats, "timed repeats; the median is reported (default 5)")
+      ->check(CLI::PositiveNumber);
+  app.add_flag("--no-check", o.no_check, "skip the check against the golden reference executor");
+  app.add_flag("--no-roof", o.no_roof, "skip measuring this CPU's int8 and memory roof");
+  app.add_option("--latency-limit", o.latency_limit_ms,
+                 "also find each model's largest batch whose p99 batch latency is within this many ms")
+      ->check(CLI::PositiveNumber);
+  app.add_option("--max-batch", o.max_batch, "the largest batch --latency-limit tries (default 4096)")
+      ->check(CLI::PositiveNumber);
+  app.add_option("--note", o.note, "a note stored in the results file");
+  app.add_flag("--profile", o.profile, "print each plan step's time in the last batch");
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    const int rc = app.exit(e);
+    return rc == 0 ? 0 : 2;
+  }
+  gpu::ReferenceData out;
+  out.source = "measured";
+  out.note = o.note;
+  out.tool = "tpusim-cpu 0.1.0";
+  for (int i = 0; i < argc; ++i) out.command += (i ? " " : "") + std::string(argv[i]);
+  out.date = utc_now();
+  char host[256] = {};
+  if (gethostname(host, sizeof host - 1) == 0) out.host = host;
+  const dnnl_version_t* v = dnnl_version();
+  out.device.name = fmt::format("{} ({} thread{})", gpu::cpu_name(), o.threads, o.threads == 1 ? "" : "s");
+  out.device.kind = "cpu";
+  out.device.details =
+      fmt::format("oneDNN {}.{}.{} (CPU ISA runtime: {}), OpenMP, {} threads", v->major, v->minor, v->patch,
+                  v->cpu_runtime == DNNL_RUNTIME_OMP ? "OpenMP" : "other", o.threads);
+  bool all_match = true;
+  try {
+    if (!o.no_roof) {
+      const gpu::CpuRoof roof = gpu::measure_cpu_roof(o.threads, 5);
+      out.device.peak_int8_tops = roof.int8_tops;
+      out.device.memory_gbps = roof.read_gbps;
+      out.device.peak_source = fmt::format(
+          "measured here: the best of 5 oneDNN s8 matmuls 512 x 2048 x 2048 ({:.3f} TOPS) and of 5 reads of "
+          "256 MiB "
+          "({:.1f} GB/s), {} threads: an attainable roof, not a datasheet peak",
+          roof.int8_tops, roof.read_gbps, o.threads);
+      fmt::print(stderr, "device: {}: int8 roof {:.3f} TOPS, read bandwidth {:.1f} GB/s (measured)\n",
+                 out.device.name, roof.int8_tops, roof.read_gbps);
+    }
+    const std::vector<uint64_t> batches = o.batches.empty() ? std::vector<uint64_t>{0} : o.batches;
+    for (const std::string& model : o.models) {
+      for (uint64_t batch : batches) {
+        Measured m = measure(model, batch, o, !o.no_check);
+        all_match &= m.matches;
+        out.rows.push_back(m.row);
+      }
+      if (o.latency_limit_ms > 0) latency_sweep(model, o, out);
+    }
+    const std::string text = gpu::reference_json(out);
+    if (o.json_out.empty()) {
+      fmt::print("{}", text);
+    } else {
+      std::ofstream f(o.json_out, std::ios::trunc);
+      f << text;
+      if (!f) throw tpusim::InputError(fmt::format("{}: cannot write", o.json_out));
+      fmt::print(stderr, "wrote {}\n", o.json_out);
+    }
+  } catch (const tpusim::InputError& e) {
+    fmt::print(stderr, "{}\n", e.what());
+    return 2;
+  } catch (const std::exception& e) {
+    fmt::print(stderr, "tpusim-cpu: {}\n", e.what());
+    return 1;
+  }
+  return all_match ? 0 : 1;
+}

@@ -1,0 +1,61 @@
+// A GpuPlan (plan.h) run on this machine's CPU: the CPU reference runner's engine (tpusim-cpu).
+//
+// Each matmul step is the plan's im2col gather into X[m][k_pad] (skipped for a direct step), one
+// oneDNN int8 matmul primitive C[m][n_pad] = X . W^T with int32 accumulation (s8 x s8 -> s32; the
+// weights reordered once into the primitive's preferred layout), then the plan's requantization
+// through each column's table (integer_ops.h); pool and element-wise steps are the plan's integer
+// loops. oneDNN's own int8 output scaling rounds in float (to nearest even), where the machine
+// rounds half away from zero in integers, so only the exact int32 product is left to oneDNN and the
+// output is bit-exact with the golden reference. Everything runs on `threads` OpenMP threads
+// (oneDNN's and ours). Buffers are allocated once: infer() allocates nothing.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "gpu/plan.h"
+#include "gpu/timing.h"
+
+namespace tpusim::gpu {
+
+class CpuModel {
+ public:
+  // Throws std::runtime_error when oneDNN cannot make a primitive for a step.
+  CpuModel(const GpuPlan& plan, int threads);
+  ~CpuModel();
+  CpuModel(const CpuModel&) = delete;
+  CpuModel& operator=(const CpuModel&) = delete;
+
+  // One batch: the plan's inputs to its output tensor (NHWC, batch-major).
+  const std::vector<int8_t>& infer();
+  // Warm-up batches, then repeats x iterations batches, each timed alone (steady clock): the
+  // median repeat's mean per batch, the fastest and slowest repeat, and the 99th percentile of
+  // single batches.
+  Timing time(const TimingOptions& options);
+  // Seconds spent in oneDNN's matmuls during the last infer() (the rest: gathers, requantization,
+  // pools, element-wise steps).
+  double last_matmul_seconds() const;
+  // Seconds of each plan step during the last infer().
+  const std::vector<double>& last_step_seconds() const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+// The CPUs this process may run on (sched_getaffinity), at least 1.
+int usable_cpus();
+// /proc/cpuinfo's "model name", or "unknown CPU".
+std::string cpu_name();
+
+// An attainable roof for this CPU, measured: the best int8 TOPS of a large oneDNN s8 x s8 -> s32
+// matmul (m = 512, k = n = 2048) and the best read bandwidth over a 256 MiB buffer, both on
+// `threads` threads, best of `tries`.
+struct CpuRoof {
+  double int8_tops = 0, read_gbps = 0;
+};
+CpuRoof measure_cpu_roof(int threads, int tries);
+
+}  // namespace tpusim::gpu

@@ -1,0 +1,90 @@
+// Reads the fields of one JSON object for the reference-data formats (results.h, reference.h),
+// naming the file and the object's path in every error (InputError: the CLIs exit 2).
+#pragma once
+
+#include <fmt/format.h>
+
+#include <cstdint>
+#include <initializer_list>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "isa/error.h"
+#include "isa/text.h"
+
+namespace tpusim::gpu {
+
+class JsonReader {
+ public:
+  using json = nlohmann::ordered_json;
+  JsonReader(const json& j, std::string where) : j_(j), where_(std::move(where)) {
+    if (!j_.is_object()) fail("", "expected an object, got {}", j_.dump());
+  }
+  template <typename... A>
+  [[noreturn]] void fail(const std::string& key, fmt::format_string<A...> f, A&&... a) const {
+    throw InputError(fmt::format("{}{}{}: {}", where_, key.empty() ? "" : ": ", key,
+                                 fmt::format(f, std::forward<A>(a)...)));
+  }
+  bool has(const std::string& key) const { return j_.contains(key); }
+  const json& at(const std::string& key) const {
+    if (!j_.contains(key)) fail(key, "missing");
+    return j_.at(key);
+  }
+  std::string text(const std::string& key, bool required = true) const {
+    if (!required && !j_.contains(key)) return {};
+    const json& v = at(key);
+    if (!v.is_string()) fail(key, "expected a string, got {}", v.dump());
+    return v.get<std::string>();
+  }
+  // A number >= min (> min when `above`); `fallback` when absent and not required.
+  double number(const std::string& key, double min = 0, bool above = false, bool required = true,
+                double fallback = 0) const {
+    if (!required && !j_.contains(key)) return fallback;
+    const json& v = at(key);
+    if (!v.is_number() || v.get<double>() < min || (above && v.get<double>() <= min))
+      fail(key, "expected a number {} {}, got {}", above ? ">" : ">=", min, v.dump());
+    return v.get<double>();
+  }
+  uint64_t count(const std::string& key, uint64_t min = 0, bool required = true) const {
+    if (!required && !j_.contains(key)) return 0;
+    const json& v = at(key);
+    if (!v.is_number_unsigned() || v.get<uint64_t>() < min)
+      fail(key, "expected an integer >= {}, got {}", min, v.dump());
+    return v.get<uint64_t>();
+  }
+  bool flag(const std::string& key) const {
+    const json& v = at(key);
+    if (!v.is_boolean()) fail(key, "expected true or false, got {}", v.dump());
+    return v.get<bool>();
+  }
+  std::string choice(const std::string& key, std::initializer_list<const char*> allowed,
+                     bool required = true) const {
+    if (!required && !j_.contains(key)) return {};
+    const std::string v = text(key);
+    std::string names;
+    for (const char* a : allowed) {
+      if (v == a) return v;
+      names += fmt::format("{}\"{}\"", names.empty() ? "" : ", ", a);
+    }
+    fail(key, "\"{}\" is not one of {}", v, names);
+  }
+  // Every key must be one of `known` (a misspelt optional key would otherwise be ignored).
+  void only(const std::vector<std::string>& known) const {
+    for (auto it = j_.begin(); it != j_.end(); ++it) {
+      bool ok = false;
+      for (const std::string& k : known) ok |= k == it.key();
+      if (ok) continue;
+      const auto [near, distance] = isa::nearest(it.key(), known);
+      fail(it.key(), "unknown key{}",
+           distance <= 3 ? fmt::format(" (did you mean \"{}\"?)", near) : std::string());
+    }
+  }
+  const std::string& where() const { return where_; }
+
+ private:
+  const json& j_;
+  std::string where_;
+};
+
+}  // namespace tpusim::gpu
