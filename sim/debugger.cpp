@@ -5,9 +5,11 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <stdexcept>
 #include <tuple>
 
 #include "sim/debugger_hooks.h"
+#include "sim/trace.h"
 
 namespace tpusim::sim {
 
@@ -38,15 +40,50 @@ std::string_view phase_name(Phase phase) {
   }
 }
 
-DebugSession::DebugSession(const isa::Program& program, const Arch& arch) : program_(program), arch_(arch) {
+DebugSession::DebugSession(const isa::Program& program, const Arch& arch, TraceRecorder* trace)
+    : program_(program), arch_(arch), trace_(trace) {
+  begin();
+}
+
+// Begins the run (again) and reaches cycle 0.
+void DebugSession::begin() {
+  run_.reset();  // one run per process: the old one unwinds first
+  cycle_ = 0;
+  over_ = false;
+  result_.reset();
+  error_.reset();
+  error_index_.reset();
+  first_events_.clear();
+  issue_cursor_ = 0;
+  pending_.clear();
+  running_.clear();
+  if (trace_) {
+    std::vector<CellRange> cells = trace_->cell_ranges;
+    *trace_ = TraceRecorder{};
+    trace_->record_cells(std::move(cells));
+  }
   RunOptions options;
   options.engine = Engine::stepped;
-  run_ = std::make_unique<MachineRun>(program, arch, options);
+  options.trace = trace_;
+  run_ = std::make_unique<MachineRun>(program_, arch_, options);
   code_size_ = run_->units().ctx.code_size;
   run_->run_to_cycle(0);
   collect(first_events_);
   if (run_->over()) end_run();
 }
+
+void DebugSession::rewind(uint64_t target) {
+  if (target > cycle_) throw std::logic_error("DebugSession::rewind: the target is ahead of the session");
+  begin();
+  if (target == 0 || over_) return;
+  run_->run_to_cycle(target);
+  cycle_ = run_->cycle();
+  std::vector<InstructionEvent> events;
+  collect(events);
+  if (run_->over()) end_run();
+}
+
+void DebugSession::finish_run() { advance(UINT64_MAX); }
 
 DebugSession::~DebugSession() = default;
 

@@ -10,6 +10,11 @@
 // which nothing can happen are skipped, as the machine skips them) and ends at the halt with
 // exactly the RunResult simulate() gives on the stepped engine.
 //
+// Going back: rewind(T) returns to an earlier cycle T by running the program again from cycle 0
+// to T (the machine is deterministic: the same program and architecture give the same state at
+// every cycle). The replay runs the machine to T in one call, without stopping at the cycles in
+// between, so it costs what `tpusim run --engine stepped` costs up to T.
+//
 // One run per process at a time (the machine is elaborated once): a second DebugSession while
 // one is alive, or simulate() during a session, throws std::logic_error.
 #pragma once
@@ -31,6 +36,7 @@
 namespace tpusim::sim {
 
 class MachineRun;
+class TraceRecorder;
 
 // An instruction's life as the debugger reports it. Control instructions (nop, tag, setcfg,
 // sync, barrier, halt) start when they issue and end when issue moves on.
@@ -81,8 +87,10 @@ struct MatmulView {
 class DebugSession {
  public:
   // Checks the program as simulate() does (throws SimError, InputError), begins the run and
-  // reaches cycle 0. `program` must outlive the session.
-  DebugSession(const isa::Program& program, const Arch& arch);
+  // reaches cycle 0. `program` must outlive the session. `trace`: a recorder the run reports to
+  // (trace.h; not owned, may be null), cleared (its cell ranges kept) whenever the run begins
+  // again, so that it holds the recording of the run the session is in.
+  DebugSession(const isa::Program& program, const Arch& arch, TraceRecorder* trace = nullptr);
   ~DebugSession();  // an unfinished run is abandoned; the machine is ready for another
   DebugSession(const DebugSession&) = delete;
   DebugSession& operator=(const DebugSession&) = delete;
@@ -101,6 +109,11 @@ class DebugSession {
   // that cycle's events, returns true, or until the run ends. Returns every event on the way.
   using StopAt = std::function<bool(const std::vector<InstructionEvent>& events)>;
   std::vector<InstructionEvent> advance(uint64_t until, const StopAt& stop = {});
+  // Back to cycle `target` (at most cycle()): the run begins again and replays to `target`.
+  // Afterwards every view is what a fresh session advanced to `target` shows.
+  void rewind(uint64_t target);
+  // Runs to the end of the run without stopping (for writing a whole run's traces).
+  void finish_run();
 
   // --- the machine at cycle() ----------------------------------------------------------------
   Phase phase(uint64_t index) const;
@@ -117,6 +130,7 @@ class DebugSession {
   const SystolicArray& array() const;
 
  private:
+  void begin();
   void collect(std::vector<InstructionEvent>& out);
   void end_run();
   const std::vector<InstructionTiming>& timeline() const;
@@ -126,6 +140,7 @@ class DebugSession {
 
   const isa::Program& program_;
   Arch arch_;
+  TraceRecorder* trace_ = nullptr;
   uint64_t code_size_ = 0;
   std::unique_ptr<MachineRun> run_;
   uint64_t cycle_ = 0;

@@ -80,18 +80,35 @@ void parse_trace_window(const std::string& text, TraceSelection& s) {
   if (s.end <= s.begin) throw InputError(what + ": END must be greater than START");
 }
 
+std::vector<LayerTag> layer_tags(const isa::Program& program) {
+  const nlohmann::json* names = program.meta.contains("layers") && program.meta["layers"].is_array()
+                                    ? &program.meta["layers"]
+                                    : nullptr;
+  std::vector<LayerTag> tags;
+  for (uint64_t i = 0; i < program.code.size(); ++i) {
+    if (program.code[i].opcode != isa::Opcode::debug_tag) continue;
+    const uint64_t tag = program.code[i][isa::Field::tag];
+    tags.push_back({i, names && tag < names->size() && (*names)[tag].is_string()
+                           ? (*names)[tag].get<std::string>()
+                           : fmt::format("tag {}", tag)});
+  }
+  return tags;
+}
+
 void parse_trace_filter(const std::string& text, const isa::Program& program, TraceSelection& s) {
-  const nlohmann::json* layers = program.meta.contains("layers") ? &program.meta["layers"] : nullptr;
+  const std::vector<LayerTag> tags = layer_tags(program);
   for (const std::string& term : split(text, ',')) {
     if (term.rfind("layer=", 0) == 0) {
       const std::string name = term.substr(6);
-      if (layers && layers->is_array() &&
-          std::find(layers->begin(), layers->end(), nlohmann::json(name)) == layers->end()) {
+      if (tags.empty())
+        throw InputError(fmt::format(
+            "--trace-filter: layer={}: the program has no layers (no `tag` instruction names one)", name));
+      if (std::none_of(tags.begin(), tags.end(), [&](const LayerTag& t) { return t.name == name; })) {
+        std::vector<std::string> names;
+        for (const LayerTag& t : tags)
+          if (std::find(names.begin(), names.end(), t.name) == names.end()) names.push_back(t.name);
         std::string known;
-        for (const auto& l : *layers) {
-          known += ' ';
-          known += l.is_string() ? l.get<std::string>() : l.dump();
-        }
+        for (const std::string& n : names) known += " " + n;
         throw InputError(
             fmt::format("--trace-filter: no layer '{}' in the program (layers:{})", name, known));
       }

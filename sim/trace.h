@@ -134,10 +134,18 @@ struct TraceSelection {
   std::vector<isa::Opcode> opcodes;  // empty: every opcode
   std::vector<std::string> layers;   // empty: every layer
 };
+// The layers of a program: each `tag` instruction (its index) and the name of the layer it
+// begins, meta.layers[tag] when the program has that list (compiled models do), else "tag N".
+struct LayerTag {
+  uint64_t index;
+  std::string name;
+};
+std::vector<LayerTag> layer_tags(const isa::Program& program);
+
 // "START:END" in cycles, either side may be empty ("1000:", ":5000"). Throws InputError.
 void parse_trace_window(const std::string& text, TraceSelection& selection);
 // Comma-separated mnemonics (`matmul,act`) and `layer=NAME` terms. Mnemonics must exist; layer
-// names must be in the program's meta.layers (when it has them). Throws InputError.
+// names must be layers of the program (layer_tags). Throws InputError.
 void parse_trace_filter(const std::string& text, const isa::Program& program, TraceSelection& selection);
 
 // VCD scope (--vcd-scope): `units`, `array` (every cell), `cells=R0-R1xC0-C1` (inclusive, or one

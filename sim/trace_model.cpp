@@ -76,20 +76,16 @@ bool TraceModel::passes(uint64_t i) const {
 // A `tag` names the layer of the instructions after it: meta.layers[tag] when the program has
 // that list (compiled models do), else "tag N".
 void TraceModel::build_layers() {
-  const nlohmann::json* names = program.meta.contains("layers") && program.meta["layers"].is_array()
-                                    ? &program.meta["layers"]
-                                    : nullptr;
   layer_of_.assign(timeline.size(), kNoLayer);
   uint32_t current = kNoLayer;
+  const std::vector<LayerTag> tags = layer_tags(program);
+  auto tag = tags.begin();
   for (uint64_t i = 0; i < timeline.size(); ++i) {
-    if (inst(i).opcode == Opcode::debug_tag) {
-      const uint64_t tag = inst(i)[Field::tag];
-      std::string name = names && tag < names->size() && (*names)[tag].is_string()
-                             ? (*names)[tag].get<std::string>()
-                             : fmt::format("tag {}", tag);
-      auto it = std::find(layer_names_.begin(), layer_names_.end(), name);
+    if (tag != tags.end() && tag->index == i) {
+      auto it = std::find(layer_names_.begin(), layer_names_.end(), tag->name);
       current = uint32_t(it - layer_names_.begin());
-      if (it == layer_names_.end()) layer_names_.push_back(std::move(name));
+      if (it == layer_names_.end()) layer_names_.push_back(tag->name);
+      ++tag;
     }
     layer_of_[i] = current;
   }

@@ -57,6 +57,7 @@ compiler::LoadOptions load_options(uint64_t batch);
 
 struct DebugArgs {
   std::string program, script, arch_file;
+  std::string trace, vcd, vcd_scope;  // the debugged run's traces, written when the session ends
   std::vector<std::string> sets;
   uint64_t batch = 0;
 };

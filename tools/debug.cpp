@@ -19,6 +19,7 @@
 #include "sim/machine.h"
 #include "tools/commands.h"
 #include "tools/program_to_run.h"
+#include "tools/run_traces.h"
 
 namespace tpusim::tools {
 
@@ -37,25 +38,33 @@ constexpr HelpEntry kHelp[] = {
      "`next` walks the program one instruction at a time",
      "n"},
     {"continue", "continue", "run until a breakpoint, a watchpoint or the end of the run", "c"},
+    {"back", "back [N]",
+     "go back N cycles (default 1): the run replays from cycle 0, so every view is exactly what it was", ""},
+    {"reverse-continue", "reverse-continue",
+     "go back to the latest earlier cycle at which a breakpoint or watchpoint stops (cycle 0 if none)", "rc"},
     {"break",
      "break INDEX|LABEL [issue|start|end] | break cycle N | break OPCODE [issue|start|end] | "
-     "break unit UNIT [issue|start|end]",
+     "break unit UNIT [issue|start|end] | break layer NAME",
      "stop when an instruction (by index or code label), any instruction with that opcode (matmul, act, rhm, "
      "...) or any instruction of a unit (control, host, weights, matrix, act) issues, starts (the default) "
-     "or "
-     "ends; or at a cycle",
+     "or ends; at a cycle; or when a layer begins (its tag instruction starts)",
      "b"},
     {"watch", "watch ub ROW [COUNT] | watch acc ROW [COUNT] | watch host REGION",
      "stop when a memory range changes (ROW: a number or a ub/acc symbol of the program)", ""},
     {"delete", "delete [NUM...]", "delete breakpoints and watchpoints (all of them without NUM)", "d"},
     {"info", "info breakpoints", "list breakpoints and watchpoints", "i"},
     {"print",
-     "print[/x] ub ROW [COUNT] | acc ROW [COUNT] | host REGION [OFFSET [BYTES]] | fifo | cell ROW COL",
+     "print[/x] ub ROW [COUNT] | acc ROW [COUNT] | host REGION [OFFSET [BYTES]] | fifo | cell ROW COL | "
+     "weights [shadow] [ROW COL [SIZE]] | tile N|active|shadow [ROW COL [SIZE]]",
      "show unified-buffer rows (int8), accumulator rows (int32), host memory (int8), the weight FIFO with "
-     "the "
-     "shadow and active tiles, or one cell's registers; /x: hexadecimal",
+     "the shadow and active tiles, one cell's registers, the cells' active (or shadow) weights, or a "
+     "weight tile from weight memory (a window of SIZE x SIZE weights, default 16, from ROW COL); /x: "
+     "hexadecimal",
      "p"},
-    {"array", "array", "the array's wavefront: which cells hold live data this cycle", ""},
+    {"array", "array [ROW COL SIZE]",
+     "the array's wavefront: which cells hold live data this cycle; ROW COL SIZE zooms to SIZE x SIZE cells "
+     "(at most 8 x 8 also shows each cell's input and partial sum)",
+     ""},
     {"units", "units", "what each unit is doing, what it has queued and why it waits", "u"},
     {"disasm", "disasm [FIRST [COUNT]]",
      "the program with each instruction's state and cycles (default: around the last one issued, marked =>)",
@@ -108,7 +117,7 @@ int run_terminal(Debugger& d) {
 std::string help_text(std::string_view command) {
   if (command.empty()) {
     std::string out = "commands (`help COMMAND` for details):\n";
-    for (const HelpEntry& h : kHelp) out += fmt::format("  {:<10} {}\n", h.name, h.text);
+    for (const HelpEntry& h : kHelp) out += fmt::format("  {:<16} {}\n", h.name, h.text);
     return out + "an empty line repeats the last command; docs/debugger.md has an example session\n";
   }
   for (const HelpEntry& h : kHelp)
@@ -126,17 +135,36 @@ int cmd_debug(const DebugArgs& a) {
     script_file.open(a.script);
     if (!script_file) throw InputError(fmt::format("{}: cannot read the debugger script", a.script));
   }
+  RunArgs trace_args;
+  trace_args.trace = a.trace;
+  trace_args.vcd = a.vcd;
+  trace_args.vcd_scope = a.vcd_scope;
+  const isa::Program& p = to_run.program();
+  const std::unique_ptr<TracePlan> traces = plan_traces(trace_args, p, to_run.arch, sim::Engine::stepped);
   std::optional<Debugger> d;
   try {
-    d.emplace(to_run.program(), to_run.arch, a.program);
+    d.emplace(p, to_run.arch, a.program, traces ? &traces->recorder : nullptr);
   } catch (const sim::SimError& e) {
     throw InputError(fmt::format("{}: {}", a.program, e.what()));
   }
   const std::string banner = d->banner();
   std::fwrite(banner.data(), 1, banner.size(), stdout);
-  if (script_file.is_open()) return run_script(*d, script_file);
-  if (a.script == "-" || !isatty(STDIN_FILENO)) return run_script(*d, std::cin);
-  return run_terminal(*d);
+  if (script_file.is_open()) run_script(*d, script_file);
+  else if (a.script == "-" || !isatty(STDIN_FILENO)) run_script(*d, std::cin);
+  else run_terminal(*d);
+  if (!traces) return 0;
+  // The traces show the whole run: it goes on from where the session left it to its halt.
+  sim::DebugSession& s = d->session();
+  s.finish_run();
+  if (!s.result()) {
+    fmt::print(stderr, "{}: no trace written: the run failed at cycle {}: {}\n", a.program, s.cycle(),
+               s.error().value_or("it did not halt"));
+    return 0;
+  }
+  write_traces(trace_args, *traces,
+               {&p, &to_run.arch, sim::Engine::stepped, &*s.result(), &traces->recorder,
+                p.model.empty() ? a.program : p.model});
+  return 0;
 }
 
 }  // namespace tpusim::tools

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -25,7 +26,7 @@ uint64_t need_number(const std::string& s, std::string_view what);  // or Comman
 
 // A breakpoint or watchpoint (they share one numbering, as in gdb).
 struct Breakpoint {
-  enum class Kind { instruction, opcode, unit, cycle, watch } kind = Kind::instruction;
+  enum class Kind { instruction, opcode, unit, cycle, watch, layer } kind = Kind::instruction;
   uint64_t value = 0;                           // instruction index, opcode, unit or cycle
   sim::EventKind when = sim::EventKind::start;  // instruction, opcode and unit breakpoints
   // Watchpoints: the memory ("ub", "acc" or "host"), its first row (host: byte address), its
@@ -33,28 +34,39 @@ struct Breakpoint {
   std::string space;
   uint64_t first = 0, count = 0;
   std::vector<uint8_t> seen;
+  // Layer breakpoints: the layer's name (in `space`) and its `tag` instructions.
+  std::vector<uint64_t> tags;
 };
 
 class Debugger {
  public:
   // `source`: the program's name in messages. Begins the session (throws as simulate() does).
-  Debugger(const isa::Program& program, const sim::Arch& arch, std::string source);
+  // `trace`: a recorder for the session's run (debug --trace, --vcd), or null.
+  Debugger(const isa::Program& program, const sim::Arch& arch, std::string source,
+           sim::TraceRecorder* trace = nullptr);
   ~Debugger();
   std::string banner() const;  // what the session says when it opens
   // Runs one command line and returns its output (errors included: the session goes on).
   std::string execute(std::string_view line);
   bool quit() const { return quit_; }
+  sim::DebugSession& session() { return *session_; }
 
  private:
   using Args = std::vector<std::string>;
   std::string dispatch(const Args& args);
   // Motion: advance to `until` or the next stop; `issues`: stop after this many issue events.
   std::string advance(uint64_t until, uint64_t issues);
+  // What the breakpoints and watchpoints say of the cycle just reached (empty: none stops).
+  std::string check_stops(const std::vector<sim::InstructionEvent>& events);
+  std::string cmd_back(const Args& args);
+  std::string cmd_reverse_continue();
+  void rewind(uint64_t cycle);  // the session back to `cycle`, watchpoints reset to it
   std::string cmd_break(const Args& args);
   std::string cmd_watch(const Args& args);
   std::string cmd_delete(const Args& args);
   std::string cmd_info(const Args& args) const;
   std::string cmd_print(const Args& args, bool hex) const;
+  std::string print_weights(const Args& args) const;
   std::string cmd_disasm(const Args& args) const;
   std::string cmd_restart();
   std::string describe_breakpoint(const Breakpoint& b) const;
@@ -65,6 +77,7 @@ class Debugger {
   const isa::Program& program_;
   sim::Arch arch_;
   std::string source_;
+  sim::TraceRecorder* trace_ = nullptr;
   std::unique_ptr<sim::DebugSession> session_;
   std::map<int, Breakpoint> breakpoints_;
   int next_breakpoint_ = 1;
@@ -79,7 +92,12 @@ std::string view_host(const sim::DebugSession& s, const std::string& region, uin
                       bool hex);
 std::string view_fifo(const sim::DebugSession& s);
 std::string view_cell(const sim::DebugSession& s, uint64_t row, uint64_t col);
-std::string view_array(const sim::DebugSession& s);
+// The wavefront in rows [row, row + size) x columns [col, col + size), clipped to the array.
+std::string view_array(const sim::DebugSession& s, uint64_t row, uint64_t col, uint64_t size);
+// Weights as int8 (or uint8) in rows [row, row + size) x columns [col, col + size) of a tile:
+// `at(k, j)` gives each one. `title` heads the table.
+std::string view_weights(const std::string& title, uint64_t row, uint64_t col, uint64_t size, uint64_t rows,
+                         uint64_t cols, const std::function<int32_t(uint64_t, uint64_t)>& at);
 std::string view_units(const sim::DebugSession& s);
 std::string view_disasm(const sim::DebugSession& s, uint64_t first, uint64_t count);
 std::string help_text(std::string_view command);

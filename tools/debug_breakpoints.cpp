@@ -6,6 +6,7 @@
 #include <stdexcept>
 
 #include "isa/disassembler.h"
+#include "sim/trace.h"
 #include "tools/debug.h"
 
 namespace tpusim::tools {
@@ -72,8 +73,8 @@ const sim::HostBuffer& host_region(const sim::DebugSession& s, const std::string
 
 std::string Debugger::cmd_break(const Args& a) {
   static constexpr char kUsage[] =
-      "`break INDEX|LABEL [issue|start|end]`, `break cycle N`, `break OPCODE [issue|start|end]` or "
-      "`break unit UNIT [issue|start|end]`";
+      "`break INDEX|LABEL [issue|start|end]`, `break cycle N`, `break OPCODE [issue|start|end]`, "
+      "`break unit UNIT [issue|start|end]` or `break layer NAME`";
   if (a.size() < 2) throw CommandError(fmt::format("break: expected {}", kUsage));
   Breakpoint b;
   if (a[1] == "cycle") {
@@ -83,6 +84,22 @@ std::string Debugger::cmd_break(const Args& a) {
     if (b.value <= session_->cycle())
       throw CommandError(
           fmt::format("break: cycle {} has passed (now at cycle {})", b.value, session_->cycle()));
+  } else if (a[1] == "layer") {
+    if (a.size() < 3) throw CommandError("break: expected `break layer NAME`");
+    std::string name = a[2];  // names may hold spaces ("tag 3" in a program without layer names)
+    for (size_t k = 3; k < a.size(); ++k) name += " " + a[k];
+    const std::vector<sim::LayerTag> tags = sim::layer_tags(program_);
+    if (tags.empty()) throw CommandError("break: the program has no layers (no `tag` instruction names one)");
+    b.kind = Kind::layer;
+    b.space = name;
+    std::string known;
+    for (const sim::LayerTag& t : tags) {
+      if (t.name == name) b.tags.push_back(t.index);
+      if (known.find(" " + t.name + ",") == std::string::npos) known += " " + t.name + ",";
+    }
+    known.pop_back();
+    if (b.tags.empty())
+      throw CommandError(fmt::format("break: no layer '{}' (the program's layers:{})", name, known));
   } else if (a[1] == "unit") {
     if (a.size() < 3) throw CommandError("break: expected `break unit UNIT [issue|start|end]`");
     const auto u = unit_named(a[2]);
@@ -178,6 +195,11 @@ std::string Debugger::describe_breakpoint(const Breakpoint& b) const {
     case Kind::opcode: return fmt::format("every {} {}", isa::spec(isa::Opcode(b.value)).mnemonic, when);
     case Kind::unit: return fmt::format("every {} instruction {}", isa::kUnitNames[b.value], when);
     case Kind::cycle: return fmt::format("cycle {}", b.value);
+    case Kind::layer: {
+      std::string at;
+      for (uint64_t t : b.tags) at += fmt::format("{}{}", at.empty() ? "" : ", ", t);
+      return fmt::format("layer {} begins (its tag: instruction {})", b.space, at);
+    }
     default: break;
   }
   if (b.space == "host") {
@@ -219,7 +241,8 @@ std::string Debugger::cmd_print(const Args& a, bool hex) const {
   static constexpr char kUsage[] =
       "print: expected `print ub ROW [COUNT]`, `print acc ROW [COUNT]`, `print host REGION [OFFSET "
       "[BYTES]]`, "
-      "`print fifo` or `print cell ROW COL`";
+      "`print fifo`, `print cell ROW COL`, `print weights [shadow] [ROW COL [SIZE]]` or `print tile "
+      "N|active|shadow [ROW COL [SIZE]]`";
   if (a.size() < 2) throw CommandError(kUsage);
   const std::string& what = a[1];
   if (what == "ub" || what == "acc") {
@@ -249,7 +272,69 @@ std::string Debugger::cmd_print(const Args& a, bool hex) const {
                                      arch_.array_rows, arch_.array_cols));
     return view_cell(*session_, r, c);
   }
+  if (what == "weights" || what == "tile") return print_weights(a);
   throw CommandError(kUsage);
+}
+
+// print weights [shadow] [ROW COL [SIZE]]: the cells' weight (or shadow weight) registers;
+// print tile N|active|shadow [ROW COL [SIZE]]: a weight tile as it is in weight memory.
+std::string Debugger::print_weights(const Args& a) const {
+  const std::string& what = a[1];
+  size_t k = 2;
+  std::string title;
+  std::function<int32_t(uint64_t, uint64_t)> at;
+  const sim::SystolicArray& arr = session_->array();
+  const uint64_t now = session_->cycle();
+  if (what == "weights") {
+    const bool shadow = a.size() > 2 && a[2] == "shadow";
+    k += shadow;
+    title = fmt::format("{} weights in the array at cycle {}", shadow ? "shadow" : "active", now);
+    at = shadow ? std::function<int32_t(uint64_t, uint64_t)>(
+                      [&](uint64_t r, uint64_t c) { return arr.shadow(r, c); })
+                : [&](uint64_t r, uint64_t c) { return int32_t(arr.weight(r, c)); };
+  } else {
+    if (a.size() < 3) throw CommandError("print: expected `print tile N|active|shadow [ROW COL [SIZE]]`");
+    const sim::WeightPathView w = session_->weight_path();
+    const uint64_t tiles = program_.weights.size() / arch_.tile_bytes();
+    uint64_t waddr = 0;
+    bool is_unsigned = false;
+    if (a[2] == "active" || a[2] == "shadow") {
+      const std::optional<sim::TileView>& t = a[2] == "active" ? w.active : w.shadow;
+      if (!t) throw CommandError(fmt::format("print: no {} tile at cycle {}", a[2], now));
+      waddr = t->waddr;
+      is_unsigned = t->is_unsigned;
+    } else {
+      const uint64_t n = need_number(a[2], "print tile");
+      if (n >= tiles)
+        throw CommandError(fmt::format("print: tile {} is past the weight memory ({} tiles)", n, tiles));
+      waddr = n * arch_.tile_bytes();
+      // Signedness is the reading instruction's (rw's unsigned flag): the first rw reading it says.
+      for (const isa::Instruction& in : program_.code)
+        if (in.opcode == isa::Opcode::read_weights && in[isa::Field::waddr] <= waddr &&
+            waddr < in[isa::Field::waddr] + in[isa::Field::tiles] * arch_.tile_bytes()) {
+          is_unsigned = in[isa::Field::unsigned_data] != 0;
+          break;
+        }
+    }
+    k = 3;
+    title = fmt::format("tile {} (waddr {:#x}{}) in weight memory", waddr / arch_.tile_bytes(), waddr,
+                        is_unsigned ? ", unsigned" : "");
+    const sim::WeightTile tile{program_.weights.data() + waddr, waddr, is_unsigned};
+    at = [tile, cols = arch_.array_cols](uint64_t r, uint64_t c) { return tile.weight(r, c, cols); };
+  }
+  uint64_t row = 0, col = 0, size = 16;
+  if (a.size() > k) {
+    if (a.size() < k + 2 || a.size() > k + 3)
+      throw CommandError(fmt::format("print: expected `print {} ... [ROW COL [SIZE]]`", what));
+    row = need_number(a[k], "print " + what);
+    col = need_number(a[k + 1], "print " + what);
+    if (a.size() == k + 3) size = need_number(a[k + 2], "print " + what);
+    if (row >= arch_.array_rows || col >= arch_.array_cols)
+      throw CommandError(fmt::format("print: ({}, {}) is outside the {} x {} tile", row, col,
+                                     arch_.array_rows, arch_.array_cols));
+    if (size == 0) throw CommandError("print: SIZE must be at least 1");
+  }
+  return view_weights(title, row, col, size, arch_.array_rows, arch_.array_cols, at);
 }
 
 }  // namespace tpusim::tools

@@ -44,9 +44,10 @@ uint64_t need_number(const std::string& s, std::string_view what) {
   throw CommandError(fmt::format("{}: '{}' is not a number", what, s));
 }
 
-Debugger::Debugger(const isa::Program& program, const sim::Arch& arch, std::string source)
-    : program_(program), arch_(arch), source_(std::move(source)) {
-  session_ = std::make_unique<sim::DebugSession>(program_, arch_);
+Debugger::Debugger(const isa::Program& program, const sim::Arch& arch, std::string source,
+                   sim::TraceRecorder* trace)
+    : program_(program), arch_(arch), source_(std::move(source)), trace_(trace) {
+  session_ = std::make_unique<sim::DebugSession>(program_, arch_, trace_);
 }
 
 Debugger::~Debugger() = default;
@@ -96,6 +97,11 @@ std::string Debugger::dispatch(const Args& a) {
     at_most(1);
     return advance(UINT64_MAX, 0);
   }
+  if (c == "back") return cmd_back(a);
+  if (c == "reverse-continue" || c == "rc") {
+    at_most(1);
+    return cmd_reverse_continue();
+  }
   if (c == "break" || c == "b") return cmd_break(a);
   if (c == "watch") return cmd_watch(a);
   if (c == "delete" || c == "d") return cmd_delete(a);
@@ -103,8 +109,15 @@ std::string Debugger::dispatch(const Args& a) {
   if (c == "print" || c == "p") return cmd_print(a, false);
   if (c == "print/x" || c == "p/x") return cmd_print(a, true);
   if (c == "array") {
-    at_most(1);
-    return view_array(*session_);
+    if (a.size() == 1) return view_array(*session_, 0, 0, std::max(arch_.array_rows, arch_.array_cols));
+    if (a.size() != 4) throw CommandError("array: expected `array` or `array ROW COL SIZE`");
+    const uint64_t r = need_number(a[1], "array"), col = need_number(a[2], "array"),
+                   size = need_number(a[3], "array");
+    if (r >= arch_.array_rows || col >= arch_.array_cols)
+      throw CommandError(fmt::format("array: cell ({}, {}) is outside the {} x {} array", r, col,
+                                     arch_.array_rows, arch_.array_cols));
+    if (size == 0) throw CommandError("array: SIZE must be at least 1");
+    return view_array(*session_, r, col, size);
   }
   if (c == "units" || c == "u") {
     at_most(1);
@@ -130,31 +143,7 @@ std::string Debugger::advance(uint64_t until, uint64_t issues) {
   std::string hits;
   uint64_t issued = 0;
   auto stop = [&](const std::vector<sim::InstructionEvent>& events) {
-    for (auto& [n, b] : breakpoints_) {
-      if (b.kind == Breakpoint::Kind::cycle) {
-        if (b.value == session_->cycle())
-          hits += fmt::format("breakpoint {}: {}\n", n, describe_breakpoint(b));
-        continue;
-      }
-      if (b.kind == Breakpoint::Kind::watch) {
-        std::vector<uint8_t> now = watched_bytes(b);
-        if (now == b.seen) continue;
-        hits +=
-            fmt::format("watchpoint {}: {} changed\n", n, describe_breakpoint(b)) + watch_change(b, b.seen);
-        b.seen = std::move(now);
-        continue;
-      }
-      for (const sim::InstructionEvent& e : events) {
-        const isa::Opcode op = program_.code[e.index].opcode;
-        const bool match = e.kind == b.when &&
-                           (b.kind == Breakpoint::Kind::instruction ? e.index == b.value
-                            : b.kind == Breakpoint::Kind::opcode    ? uint64_t(op) == b.value
-                                                                 : uint64_t(isa::spec(op).unit) == b.value);
-        if (match)
-          hits += fmt::format("breakpoint {}: instruction {} {}s: {}\n", n, e.index, sim::event_name(e.kind),
-                              isa::format_instruction(program_.code[e.index]));
-      }
-    }
+    hits += check_stops(events);
     for (const sim::InstructionEvent& e : events) issued += e.kind == EventKind::issue;
     return !hits.empty() || (issues && issued >= issues);
   };
@@ -165,6 +154,88 @@ std::string Debugger::advance(uint64_t until, uint64_t issues) {
     out += fmt::format("  ... and {} more events\n", events.size() - kMaxEventLines);
   out += hits;
   return out + (session_->over() ? end_of_run() : fmt::format("at cycle {}\n", session_->cycle()));
+}
+
+std::string Debugger::check_stops(const std::vector<sim::InstructionEvent>& events) {
+  std::string hits;
+  for (auto& [n, b] : breakpoints_) {
+    if (b.kind == Breakpoint::Kind::cycle) {
+      if (b.value == session_->cycle()) hits += fmt::format("breakpoint {}: {}\n", n, describe_breakpoint(b));
+      continue;
+    }
+    if (b.kind == Breakpoint::Kind::watch) {
+      std::vector<uint8_t> now = watched_bytes(b);
+      if (now == b.seen) continue;
+      hits += fmt::format("watchpoint {}: {} changed\n", n, describe_breakpoint(b)) + watch_change(b, b.seen);
+      b.seen = std::move(now);
+      continue;
+    }
+    for (const sim::InstructionEvent& e : events) {
+      const isa::Opcode op = program_.code[e.index].opcode;
+      if (b.kind == Breakpoint::Kind::layer) {
+        if (e.kind == EventKind::start && std::find(b.tags.begin(), b.tags.end(), e.index) != b.tags.end())
+          hits += fmt::format("breakpoint {}: layer {} begins: instruction {} {}\n", n, b.space, e.index,
+                              isa::format_instruction(program_.code[e.index]));
+        continue;
+      }
+      const bool match = e.kind == b.when &&
+                         (b.kind == Breakpoint::Kind::instruction ? e.index == b.value
+                          : b.kind == Breakpoint::Kind::opcode    ? uint64_t(op) == b.value
+                                                                  : uint64_t(isa::spec(op).unit) == b.value);
+      if (match)
+        hits += fmt::format("breakpoint {}: instruction {} {}s: {}\n", n, e.index, sim::event_name(e.kind),
+                            isa::format_instruction(program_.code[e.index]));
+    }
+  }
+  return hits;
+}
+
+void Debugger::rewind(uint64_t cycle) {
+  session_->rewind(cycle);
+  for (auto& [n, b] : breakpoints_)
+    if (b.kind == Breakpoint::Kind::watch) b.seen = watched_bytes(b);
+}
+
+// back [N]: N cycles back (default 1), by replaying the run from cycle 0 (sim/debugger.h).
+std::string Debugger::cmd_back(const Args& a) {
+  if (a.size() > 2) throw CommandError(fmt::format("back: unexpected '{}' (see `help back`)", a[2]));
+  const uint64_t n = a.size() > 1 ? need_number(a[1], "back") : 1, now = session_->cycle();
+  if (n == 0) throw CommandError("back: the number of cycles must be at least 1");
+  if (n > now)
+    throw CommandError(fmt::format("back: at cycle {}, there are only {} cycles to go back", now, now));
+  rewind(now - n);
+  return fmt::format("back to cycle {} (the run replayed from cycle 0)\nat cycle {}\n", now - n, now - n);
+}
+
+// reverse-continue: back to the latest earlier cycle at which a breakpoint or watchpoint stops.
+// The run replays from cycle 0 to the cycle before this one, noting every stop, then replays to
+// the last one noted.
+std::string Debugger::cmd_reverse_continue() {
+  const uint64_t now = session_->cycle();
+  if (now == 0) throw CommandError("reverse-continue: already at cycle 0");
+  rewind(0);
+  uint64_t last = 0;
+  std::string last_hits;
+  auto note = [&](const std::vector<sim::InstructionEvent>& events) {
+    std::string hits = check_stops(events);
+    if (!hits.empty() && session_->cycle() < now) {
+      last = session_->cycle();
+      last_hits = std::move(hits);
+    }
+    return false;
+  };
+  session_->advance(now - 1, note);
+  // Cycle breakpoints stop at their cycle even when nothing happens in it (advance() runs to it).
+  for (const auto& [n, b] : breakpoints_)
+    if (b.kind == Breakpoint::Kind::cycle && b.value < now && b.value > last) {
+      last = b.value;
+      last_hits = fmt::format("breakpoint {}: {}\n", n, describe_breakpoint(b));
+    }
+  rewind(last);
+  if (last_hits.empty())
+    return fmt::format("no breakpoint or watchpoint stops before cycle {}: back to the start\nat cycle 0\n",
+                       now);
+  return last_hits + fmt::format("at cycle {}\n", last);
 }
 
 std::string Debugger::end_of_run() const {
@@ -179,10 +250,7 @@ std::string Debugger::end_of_run() const {
 }
 
 std::string Debugger::cmd_restart() {
-  session_.reset();  // one run per process: the old one unwinds first
-  session_ = std::make_unique<sim::DebugSession>(program_, arch_);
-  for (auto& [n, b] : breakpoints_)
-    if (b.kind == Breakpoint::Kind::watch) b.seen = watched_bytes(b);
+  rewind(0);
   std::string out = "restarted\n";
   for (const auto& e : session_->first_events()) out += format_event(*session_, e);
   return out + "at cycle 0\n";

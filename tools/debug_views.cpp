@@ -75,18 +75,23 @@ std::string view_host(const sim::DebugSession& s, const std::string& region, uin
 std::string view_fifo(const sim::DebugSession& s) {
   const sim::WeightPathView w = s.weight_path();
   const uint64_t now = s.cycle(), rows = s.arch().array_rows;
-  std::string out =
-      fmt::format("weight FIFO at cycle {}: {} of {} slots hold tiles\n", now,
-                  w.fifo.size() + (w.shadow && now < w.shift_start + rows), s.arch().weight_fifo_tiles);
+  const bool shifting = w.shadow && now < w.shift_start + rows;
+  std::string out = fmt::format("weight FIFO at cycle {}: {} of {} slots hold tiles\n", now,
+                                w.fifo.size() + shifting, s.arch().weight_fifo_tiles);
+  // A shifting tile keeps its FIFO slot until its last row is written.
+  if (shifting)
+    out += fmt::format(
+        "  {}  shifting into the shadow slot: {} of {} rows written (its slot frees at cycle {})\n",
+        tile_text(s, *w.shadow), now - w.shift_start, rows, w.shift_start + rows);
   for (size_t k = 0; k < w.fifo.size(); ++k)
     out += fmt::format("  {}  {}\n", tile_text(s, w.fifo[k]),
                        w.fifo[k].landed <= now
                            ? fmt::format("landed at cycle {}", w.fifo[k].landed)
                            : fmt::format("in weight memory, lands at cycle {}", w.fifo[k].landed));
-  if (w.fifo.empty()) out += "  (no tile waiting)\n";
+  if (w.fifo.empty() && !shifting) out += "  (no tile waiting)\n";
   if (!w.shadow) {
     out += "shadow: empty\n";
-  } else if (now < w.shift_start + rows) {
+  } else if (shifting) {
     out += fmt::format("shadow: {} shifting in since cycle {}: {} of {} rows written\n",
                        tile_text(s, *w.shadow), w.shift_start, now - w.shift_start, rows);
   } else {
@@ -111,22 +116,26 @@ std::string view_cell(const sim::DebugSession& s, uint64_t r, uint64_t c) {
       a.psum_valid(r, c) ? "valid" : "empty");
 }
 
-// One character per cell, or per block of cells on arrays wider than 32.
-std::string view_array(const sim::DebugSession& s) {
+// One character per cell, or per block of cells when the window is wider than 32; a window of
+// at most 8 x 8 cells also shows each cell's input and partial sum.
+std::string view_array(const sim::DebugSession& s, uint64_t row, uint64_t col, uint64_t size) {
   const sim::SystolicArray& a = s.array();
-  const uint64_t N = a.rows(), M = a.cols(), b = std::max<uint64_t>(1, (std::max(N, M) + 31) / 32);
+  const uint64_t N = a.rows(), M = a.cols(), r1 = std::min(N, row + size), c1 = std::min(M, col + size);
+  const uint64_t b = std::max<uint64_t>(1, (std::max(r1 - row, c1 - col) + 31) / 32);
+  const bool whole = row == 0 && col == 0 && r1 == N && c1 == M;
   std::string out = fmt::format("array at cycle {} ({} x {} cells", s.cycle(), N, M);
+  if (!whole) out += fmt::format(", rows {}..{}, columns {}..{}", row, r1 - 1, col, c1 - 1);
   out += b == 1 ? "" : fmt::format(", one character per {} x {} block", b, b);
   out += "): '#' live input and partial sum, '*' live and switching to the shadow tile, '.' idle\n";
   out += b == 1 ? "     " : fmt::format("{:>5}", "");
-  for (uint64_t j = 0; j < M; j += b) out += char('0' + (j / b) % 10);
+  for (uint64_t j = col; j < c1; j += b) out += char('0' + (j / b) % 10);
   out += "\n";
-  for (uint64_t k = 0; k < N; k += b) {
+  for (uint64_t k = row; k < r1; k += b) {
     out += fmt::format("{:>4} ", k);
-    for (uint64_t j = 0; j < M; j += b) {
+    for (uint64_t j = col; j < c1; j += b) {
       char ch = '.';
-      for (uint64_t r = k; r < std::min(N, k + b); ++r)
-        for (uint64_t c = j; c < std::min(M, j + b); ++c) {
+      for (uint64_t r = k; r < std::min(r1, k + b); ++r)
+        for (uint64_t c = j; c < std::min(c1, j + b); ++c) {
           const uint8_t f = a.x_flags(r, c);
           if (f & sim::ArrayModel::kSwitch) ch = '*';
           else if ((f & sim::ArrayModel::kValid) && ch == '.') ch = '#';
@@ -135,9 +144,36 @@ std::string view_array(const sim::DebugSession& s) {
     }
     out += "\n";
   }
+  if (r1 - row <= 8 && c1 - col <= 8) {
+    out += "inputs (x, '-': empty) and partial sums (psum, '-': empty), by cell:\n";
+    for (uint64_t k = row; k < r1; ++k) {
+      std::string x = fmt::format("{:>4} x   ", k), p = "     psum";
+      for (uint64_t j = col; j < c1; ++j) {
+        x += (a.x_flags(k, j) & sim::ArrayModel::kValid) ? fmt::format(" {:>11}", a.x_value(k, j))
+                                                         : fmt::format(" {:>11}", "-");
+        p += a.psum_valid(k, j) ? fmt::format(" {:>11}", a.psum(k, j)) : fmt::format(" {:>11}", "-");
+      }
+      out += x + "\n" + p + "\n";
+    }
+  }
   for (const sim::MatmulView& m : s.matmuls())
     out += fmt::format("matmul {} ({}): vectors enter in cycles {}..{}; {} of {} results written\n", m.index,
                        text(s, m.index), m.t0, m.t0 + m.vectors - 1, m.written, m.vectors * M);
+  return out;
+}
+
+std::string view_weights(const std::string& title, uint64_t row, uint64_t col, uint64_t size, uint64_t rows,
+                         uint64_t cols, const std::function<int32_t(uint64_t, uint64_t)>& at) {
+  const uint64_t r1 = std::min(rows, row + size), c1 = std::min(cols, col + size);
+  std::string out = fmt::format("{}, rows {}..{}, columns {}..{} of {} x {}:\n     ", title, row, r1 - 1, col,
+                                c1 - 1, rows, cols);
+  for (uint64_t j = col; j < c1; ++j) out += fmt::format(" {:>4}", j);
+  out += "\n";
+  for (uint64_t k = row; k < r1; ++k) {
+    out += fmt::format("{:>4} ", k);
+    for (uint64_t j = col; j < c1; ++j) out += fmt::format(" {:>4}", at(k, j));
+    out += "\n";
+  }
   return out;
 }
 

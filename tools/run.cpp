@@ -20,6 +20,7 @@
 #include "tools/commands.h"
 #include "tools/program_to_run.h"
 #include "tools/run_progress.h"
+#include "tools/run_traces.h"
 
 namespace fs = std::filesystem;
 
@@ -107,13 +108,7 @@ void print_compile_summary(const compiler::Compiled& c, const std::string& sourc
              c.quantize_seconds, c.lower_seconds);
 }
 
-// The traces a run writes (--trace, --vcd, --log, docs/traces.md), their options checked before
-// the run so that a bad window, filter or scope is refused without simulating.
-struct TracePlan {
-  sim::TraceSelection selection;
-  sim::VcdScope scope;
-  sim::TraceRecorder recorder;
-};
+}  // namespace
 
 std::unique_ptr<TracePlan> plan_traces(const RunArgs& r, const isa::Program& p, const sim::Arch& arch,
                                        sim::Engine engine) {
@@ -160,6 +155,8 @@ void write_traces(const RunArgs& r, const TracePlan& plan, const sim::TraceInput
     write_trace_file(r.log, "event log",
                      [&](std::ostream& o) { sim::write_event_log(o, in, plan.selection); });
 }
+
+namespace {
 
 // Station instructions up to halt: what RunProgress counts to.
 uint64_t station_instructions(const isa::Program& p) {

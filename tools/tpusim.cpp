@@ -174,6 +174,10 @@ extern "C" int sc_main(int argc, char** argv) {
   db->add_option("--batch", dbg.batch, "models: override the description's batch size");
   db->add_option("--arch", dbg.arch_file, "architecture file (JSON, docs/arch.md); default: the program's .arch");
   db->add_option("--set", dbg.sets, "override one architecture parameter, KEY=VALUE (repeatable)");
+  db->add_option("--trace", dbg.trace,
+                 "when the session ends, write the run's Chrome trace (the run goes on to its halt first)");
+  db->add_option("--vcd", dbg.vcd, "when the session ends, write the run's VCD waveforms (as --trace)");
+  db->add_option("--vcd-scope", dbg.vcd_scope, "VCD signals, as for tpusim run");
 
   std::string names;
   bool known = false;

@@ -173,3 +173,99 @@ TEST_CASE("a deadlocked program ends the session with the machine's message") {
   for (const auto& st : s.stations()) blocked |= !st.blocked.empty();
   CHECK(blocked);  // what each unit was waiting for when nothing could happen any more
 }
+
+namespace {
+
+// Everything a session shows at its cycle, as plain values.
+struct Snapshot {
+  uint64_t cycle = 0, current = 0;
+  bool over = false;
+  std::vector<uint8_t> ub, host;
+  std::vector<int32_t> acc, cells;  // every cell's weight, shadow, x, flags, psum, psum valid
+  std::vector<std::tuple<int, std::optional<uint64_t>, std::optional<uint64_t>, std::optional<uint64_t>>>
+      code;
+  std::vector<std::tuple<uint64_t, uint64_t, uint64_t, uint64_t>> tiles;  // waddr, landed, use
+  std::optional<uint64_t> shadow, active;
+  uint64_t shift_start = 0;
+  std::vector<std::tuple<uint64_t, uint64_t, uint64_t, uint64_t>> matmuls;
+  std::vector<std::tuple<std::vector<uint64_t>, std::vector<uint64_t>, std::string>> stations;
+  bool operator==(const Snapshot&) const = default;
+};
+
+Snapshot snapshot(const sim::DebugSession& s) {
+  Snapshot n;
+  n.cycle = s.cycle();
+  n.current = s.current();
+  n.over = s.over();
+  n.ub = s.state().ub;
+  n.acc = s.state().acc;
+  for (const auto& h : s.state().host) n.host.insert(n.host.end(), h.bytes.begin(), h.bytes.end());
+  const sim::SystolicArray& a = s.array();
+  for (uint64_t k = 0; k < a.rows(); ++k)
+    for (uint64_t j = 0; j < a.cols(); ++j)
+      for (int32_t v : {int32_t(a.weight(k, j)), int32_t(a.shadow(k, j)), int32_t(a.x_value(k, j)),
+                        int32_t(a.x_flags(k, j)), a.psum(k, j), int32_t(a.psum_valid(k, j))})
+        n.cells.push_back(v);
+  for (uint64_t i = 0; i < s.code_size(); ++i)
+    n.code.emplace_back(int(s.phase(i)), s.issued_at(i), s.started_at(i), s.ended_at(i));
+  const sim::WeightPathView w = s.weight_path();
+  for (const auto& t : w.fifo) n.tiles.emplace_back(t.waddr, t.landed, t.use.rows, t.use.cols);
+  if (w.shadow) n.shadow = w.shadow->waddr;
+  if (w.active) n.active = w.active->waddr;
+  n.shift_start = w.shift_start;
+  for (const auto& m : s.matmuls()) n.matmuls.emplace_back(m.index, m.t0, m.vectors, m.written);
+  for (const auto& st : s.stations()) {
+    std::vector<uint64_t> queued;
+    for (const auto& q : st.queued) queued.insert(queued.end(), {q.index, q.available});
+    n.stations.emplace_back(st.running, queued, st.blocked);
+  }
+  return n;
+}
+
+}  // namespace
+
+TEST_CASE("rewind returns to exactly the state a fresh session has at that cycle") {
+  // mnist_mlp on 16 x 16: cycles inside its first matmul's wavefront, during the next tile's
+  // shift, and in a later layer; then back from the halt.
+  sim::Arch arch;
+  arch.array_rows = arch.array_cols = 16;
+  arch.acc_entries = 256;
+  arch.ub_bytes = 64 * 1024;
+  compiler::LoadOptions o;
+  o.batch = 2;
+  const compiler::Compiled c = compiler::compile_file(kSource + "/workloads/small/mnist_mlp.toml", arch, o);
+  const sim::RunResult expected = sim::simulate(c.program, arch, {sim::Engine::stepped, 0});
+  uint64_t t0 = 0;  // the first matmul's start
+  for (uint64_t i = 0; i < c.program.code.size() && !t0; ++i)
+    if (c.program.code[i].opcode == isa::Opcode::matmul) t0 = expected.timeline[i].start;
+  REQUIRE(t0 > 0);
+  std::vector<std::pair<uint64_t, Snapshot>> fresh;
+  for (uint64_t T : {t0 + 5, t0 + 40, (t0 + expected.cycles) / 2}) {
+    sim::DebugSession s(c.program, arch);
+    s.advance(T);
+    REQUIRE(s.cycle() == T);
+    fresh.emplace_back(T, snapshot(s));
+  }
+  sim::DebugSession s(c.program, arch);
+  s.advance(expected.cycles - 10);
+  for (auto it = fresh.rbegin(); it != fresh.rend(); ++it) {  // back, further back, ...
+    s.rewind(it->first);
+    INFO("rewound to cycle " << it->first);
+    REQUIRE(snapshot(s) == it->second);
+  }
+  // From the halt back, and on again: the run ends as simulate() does, with the same events.
+  s.advance(UINT64_MAX);
+  REQUIRE(s.over());
+  s.rewind(fresh[1].first);
+  REQUIRE(snapshot(s) == fresh[1].second);
+  const auto events = s.advance(UINT64_MAX);
+  REQUIRE(s.result());
+  require_same(*s.result(), expected);
+  for (const auto& e : events) {
+    const auto& t = expected.timeline[e.index];
+    REQUIRE(e.cycle == (e.kind == sim::EventKind::issue   ? t.issue
+                        : e.kind == sim::EventKind::start ? t.start
+                                                          : t.end));
+    REQUIRE(e.cycle > fresh[1].first);
+  }
+}

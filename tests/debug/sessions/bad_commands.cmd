@@ -1,10 +1,25 @@
 # Mistakes get a message naming what was expected; the session goes on.
 frobnicate
+back
+reverse-continue
+break layer conv1
+array 0 0
+array 16 0 4
+array 0 0 0
+print tile
+print tile 99
+print tile shadow
+print tile 0 0 16
+print weights 0
+print weights shadow 0 0 0
 step x
 step 0
 step 1 2
 step 2
-break
+back 3
+back 0
+back x
+back 1
 break 999
 break cycle 0
 break frob

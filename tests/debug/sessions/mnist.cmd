@@ -1,5 +1,14 @@
 # workloads/small/mnist_mlp.toml, batch 2, compiled for a 16 x 16 array: 1932 instructions.
 disasm 0 12
+break layer nosuch
+break layer hidden2
+continue
+print weights 0 0 4
+print tile active 0 0 4
+break layer hidden1
+reverse-continue
+back
+delete 1 2
 break unit act end
 continue
 units
@@ -7,7 +16,7 @@ print fifo
 disasm
 watch host output
 info breakpoints
-delete 1
+delete 3
 continue
 print host output
 continue
