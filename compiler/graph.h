@@ -59,13 +59,18 @@ struct Layer {
   uint64_t kernel_h = 1, kernel_w = 1;  // conv2d kernel; pools: the window (square: kernel_h = kernel_w)
   uint64_t stride = 1;                  // conv2d and pools, both directions
   uint64_t pad = 0;                     // conv2d zero padding, pixels on every side ("same" resolved)
+  uint64_t groups = 1;                  // conv2d channel groups: filter j reads only input channels of
+                                        // group j / (units / groups); 1 = dense, c = depthwise
   bool use_bias = true;                 // dense, conv2d
   uint64_t stack = 1;                   // lstm: stacked layers
   bool return_sequences = false;        // lstm: output every step's h ([steps, units]) or the last ([units])
 
   // Float parameters (generated from the seed or loaded from .npy):
   //   dense   weights [in_c][units], bias [units]
-  //   conv2d  weights [kernel_h][kernel_w][in_c][units], bias [units]
+  //   conv2d  weights [kernel_h][kernel_w][in_c][units], bias [units]; with groups > 1 the weights
+//           are held dense and are zero where input channel k and filter j are in different
+//           groups (k / (in_c / groups) != j / (units / groups)): every consumer then computes a
+//           grouped convolution without knowing about groups (expand_groups, compiler/model.h)
   //   lstm    for stacked layer l (input size in_l: the input's c for l = 0, else units), for gate
   //           g in i, f, g, o: weights [in_l + units][units] (rows 0..in_l-1 multiply x_t, the
   //           rest h_{t-1}), concatenated in the order (l, gate); bias [stack][4][units]

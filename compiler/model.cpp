@@ -291,7 +291,7 @@ std::vector<std::string_view> allowed_keys(LayerType t) {
   if (t != LayerType::add && t != LayerType::mul) add({"input"});
   switch (t) {
     case LayerType::dense: add({"units", "activation", "bias", "weights_file", "bias_file"}); break;
-    case LayerType::conv2d: add({"filters", "kernel", "stride", "padding", "activation", "bias", "weights_file", "bias_file"}); break;
+    case LayerType::conv2d: add({"filters", "kernel", "stride", "padding", "groups", "activation", "bias", "weights_file", "bias_file"}); break;
     case LayerType::max_pool:
     case LayerType::avg_pool: add({"size", "stride"}); break;
     case LayerType::flatten: break;
@@ -353,6 +353,9 @@ void read_conv(LayerSpec& s) {
     l.kernel_h = l.kernel_w = sec.required_uint("kernel", 1, kMaxDim);
   }
   l.stride = sec.uint("stride", 1, kMaxDim).value_or(1);
+  l.groups = sec.uint("groups", 1, kMaxDim).value_or(1);
+  if (l.units % l.groups)
+    sec.fail("groups", fmt::format("filters = {} is not a multiple of it", l.units));
   if (const toml::node* p = sec.get("padding")) {
     const auto pform = fmt::format("\"valid\", \"same\" or an integer 0..{}", kMaxDim);
     if (p->is_integer()) {
@@ -534,6 +537,8 @@ class ShapeInference {
   Shape conv(const LayerSpec& s, const Shape& in) const {
     const Layer& l = s.layer;
     if (in.rank != 3) fail_input(s, "conv2d reads a map [h, w, c]");
+    if (in.c % l.groups)
+      s.sec.fail("groups", fmt::format("the input's {} channels ({}) are not a multiple of it", in.c, in.str()));
     const uint64_t ph = in.h + 2 * l.pad, pw = in.w + 2 * l.pad;
     if (l.kernel_h > ph || l.kernel_w > pw)
       s.sec.fail("kernel", fmt::format("{} x {} is larger than the input map {} padded by {} ({} x {})", l.kernel_h,
@@ -599,10 +604,13 @@ void fill_parameters(LayerSpec& s, const Shape& in, const Model& m, size_t posit
     }
   } else {
     const bool conv = l.type == LayerType::conv2d;
-    if (!s.weights_files.empty())
+    if (!s.weights_files.empty()) {
+      const uint64_t rows = conv ? in.c / l.groups : in.c;
       l.weights = load_array(sec, "weights_file", s.weights_files[0], base_dir,
-                             conv ? std::vector<uint64_t>{l.kernel_h, l.kernel_w, in.c, l.units} : std::vector<uint64_t>{in.c, l.units},
-                             conv ? "[kh, kw, c, filters]" : "[in, units]");
+                             conv ? std::vector<uint64_t>{l.kernel_h, l.kernel_w, rows, l.units} : std::vector<uint64_t>{in.c, l.units},
+                             conv ? (l.groups > 1 ? "[kh, kw, c / groups, filters]" : "[kh, kw, c, filters]") : "[in, units]");
+      if (conv && l.groups > 1) l.weights = expand_groups(l.weights, l.kernel_h, l.kernel_w, in.c, l.units, l.groups);
+    }
     if (!s.bias_files.empty())
       l.bias = load_array(sec, "bias_file", s.bias_files[0], base_dir, {l.units}, conv ? "[filters]" : "[units]");
   }
@@ -687,7 +695,12 @@ std::vector<float> generate_weights(const Layer& l, const Shape& in, uint64_t se
   const double kernel = double(l.kernel_h * l.kernel_w);
   switch (l.type) {
     case LayerType::dense: draw(in.c * l.units, double(in.c), double(l.units)); break;
-    case LayerType::conv2d: draw(l.kernel_h * l.kernel_w * in.c * l.units, kernel * double(in.c), kernel * double(l.units)); break;
+    case LayerType::conv2d: {
+      const uint64_t rows = in.c / l.groups;  // a filter's input channels
+      draw(l.kernel_h * l.kernel_w * rows * l.units, kernel * double(rows), kernel * double(l.units / l.groups));
+      if (l.groups > 1) w = expand_groups(w, l.kernel_h, l.kernel_w, in.c, l.units, l.groups);
+      break;
+    }
     case LayerType::lstm:
       for (uint64_t k = 0; k < l.stack; ++k) {
         const uint64_t rows = (k == 0 ? in.c : l.units) + l.units;
@@ -697,6 +710,17 @@ std::vector<float> generate_weights(const Layer& l, const Shape& in, uint64_t se
     default: break;
   }
   return w;
+}
+
+std::vector<float> expand_groups(const std::vector<float>& grouped, uint64_t kh, uint64_t kw, uint64_t in_c,
+                                 uint64_t units, uint64_t groups) {
+  const uint64_t cg = in_c / groups, ug = units / groups;
+  std::vector<float> dense(kh * kw * in_c * units, 0.0f);
+  for (uint64_t p = 0; p < kh * kw; ++p)
+    for (uint64_t k = 0; k < in_c; ++k)
+      for (uint64_t j = (k / cg) * ug; j < (k / cg + 1) * ug; ++j)
+        dense[(p * in_c + k) * units + j] = grouped[(p * cg + k % cg) * units + j];
+  return dense;
 }
 
 std::vector<float> generate_bias(const Layer& l, uint64_t seed, size_t position) {

@@ -60,6 +60,11 @@ uint64_t bias_count(const Layer& layer);
 // Glorot-uniform weights for `layer` reading `in` (lstm: per stacked layer, fan_in = in_l +
 // units, fan_out = units), drawn in the layout order of graph.h.
 std::vector<float> generate_weights(const Layer& layer, const Shape& in, uint64_t seed, size_t position);
+// A grouped conv2d's weights [kh][kw][in_c / groups][units] (ONNX/PyTorch's grouped layout, as
+// .npy weights files and the seeded generator give them) spread into the dense block-diagonal
+// layout of graph.h: zeros where input channel and filter are in different groups.
+std::vector<float> expand_groups(const std::vector<float>& grouped, uint64_t kh, uint64_t kw, uint64_t in_c,
+                                 uint64_t units, uint64_t groups);
 std::vector<float> generate_bias(const Layer& layer, uint64_t seed, size_t position);  // uniform in [-0.1, 0.1]
 std::vector<float> generate_input(const Shape& shape, uint64_t batch, uint64_t seed, size_t index);  // [-1, 1]
 

@@ -1,6 +1,8 @@
-// SCALE-Sim topology CSVs (v2 conv format) as conv2d models. Tolerant of the format's habits
-// (a header row, trailing commas, spaces and tabs, blank lines, CRLF, notes in columns after the
-// eighth, as SCALE-Sim itself reads only eight); strict about every number.
+// SCALE-Sim topology CSVs as models: the conv format (one conv2d per row) and the GEMM format
+// (`Layer, M, N, K`: one dense layer over an M x K operand per row). Tolerant of the habits of
+// the files SCALE-Sim ships and its users write (a UTF-8 byte-order mark, a header row or none,
+// trailing commas, spaces, tab-separated columns, blank lines, CRLF, notes in columns after the
+// last one SCALE-Sim reads, rows of empty cells); strict about every number.
 #include "compiler/scalesim.h"
 
 #include <fmt/format.h>
@@ -20,10 +22,13 @@ namespace {
 
 constexpr uint64_t kMaxDim = 65535;
 constexpr uint64_t kMaxTensor = uint64_t{1} << 31;
+constexpr uint64_t kMaxGemmDim = kMaxTensor;  // M, N, K: each operand and result below 2^31 elements
 
 // The columns, as SCALE-Sim names them, and the normalized prefix a header cell must start with.
 constexpr std::array<std::string_view, 8> kColumns = {"Layer name",   "IFMAP Height", "IFMAP Width", "Filter Height",
                                                       "Filter Width", "Channels",     "Num Filter",  "Strides"};
+// The GEMM format (SCALE-Sim's topologies/GEMM_mnk): C[M][N] = A[M][K] x B[K][N].
+constexpr std::array<std::string_view, 4> kGemmColumns = {"Layer", "M", "N", "K"};
 
 std::string_view trim(std::string_view s) {
   const size_t b = s.find_first_not_of(" \t\r\n");
@@ -37,11 +42,14 @@ std::string normalized(std::string_view s) {
   return out;
 }
 
+// Cells separated by commas, or by tabs in a line that has no comma (as in SCALE-Sim's
+// UNet_maestro.csv).
 std::vector<std::string_view> split_row(std::string_view line) {
   std::vector<std::string_view> fields;
+  const char sep = line.find(',') == std::string_view::npos && line.find('\t') != std::string_view::npos ? '\t' : ',';
   size_t start = 0;
   while (true) {
-    const size_t comma = line.find(',', start);
+    const size_t comma = line.find(sep, start);
     fields.push_back(trim(line.substr(start, comma == std::string_view::npos ? std::string_view::npos : comma - start)));
     if (comma == std::string_view::npos) break;
     start = comma + 1;
@@ -54,6 +62,12 @@ bool is_number(std::string_view s) {
   return !s.empty() && std::all_of(s.begin(), s.end(), [](char c) { return c >= '0' && c <= '9'; });
 }
 
+// A cell a user meant as a number (digits, maybe a sign, a point or an exponent): such a first
+// row is data with a bad value, not a header.
+bool looks_numeric(std::string_view s) {
+  return !s.empty() && (std::isdigit(static_cast<unsigned char>(s[0])) || s[0] == '-' || s[0] == '+' || s[0] == '.');
+}
+
 std::string quoted(std::string_view s) { return fmt::format("\"{}\"", s.substr(0, 80)); }
 
 std::string sanitize(std::string_view raw, size_t position) {
@@ -62,43 +76,69 @@ std::string sanitize(std::string_view raw, size_t position) {
   return out.empty() ? fmt::format("layer{}", position) : out.substr(0, 200);
 }
 
+enum class Format { conv, gemm };
+
 struct Row {
   int line = 0;
   std::string name;
+  // conv: the eight columns; gemm: m, n, k.
   uint64_t ifmap_h = 0, ifmap_w = 0, filter_h = 0, filter_w = 0, channels = 0, filters = 0, stride = 0;
+  uint64_t m = 0, n = 0, k = 0;
+  bool depthwise = false;  // conv: a name containing "DP", SCALE-Sim's depthwise marker
 };
 
+// The rows of one topology. The format is the header's (conv or GEMM columns); without a header,
+// a first row of fewer than eight cells is GEMM.
 class TopologyReader {
  public:
-  TopologyReader(const std::string& source) : source_(source) {
-    for (size_t i = 0; i < kColumns.size(); ++i) names_[i] = std::string(kColumns[i]);
-  }
+  explicit TopologyReader(const std::string& source) : source_(source) { set_names(Format::conv); }
 
   [[noreturn]] void fail(int line, std::string_view what) const {
     throw InputError(fmt::format("{}:{}: {}", source_, line, what));
   }
+  Format format() const { return format_; }
 
-  void header(int line, const std::vector<std::string_view>& f) {
-    bool ok = f.size() >= kColumns.size();
-    for (size_t i = 0; ok && i < kColumns.size(); ++i) ok = normalized(f[i]).starts_with(normalized(kColumns[i]));
-    if (!ok)
-      fail(line, fmt::format("header: expected the SCALE-Sim conv topology columns: {}", fmt::join(kColumns, ", ")));
-    for (size_t i = 0; i < kColumns.size(); ++i) names_[i] = std::string(f[i]);
+  // The first row: a header (its second cell is not meant as a number) or the first data row.
+  bool first(int line, const std::vector<std::string_view>& f) {
+    if (f.size() > 1 && looks_numeric(f[1])) {
+      set_names(f.size() >= kColumns.size() ? Format::conv : Format::gemm);
+      return false;
+    }
+    if (matches(f, kColumns)) {
+      set_names(Format::conv);
+    } else if (matches(f, kGemmColumns)) {
+      set_names(Format::gemm);
+    } else {
+      fail(line, fmt::format("header: expected the SCALE-Sim conv topology columns ({}) or the GEMM columns ({})",
+                             fmt::join(kColumns, ", "), fmt::join(kGemmColumns, ", ")));
+    }
+    for (size_t i = 0; i < names_.size(); ++i) names_[i] = std::string(f[i]);
+    return true;
   }
 
   Row row(int line, const std::vector<std::string_view>& f, size_t position) const {
-    if (f.size() < kColumns.size())  // columns after the eighth (notes, in some topologies) are ignored
-      fail(line, fmt::format("{} columns; expected {} ({})", f.size(), kColumns.size(), fmt::join(kColumns, ", ")));
+    // Columns after the last one read (notes, in some topologies) are ignored, as SCALE-Sim does.
+    if (f.size() < names_.size())
+      fail(line, fmt::format("{} columns; expected {} ({})", f.size(), names_.size(), fmt::join(names_, ", ")));
     Row r;
     r.line = line;
     r.name = sanitize(f[0], position);
-    r.ifmap_h = number(line, f, 1);
-    r.ifmap_w = number(line, f, 2);
-    r.filter_h = number(line, f, 3);
-    r.filter_w = number(line, f, 4);
-    r.channels = number(line, f, 5);
-    r.filters = number(line, f, 6);
-    r.stride = number(line, f, 7);
+    if (format_ == Format::gemm) {
+      r.m = number(line, f, 1, kMaxGemmDim);
+      r.n = number(line, f, 2, kMaxGemmDim);
+      r.k = number(line, f, 3, kMaxGemmDim);
+      if (r.m * r.k > kMaxTensor || r.m * r.n > kMaxTensor || r.k * r.n > kMaxTensor)
+        fail(line, fmt::format("M x K, M x N and K x N must each be at most 2^31 elements (M {}, N {}, K {})", r.m, r.n, r.k));
+      return r;
+    }
+    r.ifmap_h = number(line, f, 1, kMaxDim);
+    r.ifmap_w = number(line, f, 2, kMaxDim);
+    r.filter_h = number(line, f, 3, kMaxDim);
+    r.filter_w = number(line, f, 4, kMaxDim);
+    r.channels = number(line, f, 5, kMaxDim);
+    r.filters = number(line, f, 6, kMaxDim);
+    r.stride = number(line, f, 7, kMaxDim);
+    r.depthwise = f[0].find("DP") != std::string_view::npos;
     if (r.filter_h > r.ifmap_h)
       fail(line, fmt::format("{}: {}: larger than {} {}", names_[3], r.filter_h, names_[1], r.ifmap_h));
     if (r.filter_w > r.ifmap_w)
@@ -106,25 +146,48 @@ class TopologyReader {
     if (r.ifmap_h * r.ifmap_w * r.channels > kMaxTensor)
       fail(line, fmt::format("{}: {}: the input map {} x {} x {} has more than 2^31 elements", names_[5], r.channels,
                              r.ifmap_h, r.ifmap_w, r.channels));
+    if (r.depthwise && r.channels * r.filters > kMaxDim)
+      fail(line, fmt::format("{}: {}: a depthwise layer (\"DP\" in its name) has {} x {} output channels, more than {}",
+                             names_[6], r.filters, r.channels, r.filters, kMaxDim));
     return r;
   }
 
  private:
-  uint64_t number(int line, const std::vector<std::string_view>& f, size_t column) const {
+  template <size_t N>
+  static bool matches(const std::vector<std::string_view>& f, const std::array<std::string_view, N>& columns) {
+    bool ok = f.size() >= N;
+    for (size_t i = 0; ok && i < N; ++i) ok = normalized(f[i]).starts_with(normalized(columns[i]));
+    return ok;
+  }
+  void set_names(Format format) {
+    format_ = format;
+    if (format == Format::gemm)
+      names_.assign(kGemmColumns.begin(), kGemmColumns.end());
+    else
+      names_.assign(kColumns.begin(), kColumns.end());
+  }
+  uint64_t number(int line, const std::vector<std::string_view>& f, size_t column, uint64_t max) const {
     const std::string_view s = f[column];
     uint64_t v = 0;
-    bool ok = is_number(s) && s.size() <= 6;
+    bool ok = is_number(s) && s.size() <= 10;
     for (char c : s) v = v * 10 + uint64_t(c - '0');
-    if (!ok || v < 1 || v > kMaxDim)
-      fail(line, fmt::format("{}: {}: expected an integer 1..{}", names_[column], quoted(s), kMaxDim));
+    if (!ok || v < 1 || v > max)
+      fail(line, fmt::format("{}: {}: expected an integer 1..{}", names_[column], quoted(s), max));
     return v;
   }
 
   const std::string& source_;
-  std::array<std::string, kColumns.size()> names_;
+  Format format_ = Format::conv;
+  std::vector<std::string> names_;
 };
 
-std::vector<Row> read_rows(std::string_view csv, const std::string& source) {
+struct Topology {
+  Format format = Format::conv;
+  std::vector<Row> rows;
+};
+
+Topology read_rows(std::string_view csv, const std::string& source) {
+  if (csv.starts_with("\xEF\xBB\xBF")) csv.remove_prefix(3);  // a UTF-8 byte-order mark (Excel writes one)
   TopologyReader reader(source);
   std::vector<Row> rows;
   bool first = true;
@@ -137,15 +200,39 @@ std::vector<Row> read_rows(std::string_view csv, const std::string& source) {
     start = end + 1;
     const std::vector<std::string_view> f = split_row(text);
     if (f.empty() || trim(text).starts_with('#')) continue;
-    if (first && !(f.size() > 1 && is_number(f[1]))) {
-      reader.header(line, f);
-    } else {
-      rows.push_back(reader.row(line, f, rows.size() + 1));
-    }
+    const bool header = first && reader.first(line, f);
     first = false;
+    if (!header) rows.push_back(reader.row(line, f, rows.size() + 1));
   }
-  if (rows.empty()) throw InputError(fmt::format("{}: no layers: expected rows of {}", source, fmt::join(kColumns, ", ")));
-  return rows;
+  if (rows.empty())
+    throw InputError(fmt::format("{}: no layers: expected rows of {} (conv) or of {} (GEMM)", source,
+                                 fmt::join(kColumns, ", "), fmt::join(kGemmColumns, ", ")));
+  return {reader.format(), std::move(rows)};
+}
+
+// A row's layer (weights not yet drawn) and the input shape it reads.
+std::pair<Layer, Shape> layer_of(const Row& r, Format format) {
+  Layer l;
+  l.line = r.line;
+  l.use_bias = false;
+  if (format == Format::gemm) {
+    // C = A x B: A is a sequence of M rows of K values, B the weights of a dense layer of N units
+    // applied to every row (SCALE-Sim maps it the same way: an M x K map, a 1 x K filter, N filters).
+    l.type = LayerType::dense;
+    l.units = r.n;
+    l.out = sequence_shape(r.m, r.n);
+    return {std::move(l), sequence_shape(r.m, r.k)};
+  }
+  l.type = LayerType::conv2d;
+  // A "DP" row is depthwise, as SCALE-Sim reads it: each of the C channels convolved with its own
+  // `Num Filter` filters (SCALE-Sim runs C one-channel layers), C x filters outputs in all.
+  l.groups = r.depthwise ? r.channels : 1;
+  l.units = r.depthwise ? r.channels * r.filters : r.filters;
+  l.kernel_h = r.filter_h;
+  l.kernel_w = r.filter_w;
+  l.stride = r.stride;
+  l.out = map_shape((r.ifmap_h - r.filter_h) / r.stride + 1, (r.ifmap_w - r.filter_w) / r.stride + 1, l.units);
+  return {std::move(l), map_shape(r.ifmap_h, r.ifmap_w, r.channels)};
 }
 
 }  // namespace
@@ -158,23 +245,14 @@ Model import_scalesim(std::string_view csv, const std::string& source, const Loa
     throw InputError(fmt::format("--batch: {}: expected an integer 1..{}", *options.batch, kMaxDim));
   m.batch = options.batch.value_or(1);
   m.inputs.clear();
-  const std::vector<Row> rows = read_rows(csv, source);
+  const Topology topo = read_rows(csv, source);
   std::set<std::string> names;
   uint64_t parameters = 0, input_values = 0;
-  for (size_t i = 0; i < rows.size(); ++i) {
-    const Row& r = rows[i];
-    Layer l;
+  for (size_t i = 0; i < topo.rows.size(); ++i) {
+    const Row& r = topo.rows[i];
+    auto [l, in] = layer_of(r, topo.format);
     l.name = r.name;
     for (int k = 2; !names.insert(l.name).second; ++k) l.name = fmt::format("{}_{}", r.name, k);
-    l.type = LayerType::conv2d;
-    l.line = r.line;
-    l.units = r.filters;
-    l.kernel_h = r.filter_h;
-    l.kernel_w = r.filter_w;
-    l.stride = r.stride;
-    l.use_bias = false;
-    l.out = map_shape((r.ifmap_h - r.filter_h) / r.stride + 1, (r.ifmap_w - r.filter_w) / r.stride + 1, r.filters);
-    const Shape in = map_shape(r.ifmap_h, r.ifmap_w, r.channels);
     if (i > 0 && m.layers.back().out == in) {
       l.inputs = {int(i - 1)};
     } else {

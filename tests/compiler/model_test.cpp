@@ -344,7 +344,7 @@ TEST_CASE("model: unknown keys, wrong types and out-of-range values") {
                     "m.toml:10: layer conv2d1: filter: 6: unknown key for a conv2d layer (did you mean filters?)");
   CHECK_THROWS_WITH(parse(kHead + "kernel = 3\nunits = 6\n"),
                     "m.toml:10: layer conv2d1: units: 6: unknown key for a conv2d layer (expected one of: type, name, "
-                    "scale, input, filters, kernel, stride, padding, activation, bias, weights_file, bias_file)");
+                    "scale, input, filters, kernel, stride, padding, groups, activation, bias, weights_file, bias_file)");
   CHECK_THROWS_WITH(parse(kHead + "kernel = \"3\"\n"),
                     "m.toml:9: layer conv2d1: kernel: \"3\": expected an integer 1..65535 or [kh, kw] of integers 1..65535");
   CHECK_THROWS_WITH(parse(kHead), "m.toml:6: layer conv2d1: kernel: required (an integer 1..65535 or [kh, kw] of integers 1..65535)");
@@ -372,6 +372,29 @@ TEST_CASE("model: unknown keys, wrong types and out-of-range values") {
                     "m.toml:10: layers: unknown table or key (did you mean layer?); a description has [model], [quantization] and [[layer]]");
   CHECK_THROWS_WITH(parse(kHead + "kernel = 3\nname = \"input\"\n"),
                     "m.toml:10: layer input: name: \"input\": reserved for the model's input; choose another name");
+}
+
+TEST_CASE("model: grouped convolutions: groups divide channels and filters, weights are block-diagonal") {
+  CHECK_THROWS_WITH(parse(kHead + "kernel = 3\ngroups = 3\n"),
+                    "m.toml:10: layer conv2d1: groups: 3: filters = 4 is not a multiple of it");
+  CHECK_THROWS_WITH(parse(std::string(kHead).replace(kHead.find("filters = 4"), 11, "filters = 6") + "kernel = 3\ngroups = 3\n"),
+                    "m.toml:10: layer conv2d1: groups: 3: the input's 4 channels ([8, 8, 4]) are not a multiple of it");
+  // 4 input channels, 4 filters, 2 groups: filters 0..1 read channels 0..1, filters 2..3 read 2..3.
+  const Model m = parse(kHead + "kernel = 3\ngroups = 2\n");
+  const Layer& l = m.layers.at(0);
+  CHECK(l.groups == 2);
+  REQUIRE(l.weights.size() == 3 * 3 * 4 * 4);
+  // The seeded generator draws the grouped layout g[3][3][2][4] with fan_in = fan_out = 3 * 3 * 2,
+  // then spreads it: dense[p][k][j] = g[p][k % 2][j] when k / 2 == j / 2, else 0.
+  SeededUniform rng(m.seed, weight_stream(1));
+  const double bound = std::sqrt(6.0 / (18 + 18));
+  std::vector<float> g(3 * 3 * 2 * 4);
+  for (float& v : g) v = rng.uniform(bound);
+  for (uint64_t p = 0; p < 9; ++p)
+    for (uint64_t k = 0; k < 4; ++k)
+      for (uint64_t j = 0; j < 4; ++j)
+        CHECK(l.weights[(p * 4 + k) * 4 + j] == (k / 2 == j / 2 ? g[(p * 2 + k % 2) * 4 + j] : 0.0f));
+  CHECK(expand_groups({1, 2}, 1, 1, 2, 2, 2) == std::vector<float>{1, 0, 0, 2});  // [1][1][1][2] -> [1][1][2][2]
 }
 
 TEST_CASE("model: layer inputs resolve by name") {

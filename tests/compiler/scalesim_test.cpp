@@ -113,12 +113,22 @@ TEST_CASE("scalesim: bad topologies name the file, line, column and value") {
   CHECK_THROWS_WITH(import_scalesim(kHeader + "Conv1, 4, 4, 3, 3, 3, 64,\n", "t.csv"),
                     "t.csv:2: 7 columns; expected 8 (Layer name, IFMAP Height, IFMAP Width, Filter Height, Filter Width, "
                     "Channels, Num Filter, Strides)");
-  CHECK_THROWS_WITH(import_scalesim("Layer, M, N, K,\nfc1, 10, 20, 30,\n", "gemm.csv"),
-                    "gemm.csv:1: header: expected the SCALE-Sim conv topology columns: Layer name, IFMAP Height, IFMAP Width, "
-                    "Filter Height, Filter Width, Channels, Num Filter, Strides");
+  CHECK_THROWS_WITH(import_scalesim("Layer, Height, N, K,\nfc1, 10, 20, 30,\n", "gemm.csv"),
+                    "gemm.csv:1: header: expected the SCALE-Sim conv topology columns (Layer name, IFMAP Height, IFMAP "
+                    "Width, Filter Height, Filter Width, Channels, Num Filter, Strides) or the GEMM columns (Layer, M, N, K)");
+  // A first row whose second cell is meant as a number is data with a bad value, not a header.
+  CHECK_THROWS_WITH(import_scalesim("Conv1, 16.5, 16, 3, 3, 3, 8, 1,\n", "t.csv"),
+                    "t.csv:1: IFMAP Height: \"16.5\": expected an integer 1..65535");
+  CHECK_THROWS_WITH(import_scalesim("Layer, M, N, K\nfc, 4, 0, 8\n", "g.csv"), "g.csv:2: N: \"0\": expected an integer 1..2147483648");
+  CHECK_THROWS_WITH(import_scalesim("Layer, M, N, K\nfc, 4, 8\n", "g.csv"), "g.csv:2: 3 columns; expected 4 (Layer, M, N, K)");
+  CHECK_THROWS_WITH(import_scalesim("Layer, M, N, K\nfc, 65536, 65536, 8\n", "g.csv"),
+                    "g.csv:2: M x K, M x N and K x N must each be at most 2^31 elements (M 65536, N 65536, K 8)");
+  CHECK_THROWS_WITH(import_scalesim(kHeader + "DP1, 8, 8, 3, 3, 300, 300, 1,\n", "t.csv"),
+                    "t.csv:2: Num Filter: 300: a depthwise layer (\"DP\" in its name) has 300 x 300 output channels, more "
+                    "than 65535");
   CHECK_THROWS_WITH(import_scalesim(kHeader + "\n\n", "t.csv"),
                     "t.csv: no layers: expected rows of Layer name, IFMAP Height, IFMAP Width, Filter Height, Filter Width, "
-                    "Channels, Num Filter, Strides");
+                    "Channels, Num Filter, Strides (conv) or of Layer, M, N, K (GEMM)");
   CHECK_THROWS_WITH(import_scalesim("", "t.csv"), Catch::Matchers::Contains("t.csv: no layers"));
   LoadOptions small;
   small.max_values = 1000;
@@ -126,4 +136,62 @@ TEST_CASE("scalesim: bad topologies name the file, line, column and value") {
                     "t.csv:2: the model has more than 1000 weights up to this layer");
   CHECK_THROWS_WITH(import_scalesim(kHeader + "c, 40, 40, 3, 3, 8, 2, 1,\n", "t.csv", small),
                     "t.csv:2: the model's inputs have more than 1000 values");
+}
+
+TEST_CASE("scalesim: files as SCALE-Sim ships them: a byte-order mark, tab-separated columns") {
+  // UNet_2d.csv starts with a UTF-8 BOM; UNet_maestro.csv separates its columns with tabs.
+  const Model bom = import_scalesim("\xEF\xBB\xBF" + kHeader + "Conv1a,20,20,3,3,1,4,1,\n", "unet.csv");
+  REQUIRE(bom.layers.size() == 1);
+  CHECK(bom.layers[0].out == map_shape(18, 18, 4));
+  const Model tabs = import_scalesim("Layer name\t IFMAP Height\t IFMAP Width\t Filter Height\t Filter Width\t Channels\t "
+                                     "Num Filter\t Strides\t \nConv1_1\t12\t12\t3\t3\t1\t4\t1\t\nConv1_2\t10\t10\t3\t3\t4\t4\t1\t\n",
+                                     "maestro.csv");
+  REQUIRE(tabs.layers.size() == 2);
+  CHECK(tabs.layers[0].name == "Conv1_1");
+  CHECK(tabs.layers[1].inputs == std::vector<int>{0});  // 12 - 3 + 1 = 10: chained
+  CHECK(tabs.layers[1].out == map_shape(8, 8, 4));
+}
+
+TEST_CASE("scalesim: the GEMM format is one dense layer over an M x K sequence per row") {
+  // As SCALE-Sim's topologies/GEMM_mnk/*.csv: "Layer,M,N,K," with CRLF line ends.
+  const Model m = import_scalesim("Layer,M,N,K,\r\n1,64,32,16,\r\nQKT,64,48,32,\r\nTest 1, 8, 4, 2,\r\n", "gpt.csv");
+  REQUIRE(m.layers.size() == 3);
+  const Layer& a = m.layers[0];
+  CHECK(a.name == "1");
+  CHECK(a.type == LayerType::dense);
+  CHECK((a.units == 32 && !a.use_bias && a.bias.empty()));
+  CHECK(a.out == sequence_shape(64, 32));
+  CHECK(a.weights.size() == 16 * 32);  // K x N
+  REQUIRE(m.inputs.size() == 2);
+  CHECK(m.inputs[0].shape == sequence_shape(64, 16));  // M x K
+  CHECK(m.inputs[0].data.size() == 64 * 16);
+  // QKT reads [64, 32] = the first layer's output: chained, as conv rows are.
+  CHECK(m.layers[1].inputs == std::vector<int>{0});
+  CHECK(m.layers[1].out == sequence_shape(64, 48));
+  CHECK(m.layers[2].name == "Test_1");
+  CHECK(m.layers[2].inputs == std::vector<int>{model_input(1)});
+  CHECK(m.inputs[1].shape == sequence_shape(8, 2));
+  // Without a header, a first row of four cells is GEMM.
+  const Model h = import_scalesim("fc, 10, 20, 30\n", "g.csv");
+  CHECK(h.layers.at(0).type == LayerType::dense);
+  CHECK(h.inputs.at(0).shape == sequence_shape(10, 30));
+}
+
+TEST_CASE("scalesim: a DP row is a depthwise convolution, grouped by channel") {
+  // SCALE-Sim runs "DP" rows as C one-channel layers of Num Filter filters each: here C = 3,
+  // 2 filters per channel, 6 output channels; filter j reads channel j / 2 only.
+  const Model m = import_scalesim(kHeader + "Conv2_DP, 6, 6, 3, 3, 3, 2, 1,\n", "mb.csv");
+  REQUIRE(m.layers.size() == 1);
+  const Layer& l = m.layers[0];
+  CHECK(l.groups == 3);
+  CHECK(l.units == 6);
+  CHECK(l.out == map_shape(4, 4, 6));
+  REQUIRE(l.weights.size() == 3 * 3 * 3 * 6);
+  for (uint64_t p = 0; p < 9; ++p)
+    for (uint64_t k = 0; k < 3; ++k)
+      for (uint64_t j = 0; j < 6; ++j) {
+        const float w = l.weights[(p * 3 + k) * 6 + j];
+        if (j / 2 != k) CHECK(w == 0.0f);
+        else CHECK(w != 0.0f);
+      }
 }
