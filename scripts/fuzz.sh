@@ -40,9 +40,9 @@ shopt -s nullglob
 sources=("$ROOT"/workloads/asm/*.s "$ROOT"/tests/fuzz/*.s)
 shopt -u nullglob
 "$ROOT/$BUILD/tests/fuzz/fuzz_seeds" "$WORK/seeds" "${sources[@]}"
-# fuzz_model starts from the model descriptions under workloads/ and tests/data/models/.
+# fuzz_model starts from the model descriptions and SCALE-Sim topologies under workloads/ and tests/data/models/.
 mkdir -p "$WORK/seeds/model"
-find "$ROOT/workloads" "$ROOT/tests/data/models" -name '*.toml' -size -64k -exec cp -t "$WORK/seeds/model" {} + 2>/dev/null || true
+find "$ROOT/workloads" "$ROOT/tests/data/models" \( -name '*.toml' -o -name '*.csv' \) -size -64k -exec cp -t "$WORK/seeds/model" {} + 2>/dev/null || true
 ((fresh)) && rm -rf "$WORK/corpus"
 mkdir -p "$WORK/artifacts" "$WORK/logs"
 

@@ -1,5 +1,6 @@
-// fuzz_model: the input is the text of a model description. parse_model must either return a
-// model that keeps graph.h's promises (layers in topological order, inputs in range, parameter
+// fuzz_model: the input is the text of a model description, read both as a TOML description and
+// as a SCALE-Sim topology (conv or GEMM CSV). Each reader must either return a model that keeps
+// graph.h's promises (layers in topological order, inputs in range, parameter
 // and input sizes matching the shapes) or reject the text with an InputError; nothing else.
 // Parameter counts are capped low so that a description may not ask for gigabytes, and .npy
 // paths resolve under a folder that does not exist.
@@ -8,6 +9,7 @@
 #include <string>
 
 #include "compiler/model.h"
+#include "compiler/scalesim.h"
 #include "tests/fuzz/fuzz_common.h"
 
 using namespace tpusim;
@@ -42,13 +44,14 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   return fuzz::guarded("fuzz_model", [&] {
     LoadOptions options;
     options.max_values = uint64_t{1} << 20;
-    Model m;
+    const std::string text(reinterpret_cast<const char*>(data), size);
     try {
-      m = parse_model(std::string(reinterpret_cast<const char*>(data), size), "fuzz.toml",
-                      "/nonexistent-tpusim-fuzz", options);
+      check(parse_model(text, "fuzz.toml", "/nonexistent-tpusim-fuzz", options));
     } catch (const InputError&) {
-      return;
     }
-    check(m);
+    try {
+      check(import_scalesim(text, "fuzz.csv", options));
+    } catch (const InputError&) {
+    }
   });
 }
