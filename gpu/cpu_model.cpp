@@ -7,12 +7,17 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstring>
 #include <dnnl.hpp>
 #include <fstream>
 #include <numeric>
+#include <optional>
 #include <stdexcept>
+#include <unordered_map>
 #include <variant>
+
+#include "gpu/requantize_clamp.h"
 
 namespace tpusim::gpu {
 namespace {
@@ -25,29 +30,62 @@ double seconds_since(Clock::time_point t0) {
   return std::chrono::duration<double>(Clock::now() - t0).count();
 }
 
-// A oneDNN s8 x s8 -> s32 matmul of fixed shape, its weights reordered once.
-struct Matmul {
-  dnnl::matmul prim;
-  dnnl::memory src, weights, dst;
-  Matmul(const dnnl::engine& eng, dnnl::stream& strm, int64_t m, int64_t k, int64_t n, const int8_t* w_nk,
-         int8_t* x, int32_t* c) {
-    const dnnl::memory::desc src_md({m, k}, dt::s8, tag::ab), dst_md({m, n}, dt::s32, tag::ab);
-    const dnnl::memory::desc any_w({k, n}, dt::s8, tag::any);
-    const dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(src_md, any_w, dst_md), eng);
-    prim = dnnl::matmul(pd);
-    // W[n][k] is the {k, n} matrix in "ba" order (k fastest).
-    dnnl::memory user_w({{k, n}, dt::s8, tag::ba}, eng, const_cast<int8_t*>(w_nk));
-    weights = dnnl::memory(pd.weights_desc(), eng);
-    dnnl::reorder(user_w, weights).execute(strm, user_w, weights);
-    strm.wait();
-    src = dnnl::memory(src_md, eng, x);
-    dst = dnnl::memory(dst_md, eng, c);
-  }
+// One oneDNN int8 product of fixed shape with int32 output (exact), its weights reordered once
+// into the primitive's preferred layout: a matmul C[m][n_pad] = X[m][k_pad] . W^T, or a convolution
+// straight from the input tensor (NHWC) to C[m][n].
+struct Product {
+  dnnl::primitive prim;
+  std::unordered_map<int, dnnl::memory> args;
   void run(dnnl::stream& strm) {
-    prim.execute(strm, {{DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, weights}, {DNNL_ARG_DST, dst}});
+    prim.execute(strm, args);
     strm.wait();
   }
 };
+
+dnnl::memory reordered(const dnnl::engine& eng, dnnl::stream& strm, const dnnl::memory::desc& plain,
+                       const int8_t* data, const dnnl::memory::desc& want) {
+  dnnl::memory user(plain, eng, const_cast<int8_t*>(data)), w(want, eng);
+  dnnl::reorder(user, w).execute(strm, user, w);
+  strm.wait();
+  return w;
+}
+
+Product make_matmul(const dnnl::engine& eng, dnnl::stream& strm, const MatmulStep& s, int8_t* x, int32_t* c) {
+  const int64_t m = int64_t(s.m), k = int64_t(s.k_pad), n = int64_t(s.n_pad);
+  const dnnl::memory::desc src_md({m, k}, dt::s8, tag::ab), dst_md({m, n}, dt::s32, tag::ab);
+  const dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(src_md, {{k, n}, dt::s8, tag::any}, dst_md), eng);
+  // W[n][k] is the {k, n} matrix in "ba" order (k fastest).
+  const dnnl::memory w = reordered(eng, strm, {{k, n}, dt::s8, tag::ba}, s.weights.data(), pd.weights_desc());
+  return {dnnl::matmul(pd),
+          {{DNNL_ARG_SRC, dnnl::memory(src_md, eng, x)},
+           {DNNL_ARG_WEIGHTS, w},
+           {DNNL_ARG_DST, dnnl::memory(dst_md, eng, c)}}};
+}
+
+// A convolution step (one input, the whole map: plan.cpp checks) as oneDNN's convolution: the
+// plan's weight row j holds output channel j's weights in (r, q, channel) order, i.e. OHWI.
+Product make_conv(const dnnl::engine& eng, dnnl::stream& strm, const MatmulStep& s, uint64_t batch,
+                  int8_t* input, int32_t* c) {
+  const Im2colGeometry& g = s.gather;
+  const int64_t ch = int64_t(g.input[0].c), kw = int64_t(g.kernel_w), kh = int64_t(g.k) / ch / kw;
+  const int64_t ih = int64_t(g.in_h), iw = int64_t(g.in_w), ow = int64_t(g.out_w),
+                oh = int64_t(g.out_pixels / g.out_w);
+  const int64_t st = int64_t(g.stride), pad = int64_t(g.pad), n = int64_t(s.n), b = int64_t(batch);
+  const dnnl::memory::desc src({b, ch, ih, iw}, dt::s8, tag::nhwc), dst({b, n, oh, ow}, dt::s32, tag::nhwc);
+  const dnnl::convolution_forward::desc d(dnnl::prop_kind::forward_inference,
+                                          dnnl::algorithm::convolution_direct, src,
+                                          {{n, ch, kh, kw}, dt::s8, tag::any}, dst, {st, st}, {pad, pad},
+                                          {(oh - 1) * st + kh - ih - pad, (ow - 1) * st + kw - iw - pad});
+  const dnnl::convolution_forward::primitive_desc pd(d, eng);
+  std::vector<int8_t> ohwi(s.n * s.k);
+  for (uint64_t j = 0; j < s.n; ++j) std::copy_n(&s.weights[j * s.k_pad], s.k, &ohwi[j * s.k]);
+  const dnnl::memory w =
+      reordered(eng, strm, {{n, ch, kh, kw}, dt::s8, tag::ohwi}, ohwi.data(), pd.weights_desc());
+  return {dnnl::convolution_forward(pd),
+          {{DNNL_ARG_SRC, dnnl::memory(src, eng, input)},
+           {DNNL_ARG_WEIGHTS, w},
+           {DNNL_ARG_DST, dnnl::memory(dst, eng, c)}}};
+}
 
 }  // namespace
 
@@ -57,10 +95,41 @@ struct CpuModel::Impl {
   dnnl::engine eng{dnnl::engine::kind::cpu, 0};
   dnnl::stream strm{eng};
   std::vector<std::vector<int8_t>> tensors;
-  std::vector<std::vector<int8_t>> gathered;   // per step: X (empty for direct and non-matmul steps)
-  std::vector<std::vector<int32_t>> products;  // per step: C
-  std::vector<std::unique_ptr<Matmul>> matmuls;
+  std::vector<std::vector<int8_t>> gathered;          // per step: X (empty for direct and non-matmul steps)
+  std::vector<std::vector<int32_t>> products;         // per step: C
+  std::vector<std::unique_ptr<Product>> products_of;  // per matmul step
+  std::vector<uint64_t> c_stride;                     // per matmul step: C's row stride
+  // Per matmul step whose table is a clamp and whose shifts are <= 52: each column's bias and
+  // scale for requantize_clamp (requantize_clamp.h), and the clamp; else empty (integer path).
+  struct ClampColumns {
+    std::vector<double> bias, scale;  // per column, repeated for `rows_per_tile` rows
+    uint64_t rows_per_tile = 1;
+    int lo = -128, hi = 127;
+  };
+  std::vector<std::optional<ClampColumns>> clamp_columns;
+  struct MaxPool {
+    dnnl::pooling_forward prim;
+    dnnl::memory src, dst;
+  };
+  std::vector<std::unique_ptr<MaxPool>> max_pools;  // per max pool step
+
+  std::unique_ptr<MaxPool> make_max_pool(const PoolStep& p) {
+    const int64_t b = int64_t(plan.batch), c = int64_t(p.c), win = int64_t(p.window), st = int64_t(p.stride);
+    const dnnl::memory::desc src({b, c, int64_t(p.in_h), int64_t(p.in_w)}, dt::s8, tag::nhwc);
+    const dnnl::memory::desc dst({b, c, int64_t(p.out_h), int64_t(p.out_w)}, dt::s8, tag::nhwc);
+    const dnnl::pooling_forward::desc d(dnnl::prop_kind::forward_inference, dnnl::algorithm::pooling_max, src,
+                                        dst, {st, st}, {win, win}, {0, 0}, {0, 0});
+    const dnnl::pooling_forward::primitive_desc pd(d, eng);
+    return std::make_unique<MaxPool>(
+        MaxPool{dnnl::pooling_forward(pd), dnnl::memory(src, eng, tensors[size_t(p.input_tensor)].data()),
+                dnnl::memory(dst, eng, tensors[size_t(p.output_tensor)].data())});
+  }
   double matmul_seconds = 0;
+
+  // Below this many byte operations a loop runs on one thread: a parallel region's fork and
+  // join cost more than the work (a few microseconds, far more on a busy machine).
+  static constexpr uint64_t kParallelWork = uint64_t{1} << 16;
+  bool parallel(uint64_t work) const { return threads > 1 && work >= kParallelWork; }
 
   Impl(const GpuPlan& p, int t) : plan(p), threads(t) {
     omp_set_num_threads(threads);  // oneDNN's OpenMP threads, and ours
@@ -70,24 +139,51 @@ struct CpuModel::Impl {
       tensors[static_cast<size_t>(plan.inputs[i])] = plan.input_data[i];
     gathered.resize(plan.steps.size());
     products.resize(plan.steps.size());
-    matmuls.resize(plan.steps.size());
+    products_of.resize(plan.steps.size());
+    c_stride.resize(plan.steps.size());
+    clamp_columns.resize(plan.steps.size());
+    max_pools.resize(plan.steps.size());
+    for (size_t i = 0; i < plan.steps.size(); ++i)
+      if (const auto* p = std::get_if<PoolStep>(&plan.steps[i]); p && !p->avg)
+        max_pools[i] = make_max_pool(*p);
     for (size_t i = 0; i < plan.steps.size(); ++i) {
       const auto* s = std::get_if<MatmulStep>(&plan.steps[i]);
       if (!s) continue;
-      int8_t* x = tensors[static_cast<size_t>(s->input_tensor[0])].data();
-      if (!s->direct) {
-        gathered[i].assign(s->m * s->k_pad, 0);  // padding columns stay zero
-        x = gathered[i].data();
+      int8_t* in = tensors[static_cast<size_t>(s->input_tensor[0])].data();
+      if (s->gather.conv) {
+        products[i].assign(s->m * s->n, 0);
+        c_stride[i] = s->n;
+        products_of[i] =
+            std::make_unique<Product>(make_conv(eng, strm, *s, plan.batch, in, products[i].data()));
+      } else {
+        if (!s->direct) {
+          gathered[i].assign(s->m * s->k_pad, 0);  // padding columns stay zero
+          in = gathered[i].data();
+        }
+        products[i].assign(s->m * s->n_pad, 0);
+        c_stride[i] = s->n_pad;
+        products_of[i] = std::make_unique<Product>(make_matmul(eng, strm, *s, in, products[i].data()));
       }
-      products[i].assign(s->m * s->n_pad, 0);
-      matmuls[i] = std::make_unique<Matmul>(eng, strm, int64_t(s->m), int64_t(s->k_pad), int64_t(s->n_pad),
-                                            s->weights.data(), x, products[i].data());
+      const auto clamp = table_clamp(s->table);
+      if (clamp && std::all_of(s->columns.begin(), s->columns.end(),
+                               [](const ColumnQuant& q) { return q.shift <= kMaxClampShift; })) {
+        ClampColumns cc;
+        cc.rows_per_tile = std::max<uint64_t>(1, 512 / s->n);  // long loops the compiler vectorizes
+        for (uint64_t r = 0; r < cc.rows_per_tile; ++r)
+          for (const ColumnQuant& q : s->columns) {
+            cc.bias.push_back(double(q.bias));
+            cc.scale.push_back(std::ldexp(double(q.mult), -int(q.shift)));
+          }
+        cc.lo = clamp->first;
+        cc.hi = clamp->second;
+        clamp_columns[i] = std::move(cc);
+      }
     }
   }
 
   void gather(const MatmulStep& s, std::vector<int8_t>& x) {
     const Im2colGeometry& g = s.gather;
-#pragma omp parallel for num_threads(threads) schedule(static)
+#pragma omp parallel for num_threads(threads) schedule(static) if (parallel(g.rows * g.k_pad))
     for (uint64_t row = 0; row < g.rows; ++row) {
       const uint64_t sample = row / g.out_pixels, p = row % g.out_pixels;
       int8_t* dst = &x[row * g.k_pad];
@@ -124,39 +220,69 @@ struct CpuModel::Impl {
   }
 
   void run(size_t i, const MatmulStep& s) {
-    if (!s.direct) gather(s, gathered[i]);
+    if (!s.direct && !s.gather.conv) gather(s, gathered[i]);
     const Clock::time_point t0 = Clock::now();
-    matmuls[i]->run(strm);
+    products_of[i]->run(strm);
     matmul_seconds += seconds_since(t0);
     const std::vector<int32_t>& c = products[i];
+    const std::optional<ClampColumns>& cc = clamp_columns[i];
     std::vector<int8_t>& out = tensors[size_t(s.output_tensor)];
-#pragma omp parallel for num_threads(threads) schedule(static)
+    // Rows of C side by side in memory, and so are the output's: tiles of rows in one flat loop.
+    if (cc && c_stride[i] == s.n && s.scatter.pixel0 == 0 &&
+        s.scatter.out_pixels == s.scatter.tensor_pixels) {
+      const uint64_t tiles = (s.m + cc->rows_per_tile - 1) / cc->rows_per_tile;
+#pragma omp parallel for num_threads(threads) schedule(static) if (parallel(s.m * s.n))
+      for (uint64_t t = 0; t < tiles; ++t) {
+        const uint64_t first = t * cc->rows_per_tile, count = std::min(cc->rows_per_tile, s.m - first) * s.n;
+        const int32_t* __restrict cr = &c[first * s.n];
+        int8_t* __restrict o = &out[first * s.n];
+        const double* __restrict bias = cc->bias.data();
+        const double* __restrict scale = cc->scale.data();
+        const int lo = cc->lo, hi = cc->hi;
+        for (uint64_t e = 0; e < count; ++e) o[e] = requantize_clamp(cr[e], bias[e], scale[e], lo, hi);
+      }
+      return;
+    }
+#pragma omp parallel for num_threads(threads) schedule(static) if (parallel(s.m * s.n))
     for (uint64_t row = 0; row < s.m; ++row) {
       int8_t* o = &out[scatter_offset(s.scatter, row, 0)];
-      const int32_t* cr = &c[row * s.n_pad];
-      for (uint64_t j = 0; j < s.n; ++j) o[j] = requantize(cr[j], s.columns[j], s.table);
+      const int32_t* cr = &c[row * c_stride[i]];
+      if (cc) {
+        const double* bias = cc->bias.data();
+        const double* scale = cc->scale.data();
+        for (uint64_t j = 0; j < s.n; ++j) o[j] = requantize_clamp(cr[j], bias[j], scale[j], cc->lo, cc->hi);
+      } else {
+        for (uint64_t j = 0; j < s.n; ++j) o[j] = requantize(cr[j], s.columns[j], s.table);
+      }
     }
   }
 
-  void run(size_t, const PoolStep& s) {
-    const std::vector<int8_t>& in = tensors[size_t(s.input_tensor)];
-    std::vector<int8_t>& out = tensors[size_t(s.output_tensor)];
-    const uint64_t rows = s.elements / (s.out_w * s.c);  // batch x out_h
-#pragma omp parallel for num_threads(threads) schedule(static)
+  void run(size_t i, const PoolStep& s) {
+    if (max_pools[i]) {  // oneDNN's max pooling: a maximum of int8 values, exact
+      max_pools[i]->prim.execute(strm,
+                                 {{DNNL_ARG_SRC, max_pools[i]->src}, {DNNL_ARG_DST, max_pools[i]->dst}});
+      strm.wait();
+      return;
+    }
+    // Average pooling (max pools went to oneDNN above): one output row at a time, the window's
+    // sums accumulated over the whole row (contiguous: the compiler vectorizes), then rounded as
+    // the machine does (pool_average).
+    const int8_t* in = tensors[size_t(s.input_tensor)].data();
+    int8_t* out = tensors[size_t(s.output_tensor)].data();
+    const uint64_t rows = s.elements / (s.out_w * s.c), width = s.out_w * s.c;  // batch x out_h rows
+    const int64_t size = int64_t(s.window * s.window);
+#pragma omp parallel for num_threads(threads) schedule(static) if (parallel(s.elements * s.window * s.window))
     for (uint64_t r = 0; r < rows; ++r) {
       const uint64_t img = r / s.out_h, oy = r % s.out_h;
-      for (uint64_t ox = 0; ox < s.out_w; ++ox)
-        for (uint64_t ch = 0; ch < s.c; ++ch) {
-          int64_t v = s.avg ? 0 : -128;
-          for (uint64_t a = 0; a < s.window; ++a)
-            for (uint64_t b = 0; b < s.window; ++b) {
-              const int64_t e =
-                  in[((img * s.in_h + oy * s.stride + a) * s.in_w + ox * s.stride + b) * s.c + ch];
-              v = s.avg ? v + e : (e > v ? e : v);
-            }
-          out[((img * s.out_h + oy) * s.out_w + ox) * s.c + ch] =
-              s.avg ? pool_average(v, int64_t(s.window * s.window)) : static_cast<int8_t>(v);
+      std::vector<int32_t> sum(width, 0);
+      for (uint64_t a = 0; a < s.window; ++a)
+        for (uint64_t b = 0; b < s.window; ++b) {
+          const int8_t* src = in + ((img * s.in_h + oy * s.stride + a) * s.in_w + b) * s.c;
+          for (uint64_t ox = 0; ox < s.out_w; ++ox)
+            for (uint64_t ch = 0; ch < s.c; ++ch) sum[ox * s.c + ch] += src[ox * s.stride * s.c + ch];
         }
+      int8_t* o = out + r * width;
+      for (uint64_t e = 0; e < width; ++e) o[e] = pool_average(sum[e], size);
     }
   }
 
@@ -165,7 +291,7 @@ struct CpuModel::Impl {
     const std::vector<int8_t>& b = tensors[size_t(s.b_tensor)];
     std::vector<int8_t>& out = tensors[size_t(s.output_tensor)];
     const uint64_t per_sample = s.out.pixels * s.out.c;
-#pragma omp parallel for num_threads(threads) schedule(static) if (s.elements > 4096)
+#pragma omp parallel for num_threads(threads) schedule(static) if (parallel(s.elements))
     for (uint64_t i = 0; i < s.elements; ++i) {
       const uint64_t img = i / per_sample, p = i % per_sample / s.out.c, ch = i % s.out.c;
       out[view_offset(s.out, img, p, ch)] = vector_element(
@@ -244,11 +370,16 @@ CpuRoof measure_cpu_roof(int threads, int tries) {
   CpuRoof roof;
   {
     constexpr int64_t m = 512, k = 2048, n = 2048;
-    std::vector<int8_t> x(m * k, 1), w(n * k, 1);
+    MatmulStep step;  // only the shape and the weights matter here
+    step.m = m;
+    step.k = step.k_pad = k;
+    step.n = step.n_pad = n;
+    step.weights.assign(n * k, 1);
+    std::vector<int8_t> x(m * k, 1);
     std::vector<int32_t> c(m * n);
     dnnl::engine eng(dnnl::engine::kind::cpu, 0);
     dnnl::stream strm(eng);
-    Matmul mm(eng, strm, m, k, n, w.data(), x.data(), c.data());
+    Product mm = make_matmul(eng, strm, step, x.data(), c.data());
     mm.run(strm);
     for (int i = 0; i < tries; ++i) {
       const Clock::time_point t0 = Clock::now();

@@ -3,12 +3,14 @@
 # tools on the example programs in workloads/asm/ (the instruction set, assembling, a listing, the
 # byte-exact disassembly round trip, mlp2 on the three engines), then the main job: compiles the
 # TPU paper's MLP0 from its description, simulates it on tpu-v1 with its utilisation report and
-# the check against the golden reference, and runs all six paper apps on the timing engine.
+# the check against the golden reference, and runs all six paper apps on the timing engine; last,
+# measures the same int8 models on this machine's CPU (tpusim-cpu, oneDNN) and compares the
+# simulated TPU with them and with the TPU paper's published figures (tpusim compare --plot).
 # Outputs go to build/demo/. Works from any directory; idempotent.
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 case ${1:-} in
-  -h | --help) sed -n '2,6p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
+  -h | --help) sed -n '2,9p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
   "") ;;
   *) echo "demo.sh: takes no arguments (see --help)" >&2; exit 2 ;;
 esac
@@ -23,7 +25,7 @@ step "dependencies"
 "$ROOT/scripts/install-deps.sh"
 
 step "build build/ (Release)"
-configure_and_build build Release -- tpusim
+configure_and_build build Release -- tpusim tpusim_cpu
 
 step "the instruction set: build/tpusim isa"
 cat <<'TXT'
@@ -122,7 +124,35 @@ print(f'{sys.argv[2]:<7} {r["batch"]:>6} {r["cycles"]:>12} {r["tops"]:>8.2f} '
 PY
 done
 
+step "measure the same int8 models on this machine's CPU: build/tpusim-cpu (oneDNN)"
+cat <<'TXT'
+The CPU runner takes the same descriptions with the same int8 weights, inputs and scales as
+`tpusim run`, runs every matmul as a oneDNN int8 matmul on all the CPUs this process may use,
+checks the output bit for bit against the golden reference, and times it (median of repeats;
+p99 of single batches). For MLP0 it also finds the largest batch whose p99 latency is within the
+TPU paper's 7 ms limit (Table 4's question, asked of this CPU).
+TXT
 echo
-echo "Outputs: $(rel "$DEMO")/ (.tpu programs, listings, round-trip files). Try:"
+"$ROOT/build/tpusim-cpu" workloads/small/mnist_mlp.toml workloads/small/tiny_cnn.toml workloads/tpu-v1/mlp0.toml \
+  --batch 16 --batch 200 --warmup 2 --iterations 5 --repeats 3 -o "$DEMO/cpu.json" 2>&1 | sed "s|$ROOT/||g"
+"$ROOT/build/tpusim-cpu" workloads/tpu-v1/mlp0.toml --latency-limit 7 --max-batch 1024 --no-check --no-roof \
+  --warmup 1 --iterations 3 --repeats 3 -o "$DEMO/cpu-latency.json" 2>&1 | sed "s|$ROOT/||g"
+
+step "compare: simulated tpu-v1, this CPU (measured), the TPU paper (published)"
+cat <<'TXT'
+One group per workload and batch: the simulated TPU's row (timing engine, host DMA included), this
+CPU's measured rows, and the paper's published rows (Table 4: MLP0 at the 7 ms limit on Haswell,
+the K80 and the TPU), each labelled with its source and never combined; the paper's Table 6
+ratios below the table. --latency-limit 7 adds, per app, the largest simulated batch within 7 ms.
+The plot: throughput per row, and the roofline with each device's roof.
+TXT
+echo
+apps=()
+for app in mlp0 mlp1 lstm0 lstm1 cnn0 cnn1; do apps+=(--model "workloads/tpu-v1/$app.toml"); done
+"$TPUSIM" compare workloads/gpu-reference "$DEMO/cpu.json" "$DEMO/cpu-latency.json" "${apps[@]}" \
+  --latency-limit 7 --max-batch 1024 --csv "$DEMO/compare.csv" --plot "$DEMO/compare" 2>&1 | sed "s|$ROOT/||g"
+
+echo
+echo "Outputs: $(rel "$DEMO")/ (.tpu programs, listings, round-trip files, cpu.json, compare.png). Try:"
 echo "  build/tpusim disasm build/demo/matmul.tpu"
 echo "  build/tpusim isa --markdown | less"

@@ -41,7 +41,9 @@ struct Group {
   uint64_t batch = 0;
   std::vector<Entry> entries;
   gpu::GraphWork work;
-  std::optional<double> tpu_seconds;
+  std::optional<double> tpu_seconds;  // simulated seconds of one batch (the program's cycles)
+  double latency_limit = 0;           // > 0: this batch is the latency sweep's answer for this limit
+  std::string sweep_note;
 };
 
 double tpu_peak_tops(const sim::Arch& a) {
@@ -108,7 +110,7 @@ std::vector<Group> collect(const std::vector<gpu::ReferenceData>& files, const C
       ++kept;
       const std::string k = key_of(r.workload, r.batch);
       auto [it, fresh] = index.try_emplace(k, groups.size());
-      if (fresh) groups.push_back({r.workload, r.model, r.batch, {}, {}, {}});
+      if (fresh) groups.push_back({r.workload, r.model, r.batch, {}, {}, {}, 0, {}});
       Group& g = groups[it->second];
       if (g.model.empty()) g.model = r.model;
       auto same_file =
@@ -119,10 +121,43 @@ std::vector<Group> collect(const std::vector<gpu::ReferenceData>& files, const C
     if (kept == 0 && !f.rows.empty())
       fmt::print(stderr, "{}: no figure with timing {}, L2 {}, graph {}\n", f.path, a.timing, a.l2, a.graph);
   }
+  for (const std::string& path : a.models) {
+    if (!fs::exists(path)) throw InputError(fmt::format("{}: model not found (--model)", path));
+    const compiler::Model m = compiler::load_model(path);
+    auto [it, fresh] = index.try_emplace(key_of(m.name, m.batch), groups.size());
+    if (fresh) groups.push_back({m.name, fs::absolute(path).string(), m.batch, {}, {}, {}, 0, {}});
+    else if (groups[it->second].model.empty()) groups[it->second].model = fs::absolute(path).string();
+  }
   std::stable_sort(groups.begin(), groups.end(), [](const Group& x, const Group& y) {
     return x.workload != y.workload ? x.workload < y.workload : x.batch < y.batch;
   });
   return groups;
+}
+
+fs::path model_path(const std::string& model, const CompareArgs& a) {
+  const fs::path p = fs::path(model).is_relative() && !a.models_root.empty() ? fs::path(a.models_root) / model
+                                                                             : fs::path(model);
+  if (!fs::exists(p))
+    throw InputError(
+        fmt::format("{}: model not found (reference data name models relative to the repository root: "
+                    "run compare there or give --models-root)",
+                    p.string()));
+  return p;
+}
+
+// The model compiled for `arch` at `batch` and run on the timing engine.
+struct Simulated {
+  gpu::GraphWork work;
+  double seconds = 0;
+};
+Simulated simulate_at(const fs::path& model, uint64_t batch, const sim::Arch& arch) {
+  compiler::LoadOptions lo;
+  lo.batch = batch;
+  const compiler::Compiled c = compiler::compile_file(model, arch, lo);
+  sim::RunOptions opt;
+  opt.engine = sim::Engine::timing;
+  return {gpu::graph_work(c.graph),
+          double(sim::simulate(c.program, arch, opt).cycles) / (arch.clock_mhz * 1e6)};
 }
 
 void simulate(std::vector<Group>& groups, const sim::Arch& arch, const CompareArgs& a) {
@@ -135,28 +170,19 @@ void simulate(std::vector<Group>& groups, const sim::Arch& arch, const CompareAr
                  g.workload, g.batch);
       continue;
     }
-    const fs::path model = fs::path(g.model).is_relative() && !a.models_root.empty()
-                               ? fs::path(a.models_root) / g.model
-                               : fs::path(g.model);
-    if (!fs::exists(model))
-      throw InputError(
-          fmt::format("{}: model not found (reference data name models relative to the repository root: "
-                      "run compare there or give --models-root)",
-                      model.string()));
-    compiler::LoadOptions lo;
-    lo.batch = g.batch;
+    const fs::path model = model_path(g.model, a);
     const auto given = reports.find(key_of(g.workload, g.batch));
     if (given == reports.end() && !a.tpu_reports.empty())
       throw InputError(fmt::format("no --tpu-report for workload {} at batch {}", g.workload, g.batch));
     if (given != reports.end()) {
+      compiler::LoadOptions lo;
+      lo.batch = g.batch;
       g.work = gpu::graph_work(compiler::quantize(compiler::load_model(model, lo)));
       g.tpu_seconds = given->second;
     } else {
-      const compiler::Compiled c = compiler::compile_file(model, arch, lo);
-      g.work = gpu::graph_work(c.graph);
-      sim::RunOptions opt;
-      opt.engine = sim::Engine::timing;
-      g.tpu_seconds = double(sim::simulate(c.program, arch, opt).cycles) / (arch.clock_mhz * 1e6);
+      const Simulated r = simulate_at(model, g.batch, arch);
+      g.work = r.work;
+      g.tpu_seconds = r.seconds;
     }
     for (const Entry& e : g.entries)
       if (e.row.macs && e.row.macs != g.work.macs)
@@ -167,9 +193,67 @@ void simulate(std::vector<Group>& groups, const sim::Arch& arch, const CompareAr
   }
 }
 
+// For each workload with a model: the largest batch whose simulated latency of one batch (the
+// program's time, host DMA included, plus --driver-us) is within --latency-limit, by doubling and
+// bisection up to --max-batch; a batch the compiler refuses (too big for the unified buffer)
+// counts as over the limit.
+void latency_sweep(std::vector<Group>& groups, const sim::Arch& arch, const CompareArgs& a) {
+  const double limit = a.latency_limit_ms / 1e3, driver = a.driver_us / 1e6;
+  std::vector<std::pair<std::string, std::string>> workloads;  // name, model
+  for (const Group& g : groups)
+    if (!g.model.empty() && std::none_of(workloads.begin(), workloads.end(),
+                                         [&](const auto& w) { return w.first == g.workload; }))
+      workloads.push_back({g.workload, g.model});
+  for (const auto& [workload, model] : workloads) {
+    const fs::path path = model_path(model, a);
+    std::map<uint64_t, std::optional<Simulated>> probes;
+    std::string refused;
+    auto probe = [&](uint64_t b) -> const std::optional<Simulated>& {
+      if (!probes.count(b)) try {
+          probes[b] = simulate_at(path, b, arch);
+        } catch (const InputError& e) {
+          probes[b] = std::nullopt;
+          if (refused.empty()) refused = fmt::format("batch {} refused: {}", b, e.what());
+        }
+      return probes[b];
+    };
+    auto within = [&](uint64_t b) { return probe(b) && probe(b)->seconds + driver <= limit; };
+    if (!within(1)) {
+      fmt::print(
+          stderr, "{}: no batch is within {:g} ms on {} ({})\n", workload, a.latency_limit_ms, arch.name,
+          probe(1) ? fmt::format("batch 1 takes {:.4g} ms", (probe(1)->seconds + driver) * 1e3) : refused);
+      continue;
+    }
+    uint64_t good = 1, bad = 0;
+    while (bad == 0 && good < a.max_batch) {
+      const uint64_t next = std::min(good * 2, a.max_batch);
+      (within(next) ? good : bad) = next;
+    }
+    while (bad && bad - good > 1) {
+      const uint64_t mid = good + (bad - good) / 2;
+      (within(mid) ? good : bad) = mid;
+    }
+    auto it = std::find_if(groups.begin(), groups.end(),
+                           [&](const Group& g) { return g.workload == workload && g.batch == good; });
+    if (it == groups.end()) {
+      groups.push_back({workload, model, good, {}, {}, {}, 0, {}});
+      it = groups.end() - 1;
+    }
+    it->work = probe(good)->work;
+    it->tpu_seconds = probe(good)->seconds;
+    it->latency_limit = limit;
+    it->sweep_note = good == a.max_batch ? fmt::format("--max-batch {} reached within the limit", a.max_batch)
+                     : probe(bad)        ? "the largest batch within the limit"
+                                  : "the largest batch within the limit; the next is refused by the compiler";
+  }
+  std::stable_sort(groups.begin(), groups.end(), [](const Group& x, const Group& y) {
+    return x.workload != y.workload ? x.workload < y.workload : x.batch < y.batch;
+  });
+}
+
 json null_if_zero(double v) { return v > 0 ? json(v) : json(nullptr); }
 
-json row_json(const Group& g, const std::string& source, const std::string& device, double ips,
+json row_json(const Group& g, const std::string& source, const std::string& device, double driver, double ips,
               double latency, double peak, double gbps) {
   const double macs_per_inference = g.batch ? double(g.work.macs) / double(g.batch) : 0;
   const double tops = 2 * macs_per_inference * ips / 1e12;
@@ -187,18 +271,20 @@ json row_json(const Group& g, const std::string& source, const std::string& devi
             {"weight_bytes", g.work.weight_bytes},
             {"macs_per_weight_byte",
              g.work.weight_bytes ? double(g.work.macs) / double(g.work.weight_bytes) : 0.0}};
-  r["speedup_of_simulated"] =
-      g.tpu_seconds && source != "simulated" ? json(double(g.batch) / *g.tpu_seconds / ips) : json(nullptr);
+  r["speedup_of_simulated"] = g.tpu_seconds && source != "simulated"
+                                  ? json(double(g.batch) / (*g.tpu_seconds + driver) / ips)
+                                  : json(nullptr);
   return r;
 }
 
 CompareDoc build_doc(const std::vector<Group>& groups, const std::vector<gpu::ReferenceData>& files,
-                     const sim::Arch& arch) {
+                     const sim::Arch& arch, double driver) {
   CompareDoc doc;
   doc["arch"] = {{"name", arch.name},
                  {"peak_tops", tpu_peak_tops(arch)},
                  {"weight_mem_gbps", arch.weight_mem_gbps},
-                 {"host_gbps", arch.host_gbps}};
+                 {"host_gbps", arch.host_gbps},
+                 {"driver_seconds", driver}};
   doc["devices"] = json::array();
   doc["devices"].push_back({{"name", arch.name},
                             {"source", "simulated"},
@@ -216,14 +302,21 @@ CompareDoc build_doc(const std::vector<Group>& groups, const std::vector<gpu::Re
                               {"file", f.path}});
   doc["rows"] = json::array();
   for (const Group& g : groups) {
-    if (g.tpu_seconds)
-      doc["rows"].push_back(row_json(g, "simulated", arch.name, double(g.batch) / *g.tpu_seconds,
-                                     *g.tpu_seconds, tpu_peak_tops(arch), arch.weight_mem_gbps));
+    if (g.tpu_seconds) {
+      // The host model: the program's own host DMA (PCIe: host_gbps, host_latency_cycles per
+      // transfer) and a serial driver time per batch (--driver-us).
+      const double latency = *g.tpu_seconds + driver;
+      json r = row_json(g, "simulated", arch.name, driver, double(g.batch) / latency, latency,
+                        tpu_peak_tops(arch), arch.weight_mem_gbps);
+      r["latency_limit_seconds"] = null_if_zero(g.latency_limit);
+      r["where"] = g.sweep_note;
+      doc["rows"].push_back(r);
+    }
     for (const char* source : {"measured", "published", "test-fixture"})
       for (const Entry& e : g.entries) {
         if (e.file->source != source) continue;
         const gpu::ReferenceRow& r = e.row;
-        json j = row_json(g, source, e.file->device.name, r.inferences_per_second, r.latency_seconds,
+        json j = row_json(g, source, e.file->device.name, driver, r.inferences_per_second, r.latency_seconds,
                           e.file->device.peak_int8_tops, e.file->device.memory_gbps);
         j["latency_statistic"] = r.latency_statistic;
         j["latency_limit_seconds"] = null_if_zero(r.latency_limit_seconds);
@@ -249,13 +342,15 @@ CompareDoc build_doc(const std::vector<Group>& groups, const std::vector<gpu::Re
   return doc;
 }
 
+// Without paths: workloads/gpu-reference (under --models-root, else here) where it exists; with
+// only --model, nothing.
 std::vector<std::string> default_reference(const CompareArgs& a) {
   const fs::path d = fs::path(a.models_root.empty() ? "." : a.models_root) / "workloads/gpu-reference";
-  if (!fs::is_directory(d))
-    throw InputError(
-        "compare: give reference data (JSON files or folders), e.g. tpusim compare "
-        "workloads/gpu-reference (see tpusim compare --help)");
-  return {d.string()};
+  if (fs::is_directory(d)) return {d.string()};
+  if (!a.models.empty()) return {};
+  throw InputError(
+      "compare: give reference data (JSON files or folders), e.g. tpusim compare workloads/gpu-reference, or "
+      "--model (see tpusim compare --help)");
 }
 
 }  // namespace
@@ -273,7 +368,8 @@ int cmd_compare(const CompareArgs& a) {
   if (groups.empty() && !any_ratio)
     throw InputError("compare: no reference figure matches the filters (--timing, --l2, --graph)");
   simulate(groups, arch, a);
-  const CompareDoc doc = build_doc(groups, files, arch);
+  if (a.latency_limit_ms > 0) latency_sweep(groups, arch, a);
+  const CompareDoc doc = build_doc(groups, files, arch, a.driver_us / 1e6);
   write_text("-", compare_table_text(doc));
   if (!a.csv_out.empty()) write_text(a.csv_out, compare_table_csv(doc));
   if (!a.json_out.empty()) write_text(a.json_out, doc.dump(2) + "\n");

@@ -29,6 +29,8 @@ std::string notes(const json& r) {
       s += fmt::format(" at a {:g} ms limit", 1e3 * num(r["latency_limit_seconds"]));
     parts.push_back(s);
   }
+  if (str(r, "latency_statistic").empty() && num(r.value("latency_limit_seconds", json())) > 0)
+    parts.push_back(fmt::format("within a {:g} ms limit", 1e3 * num(r["latency_limit_seconds"])));
   if (!str(r, "timing").empty()) parts.push_back(str(r, "timing"));
   if (!str(r, "l2").empty()) parts.push_back("L2 " + str(r, "l2"));
   if (r.contains("cuda_graph") && r["cuda_graph"].is_boolean())
@@ -50,9 +52,13 @@ std::string cell(const json& v, const char* format, double scale = 1) {
 std::string compare_table_text(const CompareDoc& doc) {
   const json& arch = doc["arch"];
   std::string s = fmt::format(
-      "simulated: {} ({:.1f} TOPS peak, {:g} GB/s weight memory, {:g} GB/s host link), timing engine\n",
+      "simulated: {} ({:.1f} TOPS peak, {:g} GB/s weight memory, {:g} GB/s host link), "
+      "timing engine",
       arch["name"].get<std::string>(), num(arch["peak_tops"]), num(arch["weight_mem_gbps"]),
       num(arch["host_gbps"]));
+  s += num(arch["driver_seconds"]) > 0
+           ? fmt::format(", {:g} us driver time per batch\n", 1e6 * num(arch["driver_seconds"]))
+           : std::string("\n");
   s += fmt::format("{:<10} {:>5}  {:<12} {:<40} {:>10} {:>11} {:>8} {:>7} {:>8}  {}\n", "workload", "batch",
                    "source", "device", "ms/batch", "inf/s", "TOPS", "% peak", "sim x", "notes");
   std::string last;

@@ -161,6 +161,14 @@ extern "C" int sc_main(int argc, char** argv) {
   cm->add_option("--l2", cmp.l2, "GPU runner figures to use: warm (default) or flushed")->check(CLI::IsMember({"warm", "flushed"}));
   cm->add_option("--graph", cmp.graph, "GPU runner figures to use: any (the faster, default), yes or no (CUDA graphs)")
       ->check(CLI::IsMember({"any", "yes", "no"}));
+  cm->add_option("--model", cmp.models, "also simulate this description at its own batch (repeatable)");
+  cm->add_option("--latency-limit", cmp.latency_limit_ms,
+                 "also find each workload's largest simulated batch whose latency is within this many ms")
+      ->check(CLI::PositiveNumber);
+  cm->add_option("--driver-us", cmp.driver_us, "host driver time added to each simulated batch's latency (default 0)")
+      ->check(CLI::NonNegativeNumber);
+  cm->add_option("--max-batch", cmp.max_batch, "the largest batch --latency-limit tries (default 4096)")
+      ->check(CLI::PositiveNumber);
   cm->add_option("--csv", cmp.csv_out, "write the table here as CSV");
   cm->add_option("--json", cmp.json_out, "write the table here as JSON");
   cm->add_option("--plot", cmp.plot_prefix, "write PREFIX.png and PREFIX.svg (scripts/plot_compare.py) and PREFIX.json");
