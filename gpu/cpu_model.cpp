@@ -369,7 +369,7 @@ CpuRoof measure_cpu_roof(int threads, int tries) {
   omp_set_num_threads(threads);
   CpuRoof roof;
   {
-    constexpr int64_t m = 512, k = 2048, n = 2048;
+    constexpr int64_t m = 256, k = 1024, n = 1024;
     MatmulStep step;  // only the shape and the weights matter here
     step.m = m;
     step.k = step.k_pad = k;

@@ -51,7 +51,7 @@ int usable_cpus();
 std::string cpu_name();
 
 // An attainable roof for this CPU, measured: the best int8 TOPS of a large oneDNN s8 x s8 -> s32
-// matmul (m = 512, k = n = 2048) and the best read bandwidth over a 256 MiB buffer, both on
+// matmul (m = 256, k = n = 1024) and the best read bandwidth over a 256 MiB buffer, both on
 // `threads` threads, best of `tries`.
 struct CpuRoof {
   double int8_tops = 0, read_gbps = 0;
