@@ -50,6 +50,9 @@ uint32_t get_field(const T& word, unsigned lsb, unsigned width) {
 // signedness bit: [-128, -1] are int8, [128, 255] uint8, [0, 127] the same either way.
 bool is_signed_operand(int16_t v) { return v < 128; }
 
+// A 9-bit two's-complement register value.
+int32_t nine_bits(uint32_t v) { return int32_t(v << 23) >> 23; }
+
 // The Verilated ROWS x COLS array V as the stepped engine's array.
 template <class V>
 class ScArray final : public sim::ArrayModel {
@@ -58,7 +61,9 @@ class ScArray final : public sim::ArrayModel {
       : rtl_(name.c_str()), rows_(rows), cols_(cols), bottom_(cols), bottom_valid_(cols),
         psum_all_(std::make_unique<Signal<decltype(V::psum_all)>[]>(rows * cols)),
         weight_all_(std::make_unique<Signal<decltype(V::weight_all)>[]>(rows * cols)),
-        shadow_all_(std::make_unique<Signal<decltype(V::shadow_all)>[]>(rows * cols)) {
+        shadow_all_(std::make_unique<Signal<decltype(V::shadow_all)>[]>(rows * cols)),
+        x_all_(std::make_unique<Signal<decltype(V::x_all)>[]>(rows * cols)),
+        x_valid_all_(std::make_unique<Signal<decltype(V::x_valid_all)>[]>(rows * cols)) {
     rtl_.clk(clk_);
     rtl_.rst(rst_);
     rtl_.left_value(left_value_);
@@ -73,10 +78,12 @@ class ScArray final : public sim::ArrayModel {
     rtl_.bottom_valid(bottom_valid_sig_);
     rtl_.any_valid(any_valid_);
     for (unsigned k = 0; k < rows; ++k)
-      for (unsigned j = 0; j < cols; ++j) {  // every cell's registers, bound but unused here
+      for (unsigned j = 0; j < cols; ++j) {  // every cell's registers, for registers()
         rtl_.psum_all[k][j](psum_all_[k * cols + j]);
         rtl_.weight_all[k][j](weight_all_[k * cols + j]);
         rtl_.shadow_all[k][j](shadow_all_[k * cols + j]);
+        rtl_.x_all[k][j](x_all_[k * cols + j]);
+        rtl_.x_valid_all[k][j](x_valid_all_[k * cols + j]);
       }
   }
 
@@ -85,6 +92,15 @@ class ScArray final : public sim::ArrayModel {
   std::span<const int32_t> bottom() const override { return bottom_; }
   std::span<const uint8_t> bottom_valid() const override { return bottom_valid_; }
   bool empty() const override { return empty_; }
+
+  // The RTL's own registers, as the last step() left them (weights and x are 9-bit signed).
+  bool registers(uint64_t k, uint64_t j, std::array<int32_t, 5>& out) const override {
+    const size_t c = k * cols_ + j;
+    out = {nine_bits(get_field(weight_all_[c].read(), 0, 9)), nine_bits(get_field(shadow_all_[c].read(), 0, 9)),
+           nine_bits(get_field(x_all_[c].read(), 0, 9)), int32_t(get_field(x_valid_all_[c].read(), 0, 1)),
+           static_cast<int32_t>(get_field(psum_all_[c].read(), 0, 32))};
+    return true;
+  }
 
   void reset() override {
     std::fill(bottom_.begin(), bottom_.end(), 0);
@@ -190,6 +206,8 @@ class ScArray final : public sim::ArrayModel {
   std::unique_ptr<Signal<decltype(V::psum_all)>[]> psum_all_;
   std::unique_ptr<Signal<decltype(V::weight_all)>[]> weight_all_;
   std::unique_ptr<Signal<decltype(V::shadow_all)>[]> shadow_all_;
+  std::unique_ptr<Signal<decltype(V::x_all)>[]> x_all_;
+  std::unique_ptr<Signal<decltype(V::x_valid_all)>[]> x_valid_all_;
 };
 
 template <class V>

@@ -11,7 +11,7 @@ namespace {
 constexpr ReportKey kKeys[] = {
     {"workload", "string", "the program's model name (`.model`, or the compiled model)"},
     {"arch", "object", "every architecture parameter as resolved for this run (docs/arch.md), with `name`"},
-    {"engine", "string", "`fast`, `stepped` or `timing`"},
+    {"engine", "string", "`fast`, `stepped`, `timing` or `rtl` (`tpusim run --engine rtl`: stepped, with the Verilated RTL array)"},
     {"cycles", "integer", "clock cycles from the first issue to the end of `halt`"},
     {"seconds", "number", "cycles / (clock_mhz x 10^6): simulated time"},
     {"tops", "number", "2 x macs / seconds / 10^12: useful tera-operations per second"},

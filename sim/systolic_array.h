@@ -23,6 +23,7 @@
 // The SystemVerilog cell in hw/ implements the same next-state function.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <span>
 #include <vector>
@@ -54,6 +55,12 @@ class ArrayModel {
   // but zeros, so the caller may skip idle cycles).
   virtual bool empty() const = 0;
   virtual void reset() = 0;  // every register 0
+  // Cell (k, j)'s registers as traces show them (sim/trace.h, kCellRegisters: weight, shadow,
+  // x, x valid, psum), or false where the model cannot show them.
+  virtual bool registers(uint64_t k, uint64_t j, std::array<int32_t, 5>& out) const {
+    (void)k, (void)j, (void)out;
+    return false;
+  }
 };
 
 // `final`: calls on a SystolicArray itself (benchmarks, tests) are direct, not virtual.
@@ -79,6 +86,10 @@ class SystolicArray final : public ArrayModel {
 
   bool empty() const override;
   void reset() override;
+  bool registers(uint64_t k, uint64_t j, std::array<int32_t, 5>& out) const override {
+    out = {weight(k, j), shadow(k, j), x_value(k, j), x_flags(k, j) & kValid, psum(k, j)};
+    return true;
+  }
   uint64_t cycles() const { return cycles_; }  // step() calls since construction/reset
 
  private:

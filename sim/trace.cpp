@@ -13,16 +13,15 @@ namespace tpusim::sim {
 
 void TraceRecorder::array_step(uint64_t cycle, const ArrayModel& array) {
   if (cell_ranges.empty()) return;
-  const auto* a = dynamic_cast<const SystolicArray*>(&array);
-  if (!a) return;
+  std::array<int32_t, kCellRegisters.size()> v;
+  if (!array.registers(0, 0, v)) return;
   cells_seen = true;
   size_t s = 0;
   const bool first = cell_values_.empty();
   for (const CellRange& r : cell_ranges)
-    for (uint64_t k = r.row0; k < std::min(r.row1, a->rows()); ++k)
-      for (uint64_t j = r.col0; j < std::min(r.col1, a->cols()); ++j) {
-        const int32_t v[] = {a->weight(k, j), a->shadow(k, j), a->x_value(k, j),
-                             a->x_flags(k, j) & ArrayModel::kValid, a->psum(k, j)};
+    for (uint64_t k = r.row0; k < std::min(r.row1, array.rows()); ++k)
+      for (uint64_t j = r.col0; j < std::min(r.col1, array.cols()); ++j) {
+        array.registers(k, j, v);
         for (int32_t value : v) {
           if (first) cell_values_.push_back(0);  // reset() zeroes every register
           if (cell_values_[s] != value) {

@@ -68,8 +68,8 @@ class TraceRecorder {
     sync_waits.push_back({index, begin, end, raw});
   }
   // The stepped engine stepped the array in `cycle`: the traced cells' registers now hold what
-  // they hold during cycle + 1. Only SystolicArray can be inspected (a co-simulated RTL array is
-  // not recorded).
+  // they hold during cycle + 1 (read through ArrayModel::registers: the C++ array's, or the
+  // co-simulated RTL array's own registers).
   void array_step(uint64_t cycle, const ArrayModel& array);
 
   // ---- set-up ---------------------------------------------------------------------------------

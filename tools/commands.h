@@ -63,6 +63,13 @@ struct DebugArgs {
 };
 int cmd_debug(const DebugArgs& args);  // tools/debug.cpp (the stepping debugger, docs/debugger.md)
 
+struct ViewArgs {
+  std::string program, output, arch_file, window;
+  std::vector<std::string> sets;
+  uint64_t batch = 0;
+};
+int cmd_view(const ViewArgs& args);  // tools/view.cpp (the HTML explorer, docs/view.md)
+
 struct CompareArgs {
   std::vector<std::string> gpu_files, tpu_reports, sets;
   std::vector<std::string> models;  // simulated rows for these descriptions too, at their own batch

@@ -21,6 +21,7 @@
 #include "tools/program_to_run.h"
 #include "tools/run_progress.h"
 #include "tools/run_traces.h"
+#include "tools/rtl_engine.h"
 
 namespace fs = std::filesystem;
 
@@ -182,7 +183,14 @@ int cmd_run(const RunArgs& r) {
   if (compiled && r.report.empty()) print_compile_summary(*compiled, r.program, arch);
   const isa::Program& p = to_run.program();
   sim::RunOptions opt;
-  opt.engine = sim::parse_engine(r.engine);
+  // rtl: the stepped engine with the Verilated RTL array (tools/rtl_engine.h).
+  const bool rtl = r.engine == "rtl";
+  try {
+    opt.engine = rtl ? sim::Engine::stepped : sim::parse_engine(r.engine);
+  } catch (const InputError& e) {
+    throw InputError(fmt::format("run: {}, or rtl (the stepped engine with the Verilated RTL array)", e.what()));
+  }
+  if (rtl) opt.array = &rtl_array(arch.array_rows, arch.array_cols);
   opt.max_cycles = r.max_cycles;
   const std::unique_ptr<TracePlan> traces = plan_traces(r, p, arch, opt.engine);
   if (traces) opt.trace = &traces->recorder;
@@ -222,7 +230,8 @@ int cmd_run(const RunArgs& r) {
     against.push_back("golden model reference");
   }
   for (const std::string& a : against) in.checked_against += (in.checked_against.empty() ? "" : " and ") + a;
-  const nlohmann::ordered_json report = sim::make_report(in);
+  nlohmann::ordered_json report = sim::make_report(in);
+  if (rtl) report["engine"] = "rtl";
   if (!r.report.empty()) {
     write_text(r.report, report.dump(2) + "\n");
     fmt::print(stderr, "{}: {} cycles on {} ({} engine) -> {}\n", r.program, result.cycles, arch.name,

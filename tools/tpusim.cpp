@@ -112,7 +112,8 @@ extern "C" int sc_main(int argc, char** argv) {
                 "architecture file (JSON, docs/arch.md); default: the program's .arch");
   r->add_option("--set", run.sets, "override one architecture parameter, KEY=VALUE (repeatable)");
   r->add_option("--engine", run.engine,
-                "fast (default), stepped (every cell every cycle) or timing (no data)");
+                "fast (default), stepped (every cell every cycle), timing (no data) or rtl (stepped, with the "
+                "Verilated RTL array; docs/timing.md)");
   r->add_option("--report", run.report,
                 "write the JSON report here (docs/report.md) instead of printing a table");
   r->add_option("--max-cycles", run.max_cycles,
@@ -186,6 +187,17 @@ extern "C" int sc_main(int argc, char** argv) {
                  "when the session ends, write the run's Chrome trace (the run goes on to its halt first)");
   db->add_option("--vcd", dbg.vcd, "when the session ends, write the run's VCD waveforms (as --trace)");
   db->add_option("--vcd-scope", dbg.vcd_scope, "VCD signals, as for tpusim run");
+  tools::ViewArgs view;
+  CLI::App* vw = app.add_subcommand(
+      "view", "Write one self-contained HTML page that shows a stepped run cycle by cycle (docs/view.md)");
+  vw->add_option("program", view.program, "program (.tpu), assembly source (.s) or model description (.toml)");
+  vw->add_option("-o,--output", view.output, "the HTML file to write")->required();
+  vw->add_option("--window", view.window,
+                 "cycles START:END the page holds (default: from a little before the first matmul, as many "
+                 "cycles as keep the page small)");
+  vw->add_option("--batch", view.batch, "models: override the description's batch size");
+  vw->add_option("--arch", view.arch_file, "architecture file (JSON, docs/arch.md); default: the program's .arch");
+  vw->add_option("--set", view.sets, "override one architecture parameter, KEY=VALUE (repeatable)");
 
   std::string names;
   bool known = false;
@@ -219,6 +231,7 @@ extern "C" int sc_main(int argc, char** argv) {
     if (*cm) return tools::cmd_compare(cmp);
     if (sweep.chosen()) return sweep.run();
     if (*db) return tools::cmd_debug(dbg);
+    if (*vw) return tools::cmd_view(view);
   } catch (const InputError& e) {
     fmt::print(stderr, "{}\n", e.what());
     return kExitBadInput;

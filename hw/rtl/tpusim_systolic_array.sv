@@ -6,7 +6,9 @@
 //    cycle (a tile shifts in over ROWS cycles);
 //  - bottom_psum[j], bottom_valid[j]: the bottom row's partial-sum registers, the result the
 //    accumulators take in the next cycle.
-// psum_all / weight_all / shadow_all expose every cell's registers ([k][j]) for inspection.
+// psum_all / weight_all / shadow_all / x_all / x_valid_all expose every cell's registers ([k][j])
+// for inspection (x_all: the input register widened to 9 bits by its signedness, as
+// SystolicArray::x_value gives it).
 // any_valid: some cell's x (hence psum) register holds valid data; low means stepping with
 // invalid inputs changes nothing observable (SystolicArray::empty() is its negation).
 module tpusim_systolic_array #(
@@ -29,7 +31,9 @@ module tpusim_systolic_array #(
   output logic                               any_valid,
   output logic [31:0]                        psum_all  [ROWS][COLS],
   output logic [8:0]                         weight_all[ROWS][COLS],
-  output logic [8:0]                         shadow_all[ROWS][COLS]
+  output logic [8:0]                         shadow_all[ROWS][COLS],
+  output logic [8:0]                         x_all     [ROWS][COLS],
+  output logic                               x_valid_all[ROWS][COLS]
 );
   // x moves right: x_*[k][j] enters cell (k, j); column COLS is the last cell's output (unused).
   logic [7:0] x_value [ROWS][COLS+1];
@@ -62,6 +66,8 @@ module tpusim_systolic_array #(
       );
       assign psum_all[k][j] = psum[k+1][j];
       assign cell_valid[k*COLS+j] = x_valid[k][j+1];
+      assign x_all[k][j] = {x_signed[k][j+1] & x_value[k][j+1][7], x_value[k][j+1]};
+      assign x_valid_all[k][j] = x_valid[k][j+1];
     end
   end
 
