@@ -12,6 +12,7 @@ PACKAGES=(
   libsqlite3-dev                         # SQLite: the sweep results database (tools/sweep/store.cpp)
   python3-matplotlib                     # plots: scripts/plot_compare.py, scripts/plot.py
   libreadline-dev tmux                   # the debugger's line editing; its terminal test (tests/debug)
+  chromium                               # headless browser: tpusim view's page test (tests/view)
   clang libclang-rt-14-dev libfuzzer-14-dev  # fuzzing (scripts/fuzz.sh): clang, sanitizers, libFuzzer
 )
 
