@@ -5,6 +5,7 @@ set -euo pipefail
 
 PACKAGES=(
   cmake g++ make pkg-config ninja-build  # toolchain
+  ccache                                 # compiler cache (scripts/lib.sh uses it when present)
   verilator libsystemc-dev               # RTL simulation, SystemC kernel
   catch2 libfmt-dev libboost-dev libcli11-dev nlohmann-json3-dev
   libdnnl-dev                            # oneDNN: the int8 GEMM the benchmarks measure against

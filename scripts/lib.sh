@@ -66,6 +66,13 @@ configure_and_build() {
     shift
   done
   args=(-DCMAKE_BUILD_TYPE="$type" "${args[@]}")
+  # A compiler cache when one is installed (Debian's ccache; optional): rebuilds of a clean clone,
+  # another worktree or the other build folder reuse objects. CCACHE_BASEDIR makes the cached
+  # paths relative to the repository root, so any clone location hits.
+  if command -v ccache >/dev/null && [[ -z ${CMAKE_CXX_COMPILER_LAUNCHER:-} ]]; then
+    args+=(-DCMAKE_C_COMPILER_LAUNCHER=ccache -DCMAKE_CXX_COMPILER_LAUNCHER=ccache)
+    export CCACHE_BASEDIR=${CCACHE_BASEDIR:-$ROOT} CCACHE_NOHASHDIR=${CCACHE_NOHASHDIR:-1}
+  fi
   local stamp="$ROOT/$dir/.tpusim-configure-args"
   if [[ ! -f $ROOT/$dir/CMakeCache.txt ]]; then
     cmake -S "$ROOT" -B "$ROOT/$dir" -G Ninja "${args[@]}"
