@@ -1,5 +1,5 @@
-// tpusim view: one self-contained HTML file that shows a stepped run (docs/view.md). The run is
-// the debugger's (sim::DebugSession, the stepped engine): every cycle of the window is reached
+// tpusim view: one self-contained HTML file that shows a stepped run (docs/view.md). The window
+// is the debugger's run (sim::DebugSession, the stepped engine): every cycle of it is reached
 // in turn and what the page shows is read from the session then: every cell's registers, the
 // weight FIFO, shadow and active tiles, each instruction's state; the instruction timeline and
 // the occupancy of the unified buffer and the accumulators come from the whole run's timeline.
@@ -71,12 +71,14 @@ std::pair<uint64_t, uint64_t> choose_window(const std::string& text, const isa::
                       text, end - begin, cells, kMaxCellCycles, kMaxCellCycles / cells));
     return {begin, end};
   }
+  const uint64_t length = std::clamp<uint64_t>(kDefaultCellCycles / cells, 32, 1024);
+  // A little before: two array heights (the shift of a tile), at most a quarter of the window.
+  const uint64_t lead = std::min(2 * arch.array_rows, length / 4);
   for (uint64_t i = 0; i < r.timeline.size(); ++i)
     if (p.code[i].opcode == isa::Opcode::matmul) {
-      begin = r.timeline[i].start > 2 * arch.array_rows ? r.timeline[i].start - 2 * arch.array_rows : 0;
+      begin = r.timeline[i].start > lead ? r.timeline[i].start - lead : 0;
       break;
     }
-  const uint64_t length = std::clamp<uint64_t>(kDefaultCellCycles / cells, 32, 1024);
   return {begin, std::min(begin + length, r.cycles + 1)};
 }
 
@@ -206,10 +208,12 @@ int cmd_view(const ViewArgs& a) {
   const ProgramToRun to_run = load_program_or_model("view", a.program, a.arch_file, a.sets, a.batch);
   const isa::Program& p = to_run.program();
   const sim::Arch& arch = to_run.arch;
-  // The whole run first (the timeline, the window's default), then the window cycle by cycle.
+  // The whole run first (the timeline, the window's default) on the fast engine, which gives
+  // every instruction the stepped engine's cycles (docs/timing.md, engines); then the window
+  // cycle by cycle on the stepped engine.
   sim::RunResult whole;
   try {
-    whole = sim::simulate(p, arch, {sim::Engine::stepped, 0});
+    whole = sim::simulate(p, arch, {sim::Engine::fast, 0});
   } catch (const sim::SimError& e) {
     throw InputError(fmt::format("{}: {}", a.program, e.what()));
   }
