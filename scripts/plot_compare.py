@@ -59,18 +59,19 @@ def main():
             groups.append(g)
 
     fig, (bars, rl) = plt.subplots(1, 2, figsize=(15, 6))
-    width = 0.8 / len(series)
-    for i, k in enumerate(series):
-        xs, ys = [], []
-        for gi, g in enumerate(groups):
-            for r in rows:
-                if (r["workload"], r["batch"]) == g and (r["device"], r["source"]) == k:
-                    xs.append(gi - 0.4 + width * (i + 0.5))
-                    ys.append(r["inferences_per_second"])
-        bars.bar(xs, ys, width, color=colors[k], hatch=HATCH.get(k[1], ""), edgecolor="black", linewidth=0.3,
-                 label=f"{k[0]} ({k[1]})")
+    # Each group's bars side by side, as many as the group has rows.
+    labelled = set()
+    for gi, g in enumerate(groups):
+        here = [r for r in rows if (r["workload"], r["batch"]) == g]
+        width = 0.8 / len(here)
+        for i, r in enumerate(here):
+            k = (r["device"], r["source"])
+            bars.bar([gi - 0.4 + width * (i + 0.5)], [r["inferences_per_second"]], width, color=colors[k],
+                     hatch=HATCH.get(k[1], ""), edgecolor="black", linewidth=0.3,
+                     label=None if k in labelled else f"{k[0]} ({k[1]})")
+            labelled.add(k)
     bars.set_xticks(range(len(groups)))
-    bars.set_xticklabels([f"{w}\nbatch {b}" for w, b in groups], fontsize=7)
+    bars.set_xticklabels([f"{w}\nbatch {b}" for w, b in groups], fontsize=6, rotation=60)
     bars.set_yscale("log")
     bars.set_ylabel("inferences per second")
     bars.set_title("Throughput (hatched: published, not measured here)")
