@@ -6,10 +6,10 @@
 // (OneDnnNetwork below: convolution, matmul and pooling primitives with oneDNN's own int8
 // requantization, which rounds differently, hence not bit-exact), back to back, inputs in place.
 // Both on the same threads (every CPU the process may use, or TPUSIM_BENCH_THREADS), interleaved
-// in the same process, the fastest of several rounds (on a shared machine the slower rounds
-// measure the neighbours). Prints the ratio runner / oneDNN (target: at most 2; "BELOW TARGET"
-// marks a miss, the exit code does not). Exit 1 when the runner's output differs from the golden
-// reference, 2 on bad arguments.
+// batch by batch in the same process, each batch timed alone: the median batch of several rounds
+// (on a shared machine a preempted batch measures the neighbours; the median leaves those out). Prints the
+// ratio runner / oneDNN (target: at most 2; "BELOW TARGET" marks a miss, the exit code does not). Exit 1 when
+// the runner's output differs from the golden reference, 2 on bad arguments.
 #include <fmt/core.h>
 
 #include <algorithm>
@@ -153,7 +153,7 @@ int main(int argc, char** argv) {
   const int threads = env_threads ? std::max(1, std::atoi(env_threads)) : tpusim::gpu::usable_cpus();
   const int rounds = args.quick ? 5 : 9;
   fmt::print(
-      "CPU runner vs oneDNN's own int8 layers on the same shapes: {}, {} threads, the fastest of {} "
+      "CPU runner vs oneDNN's own int8 layers on the same shapes: {}, {} threads, the median batch of {} "
       "rounds\n",
       tpusim::bench::cpu_model(), threads, rounds);
   fmt::print("{:<12} {:>6} {:>12} {:>12} {:>7}  {}\n", "model", "batch", "runner ms", "oneDNN ms", "ratio",
@@ -177,18 +177,19 @@ int main(int argc, char** argv) {
     const double round_macs = args.quick ? 1e8 : 5e8;
     const int iterations = int(std::clamp(round_macs / std::max(1.0, double(plan.macs)), 1.0, 200.0));
     std::vector<double> ours, theirs;
-    for (int r = 0; r < rounds + 1; ++r) {  // round 0 warms up
-      Clock::time_point t0 = Clock::now();
-      for (int i = 0; i < iterations; ++i) runner.infer();
-      const double a = since(t0) / iterations;
-      t0 = Clock::now();
-      for (int i = 0; i < iterations; ++i) onednn.run();
-      const double b = since(t0) / iterations;
-      if (r) ours.push_back(a), theirs.push_back(b);
-    }
-    // The fastest round of each: on a shared machine the slower rounds measure the neighbours.
-    const double a = *std::min_element(ours.begin(), ours.end()),
-                 b = *std::min_element(theirs.begin(), theirs.end());
+    for (int r = 0; r < rounds + 1; ++r)  // round 0 warms up
+      for (int i = 0; i < iterations; ++i) {
+        Clock::time_point t0 = Clock::now();
+        runner.infer();
+        const double a = since(t0);
+        t0 = Clock::now();
+        onednn.run();
+        const double b = since(t0);
+        if (r) ours.push_back(a), theirs.push_back(b);
+      }
+    // The median single batch of each: on a shared machine the batches that were preempted measure
+    // the neighbours, and the median leaves them out.
+    const double a = tpusim::bench::median(ours), b = tpusim::bench::median(theirs);
     fmt::print("{:<12} {:>6} {:>12.4f} {:>12.4f} {:>7.2f}  {}\n", graph.name, graph.batch, a * 1e3, b * 1e3,
                a / b, a / b <= kTarget ? "within 2x" : "BELOW TARGET");
     out["models"].push_back({{"workload", graph.name},
