@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 
 #include "compiler/layout.h"
 #include "compiler/lower.h"
@@ -45,7 +46,33 @@ auto on_first_samples(Model& model, uint64_t samples, F f) {
 }
 
 FloatRun calibration_run(Model& model) {
-  return on_first_samples(model, model.calibration_samples, [](const Model& m) { return run_float_detailed(m); });
+  if (model.calibration.empty())
+    return on_first_samples(model, model.calibration_samples, [](const Model& m) { return run_float_detailed(m); });
+  // Separate calibration samples (--calibrate): they set the inputs' scales too (max |x| / 127,
+  // as the quantizer calibrates), then stand in for the inputs during the float run.
+  if (model.calibration.size() != model.inputs.size())
+    throw InputError(fmt::format("{}: calibration samples for {} of {} inputs", model.source, model.calibration.size(),
+                                 model.inputs.size()));
+  for (size_t i = 0; i < model.inputs.size(); ++i) {
+    ModelInput& in = model.inputs[i];
+    if (model.calibration[i].size() != model.calibration_batch * in.shape.elements())
+      throw InputError(fmt::format("{}: input {}: {} calibration values, expected {} x {}", model.source, in.name,
+                                   model.calibration[i].size(), model.calibration_batch, in.shape.elements()));
+    double top = 0;
+    for (float v : model.calibration[i]) top = std::max(top, double(std::abs(v)));
+    if (!in.scale) in.scale = top > 0 ? top / 127 : 1.0 / 127;
+  }
+  struct Swap {  // the calibration samples in place of the inputs, and back (also when throwing)
+    Model& m;
+    uint64_t batch;
+    void swap() {
+      std::swap(m.batch, batch);
+      for (size_t i = 0; i < m.inputs.size(); ++i) std::swap(m.inputs[i].data, m.calibration[i]);
+    }
+    ~Swap() { swap(); }
+  } swap{model, model.calibration_batch};
+  swap.swap();
+  return run_float_detailed(model);
 }
 
 }  // namespace
@@ -130,6 +157,32 @@ OutputCheck check_output(Compiled& c, std::span<const uint8_t> output_region, co
       on_first_samples(c.model, c.model.calibration_samples, [](const Model& m) { return run_float(m); });
   r.error = quant_error(ref.back(), std::vector<int8_t>(want.begin(), want.begin() + ref.back().size()), out.scale);
   return r;
+}
+
+Accuracy top1_accuracy(Compiled& c, std::span<const uint8_t> output_region, const sim::Arch& arch,
+                       std::span<const int64_t> labels) {
+  const QTensor& out = c.graph.tensors.at(c.graph.output);
+  if (out.shape.rank != 1)
+    throw InputError(fmt::format("{}: top-1 accuracy needs a model whose output is a vector of class scores; its "
+                                 "output is {}",
+                                 c.model.source, out.shape.str()));
+  const uint64_t classes = out.shape.c, n = c.graph.batch;
+  if (labels.size() != n)
+    throw InputError(fmt::format("labels: {} for {} samples", labels.size(), n));
+  for (uint64_t i = 0; i < n; ++i)
+    if (labels[i] < 0 || uint64_t(labels[i]) >= classes)
+      throw InputError(fmt::format("labels: sample {}: class {}; the model has classes 0..{}", i, labels[i], classes - 1));
+  const std::vector<int8_t> got = from_tpu_order(output_region, out.shape, n, lanes(arch));
+  const std::vector<float> ref = run_float(c.model).back();
+  Accuracy a;
+  a.samples = n;
+  for (uint64_t i = 0; i < n; ++i) {
+    const auto label = uint64_t(labels[i]);
+    const auto argmax = [&](const auto* v) { return uint64_t(std::max_element(v, v + classes) - v); };
+    a.correct_int8 += argmax(&got[i * classes]) == label;
+    a.correct_float += argmax(&ref[i * classes]) == label;
+  }
+  return a;
 }
 
 }  // namespace tpusim::compiler

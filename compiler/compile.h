@@ -47,6 +47,17 @@ struct OutputCheck {
 };
 OutputCheck check_output(Compiled& c, std::span<const uint8_t> output_region, const sim::Arch& arch);
 
+// Top-1 accuracy on a labelled data set (`tpusim run --labels`): for each sample, the class with
+// the largest output (the lowest index among equals) against labels[sample], for the float
+// reference run on the whole batch and for the int8 output the machine left in `output_region`.
+// Throws InputError when the model's output is not a vector of class scores or a label is not
+// one of its classes.
+struct Accuracy {
+  uint64_t samples = 0, correct_float = 0, correct_int8 = 0;
+};
+Accuracy top1_accuracy(Compiled& c, std::span<const uint8_t> output_region, const sim::Arch& arch,
+                       std::span<const int64_t> labels);
+
 // The golden output in TPU order: the bytes the output region must hold.
 std::vector<uint8_t> golden_output_bytes(const Compiled& c, const sim::Arch& arch);
 

@@ -96,6 +96,11 @@ struct Model {
   std::vector<ModelInput> inputs;  // at least one
   bool per_channel = true;         // weight scales per output channel (else per tensor)
   uint64_t calibration_samples = 4;  // samples the float reference calibrates scales on (0: all)
+  // Calibration samples apart from the inputs (--calibrate, e.g. training images while the inputs
+  // are a test split): calibration_batch x inputs[i].shape.elements() values per input, NHWC.
+  // When given, they (all of them) calibrate the scales, the inputs' scales included.
+  std::vector<std::vector<float>> calibration;
+  uint64_t calibration_batch = 0;
   std::vector<Layer> layers;       // topological order; the last one is the model's output
 };
 

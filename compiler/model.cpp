@@ -21,6 +21,7 @@
 #include <sstream>
 
 #include "compiler/npy.h"
+#include "compiler/onnx.h"
 #include "compiler/scalesim.h"
 #include "isa/error.h"
 
@@ -251,6 +252,18 @@ InputSpec read_model_section(const toml::table& doc, const std::string& source, 
       throw InputError(fmt::format("--batch: {}: expected an integer 1..{}", *options.batch, kMaxDim));
     spec.batch_overridden = *options.batch != m.batch;
     m.batch = *options.batch;
+  }
+  if (options.input_file) {  // --input: its samples, whatever the description says
+    const std::filesystem::path file = std::filesystem::absolute(*options.input_file);
+    const NpyArray a = read_npy(file);
+    if (a.shape.empty() || a.shape[0] < 1 || a.shape[0] > kMaxDim)
+      throw InputError(fmt::format("{}: shape {}: expected [batch, ...input] with batch 1..{}", file.string(),
+                                   dims_text(a.shape), kMaxDim));
+    if (options.batch && *options.batch != a.shape[0])
+      throw InputError(fmt::format("--batch {}: {} holds {} samples", *options.batch, file.string(), a.shape[0]));
+    spec.file = file.string();
+    spec.batch_overridden = false;
+    m.batch = a.shape[0];
   }
   return spec;
 }
@@ -777,12 +790,12 @@ Model parse_model(std::string_view text, const std::string& source, const std::f
 bool is_model_path(const std::filesystem::path& path) {
   std::string ext = path.extension().string();
   std::transform(ext.begin(), ext.end(), ext.begin(), [](unsigned char c) { return char(std::tolower(c)); });
-  return ext == ".toml" || ext == ".csv";
+  return ext == ".toml" || ext == ".csv" || ext == ".onnx";
 }
 
 Model load_model(const std::filesystem::path& path, const LoadOptions& options) {
   if (!is_model_path(path))
-    throw InputError(fmt::format("{}: not a model (expected a .toml description or a .csv SCALE-Sim topology)", path.string()));
+    throw InputError(fmt::format("{}: not a model (expected a .toml description, a .csv SCALE-Sim topology or an .onnx model)", path.string()));
   std::error_code ec;
   if (!std::filesystem::is_regular_file(path, ec))
     throw InputError(fmt::format("{}: cannot open (no such file)", path.string()));
@@ -792,7 +805,30 @@ Model load_model(const std::filesystem::path& path, const LoadOptions& options) 
   text << f.rdbuf();
   std::string ext = path.extension().string();
   std::transform(ext.begin(), ext.end(), ext.begin(), [](unsigned char c) { return char(std::tolower(c)); });
-  if (ext == ".csv") return import_scalesim(text.str(), path.string(), options);
+  if (ext == ".onnx") return import_onnx(text.str(), path.string(), options);
+  if (options.calibration_file && ext == ".toml") {
+    Model m = parse_model(text.str(), path.string(), path.parent_path(), options);
+    const NpyArray a = read_npy(*options.calibration_file);
+    const Shape& s = m.inputs[0].shape;
+    std::vector<uint64_t> want = {a.shape.empty() ? 0 : a.shape[0]};
+    for (uint64_t d : s.rank == 1 ? std::vector<uint64_t>{s.c} : s.rank == 2 ? std::vector<uint64_t>{s.h, s.c}
+                                                                          : std::vector<uint64_t>{s.h, s.w, s.c})
+      want.push_back(d);
+    if (a.shape != want || want[0] == 0 || want[0] > kMaxDim)
+      throw InputError(fmt::format("{}: shape {}; expected {} ([samples, ...input], 1..{} samples)",
+                                   options.calibration_file->string(), dims_text(a.shape), dims_text(want), kMaxDim));
+    m.calibration = {a.to_float()};
+    m.calibration_batch = a.shape[0];
+    for (float v : m.calibration[0])
+      if (!std::isfinite(v)) throw InputError(options.calibration_file->string() + ": an element is not a finite number");
+    return m;
+  }
+  if (ext == ".csv") {
+    if (options.input_file || options.calibration_file)
+      throw InputError(fmt::format("{}: --input, --calibrate: a SCALE-Sim topology's inputs are seeded, one per layer",
+                                   path.string()));
+    return import_scalesim(text.str(), path.string(), options);
+  }
   return parse_model(text.str(), path.string(), path.parent_path(), options);
 }
 

@@ -21,9 +21,16 @@ struct LoadOptions {
   // input values (batch x elements of all inputs) a model may have: a clear error instead of a
   // huge allocation. The fuzzer lowers it.
   uint64_t max_values = uint64_t{1} << 31;
+  // The model's input data (a .npy, `--input`): replaces the description's input_file or seeded
+  // input, and sets the batch to its first dimension. Its layout is the front end's: NHWC for
+  // descriptions, the ONNX input's (e.g. [N, C, H, W]) for .onnx models.
+  std::optional<std::filesystem::path> input_file;
+  // Samples to calibrate the quantization scales on (a .npy in the same layout, `--calibrate`),
+  // instead of the first calibration_samples of the inputs: Model::calibration.
+  std::optional<std::filesystem::path> calibration_file;
 };
 
-// By extension: .toml a description, .csv a SCALE-Sim topology. Throws InputError with
+// By extension: .toml a description, .csv a SCALE-Sim topology, .onnx an ONNX model (onnx.h). Throws InputError with
 // "FILE:LINE: layer NAME: field: value: what was expected".
 Model load_model(const std::filesystem::path& path, const LoadOptions& options = {});
 
@@ -31,7 +38,8 @@ Model load_model(const std::filesystem::path& path, const LoadOptions& options =
 Model parse_model(std::string_view text, const std::string& source, const std::filesystem::path& base_dir,
                   const LoadOptions& options = {});
 
-// True when `path` names a model (a .toml description or a .csv topology) rather than a program.
+// True when `path` names a model (a .toml description, a .csv topology or an .onnx model) rather
+// than a program.
 bool is_model_path(const std::filesystem::path& path);
 
 // ---- generated parameters and inputs (docs/model-format.md, "Generated parameters and inputs") --

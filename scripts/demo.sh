@@ -124,6 +124,27 @@ print(f'{sys.argv[2]:<7} {r["batch"]:>6} {r["cycles"]:>12} {r["tops"]:>8.2f} '
 PY
 done
 
+step "trained models from ONNX: top-1 accuracy, float against int8 as simulated"
+cat <<'TXT'
+Three small models trained with PyTorch on scikit-learn's handwritten digits and exported to ONNX
+(workloads/trained, scripts/train_models.py; docs/onnx.md): each runs on the 250 test images,
+every image through the machine and checked bit for bit against the golden reference.
+TXT
+echo
+printf '%-6s %12s %12s %14s\n' model "top-1 float" "top-1 int8" "output error"
+for m in mlp cnn lstm; do
+  json="$DEMO/digits_$m.json"
+  t="$ROOT/workloads/trained"
+  "$TPUSIM" run "$t/digits_$m.onnx" --input "$t/test_$m.npy" --labels "$t/test_labels.npy" \
+    --calibrate "$t/calib_$m.npy" --report "$json" 2>/dev/null
+  python3 - "$json" "$m" <<'PY'
+import json, sys
+r = json.load(open(sys.argv[1])); a = r["accuracy"]; q = r["quantization_error"]
+print(f'{sys.argv[2]:<6} {100*a["top1_float"]:>11.2f}% {100*a["top1_int8"]:>11.2f}% {100*q["relative"]:>13.2f}%'
+      + ('' if r["output_matches_reference"] else '  MISMATCH'))
+PY
+done
+
 step "measure the same int8 models on this machine's CPU: build/tpusim-cpu (oneDNN)"
 cat <<'TXT'
 The CPU runner takes the same descriptions with the same int8 weights, inputs and scales as

@@ -2,7 +2,7 @@
 # scripts/fuzz.sh [--seconds N] [--fresh] [TARGET...]
 # Builds the libFuzzer targets (tests/fuzz) with clang, ASan and UBSan into build-fuzz/, makes the
 # seed corpora and the assembler dictionary from workloads/asm/*.s and tests/fuzz/*.s, runs each target
-# (fuzz_decode, fuzz_program, fuzz_assemble, fuzz_arch, fuzz_simulate, fuzz_model; default all) for N seconds
+# (fuzz_decode, fuzz_program, fuzz_assemble, fuzz_arch, fuzz_simulate, fuzz_model, fuzz_onnx; default all) for N seconds
 # (default 20). Fails when a
 # target reports a finding: the offending input is saved under build-fuzz/fuzz/artifacts/.
 # The corpus each target grows is kept in build-fuzz/fuzz/corpus/ for the next run (--fresh
@@ -18,12 +18,12 @@ while (($#)); do
     --seconds) seconds=${2:?--seconds needs a value}; shift 2 ;;
     --fresh) fresh=1; shift ;;
     -h | --help) sed -n '2,9p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
-    fuzz_decode | fuzz_program | fuzz_assemble | fuzz_arch | fuzz_simulate | fuzz_model) targets+=("$1"); shift ;;
+    fuzz_decode | fuzz_program | fuzz_assemble | fuzz_arch | fuzz_simulate | fuzz_model | fuzz_onnx) targets+=("$1"); shift ;;
     *) echo "fuzz.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
   esac
 done
 [[ $seconds =~ ^[0-9]+$ ]] || { echo "fuzz.sh: --seconds needs a whole number" >&2; exit 2; }
-((${#targets[@]})) || targets=(fuzz_decode fuzz_program fuzz_assemble fuzz_arch fuzz_simulate fuzz_model)
+((${#targets[@]})) || targets=(fuzz_decode fuzz_program fuzz_assemble fuzz_arch fuzz_simulate fuzz_model fuzz_onnx)
 
 BUILD=build-fuzz
 WORK="$ROOT/$BUILD/fuzz"
@@ -43,6 +43,9 @@ shopt -u nullglob
 # fuzz_model starts from the model descriptions and SCALE-Sim topologies under workloads/ and tests/data/models/.
 mkdir -p "$WORK/seeds/model"
 find "$ROOT/workloads" "$ROOT/tests/data/models" \( -name '*.toml' -o -name '*.csv' \) -size -64k -exec cp -t "$WORK/seeds/model" {} + 2>/dev/null || true
+# fuzz_onnx starts from the operator test models and the trained models.
+mkdir -p "$WORK/seeds/onnx"
+find "$ROOT/tests/data/onnx" "$ROOT/workloads/trained" -name '*.onnx' -size -64k -exec cp -t "$WORK/seeds/onnx" {} + 2>/dev/null || true
 ((fresh)) && rm -rf "$WORK/corpus"
 mkdir -p "$WORK/artifacts" "$WORK/logs"
 
@@ -60,6 +63,7 @@ for t in "${targets[@]}"; do
     decode) opts+=(-max_len=256) ;;
     arch) opts+=(-max_len=4096) ;;
     model) opts+=(-max_len=16384) ;;
+    onnx) opts+=(-max_len=32768) ;;
     # Two machine bytes and up to 64 instructions. No leak checks: LeakSanitizer cannot follow
     # SystemC's coroutine stacks and reports libFuzzer's own driver state as leaked (the ASan test
     # run, scripts/test.sh --asan, checks the simulator for leaks).

@@ -10,6 +10,7 @@ PACKAGES=(
   catch2 libfmt-dev libboost-dev libcli11-dev nlohmann-json3-dev
   libdnnl-dev                            # oneDNN: the int8 GEMM the benchmarks measure against
   libtomlplusplus-dev                    # toml++: model descriptions (compiler/model.cpp)
+  libonnx-dev libprotobuf-dev            # ONNX's generated protobuf classes: .onnx models (compiler/onnx.cpp)
   libsqlite3-dev                         # SQLite: the sweep results database (tools/sweep/store.cpp)
   python3-matplotlib                     # plots: scripts/plot_compare.py, scripts/plot.py
   libreadline-dev tmux                   # the debugger's line editing; its terminal test (tests/debug)

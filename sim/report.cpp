@@ -40,6 +40,10 @@ constexpr ReportKey kKeys[] = {
     {"quantization_error", "object or null",
      "a compiled model: its output against the float reference on the calibration samples: `max_abs`, "
      "`relative` (max_abs / max |float output|), `rms`; null for programs"},
+    {"accuracy", "object or null",
+     "a compiled model run with --labels: `samples`, `top1_float` (the float reference's top-1 accuracy on "
+     "them) and `top1_int8` (the simulated int8 output's); the top class is the largest output, the lowest "
+     "index among equals; null otherwise"},
     {"host_seconds", "number", "wall time of the simulation proper (not loading or checking)"},
     {"simulated_cycles_per_second", "number", "cycles / host_seconds"},
 };
@@ -128,6 +132,12 @@ nlohmann::ordered_json make_report(const ReportInput& in) {
                                {"rms", (*in.quantization_error)[2]}};
   else
     j["quantization_error"] = nullptr;
+  if (in.accuracy)
+    j["accuracy"] = {{"samples", in.accuracy->samples},
+                     {"top1_float", in.accuracy->top1_float},
+                     {"top1_int8", in.accuracy->top1_int8}};
+  else
+    j["accuracy"] = nullptr;
   j["host_seconds"] = r.host_seconds;
   j["simulated_cycles_per_second"] = r.host_seconds > 0 ? double(r.cycles) / r.host_seconds : 0.0;
   return j;
@@ -179,6 +189,10 @@ std::string format_report(const nlohmann::ordered_json& j) {
     s += fmt::format("quantization output vs float reference: max error {:.4g} ({:.2f}% of the largest output), "
                      "rms {:.4g}\n",
                      q["max_abs"].get<double>(), 100 * q["relative"].get<double>(), q["rms"].get<double>());
+  if (const auto& a = j["accuracy"]; a.is_object())
+    s += fmt::format("accuracy     top-1 {:.2f}% float, {:.2f}% int8 as simulated ({} labelled samples)\n",
+                     100 * a["top1_float"].get<double>(), 100 * a["top1_int8"].get<double>(),
+                     a["samples"].get<uint64_t>());
   s += fmt::format("host time    {:.3f} s ({:.3g} simulated cycles/s)\n", j["host_seconds"].get<double>(),
                    j["simulated_cycles_per_second"].get<double>());
   return s;

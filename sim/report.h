@@ -34,6 +34,13 @@ struct ReportInput {
   std::string checked_against;                   // what output_matches_reference compared with
   // A compiled model: its output against the float reference (max abs, relative, rms).
   std::optional<std::array<double, 3>> quantization_error;
+  // A compiled model run on a labelled data set (--labels): samples, top-1 of the float
+  // reference, top-1 of the simulated int8 output.
+  struct Accuracy {
+    uint64_t samples = 0;
+    double top1_float = 0, top1_int8 = 0;
+  };
+  std::optional<Accuracy> accuracy;
 };
 
 // Keys in the documented order (report_keys()); arch parameters in table order.

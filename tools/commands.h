@@ -31,6 +31,7 @@ struct RunArgs {
   std::vector<std::string> sets;
   uint64_t max_cycles = 0;
   uint64_t batch = 0;  // models only: overrides the description's batch (0: keep it)
+  std::string input, labels, calibrate;  // models only: .npy samples, their classes, calibration samples
   bool no_check = false, report_schema = false;
   bool full_check = false;  // models: also compare every memory with the ISA reference executor
   // Traces (docs/traces.md): Chrome trace JSON, VCD waveforms, the event log ("-": stdout).
@@ -39,7 +40,7 @@ struct RunArgs {
 int cmd_run(const RunArgs& args);        // tools/run.cpp
 
 struct CompileArgs {
-  std::string model, output, arch_file;
+  std::string model, output, arch_file, input, calibrate;
   std::vector<std::string> sets;
   uint64_t batch = 0;
 };
@@ -52,7 +53,7 @@ int cmd_arch(bool markdown, bool json);  // tools/run.cpp
 isa::Program load_any(const std::string& path);
 sim::Arch resolve_arch(const isa::Program* program, const std::string& arch_file,
                        const std::vector<std::string>& sets, const std::string& source);
-compiler::LoadOptions load_options(uint64_t batch);
+compiler::LoadOptions load_options(uint64_t batch, const std::string& input = "", const std::string& calibrate = "");
 
 
 struct DebugArgs {

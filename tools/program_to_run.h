@@ -1,5 +1,5 @@
 // What `run` and `debug` simulate (tools/run.cpp): a program loaded from a .tpu or .s file, or
-// compiled from a model description for the resolved architecture.
+// compiled from a model (description, topology or ONNX) for the resolved architecture.
 #pragma once
 
 #include <cstdint>
@@ -24,5 +24,7 @@ struct ProgramToRun {
 };
 ProgramToRun load_program_or_model(std::string_view verb, const std::string& path, const std::string& arch_file,
                                    const std::vector<std::string>& sets, uint64_t batch);
+ProgramToRun load_program_or_model(std::string_view verb, const std::string& path, const std::string& arch_file,
+                                   const std::vector<std::string>& sets, const compiler::LoadOptions& options);
 
 }  // namespace tpusim::tools

@@ -2,6 +2,7 @@
 #include <fmt/format.h>
 
 #include <chrono>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -10,6 +11,7 @@
 
 #include "compiler/compile.h"
 #include "compiler/model.h"
+#include "compiler/npy.h"
 #include "isa/assembler.h"
 #include "isa/error.h"
 #include "sim/arch.h"
@@ -37,8 +39,8 @@ isa::Program load_any(const std::string& path) {
   if (fs::path(path).extension() == ".s") return isa::assemble_file(path);
   if (fs::path(path).extension() != ".tpu")
     throw InputError(fmt::format(
-        "{}: expected a program (.tpu), assembly source (.s), a model description (.toml) or a SCALE-Sim "
-        "topology (.csv)",
+        "{}: expected a program (.tpu), assembly source (.s), a model description (.toml), a SCALE-Sim "
+        "topology (.csv) or an ONNX model (.onnx)",
         path));
   return isa::load_program(path);
 }
@@ -76,21 +78,29 @@ sim::Arch resolve_arch(const isa::Program* program, const std::string& arch_file
   return arch;
 }
 
-compiler::LoadOptions load_options(uint64_t batch) {
+compiler::LoadOptions load_options(uint64_t batch, const std::string& input, const std::string& calibrate) {
   compiler::LoadOptions o;
   if (batch) o.batch = batch;
+  if (!input.empty()) o.input_file = input;
+  if (!calibrate.empty()) o.calibration_file = calibrate;
   return o;
 }
 
 ProgramToRun load_program_or_model(std::string_view verb, const std::string& path, const std::string& arch_file,
                                    const std::vector<std::string>& sets, uint64_t batch) {
+  return load_program_or_model(verb, path, arch_file, sets, load_options(batch));
+}
+
+ProgramToRun load_program_or_model(std::string_view verb, const std::string& path, const std::string& arch_file,
+                                   const std::vector<std::string>& sets, const compiler::LoadOptions& options) {
   ProgramToRun r;
   const bool is_model = compiler::is_model_path(path);
-  if (batch && !is_model)
-    throw InputError(fmt::format("{}: --batch applies to models (.toml, .csv), not to programs", verb));
+  if ((options.batch || options.input_file || options.calibration_file) && !is_model)
+    throw InputError(
+        fmt::format("{}: --batch, --input and --calibrate apply to models (.toml, .csv, .onnx), not to programs", verb));
   if (is_model) {
     r.arch = resolve_arch(nullptr, arch_file, sets, path);
-    r.compiled = compiler::compile_file(path, r.arch, load_options(batch));
+    r.compiled = compiler::compile_file(path, r.arch, options);
   } else {
     r.loaded = load_any(path);
     r.arch = resolve_arch(&r.loaded, arch_file, sets, path);
@@ -99,6 +109,19 @@ ProgramToRun load_program_or_model(std::string_view verb, const std::string& pat
 }
 
 namespace {
+
+// --labels: a .npy of integer classes, one per sample ([N]).
+std::vector<int64_t> read_labels(const std::string& path) {
+  const compiler::NpyArray a = compiler::read_npy(path);
+  if (a.shape.size() != 1) throw InputError(fmt::format("{}: expected one class per sample, shape [N]", path));
+  std::vector<int64_t> out;
+  for (float v : a.to_float()) {
+    if (!(v >= 0 && v < 65536 && v == std::floor(v)))
+      throw InputError(fmt::format("{}: label {} is not a class number (an integer 0..65535)", path, v));
+    out.push_back(int64_t(v));
+  }
+  return out;
+}
 
 void print_compile_summary(const compiler::Compiled& c, const std::string& source, const sim::Arch& arch) {
   const isa::Program& p = c.program;
@@ -177,7 +200,10 @@ int cmd_run(const RunArgs& r) {
     return 0;
   }
   if (r.program.empty()) throw InputError("run: a program is required (see tpusim run --help)");
-  ProgramToRun to_run = load_program_or_model("run", r.program, r.arch_file, r.sets, r.batch);
+  ProgramToRun to_run =
+      load_program_or_model("run", r.program, r.arch_file, r.sets, load_options(r.batch, r.input, r.calibrate));
+  if (!r.labels.empty() && !to_run.compiled) throw InputError("run: --labels applies to models, not to programs");
+  const std::vector<int64_t> labels = r.labels.empty() ? std::vector<int64_t>{} : read_labels(r.labels);
   std::optional<compiler::Compiled>& compiled = to_run.compiled;
   const sim::Arch& arch = to_run.arch;
   if (compiled && r.report.empty()) print_compile_summary(*compiled, r.program, arch);
@@ -206,7 +232,7 @@ int cmd_run(const RunArgs& r) {
   if (traces)
     write_traces(r, *traces,
                  {&p, &arch, opt.engine, &result, &traces->recorder, p.model.empty() ? r.program : p.model});
-  sim::ReportInput in{&p, &arch, opt.engine, &result, std::nullopt, "", std::nullopt};
+  sim::ReportInput in{&p, &arch, opt.engine, &result, std::nullopt, "", std::nullopt, std::nullopt};
   std::string why;
   std::vector<std::string> against;
   // The ISA reference executor re-runs every instruction with the plainest loops: for a model with
@@ -228,7 +254,14 @@ int cmd_run(const RunArgs& r) {
     in.output_matches_reference = in.output_matches_reference.value_or(true) && check.matches;
     in.quantization_error = std::array{check.error.max_abs, check.error.relative, check.error.rms};
     against.push_back("golden model reference");
+    if (!r.labels.empty()) {
+      const compiler::Accuracy a = compiler::top1_accuracy(*compiled, out->bytes, arch, labels);
+      in.accuracy = sim::ReportInput::Accuracy{a.samples, double(a.correct_float) / double(a.samples),
+                                               double(a.correct_int8) / double(a.samples)};
+    }
   }
+  if (!r.labels.empty() && !in.accuracy)
+    throw InputError("run: --labels needs the output checked (not --no-check, not the timing engine)");
   for (const std::string& a : against) in.checked_against += (in.checked_against.empty() ? "" : " and ") + a;
   nlohmann::ordered_json report = sim::make_report(in);
   if (rtl) report["engine"] = "rtl";
@@ -248,9 +281,10 @@ int cmd_run(const RunArgs& r) {
 
 int cmd_compile(const CompileArgs& a) {
   if (!compiler::is_model_path(a.model))
-    throw InputError(fmt::format("{}: expected a model description (.toml) or a SCALE-Sim topology (.csv)", a.model));
+    throw InputError(fmt::format(
+        "{}: expected a model description (.toml), a SCALE-Sim topology (.csv) or an ONNX model (.onnx)", a.model));
   const sim::Arch arch = resolve_arch(nullptr, a.arch_file, a.sets, a.model);
-  const compiler::Compiled c = compiler::compile_file(a.model, arch, load_options(a.batch));
+  const compiler::Compiled c = compiler::compile_file(a.model, arch, load_options(a.batch, a.input, a.calibrate));
   const std::string out = a.output.empty() ? fs::path(a.model).replace_extension(".tpu").string() : a.output;
   isa::save_program(out, c.program);
   print_compile_summary(c, a.model, arch);

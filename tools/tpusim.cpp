@@ -105,9 +105,17 @@ extern "C" int sc_main(int argc, char** argv) {
   CLI::App* r = app.add_subcommand(
       "run", "Simulate a program on the configured machine and report cycles and counters");
   r->add_option("program", run.program,
-                "program (.tpu), assembly source (.s), model description (.toml, compiled first) or "
-                "SCALE-Sim topology (.csv)");
+                "program (.tpu), assembly source (.s), model description (.toml, compiled first), "
+                "SCALE-Sim topology (.csv) or ONNX model (.onnx, docs/onnx.md)");
   r->add_option("--batch", run.batch, "models: override the description's batch size");
+  r->add_option("--input", run.input,
+                "models: the input samples (.npy, batch first; an ONNX model's own layout, e.g. [N, C, H, W]); "
+                "the batch becomes their number");
+  r->add_option("--labels", run.labels,
+                "models: the class of each input sample (.npy of integers, [N]): report top-1 accuracy, float "
+                "and int8 as simulated");
+  r->add_option("--calibrate", run.calibrate,
+                "models: calibrate the int8 scales on these samples (.npy, as --input) instead of the inputs' first");
   r->add_option("--arch", run.arch_file,
                 "architecture file (JSON, docs/arch.md); default: the program's .arch");
   r->add_option("--set", run.sets, "override one architecture parameter, KEY=VALUE (repeatable)");
@@ -136,8 +144,11 @@ extern "C" int sc_main(int argc, char** argv) {
   r->add_option("--log", run.log, "write the plain-text event log (cycle, unit, event) here, - for stdout");
   tools::CompileArgs comp;
   CLI::App* c = app.add_subcommand("compile", "Compile a model description into a program (.tpu)");
-  c->add_option("model", comp.model, "model description (.toml, docs/model-format.md) or SCALE-Sim topology (.csv)")
+  c->add_option("model", comp.model,
+                "model description (.toml, docs/model-format.md), SCALE-Sim topology (.csv) or ONNX model (.onnx)")
       ->required();
+  c->add_option("--input", comp.input, "the input samples the program carries (.npy, as for run)");
+  c->add_option("--calibrate", comp.calibrate, "calibrate the int8 scales on these samples (.npy, as for run)");
   c->add_option("-o,--output", comp.output, "output .tpu (default: the model with .tpu)");
   c->add_option("--arch", comp.arch_file, "architecture file (JSON, docs/arch.md); default: tpu-v1");
   c->add_option("--set", comp.sets, "override one architecture parameter, KEY=VALUE (repeatable)");

@@ -33,6 +33,9 @@ std::vector<Column> members(std::string_view key) {
     for (std::string_view u : isa::kUnitNames) add(u, ColumnType::real);
   } else if (key == "quantization_error") {
     for (std::string_view m : {"max_abs", "relative", "rms"}) add(m, ColumnType::real);
+  } else if (key == "accuracy") {
+    add("samples", ColumnType::integer);
+    for (std::string_view m : {"top1_float", "top1_int8"}) add(m, ColumnType::real);
   } else {
     out.push_back({std::string(key), ColumnType::text});  // a new object key: its JSON, until named here
   }

@@ -1,0 +1,1334 @@
+// ONNX (onnx.ModelProto through the ONNX project's generated classes, libonnx-dev) to a float
+// Model. Nodes are taken in the graph's order (ONNX requires a topological one). Each ONNX value
+// is either a constant (initializers, Constant nodes, DequantizeLinear of a constant) or a
+// tensor of the Model (a layer's output or a model input) in one of a few forms that say how
+// its ONNX dimensions map onto the Model's NHWC shapes. What a node needs that the machine
+// cannot do is refused with the node's name, op type and what, never approximated.
+#include "compiler/onnx.h"
+
+#include <fmt/format.h>
+#include <onnx/onnx_pb.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <functional>
+#include <limits>
+#include <map>
+#include <set>
+
+#include "compiler/npy.h"
+#include "isa/error.h"
+
+namespace tpusim::compiler {
+
+namespace {
+
+constexpr uint64_t kMaxDim = 65535;
+constexpr uint64_t kMaxTensor = uint64_t{1} << 31;
+
+// A constant: dimensions and values (any ONNX numeric type, held as double: exact for the int8,
+// int32 and shape values it holds, and for every float).
+struct Const {
+  std::vector<int64_t> dims;
+  std::vector<double> v;
+  int type = onnx::TensorProto::FLOAT;
+};
+
+// How a Model tensor's per-sample shape stands for ONNX dimensions (N = batch):
+//   vector    [N, c]
+//   map       [N, c, h, w]
+//   flat      [N, h*w*c]: a flatten layer's output; chw: ONNX order (c, h, w) over the map
+//             [h, w, c] (a dense layer reading it permutes its weight rows), else (h, w, c)
+//   seq       [N, T, c], or [T, N, c] when time_major
+//   lstm_y    [T, 1, N, c] (an LSTM's Y)      lstm_yh  [1, N, c] (an LSTM's Y_h)
+enum class Form { vector, map, flat, seq, lstm_y, lstm_yh };
+
+struct Value {
+  int entry = 0;  // layer index or model_input(i)
+  Form form = Form::vector;
+  Shape shape;  // the Model tensor's per-sample shape (for flat: the map it flattens)
+  bool time_major = false;
+  bool chw = false;
+  bool quantized = false;  // the int8 side of QuantizeLinear / QLinear* (same tensor)
+};
+
+uint64_t sat_mul(uint64_t a, uint64_t b) {
+  uint64_t p;
+  return __builtin_mul_overflow(a, b, &p) ? UINT64_MAX : p;
+}
+
+std::string dims_text(const std::vector<int64_t>& d) {
+  std::string s = "[";
+  for (size_t i = 0; i < d.size(); ++i) s += fmt::format("{}{}", i ? ", " : "", d[i]);
+  return s + "]";
+}
+
+const char* type_name(int t) {
+  switch (t) {
+    case onnx::TensorProto::FLOAT: return "float";
+    case onnx::TensorProto::DOUBLE: return "double";
+    case onnx::TensorProto::INT8: return "int8";
+    case onnx::TensorProto::UINT8: return "uint8";
+    case onnx::TensorProto::INT32: return "int32";
+    case onnx::TensorProto::INT64: return "int64";
+    default: return "an unsupported element type";
+  }
+}
+
+class Importer {
+ public:
+  Importer(const onnx::ModelProto& model, const std::string& source, const LoadOptions& options)
+      : g_(model.graph()), source_(source), options_(options) {}
+  Model run() &&;
+
+ private:
+  const onnx::GraphProto& g_;
+  const std::string source_;
+  const LoadOptions& options_;
+  Model m_;
+  std::map<std::string, Const> consts_;
+  std::map<std::string, Value> values_;
+  std::map<std::string, int> uses_;  // node inputs and graph outputs naming each value
+  std::set<std::string> names_;
+  const onnx::NodeProto* node_ = nullptr;
+  uint64_t parameters_ = 0;
+  std::optional<std::string> softmax_output_;  // a final Softmax left to the host
+
+  // ---- messages ----
+  std::string where() const {
+    if (!node_) return source_ + ": ";
+    return fmt::format("{}: node {} ({}): ", source_,
+                       node_->name().empty() ? node_->output(0) : node_->name(), node_->op_type());
+  }
+  [[noreturn]] void fail(const std::string& what) const { throw InputError(where() + what); }
+
+  // ---- attributes ----
+  const onnx::AttributeProto* attr(std::string_view name) const {
+    for (const auto& a : node_->attribute())
+      if (a.name() == name) return &a;
+    return nullptr;
+  }
+  void allow_attributes(std::initializer_list<std::string_view> names) const {
+    for (const auto& a : node_->attribute())
+      if (std::find(names.begin(), names.end(), a.name()) == names.end())
+        fail(fmt::format("attribute {} is not supported", a.name()));
+  }
+  int64_t attr_int(std::string_view name, int64_t fallback) const {
+    const auto* a = attr(name);
+    if (!a) return fallback;
+    if (a->type() != onnx::AttributeProto::INT) fail(fmt::format("attribute {}: expected an integer", name));
+    return a->i();
+  }
+  float attr_float(std::string_view name, float fallback) const {
+    const auto* a = attr(name);
+    if (!a) return fallback;
+    if (a->type() != onnx::AttributeProto::FLOAT) fail(fmt::format("attribute {}: expected a float", name));
+    return a->f();
+  }
+  std::vector<int64_t> attr_ints(std::string_view name, std::vector<int64_t> fallback = {}) const {
+    const auto* a = attr(name);
+    if (!a) return fallback;
+    if (a->type() != onnx::AttributeProto::INTS)
+      fail(fmt::format("attribute {}: expected a list of integers", name));
+    return {a->ints().begin(), a->ints().end()};
+  }
+  std::string attr_string(std::string_view name, std::string fallback = "") const {
+    const auto* a = attr(name);
+    if (!a) return fallback;
+    if (a->type() != onnx::AttributeProto::STRING) fail(fmt::format("attribute {}: expected a string", name));
+    return a->s();
+  }
+
+  // ---- values ----
+  std::string input_name(int i) const { return i < node_->input_size() ? node_->input(i) : std::string(); }
+  bool has_input(int i) const { return !input_name(i).empty(); }
+  bool is_const(int i) const { return consts_.count(input_name(i)) > 0; }
+  const Const& constant(int i, std::string_view what) const {
+    const std::string name = input_name(i);
+    if (name.empty()) fail(fmt::format("input {} ({}) is missing", i, what));
+    auto it = consts_.find(name);
+    if (it == consts_.end())
+      fail(fmt::format("input {} ({}, {}) must be a constant (an initializer); it is computed", i, what,
+                       name));
+    return it->second;
+  }
+  const Value& value(int i) const {
+    const std::string name = input_name(i);
+    if (name.empty()) fail(fmt::format("input {} is missing", i));
+    auto it = values_.find(name);
+    if (it != values_.end()) return it->second;
+    if (consts_.count(name))
+      fail(fmt::format(
+          "input {} ({}) is a constant; the machine computes on tensors that flow from the model's "
+          "input (fold constant subgraphs before export)",
+          i, name));
+    fail(fmt::format("input {} ({}) is not produced by an earlier node or a graph input", i, name));
+  }
+  void expect_quantized(const Value& v, bool q, int i) const {
+    if (v.quantized != q)
+      fail(fmt::format("input {} ({}) is {}; expected {}", i, input_name(i),
+                       v.quantized ? "quantized (int8)" : "float",
+                       q ? "the output of QuantizeLinear or a QLinear operator" : "a float tensor"));
+  }
+  void set_output(int i, Value v) {
+    if (i >= node_->output_size() || node_->output(i).empty()) return;
+    values_[node_->output(i)] = v;
+  }
+  bool output_used(int i) const {
+    return i < node_->output_size() && !node_->output(i).empty() && uses_.count(node_->output(i));
+  }
+  Layer& layer_of(const Value& v) { return m_.layers[static_cast<size_t>(v.entry)]; }
+  // The layer a node may fold into (BatchNormalization, activations, a constant Add or Mul): the
+  // producer of input 0, when only this node reads it and it has no activation yet.
+  Layer* foldable(std::initializer_list<LayerType> types) {
+    const Value& v = value(0);
+    if (is_model_input(v.entry) || v.quantized || uses_[input_name(0)] != 1) return nullptr;
+    Layer& l = layer_of(v);
+    if (l.activation != Activation::none || std::find(types.begin(), types.end(), l.type) == types.end())
+      return nullptr;
+    return &l;
+  }
+
+  // ---- building the Model ----
+  std::string layer_name() {
+    std::string base = node_->name().empty() ? node_->output(0) : node_->name();
+    for (char& c : base)
+      if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '-' || c == '.')) c = '_';
+    if (base.empty()) base = node_->op_type();
+    if (base.size() > 120) base.resize(120);
+    std::string name = base;
+    for (int i = 1; names_.count(name); ++i) name = fmt::format("{}_{}", base, i);
+    names_.insert(name);
+    return name;
+  }
+  int add_layer(Layer l) {
+    parameters_ += l.weights.size() + l.bias.size();
+    if (parameters_ > options_.max_values)
+      fail(fmt::format("the model has more than {} parameters (weights and biases) up to this node",
+                       options_.max_values));
+    if (l.out.h > kMaxDim || l.out.w > kMaxDim || l.out.elements() > kMaxTensor || l.out.elements() == 0)
+      fail(fmt::format(
+          "the output {} is empty or too large (each dimension at most {}, at most 2^31 elements)",
+          l.out.str(), kMaxDim));
+    m_.layers.push_back(std::move(l));
+    return static_cast<int>(m_.layers.size()) - 1;
+  }
+  Layer new_layer(LayerType type, const Value& in) {
+    Layer l;
+    l.name = layer_name();
+    l.type = type;
+    l.inputs = {in.entry};
+    return l;
+  }
+  static uint64_t features(const Value& v) { return v.form == Form::flat ? v.shape.elements() : v.shape.c; }
+
+  // ---- constants ----
+  Const read_tensor(const onnx::TensorProto& t, const std::string& what) const;
+  void add_const(const std::string& name, Const c) { consts_[name] = std::move(c); }
+
+  // ---- graph inputs ----
+  void read_inputs();
+  bool feeds_time_major_lstm(const std::string& name) const;
+
+  // ---- operators ----
+  void dispatch();
+  void gemm();
+  void matmul();
+  void dense(const Value& in, const std::vector<float>& w_kn, uint64_t k, uint64_t n, std::vector<float> bias,
+             std::optional<double> scale);
+  void conv(bool qlinear);
+  void pool(bool max);
+  void global_avg_pool();
+  void activation(Activation a);
+  void clip();
+  void binary(bool mul);
+  void fold_constant(bool mul);
+  void batch_norm();
+  void flatten(int64_t axis);
+  void reshape();
+  void transpose();
+  void squeeze(bool squeeze);
+  void gather();
+  void lstm();
+  void softmax();
+  void quantize_linear();
+  void dequantize_linear();
+  void qlinear_matmul();
+  double activation_scale(int scale_input, int zero_point_input, const std::string& what);
+  void pass_through();
+  std::vector<int64_t> onnx_dims(const Value& v) const;
+  bool fold();
+};
+
+Const Importer::read_tensor(const onnx::TensorProto& t, const std::string& what) const {
+  Const c;
+  c.type = t.data_type();
+  uint64_t count = 1;
+  for (int64_t d : t.dims()) {
+    if (d < 0) fail(fmt::format("{}: dimension {} is negative", what, d));
+    c.dims.push_back(d);
+    count = sat_mul(count, static_cast<uint64_t>(d));
+  }
+  if (t.data_location() == onnx::TensorProto::EXTERNAL)
+    fail(fmt::format(
+        "{}: data stored in an external file is not supported (save the model with its data inside)", what));
+  if (count > options_.max_values)
+    fail(fmt::format("{}: {} values; at most {}", what, count, options_.max_values));
+  size_t width = 0;
+  switch (c.type) {
+    case onnx::TensorProto::FLOAT: width = 4; break;
+    case onnx::TensorProto::DOUBLE: width = 8; break;
+    case onnx::TensorProto::INT8:
+    case onnx::TensorProto::UINT8: width = 1; break;
+    case onnx::TensorProto::INT32: width = 4; break;
+    case onnx::TensorProto::INT64: width = 8; break;
+    default:
+      fail(fmt::format("{}: element type {} is not supported (float, double, int8, uint8, int32, int64)",
+                       what, c.type));
+  }
+  const std::string& raw = t.raw_data();
+  const auto mismatch = [&](uint64_t have) {
+    fail(fmt::format("{}: {} values for dimensions {} ({} expected)", what, have, dims_text(c.dims), count));
+  };
+  c.v.resize(count);
+  if (t.has_raw_data()) {
+    if (raw.size() != count * width) mismatch(raw.size() / width);
+    for (uint64_t i = 0; i < count; ++i) {
+      const char* p = raw.data() + i * width;
+      switch (c.type) {
+        case onnx::TensorProto::FLOAT: {
+          float f;
+          std::memcpy(&f, p, 4);
+          c.v[i] = f;
+          break;
+        }
+        case onnx::TensorProto::DOUBLE: {
+          double d;
+          std::memcpy(&d, p, 8);
+          c.v[i] = d;
+          break;
+        }
+        case onnx::TensorProto::INT8: c.v[i] = static_cast<int8_t>(*p); break;
+        case onnx::TensorProto::UINT8: c.v[i] = static_cast<uint8_t>(*p); break;
+        case onnx::TensorProto::INT32: {
+          int32_t x;
+          std::memcpy(&x, p, 4);
+          c.v[i] = x;
+          break;
+        }
+        case onnx::TensorProto::INT64: {
+          int64_t x;
+          std::memcpy(&x, p, 8);
+          c.v[i] = static_cast<double>(x);
+          break;
+        }
+      }
+    }
+  } else {
+    switch (c.type) {
+      case onnx::TensorProto::FLOAT:
+        if (uint64_t(t.float_data_size()) != count) mismatch(t.float_data_size());
+        std::copy(t.float_data().begin(), t.float_data().end(), c.v.begin());
+        break;
+      case onnx::TensorProto::DOUBLE:
+        if (uint64_t(t.double_data_size()) != count) mismatch(t.double_data_size());
+        std::copy(t.double_data().begin(), t.double_data().end(), c.v.begin());
+        break;
+      case onnx::TensorProto::INT64:
+        if (uint64_t(t.int64_data_size()) != count) mismatch(t.int64_data_size());
+        for (uint64_t i = 0; i < count; ++i) c.v[i] = static_cast<double>(t.int64_data(static_cast<int>(i)));
+        break;
+      default:  // int8, uint8, int32: int32_data
+        if (uint64_t(t.int32_data_size()) != count) mismatch(t.int32_data_size());
+        for (uint64_t i = 0; i < count; ++i) {
+          const int32_t x = t.int32_data(static_cast<int>(i));
+          c.v[i] = c.type == onnx::TensorProto::INT8    ? double(static_cast<int8_t>(x))
+                   : c.type == onnx::TensorProto::UINT8 ? double(static_cast<uint8_t>(x))
+                                                        : double(x);
+        }
+    }
+  }
+  for (uint64_t i = 0; i < count; ++i)
+    if (!std::isfinite(c.v[i])) fail(fmt::format("{}: element {} is not a finite number", what, i));
+  return c;
+}
+
+bool Importer::feeds_time_major_lstm(const std::string& name) const {
+  bool any = false;
+  for (const auto& n : g_.node())
+    for (int i = 0; i < n.input_size(); ++i)
+      if (n.input(i) == name) {
+        if (n.op_type() != "LSTM" || i != 0) return false;
+        for (const auto& a : n.attribute())
+          if (a.name() == "layout" && a.i() != 0) return false;
+        any = true;
+      }
+  return any;
+}
+
+// A .npy of samples in the ONNX input's layout (batch first) as NHWC floats.
+std::vector<float> samples(const NpyArray& a, const std::filesystem::path& path,
+                           const std::vector<int64_t>& sample, const Value& v, const Shape& shape,
+                           const std::string& input) {
+  std::vector<int64_t> want = {a.shape.empty() ? 0 : int64_t(a.shape[0])};
+  want.insert(want.end(), sample.begin(), sample.end());
+  const std::vector<int64_t> have(a.shape.begin(), a.shape.end());
+  if (have != want || a.shape[0] == 0)
+    throw InputError(fmt::format("{}: shape {}; expected {} (the ONNX input {}, batch first)", path.string(),
+                                 dims_text(have), dims_text(want), input));
+  const std::vector<float> x = a.to_float();
+  std::vector<float> out(x.size());
+  const uint64_t per = shape.elements();
+  for (uint64_t i = 0; i < x.size(); ++i) {
+    const uint64_t n = i / per, e = i % per;
+    uint64_t to = e;  // NCHW -> NHWC for maps; vectors and sequences keep their order
+    if (v.form == Form::map)
+      to = (e / shape.w % shape.h * shape.w + e % shape.w) * shape.c + e / shape.pixels();
+    if (!std::isfinite(x[i]))
+      throw InputError(fmt::format("{}: element {} is not a finite number", path.string(), i));
+    out[n * per + to] = x[i];
+  }
+  return out;
+}
+
+// Graph inputs that are not initializers: the model's inputs. Their dimensions after the batch
+// must be numbers; the batch dimension may be symbolic.
+void Importer::read_inputs() {
+  std::optional<NpyArray> file;
+  if (options_.input_file) file = read_npy(*options_.input_file);
+  for (const auto& in : g_.input()) {
+    if (consts_.count(in.name())) continue;
+    const std::string what = fmt::format("graph input {}", in.name());
+    if (!in.type().has_tensor_type()) fail(what + ": not a tensor");
+    const auto& tt = in.type().tensor_type();
+    if (tt.elem_type() != onnx::TensorProto::FLOAT)
+      fail(fmt::format("{}: element type {}; the machine's inputs are float tensors it quantizes", what,
+                       type_name(tt.elem_type())));
+    std::vector<int64_t> d;  // -1: symbolic
+    for (const auto& dim : tt.shape().dim()) d.push_back(dim.has_dim_value() ? dim.dim_value() : -1);
+    ModelInput mi;
+    mi.name = in.name();
+    Value v;
+    v.entry = model_input(static_cast<int>(m_.inputs.size()));
+    // The batch axis (0, or 1 for a time-major sequence) and the per-sample dimensions.
+    size_t batch_axis = 0;
+    if (d.size() == 3 && feeds_time_major_lstm(in.name())) batch_axis = 1, v.time_major = true;
+    std::vector<int64_t> sample;
+    for (size_t i = 0; i < d.size(); ++i)
+      if (i != batch_axis) sample.push_back(d[i]);
+    for (int64_t x : sample)
+      if (x < 1 || uint64_t(x) > kMaxDim)
+        fail(fmt::format("{}: dimensions {}: every dimension but the batch must be a number 1..{}", what,
+                         dims_text(d), kMaxDim));
+    if (d.size() == 2) v.form = Form::vector, mi.shape = vector_shape(uint64_t(sample[0]));
+    else if (d.size() == 3)
+      v.form = Form::seq, mi.shape = sequence_shape(uint64_t(sample[0]), uint64_t(sample[1]));
+    else if (d.size() == 4)
+      v.form = Form::map, mi.shape = map_shape(uint64_t(sample[1]), uint64_t(sample[2]), uint64_t(sample[0]));
+    else
+      fail(fmt::format("{}: dimensions {}: expected [N, features], [N, steps, features] or [N, C, H, W]",
+                       what, dims_text(d)));
+    if (mi.shape.elements() > kMaxTensor) fail(what + ": more than 2^31 elements per sample");
+    v.shape = mi.shape;
+    if (!m_.inputs.empty()) {
+      if (file) fail(what + ": --input gives one input, and the model has several");
+    } else {
+      uint64_t batch = d[batch_axis] > 0 ? uint64_t(d[batch_axis]) : 1;
+      if (file) {
+        if (file->shape.empty())
+          fail(fmt::format("{}: {} holds a scalar, expected [N, ...]", what, options_.input_file->string()));
+        batch = file->shape[0];
+      }
+      if (options_.batch) {
+        if (file && *options_.batch != batch)
+          throw InputError(fmt::format("--batch {}: {} holds {} samples", *options_.batch,
+                                       options_.input_file->string(), batch));
+        batch = *options_.batch;
+      }
+      if (batch < 1 || batch > kMaxDim)
+        throw InputError(fmt::format("batch {}: expected 1..{}", batch, kMaxDim));
+      m_.batch = batch;
+    }
+    if (sat_mul(m_.batch, mi.shape.elements()) > options_.max_values)
+      fail(fmt::format("{}: batch {} x {} input values; at most {}", what, m_.batch, mi.shape.elements(),
+                       options_.max_values));
+    if (file && m_.inputs.empty()) {
+      mi.data = samples(*file, *options_.input_file, sample, v, mi.shape, in.name());
+    } else {
+      mi.data = generate_input(mi.shape, m_.batch, m_.seed, m_.inputs.size());
+    }
+    if (options_.calibration_file) {
+      if (!m_.inputs.empty()) fail(what + ": --calibrate gives one input, and the model has several");
+      const NpyArray cal = read_npy(*options_.calibration_file);
+      if (cal.shape.empty() || cal.shape[0] < 1 || cal.shape[0] > kMaxDim ||
+          sat_mul(cal.shape[0], mi.shape.elements()) > options_.max_values)
+        throw InputError(fmt::format("{}: expected [samples, ...] with 1..{} samples",
+                                     options_.calibration_file->string(), kMaxDim));
+      m_.calibration = {samples(cal, *options_.calibration_file, sample, v, mi.shape, in.name())};
+      m_.calibration_batch = cal.shape[0];
+    }
+    values_[in.name()] = v;
+    m_.inputs.push_back(std::move(mi));
+  }
+  if (m_.inputs.empty()) fail("the graph has no input tensor (every graph input is an initializer)");
+}
+
+// ---- dense layers: Gemm, MatMul, QLinearMatMul -------------------------------------------------
+
+// A dense layer over `in` with weights w_kn[k][n] in ONNX row order (for a flattened map: c, h, w).
+void Importer::dense(const Value& in, const std::vector<float>& w_kn, uint64_t k, uint64_t n,
+                     std::vector<float> bias, std::optional<double> scale) {
+  if (in.form == Form::map) fail("its input is a 4-D map; flatten it first (Flatten, or Reshape to [N, -1])");
+  if (in.form == Form::lstm_y || in.form == Form::lstm_yh)
+    fail("its input is an LSTM output with its direction axis; Squeeze it (or take h_n[-1]) first");
+  if (features(in) != k)
+    fail(fmt::format("the weights have {} rows; the input has {} features", k, features(in)));
+  if (n < 1 || n > kMaxDim) fail(fmt::format("{} outputs; expected 1..{}", n, kMaxDim));
+  Layer l = new_layer(LayerType::dense, in);
+  l.units = n;
+  l.weights.resize(k * n);
+  const Shape& s = in.shape;
+  for (uint64_t r = 0; r < k; ++r) {
+    uint64_t to = r;
+    if (in.form == Form::flat && in.chw) {  // ONNX row (c, y, x) -> the Model's (y, x, c)
+      const uint64_t c = r / (s.h * s.w), y = r / s.w % s.h, x = r % s.w;
+      to = (y * s.w + x) * s.c + c;
+    }
+    std::copy_n(&w_kn[r * n], n, &l.weights[to * n]);
+  }
+  l.use_bias = !bias.empty();
+  l.bias = std::move(bias);
+  l.scale = scale;
+  Value out;
+  if (in.form == Form::seq) {
+    l.out = sequence_shape(s.h, n);
+    out = in;
+  } else {
+    l.out = vector_shape(n);
+    out.form = Form::vector;
+  }
+  out.shape = l.out;
+  out.quantized = scale.has_value();
+  out.entry = add_layer(std::move(l));
+  set_output(0, out);
+}
+
+// Y = alpha A B' + beta C, B' = B or B transposed; A is the tensor, B and C constants.
+void Importer::gemm() {
+  allow_attributes({"alpha", "beta", "transA", "transB"});
+  if (attr_int("transA", 0) != 0)
+    fail("transA = 1: the machine multiplies the tensor as [N, K]; transpose the weights instead");
+  const float alpha = attr_float("alpha", 1), beta = attr_float("beta", 1);
+  const bool tb = attr_int("transB", 0) != 0;
+  const Value& a = value(0);
+  expect_quantized(a, false, 0);
+  const Const& b = constant(1, "B");
+  if (b.dims.size() != 2) fail(fmt::format("B has dimensions {}; expected 2", dims_text(b.dims)));
+  const uint64_t k = uint64_t(tb ? b.dims[1] : b.dims[0]), n = uint64_t(tb ? b.dims[0] : b.dims[1]);
+  std::vector<float> w(k * n);
+  for (uint64_t r = 0; r < k; ++r)
+    for (uint64_t j = 0; j < n; ++j) w[r * n + j] = float(alpha * b.v[tb ? j * k + r : r * n + j]);
+  std::vector<float> bias;
+  if (has_input(2)) {
+    const Const& c = constant(2, "C");
+    if (c.v.size() != n && c.v.size() != 1)
+      fail(fmt::format("C has dimensions {}; expected [{}] (one bias per output) or a scalar",
+                       dims_text(c.dims), n));
+    for (uint64_t j = 0; j < n; ++j) bias.push_back(float(beta * c.v[c.v.size() == 1 ? 0 : j]));
+  }
+  dense(a, w, k, n, std::move(bias), std::nullopt);
+}
+
+void Importer::matmul() {
+  allow_attributes({});
+  const Value& a = value(0);
+  expect_quantized(a, false, 0);
+  const Const& b = constant(1, "B");
+  if (b.dims.size() != 2)
+    fail(fmt::format("B has dimensions {}; the machine multiplies by a 2-D constant", dims_text(b.dims)));
+  std::vector<float> w(b.v.begin(), b.v.end());
+  dense(a, w, uint64_t(b.dims[0]), uint64_t(b.dims[1]), {}, std::nullopt);
+}
+
+// ---- convolution and pooling -------------------------------------------------------------------
+
+struct Window {
+  uint64_t kh = 1, kw = 1, stride = 1, pad = 0;
+};
+
+void Importer::conv(bool qlinear) {
+  allow_attributes({"auto_pad", "dilations", "group", "kernel_shape", "pads", "strides"});
+  const Value& x = value(0);
+  expect_quantized(x, qlinear, 0);
+  if (x.form != Form::map) fail("its input is not a 4-D map [N, C, H, W]");
+  // Conv: X, W, B.  QLinearConv: x, x_scale, x_zp, w, w_scale, w_zp, y_scale, y_zp, B (int32).
+  const int wi = qlinear ? 3 : 1, bi = qlinear ? 8 : 2;
+  const Const& w = constant(wi, "W");
+  if (w.dims.size() != 4)
+    fail(fmt::format("W has dimensions {}; expected [M, C/group, kH, kW]", dims_text(w.dims)));
+  const uint64_t m = uint64_t(w.dims[0]), cg = uint64_t(w.dims[1]), kh = uint64_t(w.dims[2]),
+                 kw = uint64_t(w.dims[3]);
+  const int64_t group = attr_int("group", 1);
+  const uint64_t c = x.shape.c;
+  if (group < 1 || uint64_t(group) * cg != c || m % uint64_t(group) != 0)
+    fail(fmt::format("group {} with W {} does not fit an input of {} channels", group, dims_text(w.dims), c));
+  const auto ks = attr_ints("kernel_shape", {int64_t(kh), int64_t(kw)});
+  if (ks != std::vector<int64_t>{int64_t(kh), int64_t(kw)})
+    fail(fmt::format("kernel_shape {} differs from W's", dims_text(ks)));
+  for (int64_t d : attr_ints("dilations", {1, 1}))
+    if (d != 1)
+      fail("dilations other than 1 are not supported (the machine's convolution reads adjacent pixels)");
+  const auto st = attr_ints("strides", {1, 1});
+  if (st.size() != 2 || st[0] != st[1] || st[0] < 1 || uint64_t(st[0]) > kMaxDim)
+    fail(fmt::format("strides {}: the machine strides equally in both directions", dims_text(st)));
+  // Padding: explicit pads, or auto_pad; the machine pads every side by the same amount.
+  std::vector<int64_t> pads = attr_ints("pads", {0, 0, 0, 0});
+  const std::string ap = attr_string("auto_pad", "NOTSET");
+  if (ap == "SAME_UPPER" || ap == "SAME_LOWER") {
+    pads.clear();
+    for (auto [in, k] : {std::pair{x.shape.h, kh}, std::pair{x.shape.w, kw}}) {
+      const uint64_t out = (in + uint64_t(st[0]) - 1) / uint64_t(st[0]);
+      const int64_t total = std::max<int64_t>(0, int64_t((out - 1) * uint64_t(st[0]) + k) - int64_t(in));
+      pads.push_back(total);
+    }
+    if (pads[0] % 2 || pads[1] % 2 || pads[0] != pads[1])
+      fail(fmt::format("auto_pad {} pads {} x {} pixels in all: not the same on every side", ap, pads[0],
+                       pads[1]));
+    pads = {pads[0] / 2, pads[1] / 2, pads[0] / 2, pads[1] / 2};
+  } else if (ap == "VALID") {
+    pads = {0, 0, 0, 0};
+  } else if (ap != "NOTSET") {
+    fail(fmt::format("auto_pad {} is not supported", ap));
+  }
+  if (pads.size() != 4 || pads[0] != pads[1] || pads[0] != pads[2] || pads[0] != pads[3] || pads[0] < 0 ||
+      uint64_t(pads[0]) > kMaxDim)
+    fail(fmt::format("pads {}: the machine pads every side by the same amount", dims_text(pads)));
+  const uint64_t pad = uint64_t(pads[0]), stride = uint64_t(st[0]);
+  if (kh > x.shape.h + 2 * pad || kw > x.shape.w + 2 * pad)
+    fail(fmt::format("the {} x {} kernel is larger than the input {} padded by {}", kh, kw, x.shape.str(),
+                     pad));
+
+  std::vector<double> w_scale(m, 1.0);
+  std::optional<double> y_scale;
+  double x_scale = 1;
+  if (qlinear) {
+    x_scale = activation_scale(1, 2, "x");
+    const Const& ws = constant(4, "w_scale");
+    if (ws.v.size() != 1 && ws.v.size() != m)
+      fail(fmt::format("w_scale has {} values; expected 1 or {}", ws.v.size(), m));
+    for (uint64_t j = 0; j < m; ++j) w_scale[j] = ws.v[ws.v.size() == 1 ? 0 : j];
+    if (has_input(5))
+      for (double z : constant(5, "w_zero_point").v)
+        if (z != 0) fail("w_zero_point is not 0: the machine's weights are symmetric int8");
+    y_scale = activation_scale(6, 7, "y");
+  }
+  // ONNX W[m][ci][r][s] (ci within m's group) -> the Model's [r][s][c][m], zero across groups.
+  Layer l = new_layer(LayerType::conv2d, x);
+  l.units = m;
+  l.kernel_h = kh;
+  l.kernel_w = kw;
+  l.stride = stride;
+  l.pad = pad;
+  l.weights.assign(kh * kw * c * m, 0.0f);
+  const uint64_t per_group = m / uint64_t(group);
+  for (uint64_t j = 0; j < m; ++j)
+    for (uint64_t ci = 0; ci < cg; ++ci)
+      for (uint64_t r = 0; r < kh; ++r)
+        for (uint64_t s = 0; s < kw; ++s) {
+          const uint64_t ch = j / per_group * cg + ci;
+          l.weights[((r * kw + s) * c + ch) * m + j] =
+              float(w.v[((j * cg + ci) * kh + r) * kw + s] * w_scale[j]);
+        }
+  l.use_bias = has_input(bi);
+  if (l.use_bias) {
+    const Const& b = constant(bi, "B");
+    if (b.v.size() != m) fail(fmt::format("B has {} values; expected {}", b.v.size(), m));
+    for (uint64_t j = 0; j < m; ++j) l.bias.push_back(float(b.v[j] * (qlinear ? x_scale * w_scale[j] : 1.0)));
+  }
+  l.scale = y_scale;
+  l.out = map_shape((x.shape.h + 2 * pad - kh) / stride + 1, (x.shape.w + 2 * pad - kw) / stride + 1, m);
+  Value out;
+  out.form = Form::map;
+  out.shape = l.out;
+  out.quantized = qlinear;
+  out.entry = add_layer(std::move(l));
+  set_output(0, out);
+}
+
+void Importer::pool(bool max) {
+  if (max)
+    allow_attributes(
+        {"auto_pad", "ceil_mode", "dilations", "kernel_shape", "pads", "storage_order", "strides"});
+  else allow_attributes({"auto_pad", "ceil_mode", "count_include_pad", "kernel_shape", "pads", "strides"});
+  const Value& x = value(0);
+  if (x.form != Form::map) fail("its input is not a 4-D map [N, C, H, W]");
+  if (!max) expect_quantized(x, false, 0);
+  if (output_used(1)) fail("the Indices output is not supported");
+  const auto ks = attr_ints("kernel_shape");
+  if (ks.size() != 2 || ks[0] != ks[1] || ks[0] < 1)
+    fail(fmt::format("kernel_shape {}: the machine pools square windows", dims_text(ks)));
+  const auto st = attr_ints("strides", {1, 1});
+  if (st.size() != 2 || st[0] != st[1] || st[0] < 1 || uint64_t(st[0]) > kMaxDim)
+    fail(fmt::format("strides {}: the machine strides equally in both directions", dims_text(st)));
+  for (int64_t p : attr_ints("pads", {0, 0, 0, 0}))
+    if (p != 0) fail("pads are not supported: the machine pools without padding");
+  const std::string ap = attr_string("auto_pad", "NOTSET");
+  if (ap != "NOTSET" && ap != "VALID")
+    fail(fmt::format("auto_pad {}: the machine pools without padding", ap));
+  for (int64_t d : attr_ints("dilations", {1, 1}))
+    if (d != 1) fail("dilations other than 1 are not supported");
+  const uint64_t k = uint64_t(ks[0]), s = uint64_t(st[0]);
+  if (k > x.shape.h || k > x.shape.w)
+    fail(fmt::format("the {} x {} window is larger than the input {}", k, k, x.shape.str()));
+  if (attr_int("ceil_mode", 0) != 0 && ((x.shape.h - k) % s || (x.shape.w - k) % s))
+    fail("ceil_mode = 1 with a partial last window is not supported");
+  Layer l = new_layer(max ? LayerType::max_pool : LayerType::avg_pool, x);
+  l.kernel_h = l.kernel_w = k;
+  l.stride = s;
+  l.out = map_shape((x.shape.h - k) / s + 1, (x.shape.w - k) / s + 1, x.shape.c);
+  Value out = x;
+  out.shape = l.out;
+  out.entry = add_layer(std::move(l));
+  set_output(0, out);
+}
+
+void Importer::global_avg_pool() {
+  allow_attributes({});
+  const Value& x = value(0);
+  expect_quantized(x, false, 0);
+  if (x.form != Form::map) fail("its input is not a 4-D map [N, C, H, W]");
+  if (x.shape.h != x.shape.w)
+    fail(fmt::format("the input {} is not square: the machine pools square windows", x.shape.str()));
+  Layer l = new_layer(LayerType::avg_pool, x);
+  l.kernel_h = l.kernel_w = l.stride = x.shape.h;
+  l.out = map_shape(1, 1, x.shape.c);
+  Value out = x;
+  out.shape = l.out;
+  out.entry = add_layer(std::move(l));
+  set_output(0, out);
+}
+
+// ---- activations and element-wise operators ---------------------------------------------------------
+
+// Fused into the producing dense, conv or element-wise layer where only this node reads it;
+// otherwise an activation layer.
+void Importer::activation(Activation a) {
+  const Value& x = value(0);
+  expect_quantized(x, false, 0);
+  if (x.form == Form::flat || x.form == Form::lstm_y || x.form == Form::lstm_yh)
+    fail(
+        "its input is a flattened map or an LSTM output with its direction axis; apply it before the Flatten "
+        "or after the Squeeze");
+  if (Layer* l = foldable({LayerType::dense, LayerType::conv2d, LayerType::add, LayerType::mul})) {
+    l->activation = a;
+    set_output(0, x);
+    return;
+  }
+  Layer l = new_layer(LayerType::activation, x);
+  l.activation = a;
+  l.out = x.shape;
+  Value out = x;
+  out.entry = add_layer(std::move(l));
+  set_output(0, out);
+}
+
+// Clip(0, 6) is relu6 and Clip(0, +inf) relu; other bounds are refused.
+void Importer::clip() {
+  allow_attributes({"min", "max"});
+  double lo = attr_float("min", -std::numeric_limits<float>::infinity());
+  double hi = attr_float("max", std::numeric_limits<float>::infinity());
+  if (has_input(1)) lo = constant(1, "min").v.at(0);
+  if (has_input(2)) hi = constant(2, "max").v.at(0);
+  if (lo == 0 && hi == 6) return activation(Activation::relu6);
+  if (lo == 0 && std::isinf(hi) && hi > 0) return activation(Activation::relu);
+  fail(fmt::format("bounds [{}, {}]: the machine clips at [0, 6] (relu6) or [0, inf) (relu) only", lo, hi));
+}
+
+// Add or Mul of two tensors of one shape; with one constant operand: folded (fold_constant).
+void Importer::binary(bool mul) {
+  allow_attributes({});
+  if (is_const(1) || is_const(0)) return fold_constant(mul);
+  const Value& a = value(0);
+  const Value& b = value(1);
+  expect_quantized(a, false, 0);
+  expect_quantized(b, false, 1);
+  if (a.form != b.form || !(a.shape == b.shape) || a.time_major != b.time_major || a.form == Form::flat ||
+      a.form == Form::lstm_y || a.form == Form::lstm_yh)
+    fail(fmt::format(
+        "operands {} and {} differ in shape or layout; the machine adds and multiplies tensors of one "
+        "shape (no broadcasting)",
+        a.shape.str(), b.shape.str()));
+  Layer l = new_layer(mul ? LayerType::mul : LayerType::add, a);
+  l.inputs.push_back(b.entry);
+  l.out = a.shape;
+  Value out = a;
+  out.entry = add_layer(std::move(l));
+  set_output(0, out);
+}
+
+// x + c or x x c with a constant c per channel (or a scalar), folded into the dense or conv layer
+// that produced x: the bias (add) or the weights and bias (mul) of each output channel.
+void Importer::fold_constant(bool mul) {
+  const int vi = is_const(0) ? 1 : 0;
+  if (vi == 1) {  // constant first: read it as input 1 below
+    fail("the constant operand comes first; export it as x + c (the tensor first)");
+  }
+  Layer* l = foldable({LayerType::dense, LayerType::conv2d});
+  if (!l)
+    fail(fmt::format(
+        "{} by a constant must follow a Conv, Gemm or MatMul that only it reads (the machine folds it into "
+        "that layer's {})",
+        mul ? "multiplication" : "addition", mul ? "weights and bias" : "bias"));
+  const Const& c = constant(1, "B");
+  const uint64_t n = l->units;
+  const Value& x = value(0);
+  // Per channel: ONNX's channel axis is 1 for maps ([C, 1, 1] or [1, C, 1, 1]), the last otherwise.
+  const bool ok = c.v.size() == 1 ||
+                  (c.v.size() == n &&
+                   (x.form == Form::map ? (c.dims.size() >= 3 && c.dims[c.dims.size() - 3] == int64_t(n))
+                                        : c.dims.back() == int64_t(n)));
+  if (!ok)
+    fail(fmt::format("the constant has dimensions {}; expected one value or one per channel ({})",
+                     dims_text(c.dims), n));
+  const auto at = [&](uint64_t j) { return c.v[c.v.size() == 1 ? 0 : j]; };
+  if (!mul) {
+    if (!l->use_bias) l->bias.assign(n, 0.0f), l->use_bias = true;
+    for (uint64_t j = 0; j < n; ++j) l->bias[j] = float(l->bias[j] + at(j));
+  } else {
+    for (size_t i = 0; i < l->weights.size(); ++i) l->weights[i] = float(l->weights[i] * at(i % n));
+    for (uint64_t j = 0; j < l->bias.size(); ++j) l->bias[j] = float(l->bias[j] * at(j));
+  }
+  set_output(0, x);
+}
+
+// y = (x - mean) gamma / sqrt(var + eps) + beta, folded into the producing Conv or Gemm.
+void Importer::batch_norm() {
+  allow_attributes({"epsilon", "momentum", "training_mode", "spatial"});
+  if (attr_int("training_mode", 0) != 0)
+    fail("training_mode = 1: export the model in inference mode (model.eval())");
+  if (output_used(1) || output_used(2)) fail("the running mean and variance outputs are training outputs");
+  Layer* l = foldable({LayerType::dense, LayerType::conv2d});
+  if (!l)
+    fail(
+        "BatchNormalization must follow a Conv or Gemm that only it reads (the machine folds it into that "
+        "layer)");
+  const uint64_t n = l->units;
+  const Const &gamma = constant(1, "scale"), &beta = constant(2, "B"), &mean = constant(3, "input_mean"),
+              &var = constant(4, "input_var");
+  for (const Const* p : {&gamma, &beta, &mean, &var})
+    if (p->v.size() != n)
+      fail(fmt::format("a parameter has {} values; expected one per channel ({})", p->v.size(), n));
+  const double eps = attr_float("epsilon", 1e-5f);
+  if (!l->use_bias) l->bias.assign(n, 0.0f), l->use_bias = true;
+  for (uint64_t j = 0; j < n; ++j) {
+    if (!(var.v[j] + eps > 0))
+      fail(fmt::format("variance {} of channel {} plus epsilon is not positive", var.v[j], j));
+    const double f = gamma.v[j] / std::sqrt(var.v[j] + eps);
+    l->bias[j] = float((l->bias[j] - mean.v[j]) * f + beta.v[j]);
+    for (size_t i = j; i < l->weights.size(); i += n) l->weights[i] = float(l->weights[i] * f);
+  }
+  set_output(0, value(0));
+}
+
+// ---- shapes: Flatten, Reshape, Transpose, Squeeze, Gather ---------------------------------------------
+
+void Importer::flatten(int64_t axis) {
+  const Value& x = value(0);
+  if (axis != 1)
+    fail(fmt::format("axis {}: the machine flattens every dimension but the batch (axis 1)", axis));
+  if (x.form == Form::vector || x.form == Form::flat) return set_output(0, x);
+  if ((x.form != Form::map && x.form != Form::seq) || x.time_major)
+    fail("only a map [N, C, H, W] or a batch-first sequence [N, T, F] can be flattened");
+  Layer l = new_layer(LayerType::flatten, x);
+  l.out = vector_shape(x.shape.elements());
+  Value out = x;
+  out.form = Form::flat;
+  out.chw = x.form == Form::map && x.shape.pixels() > 1 && x.shape.c > 1;
+  out.entry = add_layer(std::move(l));
+  set_output(0, out);
+}
+
+// A Reshape that is a flatten ([N, -1], [0, -1], [N, F]) or changes nothing.
+void Importer::reshape() {
+  allow_attributes({"allowzero"});
+  const Value& x = value(0);
+  const Const& shape = constant(1, "shape");
+  std::vector<int64_t> s(shape.v.begin(), shape.v.end());
+  const int64_t n = int64_t(m_.batch),
+                total = int64_t(x.form == Form::flat ? x.shape.elements() : x.shape.elements());
+  const bool batch_ok = !s.empty() && (s[0] == 0 || s[0] == -1 || s[0] == n);
+  if (s.size() == 2 && batch_ok && (s[1] == -1 || s[1] == total) && !(s[0] == -1 && s[1] == -1))
+    return flatten(1);
+  fail(fmt::format(
+      "shape {}: only a Reshape that flattens every dimension but the batch ([N, -1]) is supported; "
+      "the input is {} per sample",
+      dims_text(s), x.shape.str()));
+}
+
+// Transpose: the batch and time axes of a sequence (a layout change, no data moves in the Model).
+void Importer::transpose() {
+  allow_attributes({"perm"});
+  const Value& x = value(0);
+  const auto perm = attr_ints("perm");
+  if (x.form == Form::seq && perm == std::vector<int64_t>{1, 0, 2}) {
+    Value out = x;
+    out.time_major = !x.time_major;
+    return set_output(0, out);
+  }
+  fail(fmt::format(
+      "perm {}: the machine's only transposition is swapping the batch and time axes of a sequence",
+      dims_text(perm)));
+}
+
+// Squeeze (Unsqueeze refused) of an LSTM output's direction axis: Y [T, 1, N, H] on axis 1,
+// Y_h [1, N, H] on axis 0.
+void Importer::squeeze(bool sq) {
+  allow_attributes({"axes"});
+  const Value& x = value(0);
+  if (!sq) fail("Unsqueeze is not supported");
+  std::vector<int64_t> axes = attr_ints("axes");
+  if (has_input(1)) {
+    const Const& a = constant(1, "axes");
+    axes.assign(a.v.begin(), a.v.end());
+  }
+  Value out = x;
+  if (x.form == Form::lstm_y && axes == std::vector<int64_t>{1}) {
+    out.form = Form::seq;
+    out.time_major = true;
+  } else if (x.form == Form::lstm_yh &&
+             (axes == std::vector<int64_t>{0} || axes == std::vector<int64_t>{-3})) {
+    out.form = Form::vector;
+  } else {
+    fail(fmt::format("axes {}: only the direction axis of an LSTM's outputs can be squeezed",
+                     dims_text(axes)));
+  }
+  set_output(0, out);
+}
+
+// Gather on axis 0 of an LSTM's Y_h [1, N, H] (h_n[-1] or h_n[0] in PyTorch): the last h.
+void Importer::gather() {
+  allow_attributes({"axis"});
+  const Value& x = value(0);
+  const Const& idx = constant(1, "indices");
+  if (x.form == Form::lstm_yh && attr_int("axis", 0) == 0 && idx.dims.empty() &&
+      (idx.v[0] == 0 || idx.v[0] == -1)) {
+    Value out = x;
+    out.form = Form::vector;
+    return set_output(0, out);
+  }
+  fail("only h_n[-1] (Gather of index 0 or -1 on axis 0 of an LSTM's Y_h) is supported");
+}
+
+// ---- LSTM ----------------------------------------------------------------------------------------
+
+// ONNX: W [1, 4H, in], R [1, 4H, H], B [1, 8H] (Wb then Rb), gates in the order i, o, f, c; the
+// Model: per gate (i, f, g, o) weights [in + H][H] (x rows, then h rows), bias [4][H].
+void Importer::lstm() {
+  allow_attributes({"activation_alpha", "activation_beta", "activations", "clip", "direction", "hidden_size",
+                    "input_forget", "layout"});
+  const Value& x = value(0);
+  expect_quantized(x, false, 0);
+  const std::string dir = attr_string("direction", "forward");
+  if (dir != "forward") fail(fmt::format("direction {}: only forward LSTMs are supported", dir));
+  if (attr("clip")) fail("clip is not supported");
+  if (attr_int("input_forget", 0) != 0) fail("input_forget = 1 is not supported");
+  if (attr("activation_alpha") || attr("activation_beta"))
+    fail("activation_alpha and activation_beta are not supported");
+  if (const auto* a = attr("activations")) {
+    const std::vector<std::string> want = {"Sigmoid", "Tanh", "Tanh"};
+    if (std::vector<std::string>(a->strings().begin(), a->strings().end()) != want)
+      fail("activations other than Sigmoid, Tanh, Tanh are not supported");
+  }
+  const int64_t layout = attr_int("layout", 0);
+  if (x.form != Form::seq || x.time_major != (layout == 0))
+    fail(fmt::format("the input must be a sequence {} (layout {})", layout == 0 ? "[T, N, F]" : "[N, T, F]",
+                     layout));
+  if (has_input(4)) fail("sequence_lens is not supported: every sequence has all its steps");
+  for (int i : {5, 6})
+    if (has_input(i)) {
+      const Const& c = constant(i, i == 5 ? "initial_h" : "initial_c");
+      for (double v : c.v)
+        if (v != 0) fail("a non-zero initial_h or initial_c is not supported");
+    }
+  if (output_used(2)) fail("the Y_c output is not supported");
+  if (output_used(0) && output_used(1)) fail("only one of Y and Y_h may be used");
+  const uint64_t h = uint64_t(attr_int("hidden_size", 0)), in = x.shape.c;
+  if (h < 1 || h > kMaxDim) fail(fmt::format("hidden_size {}: expected 1..{}", h, kMaxDim));
+  const Const& w = constant(1, "W");
+  const Const& r = constant(2, "R");
+  if (w.dims != std::vector<int64_t>{1, int64_t(4 * h), int64_t(in)})
+    fail(fmt::format("W has dimensions {}; expected [1, {}, {}]", dims_text(w.dims), 4 * h, in));
+  if (r.dims != std::vector<int64_t>{1, int64_t(4 * h), int64_t(h)})
+    fail(fmt::format("R has dimensions {}; expected [1, {}, {}]", dims_text(r.dims), 4 * h, h));
+  const Const* b = has_input(3) ? &constant(3, "B") : nullptr;
+  if (b && b->v.size() != 8 * h) fail(fmt::format("B has {} values; expected {}", b->v.size(), 8 * h));
+  Layer l = new_layer(LayerType::lstm, x);
+  l.units = h;
+  const bool sequences = output_used(0);
+  l.return_sequences = sequences;
+  const uint64_t rows = in + h;
+  l.weights.resize(4 * rows * h);
+  l.bias.assign(4 * h, 0.0f);
+  constexpr uint64_t kOnnxGate[4] = {0, 2, 3, 1};  // the Model's i, f, g, o in ONNX's i, o, f, c
+  for (uint64_t g = 0; g < 4; ++g) {
+    const uint64_t og = kOnnxGate[g];
+    for (uint64_t j = 0; j < h; ++j) {
+      for (uint64_t k = 0; k < in; ++k) l.weights[(g * rows + k) * h + j] = float(w.v[(og * h + j) * in + k]);
+      for (uint64_t k = 0; k < h; ++k)
+        l.weights[(g * rows + in + k) * h + j] = float(r.v[(og * h + j) * h + k]);
+      if (b) l.bias[g * h + j] = float(b->v[og * h + j] + b->v[4 * h + og * h + j]);
+    }
+  }
+  l.out = sequences ? sequence_shape(x.shape.h, h) : vector_shape(h);
+  Value y;
+  y.shape = l.out;
+  y.form = sequences ? Form::lstm_y : Form::lstm_yh;
+  y.entry = add_layer(std::move(l));
+  set_output(sequences ? 0 : 1, y);
+}
+
+// ---- the host's share, no-ops ------------------------------------------------------------------------
+
+// Softmax (and LogSoftmax) as the graph's last node: left to the host (it does not change the
+// top-1 class); the Model's output is the logits.
+void Importer::softmax() {
+  allow_attributes({"axis"});
+  const Value& x = value(0);
+  bool is_output = false;
+  for (const auto& o : g_.output()) is_output |= o.name() == node_->output(0);
+  if (!is_output || uses_[node_->output(0)] != 1 || x.form != Form::vector)
+    fail("a Softmax is supported only as the last node, over the classes of a vector; the host applies it");
+  softmax_output_ = node_->output(0);
+  set_output(0, x);
+}
+
+void Importer::pass_through() {  // Identity, Dropout (inference)
+  allow_attributes({"seed", "ratio", "training_mode"});
+  if (node_->op_type() == "Dropout" && output_used(1)) fail("the mask output is a training output");
+  set_output(0, value(0));
+}
+
+// ---- quantized ONNX: the scales it carries are kept --------------------------------------------------
+
+// The scale of an activation given by inputs (scale, zero point): one positive number, zero
+// point 0 (int8) or 128 (uint8: the same symmetric grid shifted).
+double Importer::activation_scale(int si, int zi, const std::string& what) {
+  const Const& s = constant(si, what + "_scale");
+  if (s.v.size() != 1 || !(s.v[0] > 0))
+    fail(fmt::format("{}_scale must be one positive number (per-tensor)", what));
+  if (has_input(zi)) {
+    const Const& z = constant(zi, what + "_zero_point");
+    const bool ok = z.v.size() == 1 && ((z.type == onnx::TensorProto::INT8 && z.v[0] == 0) ||
+                                        (z.type == onnx::TensorProto::UINT8 && z.v[0] == 128));
+    if (!ok)
+      fail(fmt::format(
+          "{}_zero_point must be 0 (int8) or 128 (uint8): the machine's activations are symmetric", what));
+  }
+  return s.v[0];
+}
+
+// QuantizeLinear of a tensor: the scale of the tensor it quantizes (its producing layer's, or
+// the model input's). Two different scales for one tensor are refused.
+void Importer::quantize_linear() {
+  allow_attributes({"axis"});
+  const Value& x = value(0);
+  expect_quantized(x, false, 0);
+  const double s = activation_scale(1, 2, "y");
+  std::optional<double>& given =
+      is_model_input(x.entry) ? m_.inputs[size_t(model_input_index(x.entry))].scale : layer_of(x).scale;
+  if (given && std::abs(*given - s) > 1e-9 * s)
+    fail(fmt::format("the tensor already has scale {:g}; this QuantizeLinear gives {:g}", *given, s));
+  given = s;
+  Value out = x;
+  out.quantized = true;
+  set_output(0, out);
+}
+
+// DequantizeLinear of a constant (quantized weights): a float constant (per tensor or per
+// axis); of a quantized tensor: the float tensor again.
+void Importer::dequantize_linear() {
+  allow_attributes({"axis"});
+  if (is_const(0)) {
+    const Const& q = constant(0, "x");
+    const Const& s = constant(1, "x_scale");
+    const Const* z = has_input(2) ? &constant(2, "x_zero_point") : nullptr;
+    int64_t axis = attr_int("axis", 1);
+    const int64_t rank = int64_t(q.dims.size());
+    if (axis < 0) axis += rank;
+    uint64_t inner = 1, len = 1;
+    if (s.v.size() > 1) {
+      if (axis < 0 || axis >= rank || uint64_t(q.dims[size_t(axis)]) != s.v.size())
+        fail(fmt::format("x_scale has {} values for axis {} of {}", s.v.size(), axis, dims_text(q.dims)));
+      len = s.v.size();
+      for (int64_t i = axis + 1; i < rank; ++i) inner *= uint64_t(q.dims[size_t(i)]);
+    }
+    if (z && z->v.size() != s.v.size()) fail("x_zero_point and x_scale differ in length");
+    Const out;
+    out.dims = q.dims;
+    out.v.resize(q.v.size());
+    for (size_t i = 0; i < q.v.size(); ++i) {
+      const size_t a = s.v.size() > 1 ? i / inner % len : 0;
+      out.v[i] = (q.v[i] - (z ? z->v[a] : 0)) * s.v[a];
+    }
+    add_const(node_->output(0), std::move(out));
+    return;
+  }
+  const Value& x = value(0);
+  expect_quantized(x, true, 0);
+  const double s = activation_scale(1, 2, "x");
+  const std::optional<double>& given =
+      is_model_input(x.entry) ? m_.inputs[size_t(model_input_index(x.entry))].scale : layer_of(x).scale;
+  if (!given || std::abs(*given - s) > 1e-9 * s)
+    fail(fmt::format("x_scale {:g} differs from the scale the tensor was quantized with", s));
+  Value out = x;
+  out.quantized = false;
+  set_output(0, out);
+}
+
+// a, a_scale, a_zp, b (int8 constant), b_scale, b_zp, y_scale, y_zp: a dense layer on the
+// dequantized weights with output scale y_scale.
+void Importer::qlinear_matmul() {
+  allow_attributes({});
+  const Value& a = value(0);
+  expect_quantized(a, true, 0);
+  activation_scale(1, 2, "a");
+  const Const& b = constant(3, "b");
+  if (b.dims.size() != 2) fail(fmt::format("b has dimensions {}; expected 2", dims_text(b.dims)));
+  const uint64_t k = uint64_t(b.dims[0]), n = uint64_t(b.dims[1]);
+  const Const& bs = constant(4, "b_scale");
+  if (bs.v.size() != 1 && bs.v.size() != n)
+    fail(fmt::format("b_scale has {} values; expected 1 or {}", bs.v.size(), n));
+  if (has_input(5))
+    for (double z : constant(5, "b_zero_point").v)
+      if (z != 0) fail("b_zero_point is not 0: the machine's weights are symmetric int8");
+  const double y = activation_scale(6, 7, "y");
+  std::vector<float> w(k * n);
+  for (uint64_t i = 0; i < k * n; ++i) w[i] = float(b.v[i] * bs.v[bs.v.size() == 1 ? 0 : i % n]);
+  dense(a, w, k, n, {}, y);
+}
+
+// The ONNX dimensions a Model tensor stands for (see Form).
+std::vector<int64_t> Importer::onnx_dims(const Value& v) const {
+  const auto n = int64_t(m_.batch), h = int64_t(v.shape.h), w = int64_t(v.shape.w), c = int64_t(v.shape.c);
+  switch (v.form) {
+    case Form::vector: return {n, c};
+    case Form::map: return {n, c, h, w};
+    case Form::flat: return {n, int64_t(v.shape.elements())};
+    case Form::seq: return v.time_major ? std::vector<int64_t>{h, n, c} : std::vector<int64_t>{n, h, c};
+    case Form::lstm_y: return {h, 1, n, c};
+    case Form::lstm_yh: return {1, n, c};
+  }
+  return {};
+}
+
+// Shape computations exporters emit (PyTorch: Shape -> Gather -> Unsqueeze -> Concat -> Reshape
+// or ConstantOfShape for an LSTM's zero initial state), evaluated here: the batch is known. True
+// when the node was folded into a constant.
+bool Importer::fold() {
+  const std::string& op = node_->op_type();
+  static const std::set<std::string> kFoldable = {"Shape",  "Gather",          "Unsqueeze", "Squeeze",
+                                                  "Concat", "ConstantOfShape", "Cast"};
+  if (!kFoldable.count(op)) return false;
+  if (op == "Shape") {
+    allow_attributes({"start", "end"});
+    const std::vector<int64_t> d =
+        values_.count(input_name(0)) ? onnx_dims(value(0)) : constant(0, "data").dims;
+    int64_t r = int64_t(d.size()), b = attr_int("start", 0), e = attr_int("end", r);
+    b = std::clamp(b < 0 ? b + r : b, int64_t{0}, r), e = std::clamp(e < 0 ? e + r : e, int64_t{0}, r);
+    Const c;
+    c.type = onnx::TensorProto::INT64;
+    for (int64_t i = b; i < e; ++i) c.v.push_back(double(d[size_t(i)]));
+    c.dims = {int64_t(c.v.size())};
+    add_const(node_->output(0), std::move(c));
+    return true;
+  }
+  for (int i = 0; i < node_->input_size(); ++i)
+    if (has_input(i) && !is_const(i)) return false;  // a tensor operand: the operator's own handler
+  Const out;
+  if (op == "Gather") {
+    allow_attributes({"axis"});
+    const Const &d = constant(0, "data"), &idx = constant(1, "indices");
+    if (d.dims.size() != 1 || attr_int("axis", 0) != 0)
+      fail("gathering from a constant of rank other than 1 is not supported");
+    out.type = d.type;
+    out.dims = idx.dims;
+    for (double x : idx.v) {
+      const int64_t i = int64_t(x) < 0 ? int64_t(x) + d.dims[0] : int64_t(x);
+      if (i < 0 || i >= d.dims[0]) fail(fmt::format("index {} out of range for {} values", x, d.dims[0]));
+      out.v.push_back(d.v[size_t(i)]);
+    }
+  } else if (op == "Unsqueeze" || op == "Squeeze") {
+    allow_attributes({"axes"});
+    out = constant(0, "data");
+    std::vector<int64_t> axes = attr_ints("axes");
+    if (has_input(1)) axes.assign(constant(1, "axes").v.begin(), constant(1, "axes").v.end());
+    if (op == "Unsqueeze") {
+      const int64_t rank = int64_t(out.dims.size() + axes.size());
+      std::sort(axes.begin(), axes.end(),
+                [&](int64_t a, int64_t b) { return (a < 0 ? a + rank : a) < (b < 0 ? b + rank : b); });
+      for (int64_t a : axes) {
+        a = a < 0 ? a + rank : a;
+        if (a < 0 || a > int64_t(out.dims.size())) fail(fmt::format("axis {} out of range", a));
+        out.dims.insert(out.dims.begin() + a, 1);
+      }
+    } else {
+      std::vector<int64_t> d;
+      const int64_t rank = int64_t(out.dims.size());
+      for (int64_t i = 0; i < rank; ++i) {
+        const bool named =
+            std::count_if(axes.begin(), axes.end(), [&](int64_t a) { return (a < 0 ? a + rank : a) == i; });
+        if (!(named || (axes.empty() && out.dims[size_t(i)] == 1))) d.push_back(out.dims[size_t(i)]);
+      }
+      out.dims = d;
+    }
+  } else if (op == "Concat") {
+    allow_attributes({"axis"});
+    out.type = onnx::TensorProto::INT64;
+    for (int i = 0; i < node_->input_size(); ++i) {
+      const Const& c = constant(i, "inputs");
+      if (c.dims.size() != 1) fail("concatenating constants of rank other than 1 is not supported");
+      out.type = c.type;
+      out.v.insert(out.v.end(), c.v.begin(), c.v.end());
+    }
+    out.dims = {int64_t(out.v.size())};
+  } else if (op == "ConstantOfShape") {
+    allow_attributes({"value"});
+    const Const& shape = constant(0, "input");
+    double fill = 0;
+    if (const auto* a = attr("value")) {
+      const Const v = read_tensor(a->t(), "value");
+      if (v.v.size() != 1) fail("value must hold one element");
+      fill = v.v[0];
+      out.type = v.type;
+    }
+    uint64_t count = 1;
+    for (double d : shape.v) {
+      if (d < 0) fail(fmt::format("dimension {} is negative", d));
+      out.dims.push_back(int64_t(d));
+      count = sat_mul(count, uint64_t(d));
+    }
+    if (count > options_.max_values) fail(fmt::format("{} values; at most {}", count, options_.max_values));
+    out.v.assign(count, fill);
+  } else {  // Cast: values are held as double
+    allow_attributes({"to", "saturate"});
+    out = constant(0, "input");
+    out.type = int(attr_int("to", out.type));
+  }
+  add_const(node_->output(0), std::move(out));
+  return true;
+}
+
+void Importer::dispatch() {
+  const std::string& op = node_->op_type();
+  if (!node_->domain().empty() && node_->domain() != "ai.onnx")
+    fail(fmt::format("domain {} is not supported (only the standard ai.onnx operators)", node_->domain()));
+  if (node_->output_size() < 1) fail("the node has no output");
+  static const std::map<std::string, std::function<void(Importer&)>> kOps = {
+      {"Gemm", [](Importer& i) { i.gemm(); }},
+      {"MatMul", [](Importer& i) { i.matmul(); }},
+      {"Conv", [](Importer& i) { i.conv(false); }},
+      {"QLinearConv", [](Importer& i) { i.conv(true); }},
+      {"QLinearMatMul", [](Importer& i) { i.qlinear_matmul(); }},
+      {"MaxPool", [](Importer& i) { i.pool(true); }},
+      {"AveragePool", [](Importer& i) { i.pool(false); }},
+      {"GlobalAveragePool", [](Importer& i) { i.global_avg_pool(); }},
+      {"Relu",
+       [](Importer& i) {
+         i.allow_attributes({});
+         i.activation(Activation::relu);
+       }},
+      {"Sigmoid",
+       [](Importer& i) {
+         i.allow_attributes({});
+         i.activation(Activation::sigmoid);
+       }},
+      {"Tanh",
+       [](Importer& i) {
+         i.allow_attributes({});
+         i.activation(Activation::tanh);
+       }},
+      {"Clip", [](Importer& i) { i.clip(); }},
+      {"Add", [](Importer& i) { i.binary(false); }},
+      {"Mul", [](Importer& i) { i.binary(true); }},
+      {"BatchNormalization", [](Importer& i) { i.batch_norm(); }},
+      {"Flatten",
+       [](Importer& i) {
+         i.allow_attributes({"axis"});
+         i.flatten(i.attr_int("axis", 1));
+       }},
+      {"Reshape", [](Importer& i) { i.reshape(); }},
+      {"Transpose", [](Importer& i) { i.transpose(); }},
+      {"Squeeze", [](Importer& i) { i.squeeze(true); }},
+      {"Unsqueeze", [](Importer& i) { i.squeeze(false); }},
+      {"Gather", [](Importer& i) { i.gather(); }},
+      {"LSTM", [](Importer& i) { i.lstm(); }},
+      {"Softmax", [](Importer& i) { i.softmax(); }},
+      {"LogSoftmax", [](Importer& i) { i.softmax(); }},
+      {"Identity", [](Importer& i) { i.pass_through(); }},
+      {"Dropout", [](Importer& i) { i.pass_through(); }},
+      {"QuantizeLinear", [](Importer& i) { i.quantize_linear(); }},
+      {"DequantizeLinear", [](Importer& i) { i.dequantize_linear(); }},
+  };
+  if (op == "Constant") {
+    allow_attributes({"value"});
+    const auto* a = attr("value");
+    if (!a || a->type() != onnx::AttributeProto::TENSOR) fail("only a tensor value is supported");
+    add_const(node_->output(0), read_tensor(a->t(), "value"));
+    return;
+  }
+  if (fold()) return;
+  auto it = kOps.find(op);
+  if (it == kOps.end()) fail("the operator is not supported (docs/onnx.md lists those that are)");
+  it->second(*this);
+}
+
+Model Importer::run() && {
+  m_.source = source_;
+  m_.name = std::filesystem::path(source_).stem().string();
+  if (m_.name.empty()) m_.name = "onnx";
+  for (const auto& t : g_.initializer()) add_const(t.name(), read_tensor(t, "initializer " + t.name()));
+  for (const auto& n : g_.node())
+    for (const auto& i : n.input())
+      if (!i.empty()) ++uses_[i];
+  for (const auto& o : g_.output()) ++uses_[o.name()];
+  read_inputs();
+  for (const auto& n : g_.node()) {
+    node_ = &n;
+    dispatch();
+  }
+  node_ = nullptr;
+  if (g_.output_size() != 1)
+    fail(fmt::format("the graph has {} outputs; the machine's models have one", g_.output_size()));
+  const std::string& out = g_.output(0).name();
+  auto it = values_.find(out);
+  if (it == values_.end()) fail(fmt::format("the graph output {} is a constant or not computed", out));
+  const Value& v = it->second;
+  if (m_.layers.empty() || is_model_input(v.entry))
+    fail("the graph computes nothing on the machine (no layer)");
+  if (size_t(v.entry) + 1 != m_.layers.size())
+    fail(fmt::format(
+        "the graph output {} is not the last layer computed ({}); nodes after it would be dropped", out,
+        m_.layers.back().name));
+  if (v.form == Form::flat)
+    fail(fmt::format("the graph output {} is a flattened map; the machine ends with a layer", out));
+  return std::move(m_);
+}
+
+}  // namespace
+
+Model import_onnx(std::string_view bytes, const std::string& source, const LoadOptions& options) {
+  onnx::ModelProto model;
+  if (bytes.size() > size_t(std::numeric_limits<int>::max()))
+    throw InputError(source + ": not an ONNX model: larger than 2 GB");
+  if (!model.ParseFromArray(bytes.data(), static_cast<int>(bytes.size())))
+    throw InputError(source + ": not an ONNX model: the protobuf does not parse (truncated or corrupt file)");
+  if (!model.has_graph() || model.graph().node_size() == 0)
+    throw InputError(source + ": not an ONNX model: no graph or an empty graph");
+  for (const auto& o : model.opset_import())
+    if ((o.domain().empty() || o.domain() == "ai.onnx") && (o.version() < 7 || o.version() > 18))
+      throw InputError(fmt::format("{}: opset {} is not supported (7 to 18)", source, o.version()));
+  return Importer(model, source, options).run();
+}
+
+}  // namespace tpusim::compiler

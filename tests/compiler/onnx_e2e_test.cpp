@@ -1,0 +1,71 @@
+// ONNX models end to end: every operator's test model (tests/data/onnx) compiled, simulated on
+// every engine and compared bit for bit with the golden reference; the trained digits models
+// (workloads/trained, scripts/train_models.py) on their whole test split, with top-1 accuracy
+// float against int8 as simulated.
+#include <fmt/format.h>
+
+#include <catch2/catch.hpp>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "compiler/compile.h"
+#include "compiler/npy.h"
+#include "e2e_support.h"
+
+namespace tpusim::test {
+
+namespace {
+
+const fs::path kOnnx = fs::path(TPUSIM_SOURCE_DIR) / "tests" / "data" / "onnx";
+const fs::path kTrained = kWorkloads / "trained";
+
+compiler::Model load_onnx(const std::string& name) {
+  compiler::LoadOptions o;
+  o.input_file = kOnnx / ("x_" + name + ".npy");
+  return compiler::load_model(kOnnx / (name + ".onnx"), o);
+}
+
+}  // namespace
+
+TEST_CASE("onnx: each operator's model runs bit-exact on every engine") {
+  for (const char* name :
+       {"gemm", "matmul_add", "matmul_seq", "conv_pad_stride", "conv_group", "conv_same_bn_clip", "pools",
+        "global_avg", "reshape", "add_mul_softmax", "lstm", "qdq", "qlinear"})
+    SECTION(name) { check_model(load_onnx(name), square(16), true); }
+}
+
+// The whole test split (250 images) through the machine on tpu-v1: bit-exact against the golden
+// reference, the float model's top-1 as PyTorch measured it (float_accuracy.json), and the int8
+// model within the bounds: at most 1 point lost (MLP, CNN), 2 points (LSTM).
+TEST_CASE("onnx: the trained digits models keep their accuracy in int8") {
+  std::ifstream f(kTrained / "float_accuracy.json");
+  const nlohmann::json torch = nlohmann::json::parse(f);
+  const compiler::NpyArray labels_npy = compiler::read_npy(kTrained / "test_labels.npy");
+  std::vector<int64_t> labels;
+  for (float v : labels_npy.to_float()) labels.push_back(int64_t(v));
+  for (const auto& [name, points] : {std::pair{"mlp", 1.0}, std::pair{"cnn", 1.0}, std::pair{"lstm", 2.0}}) {
+    SECTION(name) {
+      compiler::LoadOptions o;
+      o.input_file = kTrained / fmt::format("test_{}.npy", name);
+      o.calibration_file = kTrained / fmt::format("calib_{}.npy", name);
+      const sim::Arch arch;
+      compiler::Compiled c = compiler::compile_file(kTrained / fmt::format("digits_{}.onnx", name), arch, o);
+      REQUIRE(c.graph.batch == 250);
+      const sim::RunResult r = sim::simulate(c.program, arch, {sim::Engine::fast, 0});
+      const sim::HostBuffer* out = nullptr;
+      for (const sim::HostBuffer& h : r.state->host)
+        if (h.name == "output") out = &h;
+      REQUIRE(out);
+      const compiler::OutputCheck check = compiler::check_output(c, out->bytes, arch);
+      INFO(check.first_difference);
+      CHECK(check.matches);
+      const compiler::Accuracy a = compiler::top1_accuracy(c, out->bytes, arch, labels);
+      const double top1_float = double(a.correct_float) / 250, top1_int8 = double(a.correct_int8) / 250;
+      INFO(name << ": float " << top1_float << ", int8 " << top1_int8);
+      CHECK(top1_float == Approx(torch["top1"][name].get<double>()).margin(1e-9));
+      CHECK(100 * (top1_float - top1_int8) <= points);
+    }
+  }
+}
+
+}  // namespace tpusim::test

@@ -1,0 +1,199 @@
+// The ONNX front end (compiler/onnx.h, docs/onnx.md): each operator's import against what the
+// ONNX graph means (tests/data/onnx/y_*.npy, computed by make_onnx_tests.py with plain numpy
+// loops), the scales quantized ONNX carries, the exact refusal of what the machine cannot run,
+// and truncated or corrupt files refused with an InputError.
+#include "compiler/onnx.h"
+
+#include <algorithm>
+#include <catch2/catch.hpp>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <sstream>
+#include <string>
+
+#include "compiler/model.h"
+#include "compiler/npy.h"
+#include "compiler/quantize.h"
+#include "compiler/reference.h"
+#include "isa/error.h"
+
+using namespace tpusim;
+using namespace tpusim::compiler;
+using Catch::Matchers::Contains;
+
+namespace {
+
+const std::filesystem::path kDir = std::filesystem::path(TPUSIM_SOURCE_DIR) / "tests" / "data" / "onnx";
+
+Model load_case(const std::string& name) {
+  LoadOptions o;
+  o.input_file = kDir / ("x_" + name + ".npy");
+  return load_model(kDir / (name + ".onnx"), o);
+}
+
+std::string bytes_of(const std::filesystem::path& p) {
+  std::ifstream f(p, std::ios::binary);
+  std::stringstream s;
+  s << f.rdbuf();
+  return s.str();
+}
+
+// The Model's output (NHWC) against the ONNX output (NCHW for maps), within float rounding.
+void check_against_onnx(const std::string& name) {
+  INFO(name);
+  const Model m = load_case(name);
+  const std::vector<float> got = run_float(m).back();
+  const NpyArray y = read_npy(kDir / ("y_" + name + ".npy"));
+  const std::vector<float> want = y.to_float();
+  REQUIRE(got.size() == want.size());
+  const Shape& s = m.layers.back().out;
+  double top = 1;
+  for (float v : want) top = std::max(top, double(std::abs(v)));
+  for (uint64_t i = 0; i < got.size(); ++i) {
+    uint64_t j = i;  // ONNX index of our element i
+    if (s.rank == 3) {
+      const uint64_t per = s.elements(), n = i / per, e = i % per, c = e % s.c, p = e / s.c;
+      j = n * per + c * s.pixels() + p;
+    }
+    INFO("element " << i);
+    REQUIRE(std::abs(double(got[i]) - double(want[j])) <= 1e-4 * top);
+  }
+}
+
+}  // namespace
+
+TEST_CASE("onnx: every supported operator imports to a Model that computes what the graph means") {
+  for (const char* name :
+       {"gemm", "matmul_add", "matmul_seq", "conv_pad_stride", "conv_group", "conv_same_bn_clip", "pools",
+        "global_avg", "reshape", "add_mul_softmax", "lstm", "qdq", "qlinear"})
+    check_against_onnx(name);
+}
+
+TEST_CASE("onnx: layers, shapes and folding") {
+  SECTION("Gemm + Relu fuse; the batch comes from the input file") {
+    const Model m = load_case("gemm");
+    REQUIRE(m.layers.size() == 2);
+    CHECK(m.batch == 3);
+    CHECK(m.inputs[0].shape == vector_shape(12));
+    CHECK(m.layers[0].activation == Activation::relu);
+    CHECK(m.layers[1].out == vector_shape(5));
+  }
+  SECTION("Conv + BatchNormalization + Clip(0, 6) fold into one conv2d layer with SAME padding resolved") {
+    const Model m = load_case("conv_same_bn_clip");
+    REQUIRE(m.layers.size() == 1);
+    CHECK(m.layers[0].type == LayerType::conv2d);
+    CHECK(m.layers[0].pad == 1);
+    CHECK(m.layers[0].activation == Activation::relu6);
+    CHECK(m.layers[0].use_bias);
+  }
+  SECTION("a grouped convolution is a full one with zero weights across groups") {
+    const Model m = load_case("conv_group");
+    const Layer& l = m.layers.at(0);
+    // weights [3][3][4][6]: output channel 0 (group 0) reads input channels 0, 1 only
+    CHECK(l.weights[(0 * 4 + 2) * 6 + 0] == 0.0f);
+    CHECK(l.weights[(0 * 4 + 3) * 6 + 0] == 0.0f);
+    CHECK(l.weights[(0 * 4 + 0) * 6 + 0] != 0.0f);
+    CHECK(l.weights[(0 * 4 + 0) * 6 + 5] == 0.0f);  // channel 5 is group 1's
+  }
+  SECTION("a final Softmax is the host's; a constant Mul folds into the dense layer before it") {
+    const Model m = load_case("add_mul_softmax");
+    CHECK(m.layers.back().name == "logits");
+    CHECK(m.layers.back().out == vector_shape(4));
+  }
+  SECTION("two LSTM nodes, the first returning its sequence") {
+    const Model m = load_case("lstm");
+    REQUIRE(m.layers.size() == 3);
+    CHECK(m.layers[0].type == LayerType::lstm);
+    CHECK(m.layers[0].return_sequences);
+    CHECK(m.layers[0].out == sequence_shape(5, 6));
+    CHECK(!m.layers[1].return_sequences);
+    CHECK(m.layers[1].out == vector_shape(3));
+  }
+}
+
+TEST_CASE("onnx: quantized graphs keep their scales") {
+  // The scales make_onnx_tests.py wrote (float32): the conv's output, the model's output.
+  struct Case {
+    const char* name;
+    double s_c, s_out;
+  };
+  for (const auto& [name, s_c, s_out] : {Case{"qdq", 0.054772257804870605, 0.058300089091062546},
+                                         Case{"qlinear", 0.06657971441745758, 0.16485202312469482}}) {
+    INFO(name);
+    const Model m = load_case(name);
+    REQUIRE(m.inputs[0].scale);
+    CHECK(*m.inputs[0].scale == Approx(1.0 / 127).epsilon(1e-6));
+    const QGraph g = quantize(m);
+    CHECK(g.tensors[size_t(g.inputs[0])].scale == Approx(1.0 / 127).epsilon(1e-6));
+    CHECK(g.tensors[size_t(g.output)].scale == Approx(s_out).epsilon(1e-6));
+    const std::string conv = std::string(name) == "qdq" ? "conv" : "qconv";
+    for (const QTensor& t : g.tensors)
+      if (t.name == conv) CHECK(t.scale == Approx(s_c).epsilon(1e-6));
+  }
+}
+
+TEST_CASE("onnx: what the machine cannot run is refused with the node, its op type and what") {
+  const auto refused = [](const std::string& name, const std::string& what) {
+    const std::string path = (kDir / (name + ".onnx")).string();
+    CHECK_THROWS_WITH(load_model(path), path + ": " + what);
+  };
+  refused("bad_op", "node erf1 (Erf): the operator is not supported (docs/onnx.md lists those that are)");
+  refused("bad_dilation",
+          "node dil (Conv): dilations other than 1 are not supported (the machine's convolution reads "
+          "adjacent pixels)");
+  refused("bad_pads", "node asym (Conv): pads [0, 0, 1, 1]: the machine pads every side by the same amount");
+  refused("bad_transa",
+          "node ta (Gemm): transA = 1: the machine multiplies the tensor as [N, K]; transpose the weights "
+          "instead");
+  refused("bad_clip",
+          "node clip3 (Clip): bounds [-1, 3]: the machine clips at [0, 6] (relu6) or [0, inf) (relu) only");
+  refused("bad_lstm", "node bi (LSTM): direction bidirectional: only forward LSTMs are supported");
+}
+
+TEST_CASE("onnx: bad input files") {
+  SECTION("an --input of the wrong shape") {
+    LoadOptions o;
+    o.input_file = kDir / "x_gemm.npy";
+    CHECK_THROWS_WITH(load_model(kDir / "conv_group.onnx", o),
+                      (kDir / "x_gemm.npy").string() +
+                          ": shape [3, 12]; expected [3, 4, 6, 6] (the ONNX input x, batch first)");
+  }
+  SECTION("not protobuf") {
+    CHECK_THROWS_WITH(import_onnx("\x0a\xff\xff\xff\xff\xff", "m.onnx"),
+                      "m.onnx: not an ONNX model: the protobuf does not parse (truncated or corrupt file)");
+    CHECK_THROWS_WITH(import_onnx("", "m.onnx"), "m.onnx: not an ONNX model: no graph or an empty graph");
+  }
+  SECTION("every truncation of a model and random corruptions are refused or imported, never a crash") {
+    LoadOptions o;
+    o.max_values = uint64_t{1} << 20;  // a corrupted dimension may not ask for gigabytes
+    for (const char* name : {"gemm", "lstm", "qlinear"}) {
+      const std::string bytes = bytes_of(kDir / (std::string(name) + ".onnx"));
+      const size_t layers = import_onnx(bytes, "m.onnx", o).layers.size();
+      // A cut inside the graph loses a node, an initializer or the output: refused. A cut after
+      // the graph (fields that follow it, such as opset_import) may leave the same model.
+      for (size_t n = 0; n < bytes.size(); n += 1 + n / 64) {
+        INFO(name << " cut at " << n);
+        size_t got = layers;
+        try {
+          got = import_onnx(bytes.substr(0, n), "m.onnx", o).layers.size();
+        } catch (const InputError&) {
+        }
+        CHECK(got == layers);
+      }
+      CHECK_THROWS_AS(import_onnx(bytes.substr(0, bytes.size() / 2), "m.onnx", o), InputError);
+      std::mt19937 rng(3);
+      for (int k = 0; k < 200; ++k) {
+        std::string b = bytes;
+        for (int f = 0; f < 3; ++f) b[rng() % b.size()] = static_cast<char>(rng());
+        size_t got = 1;
+        try {
+          got = import_onnx(b, "m.onnx", o).layers.size();
+        } catch (const InputError&) {
+        }
+        CHECK(got > 0);
+      }
+    }
+  }
+}

@@ -1,0 +1,273 @@
+#!/usr/bin/python3
+"""Writes the small ONNX models tests/compiler/onnx_test.cpp imports, one or a few operators
+each, with python3-onnx's helper (no framework), and for each a seeded input (x_NAME.npy, batch
+first in the ONNX input's layout) and the output the ONNX graph means (y_NAME.npy), computed
+here with plain numpy loops. Also bad_*.onnx: graphs the importer must refuse.
+
+    /usr/bin/python3 tests/data/onnx/make_onnx_tests.py   (rewrites the files beside it)
+
+The files are committed: the tests need neither this script nor python.
+"""
+import os
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+
+OUT = os.path.dirname(os.path.abspath(__file__))
+rng = np.random.default_rng(7)
+N = 3  # batch
+
+
+def f32(*shape, scale=1.0):
+    return (rng.uniform(-1, 1, size=shape) * scale).astype(np.float32)
+
+
+def save(name, nodes, inputs, output, inits, x=None, y=None, opset=13):
+    if y is not None:
+        output = helper.make_tensor_value_info(output.name, TensorProto.FLOAT, ["N"] + list(y.shape[1:]))
+    graph = helper.make_graph(nodes, name, inputs, [output], [numpy_helper.from_array(v, k) for k, v in inits.items()])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)], producer_name="make_onnx_tests")
+    if not name.startswith("bad_"):
+        onnx.checker.check_model(model)
+    onnx.save(model, os.path.join(OUT, name + ".onnx"))
+    if x is not None:
+        np.save(os.path.join(OUT, "x_" + name + ".npy"), x)
+        np.save(os.path.join(OUT, "y_" + name + ".npy"), y.astype(np.float32))
+
+
+def inp(name, shape):
+    return helper.make_tensor_value_info(name, TensorProto.FLOAT, shape)
+
+
+def outp(name):
+    return helper.make_tensor_value_info(name, TensorProto.FLOAT, None)
+
+
+# ---- plain references (NCHW) ------------------------------------------------------------------
+
+def conv(x, w, b, stride=1, pad=0, group=1):
+    n, c, h, wd = x.shape
+    m, cg, kh, kw = w.shape
+    xp = np.zeros((n, c, h + 2 * pad, wd + 2 * pad), np.float64)
+    xp[:, :, pad:pad + h, pad:pad + wd] = x
+    oh, ow = (h + 2 * pad - kh) // stride + 1, (wd + 2 * pad - kw) // stride + 1
+    y = np.zeros((n, m, oh, ow))
+    per = m // group
+    for j in range(m):
+        g = j // per
+        for oy in range(oh):
+            for ox in range(ow):
+                patch = xp[:, g * cg:(g + 1) * cg, oy * stride:oy * stride + kh, ox * stride:ox * stride + kw]
+                y[:, j, oy, ox] = (patch * w[j]).sum(axis=(1, 2, 3)) + (b[j] if b is not None else 0)
+    return y
+
+
+def pool(x, k, s, op):
+    n, c, h, w = x.shape
+    oh, ow = (h - k) // s + 1, (w - k) // s + 1
+    y = np.zeros((n, c, oh, ow))
+    for oy in range(oh):
+        for ox in range(ow):
+            y[:, :, oy, ox] = op(x[:, :, oy * s:oy * s + k, ox * s:ox * s + k], axis=(2, 3))
+    return y
+
+
+def sigmoid(z):
+    return 1 / (1 + np.exp(-z))
+
+
+def lstm(x_tnf, w, r, b, hidden):  # ONNX gates i, o, f, c
+    t_steps, n, _ = x_tnf.shape
+    h = np.zeros((n, hidden))
+    c = np.zeros((n, hidden))
+    ys = []
+    for t in range(t_steps):
+        z = x_tnf[t] @ w[0].T + h @ r[0].T + b[0][:4 * hidden] + b[0][4 * hidden:]
+        i, o, f, g = (z[:, k * hidden:(k + 1) * hidden] for k in range(4))
+        c = sigmoid(f) * c + sigmoid(i) * np.tanh(g)
+        h = sigmoid(o) * np.tanh(c)
+        ys.append(h)
+    return np.stack(ys), h
+
+
+relu = lambda v: np.maximum(v, 0)
+
+# ---- operators --------------------------------------------------------------------------------
+
+def gemm():
+    x, w1, b1, w2, b2 = f32(N, 12), f32(16, 12), f32(16), f32(16, 5), f32(5)
+    nodes = [helper.make_node("Gemm", ["x", "w1", "b1"], ["h"], name="fc1", transB=1, alpha=0.5, beta=2.0),
+             helper.make_node("Relu", ["h"], ["r"], name="relu1"),
+             helper.make_node("Gemm", ["r", "w2", "b2"], ["y"], name="fc2")]
+    y = relu(0.5 * x @ w1.T + 2 * b1) @ w2 + b2
+    save("gemm", nodes, [inp("x", ["N", 12])], outp("y"), dict(w1=w1, b1=b1, w2=w2, b2=b2), x, y)
+
+
+def matmul_add():
+    x, w, b = f32(N, 12), f32(12, 8), f32(8)
+    nodes = [helper.make_node("MatMul", ["x", "w"], ["m"], name="mm"), helper.make_node("Add", ["m", "b"], ["a"], name="bias"),
+             helper.make_node("Sigmoid", ["a"], ["y"], name="sig")]
+    save("matmul_add", nodes, [inp("x", ["N", 12])], outp("y"), dict(w=w, b=b), x, sigmoid(x @ w + b))
+
+
+def matmul_seq():
+    x, w = f32(N, 5, 6), f32(6, 4)
+    nodes = [helper.make_node("MatMul", ["x", "w"], ["m"], name="mm"), helper.make_node("Tanh", ["m"], ["y"], name="tanh")]
+    save("matmul_seq", nodes, [inp("x", ["N", 5, 6])], outp("y"), dict(w=w), x, np.tanh(x @ w))
+
+
+def conv_pad_stride():
+    x, w, b = f32(N, 3, 9, 9), f32(8, 3, 3, 3), f32(8)
+    nodes = [helper.make_node("Conv", ["x", "w", "b"], ["c"], name="conv", pads=[1, 1, 1, 1], strides=[2, 2], kernel_shape=[3, 3]),
+             helper.make_node("Relu", ["c"], ["y"], name="relu")]
+    save("conv_pad_stride", nodes, [inp("x", ["N", 3, 9, 9])], outp("y"), dict(w=w, b=b), x, relu(conv(x, w, b, 2, 1)))
+
+
+def conv_group():
+    x, w, b = f32(N, 4, 6, 6), f32(6, 2, 3, 3), f32(6)
+    nodes = [helper.make_node("Conv", ["x", "w", "b"], ["y"], name="gconv", pads=[1, 1, 1, 1], group=2)]
+    save("conv_group", nodes, [inp("x", ["N", 4, 6, 6])], outp("y"), dict(w=w, b=b), x, conv(x, w, b, 1, 1, 2))
+
+
+def conv_same_bn_clip():
+    x, w = f32(N, 2, 7, 7), f32(5, 2, 3, 3)
+    gamma, beta, mean, var = f32(5) + 1.5, f32(5), f32(5), np.abs(f32(5)) + 0.5
+    nodes = [helper.make_node("Conv", ["x", "w"], ["c"], name="conv", auto_pad="SAME_UPPER"),
+             helper.make_node("BatchNormalization", ["c", "gamma", "beta", "mean", "var"], ["n"], name="bn", epsilon=1e-3),
+             helper.make_node("Clip", ["n", "lo", "hi"], ["y"], name="relu6")]
+    c = conv(x, w, None, 1, 1)
+    bn = (c - mean[None, :, None, None]) / np.sqrt(var[None, :, None, None] + 1e-3) * gamma[None, :, None, None] + beta[None, :, None, None]
+    save("conv_same_bn_clip", nodes, [inp("x", ["N", 2, 7, 7])], outp("y"),
+         dict(w=w, gamma=gamma, beta=beta, mean=mean, var=var, lo=np.array(0, np.float32), hi=np.array(6, np.float32)),
+         x, np.clip(bn, 0, 6))
+
+
+def pools():
+    x, w, b, w2, b2 = f32(N, 2, 8, 8), f32(4, 2, 3, 3), f32(4), f32(4 * 3 * 3, 6), f32(6)
+    nodes = [helper.make_node("Conv", ["x", "w", "b"], ["c"], name="conv", pads=[1, 1, 1, 1]),
+             helper.make_node("MaxPool", ["c"], ["p"], name="max", kernel_shape=[2, 2], strides=[2, 2]),
+             helper.make_node("AveragePool", ["p"], ["q"], name="avg", kernel_shape=[2, 2], strides=[1, 1]),
+             helper.make_node("Flatten", ["q"], ["f"], name="flat", axis=1),
+             helper.make_node("MatMul", ["f", "w2"], ["m"], name="fc"), helper.make_node("Add", ["m", "b2"], ["y"], name="fcb")]
+    q = pool(pool(conv(x, w, b, 1, 1), 2, 2, np.max), 2, 1, np.mean)
+    save("pools", nodes, [inp("x", ["N", 2, 8, 8])], outp("y"), dict(w=w, b=b, w2=w2, b2=b2), x, q.reshape(N, -1) @ w2 + b2)
+
+
+def global_avg_reshape():
+    x, w, b, w2 = f32(N, 3, 6, 6), f32(8, 3, 3, 3), f32(8), f32(5, 8 * 2 * 2)
+    nodes = [helper.make_node("Conv", ["x", "w", "b"], ["c"], name="conv", strides=[2, 2], pads=[1, 1, 1, 1]),
+             helper.make_node("Relu", ["c"], ["r"], name="relu"),
+             helper.make_node("GlobalAveragePool", ["r"], ["g"], name="gap"),
+             helper.make_node("Flatten", ["g"], ["f"], name="flat"),
+             helper.make_node("Gemm", ["f", "wg", "bg"], ["y"], name="head", transB=1)]
+    r = relu(conv(x, w, b, 2, 1))
+    wg, bg = f32(4, 8), f32(4)
+    save("global_avg", nodes, [inp("x", ["N", 3, 6, 6])], outp("y"), dict(w=w, b=b, wg=wg, bg=bg), x,
+         r.mean(axis=(2, 3)) @ wg.T + bg)
+    # Reshape as a flatten of a 2 x 2 x 8 map (rows in c, h, w order), then a Gemm.
+    nodes = [helper.make_node("Conv", ["x", "w", "b"], ["c"], name="conv", strides=[2, 2], pads=[1, 1, 1, 1]),
+             helper.make_node("MaxPool", ["c"], ["p"], name="pool", kernel_shape=[2, 2], strides=[2, 2]),
+             helper.make_node("Reshape", ["p", "shape"], ["f"], name="reshape"),
+             helper.make_node("Gemm", ["f", "w2"], ["y"], name="head", transB=1)]
+    x = f32(N, 3, 8, 8)
+    p = pool(conv(x, w, b, 2, 1), 2, 2, np.max)
+    save("reshape", nodes, [inp("x", ["N", 3, 8, 8])], outp("y"), dict(w=w, b=b, w2=w2, shape=np.array([0, -1], np.int64)),
+         x, p.reshape(N, -1) @ w2.T)
+
+
+def add_mul_softmax():
+    x, wa, wb, wc = f32(N, 10), f32(10, 7), f32(10, 7), f32(7, 4)
+    nodes = [helper.make_node("MatMul", ["x", "wa"], ["a"], name="a"), helper.make_node("MatMul", ["x", "wb"], ["b"], name="b"),
+             helper.make_node("Tanh", ["b"], ["tb"], name="tb"),
+             helper.make_node("Add", ["a", "tb"], ["s"], name="sum"), helper.make_node("Mul", ["s", "tb"], ["p"], name="prod"),
+             helper.make_node("Relu", ["p"], ["pk"], name="relu"),
+             helper.make_node("MatMul", ["pk", "wc"], ["l"], name="logits"),
+             helper.make_node("Mul", ["l", "k"], ["lk"], name="scale"),
+             helper.make_node("Softmax", ["lk"], ["y"], name="softmax", axis=1)]
+    a, tb = x @ wa, np.tanh(x @ wb)
+    k = np.array([2.0, 0.5, 1.0, 3.0], np.float32)
+    logits = relu((a + tb) * tb) @ wc * k  # the Softmax is the host's: the model's output is the logits
+    save("add_mul_softmax", nodes, [inp("x", ["N", 10])], outp("y"), dict(wa=wa, wb=wb, wc=wc, k=k), x, logits)
+
+
+def lstms():
+    t, f, h1, h2 = 5, 4, 6, 3
+    x = f32(N, t, f)
+    w1, r1, b1 = f32(1, 4 * h1, f), f32(1, 4 * h1, h1), f32(1, 8 * h1, scale=0.5)
+    w2, r2, b2 = f32(1, 4 * h2, h1), f32(1, 4 * h2, h2), f32(1, 8 * h2, scale=0.5)
+    wf = f32(h2, 4)
+    nodes = [helper.make_node("Transpose", ["x"], ["xt"], name="tm", perm=[1, 0, 2]),
+             helper.make_node("LSTM", ["xt", "w1", "r1", "b1"], ["y1", "", ""], name="lstm1", hidden_size=h1),
+             helper.make_node("Squeeze", ["y1", "ax1"], ["s1"], name="sq1"),
+             helper.make_node("LSTM", ["s1", "w2", "r2", "b2"], ["", "yh2"], name="lstm2", hidden_size=h2),
+             helper.make_node("Gather", ["yh2", "last"], ["h"], name="last", axis=0),
+             helper.make_node("MatMul", ["h", "wf"], ["y"], name="fc")]
+    y1, _ = lstm(x.transpose(1, 0, 2), w1, r1, b1, h1)
+    _, h = lstm(y1, w2, r2, b2, h2)
+    save("lstm", nodes, [inp("x", ["N", t, f])], outp("y"),
+         dict(w1=w1, r1=r1, b1=b1, w2=w2, r2=r2, b2=b2, wf=wf, ax1=np.array([1], np.int64), last=np.array(-1, np.int64)),
+         x, h @ wf)
+
+
+def quantized():
+    # QDQ: the input, the conv's output and the dense output carry their scales; weights are int8
+    # per output channel.
+    x = f32(N, 2, 5, 5)
+    wq = rng.integers(-127, 128, size=(4, 2, 3, 3)).astype(np.int8)
+    ws = np.array([0.01, 0.02, 0.015, 0.005], np.float32)
+    b = f32(4)
+    w2q = rng.integers(-127, 128, size=(4 * 3 * 3, 3)).astype(np.int8)
+    w2s = np.array(0.004, np.float32)
+    # Scales as a quantization tool would calibrate them: max |x| / 127 of each tensor (1.05x).
+    w = wq.astype(np.float64) * ws[:, None, None, None]
+    r = relu(conv(x, w, b, 1, 0))
+    y = r.reshape(N, -1) @ (w2q.astype(np.float64) * w2s)  # the float model: scales are the int8 model's business
+    s_in = np.array(1 / 127, np.float32)
+    s_c, s_out = (np.array(1.05 * np.abs(v).max() / 127, np.float32) for v in (r, y))
+    z = np.array(0, np.int8)
+    nodes = [helper.make_node("QuantizeLinear", ["x", "s_in", "z"], ["xq"], name="qx"),
+             helper.make_node("DequantizeLinear", ["xq", "s_in", "z"], ["xd"], name="dqx"),
+             helper.make_node("DequantizeLinear", ["wq", "ws", "zw"], ["w"], name="dqw", axis=0),
+             helper.make_node("Conv", ["xd", "w", "b"], ["c"], name="conv"),
+             helper.make_node("Relu", ["c"], ["r"], name="relu"),
+             helper.make_node("QuantizeLinear", ["r", "s_c", "z"], ["rq"], name="qr"),
+             helper.make_node("DequantizeLinear", ["rq", "s_c", "z"], ["rd"], name="dqr"),
+             helper.make_node("Flatten", ["rd"], ["f"], name="flat"),
+             helper.make_node("DequantizeLinear", ["w2q", "w2s"], ["w2"], name="dqw2"),
+             helper.make_node("MatMul", ["f", "w2"], ["m"], name="fc"),
+             helper.make_node("QuantizeLinear", ["m", "s_out", "z"], ["mq"], name="qm"),
+             helper.make_node("DequantizeLinear", ["mq", "s_out", "z"], ["y"], name="dqm")]
+    save("qdq", nodes, [inp("x", ["N", 2, 5, 5])], outp("y"),
+         dict(s_in=s_in, z=z, wq=wq, ws=ws, zw=np.zeros(4, np.int8), b=b, s_c=s_c, w2q=w2q, w2s=w2s, s_out=s_out), x, y)
+    # QOperator: QLinearConv and QLinearMatMul with an int32 bias.
+    bq = rng.integers(-500, 500, size=4).astype(np.int32)
+    nodes = [helper.make_node("QuantizeLinear", ["x", "s_in", "z"], ["xq"], name="qx"),
+             helper.make_node("QLinearConv", ["xq", "s_in", "z", "wq", "ws", "zw", "s_c", "z", "bq"], ["cq"], name="qconv", pads=[1, 1, 1, 1]),
+             helper.make_node("Flatten", ["cq"], ["fq"], name="flat"),
+             helper.make_node("QLinearMatMul", ["fq", "s_c", "z", "w3q", "w2s", "z", "s_out", "z"], ["mq"], name="qfc"),
+             helper.make_node("DequantizeLinear", ["mq", "s_out", "z"], ["y"], name="dq")]
+    w3q = rng.integers(-127, 128, size=(4 * 5 * 5, 3)).astype(np.int8)
+    c = conv(x, w, bq * (s_in * ws).astype(np.float64), 1, 1)
+    y = c.reshape(N, -1) @ (w3q.astype(np.float64) * w2s)
+    s_c, s_out = (np.array(1.05 * np.abs(v).max() / 127, np.float32) for v in (c, y))
+    save("qlinear", nodes, [inp("x", ["N", 2, 5, 5])], outp("y"),
+         dict(s_in=s_in, z=z, wq=wq, ws=ws, zw=np.zeros(4, np.int8), bq=bq, s_c=s_c, w3q=w3q, w2s=w2s, s_out=s_out), x, y)
+
+
+def bad():
+    w, x4 = f32(4, 2, 3, 3), inp("x", ["N", 2, 6, 6])
+    save("bad_op", [helper.make_node("Erf", ["x"], ["y"], name="erf1")], [inp("x", ["N", 4])], outp("y"), {})
+    save("bad_dilation", [helper.make_node("Conv", ["x", "w"], ["y"], name="dil", dilations=[2, 2])], [x4], outp("y"), dict(w=w))
+    save("bad_pads", [helper.make_node("Conv", ["x", "w"], ["y"], name="asym", pads=[0, 0, 1, 1])], [x4], outp("y"), dict(w=w))
+    save("bad_transa", [helper.make_node("Gemm", ["x", "w"], ["y"], name="ta", transA=1)], [inp("x", ["N", 4])], outp("y"),
+         dict(w=f32(4, 4)))
+    save("bad_clip", [helper.make_node("Clip", ["x", "lo", "hi"], ["y"], name="clip3")], [inp("x", ["N", 4])], outp("y"),
+         dict(lo=np.array(-1, np.float32), hi=np.array(3, np.float32)))
+    save("bad_lstm", [helper.make_node("LSTM", ["x", "w", "r"], ["", "y"], name="bi", hidden_size=2, direction="bidirectional")],
+         [inp("x", [3, "N", 2])], outp("y"), dict(w=f32(2, 8, 2), r=f32(2, 8, 2)))
+
+
+for make in (gemm, matmul_add, matmul_seq, conv_pad_stride, conv_group, conv_same_bn_clip, pools, global_avg_reshape,
+             add_mul_softmax, lstms, quantized, bad):
+    make()
