@@ -95,9 +95,9 @@ ProgramToRun load_program_or_model(std::string_view verb, const std::string& pat
                                    const std::vector<std::string>& sets, const compiler::LoadOptions& options) {
   ProgramToRun r;
   const bool is_model = compiler::is_model_path(path);
+  const char* model_flag = options.batch ? "--batch" : options.input_file ? "--input" : "--calibrate";
   if ((options.batch || options.input_file || options.calibration_file) && !is_model)
-    throw InputError(
-        fmt::format("{}: --batch, --input and --calibrate apply to models (.toml, .csv, .onnx), not to programs", verb));
+    throw InputError(fmt::format("{}: {} applies to models (.toml, .csv, .onnx), not to programs", verb, model_flag));
   if (is_model) {
     r.arch = resolve_arch(nullptr, arch_file, sets, path);
     r.compiled = compiler::compile_file(path, r.arch, options);

@@ -493,9 +493,10 @@ TEST_CASE("model: load_model dispatches on the extension") {
   CHECK(t.layers[0].out == map_shape(6, 6, 4));
   CHECK_THROWS_WITH(load_model(dir / "missing.toml"), (dir / "missing.toml").string() + ": cannot open (no such file)");
   CHECK_THROWS_WITH(load_model(dir / "prog.tpu"),
-                    (dir / "prog.tpu").string() + ": not a model (expected a .toml description or a .csv SCALE-Sim topology)");
+                    (dir / "prog.tpu").string() + ": not a model (expected a .toml description, a .csv SCALE-Sim topology or an .onnx model)");
   CHECK(is_model_path("a/b.toml"));
   CHECK(is_model_path("B.CSV"));
+  CHECK(is_model_path("m.onnx"));
   CHECK(!is_model_path("p.tpu"));
   CHECK(!is_model_path("toml"));
 }
