@@ -1,13 +1,14 @@
 // A GpuPlan (plan.h) run on this machine's CPU: the CPU reference runner's engine (tpusim-cpu).
 //
-// Each matmul step is the plan's im2col gather into X[m][k_pad] (skipped for a direct step), one
-// oneDNN int8 matmul primitive C[m][n_pad] = X . W^T with int32 accumulation (s8 x s8 -> s32; the
-// weights reordered once into the primitive's preferred layout), then the plan's requantization
-// through each column's table (integer_ops.h); pool and element-wise steps are the plan's integer
-// loops. oneDNN's own int8 output scaling rounds in float (to nearest even), where the machine
-// rounds half away from zero in integers, so only the exact int32 product is left to oneDNN and the
-// output is bit-exact with the golden reference. Everything runs on `threads` OpenMP threads
-// (oneDNN's and ours). Buffers are allocated once: infer() allocates nothing.
+// A convolution step is one oneDNN int8 convolution (NHWC, s8 x s8 -> s32, from the input tensor);
+// another matmul step is the plan's gather into X[m][k_pad] (skipped for a direct step) and one
+// oneDNN int8 matmul C[m][n_pad] = X . W^T (s8 x s8 -> s32); weights are reordered once into each
+// primitive's preferred layout. The products are requantized as the machine does (integer_ops.h,
+// or its exact double form, requantize_clamp.h); max pools are oneDNN pooling (exact); average
+// pools and element-wise steps are the plan's integer loops. oneDNN's own int8 output scaling
+// rounds in float (to nearest even), where the machine rounds half away from zero in integers, so
+// only exact int32 work is left to oneDNN and the output is bit-exact with the golden reference.
+// Everything runs on `threads` OpenMP threads (oneDNN's and ours). Buffers are allocated once.
 #pragma once
 
 #include <cstdint>
