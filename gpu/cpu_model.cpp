@@ -15,77 +15,18 @@
 #include <numeric>
 #include <optional>
 #include <stdexcept>
-#include <unordered_map>
 #include <variant>
 
+#include "gpu/onednn_ops.h"
 #include "gpu/requantize_clamp.h"
 
 namespace tpusim::gpu {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-using dt = dnnl::memory::data_type;
-using tag = dnnl::memory::format_tag;
 
 double seconds_since(Clock::time_point t0) {
   return std::chrono::duration<double>(Clock::now() - t0).count();
-}
-
-// One oneDNN int8 product of fixed shape with int32 output (exact), its weights reordered once
-// into the primitive's preferred layout: a matmul C[m][n_pad] = X[m][k_pad] . W^T, or a convolution
-// straight from the input tensor (NHWC) to C[m][n].
-struct Product {
-  dnnl::primitive prim;
-  std::unordered_map<int, dnnl::memory> args;
-  void run(dnnl::stream& strm) {
-    prim.execute(strm, args);
-    strm.wait();
-  }
-};
-
-dnnl::memory reordered(const dnnl::engine& eng, dnnl::stream& strm, const dnnl::memory::desc& plain,
-                       const int8_t* data, const dnnl::memory::desc& want) {
-  dnnl::memory user(plain, eng, const_cast<int8_t*>(data)), w(want, eng);
-  dnnl::reorder(user, w).execute(strm, user, w);
-  strm.wait();
-  return w;
-}
-
-Product make_matmul(const dnnl::engine& eng, dnnl::stream& strm, const MatmulStep& s, int8_t* x, int32_t* c) {
-  const int64_t m = int64_t(s.m), k = int64_t(s.k_pad), n = int64_t(s.n_pad);
-  const dnnl::memory::desc src_md({m, k}, dt::s8, tag::ab), dst_md({m, n}, dt::s32, tag::ab);
-  const dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(src_md, {{k, n}, dt::s8, tag::any}, dst_md), eng);
-  // W[n][k] is the {k, n} matrix in "ba" order (k fastest).
-  const dnnl::memory w = reordered(eng, strm, {{k, n}, dt::s8, tag::ba}, s.weights.data(), pd.weights_desc());
-  return {dnnl::matmul(pd),
-          {{DNNL_ARG_SRC, dnnl::memory(src_md, eng, x)},
-           {DNNL_ARG_WEIGHTS, w},
-           {DNNL_ARG_DST, dnnl::memory(dst_md, eng, c)}}};
-}
-
-// A convolution step (one input, the whole map: plan.cpp checks) as oneDNN's convolution: the
-// plan's weight row j holds output channel j's weights in (r, q, channel) order, i.e. OHWI.
-Product make_conv(const dnnl::engine& eng, dnnl::stream& strm, const MatmulStep& s, uint64_t batch,
-                  int8_t* input, int32_t* c) {
-  const Im2colGeometry& g = s.gather;
-  const int64_t ch = int64_t(g.input[0].c), kw = int64_t(g.kernel_w), kh = int64_t(g.k) / ch / kw;
-  const int64_t ih = int64_t(g.in_h), iw = int64_t(g.in_w), ow = int64_t(g.out_w),
-                oh = int64_t(g.out_pixels / g.out_w);
-  const int64_t st = int64_t(g.stride), pad = int64_t(g.pad), n = int64_t(s.n), b = int64_t(batch);
-  const dnnl::memory::desc src({b, ch, ih, iw}, dt::s8, tag::nhwc), dst({b, n, oh, ow}, dt::s32, tag::nhwc);
-  const dnnl::convolution_forward::desc d(dnnl::prop_kind::forward_inference,
-                                          dnnl::algorithm::convolution_direct, src,
-                                          {{n, ch, kh, kw}, dt::s8, tag::any}, dst, {st, st}, {pad, pad},
-                                          {(oh - 1) * st + kh - ih - pad, (ow - 1) * st + kw - iw - pad});
-  const dnnl::convolution_forward::primitive_desc pd(d, eng);
-  std::vector<int8_t> ohwi(s.n * s.k);
-  for (uint64_t j = 0; j < s.n; ++j) std::copy_n(&s.weights[j * s.k_pad], s.k, &ohwi[j * s.k]);
-  const dnnl::memory w =
-      reordered(eng, strm, {{n, ch, kh, kw}, dt::s8, tag::ohwi}, ohwi.data(), pd.weights_desc());
-  return {dnnl::convolution_forward(pd),
-          {{DNNL_ARG_SRC, dnnl::memory(src, eng, input)},
-           {DNNL_ARG_WEIGHTS, w},
-           {DNNL_ARG_DST, dnnl::memory(dst, eng, c)}}};
 }
 
 // o[e] = requantize_clamp(c[e], bias[e], scale[e], lo, hi) for e < count: the runner's hottest loop
@@ -104,10 +45,10 @@ struct CpuModel::Impl {
   dnnl::engine eng{dnnl::engine::kind::cpu, 0};
   dnnl::stream strm{eng};
   std::vector<std::vector<int8_t>> tensors;
-  std::vector<std::vector<int8_t>> gathered;          // per step: X (empty for direct and non-matmul steps)
-  std::vector<std::vector<int32_t>> products;         // per step: C
-  std::vector<std::unique_ptr<Product>> products_of;  // per matmul step
-  std::vector<uint64_t> c_stride;                     // per matmul step: C's row stride
+  std::vector<std::vector<int8_t>> gathered;           // per step: X (empty for direct and non-matmul steps)
+  std::vector<std::vector<int32_t>> products;          // per step: C
+  std::vector<std::unique_ptr<OneDnnOp>> products_of;  // per matmul step
+  std::vector<uint64_t> c_stride;                      // per matmul step: C's row stride
   // Per matmul step whose table is a clamp and whose shifts are <= 52: each column's bias and
   // scale for requantize_clamp (requantize_clamp.h), and the clamp; else empty (integer path).
   struct ClampColumns {
@@ -116,23 +57,7 @@ struct CpuModel::Impl {
     int lo = -128, hi = 127;
   };
   std::vector<std::optional<ClampColumns>> clamp_columns;
-  struct MaxPool {
-    dnnl::pooling_forward prim;
-    dnnl::memory src, dst;
-  };
-  std::vector<std::unique_ptr<MaxPool>> max_pools;  // per max pool step
-
-  std::unique_ptr<MaxPool> make_max_pool(const PoolStep& p) {
-    const int64_t b = int64_t(plan.batch), c = int64_t(p.c), win = int64_t(p.window), st = int64_t(p.stride);
-    const dnnl::memory::desc src({b, c, int64_t(p.in_h), int64_t(p.in_w)}, dt::s8, tag::nhwc);
-    const dnnl::memory::desc dst({b, c, int64_t(p.out_h), int64_t(p.out_w)}, dt::s8, tag::nhwc);
-    const dnnl::pooling_forward::desc d(dnnl::prop_kind::forward_inference, dnnl::algorithm::pooling_max, src,
-                                        dst, {st, st}, {win, win}, {0, 0}, {0, 0});
-    const dnnl::pooling_forward::primitive_desc pd(d, eng);
-    return std::make_unique<MaxPool>(
-        MaxPool{dnnl::pooling_forward(pd), dnnl::memory(src, eng, tensors[size_t(p.input_tensor)].data()),
-                dnnl::memory(dst, eng, tensors[size_t(p.output_tensor)].data())});
-  }
+  std::vector<std::unique_ptr<OneDnnOp>> max_pools;  // per max pool step
   double matmul_seconds = 0;
 
   // Below this many byte operations a loop runs on one thread: a parallel region's fork and
@@ -154,7 +79,9 @@ struct CpuModel::Impl {
     max_pools.resize(plan.steps.size());
     for (size_t i = 0; i < plan.steps.size(); ++i)
       if (const auto* p = std::get_if<PoolStep>(&plan.steps[i]); p && !p->avg)
-        max_pools[i] = make_max_pool(*p);
+        max_pools[i] = std::make_unique<OneDnnOp>(onednn_max_pool(eng, *p, plan.batch,
+                                                                  tensors[size_t(p->input_tensor)].data(),
+                                                                  tensors[size_t(p->output_tensor)].data()));
     for (size_t i = 0; i < plan.steps.size(); ++i) {
       const auto* s = std::get_if<MatmulStep>(&plan.steps[i]);
       if (!s) continue;
@@ -163,7 +90,7 @@ struct CpuModel::Impl {
         products[i].assign(s->m * s->n, 0);
         c_stride[i] = s->n;
         products_of[i] =
-            std::make_unique<Product>(make_conv(eng, strm, *s, plan.batch, in, products[i].data()));
+            std::make_unique<OneDnnOp>(onednn_conv(eng, strm, *s, plan.batch, in, products[i].data()));
       } else {
         if (!s->direct) {
           gathered[i].assign(s->m * s->k_pad, 0);  // padding columns stay zero
@@ -171,7 +98,7 @@ struct CpuModel::Impl {
         }
         products[i].assign(s->m * s->n_pad, 0);
         c_stride[i] = s->n_pad;
-        products_of[i] = std::make_unique<Product>(make_matmul(eng, strm, *s, in, products[i].data()));
+        products_of[i] = std::make_unique<OneDnnOp>(onednn_matmul(eng, strm, *s, in, products[i].data()));
       }
       const auto clamp = table_clamp(s->table);
       if (clamp && std::all_of(s->columns.begin(), s->columns.end(),
@@ -264,9 +191,7 @@ struct CpuModel::Impl {
 
   void run(size_t i, const PoolStep& s) {
     if (max_pools[i]) {  // oneDNN's max pooling: a maximum of int8 values, exact
-      max_pools[i]->prim.execute(strm,
-                                 {{DNNL_ARG_SRC, max_pools[i]->src}, {DNNL_ARG_DST, max_pools[i]->dst}});
-      strm.wait();
+      max_pools[i]->run(strm);
       return;
     }
     // Average pooling (max pools went to oneDNN above): one output row at a time, the window's
@@ -393,7 +318,7 @@ CpuRoof measure_cpu_roof(int threads, int tries) {
     std::vector<int32_t> c(m * n);
     dnnl::engine eng(dnnl::engine::kind::cpu, 0);
     dnnl::stream strm(eng);
-    Product mm = make_matmul(eng, strm, step, x.data(), c.data());
+    OneDnnOp mm = onednn_matmul(eng, strm, step, x.data(), c.data());
     mm.run(strm);
     for (int i = 0; i < tries; ++i) {
       const Clock::time_point t0 = Clock::now();
