@@ -13,6 +13,8 @@ PACKAGES=(
   libonnx-dev libprotobuf-dev            # ONNX's generated protobuf classes: .onnx models (compiler/onnx.cpp)
   libsqlite3-dev                         # SQLite: the sweep results database (tools/sweep/store.cpp)
   python3-matplotlib                     # plots: scripts/plot_compare.py, scripts/plot.py
+  pybind11-dev python3-dev python3-pandas  # the Python module tpusim (python/, docs/python.md)
+  slurm-wlm munge                        # the live single-node Slurm test (tests/sweep/slurm_live_test.sh)
   libreadline-dev tmux                   # the debugger's line editing; its terminal test (tests/debug)
   chromium                               # headless browser: tpusim view's page test (tests/view)
   clang libclang-rt-14-dev libfuzzer-14-dev  # fuzzing (scripts/fuzz.sh): clang, sanitizers, libFuzzer

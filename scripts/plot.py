@@ -1,16 +1,19 @@
-#!/usr/bin/env python3
+#!/usr/bin/python3
 """Plot tpusim sweep results and run reports (docs/sweeps.md, "Plots").
 
 Usage:
   plot.py sweep RESULTS.csv --out PREFIX [--metric tops] [--relative] [--x PARAM] [--heatmap X,Y]
+                [--slice PARAM=VALUE ...]
   plot.py report R1.json [R2.json ...] --out PREFIX
 
 `sweep` reads the CSV of `tpusim sweep` (or `tpusim sweep merge`) and writes, each as PNG and SVG:
-  PREFIX-roofline   MACs per weight byte against TOPS: each machine's roof and ridge, each point;
+  PREFIX-roofline   MACs per weight byte against TOPS: every machine's roof and ridge (each its own
+                    colour and line style, all in the legend), each point in its machine's colour;
   PREFIX-lines      the metric against the first swept parameter, a line per workload (and per
                     value of the other swept parameters), one panel per workload when there are several;
-  PREFIX-heatmap    the metric over the first two swept parameters, one panel per workload (only when
-                    two or more parameters vary; other swept parameters at their first value);
+  PREFIX-heatmap    the metric over two swept parameters (--heatmap X,Y; default the first two), one
+                    panel per workload (only when two or more parameters vary); the other swept
+                    parameters at the values --slice PARAM=VALUE chooses (default: their first);
   PREFIX-breakdown  stacked bars of the cycle breakdown (the TPU paper's counters) per point.
 `report` reads `tpusim run --report` files and writes PREFIX-roofline and PREFIX-breakdown.
 
@@ -18,7 +21,11 @@ Parameters that step together (a linked axis, e.g. array_rows and array_cols) co
 parameter. MACs per weight byte is the run's useful MACs over the bytes the weight memory moved
 (weight_memory_busy x cycles x bytes per cycle), the roofline's operational intensity; padded
 tiles count, so a small model on a big array sits left of its unpadded intensity.
-Needs python3-matplotlib. Style follows scripts/plot_compare.py.
+`--relative` divides by each workload's tpu-v1 point (every parameter at tpu-v1's value); a sweep
+without one divides by each workload's first point, and the axis says which.
+Needs matplotlib: Debian's python3-matplotlib (apt-get install python3-matplotlib, or
+scripts/install-deps.sh) belongs to /usr/bin/python3; run with another python3 that lacks it, the
+script starts itself again under /usr/bin/python3. Style follows scripts/plot_compare.py.
 """
 import argparse
 import csv
@@ -26,10 +33,38 @@ import json
 import math
 import os
 import re
+import subprocess
 import sys
 from collections import OrderedDict
 
-import matplotlib
+INSTALL_HINT = ("needs matplotlib: on Debian `apt-get install python3-matplotlib` (or scripts/install-deps.sh) "
+                "and run it with /usr/bin/python3; elsewhere `python3 -m pip install matplotlib`")
+
+
+def ensure_matplotlib(candidates=("/usr/bin/python3",)):
+    """Imports matplotlib, or runs this script again under a Python that has it, or exits 2 saying how
+    to install it (never a bare ModuleNotFoundError)."""
+    try:
+        import matplotlib  # noqa: F401
+        return
+    except ImportError:
+        pass
+    if not os.environ.get("TPUSIM_PLOT_REEXEC"):
+        for py in candidates:
+            # The same interpreter may still find it: a venv's python3 links to /usr/bin/python3, and
+            # `python3 -S` skips the site packages.
+            if not os.path.exists(py) or os.path.abspath(py) == os.path.abspath(sys.executable) and not sys.flags.no_site:
+                continue
+            if subprocess.run([py, "-c", "import matplotlib"], stdout=subprocess.DEVNULL,
+                              stderr=subprocess.DEVNULL).returncode == 0:
+                env = dict(os.environ, TPUSIM_PLOT_REEXEC="1")
+                print(f"plot.py: {sys.executable} has no matplotlib; running under {py}", file=sys.stderr)
+                os.execve(py, [py, os.path.abspath(__file__)] + sys.argv[1:], env)
+    sys.exit(f"plot.py: {sys.executable} {INSTALL_HINT}")
+
+
+ensure_matplotlib()
+import matplotlib  # noqa: E402
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
@@ -43,6 +78,7 @@ SEGMENTS = [("useful_macs", "array active: useful MACs", "tab:green"),
 COLORS = ["tab:blue", "tab:orange", "tab:green", "tab:red", "tab:purple", "tab:brown", "tab:pink",
           "tab:gray", "tab:olive", "tab:cyan"]
 MARKERS = ["o", "s", "^", "D", "v", "P", "X", "*", "<", ">"]
+LINESTYLES = ["-", "--", ":", "-."]
 
 
 def number(text):
@@ -156,61 +192,97 @@ def save(fig, prefix, name, written):
     plt.close(fig)
 
 
-def baseline(rows, workload, groups):
-    """The workload's row at tpu-v1's values of the swept parameters, else its first row."""
+def is_tpu_v1(r, params):
+    """Every architecture parameter of the row at tpu-v1's value (batch aside)."""
     defaults = tpu_v1_defaults()
+    return all(r.get(p) == defaults[p] for p in params if p in defaults)
+
+
+def baseline(rows, workload, groups=None):
+    """The workload's tpu-v1 row (every parameter at tpu-v1's value), else its first row; and the
+    name of that machine for axis labels."""
+    params = [p for p in parameters(rows) if p != "batch"]
     mine = [r for r in rows if r["workload"] == workload]
     for r in mine:
-        if all(r[g[0]] == defaults.get(g[0]) for g in groups):
-            return r
-    return mine[0]
+        if is_tpu_v1(r, params):
+            return r, "tpu-v1"
+    first = mine[0]
+    if first.get("machine"):
+        return first, str(first["machine"])
+    return first, setting_label(first, swept(rows)) or "the first point"
+
+
+def relative_label(rows, metric):
+    """The y label of --relative: what the metric is divided by, true for every workload."""
+    names = {baseline(rows, w)[1] for w in OrderedDict.fromkeys(r["workload"] for r in rows)}
+    if len(names) == 1:
+        return f"{metric} relative to {names.pop()}"
+    return f"{metric} relative to each workload's first point (no tpu-v1 point)"
+
+
+def machine_of(r):
+    """A roof: the machine's peak TOPS and weight-memory bandwidth."""
+    return (peak_tops(r), r["weight_mem_gbps"])
+
+
+def roof_styles(rows):
+    """Every machine's roof -> (colour, line style), all distinct: ten colours times four line styles,
+    then colours sampled from a colour map for more than forty machines."""
+    machines = list(OrderedDict.fromkeys(machine_of(r) for r in rows))
+    n = len(machines)
+    if n <= len(COLORS) * len(LINESTYLES):
+        styles = [(COLORS[i % len(COLORS)], LINESTYLES[i // len(COLORS)]) for i in range(n)]
+    else:
+        cmap = matplotlib.colormaps["turbo"]
+        styles = [(cmap(i / max(1, n - 1)), LINESTYLES[i % len(LINESTYLES)]) for i in range(n)]
+    return OrderedDict(zip(machines, styles))
 
 
 def plot_roofline(rows, title, prefix, written):
+    """Returns the legend's labels (every roof, then every workload)."""
     fig, ax = plt.subplots(figsize=(8.5, 5.6))
-    machines = OrderedDict()
-    for r in rows:
-        machines.setdefault((peak_tops(r), r["weight_mem_gbps"]), []).append(r)
+    styles = roof_styles(rows)
     xs = [x for x in (intensity(r) for r in rows) if x]
     lo = min(xs + [1.0]) / 3
     hi = max(xs + [3000.0]) * 3
-    for pk, gbps in machines:
+    for pk, gbps in styles:
         hi = max(hi, pk * 1e3 / (2 * gbps) * 3)
     grid = [lo * (hi / lo) ** (i / 300) for i in range(301)]
-    shown = list(machines)[:8]
-    for i, (pk, gbps) in enumerate(shown):
-        color = COLORS[i % len(COLORS)] if len(shown) > 1 else "tab:blue"
-        ax.plot(grid, [min(pk, 2 * x * gbps / 1e3) for x in grid], "-", color=color, linewidth=1.4,
-                label=f"roof: {pk:.3g} TOPS, {gbps:g} GB/s (ridge {pk * 1e3 / (2 * gbps):.0f})")
+    for (pk, gbps), (color, style) in styles.items():
         ridge = pk * 1e3 / (2 * gbps)
+        ax.plot(grid, [min(pk, 2 * x * gbps / 1e3) for x in grid], style, color=color, linewidth=1.4,
+                label=f"roof: {pk:.3g} TOPS, {gbps:g} GB/s (ridge {ridge:.0f})")
         ax.plot([ridge], [pk], "|", color=color, markersize=14)
-    if len(machines) > len(shown):
-        ax.plot([], [], " ", label=f"(+{len(machines) - len(shown)} more machines, roofs not drawn)")
     workloads = list(OrderedDict.fromkeys(r["workload"] for r in rows))
     for r in rows:
         x = intensity(r)
         if not x:
             continue
-        k = shown.index((peak_tops(r), r["weight_mem_gbps"])) if (peak_tops(r), r["weight_mem_gbps"]) in shown else 0
-        color = COLORS[k % len(COLORS)] if len(shown) > 1 else "tab:blue"
+        color = styles[machine_of(r)][0]
         w = workloads.index(r["workload"])
         ax.plot([x], [r["tops"]], MARKERS[w % len(MARKERS)], color=color, markersize=6,
                 markeredgecolor="black", markeredgewidth=0.4)
-        if len(machines) == 1:
+        if len(styles) == 1:
             ax.annotate(r["workload"], (x, r["tops"]), fontsize=7, xytext=(4, 2), textcoords="offset points")
     for w, name in enumerate(workloads):
         ax.plot([], [], MARKERS[w % len(MARKERS)], color="white", markeredgecolor="black", label=name)
     ax.set_xscale("log")
     ax.set_yscale("log")
-    ys = [r["tops"] for r in rows if r["tops"]] + [pk for pk, _ in shown]
+    ys = [r["tops"] for r in rows if r["tops"]] + [pk for pk, _ in styles]
     ax.set_ylim(min(ys) / 3, max(ys) * 2)
     ax.set_xlim(lo, hi)
     ax.set_xlabel("operational intensity: useful MACs per byte read from weight memory")
     ax.set_ylabel("TOPS (2 x useful MACs / simulated time)")
     ax.set_title(f"Roofline: {title}")
     ax.grid(True, which="both", alpha=0.3)
-    ax.legend(fontsize=7, loc="upper left", ncol=2 if len(shown) + len(workloads) > 10 else 1)
+    entries = len(styles) + len(workloads)
+    # Many roofs: the legend goes beside the plot, in as many columns as it needs.
+    inside = entries <= 10
+    legend = ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=None if inside else (1.01, 1.0),
+                       ncol=1 if inside else max(1, math.ceil(entries / 24)))
+    labels = [t.get_text() for t in legend.get_texts()]
     save(fig, prefix, "roofline", written)
+    return labels
 
 
 def panels(n):
@@ -223,11 +295,9 @@ def panels(n):
     return fig, flat[:n]
 
 
-def metric_label(metric, relative):
-    return f"{metric} relative to tpu-v1" if relative else metric
-
-
 def plot_lines(rows, groups, metric, relative, xgroup, title, prefix, written):
+    """Returns the y axis label."""
+    ylabel = relative_label(rows, metric) if relative else metric
     others = [g for g in groups if g is not xgroup]
     workloads = list(OrderedDict.fromkeys(r["workload"] for r in rows))
     together = not others  # one panel: a line per workload; else a panel per workload
@@ -235,7 +305,7 @@ def plot_lines(rows, groups, metric, relative, xgroup, title, prefix, written):
     axes = [fig.axes[0]] * len(workloads) if together else axes
     for w, (name, ax) in enumerate(zip(workloads, axes)):
         mine = [r for r in rows if r["workload"] == name]
-        base = baseline(rows, name, groups)[metric] if relative else 1
+        base = baseline(rows, name)[0][metric] if relative else 1
         series = OrderedDict()
         for r in mine:
             series.setdefault(tuple(axis_value(r, g) for g in others), []).append(r)
@@ -254,20 +324,43 @@ def plot_lines(rows, groups, metric, relative, xgroup, title, prefix, written):
         ax.get_xaxis().set_major_formatter(matplotlib.ticker.FuncFormatter(lambda v, _: f"{v:g}"))
         ax.minorticks_off()
         ax.set_xlabel(axis_label(xgroup))
-        ax.set_ylabel(metric_label(metric, relative))
+        ax.set_ylabel(ylabel)
         ax.grid(True, alpha=0.3)
         if not together:
             ax.legend(fontsize=7)
     if together:
         axes[0].legend(fontsize=7)
-    fig.suptitle(f"{title}: {metric_label(metric, relative)} against {axis_label(xgroup)}")
+    fig.suptitle(f"{title}: {ylabel} against {axis_label(xgroup)}")
     save(fig, prefix, "lines", written)
+    return ylabel
 
 
-def plot_heatmap(rows, groups, metric, xg, yg, title, prefix, written):
+def heatmap_slice(rows, groups, xg, yg, slices):
+    """The rows of one heatmap slice: every swept parameter other than X and Y at the value `slices`
+    gives it ({param: value}, any parameter of a linked axis), else at its first value. Exits naming
+    the values there are when a slice has no rows."""
     rest = [g for g in groups if g is not xg and g is not yg]
-    firsts = {tuple(g): rows[0][g[0]] for g in rest}
-    rows = [r for r in rows if all(r[g[0]] == firsts[tuple(g)] for g in rest)]
+    chosen = {}
+    for g in rest:
+        given = [p for p in g if p in slices]
+        if given:
+            p = given[0]
+            values = list(OrderedDict.fromkeys(r[p] for r in rows))
+            v = next((x for x in values if fmt(x) == fmt(number(str(slices[p])))), None)
+            if v is None:
+                sys.exit(f"--slice {p}={slices[p]}: no point has it; {p} takes {', '.join(fmt(x) for x in values)}")
+            chosen[tuple(g)] = (p, v)
+        else:
+            chosen[tuple(g)] = (g[0], rows[0][g[0]])
+    for p in slices:
+        if not any(p in g for g in rest):
+            swept_names = ", ".join(q for g in rest for q in g) or "none"
+            sys.exit(f"--slice {p}: not a swept parameter besides the heatmap's axes (these are: {swept_names})")
+    return [r for r in rows if all(r[p] == v for p, v in chosen.values())], rest
+
+
+def plot_heatmap(rows, groups, metric, xg, yg, title, prefix, written, slices=None):
+    rows, rest = heatmap_slice(rows, groups, xg, yg, slices or {})
     workloads = list(OrderedDict.fromkeys(r["workload"] for r in rows))
     xs = sorted({axis_value(r, xg) for r in rows})
     ys = sorted({axis_value(r, yg) for r in rows})
@@ -347,6 +440,12 @@ def cmd_sweep(a):
     for g in groups:
         for p in g:
             byname[p] = g
+    slices = {}
+    for item in a.slice or []:
+        if "=" not in item:
+            sys.exit(f"--slice {item}: expected PARAM=VALUE")
+        k, v = item.split("=", 1)
+        slices[k.strip()] = v.strip()
     written = []
     plot_roofline(rows, title, a.out, written)
     if groups:
@@ -358,9 +457,11 @@ def cmd_sweep(a):
             xn, yn = a.heatmap.split(",")
             if xn not in byname or yn not in byname:
                 sys.exit(f"--heatmap {a.heatmap}: both must be swept parameters")
-            plot_heatmap(rows, groups, a.metric, byname[xn], byname[yn], title, a.out, written)
+            plot_heatmap(rows, groups, a.metric, byname[xn], byname[yn], title, a.out, written, slices)
         elif len(groups) >= 2:
-            plot_heatmap(rows, groups, a.metric, groups[0], groups[1], title, a.out, written)
+            plot_heatmap(rows, groups, a.metric, groups[0], groups[1], title, a.out, written, slices)
+        elif slices:
+            sys.exit("--slice: the heatmap needs two swept parameters")
     plot_breakdown(rows, groups, title, a.out, written)
     print("wrote " + " ".join(written))
 
@@ -381,9 +482,12 @@ def main():
     s.add_argument("results")
     s.add_argument("--out", required=True, help="prefix of the files written")
     s.add_argument("--metric", default="tops", help="column for line plots and heatmaps (default tops)")
-    s.add_argument("--relative", action="store_true", help="line plots relative to the tpu-v1 point of each workload")
+    s.add_argument("--relative", action="store_true",
+                   help="line plots relative to each workload's tpu-v1 point (else its first point; the axis says)")
     s.add_argument("--x", help="swept parameter for the x axis of the line plots (default: the first)")
     s.add_argument("--heatmap", help="X,Y: the two swept parameters of the heatmap (default: the first two)")
+    s.add_argument("--slice", action="append", metavar="PARAM=VALUE",
+                   help="the heatmap's value of another swept parameter (repeatable; default: its first value)")
     s.add_argument("--title")
     r = sub.add_parser("report", help="plot `tpusim run --report` files")
     r.add_argument("reports", nargs="+")

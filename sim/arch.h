@@ -48,7 +48,31 @@ namespace tpusim::sim {
   X(station_queue_depth, uint64_t, 4, "instructions",                                                        \
     "instructions buffered ahead of each execution station; issue stalls when the queue is full",            \
     "our choice: paper silent")                                                                              \
-  X(weight_mem_bytes, uint64_t, 8589934592, "bytes", "weight memory capacity", "paper: 8 GiB DDR3")
+  X(weight_mem_bytes, uint64_t, 8589934592, "bytes", "weight memory capacity", "paper: 8 GiB DDR3")        \
+  /* The energy model (sim/energy.h, docs/energy.md): energy per action and static power, for the */       \
+  /* 28 nm die. Horowitz ISSCC 2014 (45 nm) is scaled by 28/45 (switched capacitance, same voltage). */    \
+  X(energy_mac_pj, double, 0.3, "pJ", "one cell multiply-accumulate (8 x 8 bit multiply, 32-bit add, the "  \
+    "cell's input and partial-sum registers); every cell of the array, every active cycle",                  \
+    "our estimate: Horowitz's 8-bit multiply 0.2 pJ + 32-bit add 0.1 pJ at 45 nm = 0.19 pJ at 28 nm, "      \
+    "plus the cell's registers")                                                                            \
+  X(energy_ub_read_pj_per_byte, double, 1.6, "pJ/byte", "unified buffer read, per byte",                    \
+    "Horowitz: 64-bit read of a 32 KB SRAM bank 20 pJ at 45 nm -> 1.6 pJ/byte at 28 nm")                   \
+  X(energy_ub_write_pj_per_byte, double, 1.6, "pJ/byte", "unified buffer write, per byte",                  \
+    "Horowitz: as a read of a 32 KB SRAM bank")                                                             \
+  X(energy_acc_read_pj_per_byte, double, 1.6, "pJ/byte", "accumulator read, per byte (act; matmul "        \
+    "accumulating)", "Horowitz: as a read of a 32 KB SRAM bank")                                            \
+  X(energy_acc_write_pj_per_byte, double, 1.6, "pJ/byte", "accumulator write, per byte (matmul)",           \
+    "Horowitz: as a read of a 32 KB SRAM bank")                                                             \
+  X(energy_weight_fifo_pj_per_byte, double, 1.6, "pJ/byte",                                                 \
+    "a weight byte through the weight FIFO (one write, one read)",                                          \
+    "Horowitz: 64-bit access of an 8 KB SRAM 10 pJ at 45 nm -> 0.8 pJ/byte at 28 nm, twice")               \
+  X(energy_dram_pj_per_byte, double, 250.0, "pJ/byte", "a weight-memory byte read: the DRAM access and "  \
+    "its I/O", "calibrated: the six paper apps' mean power = the paper's 40 W busy (Table 2); 31 pJ/bit, "  \
+    "within Horowitz's 20 to 40 pJ/bit for a DRAM access")                                                 \
+  X(energy_host_pj_per_byte, double, 48.0, "pJ/byte", "a byte over the host link (read_host, write_host)",  \
+    "our choice: 6 pJ/bit, PCIe Gen3 x16 SerDes and controller")                                           \
+  X(static_watts, double, 28.0, "W", "static power of the die: clock tree and leakage, drawn every cycle",  \
+    "paper: 28 W idle per die (Table 2)")
 
 struct Arch {
   std::string name = "tpu-v1";
@@ -106,5 +130,15 @@ std::string arch_markdown();
 // Cycles to move `bytes` at `gbps` (10^9 bytes/s) with a `clock_mhz` clock, rounded up:
 // ceil(bytes * clock_mhz / (gbps * 1000)). 0 bytes take 0 cycles.
 uint64_t transfer_cycles(uint64_t bytes, double gbps, double clock_mhz);
+
+}  // namespace tpusim::sim
+
+namespace tpusim::sim {
+
+// The machine named by what differs from its preset, in table order: "tpu-v1" for the defaults,
+// "tpu-v1 array_rows=128 clock_mhz=940" after --set (values as --set takes them). An architecture
+// whose name is not a preset (an --arch file's own name) is named by its name alone. Used by run,
+// debug, compare, sweep and the report's `machine` key (sim/arch_name.cpp).
+std::string machine_name(const Arch& arch);
 
 }  // namespace tpusim::sim

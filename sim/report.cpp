@@ -4,6 +4,8 @@
 
 #include <map>
 
+#include "sim/energy.h"
+
 namespace tpusim::sim {
 
 namespace {
@@ -11,6 +13,9 @@ namespace {
 constexpr ReportKey kKeys[] = {
     {"workload", "string", "the program's model name (`.model`, or the compiled model)"},
     {"arch", "object", "every architecture parameter as resolved for this run (docs/arch.md), with `name`"},
+    {"machine", "string",
+     "the machine named by what differs from its preset, e.g. `tpu-v1` or `tpu-v1 array_rows=128` "
+     "(an `--arch` file's machine: its own name)"},
     {"engine", "string", "`fast`, `stepped`, `timing` or `rtl` (`tpusim run --engine rtl`: stepped, with the Verilated RTL array)"},
     {"cycles", "integer", "clock cycles from the first issue to the end of `halt`"},
     {"seconds", "number", "cycles / (clock_mhz x 10^6): simulated time"},
@@ -30,6 +35,15 @@ constexpr ReportKey kKeys[] = {
      "unified buffer rows any instruction touched (their number, wherever they lie) x the row width: the "
      "UB capacity the program uses"},
     {"acc_peak_rows", "integer", "highest accumulator row any instruction touched, plus one"},
+    {"energy_joules", "number",
+     "energy of the run: the per-action energies (`energy`) plus static_watts x seconds (docs/energy.md)"},
+    {"joules_per_inference", "number", "energy_joules / batch"},
+    {"average_watts", "number",
+     "energy_joules / seconds: average power over the run (the die and its weight DRAM)"},
+    {"tops_per_watt", "number", "tops / average_watts"},
+    {"energy", "object",
+     "joules per action: `mac`, `ub_read`, `ub_write`, `acc_read`, `acc_write`, `weight_fifo`, `dram`, "
+     "`host_link`, `static` (sim/energy.h)"},
     {"output_matches_reference", "bool or null",
      "the results equal the references named by `checked_against`; null when not checked (--no-check, or "
      "the timing engine, which computes no data)"},
@@ -105,6 +119,7 @@ nlohmann::ordered_json make_report(const ReportInput& in) {
   nlohmann::ordered_json& aj = j["arch"];
   aj["name"] = arch["name"];
   for (const ParamInfo& p : arch_params()) aj[std::string(p.name)] = arch[std::string(p.name)];
+  j["machine"] = machine_name(a);
   j["engine"] = engine_name(in.engine);
   j["cycles"] = r.cycles;
   j["seconds"] = seconds;
@@ -120,6 +135,14 @@ nlohmann::ordered_json make_report(const ReportInput& in) {
   j["weight_memory_busy"] = frac(double(r.weight_mem_busy), r.cycles);
   j["ub_peak_bytes"] = r.ub_peak_rows * a.ub_row_bytes();
   j["acc_peak_rows"] = r.acc_peak_rows;
+  const Energy e = energy_of(count_actions(*in.program, a, r.timeline.size(), r.array_macs), a, seconds);
+  j["energy_joules"] = e.total();
+  j["joules_per_inference"] = e.total() / double(batch);
+  j["average_watts"] = seconds > 0 ? e.total() / seconds : 0.0;
+  j["tops_per_watt"] = e.total() > 0 ? j["tops"].get<double>() * seconds / e.total() : 0.0;
+  nlohmann::ordered_json& ej = j["energy"];
+  for (size_t i = 0; i < kEnergyActionNames.size(); ++i) ej[std::string(kEnergyActionNames[i])] = e.joules[i];
+  ej["static"] = e.static_joules;
   j["output_matches_reference"] = in.output_matches_reference
                                       ? nlohmann::ordered_json(*in.output_matches_reference)
                                       : nlohmann::ordered_json(nullptr);
@@ -152,7 +175,7 @@ std::string format_report(const nlohmann::ordered_json& j) {
   auto pct = [&](const char* k) { return 100.0 * b[k].get<double>(); };
   std::string s;
   s += fmt::format("workload     {}\n", j["workload"].get<std::string>());
-  s += fmt::format("machine      {} ({}x{} array, {} MHz), engine {}\n", a["name"].get<std::string>(),
+  s += fmt::format("machine      {} ({}x{} array, {} MHz), engine {}\n", j["machine"].get<std::string>(),
                    a["array_rows"].get<uint64_t>(), a["array_cols"].get<uint64_t>(), clock,
                    j["engine"].get<std::string>());
   s += fmt::format("cycles       {} ({:.3f} us)\n", j["cycles"].get<uint64_t>(),
@@ -177,6 +200,10 @@ std::string format_report(const nlohmann::ordered_json& j) {
   for (const auto& [m, n] : j["instructions"].items())
     s += fmt::format("  {:<10} {:>8} {:>11}\n", m, n.get<uint64_t>(),
                      j["instruction_cycles"][m].get<uint64_t>());
+  s += fmt::format(
+      "energy       {:.4g} mJ per inference, {:.1f} W average, {:.3g} TOPS/W ({:.4g} mJ per run)\n",
+      1e3 * j["joules_per_inference"].get<double>(), j["average_watts"].get<double>(),
+      j["tops_per_watt"].get<double>(), 1e3 * j["energy_joules"].get<double>());
   s += fmt::format("\nUB peak {} bytes, accumulator peak {} rows\n", j["ub_peak_bytes"].get<uint64_t>(),
                    j["acc_peak_rows"].get<uint64_t>());
   const auto& ok = j["output_matches_reference"];

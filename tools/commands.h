@@ -86,7 +86,7 @@ int cmd_compare(const CompareArgs& args);  // tools/compare.cpp
 struct SweepArgs {
   std::string spec, output, db, jsonl, shard, plot_prefix, python;
   unsigned jobs = 0;  // 0: every core this process may use
-  bool resume = false, dry_run = false;
+  bool resume = false, dry_run = false, retry_failed = false;
 };
 struct SweepMergeArgs {
   std::vector<std::string> inputs;

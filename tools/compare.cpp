@@ -220,7 +220,8 @@ void latency_sweep(std::vector<Group>& groups, const sim::Arch& arch, const Comp
     auto within = [&](uint64_t b) { return probe(b) && probe(b)->seconds + driver <= limit; };
     if (!within(1)) {
       fmt::print(
-          stderr, "{}: no batch is within {:g} ms on {} ({})\n", workload, a.latency_limit_ms, arch.name,
+          stderr, "{}: no batch is within {:g} ms on {} ({})\n", workload, a.latency_limit_ms,
+          sim::machine_name(arch),
           probe(1) ? fmt::format("batch 1 takes {:.4g} ms", (probe(1)->seconds + driver) * 1e3) : refused);
       continue;
     }
@@ -280,13 +281,13 @@ json row_json(const Group& g, const std::string& source, const std::string& devi
 CompareDoc build_doc(const std::vector<Group>& groups, const std::vector<gpu::ReferenceData>& files,
                      const sim::Arch& arch, double driver) {
   CompareDoc doc;
-  doc["arch"] = {{"name", arch.name},
+  doc["arch"] = {{"name", sim::machine_name(arch)},
                  {"peak_tops", tpu_peak_tops(arch)},
                  {"weight_mem_gbps", arch.weight_mem_gbps},
                  {"host_gbps", arch.host_gbps},
                  {"driver_seconds", driver}};
   doc["devices"] = json::array();
-  doc["devices"].push_back({{"name", arch.name},
+  doc["devices"].push_back({{"name", sim::machine_name(arch)},
                             {"source", "simulated"},
                             {"kind", "tpu"},
                             {"peak_tops", tpu_peak_tops(arch)},
@@ -306,7 +307,7 @@ CompareDoc build_doc(const std::vector<Group>& groups, const std::vector<gpu::Re
       // The host model: the program's own host DMA (PCIe: host_gbps, host_latency_cycles per
       // transfer) and a serial driver time per batch (--driver-us).
       const double latency = *g.tpu_seconds + driver;
-      json r = row_json(g, "simulated", arch.name, driver, double(g.batch) / latency, latency,
+      json r = row_json(g, "simulated", sim::machine_name(arch), driver, double(g.batch) / latency, latency,
                         tpu_peak_tops(arch), arch.weight_mem_gbps);
       r["latency_limit_seconds"] = null_if_zero(g.latency_limit);
       r["where"] = g.sweep_note;

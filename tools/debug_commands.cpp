@@ -55,7 +55,7 @@ Debugger::~Debugger() = default;
 std::string Debugger::banner() const {
   std::string out = fmt::format("tpusim debug: {} ({} instructions) on {} ({} x {} array), stepped engine\n",
                                 std::filesystem::path(source_).filename().string(), session_->code_size(),
-                                arch_.name, arch_.array_rows, arch_.array_cols);
+                                sim::machine_name(arch_), arch_.array_rows, arch_.array_cols);
   for (const auto& e : session_->first_events()) out += format_event(*session_, e);
   return out + "at cycle 0; `help` lists the commands\n";
 }

@@ -128,8 +128,8 @@ void print_compile_summary(const compiler::Compiled& c, const std::string& sourc
   fmt::print(stderr, "{}: {} layers, batch {}, {} instructions, {} weight tiles ({:.1f} MB) for {} ({}x{}); "
              "parse {:.2f} s, quantize {:.2f} s, lower {:.2f} s\n",
              source, c.model.layers.size(), c.graph.batch, p.code.size(), p.weights.size() / arch.tile_bytes(),
-             p.weights.size() / 1e6, arch.name, arch.array_rows, arch.array_cols, c.parse_seconds,
-             c.quantize_seconds, c.lower_seconds);
+             p.weights.size() / 1e6, sim::machine_name(arch), arch.array_rows, arch.array_cols,
+             c.parse_seconds, c.quantize_seconds, c.lower_seconds);
 }
 
 }  // namespace
@@ -267,8 +267,8 @@ int cmd_run(const RunArgs& r) {
   if (rtl) report["engine"] = "rtl";
   if (!r.report.empty()) {
     write_text(r.report, report.dump(2) + "\n");
-    fmt::print(stderr, "{}: {} cycles on {} ({} engine) -> {}\n", r.program, result.cycles, arch.name,
-               r.engine, r.report);
+    fmt::print(stderr, "{}: {} cycles on {} ({} engine) -> {}\n", r.program, result.cycles,
+               sim::machine_name(arch), r.engine, r.report);
   } else {
     write_text("-", sim::format_report(report));
   }

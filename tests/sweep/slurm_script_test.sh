@@ -1,8 +1,7 @@
 #!/usr/bin/env bash
 # scripts/slurm/sweep.sbatch, run as Slurm would run each task of `sbatch --array=1-3` (the
 # environment of an array task, without a scheduler), then merged: the same CSV as one
-# unsharded run. (A test against a live single-node Slurm is not part of the suite:
-# docs/sweeps.md says why.)
+# unsharded run. slurm_live_test.sh submits the same script to a live single-node Slurm.
 #   slurm_script_test.sh TPUSIM SOURCE_DIR WORKDIR
 set -euo pipefail
 tpusim=$1 src=$2 dir=$3

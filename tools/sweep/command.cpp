@@ -2,7 +2,9 @@
 #include <fmt/format.h>
 
 #include <CLI/CLI.hpp>
+#include <csignal>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -56,15 +58,36 @@ void plot(const std::string& csv, const std::string& prefix, const std::string& 
 }
 
 std::string describe(const Point& p) {
-  const nlohmann::json base =
-      sim::arch_to_json(sim::Arch{});  // parameters listed where they differ from tpu-v1
-  const nlohmann::json mine = sim::arch_to_json(p.arch);
-  std::string out = fmt::format("{:>6}  {:<12}", p.index, p.workload->name);
-  for (const auto& [k, v] : mine.items())
-    if (k != "name" && base[k] != v) out += fmt::format(" {}={}", k, v.dump());
+  std::string out = fmt::format("{:>6}  {:<12} {}", p.index, p.workload->name, sim::machine_name(p.arch));
   if (p.batch) out += fmt::format(" batch={}", *p.batch);
   return out;
 }
+
+// Ctrl-C and SIGTERM (Slurm's time limit, scancel) stop the sweep between points: the signal's
+// number, 0 while none came.
+volatile std::sig_atomic_t g_signal = 0;
+extern "C" void on_signal(int sig) { g_signal = sig; }
+
+// Catches SIGINT, SIGTERM and SIGHUP while it lives (without SA_RESTART, so that poll wakes up).
+class StopSignals {
+ public:
+  StopSignals() {
+    g_signal = 0;
+    struct sigaction sa {};
+    sa.sa_handler = on_signal;
+    sigemptyset(&sa.sa_mask);
+    for (size_t i = 0; i < std::size(kSignals); ++i) sigaction(kSignals[i], &sa, &old_[i]);
+  }
+  ~StopSignals() {
+    for (size_t i = 0; i < std::size(kSignals); ++i) sigaction(kSignals[i], &old_[i], nullptr);
+  }
+  StopSignals(const StopSignals&) = delete;
+  StopSignals& operator=(const StopSignals&) = delete;
+
+ private:
+  static constexpr int kSignals[] = {SIGINT, SIGTERM, SIGHUP};
+  struct sigaction old_[3]{};
+};
 
 struct Outputs {
   fs::path csv, db, jsonl;
@@ -102,12 +125,19 @@ int cmd_sweep(const SweepArgs& a) {
   }
   const Outputs out = outputs(a.output, a.db, a.jsonl);
   ResultStore store(out.db);
-  if (!a.resume && fs::exists(out.db) && store.meta().size() && store.count() > 0)
+  if (!a.resume && !a.retry_failed && fs::exists(out.db) && store.meta().size() && store.count() > 0)
     throw InputError(
         fmt::format("{}: already holds {} finished points; pass --resume to finish the sweep, or "
                     "remove it to start over",
                     out.db.string(), store.count()));
   store.attach_spec(spec);
+  if (a.retry_failed) {
+    std::set<std::string> keys;
+    for (const Point* p : mine) keys.insert(p->key);
+    if (const uint64_t n = store.forget_failed(keys))
+      fmt::print(stderr, "sweep {}: running {} failed point{} again (--retry-failed)\n", spec.name, n,
+                 n == 1 ? "" : "s");
+  }
   const std::set<std::string> finished = store.finished_keys();
   std::vector<const Point*> todo;
   for (const Point* p : mine)
@@ -121,7 +151,8 @@ int cmd_sweep(const SweepArgs& a) {
   const unsigned jobs = a.jobs ? a.jobs : available_cpus();
   ProgressBar bar(fmt::format("sweep {}", spec.name), mine.size(), mine.size() - todo.size());
   bar.draw(true);
-  run_points(
+  const StopSignals signals;
+  const bool complete = run_points(
       spec, todo, jobs,
       [&](const PointResult& r) {
         store.record(r);
@@ -129,18 +160,30 @@ int cmd_sweep(const SweepArgs& a) {
         jsonl << json_line(r) << '\n' << std::flush;
         bar.point_done(r.report.is_null());
       },
-      [&] { bar.draw(); });
+      [&] { bar.draw(); }, [] { return g_signal != 0; });
   bar.finish();
   csv.close();
   jsonl.close();
   write_atomically(out.csv, store.csv());  // in point order: identical whatever -j, order or shards
   write_atomically(out.jsonl, store.jsonl());
   const double secs = bar.elapsed_seconds();
+  if (!complete) {
+    const int sig = g_signal;
+    fmt::print(stderr,
+               "\nsweep {}: stopped by {} after {} points this run; {} points stored, --resume to continue\n",
+               spec.name, sigabbrev_np(sig) ? fmt::format("SIG{}", sigabbrev_np(sig)) : std::to_string(sig),
+               bar.done_now(), store.count());
+    return 128 + sig;
+  }
+  // -j as asked: a resumed sweep with fewer points left than workers starts only as many.
+  const size_t started = std::min<size_t>(jobs, todo.size());
   fmt::print(stderr,
-             "sweep {}: {} points run{} in {:.1f} s ({:.2f} points/s, -j {}){}; {} stored -> {}, {}, {}\n",
+             "sweep {}: {} points run{} in {:.1f} s ({:.2f} points/s, -j {}{}){}; {} stored -> {}, {}, {}\n",
              spec.name, bar.done_now(), bar.failed() ? fmt::format(" ({} failed)", bar.failed()) : "", secs,
-             secs > 0 ? double(bar.done_now()) / secs : 0.0,
-             std::min<size_t>(jobs, std::max<size_t>(1, todo.size())),
+             secs > 0 ? double(bar.done_now()) / secs : 0.0, jobs,
+             started < jobs ? fmt::format(": {} worker{} for {} point{}", started, started == 1 ? "" : "s",
+                                          todo.size(), todo.size() == 1 ? "" : "s")
+                            : "",
              mine.size() > todo.size() ? fmt::format(", {} already done", mine.size() - todo.size()) : "",
              store.count(), out.csv.string(), out.db.string(), out.jsonl.string());
   if (!a.plot_prefix.empty()) plot(out.csv.string(), a.plot_prefix, a.python);
@@ -242,6 +285,9 @@ SweepCommand::SweepCommand(CLI::App& app) {
   sweep_->add_option("--shard", args_.shard,
                      "run only the K-th of N disjoint slices (points whose number is K mod N), as K/N");
   sweep_->add_flag("--resume", args_.resume, "continue a sweep: skip the points the database already holds");
+  sweep_->add_flag("--retry-failed", args_.retry_failed,
+                   "with --resume: run the stored failed points again (a worker killed by the OOM killer, a "
+                   "fixed bug)");
   sweep_->add_option("--db", args_.db, "the SQLite database (default: RESULTS.db beside the CSV)");
   sweep_->add_option("--jsonl", args_.jsonl, "the JSON Lines file (default: RESULTS.jsonl beside the CSV)");
   sweep_->add_option("--plot", args_.plot_prefix,

@@ -7,6 +7,7 @@
 
 #include "isa/error.h"
 #include "isa/table.h"
+#include "sim/energy.h"
 #include "sim/report.h"
 
 namespace tpusim::tools::sweep {
@@ -31,6 +32,9 @@ std::vector<Column> members(std::string_view key) {
     for (const sim::ReportKey& k : sim::breakdown_keys()) add(k.name, ColumnType::real);
   } else if (key == "units_busy") {
     for (std::string_view u : isa::kUnitNames) add(u, ColumnType::real);
+  } else if (key == "energy") {
+    for (std::string_view a : sim::kEnergyActionNames) add(a, ColumnType::real);
+    add("static", ColumnType::real);
   } else if (key == "quantization_error") {
     for (std::string_view m : {"max_abs", "relative", "rms"}) add(m, ColumnType::real);
   } else if (key == "accuracy") {

@@ -464,6 +464,29 @@ Spec load_spec(const fs::path& path) {
   return parse_spec(text.str(), path);
 }
 
+std::string describe_key(const std::string& key) {
+  // workload|file|engine|batch=B|{arch JSON}: the JSON may hold '|' only inside its strings.
+  std::vector<std::string> parts;
+  size_t at = 0;
+  for (int i = 0; i < 4; ++i) {
+    const size_t bar = key.find('|', at);
+    if (bar == std::string::npos) return key.substr(0, 200);
+    parts.push_back(key.substr(at, bar - at));
+    at = bar + 1;
+  }
+  std::string machine;
+  try {
+    const nlohmann::json arch = nlohmann::json::parse(key.substr(at));
+    sim::Arch a;
+    for (const auto& [k, v] : arch.items())
+      sim::set_param(a, k, v.is_string() ? v.get<std::string>() : v.dump(), "key");
+    machine = sim::machine_name(a);
+  } catch (const std::exception&) {
+    machine = "an architecture this tpusim cannot read";
+  }
+  return fmt::format("workload {} ({}), engine {}, {}, {}", parts[0], parts[1], parts[2], parts[3], machine);
+}
+
 Shard parse_shard(const std::string& text) {
   Shard s;
   const size_t slash = text.find('/');

@@ -4,7 +4,9 @@
 // Points are numbered in one fixed order (workloads outermost, in the order written; then the
 // grid, its axes in the order written with the last varying fastest; then the [[points]] list),
 // so that the same spec gives the same numbering on every machine: shards (--shard K/N takes the
-// points whose number is K modulo N), resumed runs and merged results all refer to points by it.
+// points whose number is K modulo N) and merged results refer to points by it. A point's identity
+// is its key (workload, engine, batch, every parameter), not its number: a resumed sweep whose
+// spec gained points or grid values matches stored results by key and renumbers them.
 #pragma once
 
 #include <cstdint>
@@ -49,6 +51,9 @@ struct Spec {
 // not accept, linked axes of unequal lengths, missing workload files, batch on programs.
 Spec load_spec(const std::filesystem::path& path);
 Spec parse_spec(const std::string& text, const std::filesystem::path& path);
+
+// A point's key as a reader wants it: "workload W (FILE), engine E, batch=B, tpu-v1 array_rows=64".
+std::string describe_key(const std::string& key);
 
 // "K/N" with 0 <= K < N; throws InputError.
 struct Shard {

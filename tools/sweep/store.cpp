@@ -169,16 +169,82 @@ void ResultStore::attach_spec(const Spec& spec) {
           {"spec_points", std::to_string(spec.points.size())},
           {"columns", columns_json()},
           {"tpusim", "0.1.0"}});
-  Statement s(db_, "SELECT point, key FROM results ORDER BY point", path_.string());
-  while (s.step()) {
-    const int64_t point = s.integer(0);
-    const std::string key = s.text(1);
-    if (point < 0 || static_cast<uint64_t>(point) >= spec.points.size() || spec.points[point].key != key)
-      throw InputError(fmt::format(
-          "{}: point {} was stored for another spec point than {} now gives (stored: {}); the spec changed "
-          "since: write the results to a new file (or restore the spec)",
-          path_.string(), point, spec.path.string(), key.substr(0, 200)));
+  // Points are identified by their key (workload, engine, batch, every parameter), not their
+  // number: a spec that gained points or grid values renumbers the stored rows to its own order.
+  std::map<std::string, uint64_t> index_of;
+  for (const Point& p : spec.points) index_of.emplace(p.key, p.index);
+  struct Stored {
+    int64_t point;
+    uint64_t now;
+    std::string json;
+  };
+  std::vector<Stored> moved;
+  {
+    Statement s(db_, "SELECT point, key, json FROM results ORDER BY point", path_.string());
+    while (s.step()) {
+      const std::string key = s.text(1);
+      const auto it = index_of.find(key);
+      if (it == index_of.end())
+        throw InputError(fmt::format(
+            "{}: holds a result for a point that {} no longer has ({}); a sweep's results file holds one "
+            "spec's points: write the results to a new file (or restore the spec)",
+            path_.string(), spec.path.string(), describe_key(key)));
+      if (s.integer(0) != static_cast<int64_t>(it->second))
+        moved.push_back({s.integer(0), it->second, s.text(2)});
+    }
   }
+  exec("BEGIN IMMEDIATE");
+  try {
+    for (const auto& [k, v] :
+         std::map<std::string, std::string>{{"spec_name", spec.name},
+                                            {"spec_file", spec.path.string()},
+                                            {"spec_text", spec.text},
+                                            {"spec_points", std::to_string(spec.points.size())}}) {
+      Statement one(db_, "INSERT OR REPLACE INTO meta(key, value) VALUES (?1, ?2)", path_.string());
+      one.bind(1, k);
+      one.bind(2, v);
+      one.step();
+    }
+    // Two steps, so that no row takes a number another still holds: out of the way (negative),
+    // then to the spec's numbers.
+    for (const Stored& m : moved) {
+      Statement s(db_, "UPDATE results SET point = ?1 WHERE point = ?2", path_.string());
+      s.bind(1, int64_t{-1} - m.point);
+      s.bind(2, m.point);
+      s.step();
+    }
+    for (const Stored& m : moved) {
+      nlohmann::ordered_json j = nlohmann::ordered_json::parse(m.json);
+      j["point"] = m.now;
+      Statement s(db_, "UPDATE results SET point = ?1, json = ?2 WHERE point = ?3", path_.string());
+      s.bind(1, static_cast<int64_t>(m.now));
+      s.bind(2, j.dump());
+      s.bind(3, int64_t{-1} - m.point);
+      s.step();
+    }
+    exec("COMMIT");
+  } catch (...) {
+    sqlite3_exec(db_, "ROLLBACK", nullptr, nullptr, nullptr);
+    throw;
+  }
+}
+
+uint64_t ResultStore::forget_failed(const std::set<std::string>& keys) {
+  uint64_t dropped = 0;
+  exec("BEGIN IMMEDIATE");
+  try {
+    for (const std::string& key : keys) {
+      Statement s(db_, "DELETE FROM results WHERE key = ?1 AND status = 'failed'", path_.string());
+      s.bind(1, key);
+      s.step();
+      dropped += static_cast<uint64_t>(sqlite3_changes(db_));
+    }
+    exec("COMMIT");
+  } catch (...) {
+    sqlite3_exec(db_, "ROLLBACK", nullptr, nullptr, nullptr);
+    throw;
+  }
+  return dropped;
 }
 
 uint64_t ResultStore::count() {

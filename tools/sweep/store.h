@@ -33,8 +33,12 @@ class ResultStore {
   ResultStore& operator=(const ResultStore&) = delete;
 
   // Creates the tables for `spec`, or checks that an existing database belongs to it: the same
-  // columns, and each stored point's key equal to the key of the spec's point with its number.
+  // columns, and every stored point's key one of the spec's points (points are matched by key, so
+  // a spec that gained points or grid values keeps its results); stored rows take the spec's
+  // numbers and the meta table the spec's text.
   void attach_spec(const Spec& spec);
+  // Deletes the failed rows among `keys` (--retry-failed); returns how many.
+  uint64_t forget_failed(const std::set<std::string>& keys);
   // Creates the tables with the given meta values (merging).
   void create(const std::map<std::string, std::string>& meta);
 

@@ -17,6 +17,7 @@
 #include <iostream>
 #include <new>
 #include <optional>
+#include <set>
 
 #include "compiler/compile.h"
 #include "isa/assembler.h"
@@ -87,7 +88,13 @@ std::string describe_exit(int status) {
   return "stopped";
 }
 
+std::string& worker_executable_override() {
+  static std::string path;
+  return path;
+}
+
 std::string self_executable() {
+  if (!worker_executable_override().empty()) return worker_executable_override();
   char buf[4096];
   const ssize_t n = readlink("/proc/self/exe", buf, sizeof buf - 1);
   if (n <= 0) throw std::runtime_error("cannot find the tpusim executable (/proc/self/exe)");
@@ -123,7 +130,7 @@ Worker spawn(const std::string& exe) {
   return w;
 }
 
-void stop(Worker& w) {
+void stop_worker(Worker& w) {
   if (w.to >= 0) close(w.to);
   if (w.from >= 0) close(w.from);
   int status = 0;
@@ -147,7 +154,9 @@ bool send(Worker& w, const Spec& spec, const Point& p) {
 // where the spec lies on this machine.
 std::string relative_paths(std::string text, const Workload& w) {
   const std::string abs = std::filesystem::absolute(w.path).string();
-  for (size_t at; (at = text.find(abs)) != std::string::npos;) text.replace(at, abs.size(), w.file);
+  // From after each replacement: the spec may name the file by its absolute path (no end otherwise).
+  for (size_t at = text.find(abs); at != std::string::npos; at = text.find(abs, at + w.file.size()))
+    text.replace(at, abs.size(), w.file);
   return text;
 }
 
@@ -167,19 +176,24 @@ PointResult answer(const Spec& spec, const Point& p, const std::string& line) {
 
 }  // namespace
 
+void set_worker_executable(const std::string& path) { worker_executable_override() = path; }
+
 unsigned available_cpus() {
   cpu_set_t set;
   if (sched_getaffinity(0, sizeof set, &set) == 0) return std::max(1, CPU_COUNT(&set));
   return std::max(1L, sysconf(_SC_NPROCESSORS_ONLN));
 }
 
-void run_points(const Spec& spec, const std::vector<const Point*>& todo, unsigned jobs,
-                const std::function<void(const PointResult&)>& done, const std::function<void()>& tick) {
+bool run_points(const Spec& spec, const std::vector<const Point*>& todo, unsigned jobs,
+                const std::function<void(const PointResult&)>& done, const std::function<void()>& tick,
+                const std::function<bool()>& stop) {
   signal(SIGPIPE, SIG_IGN);  // a worker that died shows as a failed write, not our death
   const std::string exe = self_executable();
   std::deque<const Point*> queue(todo.begin(), todo.end());
   std::vector<Worker> workers(std::min<size_t>(jobs, todo.size()));
   for (Worker& w : workers) w = spawn(exe);
+  const auto stopping = [&] { return stop && stop(); };
+  std::set<const Point*> retried;  // points whose worker a termination signal killed once
   const auto died = [&](Worker& w) {
     const Point* p = w.busy;
     w.busy = nullptr;
@@ -188,14 +202,27 @@ void run_points(const Spec& spec, const std::vector<const Point*>& todo, unsigne
     int status = 0;
     waitpid(w.pid, &status, 0);
     w.pid = -1;
-    if (p)
+    const bool terminated = WIFSIGNALED(status) && (WTERMSIG(status) == SIGTERM ||
+                                                    WTERMSIG(status) == SIGINT || WTERMSIG(status) == SIGHUP);
+    if (p && stopping()) return;  // interrupted: the point stays to do (--resume)
+    if (p && terminated && retried.insert(p).second) queue.push_front(p);
+    else if (p)
       done(PointResult{p, &spec, nullptr,
                        fmt::format("the worker process {} while running this point", describe_exit(status)),
                        0});
     if (!queue.empty()) w = spawn(exe);
   };
+  const auto kill_all = [&] {
+    for (Worker& w : workers)
+      if (w.pid > 0) kill(w.pid, SIGKILL);
+    for (Worker& w : workers) stop_worker(w);
+  };
   auto last_tick = std::chrono::steady_clock::now();
   for (;;) {
+    if (stopping()) {
+      kill_all();
+      return false;
+    }
     for (Worker& w : workers)
       while (w.pid > 0 && !w.busy && !queue.empty()) {
         const Point* p = queue.front();
@@ -235,12 +262,14 @@ void run_points(const Spec& spec, const std::vector<const Point*>& todo, unsigne
       last_tick = now;
     }
   }
-  for (Worker& w : workers) stop(w);
+  for (Worker& w : workers) stop_worker(w);
+  return true;
 }
 
 int worker_main() {
   // Answers go to the original stdout; whatever else prints to stdout (SystemC reports) goes to
   // stderr, so it cannot corrupt the answers.
+  signal(SIGINT, SIG_IGN);  // Ctrl-C reaches the whole process group: the sweep stops its workers
   const int answers = dup(1);
   dup2(2, 1);
   FILE* out = fdopen(answers, "w");

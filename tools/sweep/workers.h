@@ -22,9 +22,18 @@
 namespace tpusim::tools::sweep {
 
 // Runs `todo` on `jobs` workers; `done` is called in this process as each point finishes, `tick`
-// about five times a second (progress).
-void run_points(const Spec& spec, const std::vector<const Point*>& todo, unsigned jobs,
-                const std::function<void(const PointResult&)>& done, const std::function<void()>& tick);
+// about five times a second (progress). When `stop` turns true (Ctrl-C, SIGTERM) the workers are
+// killed and the points they were running are left undone (not failed), for --resume; returns
+// false then, true when every point ran. Workers ignore SIGINT (a terminal's Ctrl-C reaches the
+// whole process group; the sweep decides), and a worker killed by SIGTERM, SIGINT or SIGHUP has
+// its point run again once by another worker before it counts as failed.
+bool run_points(const Spec& spec, const std::vector<const Point*>& todo, unsigned jobs,
+                const std::function<void(const PointResult&)>& done, const std::function<void()>& tick,
+                const std::function<bool()>& stop = {});
+
+// The executable run_points starts as `EXE sweep worker`: this process's own (the default), or the
+// tpusim executable for a process that is not tpusim (the Python module).
+void set_worker_executable(const std::string& path);
 
 // `tpusim sweep worker`: answers requests on stdin until it closes. Its stdout is the answer
 // channel; anything else that writes to stdout goes to stderr instead.
