@@ -1,0 +1,250 @@
+// The Python module `tpusim` (docs/python.md): the command line's libraries, called from Python.
+// Reports come back as the dicts of the report schema (sim/report.h, docs/report.md), sweeps as
+// pandas DataFrames of the sweep CSV (docs/sweeps.md). Nothing here computes a figure of its own.
+#include <fmt/format.h>
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "compiler/compile.h"
+#include "isa/assembler.h"
+#include "isa/error.h"
+#include "isa/program.h"
+#include "sim/arch.h"
+#include "sim/machine.h"
+#include "sim/report.h"
+#include "tools/commands.h"
+#include "tools/sweep/workers.h"
+
+// libsystemc defines main() and calls sc_main(); inside Python nothing calls it, but the shared
+// library must resolve the symbol when Python loads the module (pybind11 hides symbols by default).
+extern "C" __attribute__((visibility("default"))) int sc_main(int, char**) { return 0; }
+
+namespace py = pybind11;
+namespace fs = std::filesystem;
+
+namespace tpusim::python {
+
+namespace {
+
+// JSON text -> Python objects, through Python's own json module (ints stay ints, floats floats).
+py::object from_json(const nlohmann::ordered_json& j) {
+  return py::module_::import("json").attr("loads")(j.dump());
+}
+
+std::string text_of(const py::handle& v) {
+  if (py::isinstance<py::bool_>(v)) throw InputError("set: a parameter value cannot be a bool");
+  return py::str(v).cast<std::string>();
+}
+
+// arch: None (tpu-v1), a preset name, an --arch JSON file, or a dict of parameters over tpu-v1;
+// then `set`: a dict {param: value} or a list of "param=value", as --set.
+sim::Arch resolve_arch(const py::object& arch, const py::object& set, const isa::Program* program) {
+  sim::Arch a;
+  if (arch.is_none()) {
+    if (program && !program->arch.empty()) {  // a program compiled for another machine names it
+      try {
+        a = sim::arch_preset(program->arch.value("name", std::string("tpu-v1")));
+      } catch (const InputError&) {
+        a.name = program->arch.value("name", std::string("tpu-v1"));
+      }
+      for (const auto& [k, v] : program->arch.items())
+        if (k != "name") sim::set_param(a, k, v.is_string() ? v.get<std::string>() : v.dump(), ".arch");
+    }
+  } else if (py::isinstance<py::dict>(arch)) {
+    for (const auto& [k, v] : arch.cast<py::dict>()) sim::set_param(a, text_of(k), text_of(v), "arch");
+  } else {
+    const std::string name = arch.cast<std::string>();
+    a = name.ends_with(".json") ? sim::load_arch_file(name) : sim::arch_preset(name);
+  }
+  if (py::isinstance<py::dict>(set)) {
+    for (const auto& [k, v] : set.cast<py::dict>()) sim::set_param(a, text_of(k), text_of(v), "set");
+  } else if (!set.is_none()) {
+    for (const std::string& s : set.cast<std::vector<std::string>>()) sim::apply_set(a, s);
+  }
+  sim::validate(a);
+  return a;
+}
+
+compiler::LoadOptions load_options(const py::object& batch) {
+  compiler::LoadOptions o;
+  if (!batch.is_none()) o.batch = batch.cast<uint64_t>();
+  return o;
+}
+
+py::dict run(const std::string& workload, const py::object& arch, const py::object& set,
+             const std::string& engine, const py::object& batch, uint64_t max_cycles, bool timeline) {
+  std::optional<compiler::Compiled> compiled;
+  isa::Program loaded;
+  sim::Arch a;
+  if (compiler::is_model_path(workload)) {
+    a = resolve_arch(arch, set, nullptr);
+    py::gil_scoped_release free;
+    compiled = compiler::compile_file(workload, a, load_options(batch));
+  } else {
+    if (!batch.is_none())
+      throw InputError(fmt::format("{}: batch applies to models, not programs", workload));
+    loaded = workload.ends_with(".s") ? isa::assemble_file(workload) : isa::load_program(workload);
+    a = resolve_arch(arch, set, &loaded);
+  }
+  const isa::Program& program = compiled ? compiled->program : loaded;
+  sim::RunOptions opt;
+  opt.engine = sim::parse_engine(engine);
+  opt.max_cycles = max_cycles;
+  sim::RunResult result;
+  {
+    py::gil_scoped_release free;
+    result = sim::simulate(program, a, opt);
+  }
+  // Like a sweep, this measures: output_matches_reference stays None (`tpusim run` checks data).
+  const sim::ReportInput in{&program, &a, opt.engine, &result, std::nullopt, "", std::nullopt};
+  py::dict report = from_json(sim::make_report(in));
+  if (timeline) {
+    py::list rows;
+    for (uint64_t i = 0; i < result.timeline.size(); ++i) {
+      const isa::OpcodeSpec& s = isa::spec(program.code[i].opcode);
+      rows.append(py::dict(py::arg("index") = i, py::arg("mnemonic") = std::string(s.mnemonic),
+                           py::arg("unit") = std::string(isa::kUnitNames[static_cast<int>(s.unit)]),
+                           py::arg("start") = result.timeline[i].start,
+                           py::arg("end") = result.timeline[i].end));
+    }
+    report["timeline"] = rows;
+  }
+  return report;
+}
+
+py::dict compile(const std::string& model, const py::object& output, const py::object& arch,
+                 const py::object& set, const py::object& batch) {
+  const sim::Arch a = resolve_arch(arch, set, nullptr);
+  compiler::Compiled c = [&] {
+    py::gil_scoped_release free;
+    return compiler::compile_file(model, a, load_options(batch));
+  }();
+  py::dict out(py::arg("model") = c.program.model, py::arg("machine") = sim::machine_name(a),
+               py::arg("layers") = c.model.layers.size(), py::arg("batch") = c.graph.batch,
+               py::arg("instructions") = c.program.code.size(),
+               py::arg("weight_bytes") = c.program.weights.size(),
+               py::arg("weight_tiles") = c.program.weights.size() / a.tile_bytes());
+  if (!output.is_none()) {
+    isa::save_program(output.cast<std::string>(), c.program);
+    out["program"] = output;
+  }
+  return out;
+}
+
+py::dict arch_dict(const py::object& arch, const py::object& set) {
+  const sim::Arch a = resolve_arch(arch, set, nullptr);
+  py::dict d = from_json(sim::arch_to_json(a));
+  d["machine"] = sim::machine_name(a);
+  return d;
+}
+
+py::list parameters() {
+  py::list out;
+  for (const sim::ParamInfo& p : sim::arch_params())
+    out.append(py::dict(py::arg("name") = std::string(p.name),
+                        py::arg("default") = std::string(p.default_text),
+                        py::arg("unit") = std::string(p.unit), py::arg("meaning") = std::string(p.meaning),
+                        py::arg("source") = std::string(p.source), py::arg("real") = p.is_real));
+  return out;
+}
+
+std::string tpusim_executable() {
+  if (const char* env = std::getenv("TPUSIM_EXECUTABLE"); env && *env) return env;
+  for (const char* p : {TPUSIM_BUILD_EXECUTABLE, TPUSIM_INSTALLED_EXECUTABLE})
+    if (fs::exists(p)) return p;
+  throw InputError(fmt::format("sweep: no tpusim executable at {} or {}; set TPUSIM_EXECUTABLE",
+                               TPUSIM_BUILD_EXECUTABLE, TPUSIM_INSTALLED_EXECUTABLE));
+}
+
+py::object read_results(const std::string& csv) {
+  py::module_ pandas;
+  try {
+    pandas = py::module_::import("pandas");
+  } catch (const py::error_already_set&) {
+    throw py::import_error(
+        "tpusim: sweep results as a DataFrame need pandas: on Debian `apt-get install python3-pandas` (its "
+        "/usr/bin/python3); the CSV is at " +
+        csv);
+  }
+  return pandas.attr("read_csv")(csv);
+}
+
+py::object sweep(const std::string& spec, const py::object& output, const py::object& jobs, bool resume,
+                 bool retry_failed, const py::object& shard) {
+  tools::SweepArgs a;
+  a.spec = spec;
+  py::object keep;  // a temporary folder, removed with this object
+  if (output.is_none()) {
+    keep = py::module_::import("tempfile").attr("TemporaryDirectory")(py::arg("prefix") = "tpusim-sweep-");
+    a.output = (fs::path(keep.attr("name").cast<std::string>()) / "results.csv").string();
+  } else {
+    a.output = output.cast<std::string>();
+  }
+  if (!jobs.is_none()) a.jobs = jobs.cast<unsigned>();
+  if (!shard.is_none()) a.shard = shard.cast<std::string>();
+  a.resume = resume;
+  a.retry_failed = retry_failed;
+  tools::sweep::set_worker_executable(tpusim_executable());
+  int rc = 0;
+  {
+    py::gil_scoped_release free;
+    rc = tools::cmd_sweep(a);
+  }
+  if (rc == 130) {
+    PyErr_SetNone(PyExc_KeyboardInterrupt);
+    throw py::error_already_set();
+  }
+  if (rc != 0)
+    throw std::runtime_error(fmt::format("sweep {}: stopped (exit {}); resume=True continues it", spec, rc));
+  py::object frame = read_results(a.output);
+  if (!keep.is_none()) keep.attr("cleanup")();
+  return frame;
+}
+
+}  // namespace
+
+}  // namespace tpusim::python
+
+PYBIND11_MODULE(tpusim, m) {
+  using namespace tpusim::python;
+  using tpusim::InputError;
+  m.doc() = "tpusim: a cycle-accurate TPU-v1-style accelerator simulator (docs/python.md)";
+  m.attr("__version__") = TPUSIM_VERSION;
+  static py::exception<InputError> input_error(m, "InputError", PyExc_ValueError);
+  py::register_exception_translator([](std::exception_ptr p) {
+    try {
+      if (p) std::rethrow_exception(p);
+    } catch (const InputError& e) {
+      PyErr_SetString(input_error.ptr(), e.what());
+    }
+  });
+  m.def(
+      "run", &run, py::arg("workload"), py::kw_only(), py::arg("arch") = py::none(),
+      py::arg("set") = py::none(), py::arg("engine") = "fast", py::arg("batch") = py::none(),
+      py::arg("max_cycles") = 0, py::arg("timeline") = false,
+      "Compile (a model: .toml, SCALE-Sim .csv) or load (a program: .tpu, .s) `workload`, simulate it and "
+      "return the report (docs/report.md) as a dict. arch: None (tpu-v1), a preset, an arch .json file or a "
+      "dict of parameters; set: {param: value} or ['param=value']; engine: 'fast', 'stepped' or 'timing'; "
+      "timeline=True adds 'timeline', each instruction's unit and start/end cycles.");
+  m.def("compile", &compile, py::arg("model"), py::arg("output") = py::none(), py::kw_only(),
+        py::arg("arch") = py::none(), py::arg("set") = py::none(), py::arg("batch") = py::none(),
+        "Compile a model for a machine; writes the program to `output` (.tpu) when given. Returns its size.");
+  m.def(
+      "arch", &arch_dict, py::arg("arch") = py::none(), py::kw_only(), py::arg("set") = py::none(),
+      "Every parameter of a machine as resolved (and 'machine', its name by what differs from its preset).");
+  m.def("parameters", &parameters,
+        "The architecture parameter table (docs/arch.md): name, default, unit, ...");
+  m.def("sweep", &sweep, py::arg("spec"), py::kw_only(), py::arg("output") = py::none(),
+        py::arg("jobs") = py::none(), py::arg("resume") = false, py::arg("retry_failed") = false,
+        py::arg("shard") = py::none(),
+        "Run a sweep spec (docs/sweeps.md) in tpusim worker processes and return its results as a pandas "
+        "DataFrame (the CSV's columns). output: RESULTS.csv (its .db and .jsonl beside it), else a temporary "
+        "folder.");
+  m.def("read_results", &read_results, py::arg("csv"),
+        "A sweep's CSV (tpusim sweep -o) as a pandas DataFrame.");
+}
