@@ -62,9 +62,10 @@ TEST_CASE("an unknown preset lists the known ones", "[arch]") {
 
 TEST_CASE("arch_params is the table, in order", "[arch]") {
   const auto params = sim::arch_params();
-  REQUIRE(params.size() == 15);
+  REQUIRE(params.size() == 24);  // 15 of the machine, 9 of the energy model (sim/energy.h)
   CHECK(params.front().name == "array_rows");
-  CHECK(params.back().name == "weight_mem_bytes");
+  CHECK(params[14].name == "weight_mem_bytes");
+  CHECK(params.back().name == "static_watts");
   std::set<std::string_view> reals, names;
   for (const auto& p : params) {
     names.insert(p.name);
@@ -74,7 +75,11 @@ TEST_CASE("arch_params is the table, in order", "[arch]") {
     CHECK(!p.source.empty());
   }
   CHECK(names.size() == params.size());
-  CHECK(reals == std::set<std::string_view>{"clock_mhz", "weight_mem_gbps", "host_gbps"});
+  CHECK(reals == std::set<std::string_view>{"clock_mhz", "weight_mem_gbps", "host_gbps", "energy_mac_pj",
+                                            "energy_ub_read_pj_per_byte", "energy_ub_write_pj_per_byte",
+                                            "energy_acc_read_pj_per_byte", "energy_acc_write_pj_per_byte",
+                                            "energy_weight_fifo_pj_per_byte", "energy_dram_pj_per_byte",
+                                            "energy_host_pj_per_byte", "static_watts"});
   CHECK(params[2].default_text == "700.0");
   CHECK(params[3].default_text == "25165824");
 }
