@@ -101,7 +101,7 @@ py::dict run(const std::string& workload, const py::object& arch, const py::obje
     result = sim::simulate(program, a, opt);
   }
   // Like a sweep, this measures: output_matches_reference stays None (`tpusim run` checks data).
-  const sim::ReportInput in{&program, &a, opt.engine, &result, std::nullopt, "", std::nullopt};
+  const sim::ReportInput in{&program, &a, opt.engine, &result, std::nullopt, "", std::nullopt, std::nullopt};
   py::dict report = from_json(sim::make_report(in));
   if (timeline) {
     py::list rows;
