@@ -14,8 +14,12 @@ Usage:
   PREFIX-heatmap    the metric over two swept parameters (--heatmap X,Y; default the first two), one
                     panel per workload (only when two or more parameters vary); the other swept
                     parameters at the values --slice PARAM=VALUE chooses (default: their first);
-  PREFIX-breakdown  stacked bars of the cycle breakdown (the TPU paper's counters) per point.
-`report` reads `tpusim run --report` files and writes PREFIX-roofline and PREFIX-breakdown.
+  PREFIX-breakdown  stacked bars of the cycle breakdown (the TPU paper's counters) per point;
+  PREFIX-energy     stacked bars of the energy per inference by action (docs/energy.md) per point,
+                    each point's average power above its bar.
+`report` reads `tpusim run --report` files and writes PREFIX-roofline, PREFIX-breakdown and
+PREFIX-energy. Energy, power and TOPS/W are also metrics: --metric tops_per_watt, average_watts,
+joules_per_inference.
 
 Parameters that step together (a linked axis, e.g. array_rows and array_cols) count as one swept
 parameter. MACs per weight byte is the run's useful MACs over the bytes the weight memory moved
@@ -183,8 +187,8 @@ def fmt(v):
     return str(v)
 
 
-def save(fig, prefix, name, written):
-    fig.tight_layout()
+def save(fig, prefix, name, written, rect=(0, 0, 1, 1)):
+    fig.tight_layout(rect=rect)
     for ext in ("png", "svg"):
         path = f"{prefix}-{name}.{ext}"
         fig.savefig(path, dpi=110) if ext == "png" else fig.savefig(path)
@@ -424,6 +428,45 @@ def plot_breakdown(rows, groups, title, prefix, written):
     save(fig, prefix, "breakdown", written)
 
 
+ENERGY = [("mac", "MACs", "tab:green"), ("ub_read", "UB read", "tab:blue"), ("ub_write", "UB write", "tab:cyan"),
+          ("acc_read", "accumulator read", "tab:purple"), ("acc_write", "accumulator write", "tab:pink"),
+          ("weight_fifo", "weight FIFO", "tab:olive"), ("dram", "weight DRAM", "tab:red"),
+          ("host_link", "host link", "tab:brown"), ("static", "static", "tab:gray")]
+
+
+def plot_energy(rows, groups, title, prefix, written):
+    """Stacked bars of the energy per inference by action (docs/energy.md), a panel per workload (linear
+    scale: workloads differ by orders of magnitude), one bar per point labelled by its swept values,
+    each point's average power above its bar. Returns the bars' totals in mJ, in row order."""
+    workloads = list(OrderedDict.fromkeys(r["workload"] for r in rows))
+    fig, axes = panels(len(workloads))
+    totals = {}
+    for name, ax in zip(workloads, axes):
+        mine = [r for r in rows if r["workload"] == name]
+        xs = list(range(len(mine)))
+        bottom = [0.0] * len(mine)
+        for key, label, color in ENERGY:
+            vals = [1e3 * (r.get(f"energy.{key}") or 0) / (r.get("batch") or 1) for r in mine]
+            ax.bar(xs, vals, 0.75, bottom=bottom, label=label, color=color)
+            bottom = [b + v for b, v in zip(bottom, vals)]
+        for x, b, r in zip(xs, bottom, mine):
+            ax.text(x, b, f"{r.get('average_watts') or 0:.0f} W", ha="center", va="bottom", fontsize=6)
+            totals[id(r)] = b
+        ax.set_xticks(xs)
+        ax.set_xticklabels([" / ".join(fmt(axis_value(r, g)) for g in groups) for r in mine], fontsize=7,
+                           rotation=90 if len(mine) > 6 else 0)
+        ax.set_ylim(0, max(bottom + [1e-12]) * 1.12)
+        ax.set_title(name, fontsize=10)
+        ax.set_ylabel("mJ per inference")
+        if groups:
+            ax.set_xlabel(" / ".join(axis_label(g) for g in groups), fontsize=8)
+    handles, labels = axes[0].get_legend_handles_labels()
+    fig.legend(handles, labels, fontsize=7, loc="lower center", ncol=len(ENERGY))
+    fig.suptitle(f"{title}: energy per inference by action (average power above each bar)")
+    save(fig, prefix, "energy", written, rect=(0, 0.1, 1, 1))
+    return [totals[id(r)] for r in rows]
+
+
 def cmd_sweep(a):
     rows = read_csv(a.results)
     failed = [r for r in rows if r["status"] != "ok"]
@@ -463,6 +506,8 @@ def cmd_sweep(a):
         elif slices:
             sys.exit("--slice: the heatmap needs two swept parameters")
     plot_breakdown(rows, groups, title, a.out, written)
+    if "energy.static" in rows[0]:
+        plot_energy(rows, groups, title, a.out, written)
     print("wrote " + " ".join(written))
 
 
@@ -472,6 +517,8 @@ def cmd_report(a):
     written = []
     plot_roofline(rows, title, a.out, written)
     plot_breakdown(rows, swept(rows), title, a.out, written)
+    if "energy.static" in rows[0]:
+        plot_energy(rows, swept(rows), title, a.out, written)
     print("wrote " + " ".join(written))
 
 

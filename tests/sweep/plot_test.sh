@@ -14,7 +14,7 @@ fi
 rm -rf "$dir"
 mkdir -p "$dir"
 "$python" "$src/scripts/plot.py" sweep "$src/tests/sweep/data/tiny.csv" --out "$dir/tiny"
-for kind in roofline lines heatmap breakdown; do
+for kind in roofline lines heatmap breakdown energy; do
   for ext in png svg; do
     f="$dir/tiny-$kind.$ext"
     [[ -s $f ]] || { echo "FAIL: $f missing or empty"; exit 1; }
@@ -26,9 +26,12 @@ for m in mnist_mlp tiny_cnn; do
   "$tpusim" run "$src/workloads/small/$m.toml" --engine timing --report "$dir/$m.json"
 done
 "$python" "$src/scripts/plot.py" report "$dir/mnist_mlp.json" "$dir/tiny_cnn.json" --out "$dir/report"
-for f in report-roofline.png report-roofline.svg report-breakdown.png report-breakdown.svg; do
+for f in report-roofline.png report-roofline.svg report-breakdown.png report-breakdown.svg report-energy.png report-energy.svg; do
   [[ -s $dir/$f ]] || { echo "FAIL: $f missing"; exit 1; }
 done
+# Energy as the metric of the line plots and heatmaps.
+"$python" "$src/scripts/plot.py" sweep "$src/tests/sweep/data/tiny.csv" --out "$dir/watt" --metric tops_per_watt
+[[ -s $dir/watt-lines.svg && -s $dir/watt-heatmap.svg ]] || { echo "FAIL: --metric tops_per_watt wrote no plots"; exit 1; }
 # tpusim sweep --plot runs the same script on the sweep's CSV.
 "$tpusim" sweep "$src/workloads/sweeps/tiny.toml" -j 2 -o "$dir/run.csv" --plot "$dir/run"
 [[ -s $dir/run-lines.png && -s $dir/run-heatmap.svg ]] || { echo "FAIL: --plot wrote no plots"; exit 1; }
