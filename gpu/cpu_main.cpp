@@ -20,6 +20,7 @@
 #include "compiler/reference.h"
 #include "gpu/cpu_model.h"
 #include "gpu/plan.h"
+#include "gpu/provenance.h"
 #include "gpu/reference.h"
 #include "isa/error.h"
 
@@ -38,15 +39,6 @@ struct Options {
   double latency_limit_ms = 0;
   uint64_t max_batch = 4096;
 };
-
-std::string utc_now() {
-  const std::time_t t = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
-  std::tm tm{};
-  gmtime_r(&t, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return buf;
-}
 
 // Differing bytes and the largest difference, or "" when equal.
 std::string difference(const std::vector<int8_t>& got, const std::vector<int8_t>& want) {
@@ -198,10 +190,10 @@ int main(int argc, char** argv) {
   out.source = "measured";
   out.note = o.note;
   out.tool = "tpusim-cpu 0.1.0";
-  for (int i = 0; i < argc; ++i) out.command += (i ? " " : "") + std::string(argv[i]);
-  out.date = utc_now();
-  char host[256] = {};
-  if (gethostname(host, sizeof host - 1) == 0) out.host = host;
+  const gpu::Provenance where = gpu::provenance(argc, argv);
+  out.command = where.command;
+  out.date = where.date;
+  out.host = where.host;
   const dnnl_version_t* v = dnnl_version();
   out.device.name = fmt::format("{} ({} thread{})", gpu::cpu_name(), o.threads, o.threads == 1 ? "" : "s");
   out.device.kind = "cpu";

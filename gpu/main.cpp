@@ -19,6 +19,7 @@
 #include "compiler/reference.h"
 #include "gpu/device.h"
 #include "gpu/plan.h"
+#include "gpu/provenance.h"
 #include "gpu/results.h"
 #include "isa/error.h"
 
@@ -36,25 +37,6 @@ struct Options {
   bool no_check = false;
   double peak_tops = 0;
 };
-
-std::string shell_quote(const std::string& s) {
-  if (!s.empty() &&
-      s.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-./=:,+") ==
-          std::string::npos)
-    return s;
-  std::string q = "'";
-  for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return q + "'";
-}
-
-std::string utc_now() {
-  const std::time_t t = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
-  std::tm tm{};
-  gmtime_r(&t, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return buf;
-}
 
 std::vector<std::string> choices(const std::string& value, const std::string& a, const std::string& b) {
   if (value == "both") return {a, b};
@@ -168,11 +150,11 @@ int main(int argc, char** argv) {
   }
   gpu::ResultsFile results;
   results.tool = "tpusim-gpu 0.1.0";
-  for (int i = 0; i < argc; ++i) results.command += (i ? " " : "") + shell_quote(argv[i]);
-  results.date = utc_now();
+  const gpu::Provenance where = gpu::provenance(argc, argv);
+  results.command = where.command;
+  results.date = where.date;
+  results.host = where.host;
   results.note = o.note;
-  char host[256] = {};
-  if (gethostname(host, sizeof host - 1) == 0) results.host = host;
   bool all_match = true, bad_input = false;
   try {
     results.device = gpu::query_device(o.peak_tops);
