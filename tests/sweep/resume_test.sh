@@ -7,7 +7,8 @@
 #   - --retry-failed runs the stored failed points again;
 #   - the summary of a resumed run shows the -j it was given;
 #   - Ctrl-C (SIGINT to the process group, as a terminal sends it) stops the sweep with exit 130 and
-#     "N points stored, --resume to continue", stores no point as failed, and --resume finishes it.
+#     "N points stored, --resume to continue", stores no point as failed, and --resume finishes it;
+#   - a worker killed by SIGTERM alone has its point run again, not stored as failed.
 #
 #   resume_test.sh TPUSIM SOURCE_DIR WORKDIR
 set -euo pipefail
@@ -93,4 +94,24 @@ grep -q "stopped by SIGINT after $stored points this run; $stored points stored,
 grep -q "$((48 - stored)) points run in .*, $stored already done; 48 stored" resume.log || fail "resume after Ctrl-C: $(cat resume.log)"
 ! grep -q ",failed," slow.csv || fail "failed points after resuming"
 echo "ok: Ctrl-C after $stored points, resumed to 48"
+# A worker killed by SIGTERM (not the sweep): its point runs again in a new worker rather than
+# being stored as failed.
+"$tpusim" sweep slow.toml -j 1 -o term.csv 2>term.log &
+sweeper=$!
+worker=
+for _ in $(seq 200); do
+  worker=$(cat "/proc/$sweeper/task/$sweeper/children" 2>/dev/null | awk '{print $1}')
+  [[ -n $worker ]] && break
+  sleep 0.02
+done
+[[ -n $worker ]] || fail "no worker process found under the sweep ($sweeper)"
+sleep 0.5
+kill -TERM "$worker"
+wait "$sweeper" || fail "the sweep failed after its worker was killed: $(cat term.log)"
+cat term.log
+grep -q "the worker running point [0-9]* was killed by signal 15 (Terminated); running it again" term.log ||
+  fail "no word of the killed worker"
+grep -q "48 points run in" term.log || fail "not every point ran"
+! grep -q ",failed," term.csv || fail "the killed worker's point was stored as failed: $(grep ,failed, term.csv | head -1)"
+echo "ok: a worker killed by SIGTERM had its point run again"
 echo "all resume checks passed"

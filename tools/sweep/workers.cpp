@@ -205,8 +205,11 @@ bool run_points(const Spec& spec, const std::vector<const Point*>& todo, unsigne
     const bool terminated = WIFSIGNALED(status) && (WTERMSIG(status) == SIGTERM ||
                                                     WTERMSIG(status) == SIGINT || WTERMSIG(status) == SIGHUP);
     if (p && stopping()) return;  // interrupted: the point stays to do (--resume)
-    if (p && terminated && retried.insert(p).second) queue.push_front(p);
-    else if (p)
+    if (p && terminated && retried.insert(p).second) {
+      fmt::print(stderr, "\nsweep: the worker running point {} was {}; running it again\n", p->index,
+                 describe_exit(status));
+      queue.push_front(p);
+    } else if (p)
       done(PointResult{p, &spec, nullptr,
                        fmt::format("the worker process {} while running this point", describe_exit(status)),
                        0});
