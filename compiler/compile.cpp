@@ -88,7 +88,9 @@ Compiled prepare_model(Model model) {
 
 Compiled prepare_file(const std::filesystem::path& path, const LoadOptions& options) {
   const auto t0 = std::chrono::steady_clock::now();
+  if (options.phase) *options.phase = "parsing and generating parameters";
   Model m = load_model(path, options);
+  if (options.phase) *options.phase = "calibrating and quantizing";
   const double parse = since(t0);
   Compiled c = prepare_model(std::move(m));
   c.parse_seconds = parse;
@@ -125,7 +127,20 @@ Compiled compile_model(Model model, const sim::Arch& arch) {
 }
 
 Compiled compile_file(const std::filesystem::path& path, const sim::Arch& arch, const LoadOptions& options) {
-  Compiled c = prepare_file(path, options);
+  LoadOptions o = options;
+  if (!o.max_batch) {  // the lowering's rule (a batch fills half the accumulators), before any allocation
+    o.max_batch = arch.acc_entries / 2;
+    o.max_batch_reason =
+        fmt::format("the compiler gives a batch half the accumulators: acc_entries = {} on '{}'",
+                    arch.acc_entries, arch.name);
+    if (o.max_batch == 0)
+      throw InputError(
+          fmt::format("{}: acc_entries = {} on '{}': the compiler needs at least 2 accumulator rows (a batch "
+                      "of 1 fills half of them)",
+                      path.string(), arch.acc_entries, arch.name));
+  }
+  Compiled c = prepare_file(path, o);
+  if (o.phase) *o.phase = "lowering to instructions";
   lower_for(c, arch);
   return c;
 }

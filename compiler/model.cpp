@@ -5,10 +5,7 @@
 // architecture (sizes that must fit the machine) is the back end's to check.
 #include "compiler/model.h"
 
-#include "isa/text.h"
-
 #include <fmt/format.h>
-
 #include <toml++/toml.h>
 
 #include <algorithm>
@@ -24,6 +21,8 @@
 #include "compiler/onnx.h"
 #include "compiler/scalesim.h"
 #include "isa/error.h"
+#include "isa/file_io.h"
+#include "isa/text.h"
 
 namespace tpusim::compiler {
 
@@ -264,6 +263,13 @@ InputSpec read_model_section(const toml::table& doc, const std::string& source, 
     spec.file = file.string();
     spec.batch_overridden = false;
     m.batch = a.shape[0];
+  }
+  if (options.max_batch && m.batch > options.max_batch) {
+    const std::string why = fmt::format("at most {} ({})", options.max_batch, options.max_batch_reason);
+    if (options.input_file)
+      throw InputError(fmt::format("--input {}: {} samples: {}", options.input_file->string(), m.batch, why));
+    if (spec.batch_overridden) throw InputError(fmt::format("--batch: {}: {}", m.batch, why));
+    sec.fail("batch", why);
   }
   return spec;
 }
@@ -752,6 +758,27 @@ std::vector<float> generate_input(const Shape& shape, uint64_t batch, uint64_t s
 
 // ---- entry points -----------------------------------------------------------------------------------
 
+// Compiling holds every parameter and, for the calibration and golden runs, every layer's output
+// for the whole batch, as float and as int8: about 5 bytes per value. Checked before any of them
+// is generated, so that a description within the per-tensor limits cannot exhaust memory.
+static void check_compile_memory(const Model& m, const std::string& source, uint64_t parameters,
+                                 uint64_t activations, const LoadOptions& options) {
+  const uint64_t values =
+      sat_add(parameters, sat_mul(m.batch, sat_add(activations, m.inputs[0].shape.elements())));
+  const uint64_t bytes = sat_mul(values, 5);
+  const uint64_t usable = io::usable_memory_bytes();
+  const uint64_t limit = options.max_memory ? options.max_memory : usable / 4 * 3;
+  if (bytes <= limit) return;
+  throw InputError(fmt::format(
+      "{}: compiling model {} needs about {} ({} parameters and batch {} x {} input and layer output values, "
+      "about 5 bytes each), more than the {} allowed{}; lower the batch or the layer sizes{}",
+      source, m.name, io::size_text(bytes), parameters, m.batch,
+      sat_add(activations, m.inputs[0].shape.elements()), io::size_text(limit),
+      options.max_memory ? " by --max-memory"
+                         : fmt::format(" (3/4 of the {} this process may use)", io::size_text(usable)),
+      options.max_memory ? " or raise --max-memory" : ""));
+}
+
 Model parse_model(std::string_view text, const std::string& source, const std::filesystem::path& base_dir,
                   const LoadOptions& options) {
   const toml::table doc = parse_toml(text, source);
@@ -763,9 +790,10 @@ Model parse_model(std::string_view text, const std::string& source, const std::f
   std::vector<LayerSpec> specs = read_layers(doc, source);
   resolve_inputs(specs);
   const ShapeInference shapes(specs, m);
-  uint64_t parameters = 0;
+  uint64_t parameters = 0, activations = 0;
   for (LayerSpec& s : specs) {
     s.layer.out = shapes.infer(s);
+    activations = sat_add(activations, s.layer.out.elements());
     if (s.layer.out.h > kMaxDim || s.layer.out.w > kMaxDim)
       s.sec.fail_at(s.layer.line, "", "", fmt::format("the output {} has a dimension larger than {}", s.layer.out.str(), kMaxDim));
     if (s.layer.out.elements() > kMaxTensor)
@@ -781,6 +809,7 @@ Model parse_model(std::string_view text, const std::string& source, const std::f
     throw InputError(located(source, input.shape_line, "[model]", "input", m.inputs[0].shape.str(),
                              fmt::format("batch {} x {} = {} input values; at most {}", m.batch, m.inputs[0].shape.elements(),
                                          m.batch * m.inputs[0].shape.elements(), options.max_values)));
+  check_compile_memory(m, source, parameters, activations, options);
   for (size_t i = 0; i < specs.size(); ++i) fill_parameters(specs[i], shapes.input_shape(specs[i].layer.inputs[0]), m, i + 1, base_dir);
   fill_input(m, input, base_dir, source);
   for (LayerSpec& s : specs) m.layers.push_back(std::move(s.layer));
@@ -796,18 +825,13 @@ bool is_model_path(const std::filesystem::path& path) {
 Model load_model(const std::filesystem::path& path, const LoadOptions& options) {
   if (!is_model_path(path))
     throw InputError(fmt::format("{}: not a model (expected a .toml description, a .csv SCALE-Sim topology or an .onnx model)", path.string()));
-  std::error_code ec;
-  if (!std::filesystem::is_regular_file(path, ec))
-    throw InputError(fmt::format("{}: cannot open (no such file)", path.string()));
-  std::ifstream f(path, std::ios::binary);
-  if (!f) throw InputError(fmt::format("{}: cannot open ({})", path.string(), std::strerror(errno)));
-  std::stringstream text;
-  text << f.rdbuf();
   std::string ext = path.extension().string();
   std::transform(ext.begin(), ext.end(), ext.begin(), [](unsigned char c) { return char(std::tolower(c)); });
-  if (ext == ".onnx") return import_onnx(text.str(), path.string(), options);
+  const std::string text = ext == ".onnx" ? io::read_text_file(path, io::kMaxDataFileBytes, "an ONNX model")
+                                          : io::read_text_file(path, io::kMaxModelBytes, "a model description");
+  if (ext == ".onnx") return import_onnx(text, path.string(), options);
   if (options.calibration_file && ext == ".toml") {
-    Model m = parse_model(text.str(), path.string(), path.parent_path(), options);
+    Model m = parse_model(text, path.string(), path.parent_path(), options);
     const NpyArray a = read_npy(*options.calibration_file);
     const Shape& s = m.inputs[0].shape;
     std::vector<uint64_t> want = {a.shape.empty() ? 0 : a.shape[0]};
@@ -827,9 +851,9 @@ Model load_model(const std::filesystem::path& path, const LoadOptions& options) 
     if (options.input_file || options.calibration_file)
       throw InputError(fmt::format("{}: --input, --calibrate: a SCALE-Sim topology's inputs are seeded, one per layer",
                                    path.string()));
-    return import_scalesim(text.str(), path.string(), options);
+    return import_scalesim(text, path.string(), options);
   }
-  return parse_model(text.str(), path.string(), path.parent_path(), options);
+  return parse_model(text, path.string(), path.parent_path(), options);
 }
 
 }  // namespace tpusim::compiler

@@ -3,6 +3,7 @@
 // from the seed). Owner: front end.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <filesystem>
 #include <optional>
@@ -28,6 +29,16 @@ struct LoadOptions {
   // Samples to calibrate the quantization scales on (a .npy in the same layout, `--calibrate`),
   // instead of the first calibration_samples of the inputs: Model::calibration.
   std::optional<std::filesystem::path> calibration_file;
+  // The largest batch the target machine can take (compile_file: half its accumulators), checked
+  // before any input is generated or read. 0: not known yet (lowering checks it then).
+  uint64_t max_batch = 0;
+  std::string max_batch_reason;  // what limits it, for the message
+  // Bytes compiling may take, estimated before any parameter or input is generated (see
+  // parse_model); 0: 3/4 of the memory this process may use (io::usable_memory_bytes).
+  uint64_t max_memory = 0;
+  // Where the compile is, for a progress display on another thread ("parsing", "quantizing",
+  // "lowering"); null: not reported.
+  std::atomic<const char*>* phase = nullptr;
 };
 
 // By extension: .toml a description, .csv a SCALE-Sim topology, .onnx an ONNX model (onnx.h). Throws InputError with

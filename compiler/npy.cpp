@@ -16,6 +16,7 @@
 #include <variant>
 
 #include "isa/error.h"
+#include "isa/file_io.h"
 
 namespace tpusim::compiler {
 
@@ -250,14 +251,7 @@ NpyArray parse_npy(const std::vector<uint8_t>& bytes, const std::string& source)
 }
 
 NpyArray read_npy(const std::filesystem::path& path) {
-  std::error_code ec;
-  if (!std::filesystem::exists(path, ec)) throw InputError(fmt::format("{}: cannot open (no such file)", path.string()));
-  if (!std::filesystem::is_regular_file(path, ec)) throw InputError(fmt::format("{}: not a regular file", path.string()));
-  std::ifstream f(path, std::ios::binary);
-  if (!f) throw InputError(fmt::format("{}: cannot open ({})", path.string(), std::strerror(errno)));
-  std::vector<uint8_t> bytes((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
-  if (f.bad()) throw InputError(fmt::format("{}: cannot read", path.string()));
-  return parse_npy(bytes, path.string());
+  return parse_npy(io::read_binary_file(path, io::kMaxDataFileBytes, "a .npy array"), path.string());
 }
 
 void write_npy(const std::filesystem::path& path, const NpyArray& array) {
@@ -277,10 +271,10 @@ void write_npy(const std::filesystem::path& path, const NpyArray& array) {
   out += char(0);
   for (size_t i = 0; i < (v2 ? 4u : 2u); ++i) out += char((header.size() >> (8 * i)) & 0xff);
   out += header;
-  std::ofstream f(path, std::ios::binary | std::ios::trunc);
-  f.write(out.data(), std::streamsize(out.size()));
-  f.write(reinterpret_cast<const char*>(array.data.data()), std::streamsize(array.data.size()));
-  if (!f) throw InputError(fmt::format("{}: cannot write", path.string()));
+  io::OutputFile f(path);
+  f.stream().write(out.data(), std::streamsize(out.size()));
+  f.stream().write(reinterpret_cast<const char*>(array.data.data()), std::streamsize(array.data.size()));
+  f.commit();
 }
 
 NpyArray npy_float32(std::vector<uint64_t> shape, const std::vector<float>& values) {

@@ -9,6 +9,7 @@
 
 #include "gpu/json_reader.h"
 #include "isa/error.h"
+#include "isa/file_io.h"
 
 namespace tpusim::gpu {
 namespace {
@@ -165,11 +166,8 @@ ResultsFile parse_results(const std::string& text, const std::string& source) {
 }
 
 ResultsFile load_results(const std::filesystem::path& path) {
-  std::ifstream in(path);
-  if (!in) throw InputError(fmt::format("{}: cannot read", path.string()));
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return parse_results(ss.str(), path.string());
+  return parse_results(io::read_text_file(path, io::kMaxDataFileBytes, "GPU reference data (JSON)"),
+                       path.string());
 }
 
 }  // namespace tpusim::gpu

@@ -11,6 +11,7 @@
 
 #include "isa/asm_lexer.h"
 #include "isa/error.h"
+#include "isa/file_io.h"
 #include "isa/text.h"
 
 namespace tpusim::isa {
@@ -481,16 +482,11 @@ class Assembler {
 
   std::vector<uint8_t> read_data_file(const Token& path) {
     const std::filesystem::path p = base_ / path.text;
-    std::error_code ec;
-    const auto size = std::filesystem::file_size(p, ec);
-    if (ec) error_at(path, fmt::format("cannot read \"{}\": {}", p.string(), ec.message()));
-    if (size > kMaxDataBytes)
-      error_at(path, fmt::format("\"{}\" is larger than {} bytes", p.string(), kMaxDataBytes));
-    std::ifstream f(p, std::ios::binary);
-    std::vector<uint8_t> data(size);
-    f.read(reinterpret_cast<char*>(data.data()), static_cast<std::streamsize>(size));
-    if (!f) error_at(path, fmt::format("cannot read \"{}\"", p.string()));
-    return data;
+    try {
+      return io::read_binary_file(p, kMaxDataBytes, "a data file");
+    } catch (const InputError& e) {
+      error_at(path, e.what());
+    }
   }
 
   void host_region(Cursor& c, bool output) {
@@ -579,12 +575,8 @@ Program assemble(std::string_view text, const std::string& source_name,
 }
 
 Program assemble_file(const std::filesystem::path& path) {
-  if (std::filesystem::is_directory(path)) throw InputError(fmt::format("{}: is a directory", path.string()));
-  std::ifstream f(path, std::ios::binary);
-  if (!f) throw InputError(fmt::format("{}: cannot open: {}", path.string(), std::strerror(errno)));
-  std::stringstream ss;
-  ss << f.rdbuf();
-  return assemble(ss.str(), path.string(), path.parent_path().empty() ? "." : path.parent_path());
+  const std::string text = io::read_text_file(path, io::kMaxAssemblyBytes, "an assembly source");
+  return assemble(text, path.string(), path.parent_path().empty() ? "." : path.parent_path());
 }
 
 }  // namespace tpusim::isa

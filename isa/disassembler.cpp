@@ -9,6 +9,7 @@
 #include <map>
 
 #include "isa/error.h"
+#include "isa/file_io.h"
 #include "isa/text.h"
 
 namespace tpusim::isa {
@@ -62,10 +63,7 @@ std::string operand_text(const Operand& o, uint64_t v) {
 }
 
 void write_file(const std::filesystem::path& path, std::span<const uint8_t> data) {
-  std::ofstream f(path, std::ios::binary | std::ios::trunc);
-  if (!f) throw InputError(fmt::format("{}: cannot write: {}", path.string(), std::strerror(errno)));
-  f.write(reinterpret_cast<const char*>(data.data()), static_cast<std::streamsize>(data.size()));
-  if (!f) throw InputError(fmt::format("{}: write failed: {}", path.string(), std::strerror(errno)));
+  io::write_file(path, data);
 }
 
 // A JSON key as .meta/.arch read it: a bare name when it is one, else a quoted string.

@@ -11,6 +11,7 @@
 #include <set>
 
 #include "isa/error.h"
+#include "isa/file_io.h"
 
 namespace tpusim::isa {
 namespace {
@@ -381,19 +382,23 @@ Program read_program(std::span<const uint8_t> in, const std::string& source) {
 }
 
 Program load_program(const std::filesystem::path& path) {
-  if (std::filesystem::is_directory(path)) throw InputError(fmt::format("{}: is a directory", path.string()));
-  std::ifstream f(path, std::ios::binary);
-  if (!f) throw InputError(fmt::format("{}: cannot open: {}", path.string(), std::strerror(errno)));
-  std::vector<uint8_t> bytes((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  io::InputFile f(path, io::kMaxProgramBytes, "a program (.tpu)");
+  // The header first: a file that is not a program, or whose header disagrees with its size, is
+  // refused before the rest is read.
+  std::vector<uint8_t> bytes(std::min<uint64_t>(f.size(), kHeaderBytes));
+  f.read(bytes);
+  if (bytes.size() < kHeaderBytes || !std::equal(std::begin(kMagic), std::end(kMagic), bytes.begin()))
+    return read_program(bytes, path.string());  // throws the header's error
+  if (get<uint64_t>(bytes, 24) != f.size())
+    throw InputError(fmt::format("{}: header says the file is {} bytes but it is {} (truncated or padded)",
+                                 path.string(), get<uint64_t>(bytes, 24), f.size()));
+  bytes.resize(f.size());
+  f.read(std::span(bytes).subspan(kHeaderBytes));
   return read_program(bytes, path.string());
 }
 
 void save_program(const std::filesystem::path& path, const Program& program) {
-  const std::vector<uint8_t> bytes = write_program(program);
-  std::ofstream f(path, std::ios::binary | std::ios::trunc);
-  if (!f) throw InputError(fmt::format("{}: cannot write: {}", path.string(), std::strerror(errno)));
-  f.write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
-  if (!f) throw InputError(fmt::format("{}: write failed", path.string()));
+  io::write_file(path, write_program(program));
 }
 
 }  // namespace tpusim::isa

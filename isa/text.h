@@ -17,6 +17,21 @@ inline void append_joined(std::string& out, std::string_view sep, std::string_vi
   out += item;
 }
 
+// `text` as a message may quote it: control bytes and non-ASCII as \xNN (a NUL cannot cut the
+// message short), and at most `max` characters, then "... (N bytes)" (a 10 MB identifier does
+// not make a 10 MB message).
+inline std::string printable(std::string_view text, size_t max = 80) {
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string out;
+  for (size_t i = 0; i < text.size(); ++i) {
+    if (out.size() >= max) return out + "... (" + std::to_string(text.size()) + " bytes)";
+    const auto c = static_cast<unsigned char>(text[i]);
+    if (c >= 0x20 && c < 0x7f) out += char(c);
+    else out += {'\\', 'x', kHex[c >> 4], kHex[c & 15]};
+  }
+  return out;
+}
+
 // Levenshtein distance (insertions, deletions, substitutions): how near a misspelt name is to a
 // known one, for "did you mean" hints (the assembler, --set, model descriptions, sweep specs).
 inline size_t edit_distance(std::string_view a, std::string_view b) {

@@ -9,7 +9,12 @@ using isa::Field;
 using isa::Opcode;
 
 namespace {
-uint64_t div_up(uint64_t a, uint64_t b) { return (a + b - 1) / b; }  // a, b > 0
+uint64_t div_up(uint64_t a, uint64_t b) { return a / b + (a % b != 0); }  // b > 0
+// a + b * c, saturating at 2^64 - 1 (Context::later then reports the overflow).
+uint64_t add_mul(uint64_t a, uint64_t b, uint64_t c) {
+  uint64_t p = 0, s = 0;
+  return __builtin_mul_overflow(b, c, &p) || __builtin_add_overflow(a, p, &s) ? UINT64_MAX : s;
+}
 }  // namespace
 
 ActivationUnit::ActivationUnit(sc_core::sc_module_name name, Context& ctx, Hazards& hazards)
@@ -26,14 +31,14 @@ uint64_t ActivationUnit::duration(const isa::Instruction& in) const {
   const uint64_t ub_row = div_up(a.ub_row_bytes(), a.activation_lanes);
   switch (in.opcode) {
     case Opcode::activate:
-      return a.activation_latency_cycles + in[Field::rows] * div_up(a.array_cols, a.activation_lanes) +
-             (in[Field::per_channel] ? perchan_table_rows(a) : 0);
+      return add_mul(a.activation_latency_cycles + (in[Field::per_channel] ? perchan_table_rows(a) : 0),
+                     in[Field::rows], div_up(a.array_cols, a.activation_lanes));
     case Opcode::vector:
-      return a.activation_latency_cycles +
-             in[Field::rows] * ub_row * (in[Field::op] == uint64_t(isa::VecOp::pass) ? 1 : 2);
-    default: {
+      return add_mul(a.activation_latency_cycles, in[Field::rows],
+                     ub_row * (in[Field::op] == uint64_t(isa::VecOp::pass) ? 1 : 2));
+    default: {  // (the pool fields are 16 bits or less: the products fit)
       const uint64_t out_rows = in[Field::out_h] * in[Field::out_w] * in[Field::batch];
-      return a.activation_latency_cycles + out_rows * in[Field::window] * in[Field::window] * ub_row;
+      return add_mul(a.activation_latency_cycles, out_rows * in[Field::window] * in[Field::window], ub_row);
     }
   }
 }
@@ -56,7 +61,10 @@ void ActivationUnit::serve() {
       if (!ctx_.wait_for(ctx_.completed_events[int(isa::Unit::matrix)])) return;
     }
     ctx_.unblock(isa::Unit::activation);
-    const uint64_t start = ctx_.now(), end = start + duration(in);
+    const uint64_t start = ctx_.now();
+    const auto checked_end = ctx_.later(i, start, duration(in), "the activation unit's work");
+    if (!checked_end) return;
+    const uint64_t end = *checked_end;
     queue_.pop();
     ctx_.timeline[i].start = start;
     if (!hazards_.started(i, isa::Unit::activation, start, end, ctx_.lowest_unstarted())) return;

@@ -2,8 +2,6 @@
 // iterates TPUSIM_ARCH_PARAMS; the ISA-imposed limits come from isa/table.h, not from copies.
 #include "sim/arch.h"
 
-#include "isa/text.h"
-
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -20,8 +18,10 @@
 #include <vector>
 
 #include "isa/error.h"
+#include "isa/file_io.h"
 #include "isa/program.h"
 #include "isa/table.h"
+#include "isa/text.h"
 
 namespace tpusim::sim {
 namespace {
@@ -73,7 +73,7 @@ size_t param_index(std::string_view key, std::string_view origin) {
   for (const ParamInfo& p : kParams) names.push_back(p.name);
   const std::string_view best = isa::nearest(key, names).first;
   throw InputError(fmt::format("{}: unknown parameter '{}' (did you mean {}? docs/arch.md lists them all)",
-                               origin, key, best));
+                               origin, isa::printable(key), best));
 }
 
 // Each parser returns why `text` is not a value, or "" after storing it in `out`.
@@ -139,36 +139,51 @@ double value_of(const Arch& a, std::string_view name) {
   return s.integer ? static_cast<double>(a.*s.integer) : a.*s.real;
 }
 
-// Upper bounds: the machine's own, then the reach of the ISA's address fields.
+// Every parameter's valid range [min, max] and where its maximum comes from. Simulated time is
+// SystemC time, 64-bit picoseconds: about 1.8e7 s of simulated time at any clock. The limits on
+// latencies, bandwidths and the clock keep any one instruction's duration far inside that (a
+// weight tile or DMA at the lowest bandwidth takes hours of simulated time, not years); a run
+// that still passes it stops with an error (sim/context.h), never wraps.
 struct Bound {
   std::string_view param;
-  double max;
+  double min, max;
   std::string note;
 };
 const isa::Operand& operand(isa::Opcode op, isa::Field f) { return *isa::find_operand(isa::spec(op), f); }
+const isa::Operand& ub_field() { return operand(isa::Opcode::matmul, isa::Field::ub); }
 std::string field_note(const isa::Operand& o) {
   return fmt::format(" (the ISA's {}-bit {} field)", o.width, isa::field_spec(o.field).name);
 }
-constexpr std::pair<std::string_view, double> kLimits[] = {
-    {"array_rows", 4096},          {"array_cols", 4096},
-    {"weight_fifo_tiles", 1024},   {"activation_lanes", 65536},
-    {"station_queue_depth", 1024}, {"clock_mhz", 1e5},
-    {"weight_mem_gbps", 1e6},      {"host_gbps", 1e6}};
+constexpr double kMaxLatency = 1e9;  // cycles: over a second at 700 MHz
+constexpr std::tuple<std::string_view, double, double, std::string_view> kLimits[] = {
+    {"array_rows", 1, 4096, ""},        {"array_cols", 1, 4096, ""},
+    {"clock_mhz", 1, 1e5, ""},          {"weight_fifo_tiles", 1, 1024, ""},
+    {"weight_mem_gbps", 1e-3, 1e6, ""}, {"weight_mem_latency_cycles", 0, kMaxLatency, ""},
+    {"host_gbps", 1e-3, 1e6, ""},       {"host_latency_cycles", 0, kMaxLatency, ""},
+    {"activation_lanes", 1, 65536, ""}, {"activation_latency_cycles", 0, kMaxLatency, ""},
+    {"issue_cycles", 1, 1e6, ""},       {"station_queue_depth", 1, 1024, ""}};
 const std::vector<Bound>& bounds() {
   static const std::vector<Bound> list = [] {
     std::vector<Bound> out;
-    for (auto [param, max] : kLimits) out.push_back({param, max, ""});
+    for (auto [param, min, max, note] : kLimits) out.push_back({param, min, max, std::string(note)});
     for (auto [param, op, field] : {std::tuple{"acc_entries", isa::Opcode::matmul, isa::Field::acc},
                                     {"weight_mem_bytes", isa::Opcode::read_weights, isa::Field::waddr}})
-      out.push_back({param, static_cast<double>(isa::field_max(operand(op, field)) + 1),
+      out.push_back({param, 1, static_cast<double>(isa::field_max(operand(op, field)) + 1),
                      field_note(operand(op, field))});
+    out.push_back({"ub_bytes", 1, static_cast<double>(isa::field_max(ub_field()) + 1) * 4096,
+                   " (16777216 rows, the ISA's 24-bit ub field, of at most 4096 bytes)"});
+    for (const ParamInfo& p : kParams)  // the table and the ranges cannot drift apart
+      if (std::none_of(out.begin(), out.end(), [&](const Bound& b) { return b.param == p.name; }))
+        throw std::logic_error(fmt::format("architecture parameter {} has no valid range", p.name));
     return out;
   }();
   return list;
 }
-const isa::Operand& ub_field() { return operand(isa::Opcode::matmul, isa::Field::ub); }
-
-bool may_be_zero(const ParamInfo& p) { return p.name.ends_with("latency_cycles"); }
+const Bound& bound_of(std::string_view param) {
+  for (const Bound& b : bounds())
+    if (b.param == param) return b;
+  throw std::logic_error(fmt::format("no range for {}", param));
+}
 
 std::string check_name(std::string_view name) {
   const bool ok = !name.empty() && std::all_of(name.begin(), name.end(), [](char c) {
@@ -178,17 +193,18 @@ std::string check_name(std::string_view name) {
 }
 
 std::string rule_violation(const Arch& a) {
-  if (std::string why = check_name(a.name); !why.empty()) return fmt::format("name = '{}': {}", a.name, why);
+  if (std::string why = check_name(a.name); !why.empty())
+    return fmt::format("name = '{}': {}", isa::printable(a.name), why);
   for (size_t i = 0; i < kCount; ++i) {
     const ParamInfo& p = kParams[i];
     if (p.is_real && !check_real(a.*kSlots[i].real).empty())
       return fmt::format("{} = {} must be finite and > 0", p.name, format_value(a, i));
-    if (!p.is_real && a.*kSlots[i].integer == 0 && !may_be_zero(p))
-      return fmt::format("{} = 0 must be at least 1", p.name);
+    const Bound& b = bound_of(p.name);
+    if (value_of(a, p.name) < b.min)
+      return fmt::format("{} = {} must be at least {}{}", p.name, format_value(a, i), b.min, b.note);
+    if (value_of(a, p.name) > b.max)
+      return fmt::format("{} = {} exceeds the maximum {}{}", p.name, format_value(a, i), b.max, b.note);
   }
-  for (const Bound& b : bounds())
-    if (value_of(a, b.param) > b.max)
-      return fmt::format("{} = {} exceeds the maximum {}{}", b.param, value_of(a, b.param), b.max, b.note);
   if (a.ub_bytes % a.ub_row_bytes() != 0)
     return fmt::format("ub_bytes = {} is not a multiple of the UB row width {} (max(array_rows, array_cols))",
                        a.ub_bytes, a.ub_row_bytes());
@@ -235,15 +251,24 @@ std::string json_error(const std::string& file, std::string_view text, const std
   return fmt::format("{}: {}", file, bounded_error);
 }
 
-std::string read_text(const std::filesystem::path& path) {
-  std::error_code ec;
-  if (std::filesystem::is_directory(path, ec))
-    throw InputError(fmt::format("{}: cannot open: {}", path.string(), std::strerror(EISDIR)));
-  std::ifstream f(path, std::ios::binary);
-  if (!f) throw InputError(fmt::format("{}: cannot open: {}", path.string(), std::strerror(errno)));
-  std::ostringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
+// A key given twice at the top level: JSON parsers keep the last silently, which would hide a
+// typo'd edit. Returns the key and the line of its second occurrence, or nothing.
+std::optional<std::pair<std::string, size_t>> duplicate_key(std::string_view text) {
+  std::vector<std::string> seen;
+  std::optional<std::string> dup;
+  auto on_event = [&](int depth, json::parse_event_t event, json& parsed) {
+    if (event == json::parse_event_t::key && depth == 1 && !dup) {
+      const std::string& key = parsed.get_ref<const std::string&>();
+      if (std::find(seen.begin(), seen.end(), key) != seen.end()) dup = key;
+      else seen.push_back(key);
+    }
+    return false;  // build nothing
+  };
+  [[maybe_unused]] const json none = json::parse(text, on_event, /*allow_exceptions=*/false);
+  if (!dup) return std::nullopt;
+  const std::string quoted = fmt::format("\"{}\"", *dup);
+  const size_t first = text.find(quoted), second = text.find(quoted, first + 1);
+  return std::pair{*dup, line_at(text, second == std::string_view::npos ? first : second)};
 }
 
 std::string short_dump(const json& v) {
@@ -271,9 +296,9 @@ std::optional<std::pair<u128, u128>> as_fraction(double x) {
 
 std::string markdown_rules() {
   std::string out =
-      "- every integer parameter is at least 1, except the latencies (`*_latency_cycles`), which may be 0; "
-      "every real parameter is finite and > 0;\n";
-  for (const Bound& b : bounds()) out += fmt::format("- `{}` <= {}{};\n", b.param, b.max, b.note);
+      "- every parameter lies in its range (the table's `range` column); every real parameter is finite;\n";
+  for (const Bound& b : bounds())
+    if (!b.note.empty()) out += fmt::format("- `{}` <= {}{};\n", b.param, b.max, b.note);
   return out + fmt::format(
                    "- `ub_bytes` is a multiple of the UB row width and holds at most {} rows{};\n"
                    "- `weight_mem_bytes` is a multiple of the tile bytes.\n",
@@ -307,14 +332,15 @@ Arch arch_preset(std::string_view name) {
 void set_param(Arch& arch, std::string_view key, std::string_view value, std::string_view origin) {
   value = trim(value);
   if (key == "name") {
-    if (std::string why = check_name(value); !why.empty()) fail(origin, key, fmt::format("'{}'", value), why);
+    if (std::string why = check_name(value); !why.empty())
+      fail(origin, key, fmt::format("'{}'", isa::printable(value)), why);
     arch.name = value;
     return;
   }
   const Slot& slot = kSlots[param_index(key, origin)];
   const std::string problem =
       slot.integer ? parse_uint(value, arch.*slot.integer) : parse_real(value, arch.*slot.real);
-  if (!problem.empty()) fail(origin, key, fmt::format("'{}'", value), problem);
+  if (!problem.empty()) fail(origin, key, fmt::format("'{}'", isa::printable(value)), problem);
 }
 
 void apply_set(Arch& arch, std::string_view assignment) {
@@ -325,13 +351,19 @@ void apply_set(Arch& arch, std::string_view assignment) {
   set_param(arch, trim(assignment.substr(0, eq)), assignment.substr(eq + 1), "--set");
 }
 
-Arch load_arch_file(const std::filesystem::path& path) { return parse_arch(read_text(path), path.string()); }
+Arch load_arch_file(const std::filesystem::path& path) {
+  return parse_arch(io::read_text_file(path, io::kMaxConfigBytes, "an architecture file (JSON)"),
+                    path.string());
+}
 
 Arch parse_arch(const std::string& text, const std::string& file) {
   std::string err;
   const json doc = isa::parse_json_bounded(text, /*max_depth=*/32, err);
   if (!err.empty()) throw InputError(json_error(file, text, err));
   const auto origin = [&](std::string_view key) { return fmt::format("{}:{}", file, key_line(text, key)); };
+  if (const auto dup = duplicate_key(text))
+    throw InputError(fmt::format("{}:{}: \"{}\" is given twice (each parameter may appear once)", file,
+                                 dup->second, isa::printable(dup->first)));
   if (!doc.is_object())
     throw InputError(fmt::format(
         "{}:{}: expected a JSON object such as {{\"base\": \"tpu-v1\", \"array_rows\": 128}}, got {}", file,
@@ -360,6 +392,36 @@ void validate(const Arch& arch) {
     throw InputError(fmt::format("architecture '{}': {}", arch.name, why));
 }
 
+std::string program_arch_mismatch(const json& program_arch, const Arch& arch) {
+  if (!program_arch.is_object() || program_arch.empty()) return {};
+  Arch declared;
+  try {
+    const std::string name = program_arch.value("name", std::string("tpu-v1"));
+    try {
+      declared = arch_preset(name);
+    } catch (const InputError&) {
+      // Not a preset: a compiled program lists what differs from tpu-v1; a name alone (an
+      // assembly `.arch "NAME"`) says nothing about the shape.
+      if (program_arch.size() < 2) return {};
+      declared.name = name;
+    }
+    for (const auto& [key, value] : program_arch.items())
+      if (key != "name")
+        set_param(declared, key, value.is_string() ? value.get<std::string>() : value.dump(), ".arch");
+  } catch (const InputError&) {
+    return {};  // metadata this tpusim cannot read says nothing it can check
+  }
+  if (declared.array_rows == arch.array_rows && declared.array_cols == arch.array_cols) return {};
+  return fmt::format(
+      "the program was compiled for a {} x {} array (architecture '{}'), this machine's is {} x {}: its "
+      "weight tiles "
+      "and UB rows would be misread. Compile the model again for this machine (`tpusim run MODEL.toml` with "
+      "the "
+      "same --arch/--set), or drop the array_rows/array_cols settings",
+      declared.array_rows, declared.array_cols, isa::printable(declared.name), arch.array_rows,
+      arch.array_cols);
+}
+
 json arch_to_json(const Arch& arch) {
   json j = {{"name", arch.name}};
   for (size_t i = 0; i < kCount; ++i)
@@ -382,12 +444,19 @@ integers take decimal or `0x` hex with an optional `KiB`, `MiB` or `GiB` suffix
 values are errors, and the result must satisfy:
 
 {}
-| name | default | unit | meaning | source |
-|---|---|---|---|---|
+Simulated time is counted in 64-bit picoseconds (SystemC time): about 1.8e7 s (213 days) of
+simulated time at any clock. The ranges keep any one instruction far inside that; a run that
+still goes past it stops with an error naming the instruction, never a wrapped count.
+
+| name | default | range | unit | meaning | source |
+|---|---|---|---|---|---|
 )",
       markdown_rules());
-  for (const ParamInfo& p : kParams)
-    out += fmt::format("| `{}` | {} | {} | {} | {} |\n", p.name, p.default_text, p.unit, p.meaning, p.source);
+  for (const ParamInfo& p : kParams) {
+    const Bound& b = bound_of(p.name);
+    out += fmt::format("| `{}` | {} | {} to {} | {} | {} | {} |\n", p.name, p.default_text, b.min, b.max,
+                       p.unit, p.meaning, p.source);
+  }
   return out + "\n" + markdown_derived();
 }
 

@@ -124,6 +124,11 @@ void validate(const Arch& arch);
 // them alphabetically; arch_params() gives the table order.
 nlohmann::json arch_to_json(const Arch& arch);
 
+// Empty when `program` may run on `arch`; else why not: a program whose `.arch` metadata names a
+// machine with another array shape (array_rows x array_cols fix its weight tile layout and UB row
+// width) would be misread, not merely timed differently. A program without `.arch` claims nothing.
+std::string program_arch_mismatch(const nlohmann::json& program_arch, const Arch& arch);
+
 // docs/arch.md: the parameter table with defaults, units, meanings and sources.
 std::string arch_markdown();
 

@@ -1,11 +1,17 @@
 #include "sim/context.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 
 namespace tpusim::sim {
 
 bool Context::wait_until(uint64_t cycle) {
   if (aborted) return false;
+  if (cycle > horizon) {  // every producer checks (later()); this is the backstop
+    const uint64_t index = std::min(lowest_unstarted(), code_size - 1);
+    if (!later(index, cycle, 0, "a wait")) return false;
+  }
   const uint64_t t = now();
   if (cycle > t) sc_core::wait(sc_core::sc_time::from_value(period.value() * (cycle - t)));
   return !aborted;
@@ -28,6 +34,18 @@ void Context::fail(uint64_t index, const std::string& message) {
     error_cycle = t;
   }
   if (first) abort_request.notify(period);
+}
+
+std::optional<uint64_t> Context::later(uint64_t index, uint64_t a, uint64_t b, const char* what) {
+  uint64_t sum = 0;
+  if (!__builtin_add_overflow(a, b, &sum) && sum <= horizon) return sum;
+  fail(index,
+       fmt::format(
+           "simulated time overflow: {} ends at cycle {} + {}, past cycle {}, the last a run can reach "
+           "at clock_mhz = {} (SystemC counts 64-bit picoseconds, about 213 days); lower the latencies "
+           "or raise the bandwidths (docs/arch.md gives every parameter's range)",
+           what, a, b, horizon, arch.clock_mhz));
+  return std::nullopt;
 }
 
 void Context::wake_all() {

@@ -37,6 +37,11 @@ class Context {
   uint64_t code_size = 0;           // instructions up to and including halt
   sc_core::sc_time period;
   sc_core::sc_time base;  // sc_time_stamp() at cycle 0 of this run
+  // The last cycle this run may compute: SystemC time is 64-bit picoseconds, so at this clock
+  // the run can count (2^64 - 1 - base) / period cycles; less kHorizonMargin, so that the small
+  // steps added to a checked time (a matmul's vectors, a tile's rows) cannot pass the end either.
+  uint64_t horizon = 0;
+  static constexpr uint64_t kHorizonMargin = uint64_t{1} << 34;
 
   std::vector<InstructionTiming> timeline;
   std::vector<uint64_t> regs_stride, regs_row_bytes;  // setcfg values captured at issue (DMA)
@@ -90,6 +95,10 @@ class Context {
   // Ends the run with "instruction INDEX (its text): MESSAGE" (of the errors raised in the first
   // failing cycle, the one of the lowest instruction index); the caller then returns.
   void fail(uint64_t index, const std::string& message);
+  // a + b cycles, checked: when the sum overflows or passes `horizon`, fails instruction `index`
+  // ("simulated time overflow", naming `what` and the figures) and returns nullopt. Every time
+  // built from a latency, a bandwidth or an instruction count goes through here.
+  [[nodiscard]] std::optional<uint64_t> later(uint64_t index, uint64_t a, uint64_t b, const char* what);
   void wake_all();  // notify every waitable event (abort)
 
   void complete(isa::Unit unit, uint64_t index, uint64_t end);

@@ -48,7 +48,9 @@ bool ControlUnit::issue_to_station(uint64_t index, Unit unit) {
   ctx_.regs_row_bytes[index] = ctx_.cfg_row_bytes;
   ++ctx_.issued[int(unit)];
   hazards_.issued(index);
-  t_ += ctx_.arch.issue_cycles;
+  const auto next = ctx_.later(index, t_, ctx_.arch.issue_cycles, "issue (issue_cycles)");
+  if (!next) return false;
+  t_ = *next;
   q.push({index, t_}, ctx_.at(t_) - sc_core::sc_time_stamp());
   return true;
 }
@@ -76,7 +78,9 @@ void ControlUnit::issue_all() {
     const uint64_t t = t_;
     InstructionTiming& rec = ctx_.timeline[i];
     rec.issue = rec.start = t;
-    uint64_t end = t + issue;
+    const auto issued = ctx_.later(i, t, issue, "issue (issue_cycles)");
+    if (!issued) return;
+    uint64_t end = *issued;
     const bool waits = in.opcode == Opcode::sync || in.opcode == Opcode::barrier || in.opcode == Opcode::halt;
     if (waits && !ctx_.wait_until(t)) return;
     switch (in.opcode) {

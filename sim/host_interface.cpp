@@ -27,9 +27,14 @@ void HostInterface::serve() {
     queue_.pop();
     const isa::Instruction& in = ctx_.inst(i);
     const uint64_t row_bytes = ctx_.regs_row_bytes[i] ? ctx_.regs_row_bytes[i] : ctx_.arch.ub_row_bytes();
-    const uint64_t end =
-        start + ctx_.arch.host_latency_cycles +
-        transfer_cycles(in[Field::rows] * row_bytes, ctx_.arch.host_gbps, ctx_.arch.clock_mhz);
+    uint64_t bytes = 0;
+    if (__builtin_mul_overflow(in[Field::rows], row_bytes, &bytes)) bytes = UINT64_MAX;
+    const auto started = ctx_.later(i, start, ctx_.arch.host_latency_cycles, "the DMA's host_latency_cycles");
+    if (!started) return;
+    const auto done = ctx_.later(
+        i, *started, transfer_cycles(bytes, ctx_.arch.host_gbps, ctx_.arch.clock_mhz), "the DMA transfer");
+    if (!done) return;
+    const uint64_t end = *done;
     ctx_.timeline[i].start = start;
     if (!hazards_.started(i, isa::Unit::host_dma, start, end, ctx_.lowest_unstarted())) return;
     if (ctx_.data()) {

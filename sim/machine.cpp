@@ -187,6 +187,7 @@ MachineRun::MachineRun(const isa::Program& program, const Arch& arch, const RunO
     : options_(options) {
   if (run_in_progress) throw std::logic_error("a run is already in progress on this process's machine");
   validate(arch);
+  if (std::string why = program_arch_mismatch(program.arch, arch); !why.empty()) throw InputError(why);
   check_static(program, arch);
   const uint64_t code_size = halt_index(program) + 1;
   check_weight_order(program, code_size);
@@ -205,6 +206,13 @@ MachineRun::MachineRun(const isa::Program& program, const Arch& arch, const RunO
   if (ctx.period.value() == 0) ctx.period = sc_core::sc_time::from_value(1);
   m.reset(options.array);
   ctx.base = sc_core::sc_time_stamp();
+  const uint64_t reach = (sc_core::sc_max_time().value() - ctx.base.value()) / ctx.period.value();
+  if (reach <= 2 * Context::kHorizonMargin)
+    throw InputError(
+        fmt::format("architecture '{}': clock_mhz = {} leaves this process too little simulated time "
+                    "({} cycles) for a run",
+                    arch.name, arch.clock_mhz, reach));
+  ctx.horizon = reach - Context::kHorizonMargin;
   ctx.start_event.notify(sc_core::SC_ZERO_TIME);
   run_in_progress = true;
 }
@@ -274,10 +282,14 @@ RunResult MachineRun::finish() {
     ctx.error_index = ctx.next_issue;
     // Stopped with events still pending: the cycle limit; with none: nothing can ever happen.
     ctx.error =
-        sc_core::sc_pending_activity()
+        !sc_core::sc_pending_activity() ? deadlock_message(ctx)
+        : options_.max_cycles
             ? fmt::format("the program did not halt within --max-cycles {} (instruction {} was issuing)",
                           options_.max_cycles, ctx.next_issue)
-            : deadlock_message(ctx);
+            : fmt::format(
+                  "the program did not halt by cycle {}, the last a run can reach at clock_mhz = {} "
+                  "(instruction {} was issuing)",
+                  ctx.horizon, ctx.arch.clock_mhz, ctx.next_issue);
   }
   unwind();
   if (ctx.error) throw SimError(*ctx.error_index, *ctx.error);

@@ -38,6 +38,18 @@ HostBuffer* MachineState::host_span(uint64_t addr, uint64_t bytes) {
   return nullptr;
 }
 
+std::vector<std::pair<std::string, uint64_t>> state_bytes(const isa::Program& program, const Arch& arch) {
+  const auto mul = [](uint64_t a, uint64_t b) {
+    uint64_t p = 0;
+    return __builtin_mul_overflow(a, b, &p) ? UINT64_MAX : p;
+  };
+  uint64_t host = 0;
+  for (const isa::HostRegion& r : program.host_regions) host = std::min(UINT64_MAX - r.bytes, host) + r.bytes;
+  return {{"UB (ub_bytes)", mul(arch.ub_rows(), arch.ub_row_bytes())},
+          {"accumulators (acc_entries x array_cols x 4)", mul(mul(arch.acc_entries, arch.array_cols), 4)},
+          {"host buffers", host}};
+}
+
 MachineState make_state(const isa::Program& program, const Arch& arch) {
   MachineState s;
   s.arch = arch;

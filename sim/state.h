@@ -71,6 +71,9 @@ struct MachineState {
 // Memories sized by `arch`, zeroed; host regions allocated and inputs initialised from the
 // program. `program` must outlive the state (weights point into it).
 MachineState make_state(const isa::Program& program, const Arch& arch);
+// The bytes make_state allocates, by part ("UB", "accumulators", "host buffers"), computed
+// without allocating (saturating at 2^64 - 1): callers check it against a memory limit first.
+std::vector<std::pair<std::string, uint64_t>> state_bytes(const isa::Program& program, const Arch& arch);
 
 // Checks, before anything runs, every address range the instruction touches against the
 // configured memories (UB rows, accumulator rows, host regions with the reset host_stride and

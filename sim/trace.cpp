@@ -12,7 +12,11 @@
 namespace tpusim::sim {
 
 void TraceRecorder::array_step(uint64_t cycle, const ArrayModel& array) {
-  if (cell_ranges.empty()) return;
+  if (cell_ranges.empty() || cells_stopped_at != kNoCycle) return;
+  if (max_cell_changes && cell_changes.size() >= max_cell_changes) {
+    cells_stopped_at = cycle;
+    return;
+  }
   std::array<int32_t, kCellRegisters.size()> v;
   if (!array.registers(0, 0, v)) return;
   cells_seen = true;

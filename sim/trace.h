@@ -75,6 +75,9 @@ class TraceRecorder {
   // ---- set-up ---------------------------------------------------------------------------------
   // Record the registers of these cells (stepped engine). Ranges outside the array are clipped.
   void record_cells(std::vector<CellRange> ranges) { cell_ranges = std::move(ranges); }
+  // At most this many cell changes are kept (0: no limit): a run past it stops recording cells
+  // and sets cells_stopped_at, so that memory stays bounded; the caller refuses the VCD then.
+  uint64_t max_cell_changes = 0;
 
   // ---- what was recorded ----------------------------------------------------------------------
   struct Tile {
@@ -100,6 +103,7 @@ class TraceRecorder {
   std::vector<CellRange> cell_ranges;
   std::vector<CellChange> cell_changes;
   bool cells_seen = false;  // array_step was called with an inspectable array
+  uint64_t cells_stopped_at = kNoCycle;  // the cycle max_cell_changes was reached
 
  private:
   size_t shifted_ = 0;

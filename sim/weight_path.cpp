@@ -56,14 +56,19 @@ void WeightPath::fetch_run() {
       if (!ctx_.wait_until(request)) return;
       ++slots_used_;
       const uint64_t begin = std::max(request, mem_free_);
-      mem_free_ = begin + xfer;
+      const auto free = ctx_.later(i, begin, xfer, "a weight tile's transfer");
+      if (!free) return;
+      const auto landed =
+          ctx_.later(i, *free, a.weight_mem_latency_cycles, "a weight tile's weight_mem_latency_cycles");
+      if (!landed) return;
+      mem_free_ = *free;
       ctx_.result.weight_mem_busy += xfer;
       FetchedTile f;
       f.tile.waddr = in[Field::waddr] + t * a.tile_bytes();
       f.tile.data = ctx_.program->weights.data() + f.tile.waddr;
       f.tile.is_unsigned = in[Field::unsigned_data] != 0;
       f.use = tile_use(f.tile.data, a.array_rows, a.array_cols);
-      f.landed = mem_free_ + a.weight_mem_latency_cycles;
+      f.landed = *landed;
       last_landing_ = std::max(last_landing_, f.landed);
       if (ctx_.trace) ctx_.trace->tile_requested(i, request, begin, mem_free_, f.landed);
       fifo_.push_back(f);

@@ -120,8 +120,13 @@ TEST_CASE("file(...) errors", "[isa][asm][errors]") {
   CHECK(error_of(".weights w, 0, 2, init=file(\"three.bin\")", dir.path()) ==
         "t.s:1:29: error: file \"three.bin\" has 3 bytes; the region needs exactly 2");
   CHECK(error_of(".input a, 0, 4, init=file(\"nope.bin\")", dir.path()) ==
-        "t.s:1:27: error: cannot read \"" + (dir.path() / "nope.bin").string() +
-            "\": No such file or directory");
+        "t.s:1:27: error: " + (dir.path() / "nope.bin").string() +
+            ": cannot open: No such file or directory");
+  // A data file is a regular file (isa/file_io.h): a device is refused before anything is read.
+  std::filesystem::create_symlink("/dev/zero", dir / "zero.bin");
+  CHECK(error_of(".input a, 0, 4, init=file(\"zero.bin\")", dir.path()) ==
+        "t.s:1:27: error: " + (dir.path() / "zero.bin").string() +
+            ": is a character device, not a regular file; expected a data file");
   CHECK(error_of(".input a, 0, 4, init=file(nope.bin)", dir.path()) ==
         "t.s:1:27: error: expected a quoted file name, found 'nope.bin'");
   const std::string missing = (dir.path() / "missing.s").string();

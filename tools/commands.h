@@ -10,6 +10,7 @@
 
 namespace CLI {
 class App;
+class Validator;
 }
 namespace tpusim::isa {
 struct Program;
@@ -23,8 +24,16 @@ struct LoadOptions;
 
 namespace tpusim::tools {
 
-// Writes `text` to `path`, or to standard output for "" or "-".
+// Writes `text` to `path` (isa/file_io.h: temporary file + rename), or to standard output for
+// "" or "-".
 void write_text(const std::string& path, const std::string& text);
+
+// A CLI11 check for a count option: decimal digits only (no sign, so -1 cannot wrap), at least
+// `min`; `what` says what the number is in the message. With `byte_suffixes`, KiB, MiB and GiB
+// are accepted too (use it with ->transform, which passes the expanded number on).
+CLI::Validator count_option(uint64_t min, std::string_view what, bool byte_suffixes = false);
+
+inline constexpr uint64_t kDefaultTraceMaxBytes = uint64_t{1} << 30;
 
 struct RunArgs {
   std::string program, arch_file, report, engine = "fast";
@@ -36,6 +45,8 @@ struct RunArgs {
   bool full_check = false;  // models: also compare every memory with the ISA reference executor
   // Traces (docs/traces.md): Chrome trace JSON, VCD waveforms, the event log ("-": stdout).
   std::string trace, vcd, log, trace_window, trace_filter, vcd_scope;
+  uint64_t trace_max_bytes = kDefaultTraceMaxBytes;  // each trace file; 0: no limit
+  uint64_t max_memory = 0;  // bytes a run's memories may take; 0: derived from this machine (run.cpp)
 };
 int cmd_run(const RunArgs& args);        // tools/run.cpp
 

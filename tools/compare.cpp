@@ -22,6 +22,7 @@
 #include "gpu/plan.h"
 #include "gpu/reference.h"
 #include "isa/error.h"
+#include "isa/file_io.h"
 #include "sim/arch.h"
 #include "sim/machine.h"
 
@@ -58,11 +59,10 @@ std::string key_of(const std::string& workload, uint64_t batch) {
 std::map<std::string, double> load_reports(const std::vector<std::string>& paths) {
   std::map<std::string, double> figures;
   for (const std::string& p : paths) {
-    std::ifstream in(p);
-    if (!in) throw InputError(fmt::format("{}: cannot read", p));
+    const std::string text = io::read_text_file(p, io::kMaxDataFileBytes, "a tpusim run report (JSON)");
     json j;
     try {
-      j = json::parse(in);
+      j = json::parse(text);
     } catch (const json::exception& e) {
       throw InputError(fmt::format("{}: invalid JSON: {}", p, e.what()));
     }

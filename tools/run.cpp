@@ -1,6 +1,7 @@
 // tpusim run and tpusim arch: simulate a program, list the architecture parameters.
 #include <fmt/format.h>
 
+#include <array>
 #include <chrono>
 #include <cmath>
 #include <filesystem>
@@ -14,6 +15,7 @@
 #include "compiler/npy.h"
 #include "isa/assembler.h"
 #include "isa/error.h"
+#include "isa/file_io.h"
 #include "sim/arch.h"
 #include "sim/machine.h"
 #include "sim/reference.h"
@@ -74,7 +76,16 @@ sim::Arch resolve_arch(const isa::Program* program, const std::string& arch_file
     }
   }
   for (const std::string& s : sets) sim::apply_set(arch, s);
-  sim::validate(arch);
+  try {
+    sim::validate(arch);
+  } catch (const InputError& e) {
+    // The program's .arch line set the parameters: name the file it came from.
+    if (!program || !arch_file.empty() || program->arch.size() < 2) throw;
+    throw InputError(fmt::format("{}: .arch: {}", source, e.what()));
+  }
+  if (program)
+    if (std::string why = sim::program_arch_mismatch(program->arch, arch); !why.empty())
+      throw InputError(fmt::format("{}: {}", source, why));
   return arch;
 }
 
@@ -100,7 +111,12 @@ ProgramToRun load_program_or_model(std::string_view verb, const std::string& pat
     throw InputError(fmt::format("{}: {} applies to models (.toml, .csv, .onnx), not to programs", verb, model_flag));
   if (is_model) {
     r.arch = resolve_arch(nullptr, arch_file, sets, path);
-    r.compiled = compiler::compile_file(path, r.arch, options);
+    compiler::LoadOptions o = options;
+    std::atomic<const char*> phase{nullptr};
+    o.phase = &phase;
+    CompileProgressLine line(fmt::format("{} {}: compiling", verb, fs::path(path).filename().string()),
+                             phase);
+    r.compiled = compiler::compile_file(path, r.arch, o);
   } else {
     r.loaded = load_any(path);
     r.arch = resolve_arch(&r.loaded, arch_file, sets, path);
@@ -148,39 +164,92 @@ std::unique_ptr<TracePlan> plan_traces(const RunArgs& r, const isa::Program& p, 
   if (!r.vcd.empty()) {
     plan->scope = sim::parse_vcd_scope(r.vcd_scope, arch, engine);
     plan->recorder.record_cells(plan->scope.cells);
+    // A recorded change takes 16 bytes of memory and more of VCD: --trace-max-bytes bounds both.
+    plan->recorder.max_cell_changes = r.trace_max_bytes / sizeof(sim::TraceRecorder::CellChange);
   }
   return plan;
 }
 
+// A trace streams to a temporary file beside `path` (isa/file_io.h), renamed when complete:
+// a full disk or --trace-max-bytes leaves no partial file.
 template <typename Writer>
-void write_trace_file(const std::string& path, const char* what, Writer&& writer) {
+void write_trace_file(const std::string& path, const char* what, uint64_t max_bytes, Writer&& writer) {
   const auto t0 = std::chrono::steady_clock::now();
   if (path == "-") {
     writer(std::cout);
     std::cout.flush();
     return;
   }
-  std::ofstream f(path, std::ios::binary | std::ios::trunc);
-  if (f) writer(f);
-  f.close();
-  if (!f) throw InputError(fmt::format("{}: cannot write", path));
-  fmt::print(stderr, "wrote {} ({}, {:.1f} MB, {:.2f} s)\n", path, what, double(fs::file_size(path)) / 1e6,
+  io::OutputFile f(path);
+  f.limit(max_bytes,
+          "--trace-max-bytes; raise it, or narrow the trace with --trace-window, --trace-filter or "
+          "--vcd-scope");
+  writer(f.stream());
+  const uint64_t bytes = f.bytes_written();
+  f.commit();
+  fmt::print(stderr, "wrote {} ({}, {:.1f} MB, {:.2f} s)\n", path, what, double(bytes) / 1e6,
              std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
 }
 
 void write_traces(const RunArgs& r, const TracePlan& plan, const sim::TraceInput& in) {
+  const uint64_t max = r.trace_max_bytes;
+  if (plan.recorder.cells_stopped_at != sim::kNoCycle)
+    throw InputError(fmt::format(
+        "--vcd {}: not written: the traced cells' registers changed more than {} times by cycle {} (16 bytes "
+        "each to record, more to write), over --trace-max-bytes {}; narrow --vcd-scope (cells=R0-R1xC0-C1) or "
+        "--trace-window, or raise --trace-max-bytes",
+        r.vcd, plan.recorder.max_cell_changes, plan.recorder.cells_stopped_at, io::size_text(max)));
   if (!r.trace.empty())
-    write_trace_file(r.trace, "Chrome trace",
+    write_trace_file(r.trace, "Chrome trace", max,
                      [&](std::ostream& o) { sim::write_chrome_trace(o, in, plan.selection); });
   if (!r.vcd.empty())
-    write_trace_file(r.vcd, "VCD",
+    write_trace_file(r.vcd, "VCD", max,
                      [&](std::ostream& o) { sim::write_vcd(o, in, plan.selection, plan.scope); });
   if (!r.log.empty())
-    write_trace_file(r.log, "event log",
+    write_trace_file(r.log, "event log", max,
                      [&](std::ostream& o) { sim::write_event_log(o, in, plan.selection); });
 }
 
 namespace {
+
+// The memories a run allocates (sim::state_bytes; twice when the reference executor checks the
+// result) against --max-memory, default 3/4 of what this process may use: refused with the figures
+// before anything is allocated, instead of dying with bad_alloc.
+void check_run_memory(const RunArgs& r, const isa::Program& p, const sim::Arch& arch, sim::Engine engine) {
+  if (engine == sim::Engine::timing) return;  // no memories
+  const uint64_t usable = io::usable_memory_bytes();
+  const uint64_t limit = r.max_memory ? r.max_memory : usable / 4 * 3;
+  uint64_t total = 0;
+  std::string parts;
+  for (const auto& [what, bytes] : sim::state_bytes(p, arch)) {
+    total = std::min(UINT64_MAX - bytes, total) + bytes;
+    parts += fmt::format("{}{} {}", parts.empty() ? "" : ", ", what, io::size_text(bytes));
+  }
+  if (engine == sim::Engine::stepped) {
+    const uint64_t cells = arch.array_rows * arch.array_cols * 8;  // the stepped array's registers
+    total += cells;
+    parts += fmt::format(", systolic array registers {}", io::size_text(cells));
+  }
+  const bool twice = !r.no_check;
+  if (twice) total = total > UINT64_MAX / 2 ? UINT64_MAX : total * 2;
+  if (total <= limit) return;
+  throw InputError(fmt::format(
+      "{}: the run needs about {} ({}{}), more than the {} allowed by --max-memory{}; lower the sizes{} or "
+      "raise --max-memory",
+      r.program, io::size_text(total), parts, twice ? "; twice that with the reference check" : "",
+      io::size_text(limit),
+      r.max_memory ? ""
+                   : fmt::format(" (default: 3/4 of the {} this process may use)", io::size_text(usable)),
+      twice ? ", run with --no-check" : ""));
+}
+
+// Every file `run` writes, checked against every file it reads before any work.
+void refuse_run_outputs_over_inputs(const RunArgs& r) {
+  const std::array inputs{r.program, r.arch_file};
+  for (auto [flag, out] :
+       {std::pair{"--report", &r.report}, {"--trace", &r.trace}, {"--vcd", &r.vcd}, {"--log", &r.log}})
+    io::refuse_input_as_output(*out, flag, inputs);
+}
 
 // Station instructions up to halt: what RunProgress counts to.
 uint64_t station_instructions(const isa::Program& p) {
@@ -200,8 +269,10 @@ int cmd_run(const RunArgs& r) {
     return 0;
   }
   if (r.program.empty()) throw InputError("run: a program is required (see tpusim run --help)");
-  ProgramToRun to_run =
-      load_program_or_model("run", r.program, r.arch_file, r.sets, load_options(r.batch, r.input, r.calibrate));
+  refuse_run_outputs_over_inputs(r);
+  compiler::LoadOptions options = load_options(r.batch, r.input, r.calibrate);
+  options.max_memory = r.max_memory;
+  ProgramToRun to_run = load_program_or_model("run", r.program, r.arch_file, r.sets, options);
   if (!r.labels.empty() && !to_run.compiled) throw InputError("run: --labels applies to models, not to programs");
   const std::vector<int64_t> labels = r.labels.empty() ? std::vector<int64_t>{} : read_labels(r.labels);
   std::optional<compiler::Compiled>& compiled = to_run.compiled;
@@ -218,6 +289,7 @@ int cmd_run(const RunArgs& r) {
   }
   if (rtl) opt.array = &rtl_array(arch.array_rows, arch.array_cols);
   opt.max_cycles = r.max_cycles;
+  check_run_memory(r, p, arch, opt.engine);
   const std::unique_ptr<TracePlan> traces = plan_traces(r, p, arch, opt.engine);
   if (traces) opt.trace = &traces->recorder;
   sim::RunProgress progress;
@@ -283,9 +355,16 @@ int cmd_compile(const CompileArgs& a) {
   if (!compiler::is_model_path(a.model))
     throw InputError(fmt::format(
         "{}: expected a model description (.toml), a SCALE-Sim topology (.csv) or an ONNX model (.onnx)", a.model));
-  const sim::Arch arch = resolve_arch(nullptr, a.arch_file, a.sets, a.model);
-  const compiler::Compiled c = compiler::compile_file(a.model, arch, load_options(a.batch, a.input, a.calibrate));
   const std::string out = a.output.empty() ? fs::path(a.model).replace_extension(".tpu").string() : a.output;
+  io::refuse_input_as_output(out, "-o", std::array{a.model, a.arch_file});
+  const sim::Arch arch = resolve_arch(nullptr, a.arch_file, a.sets, a.model);
+  compiler::LoadOptions o = load_options(a.batch, a.input, a.calibrate);
+  std::atomic<const char*> phase{nullptr};
+  o.phase = &phase;
+  std::optional<CompileProgressLine> line;
+  line.emplace(fmt::format("compile {}", fs::path(a.model).filename().string()), phase);
+  const compiler::Compiled c = compiler::compile_file(a.model, arch, o);
+  line.reset();
   isa::save_program(out, c.program);
   print_compile_summary(c, a.model, arch);
   fmt::print(stderr, "wrote {}\n", out);

@@ -84,4 +84,37 @@ void RunProgressLine::loop() {
   } while (!stop_cv_.wait_for(lock, kEvery, [this] { return stop_; }));
 }
 
+CompileProgressLine::CompileProgressLine(std::string label, const std::atomic<const char*>& phase)
+    : label_(std::move(label)), phase_(phase) {
+  if (isatty(STDERR_FILENO) == 1) thread_ = std::thread([this] { loop(); });
+}
+
+CompileProgressLine::~CompileProgressLine() {
+  if (!thread_.joinable()) return;
+  {
+    std::lock_guard lock(mutex_);
+    stop_ = true;
+  }
+  stop_cv_.notify_all();
+  thread_.join();
+  if (drawn_) {
+    fmt::print(stderr, "\r\033[K");
+    std::fflush(stderr);
+  }
+}
+
+void CompileProgressLine::loop() {
+  const auto start = std::chrono::steady_clock::now();
+  std::unique_lock lock(mutex_);
+  if (stop_cv_.wait_for(lock, quiet_for(), [this] { return stop_; })) return;
+  do {
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    const char* phase = phase_.load(std::memory_order_relaxed);
+    const std::string line = fmt::format("{}: {}  {:.0f} s", label_, phase ? phase : "starting", seconds);
+    fmt::print(stderr, "\r\033[K{}", line.substr(0, size_t(terminal_width() - 1)));
+    std::fflush(stderr);
+    drawn_ = true;
+  } while (!stop_cv_.wait_for(lock, kEvery, [this] { return stop_; }));
+}
+
 }  // namespace tpusim::tools

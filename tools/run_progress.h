@@ -40,4 +40,24 @@ class RunProgressLine {
   std::thread thread_;
 };
 
+// The same for a compile: its phase ("parsing", "quantizing", "lowering", set by the compiler in
+// compiler::LoadOptions::phase) and the seconds so far, e.g. "compile cnn1.toml: lowering  41 s".
+// A long compile thus shows it is alive; drawn under the same conditions, cleared at the end.
+class CompileProgressLine {
+ public:
+  CompileProgressLine(std::string label, const std::atomic<const char*>& phase);
+  ~CompileProgressLine();
+  CompileProgressLine(const CompileProgressLine&) = delete;
+  CompileProgressLine& operator=(const CompileProgressLine&) = delete;
+
+ private:
+  void loop();
+  std::string label_;
+  const std::atomic<const char*>& phase_;
+  std::mutex mutex_;
+  std::condition_variable stop_cv_;
+  bool stop_ = false, drawn_ = false;
+  std::thread thread_;
+};
+
 }  // namespace tpusim::tools

@@ -3,6 +3,9 @@
 #include <fmt/format.h>
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
+#include <array>
+#include <charconv>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -12,7 +15,9 @@
 #include "isa/assembler.h"
 #include "isa/disassembler.h"
 #include "isa/error.h"
+#include "isa/file_io.h"
 #include "isa/generate.h"
+#include "isa/text.h"
 #include "tools/commands.h"
 
 namespace fs = std::filesystem;
@@ -26,9 +31,31 @@ void write_text(const std::string& path, const std::string& text) {
     std::fwrite(text.data(), 1, text.size(), stdout);
     return;
   }
-  std::ofstream f(path, std::ios::trunc);
-  f << text;
-  if (!f) throw InputError(fmt::format("{}: cannot write", path));
+  io::write_file(path, text);
+}
+
+CLI::Validator count_option(uint64_t min, std::string_view what, bool byte_suffixes) {
+  const std::string rule = fmt::format("a whole number >= {} ({}{})", min, what,
+                                       byte_suffixes ? ", optionally with a KiB, MiB or GiB suffix" : "");
+  return CLI::Validator(
+      [min, rule, byte_suffixes](std::string& text) -> std::string {
+        std::string_view digits = text;
+        uint64_t scale = 1;
+        if (byte_suffixes)
+          for (auto [suffix, shift] : {std::pair{"KiB", 10}, {"MiB", 20}, {"GiB", 30}})
+            if (digits.ends_with(suffix)) scale = uint64_t{1} << shift, digits.remove_suffix(3);
+        const bool ok =
+            !digits.empty() && digits.size() <= 20 &&
+            std::all_of(digits.begin(), digits.end(), [](char c) { return c >= '0' && c <= '9'; });
+        uint64_t v = 0;
+        const auto [ptr, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), v);
+        if (!ok || ec != std::errc() || ptr != digits.data() + digits.size() || v > UINT64_MAX / scale)
+          return fmt::format("'{}' is not {}", isa::printable(text), rule);
+        if (v * scale < min) return fmt::format("{} is less than {}: expected {}", v * scale, min, rule);
+        text = std::to_string(v * scale);  // what CLI11 then converts (with ->transform)
+        return {};
+      },
+      rule);
 }
 
 }  // namespace tpusim::tools
@@ -38,8 +65,9 @@ namespace {
 constexpr int kExitBadInput = 2;
 
 int cmd_asm(const std::string& src, std::string out) {
-  const isa::Program p = isa::assemble_file(src);
   if (out.empty()) out = fs::path(src).replace_extension(".tpu").string();
+  io::refuse_input_as_output(out, "-o", std::array{src});
+  const isa::Program p = isa::assemble_file(src);
   isa::save_program(out, p);
   fmt::print(stderr, "{}: {} instructions, {} weight bytes, {} host regions -> {}\n", src, p.code.size(),
              p.weights.size(), p.host_regions.size(), out);
@@ -47,6 +75,7 @@ int cmd_asm(const std::string& src, std::string out) {
 }
 
 int cmd_disasm(const std::string& prog, const std::string& out, bool no_bytes) {
+  io::refuse_input_as_output(out, "-o", std::array{prog});
   const isa::Program p = isa::load_program(prog);
   isa::DisasmOptions opt;
   opt.show_bytes = !no_bytes;
@@ -107,7 +136,8 @@ extern "C" int sc_main(int argc, char** argv) {
   r->add_option("program", run.program,
                 "program (.tpu), assembly source (.s), model description (.toml, compiled first), "
                 "SCALE-Sim topology (.csv) or ONNX model (.onnx, docs/onnx.md)");
-  r->add_option("--batch", run.batch, "models: override the description's batch size");
+  r->add_option("--batch", run.batch, "models: override the description's batch size")
+      ->check(tools::count_option(1, "a batch size"));
   r->add_option("--input", run.input,
                 "models: the input samples (.npy, batch first; an ONNX model's own layout, e.g. [N, C, H, W]); "
                 "the batch becomes their number");
@@ -125,7 +155,8 @@ extern "C" int sc_main(int argc, char** argv) {
   r->add_option("--report", run.report,
                 "write the JSON report here (docs/report.md) instead of printing a table");
   r->add_option("--max-cycles", run.max_cycles,
-                "stop with an error when the program runs longer (0: no limit)");
+                "stop with an error when the program runs longer (0: no limit)")
+      ->check(tools::count_option(0, "cycles; 0: no limit"));
   r->add_flag("--no-check", run.no_check,
               "do not compare the results with the reference executor (and, for a model, the golden reference)");
   r->add_flag("--full-check", run.full_check,
@@ -142,6 +173,14 @@ extern "C" int sc_main(int argc, char** argv) {
                 "VCD signals: units, array, cells=R0-R1xC0-C1, comma-separated (default: units, and every cell "
                 "of a stepped array of at most 256 cells)");
   r->add_option("--log", run.log, "write the plain-text event log (cycle, unit, event) here, - for stdout");
+  r->add_option("--trace-max-bytes", run.trace_max_bytes,
+                "refuse to write a trace, VCD or log file larger than this (default 1 GiB; 0: no limit)")
+      ->transform(tools::count_option(0, "bytes; 0: no limit", true));
+  r->add_option(
+       "--max-memory", run.max_memory,
+       "refuse a run whose memories (UB, accumulators, weights, host buffers) need more bytes than this "
+       "(default: 3/4 of the memory this process may use)")
+      ->transform(tools::count_option(1, "bytes", true));
   tools::CompileArgs comp;
   CLI::App* c = app.add_subcommand("compile", "Compile a model description into a program (.tpu)");
   c->add_option("model", comp.model,
@@ -152,7 +191,8 @@ extern "C" int sc_main(int argc, char** argv) {
   c->add_option("-o,--output", comp.output, "output .tpu (default: the model with .tpu)");
   c->add_option("--arch", comp.arch_file, "architecture file (JSON, docs/arch.md); default: tpu-v1");
   c->add_option("--set", comp.sets, "override one architecture parameter, KEY=VALUE (repeatable)");
-  c->add_option("--batch", comp.batch, "override the description's batch size");
+  c->add_option("--batch", comp.batch, "override the description's batch size")
+      ->check(tools::count_option(1, "a batch size"));
   bool arch_json = false;
   CLI::App* ar = app.add_subcommand(
       "arch", "List the architecture parameters (--markdown: docs/arch.md, --json: tpu-v1)");
@@ -191,7 +231,8 @@ extern "C" int sc_main(int argc, char** argv) {
   CLI::App* db = app.add_subcommand("debug", "Step through a run cycle by cycle on the stepped engine (docs/debugger.md)");
   db->add_option("program", dbg.program, "program (.tpu), assembly source (.s) or model description (.toml, compiled first)");
   db->add_option("--script", dbg.script, "run the commands in this file (- for standard input) instead of a terminal");
-  db->add_option("--batch", dbg.batch, "models: override the description's batch size");
+  db->add_option("--batch", dbg.batch, "models: override the description's batch size")
+      ->check(tools::count_option(1, "a batch size"));
   db->add_option("--arch", dbg.arch_file, "architecture file (JSON, docs/arch.md); default: the program's .arch");
   db->add_option("--set", dbg.sets, "override one architecture parameter, KEY=VALUE (repeatable)");
   db->add_option("--trace", dbg.trace,
@@ -206,7 +247,8 @@ extern "C" int sc_main(int argc, char** argv) {
   vw->add_option("--window", view.window,
                  "cycles START:END the page holds (default: from a little before the first matmul, as many "
                  "cycles as keep the page small)");
-  vw->add_option("--batch", view.batch, "models: override the description's batch size");
+  vw->add_option("--batch", view.batch, "models: override the description's batch size")
+      ->check(tools::count_option(1, "a batch size"));
   vw->add_option("--arch", view.arch_file, "architecture file (JSON, docs/arch.md); default: the program's .arch");
   vw->add_option("--set", view.sets, "override one architecture parameter, KEY=VALUE (repeatable)");
 
@@ -245,6 +287,11 @@ extern "C" int sc_main(int argc, char** argv) {
     if (*vw) return tools::cmd_view(view);
   } catch (const InputError& e) {
     fmt::print(stderr, "{}\n", e.what());
+    return kExitBadInput;
+  } catch (const std::bad_alloc&) {
+    fmt::print(stderr,
+               "tpusim: out of memory: the inputs need more memory than this process can have (see "
+               "docs/limits.md; `run --max-memory` checks a run's estimate before allocating)\n");
     return kExitBadInput;
   } catch (const std::exception& e) {
     fmt::print(stderr, "tpusim: internal error: {}\n", e.what());

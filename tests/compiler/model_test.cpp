@@ -304,7 +304,7 @@ TEST_CASE("model: .npy problems name the description, the layer and the file") {
                     "e.toml:8: layer dense1: weights_file: \"w.npy\": shape [3, 4]; expected [4, 3] ([in, units])");
   CHECK_THROWS_WITH(load("[[layer]]\ntype = \"dense\"\nunits = 3\nweights_file = \"none.npy\"\n"),
                     "e.toml:8: layer dense1: weights_file: \"none.npy\": " + (dir / "none.npy").string() +
-                        ": cannot open (no such file)");
+                        ": cannot open: No such file or directory");
   CHECK_THROWS_WITH(load("[[layer]]\ntype = \"dense\"\nunits = 3\nweights_file = \"nan.npy\"\n"),
                     "e.toml:8: layer dense1: weights_file: \"nan.npy\": element 5 is not a finite number");
   {
@@ -491,7 +491,8 @@ TEST_CASE("model: load_model dispatches on the extension") {
   const Model t = load_model(dir / "topo.csv");
   CHECK(t.name == "topo");
   CHECK(t.layers[0].out == map_shape(6, 6, 4));
-  CHECK_THROWS_WITH(load_model(dir / "missing.toml"), (dir / "missing.toml").string() + ": cannot open (no such file)");
+  CHECK_THROWS_WITH(load_model(dir / "missing.toml"),
+                    (dir / "missing.toml").string() + ": cannot open: No such file or directory");
   CHECK_THROWS_WITH(load_model(dir / "prog.tpu"),
                     (dir / "prog.tpu").string() + ": not a model (expected a .toml description, a .csv SCALE-Sim topology or an .onnx model)");
   CHECK(is_model_path("a/b.toml"));

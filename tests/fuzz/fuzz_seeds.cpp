@@ -3,7 +3,8 @@
 // workloads/asm/*.s), so no binary seeds are committed and nothing repeats the table by hand:
 //   OUT_DIR/decode/    one instruction word per opcode, and each program's code section
 //   OUT_DIR/simulate/  each program's code section behind fuzz_simulate's two machine bytes
-//   OUT_DIR/arch/      two --arch files
+//   OUT_DIR/arch/      --arch files: the preset, a small machine, every parameter at an end of
+//                      its range, and values beyond the ranges
 //   OUT_DIR/program/   each source assembled (.tpu, when at most 64 KiB), a copy with the weight
 //                      image and input data cut down, and a program with every opcode once
 //   OUT_DIR/assemble/  each source, its disassembly, and one line per opcode
@@ -74,6 +75,18 @@ int main(int argc, char** argv) {
     write(out / "arch" / "small.json",
           std::string(R"({"name": "small", "array_rows": 16, "array_cols": 8, "ub_bytes": "64KiB", )"
                       R"("acc_entries": 256, "weight_mem_gbps": 12.5, "host_latency_cycles": 0})"));
+    // Every parameter at an end of its range (docs/arch.md), and one beyond.
+    write(
+        out / "arch" / "limits.json",
+        std::string(
+            R"({"name": "edge", "array_rows": 4096, "array_cols": 1, "clock_mhz": 1, "weight_mem_gbps": 0.001, )"
+            R"("host_gbps": 1000000, "weight_mem_latency_cycles": 1000000000, "host_latency_cycles": 0, )"
+            R"("activation_latency_cycles": 1000000000, "issue_cycles": 1000000, "acc_entries": 65536, )"
+            R"("ub_bytes": "64GiB", "weight_fifo_tiles": 1024, "station_queue_depth": 1, "activation_lanes": 1})"));
+    write(
+        out / "arch" / "beyond.json",
+        std::string(
+            R"({"host_latency_cycles": 18446744073709551615, "weight_mem_gbps": 1e-12, "clock_mhz": 1e-300})"));
 
     // One of every opcode.
     isa::Program ops;
@@ -115,6 +128,8 @@ int main(int argc, char** argv) {
       std::vector<uint8_t> sim_seed = {0x10, 0x05};
       sim_seed.insert(sim_seed.end(), code.begin(), code.end());
       write(out / "simulate" / (stem + ".bin"), sim_seed);
+      sim_seed[1] = 0x35;  // the same on 1e9-cycle latencies and 1 MB/s memories (fuzz_simulate)
+      write(out / "simulate" / (stem + ".slow.bin"), sim_seed);
       write(out / "assemble" / (stem + ".listing.s"), isa::disassemble(p));
       // A small variant, so that mutations land in the code and manifest rather than the data.
       if (p.weights.size() > 256) p.weights.resize(256);

@@ -1,9 +1,11 @@
 // fuzz_simulate: the input drives a small machine and a program. Byte 0 picks the array shape,
-// byte 1 the weight FIFO and queue depths; the rest is 16-byte instruction words (words the
-// decoder rejects are skipped), with a halt appended, on a 256-byte weight image and one input
-// and one output host region. The fast engine must either refuse the program with a SimError or
-// run it: then the timing engine runs it too, on every instruction's exact cycles, and the fast
-// engine's memories equal the reference executor's. A crash, a hang (the run is capped with
+// byte 1 the weight FIFO and queue depths (low 4 bits) and the timing parameters (high 4 bits:
+// 0 the usual small latencies, else values up to the ends of their ranges in docs/arch.md, so
+// that checked time arithmetic and huge durations are exercised); the rest is 16-byte instruction words
+// (words the decoder rejects are skipped), with a halt appended, on a 256-byte weight image and one input and
+// one output host region. The fast engine must either refuse the program with a SimError or run it: then the
+// timing engine runs it too, on every instruction's exact cycles, and the fast engine's memories equal the
+// reference executor's. A crash, a hang (the run is capped with
 // --max-cycles) or a sanitizer report is a finding.
 #include <cstddef>
 #include <cstdint>
@@ -34,6 +36,13 @@ sim::Arch small_arch(uint8_t shape, uint8_t depths) {
   a.weight_mem_bytes = a.tile_bytes() * 64;
   a.host_latency_cycles = 5;
   a.weight_mem_latency_cycles = 3;
+  // Timing profiles: each bit of the high nibble moves a group of parameters to an end of its range.
+  const unsigned timing = depths >> 4;
+  if (timing & 1)
+    a.host_latency_cycles = a.weight_mem_latency_cycles = a.activation_latency_cycles = 1'000'000'000;
+  if (timing & 2) a.host_gbps = a.weight_mem_gbps = 1e-3;
+  if (timing & 4) a.clock_mhz = timing & 8 ? 1 : 1e5;
+  else if (timing & 8) a.issue_cycles = 1'000'000, a.activation_lanes = 1;
   return a;
 }
 

@@ -3,6 +3,7 @@
 #include "sim/arch.h"
 
 #include <catch2/catch.hpp>
+#include <fstream>
 #include <limits>
 #include <set>
 #include <sstream>
@@ -272,8 +273,20 @@ TEST_CASE("load_arch_file: missing files, directories and rule violations", "[ar
   ArchFile f;
   const std::string missing = (f.dir / "none.json").string();
   REQUIRE_THROWS_WITH(sim::load_arch_file(missing), missing + ": cannot open: No such file or directory");
-  REQUIRE_THROWS_WITH(sim::load_arch_file(f.dir.path()),
-                      f.dir.path().string() + ": cannot open: Is a directory");
+  REQUIRE_THROWS_WITH(sim::load_arch_file(f.dir.path()), f.dir.path().string() + ": is a directory");
+  // Only regular files, their size checked before reading (isa/file_io.h).
+  std::filesystem::create_symlink("/dev/zero", f.dir / "zero.json");
+  REQUIRE_THROWS_WITH(
+      sim::load_arch_file(f.dir / "zero.json"),
+      (f.dir / "zero.json").string() +
+          ": is a character device, not a regular file; expected an architecture file (JSON)");
+  std::ofstream(f.dir / "big.json").put('{');
+  std::filesystem::resize_file(f.dir / "big.json", (uint64_t{16} << 20) + 1);  // sparse: nothing is written
+  REQUIRE_THROWS_WITH(
+      sim::load_arch_file(f.dir / "big.json"),
+      (f.dir / "big.json").string() +
+          ": 16777217 bytes (16.0 MiB), more than the 16777216 bytes (16.0 MiB) allowed for an "
+          "architecture file (JSON)");
   REQUIRE_THROWS_WITH(f.load("{\"ub_bytes\": 1000}"),
                       (f.dir / "arch.json").string() +
                           ": ub_bytes = 1000 is not a multiple of the UB row width "
@@ -295,6 +308,19 @@ TEST_CASE("validate: every rule, with a failing example", "[arch]") {
   fails("activation_lanes=65537", "activation_lanes = 65537 exceeds the maximum 65536");
   fails("station_queue_depth=2000", "station_queue_depth = 2000 exceeds the maximum 1024");
   fails("clock_mhz=100001", "clock_mhz = 100001 exceeds the maximum 100000");
+  // The lower ends and the latencies' upper end: what keeps simulated time inside 64-bit
+  // picoseconds (docs/arch.md).
+  fails("clock_mhz=0.5", "clock_mhz = 0.5 must be at least 1");
+  fails("clock_mhz=1e-300", "clock_mhz = 1e-300 must be at least 1");
+  fails("weight_mem_gbps=0.0009", "weight_mem_gbps = 0.0009 must be at least 0.001");
+  fails("host_gbps=1e-12", "host_gbps = 1e-12 must be at least 0.001");
+  fails("weight_mem_latency_cycles=1000000001",
+        "weight_mem_latency_cycles = 1000000001 exceeds the maximum 1000000000");
+  fails("host_latency_cycles=18446744073709551615",
+        "host_latency_cycles = 18446744073709551615 exceeds the maximum 1000000000");
+  fails("activation_latency_cycles=4611686018427387904",
+        "activation_latency_cycles = 4611686018427387904 exceeds the maximum 1000000000");
+  fails("issue_cycles=1000001", "issue_cycles = 1000001 exceeds the maximum 1000000");
   fails("weight_mem_gbps=2e6", "weight_mem_gbps = 2000000 exceeds the maximum 1000000");
   fails("host_gbps=1000000.5", "host_gbps = 1000000.5 exceeds the maximum 1000000");
   fails("acc_entries=65537", "acc_entries = 65537 exceeds the maximum 65536 (the ISA's 16-bit acc field)");
@@ -322,6 +348,11 @@ TEST_CASE("validate: limits themselves pass - latencies may be 0 - reals and the
   a.weight_mem_gbps = a.host_gbps = 1e6;
   a.weight_fifo_tiles = a.station_queue_depth = 1024;
   a.activation_lanes = 65536;
+  a.weight_mem_latency_cycles = a.host_latency_cycles = a.activation_latency_cycles = 1'000'000'000;
+  a.issue_cycles = 1'000'000;
+  CHECK_NOTHROW(sim::validate(a));
+  a.clock_mhz = 1;
+  a.weight_mem_gbps = a.host_gbps = 1e-3;
   CHECK_NOTHROW(sim::validate(a));
   a = Arch{};
   a.array_rows = 128;  // row width stays 256 (max of rows and cols)
@@ -379,7 +410,10 @@ TEST_CASE("arch_markdown lists every parameter and the derived quantities", "[ar
   const std::string md = sim::arch_markdown();
   CHECK(md.starts_with("<!-- Generated from sim/arch.h by `build/tpusim arch --markdown > docs/arch.md`."));
   for (const auto& p : sim::arch_params()) CHECK_THAT(md, Contains("| `" + std::string(p.name) + "` | "));
-  CHECK_THAT(md, Contains("| `ub_bytes` | 25165824 | bytes |"));
+  CHECK_THAT(md, Contains("| `ub_bytes` | 25165824 | 1 to 68719476736 | bytes |"));
+  CHECK_THAT(md, Contains("| `clock_mhz` | 700.0 | 1 to 100000 | MHz |"));
+  CHECK_THAT(md, Contains("| `host_latency_cycles` | 700 | 0 to 1000000000 | cycles |"));
+  CHECK_THAT(md, Contains("| `weight_mem_gbps` | 34.0 | 0.001 to 1000000 | GB/s |"));
   CHECK_THAT(md, Contains("= 1350 at the defaults (65536 * 700 / 34000 = 1349.3 rounded up)"));
   CHECK_THAT(md, Contains("`--set key=value`"));
   CHECK_THAT(md, Contains("`acc_entries` <= 65536 (the ISA's 16-bit acc field)"));

@@ -2,6 +2,7 @@
 #include <fmt/format.h>
 
 #include <CLI/CLI.hpp>
+#include <array>
 #include <csignal>
 #include <cstdlib>
 #include <cstring>
@@ -11,6 +12,8 @@
 #include <set>
 
 #include "isa/error.h"
+#include "isa/file_io.h"
+#include "isa/text.h"
 #include "tools/commands.h"
 #include "tools/sweep/progress.h"
 #include "tools/sweep/store.h"
@@ -124,6 +127,11 @@ int cmd_sweep(const SweepArgs& a) {
     return 0;
   }
   const Outputs out = outputs(a.output, a.db, a.jsonl);
+  for (const fs::path& f : {out.csv, out.db, out.jsonl})
+    io::refuse_input_as_output(f.string(), "-o", std::array{a.spec});
+  const io::FileLock lock(out.db,
+                          "another sweep is writing these results now; wait for it to finish, or give this "
+                          "one another -o (a finished or killed sweep holds no lock: --resume it)");
   ResultStore store(out.db);
   if (!a.resume && !a.retry_failed && fs::exists(out.db) && store.meta().size() && store.count() > 0)
     throw InputError(
@@ -216,8 +224,7 @@ int cmd_sweep_merge(const SweepMergeArgs& a) {
   for (const std::string& in : a.inputs) {
     std::string text;
     if (fs::path(in).extension() == ".csv") {
-      std::ifstream f(in, std::ios::binary);
-      text.assign(std::istreambuf_iterator<char>(f), {});
+      text = io::read_text_file(in, io::kMaxDataFileBytes, "a sweep CSV");
     } else {
       ResultStore db(in, /*read_only=*/true);
       const auto meta = db.meta();
@@ -232,6 +239,9 @@ int cmd_sweep_merge(const SweepMergeArgs& a) {
     const auto records = parse_csv(text, in);
     if (records.empty()) throw InputError(fmt::format("{}: empty (no header)", in));
     std::string h = csv_line(Row(records[0].begin(), records[0].end()));
+    if (h != csv_header())
+      throw InputError(fmt::format("{}: not a tpusim sweep's results: its header is not `{}`", in,
+                                   isa::printable(csv_header().substr(0, csv_header().find('\n')), 120)));
     if (header.empty()) header = h;
     if (h != header) throw InputError(fmt::format("{}: its columns differ from {}'s", in, a.inputs.front()));
     for (size_t i = 1; i < records.size(); ++i) {

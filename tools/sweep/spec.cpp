@@ -1,8 +1,6 @@
 // Sweep specs: TOML -> numbered points (spec.h, docs/sweeps.md).
 #include "tools/sweep/spec.h"
 
-#include "isa/text.h"
-
 #include <fmt/format.h>
 #include <glob.h>
 #include <toml++/toml.h>
@@ -16,6 +14,8 @@
 
 #include "compiler/model.h"
 #include "isa/error.h"
+#include "isa/file_io.h"
+#include "isa/text.h"
 
 namespace fs = std::filesystem;
 
@@ -234,6 +234,14 @@ std::vector<Axis> read_grid(const Reader& r, const toml::table& grid) {
       }
       if (axis.values.empty()) r.fail(axis.line, where, "", "", "a linked axis needs at least one parameter");
     }
+    // A parameter on two axes: the later would overwrite the earlier and collapse points.
+    for (const Setting& s : axis.values.empty() ? std::vector<Setting>{} : axis.values.front())
+      for (const Axis& other : axes)
+        for (const Setting& o : other.values.empty() ? std::vector<Setting>{} : other.values.front())
+          if (o.key == s.key)
+            r.fail(s.line, axis.name == s.key ? "grid" : "grid." + axis.name, s.key, "",
+                   fmt::format("also varied by the axis at line {}; a parameter may vary on one axis only",
+                               other.line));
     axes.push_back(std::move(axis));
   }
   return axes;
@@ -457,11 +465,7 @@ Spec parse_spec(const std::string& text, const fs::path& path) {
 }
 
 Spec load_spec(const fs::path& path) {
-  std::ifstream f(path, std::ios::binary);
-  if (!f) throw InputError(fmt::format("{}: cannot read the sweep spec", path.string()));
-  std::ostringstream text;
-  text << f.rdbuf();
-  return parse_spec(text.str(), path);
+  return parse_spec(io::read_text_file(path, io::kMaxConfigBytes, "a sweep spec (TOML)"), path);
 }
 
 std::string describe_key(const std::string& key) {

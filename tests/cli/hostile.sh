@@ -1,0 +1,191 @@
+#!/usr/bin/env bash
+# Hostile and careless inputs (issue 19): each case must end quickly with the exit code and
+# message it names, and leave every input file byte for byte as it was.
+#
+#   hostile.sh TPUSIM SOURCE_DIR WORK_DIR CASE
+#
+# CASE is one of the functions below (case_NAME). Every case runs in its own empty WORK_DIR/CASE.
+set -u
+tpusim=$1 src=$2 work=$3 name=$4
+dir=$work/$name
+rm -rf "$dir" && mkdir -p "$dir" && cd "$dir" || exit 99
+M=$src/workloads/small/mnist_mlp.toml
+S=$src/workloads/asm/matmul.s
+
+fail() {
+  echo "FAIL ($name): $*"
+  exit 1
+}
+
+# expect CODE REGEX -- COMMAND...: exit code and a line of output matching REGEX, within 20 s.
+expect() {
+  local want=$1 pattern=$2
+  shift 3
+  local out rc
+  out=$(timeout 20 "$@" 2>&1)
+  rc=$?
+  [ "$rc" = "$want" ] || fail "exit code $rc, expected $want: $*"$'\n'"$out"
+  grep -Eq -- "$pattern" <<<"$out" || fail "no line matches '$pattern': $*"$'\n'"$out"
+  [ ${#out} -lt 4000 ] || fail "message of ${#out} characters: $*"
+}
+
+# unchanged FILE...: each FILE is identical to its copy FILE.orig (made by keep).
+keep() { for f in "$@"; do cp -p "$f" "$f.orig"; done; }
+unchanged() { for f in "$@"; do cmp -s "$f" "$f.orig" || fail "$f was changed"; done; }
+no_temp_left() {
+  local left
+  left=$(find . -name '.*.tmp-*')
+  [ -z "$left" ] || fail "temporary files left: $left"
+}
+
+# ---- 1. simulated time --------------------------------------------------------------------
+case_latency_beyond_range() {
+  expect 2 "weight_mem_latency_cycles = 4611686018427387904 exceeds the maximum 1000000000" \
+    -- "$tpusim" run "$M" --engine timing --set weight_mem_latency_cycles=4611686018427387904
+  expect 2 "host_latency_cycles = 18446744073709551615 exceeds the maximum 1000000000" \
+    -- "$tpusim" run "$M" --set host_latency_cycles=18446744073709551615
+  expect 2 "activation_latency_cycles = 9223372036854775807 exceeds the maximum 1000000000" \
+    -- "$tpusim" run "$M" --set activation_latency_cycles=9223372036854775807
+}
+case_bandwidth_and_clock_below_range() {
+  expect 2 "weight_mem_gbps = 1e-12 must be at least 0.001" -- "$tpusim" run "$M" --set weight_mem_gbps=1e-12
+  expect 2 "host_gbps = 1e-15 must be at least 0.001" -- "$tpusim" run "$M" --set host_gbps=1e-15
+  expect 2 "clock_mhz = 1e-300 must be at least 1" -- "$tpusim" run "$M" --set clock_mhz=1e-300
+}
+# At the edges of the ranges the run completes (event-driven time: a second-long latency costs
+# nothing to simulate) and is slower than the default machine, not faster.
+case_extremes_in_range_run() {
+  expect 0 "cycles" -- "$tpusim" run "$S" --engine timing --report r.json --set host_latency_cycles=1000000000 \
+    --set weight_mem_latency_cycles=1000000000 --set activation_latency_cycles=1000000000 --set host_gbps=0.001 \
+    --set weight_mem_gbps=0.001 --set clock_mhz=100000
+  # At 1e5 MHz and 0.001 GB/s a byte takes 1e5 cycles. rw requests its tile at 1 (issue_cycles):
+  # 65536 bytes take 6553600000 cycles, it lands 1e9 later at 7553600001; shifting 256 rows
+  # gives t0 = 7553600257; the matmul ends at t0 + 8 + 256 + 256 - 1 = 7553600776; act takes
+  # 1e9 + 8 rows = 8553600784; whm issues after the sync, starts at +1 and takes
+  # 1e9 + 2048 bytes x 1e5 = 1204800000: 9758400785.
+  grep -q '"cycles": 9758400785,' r.json || fail "cycles: $(grep '"cycles"' r.json), expected 9758400785"
+}
+
+# ---- 2. bounded reads ---------------------------------------------------------------------
+case_special_files() {
+  ln -s /dev/zero zero.tpu && ln -s /dev/zero zero.s && ln -s /dev/zero zero.json && ln -s /dev/zero zero.toml
+  mkfifo fifo.s
+  expect 2 "zero\.tpu: is a character device, not a regular file" -- "$tpusim" run zero.tpu
+  expect 2 "zero\.s: is a character device, not a regular file" -- "$tpusim" asm zero.s -o z.tpu
+  expect 2 "zero\.tpu: is a character device, not a regular file" -- "$tpusim" disasm zero.tpu
+  expect 2 "zero\.json: is a character device, not a regular file" -- "$tpusim" run "$S" --arch zero.json
+  expect 2 "zero\.toml: is a character device, not a regular file" -- "$tpusim" run zero.toml
+  expect 2 "zero\.json: is a character device, not a regular file" -- "$tpusim" compare zero.json
+  expect 2 "fifo\.s: is a FIFO, not a regular file" -- "$tpusim" asm fifo.s -o f.tpu
+}
+case_huge_sparse_files() {
+  truncate -s 10G big.tpu big.s big.json big.toml && truncate -s 3G junk.tpu
+  expect 2 "big\.tpu: 10737418240 bytes \(10\.0 GiB\), more than the 4294967296 bytes \(4\.0 GiB\) allowed for a program" \
+    -- "$tpusim" run big.tpu
+  expect 2 "big\.s: 10737418240 bytes .*, more than the 1073741824 bytes .* allowed for an assembly source" \
+    -- "$tpusim" asm big.s -o b.tpu
+  expect 2 "big\.tpu: 10737418240 bytes" -- "$tpusim" disasm big.tpu
+  expect 2 "big\.json: 10737418240 bytes .* allowed for an architecture file" -- "$tpusim" run "$S" --arch big.json
+  expect 2 "big\.toml: 10737418240 bytes .* allowed for a model description" -- "$tpusim" run big.toml
+  expect 2 "junk\.tpu: not a tpusim program \(bad magic" -- "$tpusim" run junk.tpu
+}
+
+# ---- 3. sizes within the per-value limits that would exhaust memory ----------------------------
+case_memory_estimates() {
+  # UB 4 GiB + accumulators 4096 x 256 x 4 + host buffers 2 x 2048 = 4299165696 bytes, twice that
+  # with the reference executor's copy.
+  expect 2 "matmul\.s: the run needs about 8598331392 bytes \(8\.0 GiB\) \(UB \(ub_bytes\) 4294967296 bytes \(4\.0 GiB\), .*more than the 1073741824 bytes \(1\.0 GiB\) allowed by --max-memory" \
+    -- "$tpusim" run "$S" --set ub_bytes=4GiB --max-memory 1GiB
+  expect 2 "needs about 4299165696 bytes .*allowed by --max-memory" \
+    -- "$tpusim" run "$S" --set ub_bytes=4GiB --max-memory 1GiB --no-check
+  printf '[model]\nname = "wide"\nbatch = 1\ninput = [46340, 46340, 1]\n\n[[layer]]\ntype = "conv2d"\nfilters = 1\nkernel = 3\n' >wide.toml
+  expect 2 "wide\.toml: compiling model wide needs about .*GiB.*more than the 1073741824 bytes \(1\.0 GiB\) allowed by --max-memory" \
+    -- "$tpusim" run wide.toml --max-memory 1GiB
+  printf '[model]\nname = "big_batch"\nbatch = 32768\ninput = [65535]\n\n[[layer]]\ntype = "dense"\nunits = 10\n' >batch.toml
+  expect 2 "^batch\.toml:3: \[model\]: batch: 32768: at most 2048 \(the compiler gives a batch half the accumulators: acc_entries = 4096 on 'tpu-v1'\)" \
+    -- "$tpusim" run batch.toml
+  expect 2 "mnist_mlp\.toml: acc_entries = 1 on 'tpu-v1': the compiler needs at least 2 accumulator rows" \
+    -- "$tpusim" run "$M" --set acc_entries=1
+}
+
+# ---- 5. outputs that name inputs ------------------------------------------------------------
+case_output_is_input() {
+  cp "$S" a.s && cp "$M" m.toml && "$tpusim" asm a.s -o p.tpu 2>/dev/null && cp a.s p.s && ln a.s hard.s &&
+    ln -s p.tpu link.tpu || fail "setup"
+  keep a.s p.tpu m.toml p.s
+  expect 2 "^-o a\.s: is the input a\.s; choose another output" -- "$tpusim" asm a.s -o a.s
+  expect 2 "^-o hard\.s: is the input a\.s" -- "$tpusim" asm a.s -o hard.s
+  expect 2 "^--report p\.tpu: is the input p\.tpu" -- "$tpusim" run p.tpu --report p.tpu
+  expect 2 "^--report link\.tpu: is the input p\.tpu" -- "$tpusim" run p.tpu --report link.tpu
+  expect 2 "^-o p\.tpu: is the input p\.tpu" -- "$tpusim" disasm p.tpu -o p.tpu
+  expect 2 "^-o m\.toml: is the input m\.toml" -- "$tpusim" compile m.toml -o m.toml
+  expect 2 "^--trace p\.s: is the input p\.s" -- "$tpusim" run p.s --trace p.s
+  expect 2 "^--vcd p\.s: is the input p\.s" -- "$tpusim" run p.s --vcd p.s
+  unchanged a.s p.tpu m.toml p.s
+}
+# A full disk: the OS reason, and no partial file or temporary file left behind.
+case_full_disk() {
+  cp "$S" a.s && keep a.s
+  expect 2 "^/dev/full: cannot write: No space left on device$" -- "$tpusim" asm a.s -o /dev/full
+  expect 2 "^/dev/full: cannot write: No space left on device$" -- "$tpusim" run a.s --report /dev/full
+  expect 2 "^/dev/full: cannot write: No space left on device$" -- "$tpusim" run a.s --trace /dev/full
+  expect 2 "^no_dir/x\.tpu: cannot write: No such file or directory$" -- "$tpusim" asm a.s -o no_dir/x.tpu
+  unchanged a.s
+  no_temp_left
+}
+case_trace_max_bytes() {
+  expect 2 "t\.json: not written: more than 1000 bytes \(--trace-max-bytes" \
+    -- "$tpusim" run "$S" --trace t.json --trace-max-bytes 1000
+  [ ! -e t.json ] || fail "t.json was left behind"
+  no_temp_left
+  expect 0 "wrote t\.json \(Chrome trace" -- "$tpusim" run "$S" --trace t.json --trace-max-bytes 10000000
+}
+
+# A cell-level VCD records every register change in memory before writing: --trace-max-bytes
+# bounds the recording too (16 bytes a change), so a long stepped run cannot exhaust memory.
+case_vcd_cells_bounded() {
+  expect 2 "--vcd w\.vcd: not written: the traced cells' registers changed more than 6250 times by cycle [0-9]+ .*over --trace-max-bytes 100000 bytes; narrow --vcd-scope" \
+    -- "$tpusim" run "$M" --batch 2 --set array_rows=16 --set array_cols=16 --engine stepped --vcd w.vcd \
+    --vcd-scope array --trace-max-bytes 100000
+  [ ! -e w.vcd ] || fail "w.vcd was left behind"
+  no_temp_left
+  expect 0 "wrote w\.vcd \(VCD" -- "$tpusim" run "$M" --batch 2 --set array_rows=16 --set array_cols=16 \
+    --engine stepped --vcd w.vcd --vcd-scope cells=0-1x0-1 --trace-max-bytes 100000000
+}
+
+# ---- 6. numbers on the command line ---------------------------------------------------------
+case_numbers() {
+  expect 2 "--max-cycles: '-5' is not a whole number >= 0" -- "$tpusim" run "$S" --max-cycles -5
+  expect 2 "--max-cycles: '1e9' is not a whole number >= 0" -- "$tpusim" run "$S" --max-cycles 1e9
+  expect 2 "--batch: 0 is less than 1: expected a whole number >= 1" -- "$tpusim" run "$M" --batch 0
+  expect 2 "--batch: '-1' is not a whole number >= 1" -- "$tpusim" run "$M" --batch -1
+  expect 2 "--batch: '99999999999999999999999' is not a whole number" -- "$tpusim" compile "$M" --batch 99999999999999999999999
+  local out
+  out=$("$tpusim" run "$M" --batch -1 2>&1)
+  ! grep -q 18446744073709551615 <<<"$out" || fail "--batch -1 shown wrapped: $out"
+}
+
+# ---- 7. silent wrong work -------------------------------------------------------------------
+case_program_for_another_machine() {
+  expect 2 "matmul\.s: the program was compiled for a 256 x 256 array \(architecture 'tpu-v1'\), this machine's is 64 x 64" \
+    -- "$tpusim" run "$S" --set array_rows=64 --set array_cols=64
+  # Timing parameters may differ: the program means the same on that machine.
+  expect 0 "cycles" -- "$tpusim" run "$S" --set weight_mem_gbps=17 --set host_latency_cycles=0
+}
+case_arch_file_duplicate_key() {
+  printf '{\n  "array_rows": 128,\n  "clock_mhz": 700,\n  "array_rows": 64\n}\n' >dup.json
+  expect 2 "^dup\.json:4: \"array_rows\" is given twice" -- "$tpusim" run "$M" --arch dup.json
+}
+
+# ---- 8. messages ----------------------------------------------------------------------------
+case_arch_name_with_nul() {
+  printf '{"name": "ab\\u0000cd"}\n' >nul.json
+  expect 2 "name = 'ab\\\\x00cd'" -- "$tpusim" run "$M" --arch nul.json
+}
+case_huge_identifier() {
+  { printf '{"'; head -c 10000000 /dev/zero | tr '\0' a; printf '": 1}\n'; } >long.json
+  expect 2 "unknown parameter 'aaaa.*\.\.\. \(10000000 bytes\)" -- "$tpusim" run "$M" --arch long.json
+}
+
+"case_$name"
+echo "ok: $name"
