@@ -11,6 +11,7 @@
 #include "gpu/json_reader.h"
 #include "gpu/results.h"
 #include "isa/error.h"
+#include "isa/file_io.h"
 
 namespace tpusim::gpu {
 namespace {
@@ -203,11 +204,7 @@ ReferenceData read_reference(const json& j, const std::string& path) {
 }
 
 std::string read_text(const fs::path& path) {
-  std::ifstream in(path);
-  if (!in) throw InputError(fmt::format("{}: cannot read", path.string()));
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
+  return io::read_text_file(path, io::kMaxDataFileBytes, "reference data (JSON)");
 }
 
 }  // namespace
