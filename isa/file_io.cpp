@@ -281,7 +281,12 @@ void write_file(const fs::path& path, std::span<const uint8_t> data) {
 FileLock::FileLock(const fs::path& path, std::string_view why) {
   fd_ = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, new_file_mode());
   if (fd_ < 0) cannot_write(path, errno);
-  if (::flock(fd_, LOCK_EX | LOCK_NB) != 0) {
+  // A few seconds' grace: a process that has just died may still be releasing it (a child caught
+  // between fork and exec holds the parent's descriptors for a moment).
+  int rc = 0;
+  for (int tries = 0; (rc = ::flock(fd_, LOCK_EX | LOCK_NB)) != 0 && errno == EWOULDBLOCK && tries < 60; ++tries)
+    ::usleep(50'000);
+  if (rc != 0) {
     const int err = errno;
     ::close(fd_);
     fd_ = -1;

@@ -88,7 +88,7 @@ class OutputFile {
 };
 
 // An exclusive advisory lock (flock) on `path`, created if missing, held until destruction.
-// Throws "PATH: WHY" when another process holds it (`why` says who and what to do).
+// Throws "PATH: WHY" when another process still holds it after 3 s (`why` says who and what to do).
 class FileLock {
  public:
   FileLock(const std::filesystem::path& path, std::string_view why);
