@@ -161,7 +161,18 @@ constexpr std::tuple<std::string_view, double, double, std::string_view> kLimits
     {"weight_mem_gbps", 1e-3, 1e6, ""}, {"weight_mem_latency_cycles", 0, kMaxLatency, ""},
     {"host_gbps", 1e-3, 1e6, ""},       {"host_latency_cycles", 0, kMaxLatency, ""},
     {"activation_lanes", 1, 65536, ""}, {"activation_latency_cycles", 0, kMaxLatency, ""},
-    {"issue_cycles", 1, 1e6, ""},       {"station_queue_depth", 1, 1024, ""}};
+    {"issue_cycles", 1, 1e6, ""},       {"station_queue_depth", 1, 1024, ""},
+    // The energy model's costs (sim/energy.h): positive, and small enough that a run's sums of
+    // counts x costs stay far inside double's range.
+    {"energy_mac_pj", 1e-6, 1e6, ""},
+    {"energy_ub_read_pj_per_byte", 1e-6, 1e6, ""},
+    {"energy_ub_write_pj_per_byte", 1e-6, 1e6, ""},
+    {"energy_acc_read_pj_per_byte", 1e-6, 1e6, ""},
+    {"energy_acc_write_pj_per_byte", 1e-6, 1e6, ""},
+    {"energy_weight_fifo_pj_per_byte", 1e-6, 1e6, ""},
+    {"energy_dram_pj_per_byte", 1e-6, 1e6, ""},
+    {"energy_host_pj_per_byte", 1e-6, 1e6, ""},
+    {"static_watts", 1e-6, 1e6, ""}};
 const std::vector<Bound>& bounds() {
   static const std::vector<Bound> list = [] {
     std::vector<Bound> out;
