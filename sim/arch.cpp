@@ -71,7 +71,8 @@ size_t param_index(std::string_view key, std::string_view origin) {
     if (kParams[i].name == key) return i;
   std::vector<std::string_view> names{"name"};
   for (const ParamInfo& p : kParams) names.push_back(p.name);
-  const std::string_view best = isa::nearest(key, names).first;
+  // (A long key is no typo of a short name: no distance to compute over megabytes.)
+  const std::string_view best = key.size() <= 64 ? isa::nearest(key, names).first : names.front();
   throw InputError(fmt::format("{}: unknown parameter '{}' (did you mean {}? docs/arch.md lists them all)",
                                origin, isa::printable(key), best));
 }
