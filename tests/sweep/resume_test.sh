@@ -68,9 +68,10 @@ cat run5.log
 grep -Eq "holds a result for a point that .*v1.toml no longer has \(workload (mnist_mlp|tiny_cnn) \(.*\), engine timing, batch=-, tpu-v1 (weight_mem_gbps=136|clock_mhz=940)\)" run5.log ||
   fail "the removed point is not described"
 
-# Ctrl-C part-way: 48 points of the paper's MLP1 on the timing engine (about 60 ms each here), one
-# worker, interrupted after 2 s (timeout signals the sweep, then its whole process group, as a
-# terminal does).
+# Ctrl-C part-way: 48 points of the paper's MLP1 on the timing engine (15-60 ms each here), one
+# worker, interrupted as soon as the first point is stored (SIGINT to the sweep's whole process
+# group, as a terminal sends it). Waiting for a stored point rather than a fixed time keeps the
+# check independent of the machine's speed.
 cat >slow.toml <<SPEC
 [sweep]
 name = "slow"
@@ -81,8 +82,23 @@ weight_mem_gbps = [8.5, 17, 34, 68, 136, 272]
 clock_mhz = [500, 700, 900, 1100]
 host_gbps = [5, 10.74]
 SPEC
+setsid "$tpusim" sweep slow.toml -j 1 -o slow.csv 2>int.log &
+sweep_pid=$!
+python3 - slow.db <<'PY' || fail "no point stored within 120 s: $(cat int.log)"
+import os, sqlite3, sys, time
+deadline = time.time() + 120
+while time.time() < deadline:
+    try:
+        if os.path.exists(sys.argv[1]) and sqlite3.connect(sys.argv[1]).execute("select count(*) from results").fetchone()[0] >= 1:
+            sys.exit(0)
+    except sqlite3.Error:
+        pass  # not created yet, or locked by the writer
+    time.sleep(0.01)
+sys.exit(1)
+PY
+kill -INT -- -"$sweep_pid"
 rc=0
-timeout --preserve-status -s INT 2 "$tpusim" sweep slow.toml -j 1 -o slow.csv 2>int.log || rc=$?
+wait "$sweep_pid" || rc=$?
 cat int.log
 [[ $rc == 130 ]] || fail "Ctrl-C: exit $rc, not 130"
 stored=$(python3 -c 'import sqlite3,sys; print(sqlite3.connect(sys.argv[1]).execute("select count(*) from results").fetchone()[0])' slow.db)
