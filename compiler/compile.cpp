@@ -19,7 +19,10 @@ double since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 
-uint64_t lanes(const sim::Arch& arch) { return std::min(arch.array_rows, arch.array_cols); }
+uint64_t lanes(const sim::Arch& arch) { return slice_width(arch); }
+
+// The samples per piece of the batch the program was lowered in (layout.h), 0 for one piece.
+uint64_t piece(const isa::Program& p) { return p.meta.contains("batch_piece") ? p.meta["batch_piece"].get<uint64_t>() : 0; }
 
 // Runs `f` on `model` cut down to its first `samples` samples (all when 0 or more than the batch),
 // then restores it: the model's parameters are not copied.
@@ -148,7 +151,7 @@ Compiled compile_file(const std::filesystem::path& path, const sim::Arch& arch, 
 std::vector<uint8_t> golden_output_bytes(const Compiled& c, const sim::Arch& arch) {
   const std::vector<std::vector<int8_t>> golden = run_golden(c.graph);
   const QTensor& out = c.graph.tensors.at(c.graph.output);
-  return to_tpu_order(golden.at(c.graph.output), out.shape, c.graph.batch, lanes(arch));
+  return to_tpu_order(golden.at(c.graph.output), out.shape, c.graph.batch, lanes(arch), piece(c.program));
 }
 
 OutputCheck check_output(Compiled& c, std::span<const uint8_t> output_region, const sim::Arch& arch) {
@@ -156,7 +159,7 @@ OutputCheck check_output(Compiled& c, std::span<const uint8_t> output_region, co
   const std::vector<std::vector<int8_t>> golden = run_golden(c.graph);
   const QTensor& out = c.graph.tensors.at(c.graph.output);
   const std::vector<int8_t>& want = golden.at(c.graph.output);
-  const std::vector<int8_t> got = from_tpu_order(output_region, out.shape, c.graph.batch, lanes(arch));
+  const std::vector<int8_t> got = from_tpu_order(output_region, out.shape, c.graph.batch, lanes(arch), piece(c.program));
   r.elements = want.size();
   r.matches = got == want;
   if (!r.matches) {

@@ -89,6 +89,11 @@ void Emitter::matmul(isa::Instruction inst, bool switches, uint64_t waddr) {
 }
 
 void Emitter::activation(const isa::Instruction& inst, std::vector<RowSpan> reads, RowSpan write) {
+  activation(inst, std::move(reads), write, act_lane_);
+}
+
+void Emitter::activation(const isa::Instruction& inst, std::vector<RowSpan> reads, RowSpan write, uint64_t act_lane) {
+  if (inst.opcode == Opcode::activate) setcfg(isa::ConfigReg::act_lane, act_lane, act_lane_);
   touch(kAct, reads, {write});
   code_.push_back(inst);
 }

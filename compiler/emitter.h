@@ -33,7 +33,9 @@ class Emitter {
   void host_dma(bool write, uint64_t host, uint64_t ub, uint64_t rows, uint64_t row_bytes, uint64_t stride);
   // A matmul; `fetch` is the weight memory address of the tile it switches to, or none.
   void matmul(isa::Instruction inst, bool switches, uint64_t waddr);
-  // act, vec and pool (the activation unit).
+  // act, vec and pool (the activation unit). `act_lane` is the UB row byte an act writes from
+  // (a setcfg when it changes); vec and pool ignore it.
+  void activation(const isa::Instruction& inst, std::vector<RowSpan> reads, RowSpan write, uint64_t act_lane);
   void activation(const isa::Instruction& inst, std::vector<RowSpan> reads, RowSpan write);
   // Zeroes UB rows (vec sub of the rows with themselves) unless they were never written.
   void zero(RowSpan rows);
@@ -54,7 +56,7 @@ class Emitter {
   std::vector<isa::Instruction> code_;
   std::array<Rows, kStations> reads_, writes_;  // UB rows touched since the station's last sync
   Rows written_;                                 // UB rows ever written
-  uint64_t host_stride_ = 0, host_row_bytes_ = 0;
+  uint64_t host_stride_ = 0, host_row_bytes_ = 0, act_lane_ = 0;
   std::vector<uint64_t> fetches_;   // weight address of each switching matmul's tile, in order
   std::vector<size_t> anchors_;     // where the rw for fetch i + prefetch goes (before code_[anchor])
 };

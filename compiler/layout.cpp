@@ -4,6 +4,16 @@
 
 namespace tpusim::compiler {
 
+std::vector<LaneTile> lane_tiles(uint64_t channels, uint64_t width, uint64_t tile) {
+  std::vector<LaneTile> out;
+  for (uint64_t s = 0; s * width < channels; ++s) {
+    const uint64_t cs = std::min(width, channels - s * width);
+    for (uint64_t first = 0; first < cs; first += tile)
+      out.push_back({s, std::min(first, width - tile), first, std::min(tile, cs - first)});
+  }
+  return out;
+}
+
 std::vector<Run> runs(const Storage& st, uint64_t s, uint64_t first, uint64_t count) {
   std::vector<Run> out;
   if (count == 0) return out;
@@ -35,30 +45,35 @@ std::vector<std::pair<uint64_t, uint64_t>> border_ranges(const Storage& st) {
 
 namespace {
 
-// Calls f(nhwc index, tpu index) for every element.
+// Calls f(nhwc index, tpu index) for every element, piece by piece.
 template <class F>
-void for_each_element(const Shape& shape, uint64_t batch, uint64_t lanes, F f) {
-  const uint64_t pixels = shape.pixels(), c = shape.c;
-  for (uint64_t s = 0; s * lanes < c; ++s) {
-    const uint64_t cs = std::min(lanes, c - s * lanes), slice_base = s * lanes * pixels * batch;
-    for (uint64_t p = 0; p < pixels; ++p)
-      for (uint64_t n = 0; n < batch; ++n)
-        for (uint64_t k = 0; k < cs; ++k)
-          f((n * pixels + p) * c + s * lanes + k, slice_base + (p * batch + n) * cs + k);
+void for_each_element(const Shape& shape, uint64_t total, uint64_t lanes, uint64_t piece, F f) {
+  const uint64_t pixels = shape.pixels(), c = shape.c, per = piece ? piece : std::max<uint64_t>(total, 1);
+  for (uint64_t n0 = 0; n0 < total; n0 += per) {
+    const uint64_t batch = std::min(per, total - n0), base = n0 * shape.elements();
+    for (uint64_t s = 0; s * lanes < c; ++s) {
+      const uint64_t cs = std::min(lanes, c - s * lanes), slice_base = base + s * lanes * pixels * batch;
+      for (uint64_t p = 0; p < pixels; ++p)
+        for (uint64_t n = 0; n < batch; ++n)
+          for (uint64_t k = 0; k < cs; ++k)
+            f(base + (n * pixels + p) * c + s * lanes + k, slice_base + (p * batch + n) * cs + k);
+    }
   }
 }
 
 }  // namespace
 
-std::vector<uint8_t> to_tpu_order(std::span<const int8_t> nhwc, const Shape& shape, uint64_t batch, uint64_t lanes) {
+std::vector<uint8_t> to_tpu_order(std::span<const int8_t> nhwc, const Shape& shape, uint64_t batch, uint64_t lanes,
+                                  uint64_t piece) {
   std::vector<uint8_t> out(nhwc.size());
-  for_each_element(shape, batch, lanes, [&](uint64_t i, uint64_t t) { out[t] = static_cast<uint8_t>(nhwc[i]); });
+  for_each_element(shape, batch, lanes, piece, [&](uint64_t i, uint64_t t) { out[t] = static_cast<uint8_t>(nhwc[i]); });
   return out;
 }
 
-std::vector<int8_t> from_tpu_order(std::span<const uint8_t> tpu, const Shape& shape, uint64_t batch, uint64_t lanes) {
+std::vector<int8_t> from_tpu_order(std::span<const uint8_t> tpu, const Shape& shape, uint64_t batch, uint64_t lanes,
+                                   uint64_t piece) {
   std::vector<int8_t> out(tpu.size());
-  for_each_element(shape, batch, lanes, [&](uint64_t i, uint64_t t) { out[i] = static_cast<int8_t>(tpu[t]); });
+  for_each_element(shape, batch, lanes, piece, [&](uint64_t i, uint64_t t) { out[i] = static_cast<int8_t>(tpu[t]); });
   return out;
 }
 

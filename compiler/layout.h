@@ -1,8 +1,11 @@
 // Where a tensor's elements live in the unified buffer and in host memory ("TPU order").
 //
 // A tensor of per-sample shape [h, w, c] with batch B is cut along channels into slices of
-// `lanes` = min(array_rows, array_cols) channels: a matmul reads a slice as one K tile (array
-// rows), an activate writes one N tile's columns as one slice. Each slice holds one UB row per
+// `lanes` = the UB row width max(array_rows, array_cols) channels. Within a slice, the K tiles of
+// the matmuls that read it sit side by side (array_rows channels each, read from byte `lane` of
+// each row) and so do the N tiles of the activates that write it (array_cols channels each,
+// written from byte act_lane): see LaneTile. On a square array a slice is one K and one N tile.
+// Each slice holds one UB row per
 // (pixel, sample), pixel-major with the batch interleaved, as the machine's pool instruction
 // and the paper's convolution mapping expect:
 //
@@ -12,7 +15,7 @@
 // it with padding): stored_h = h + 2 pad, stored_w = w + 2 pad, slice_rows = stored_h *
 // stored_w * B. Sequences ([steps, c]) are maps of steps x 1 pixels.
 //
-// Host regions hold the model's inputs and output in TPU order, unpadded: slice after slice,
+// Host regions hold the model's inputs and output in TPU order (per piece of the batch), unpadded: slice after slice,
 // each slice B x pixels rows of its channel count cs = min(lanes, c - s * lanes) bytes, row
 // (pixel, sample) at offset (pixel * B + n) * cs from the slice's start, the slice starting at
 // byte s * lanes * pixels * B. The driver (compile.h) converts NHWC data to and from it.
@@ -23,6 +26,7 @@
 #include <vector>
 
 #include "compiler/graph.h"
+#include "sim/arch.h"
 
 namespace tpusim::compiler {
 
@@ -47,6 +51,22 @@ struct Storage {
   }
 };
 
+// The UB row width in channels: the slice width of every tensor (see above).
+inline uint64_t slice_width(const sim::Arch& arch) { return arch.ub_row_bytes(); }
+
+// One tile's share of a slice: the tile's element i is byte `lane` + i of the slice's rows
+// (channel slice * lanes + lane + i); it is the first tile to cover channels [first, first +
+// count) of the slice. Tiles of `tile` elements start at multiples of `tile`, except that a tile
+// that would pass the row's end is moved back to end at it (lane = width - tile): it then also
+// covers channels of the tile before it, which for an N tile means it writes them again with the
+// same values, and for a K tile means their weight rows are left zero.
+struct LaneTile {
+  uint64_t slice = 0, lane = 0, first = 0, count = 0;
+};
+// The tiles covering `channels` channels stored in slices of `width`, `tile` elements per tile
+// (tile <= width), slice by slice.
+std::vector<LaneTile> lane_tiles(uint64_t channels, uint64_t width, uint64_t tile);
+
 // A run of consecutive UB rows holding consecutive pixels [pixel, pixel + pixels) of a slice.
 struct Run {
   uint64_t pixel = 0, pixels = 0;  // unpadded pixel index (y * w + x) and count
@@ -61,7 +81,11 @@ std::vector<Run> runs(const Storage& st, uint64_t s, uint64_t first, uint64_t co
 std::vector<std::pair<uint64_t, uint64_t>> border_ranges(const Storage& st);
 
 // NHWC (batch-major) int8 data <-> TPU order host bytes (see above).
-std::vector<uint8_t> to_tpu_order(std::span<const int8_t> nhwc, const Shape& shape, uint64_t batch, uint64_t lanes);
-std::vector<int8_t> from_tpu_order(std::span<const uint8_t> tpu, const Shape& shape, uint64_t batch, uint64_t lanes);
+// A batch lowered in pieces (compiler/lower.cpp) holds the pieces one after the other, each in TPU
+// order with its own sample count: `piece` samples each, the last the rest (0: one piece).
+std::vector<uint8_t> to_tpu_order(std::span<const int8_t> nhwc, const Shape& shape, uint64_t batch, uint64_t lanes,
+                                  uint64_t piece = 0);
+std::vector<int8_t> from_tpu_order(std::span<const uint8_t> tpu, const Shape& shape, uint64_t batch, uint64_t lanes,
+                                   uint64_t piece = 0);
 
 }  // namespace tpusim::compiler

@@ -1,7 +1,9 @@
 // QGraph -> program. The schedule, op by op in graph order:
 //
-//   dense / conv2d / LSTM gate (MatmulOp): the output's channels are cut into N tiles of `lanes`
-//     columns, the inputs' channels into K tiles of `lanes` rows (one UB slice each). For each N
+//   dense / conv2d / LSTM gate (MatmulOp): the output's channels are cut into N tiles of
+//     array_cols columns, the inputs' channels into K tiles of array_rows rows, side by side in
+//     UB slices of the row width (layout.h LaneTile: a matmul reads its K tile from byte `lane`
+//     of each row, an activate writes its N tile from byte act_lane). For each N
 //     tile, the output pixels x batch rows go to one accumulator block (a chunk of output rows
 //     when they do not fit); for each input, kernel position (r, s) and K tile, one weight tile
 //     is switched in and streamed over the chunk (the paper's convolution: input channels on
@@ -108,10 +110,18 @@ struct MatmulStep {
   uint64_t ub, rows, repeat, stride, acc_offset;
 };
 
+// A tensor that does not fit the unified buffer, with the numbers for choosing a smaller piece.
+struct DoesNotFit : InputError {
+  DoesNotFit(const std::string& what, uint64_t needed_rows, uint64_t largest_free)
+      : InputError(what), needed(needed_rows), largest(largest_free) {}
+  uint64_t needed, largest;
+};
+
 class Lowering {
  public:
-  Lowering(const QGraph& g, const sim::Arch& arch)
-      : g_(g), arch_(arch), lanes_(std::min(arch.array_rows, arch.array_cols)), batch_(g.batch),
+  // Lowers the graph's batch in pieces of `piece` samples (the last may be smaller).
+  Lowering(const QGraph& g, const sim::Arch& arch, uint64_t piece)
+      : g_(g), arch_(arch), lanes_(slice_width(arch)), piece_(piece), batch_(piece),
         em_(arch, arch.weight_fifo_tiles), alloc_(0, 1) {}
   isa::Program run();
 
@@ -125,10 +135,15 @@ class Lowering {
   void lower(size_t i, const MatmulOp& m);
   void lower(size_t i, const PoolOp& p);
   void lower(size_t i, const VectorOp& v);
-  void pass(size_t i, const MatmulOp& m, uint64_t n, const std::vector<std::vector<MatmulStep>>& steps,
+  void pass(size_t i, const MatmulOp& m, const LaneTile& n, const std::vector<std::vector<MatmulStep>>& steps,
             const std::vector<Segment>& segments, uint64_t acc_rows);
-  uint64_t tile_address(const MatmulOp& m, uint64_t n, size_t input, uint64_t r, uint64_t s, uint64_t k);
-  uint64_t table_row(const MatmulOp& m, uint64_t n);
+  uint64_t tile_address(const MatmulOp& m, const LaneTile& n, size_t input, uint64_t r, uint64_t s,
+                        const LaneTile& k);
+  uint64_t table_row(const MatmulOp& m, const LaneTile& n);
+  std::vector<LaneTile> k_tiles(const View& v) const {
+    return lane_tiles(g_.tensors[v.tensor].shape.c, lanes_, arch_.array_rows);
+  }
+  std::vector<LaneTile> n_tiles(const MatmulOp& m) const { return lane_tiles(m.n, lanes_, arch_.array_cols); }
   uint64_t store(std::vector<uint8_t>& image, std::unordered_multimap<uint64_t, uint64_t>& index,
                  const std::vector<uint8_t>& item);
   uint64_t next_block(uint64_t rows);
@@ -136,7 +151,8 @@ class Lowering {
 
   const QGraph& g_;
   const sim::Arch& arch_;
-  const uint64_t lanes_, batch_;
+  const uint64_t lanes_, piece_;
+  uint64_t batch_;  // samples in the piece being lowered
   Emitter em_;
   RowAllocator alloc_;
   std::vector<Storage> storage_;
@@ -166,26 +182,29 @@ uint64_t Lowering::store(std::vector<uint8_t>& image, std::unordered_multimap<ui
   return at;
 }
 
-uint64_t Lowering::tile_address(const MatmulOp& m, uint64_t n, size_t input, uint64_t r, uint64_t s, uint64_t k) {
+// Tile row i is input channel k.slice * lanes + k.lane + i (only the K tile's own channels, the
+// rest zero); column j is output channel n.slice * lanes + n.lane + j (every one that exists).
+uint64_t Lowering::tile_address(const MatmulOp& m, const LaneTile& n, size_t input, uint64_t r, uint64_t s,
+                                const LaneTile& k) {
   uint64_t k_offset = 0;
   for (size_t j = 0; j < input; ++j) k_offset += g_.tensors[m.inputs[j].tensor].shape.c;
-  const uint64_t in_c = g_.tensors[m.inputs[input].tensor].shape.c;
-  const uint64_t rows = std::min(lanes_, in_c - k * lanes_), cols = std::min(lanes_, m.n - n * lanes_);
+  const uint64_t n0 = n.slice * lanes_ + n.lane, cols = std::min(arch_.array_cols, m.n - n0);
+  const uint64_t k0 = k.slice * lanes_ + k.lane;
   std::vector<uint8_t> tile(arch_.tile_bytes(), 0);
-  for (uint64_t row = 0; row < rows; ++row) {
-    const int8_t* w = m.weights.data() + ((r * m.kernel_w + s) * m.k + k_offset + k * lanes_ + row) * m.n + n * lanes_;
+  for (uint64_t row = k.first - k.lane; row < k.first - k.lane + k.count; ++row) {
+    const int8_t* w = m.weights.data() + ((r * m.kernel_w + s) * m.k + k_offset + k0 + row) * m.n + n0;
     std::memcpy(tile.data() + row * arch_.array_cols, w, cols);
   }
   return store(weights_, weight_index_, tile);
 }
 
 // The UB row of N tile n's per-column table (bias, multiplier, shift for array_cols columns).
-uint64_t Lowering::table_row(const MatmulOp& m, uint64_t n) {
+uint64_t Lowering::table_row(const MatmulOp& m, const LaneTile& n) {
   const uint64_t cols = arch_.array_cols, row_bytes = arch_.ub_row_bytes();
-  const uint64_t rows = div_up(7 * cols, row_bytes);
+  const uint64_t rows = div_up(7 * cols, row_bytes), n0 = n.slice * lanes_ + n.lane;
   std::vector<uint8_t> t(rows * row_bytes, 0);
-  for (uint64_t c = 0; c < std::min(lanes_, m.n - n * lanes_); ++c) {
-    const uint64_t j = n * lanes_ + c;
+  for (uint64_t c = 0; c < std::min(cols, m.n - n0); ++c) {
+    const uint64_t j = n0 + c;
     const uint32_t bias = m.bias.empty() ? 0 : static_cast<uint32_t>(m.bias[j]);
     const uint16_t mult = m.mult.size() == 1 ? m.mult[0] : m.mult[j];
     const uint8_t shift = m.shift.size() == 1 ? m.shift[0] : m.shift[j];
@@ -256,11 +275,13 @@ void Lowering::allocate(int t, size_t op) {
     from_top = placed_.at(in) && alloc_.in_lower_half(storage_[in].base);
   }
   if (!alloc_.allocate(st.rows(), from_top, st.base) && !alloc_.allocate(st.rows(), !from_top, st.base))
-    throw InputError(fmt::format(
-        "model {}: {}: tensor {} ({} x {}, {} UB rows) does not fit in the unified buffer: the largest "
-        "free block is {} rows of {} ({} bytes per row); use a smaller batch or a larger ub_bytes",
-        g_.name, op < g_.op_layer.size() ? "layer " + g_.op_layer[op] : "the model's input", g_.tensors[t].name,
-        batch_, g_.tensors[t].shape.str(), st.rows(), alloc_.largest(), arch_.ub_rows(), arch_.ub_row_bytes()));
+    throw DoesNotFit(
+        fmt::format("model {}: {}: tensor {} ({} x {}, {} UB rows) does not fit in the unified buffer: the "
+                    "largest free block is {} rows of {} ({} bytes per row); use a larger ub_bytes",
+                    g_.name, op < g_.op_layer.size() ? "layer " + g_.op_layer[op] : "the model's input",
+                    g_.tensors[t].name, batch_, g_.tensors[t].shape.str(), st.rows(), alloc_.largest(),
+                    arch_.ub_rows(), arch_.ub_row_bytes()),
+        st.rows(), alloc_.largest());
   placed_[t] = true;
   for (const auto& [first, rows] : border_ranges(st)) em_.zero({first, rows});
 }
@@ -282,16 +303,16 @@ void Lowering::host_io(int tensor, bool write, uint64_t host) {
 
 // One pass: N tile n over one chunk of output pixels. steps[t] are the matmuls of the pass's
 // t-th weight tile (the tile is switched in by the first of them).
-void Lowering::pass(size_t i, const MatmulOp& m, uint64_t n, const std::vector<std::vector<MatmulStep>>& steps,
+void Lowering::pass(size_t i, const MatmulOp& m, const LaneTile& n, const std::vector<std::vector<MatmulStep>>& steps,
                     const std::vector<Segment>& segments, uint64_t acc_rows) {
   (void)i;
   const uint64_t base = next_block(acc_rows);
   size_t t = 0;
   for (size_t input = 0; input < m.inputs.size(); ++input) {
-    const uint64_t kt = div_up(g_.tensors[m.inputs[input].tensor].shape.c, lanes_);
+    const std::vector<LaneTile> kt = k_tiles(m.inputs[input]);
     for (uint64_t r = 0; r < m.kernel_h; ++r)
       for (uint64_t s = 0; s < m.kernel_w; ++s)
-        for (uint64_t k = 0; k < kt; ++k, ++t) {
+        for (const LaneTile& k : kt) {
           const uint64_t waddr = tile_address(m, n, input, r, s, k);
           bool first = true;
           for (const MatmulStep& st : steps[t]) {
@@ -301,13 +322,14 @@ void Lowering::pass(size_t i, const MatmulOp& m, uint64_t n, const std::vector<s
             in[Field::rows] = st.rows;
             in[Field::repeat] = st.repeat;
             in[Field::stride] = st.repeat > 1 ? st.stride : 0;
+            in[Field::lane] = k.lane;
             in[Field::switch_weights] = first;
             in[Field::accumulate] = t > 0;
             em_.matmul(in, first, waddr);
-            macs_ += st.rows * st.repeat * std::min(lanes_, m.n - n * lanes_) *
-                     std::min(lanes_, g_.tensors[m.inputs[input].tensor].shape.c - k * lanes_);
+            macs_ += st.rows * st.repeat * n.count * k.count;
             first = false;
           }
+          ++t;
         }
   }
   // Activate the pass's rows into N tile n's slice of the output.
@@ -315,7 +337,7 @@ void Lowering::pass(size_t i, const MatmulOp& m, uint64_t n, const std::vector<s
   const bool perchan = !m.bias.empty() || m.mult.size() > 1;
   const uint64_t qtable = perchan ? table_row(m, n) : 0;
   for (const Segment& seg : segments)
-    for (const Run& run : runs(out, n, m.output.pixel0 + seg.pixel, seg.pixels)) {
+    for (const Run& run : runs(out, n.slice, m.output.pixel0 + seg.pixel, seg.pixels)) {
       isa::Instruction in = isa::make_instruction(Opcode::activate);
       in[Field::func] = static_cast<uint64_t>(m.func);
       in[Field::clip] = m.clip;
@@ -331,7 +353,7 @@ void Lowering::pass(size_t i, const MatmulOp& m, uint64_t n, const std::vector<s
       }
       std::vector<RowSpan> reads;
       if (perchan) reads.push_back({qtable, div_up(7 * arch_.array_cols, arch_.ub_row_bytes())});
-      em_.activation(in, reads, {run.row, run.pixels * batch_});
+      em_.activation(in, reads, {run.row, run.pixels * batch_}, n.lane);
     }
 }
 
@@ -346,7 +368,7 @@ void Lowering::lower(size_t i, const MatmulOp& m) {
   if (m.mult.empty() || m.mult.size() != m.shift.size() || (m.mult.size() != 1 && m.mult.size() != m.n) ||
       (!m.bias.empty() && m.bias.size() != m.n))
     fail(i, "requantization parameters must have 1 or N entries");
-  const uint64_t half = arch_.acc_entries / 2, nt = div_up(m.n, lanes_);
+  const uint64_t half = arch_.acc_entries / 2;
   const bool linear = m.kernel_h == 1 && m.kernel_w == 1 && m.stride == 1 && m.pad == 0;
   // The chunks of output pixels, each with its matmul steps per weight tile.
   struct Chunk {
@@ -368,9 +390,9 @@ void Lowering::lower(size_t i, const MatmulOp& m) {
       c.segments.push_back({p0, np, 0});
       for (const View& v : m.inputs) {
         const Storage& st = storage_[v.tensor];
-        for (uint64_t k = 0; k < st.slices(); ++k) {
+        for (const LaneTile& k : k_tiles(v)) {
           std::vector<MatmulStep> steps;
-          for (const Run& run : runs(st, k, v.pixel0 + p0, np))
+          for (const Run& run : runs(st, k.slice, v.pixel0 + p0, np))
             steps.push_back({run.row, run.pixels * batch_, 1, 0, (run.pixel - v.pixel0 - p0) * batch_});
           c.steps.push_back(std::move(steps));
         }
@@ -402,14 +424,14 @@ void Lowering::lower(size_t i, const MatmulOp& m) {
           for (uint64_t y = y0; y < y1; ++y) c.segments.push_back({y * ow + x0, nx, (y - y0) * nx * batch_});
         for (uint64_t r = 0; r < m.kernel_h; ++r)
           for (uint64_t s = 0; s < m.kernel_w; ++s)
-            for (uint64_t k = 0; k < in.slices(); ++k) {
+            for (const LaneTile& k : k_tiles(v)) {
               std::vector<MatmulStep> steps;
               if (st == 1)
-                steps.push_back({in.stored_row(k, y0 + r + off, x0 + s + off), nx * batch_, y1 - y0,
+                steps.push_back({in.stored_row(k.slice, y0 + r + off, x0 + s + off), nx * batch_, y1 - y0,
                                  in.stored_w() * batch_, 0});
               else
                 for (uint64_t y = y0; y < y1; ++y)
-                  steps.push_back({in.stored_row(k, y * st + r + off, x0 * st + s + off), batch_, nx, st * batch_,
+                  steps.push_back({in.stored_row(k.slice, y * st + r + off, x0 * st + s + off), batch_, nx, st * batch_,
                                    (y - y0) * nx * batch_});
               c.steps.push_back(std::move(steps));
             }
@@ -421,7 +443,7 @@ void Lowering::lower(size_t i, const MatmulOp& m) {
     for (const auto& steps : c.steps)
       for (const MatmulStep& s : steps)
         if (s.rows > 65535 || s.repeat > 65535) fail(i, "a matmul would stream more than 65535 rows; use a smaller batch");
-  for (uint64_t n = 0; n < nt; ++n)
+  for (const LaneTile& n : n_tiles(m))
     for (const Chunk& c : chunks) pass(i, m, n, c.steps, c.segments, c.rows);
 }
 
@@ -504,27 +526,24 @@ void Lowering::lower(size_t i, const VectorOp& v) {
 }
 
 isa::Program Lowering::run() {
-  if (batch_ == 0 || batch_ > arch_.acc_entries / 2)
-    throw InputError(fmt::format("model {}: batch {} must be 1 to {} (half the accumulators, acc_entries = {})",
-                                 g_.name, batch_, arch_.acc_entries / 2, arch_.acc_entries));
   plan_storage();
   // Per-column tables first (they stay for the whole program): build them to know their size.
   const uint64_t row_bytes = arch_.ub_row_bytes();
   for (size_t i = 0; i < g_.ops.size(); ++i)
     if (const auto* m = std::get_if<MatmulOp>(&g_.ops[i]); m && (!m->bias.empty() || m->mult.size() > 1))
-      for (uint64_t n = 0; n * lanes_ < m->n; ++n) table_row(*m, n);
+      for (const LaneTile& n : n_tiles(*m)) table_row(*m, n);
   table_rows_ = tables_.size() / row_bytes;
   if (table_rows_ >= arch_.ub_rows())
     throw InputError(fmt::format("model {}: its {} per-column requantization tables need {} UB rows, more than the {} "
                                  "the unified buffer has", g_.name, tables_.size() / row_bytes / div_up(7 * arch_.array_cols, row_bytes),
                                  table_rows_, arch_.ub_rows()));
-  alloc_ = RowAllocator(table_rows_, arch_.ub_rows());
 
   isa::Program p;
   p.model = g_.name;
-  // Host memory: inputs, tables, output, each 4 KiB aligned.
+  // Host memory: tables, inputs, output, each 4 KiB aligned. Inputs and the output hold the
+  // pieces of the batch one after the other, each in TPU order (layout.h).
   uint64_t host = 0;
-  const auto region = [&](const std::string& name, bool output, uint64_t bytes, double scale) -> isa::HostRegion& {
+  const auto region = [&](const std::string& name, bool output, uint64_t bytes, double scale) {
     isa::HostRegion& r = p.host_regions.emplace_back();
     r.name = name;
     r.output = output;
@@ -532,46 +551,81 @@ isa::Program Lowering::run() {
     r.bytes = bytes;
     r.scale = scale;
     host += div_up(bytes, 4096) * 4096;
-    return r;
+    return r.host_addr;
   };
   em_.tag(0);
   if (table_rows_) {
-    isa::HostRegion& r = region("qtables", false, tables_.size(), 0.0);
-    r.init = tables_;
-    em_.host_dma(false, r.host_addr, table_base_, table_rows_, row_bytes, row_bytes);
+    const uint64_t at = region("qtables", false, tables_.size(), 0.0);
+    p.host_regions.back().init = tables_;
+    em_.host_dma(false, at, table_base_, table_rows_, row_bytes, row_bytes);
   }
+  std::vector<uint64_t> input_host;
   for (size_t j = 0; j < g_.inputs.size(); ++j) {
-    const int t = g_.inputs[j];
-    const QTensor& qt = g_.tensors[t];
-    allocate(t, g_.ops.size());
+    const QTensor& qt = g_.tensors[g_.inputs[j]];
     const std::string name = g_.inputs.size() == 1 ? "input" : fmt::format("input{}", j);
-    isa::HostRegion& r = region(name, false, batch_ * qt.shape.elements(), qt.scale);
-    r.init = to_tpu_order(g_.input_data.at(j), qt.shape, batch_, lanes_);
-    host_io(t, false, r.host_addr);
-  }
-  std::vector<std::string> layers{"(start)"};
-  for (size_t i = 0; i < g_.ops.size(); ++i) {
-    if (layers.back() != g_.op_layer[i]) {
-      layers.push_back(g_.op_layer[i]);
-      em_.tag(layers.size() - 1);
-    }
-    std::visit([&](const auto& op) {
-      if (first_def_[op.output.tensor] == static_cast<int64_t>(i) && !placed_[op.output.tensor]) allocate(op.output.tensor, i);
-      lower(i, op);
-    }, g_.ops[i]);
-    for (size_t t = 0; t < storage_.size(); ++t)
-      if (last_use_[t] == static_cast<int64_t>(i) && placed_[t] && static_cast<int>(t) != g_.output)
-        alloc_.release(storage_[t].base, storage_[t].rows());
+    input_host.push_back(region(name, false, g_.batch * qt.shape.elements(), qt.scale));
+    p.host_regions.back().init = to_tpu_order(g_.input_data.at(j), qt.shape, g_.batch, lanes_, piece_);
   }
   const QTensor& out = g_.tensors.at(g_.output);
+  const uint64_t output_host = region("output", true, g_.batch * out.shape.elements(), out.scale);
+  // The first op reading each input: it is loaded just before (independent inputs, as a
+  // SCALE-Sim topology's layers have, then share the UB); inputs no op reads load at the start.
+  std::vector<int64_t> first_read(g_.inputs.size(), -1);
+  for (size_t j = 0; j < g_.inputs.size(); ++j)
+    for (size_t i = 0; i < g_.ops.size() && first_read[j] < 0; ++i)
+      std::visit([&](const auto& op) {
+        using T = std::decay_t<decltype(op)>;
+        bool reads = false;
+        if constexpr (std::is_same_v<T, MatmulOp>) {
+          for (const View& v : op.inputs) reads |= v.tensor == g_.inputs[j];
+        } else if constexpr (std::is_same_v<T, PoolOp>) {
+          reads = op.input.tensor == g_.inputs[j];
+        } else {
+          reads = op.a.tensor == g_.inputs[j] || (op.op != isa::VecOp::pass && op.b.tensor == g_.inputs[j]);
+        }
+        if (reads) first_read[j] = static_cast<int64_t>(i);
+      }, g_.ops[i]);
+
+  std::vector<std::string> layers{"(start)"};
+  std::unordered_map<std::string, uint64_t> layer_index;
+  for (uint64_t n0 = 0; n0 < g_.batch; n0 += piece_) {
+    batch_ = std::min(piece_, g_.batch - n0);
+    alloc_ = RowAllocator(table_rows_, arch_.ub_rows());
+    placed_.assign(storage_.size(), false);
+    for (Storage& st : storage_) st.batch = batch_;
+    const auto load = [&](size_t j) {
+      allocate(g_.inputs[j], g_.ops.size());
+      host_io(g_.inputs[j], false, input_host[j] + n0 * g_.tensors[g_.inputs[j]].shape.elements());
+    };
+    for (size_t j = 0; j < g_.inputs.size(); ++j)
+      if (first_read[j] < 0) load(j);
+    std::string current;
+    for (size_t i = 0; i < g_.ops.size(); ++i) {
+      if (current != g_.op_layer[i]) {
+        current = g_.op_layer[i];
+        auto [it, added] = layer_index.emplace(current, layers.size());
+        if (added) layers.push_back(current);
+        em_.tag(it->second);
+      }
+      for (size_t j = 0; j < g_.inputs.size(); ++j)
+        if (first_read[j] == static_cast<int64_t>(i) && !placed_[g_.inputs[j]]) load(j);
+      std::visit([&](const auto& op) {
+        if (first_def_[op.output.tensor] == static_cast<int64_t>(i) && !placed_[op.output.tensor]) allocate(op.output.tensor, i);
+        lower(i, op);
+      }, g_.ops[i]);
+      for (size_t t = 0; t < storage_.size(); ++t)
+        if (last_use_[t] == static_cast<int64_t>(i) && placed_[t] && static_cast<int>(t) != g_.output)
+          alloc_.release(storage_[t].base, storage_[t].rows());
+    }
+    host_io(g_.output, true, output_host + n0 * out.shape.elements());
+  }
   layers.push_back("(end)");
   em_.tag(layers.size() - 1);
-  isa::HostRegion& r = region("output", true, batch_ * out.shape.elements(), out.scale);
-  host_io(g_.output, true, r.host_addr);
   p.code = em_.finish();
   p.weights = std::move(weights_);
   p.meta["compiler"] = "tpusim compile (compiler/lower.cpp)";
-  p.meta["batch"] = batch_;
+  p.meta["batch"] = g_.batch;
+  p.meta["batch_piece"] = piece_;
   p.meta["lanes"] = lanes_;
   p.meta["layers"] = layers;
   p.meta["macs"] = macs_;
@@ -580,8 +634,27 @@ isa::Program Lowering::run() {
   return p;
 }
 
+bool has_pool(const QGraph& g) {
+  return std::any_of(g.ops.begin(), g.ops.end(), [](const auto& op) { return std::holds_alternative<PoolOp>(op); });
+}
+
 }  // namespace
 
-isa::Program lower(const QGraph& graph, const sim::Arch& arch) { return Lowering(graph, arch).run(); }
+// The batch runs in pieces of the largest size that fits: half the accumulators (one block per
+// pass, the other half for the next pass's overlap), the pool instruction's 255 interleaved
+// images, and the unified buffer (tried, then shrunk in proportion to the largest free block).
+isa::Program lower(const QGraph& graph, const sim::Arch& arch) {
+  if (graph.batch == 0) throw InputError(fmt::format("model {}: batch 0: a model needs at least one sample", graph.name));
+  uint64_t piece = std::min(graph.batch, arch.acc_entries / 2);
+  if (has_pool(graph)) piece = std::min<uint64_t>(piece, 255);
+  for (;;) {
+    try {
+      return Lowering(graph, arch, piece).run();
+    } catch (const DoesNotFit& e) {
+      if (piece == 1) throw InputError(fmt::format("{} (even for a single sample)", e.what()));
+      piece = std::clamp<uint64_t>(piece * e.largest / std::max<uint64_t>(e.needed, 1), 1, piece - 1);
+    }
+  }
+}
 
 }  // namespace tpusim::compiler

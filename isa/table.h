@@ -88,7 +88,7 @@ inline constexpr EnumValue kUnitMaskValues[] = {
 };
 
 // Configuration registers written by SET_CONFIG.
-enum class ConfigReg : uint8_t { host_stride = 0, host_row_bytes = 1 };
+enum class ConfigReg : uint8_t { host_stride = 0, host_row_bytes = 1, act_lane = 2 };
 inline constexpr EnumValue kConfigRegValues[] = {
     {"host_stride", 0,
      "bytes between consecutive rows in host memory for read_host/write_host; 0 (reset) means "
@@ -96,6 +96,10 @@ inline constexpr EnumValue kConfigRegValues[] = {
     {"host_row_bytes", 1,
      "bytes moved per row by read_host/write_host; 0 (reset) means the UB row width; read_host "
      "zero-fills the rest of each UB row"},
+    {"act_lane", 2,
+     "UB row byte where activate writes its first column (0 at reset): column c goes to byte "
+     "act_lane + c, act_lane + array_cols <= the UB row width, the row's other bytes are kept. "
+     "On an array with more rows than columns, several N tiles fill one UB row side by side"},
 };
 
 enum class FieldKind : uint8_t {
@@ -115,6 +119,7 @@ enum class Field : uint8_t {
   tiles,
   repeat,
   stride,
+  lane,
   src,
   src_b,
   mult,
@@ -170,6 +175,12 @@ inline constexpr FieldSpec kFields[] = {
     {Field::tiles, "tiles", FieldKind::uint, {}, "number of weight tiles"},
     {Field::repeat, "repeat", FieldKind::uint, {}, "number of row groups (second length dimension)"},
     {Field::stride, "stride", FieldKind::uint, {}, "UB rows between the starts of consecutive groups"},
+    {Field::lane,
+     "lane",
+     FieldKind::uint,
+     {},
+     "UB row byte where the systolic data setup starts each input vector: element k is byte lane + k "
+     "(lane + array_rows <= the UB row width)"},
     {Field::src,
      "src",
      FieldKind::uint,
@@ -256,7 +267,8 @@ inline constexpr Operand kMatmul[] = {{Field::accumulate, 8, 1, 0, 0},
                                       {Field::acc, 40, 16},
                                       {Field::rows, 56, 16, 1},
                                       {Field::repeat, 72, 16, 1, 1},
-                                      {Field::stride, 88, 24, 0, 0}};
+                                      {Field::stride, 88, 24, 0, 0},
+                                      {Field::lane, 112, 16, 0, 0}};
 inline constexpr Operand kActivate[] = {{Field::func, 8, 3, 0, 0},
                                         {Field::per_channel, 11, 1, 0, 0},
                                         {Field::unsigned_data, 12, 1, 0, 0},
@@ -328,7 +340,8 @@ inline constexpr OpcodeSpec kOpcodes[] = {
      "the weight fetch station free and a FIFO slot for each tile"},
     {Opcode::matmul, "matmul", "MatrixMultiply/Convolve", Unit::matrix, layout::kMatmul,
      "Streams repeat x rows input vectors through the array: group g (0 <= g < repeat) reads UB "
-     "rows ub + g*stride .. ub + g*stride + rows-1. Result i (0 <= i < rows*repeat) goes to "
+     "rows ub + g*stride .. ub + g*stride + rows-1, bytes lane .. lane+array_rows-1 of each row "
+     "forming the vector (K tiles of array_rows channels side by side in a wider row). Result i (0 <= i < rows*repeat) goes to "
      "accumulator row acc + i, added to it when `accumulate` is set, else overwriting it. With "
      "`switch`, the shadow tile becomes active with the first row's wavefront. A convolution is "
      "one matmul per kernel position, accumulating.",
@@ -337,8 +350,9 @@ inline constexpr OpcodeSpec kOpcodes[] = {
     {Opcode::activate, "act", "Activate", Unit::activation, layout::kActivate,
      "Reads accumulator rows acc .. acc+rows-1, requantizes each int32 x to "
      "y = round_half_away(x * mult / 2^shift) (with perchan: (x + bias[c]) * mult[c] / 2^shift[c] "
-     "from the table), applies `func`, saturates to int8 (uint8 with `unsigned`) and writes UB "
-     "rows ub .. ub+rows-1.",
+     "from the table), applies `func`, saturates to int8 (uint8 with `unsigned`) and writes each "
+     "row's array_cols values to bytes act_lane .. act_lane+array_cols-1 (setcfg register) of UB "
+     "rows ub .. ub+rows-1, keeping the rows' other bytes.",
      "the activation unit free; the matrix unit finished writing the rows it reads"},
     {Opcode::vector, "vec", "Vector (element-wise)", Unit::activation, layout::kVector,
      "For each of `rows` UB rows: r = op(a, b) on int8 elements in int32, then "

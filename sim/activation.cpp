@@ -163,7 +163,6 @@ TPUSIM_ACT_CLONES void act_rows_clamped(const int32_t* x, uint8_t* ub, uint64_t 
   const uint64_t shift1 = k.shift1;
   for (uint64_t r = 0; r < rows; ++r, x += m, ub += width) {
     act_row(x, ub, m, mult2, half2, shift1, lo, hi);
-    std::memset(ub + m, 0, width - m);
   }
 }
 
@@ -203,7 +202,6 @@ TPUSIM_ACT_CLONES void act_rows_columns_clamped(const int32_t* x, uint8_t* ub, u
                                                 uint64_t width, const ColumnKernel& q, Output out) {
   for (uint64_t r = 0; r < rows; ++r, x += m, ub += width) {
     act_row_columns(x, ub, m, q.bias.data(), q.mult2.data(), q.half2.data(), q.shift1.data(), out.lo, out.hi);
-    std::memset(ub + m, 0, width - m);
   }
 }
 

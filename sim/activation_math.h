@@ -26,8 +26,8 @@ struct Column {
 };
 
 // act: `rows` accumulator rows of m values from x (consecutive), each x requantized to
-// y = round_half_away(x * mult / 2^shift), then f, into UB rows `width` bytes apart from ub,
-// whose bytes m .. width-1 become 0.
+// y = round_half_away(x * mult / 2^shift), then f, into bytes 0 .. m-1 of UB rows `width` bytes
+// apart from ub (the rows' other bytes are kept: ub points at the act_lane byte of the first row).
 void act_rows(const int32_t* x, uint8_t* ub, uint64_t rows, uint64_t m, uint64_t width, uint64_t mult,
               uint64_t shift, Function f);
 

@@ -69,7 +69,10 @@ void ActivationUnit::serve() {
     ctx_.timeline[i].start = start;
     if (!hazards_.started(i, isa::Unit::activation, start, end, ctx_.lowest_unstarted())) return;
     if (ctx_.data()) {
-      if (in.opcode == Opcode::activate) exec_activate(*ctx_.state, in, i);
+      if (in.opcode == Opcode::activate) {
+        ctx_.state->act_lane = ctx_.regs_act_lane[i];
+        exec_activate(*ctx_.state, in, i);
+      }
       else if (in.opcode == Opcode::vector) exec_vector(*ctx_.state, in, i);
       else exec_pool(*ctx_.state, in, i);
     }

@@ -80,11 +80,12 @@ void Context::reset_run() {
   timeline.assign(code_size, {});
   regs_stride.assign(code_size, 0);
   regs_row_bytes.assign(code_size, 0);
+  regs_act_lane.assign(code_size, 0);
   result = RunResult{};
   sync_act.clear();
   sync_host.clear();
   matrix_spans.clear();
-  cfg_stride = cfg_row_bytes = 0;
+  cfg_stride = cfg_row_bytes = cfg_act_lane = 0;
   next_issue = 0;
   halted = aborted = false;
   error.reset();

@@ -45,10 +45,12 @@ class Context {
 
   std::vector<InstructionTiming> timeline;
   std::vector<uint64_t> regs_stride, regs_row_bytes;  // setcfg values captured at issue (DMA)
+  std::vector<uint64_t> regs_act_lane;                // setcfg act_lane captured at issue (activate)
   RunResult result;                                   // counters filled by the units
   std::vector<Span> sync_act, sync_host;              // issue blocked on act / host only
   std::vector<Span> matrix_spans;                     // the matrix unit streaming or stalled on weights
   uint64_t cfg_stride = 0, cfg_row_bytes = 0;         // setcfg registers as issue sees them
+  uint64_t cfg_act_lane = 0;
   uint64_t next_issue = 0;                            // index the control unit issues next
   std::array<const StationQueue*, 4> queues{};        // host, weights, matrix, activation
   sc_core::sc_event start_event;                      // a run begins

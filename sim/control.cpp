@@ -46,6 +46,7 @@ bool ControlUnit::issue_to_station(uint64_t index, Unit unit) {
   ctx_.timeline[index].issue = t_;
   ctx_.regs_stride[index] = ctx_.cfg_stride;
   ctx_.regs_row_bytes[index] = ctx_.cfg_row_bytes;
+  ctx_.regs_act_lane[index] = ctx_.cfg_act_lane;
   ++ctx_.issued[int(unit)];
   hazards_.issued(index);
   const auto next = ctx_.later(index, t_, ctx_.arch.issue_cycles, "issue (issue_cycles)");
@@ -85,8 +86,11 @@ void ControlUnit::issue_all() {
     if (waits && !ctx_.wait_until(t)) return;
     switch (in.opcode) {
       case Opcode::set_config:
-        (in[Field::reg] == uint64_t(isa::ConfigReg::host_stride) ? ctx_.cfg_stride : ctx_.cfg_row_bytes) =
-            in[Field::value];
+        switch (static_cast<isa::ConfigReg>(in[Field::reg])) {
+          case isa::ConfigReg::host_stride: ctx_.cfg_stride = in[Field::value]; break;
+          case isa::ConfigReg::host_row_bytes: ctx_.cfg_row_bytes = in[Field::value]; break;
+          case isa::ConfigReg::act_lane: ctx_.cfg_act_lane = in[Field::value]; break;
+        }
         break;
       case Opcode::sync: {
         const uint64_t mask = in[Field::units];

@@ -123,7 +123,8 @@ bool MatrixUnit::start_matmul(uint64_t i, uint64_t t0) {
         Stream{i, t0, B, in[Field::acc], accumulate, in[Field::switch_weights] != 0, unsigned_in, {}});
     st->inputs.resize(B * a.array_rows);
     for (uint64_t v = 0; v < B; ++v) {
-      const uint8_t* row = ctx_.state->ub_row(in[Field::ub] + (v / rows) * in[Field::stride] + v % rows);
+      const uint8_t* row =
+          ctx_.state->ub_row(in[Field::ub] + (v / rows) * in[Field::stride] + v % rows) + in[Field::lane];
       std::copy(row, row + a.array_rows, st->inputs.begin() + v * a.array_rows);
     }
     streams_.push_back(std::move(st));
@@ -131,7 +132,7 @@ bool MatrixUnit::start_matmul(uint64_t i, uint64_t t0) {
   } else {
     if (ctx_.engine == Engine::fast)
       for (uint64_t g = 0; g < repeat; ++g)
-        packed_.multiply(ctx_.state->ub_row(in[Field::ub] + g * in[Field::stride]), a.ub_row_bytes(),
+        packed_.multiply(ctx_.state->ub_row(in[Field::ub] + g * in[Field::stride]) + in[Field::lane], a.ub_row_bytes(),
                          unsigned_in, rows, ctx_.state->acc_row(in[Field::acc] + g * rows), a.array_cols,
                          accumulate);
     retiring_.push_back({i, end});

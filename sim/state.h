@@ -59,6 +59,7 @@ struct MachineState {
   std::span<const uint8_t> weights;  // the program's weight image, weight memory from 0
   uint64_t host_stride = 0;          // setcfg registers (0 = UB row width)
   uint64_t host_row_bytes = 0;
+  uint64_t act_lane = 0;             // setcfg: UB row byte of activate's first column
 
   uint8_t* ub_row(uint64_t row) { return ub.data() + row * arch.ub_row_bytes(); }
   const uint8_t* ub_row(uint64_t row) const { return ub.data() + row * arch.ub_row_bytes(); }

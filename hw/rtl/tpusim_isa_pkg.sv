@@ -64,6 +64,8 @@ package tpusim_isa_pkg;
   localparam int unsigned MATMUL_REPEAT_WIDTH = 16;
   localparam int unsigned MATMUL_STRIDE_LSB = 88;
   localparam int unsigned MATMUL_STRIDE_WIDTH = 24;
+  localparam int unsigned MATMUL_LANE_LSB = 112;
+  localparam int unsigned MATMUL_LANE_WIDTH = 16;
   localparam int unsigned ACT_FUNC_LSB = 8;
   localparam int unsigned ACT_FUNC_WIDTH = 3;
   localparam int unsigned ACT_PERCHAN_LSB = 11;
@@ -142,5 +144,6 @@ package tpusim_isa_pkg;
 
   localparam int unsigned CFG_HOST_STRIDE = 0;
   localparam int unsigned CFG_HOST_ROW_BYTES = 1;
+  localparam int unsigned CFG_ACT_LANE = 2;
 
 endpackage : tpusim_isa_pkg

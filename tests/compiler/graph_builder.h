@@ -93,7 +93,8 @@ inline isa::Program lower_and_check(const compiler::QGraph& g, const sim::Arch& 
   const auto golden = compiler::run_golden(g);
   const compiler::QTensor& out = g.tensors[g.output];
   const std::vector<uint8_t> want = compiler::to_tpu_order(golden[g.output], out.shape, g.batch,
-                                                           std::min(arch.array_rows, arch.array_cols));
+                                                           compiler::slice_width(arch),
+                                                           p.meta.value("batch_piece", uint64_t{0}));
   for (const sim::RunResult* run : {&r.fast, &r.stepped})
     for (const sim::HostBuffer& h : run->state->host)
       if (h.name == "output") CHECK(h.bytes == want);

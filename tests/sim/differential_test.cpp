@@ -122,7 +122,8 @@ class ProgramGenerator {
                           {Field::acc, pick(0, 64 - rows * repeat)},
                           {Field::rows, rows},
                           {Field::repeat, repeat},
-                          {Field::stride, stride}});
+                          {Field::stride, stride},
+                          {Field::lane, pick(0, arch_.ub_row_bytes() - arch_.array_rows)}});
   }
 
   // Where a station reads or writes: its own region, or (shared) one another station uses too.
@@ -131,6 +132,9 @@ class ProgramGenerator {
   void activation_work() {
     const uint64_t rows = pick(1, 8);
     const uint64_t act_out = share(kY, kX), aux_in = share(kY, kX), aux_out = share(kZ, kX);
+    if (chance(0.3))  // write the columns elsewhere in the rows (non-square arrays)
+      emit(Opcode::set_config, {{Field::reg, uint64_t(isa::ConfigReg::act_lane)},
+                                {Field::value, pick(0, arch_.ub_row_bytes() - arch_.array_cols)}});
     emit(Opcode::activate, {{Field::func, pick(0, 4)},
                             {Field::per_channel, chance(0.3)},
                             {Field::unsigned_data, chance(0.2)},
