@@ -30,6 +30,7 @@
 #include <cstring>
 #include <map>
 #include <string_view>
+#include <tuple>
 #include <unordered_map>
 
 #include "compiler/emitter.h"
@@ -160,6 +161,8 @@ class Lowering {
   std::vector<int64_t> first_def_, last_use_;
   std::vector<uint8_t> weights_, tables_;
   std::unordered_multimap<uint64_t, uint64_t> weight_index_, table_index_;
+  std::map<std::tuple<const MatmulOp*, uint64_t, uint64_t, size_t, uint64_t, uint64_t, uint64_t, uint64_t>, uint64_t>
+      tile_cache_;
   uint64_t table_rows_ = 0, table_base_ = 0, block_ = 0, macs_ = 0;
   std::vector<std::pair<int, size_t>> perchan_;  // (op, n) pairs needing a table, in order
 };
@@ -186,6 +189,9 @@ uint64_t Lowering::store(std::vector<uint8_t>& image, std::unordered_multimap<ui
 // rest zero); column j is output channel n.slice * lanes + n.lane + j (every one that exists).
 uint64_t Lowering::tile_address(const MatmulOp& m, const LaneTile& n, size_t input, uint64_t r, uint64_t s,
                                 const LaneTile& k) {
+  // Every piece of the batch uses the same tiles: built and looked up in the image once.
+  const auto key = std::make_tuple(&m, n.slice, n.lane, input, r, s, k.slice, k.lane);
+  if (const auto it = tile_cache_.find(key); it != tile_cache_.end()) return it->second;
   uint64_t k_offset = 0;
   for (size_t j = 0; j < input; ++j) k_offset += g_.tensors[m.inputs[j].tensor].shape.c;
   const uint64_t n0 = n.slice * lanes_ + n.lane, cols = std::min(arch_.array_cols, m.n - n0);
@@ -195,7 +201,7 @@ uint64_t Lowering::tile_address(const MatmulOp& m, const LaneTile& n, size_t inp
     const int8_t* w = m.weights.data() + ((r * m.kernel_w + s) * m.k + k_offset + k0 + row) * m.n + n0;
     std::memcpy(tile.data() + row * arch_.array_cols, w, cols);
   }
-  return store(weights_, weight_index_, tile);
+  return tile_cache_[key] = store(weights_, weight_index_, tile);
 }
 
 // The UB row of N tile n's per-column table (bias, multiplier, shift for array_cols columns).
