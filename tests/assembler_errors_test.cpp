@@ -41,7 +41,7 @@ TEST_CASE("error messages name the file, line and column", "[isa][asm][errors]")
       {"foo ub=1", "t.s:1:1: error: unknown mnemonic 'foo'"},
       {"nop\n  matmul ub=0, acc=0, rows=1, bogus=3",
        "t.s:2:31: error: matmul has no operand 'bogus' (operands: accumulate, switch, unsigned, ub, acc, "
-       "rows, repeat, stride)"},
+       "rows, repeat, stride, lane)"},
       {"nop extra", "t.s:1:5: error: nop has no operand 'extra' (operands: none)"},
       {"matmul ub=0, acc=0", "t.s:1:1: error: matmul needs operand 'rows' (number of rows)"},
       {"matmul ub=0, ub=1, acc=0, rows=1", "t.s:1:14: error: operand 'ub' given twice"},

@@ -191,9 +191,9 @@ TEST_CASE("bad sections are rejected even with correct CRCs", "[isa][container][
   }
   SECTION("an invalid instruction names its index") {
     std::vector<uint8_t> code = code_bytes({make_matmul(0, 0, 1), make_matmul(1, 2, 3)});
-    code[16 + 15] = 0x80;  // bit 127 of instruction 1
+    code[16 + 1] = 0x80;  // bit 15 of instruction 1 (the flag byte's top bit)
     const auto f = build_container({{1, code}, {3, bytes_of(manifest.dump())}});
-    CHECK_THROWS_WITH(read_tpu(f), Equals("s.tpu: instruction 1: matmul has reserved bit 127 (byte 15) set; "
+    CHECK_THROWS_WITH(read_tpu(f), Equals("s.tpu: instruction 1: matmul has reserved bit 15 (byte 1) set; "
                                           "reserved bits must be 0"));
   }
   SECTION("manifest is not JSON") {

@@ -265,7 +265,7 @@ TEST_CASE("dead tensors give their rows back: a deep chain runs in a buffer that
   CHECK(count(p, Opcode::matmul) == 6 * 64);  // 8 K tiles x 8 N tiles per layer
 }
 
-TEST_CASE("a batch that does not fit the unified buffer runs in pieces; a sample that does not fit is refused") {
+TEST_CASE("a batch that does not fit the unified buffer runs in pieces, and a sample that does not fit is refused") {
   GraphBuilder b(2);
   const int x = b.input(map_shape(40, 40, 8)), y = b.tensor("big", map_shape(40, 40, 8));
   b.add(b.matmul({whole(x)}, whole(y)), "conv_big");

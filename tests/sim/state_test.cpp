@@ -207,7 +207,7 @@ TEST_CASE("host DMA errors name the instruction, the range and the memory", "[st
   }
 }
 
-TEST_CASE("act requantizes with ties away from zero, saturates and zero-fills", "[state]") {
+TEST_CASE("act requantizes with ties away from zero, saturates and writes its columns at act_lane", "[state]") {
   MachineState s = make_state({}, tiny());
   set_acc(s, 0, {2, -2, 6, -6});      // / 4: 0.5, -0.5, 1.5, -1.5
   set_acc(s, 1, {100, -100, 3, -3});  // * 3 / 4: 75, -75, 2.25, -2.25
@@ -235,12 +235,20 @@ TEST_CASE("act requantizes with ties away from zero, saturates and zero-fills", 
            {{Field::acc, 3}, {Field::rows, 1}, {Field::ub, 13}, {Field::mult, 65535}, {Field::shift, 40}}),
       0);
   CHECK(row_s8(s, 13) == std::vector<int>{-128, 127, 0, 0});
-  // A 4 x 2 array: accumulator rows are 2 wide, UB rows 4 bytes; bytes 2 and 3 become 0.
+  // A 4 x 2 array: accumulator rows are 2 wide, UB rows 4 bytes; bytes 2 and 3 are kept, and
+  // with act_lane = 2 the columns go there, keeping bytes 0 and 1.
   MachineState n = make_state({}, tiny(4, 2));
   std::fill(n.ub.begin(), n.ub.end(), 0x55);
   set_acc(n, 0, {-7, 9});
   exec_activate(n, make(Opcode::activate, {{Field::rows, 1}}), 0);
-  CHECK(row_s8(n, 0) == std::vector<int>{-7, 9, 0, 0});
+  CHECK(row_s8(n, 0) == std::vector<int>{-7, 9, 0x55, 0x55});
+  set_acc(n, 1, {3, -4});
+  n.act_lane = 2;
+  exec_activate(n, make(Opcode::activate, {{Field::acc, 1}, {Field::rows, 1}}), 0);
+  CHECK(row_s8(n, 0) == std::vector<int>{-7, 9, 3, -4});
+  n.act_lane = 3;  // 3 + 2 columns > 4 bytes
+  CHECK_THROWS_WITH(exec_activate(n, make(Opcode::activate, {{Field::rows, 1}}), 0),
+                    Contains("writes bytes 3..4 of each UB row (act_lane 3), but a UB row has 4 bytes"));
 }
 
 TEST_CASE("act applies relu, relux at clip, sigmoid and tanh", "[state]") {
@@ -393,14 +401,15 @@ int plain_func(Func f, int64_t y, int64_t clip, bool out_unsigned) {
   return static_cast<int>(y < lo ? lo : y > hi ? hi : y);
 }
 
-// The UB after `act` on state `s`: each output row's first array_cols bytes computed one element
-// at a time, the rest of the row zero; the per-column table read from `s` (before any write).
+// The UB after `act` on state `s`: each output row's bytes act_lane .. act_lane + array_cols - 1
+// computed one element at a time, the rest of the row kept; the per-column table read from `s`
+// (before any write).
 std::vector<uint8_t> plain_activate(const MachineState& s, const isa::Instruction& inst) {
   const uint64_t m = s.arch.array_cols, w = s.arch.ub_row_bytes();
   std::vector<uint8_t> ub = s.ub;
   const uint8_t* t = s.ub_row(inst[Field::qtable]);
   for (uint64_t r = 0; r < inst[Field::rows]; ++r)
-    for (uint64_t c = 0; c < w; ++c) {
+    for (uint64_t c = 0; c < m; ++c) {  // column c to byte act_lane + c; the other bytes kept
       int64_t bias = 0, mult = static_cast<int64_t>(inst[Field::mult]);
       unsigned shift = static_cast<unsigned>(inst[Field::shift]);
       if (inst[Field::per_channel] && c < m) {
@@ -415,7 +424,7 @@ std::vector<uint8_t> plain_activate(const MachineState& s, const isa::Instructio
         v = plain_func(static_cast<Func>(inst[Field::func]), plain_round((x + bias) * mult, shift),
                        static_cast<int64_t>(inst[Field::clip]), inst[Field::unsigned_data] != 0);
       }
-      ub[(inst[Field::ub] + r) * w + c] = static_cast<uint8_t>(v);
+      ub[(inst[Field::ub] + r) * w + s.act_lane + c] = static_cast<uint8_t>(v);
     }
   return ub;
 }
@@ -528,6 +537,7 @@ TEST_CASE("act equals the plain definition on random instructions and extreme va
     MachineState s = make_state({}, arch);
     for (int n = 0; n < 1500; ++n) {
       const isa::Instruction inst = random_activate(pick, s);
+      s.act_lane = pick.below(s.arch.ub_row_bytes() - s.arch.array_cols + 1);
       const std::vector<uint8_t> want = plain_activate(s, inst);
       exec_activate(s, inst, 0);
       INFO("arch " << arch.array_rows << "x" << arch.array_cols << ", " << describe(0, inst));
