@@ -646,19 +646,21 @@ bool has_pool(const QGraph& g) {
 
 }  // namespace
 
-// The batch runs in pieces of the largest size that fits: half the accumulators (one block per
-// pass, the other half for the next pass's overlap), the pool instruction's 255 interleaved
-// images, and the unified buffer (tried, then shrunk in proportion to the largest free block).
+// The batch runs in the fewest equal pieces that fit: half the accumulators (one block per pass,
+// the other half for the next pass's overlap), the pool instruction's 255 interleaved images, and
+// the unified buffer (tried, then shrunk in proportion to the largest free block).
 isa::Program lower(const QGraph& graph, const sim::Arch& arch) {
   if (graph.batch == 0) throw InputError(fmt::format("model {}: batch 0: a model needs at least one sample", graph.name));
-  uint64_t piece = std::min(graph.batch, arch.acc_entries / 2);
-  if (has_pool(graph)) piece = std::min<uint64_t>(piece, 255);
+  uint64_t limit = std::min(graph.batch, arch.acc_entries / 2);
+  if (has_pool(graph)) limit = std::min<uint64_t>(limit, 255);
   for (;;) {
+    // As few pieces as the limit allows, of equal size (256 under a limit of 255: 2 x 128).
+    const uint64_t piece = div_up(graph.batch, div_up(graph.batch, limit));
     try {
       return Lowering(graph, arch, piece).run();
     } catch (const DoesNotFit& e) {
       if (piece == 1) throw InputError(fmt::format("{} (even for a single sample)", e.what()));
-      piece = std::clamp<uint64_t>(piece * e.largest / std::max<uint64_t>(e.needed, 1), 1, piece - 1);
+      limit = std::clamp<uint64_t>(piece * e.largest / std::max<uint64_t>(e.needed, 1), 1, piece - 1);
     }
   }
 }

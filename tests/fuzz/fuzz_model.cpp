@@ -3,13 +3,19 @@
 // graph.h's promises (layers in topological order, inputs in range, parameter
 // and input sizes matching the shapes) or reject the text with an InputError; nothing else.
 // Parameter counts are capped low so that a description may not ask for gigabytes, and .npy
-// paths resolve under a folder that does not exist.
+// paths resolve under a folder that does not exist. A model that parses is then compiled for a
+// small array whose shape the input's first and last bytes pick (4..64 rows and columns, square or
+// not, dividing each other or not: compiler/layout.h LaneTile), with a small unified buffer and
+// accumulators so that batches run in pieces: the back end must either refuse the model with an
+// InputError or produce a program the ISA's static checks accept, in pieces of at most the batch.
 #include <cstddef>
 #include <cstdint>
 #include <string>
 
+#include "compiler/compile.h"
 #include "compiler/model.h"
 #include "compiler/scalesim.h"
+#include "isa/program.h"
 #include "tests/fuzz/fuzz_common.h"
 
 using namespace tpusim;
@@ -38,6 +44,33 @@ void check(const Model& m) {
   }
 }
 
+sim::Arch arch_for(const uint8_t* data, size_t size) {
+  sim::Arch a;
+  a.name = "fuzz";
+  a.array_rows = 4 + (size ? data[0] : 0) % 61;
+  a.array_cols = 4 + (size ? data[size - 1] : 0) % 61;
+  a.ub_bytes = 4096 * a.ub_row_bytes();
+  a.acc_entries = 256;
+  a.weight_mem_bytes = a.tile_bytes() * 65536;
+  return a;
+}
+
+void check_lowered(Model m, const sim::Arch& arch) {
+  const uint64_t batch = m.batch;
+  Compiled c;
+  try {
+    c = compile_model(std::move(m), arch);
+  } catch (const InputError&) {
+    return;
+  }
+  if (const std::string why = isa::check_program(c.program); !why.empty())
+    finding("compiled for %llux%llu, the program fails the ISA checks: %s", (unsigned long long)arch.array_rows,
+            (unsigned long long)arch.array_cols, why.c_str());
+  const uint64_t piece = c.program.meta.value("batch_piece", uint64_t{0});
+  if (piece == 0 || piece > batch) finding("pieces of %llu samples for a batch of %llu", (unsigned long long)piece,
+                                           (unsigned long long)batch);
+}
+
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
@@ -45,12 +78,17 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     LoadOptions options;
     options.max_values = uint64_t{1} << 20;
     const std::string text(reinterpret_cast<const char*>(data), size);
+    const sim::Arch arch = arch_for(data, size);
     try {
-      check(parse_model(text, "fuzz.toml", "/nonexistent-tpusim-fuzz", options));
+      Model m = parse_model(text, "fuzz.toml", "/nonexistent-tpusim-fuzz", options);
+      check(m);
+      check_lowered(std::move(m), arch);
     } catch (const InputError&) {
     }
     try {
-      check(import_scalesim(text, "fuzz.csv", options));
+      Model m = import_scalesim(text, "fuzz.csv", options);
+      check(m);
+      check_lowered(std::move(m), arch);
     } catch (const InputError&) {
     }
   });
