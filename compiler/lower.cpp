@@ -90,6 +90,11 @@ class RowAllocator {
     }
     free_[at] = rows;
   }
+  uint64_t used() const {
+    uint64_t free = 0;
+    for (const auto& [at, rows] : free_) free += rows;
+    return end_ - first_ - free;
+  }
   uint64_t largest() const {
     uint64_t m = 0;
     for (const auto& [at, rows] : free_) m = std::max(m, rows);
@@ -165,6 +170,12 @@ class Lowering {
       tile_cache_;
   uint64_t table_rows_ = 0, table_base_ = 0, block_ = 0, macs_ = 0;
   std::vector<std::pair<int, size_t>> perchan_;  // (op, n) pairs needing a table, in order
+  // How well each layer (meta.layers index) maps: the manifest's meta.mapping.
+  struct LayerStats {
+    uint64_t macs = 0, array_macs = 0, tiles = 0, ub_rows = 0;
+  };
+  std::vector<LayerStats> stats_;
+  size_t layer_ = 0;
 };
 
 uint64_t fnv1a(const std::vector<uint8_t>& b) {
@@ -333,6 +344,9 @@ void Lowering::pass(size_t i, const MatmulOp& m, const LaneTile& n, const std::v
             in[Field::accumulate] = t > 0;
             em_.matmul(in, first, waddr);
             macs_ += st.rows * st.repeat * n.count * k.count;
+            stats_[layer_].macs += st.rows * st.repeat * n.count * k.count;
+            stats_[layer_].array_macs += st.rows * st.repeat * arch_.tile_bytes();
+            stats_[layer_].tiles += first;
             first = false;
           }
           ++t;
@@ -594,6 +608,7 @@ isa::Program Lowering::run() {
 
   std::vector<std::string> layers{"(start)"};
   std::unordered_map<std::string, uint64_t> layer_index;
+  stats_.assign(1, {});
   for (uint64_t n0 = 0; n0 < g_.batch; n0 += piece_) {
     batch_ = std::min(piece_, g_.batch - n0);
     alloc_ = RowAllocator(table_rows_, arch_.ub_rows());
@@ -612,6 +627,8 @@ isa::Program Lowering::run() {
         auto [it, added] = layer_index.emplace(current, layers.size());
         if (added) layers.push_back(current);
         em_.tag(it->second);
+        layer_ = it->second;
+        stats_.resize(layers.size());
       }
       for (size_t j = 0; j < g_.inputs.size(); ++j)
         if (first_read[j] == static_cast<int64_t>(i) && !placed_[g_.inputs[j]]) load(j);
@@ -619,6 +636,7 @@ isa::Program Lowering::run() {
         if (first_def_[op.output.tensor] == static_cast<int64_t>(i) && !placed_[op.output.tensor]) allocate(op.output.tensor, i);
         lower(i, op);
       }, g_.ops[i]);
+      stats_[layer_].ub_rows = std::max(stats_[layer_].ub_rows, table_rows_ + alloc_.used());
       for (size_t t = 0; t < storage_.size(); ++t)
         if (last_use_[t] == static_cast<int64_t>(i) && placed_[t] && static_cast<int>(t) != g_.output)
           alloc_.release(storage_[t].base, storage_[t].rows());
@@ -637,6 +655,14 @@ isa::Program Lowering::run() {
   p.meta["macs"] = macs_;
   p.meta["weight_tiles"] = p.weights.size() / arch_.tile_bytes();
   p.meta["weight_fetches"] = em_.weight_fetches();
+  nlohmann::json mapping = nlohmann::json::array();
+  for (size_t l = 1; l < stats_.size(); ++l)
+    mapping.push_back({{"layer", layers[l]},
+                       {"macs", stats_[l].macs},
+                       {"array_macs", stats_[l].array_macs},
+                       {"weight_tiles", stats_[l].tiles},
+                       {"ub_bytes", stats_[l].ub_rows * arch_.ub_row_bytes()}});
+  p.meta["mapping"] = std::move(mapping);
   return p;
 }
 

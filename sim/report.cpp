@@ -2,7 +2,9 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <map>
+#include <vector>
 
 #include "sim/energy.h"
 
@@ -26,6 +28,15 @@ constexpr ReportKey kKeys[] = {
     {"macs", "integer",
      "useful multiply-accumulates: per matmul, vectors x the used rows x used cols of its tile"},
     {"array_macs", "integer", "all cell multiply-accumulates: array_active cycles x array_rows x array_cols"},
+    {"layers", "array or null",
+     "a compiled model's layers as the compiler mapped them (the program's `meta.mapping`), in program order: "
+     "per layer `layer` (name), `macs` (useful multiply-accumulates), `array_macs` (computed: streamed vectors "
+     "x array_rows x array_cols), `useful_share` (macs / array_macs), `weight_tiles` (tiles switched in), "
+     "`ub_bytes` (UB rows held during the layer x the row width, per-column tables included); null for a "
+     "program without that metadata"},
+    {"mapping_warnings", "array",
+     "one sentence per layer that maps badly: it computes at least 1% of the model's array MACs and less than "
+     "10% of them are useful (narrow tensors, few input channels per tile); empty when none"},
     {"instructions", "object", "instructions executed, per mnemonic"},
     {"instruction_cycles", "object", "per mnemonic, the sum of (end - start) cycles of its instructions"},
     {"breakdown", "object", "the TPU paper's counters as fractions of all cycles (keys below)"},
@@ -75,6 +86,43 @@ constexpr ReportKey kBreakdown[] = {
 };
 
 double frac(double x, uint64_t cycles) { return cycles ? x / double(cycles) : 0.0; }
+
+// meta.mapping with each layer's useful share, or null.
+nlohmann::ordered_json layers_of(const isa::Program& p) {
+  const auto it = p.meta.find("mapping");
+  if (it == p.meta.end() || !it->is_array()) return nullptr;
+  nlohmann::ordered_json out = nlohmann::ordered_json::array();
+  for (const auto& l : *it) {
+    if (!l.is_object() || !l.contains("macs") || !l.contains("array_macs")) return nullptr;
+    const auto macs = l["macs"].get<uint64_t>(), array = l["array_macs"].get<uint64_t>();
+    out.push_back({{"layer", l.value("layer", "")},
+                   {"macs", macs},
+                   {"array_macs", array},
+                   {"useful_share", array ? double(macs) / double(array) : 0.0},
+                   {"weight_tiles", l.value("weight_tiles", uint64_t{0})},
+                   {"ub_bytes", l.value("ub_bytes", uint64_t{0})}});
+  }
+  return out;
+}
+
+// The layers that compute at least 1% of the array MACs with less than 10% of them useful.
+nlohmann::ordered_json warnings_of(const nlohmann::ordered_json& layers) {
+  nlohmann::ordered_json out = nlohmann::ordered_json::array();
+  if (!layers.is_array()) return out;
+  uint64_t total = 0;
+  for (const auto& l : layers) total += l["array_macs"].get<uint64_t>();
+  for (const auto& l : layers) {
+    const double share = l["useful_share"].get<double>();
+    const auto array = l["array_macs"].get<uint64_t>();
+    if (array == 0 || share >= 0.1 || double(array) < 0.01 * double(total)) continue;
+    out.push_back(fmt::format(
+        "layer {} maps badly: {:.2f}% of the {:.3g} MACs it computes ({:.0f}% of the model's) are useful, over {} "
+        "weight tiles (narrow tensors or few input channels fill a fraction of each tile's rows and columns)",
+        l["layer"].get<std::string>(), 100 * share, double(array), 100.0 * double(array) / double(total),
+        l["weight_tiles"].get<uint64_t>()));
+  }
+  return out;
+}
 
 }  // namespace
 
@@ -128,6 +176,8 @@ nlohmann::ordered_json make_report(const ReportInput& in) {
   j["batch"] = batch;
   j["macs"] = r.macs;
   j["array_macs"] = r.array_macs;
+  j["layers"] = layers_of(*in.program);
+  j["mapping_warnings"] = warnings_of(j["layers"]);
   j["instructions"] = counts;
   j["instruction_cycles"] = cycles;
   j["breakdown"] = breakdown;
@@ -185,6 +235,31 @@ std::string format_report(const nlohmann::ordered_json& j) {
                    j["batch"].get<uint64_t>());
   s += fmt::format("MACs         {} useful of {} computed\n", j["macs"].get<uint64_t>(),
                    j["array_macs"].get<uint64_t>());
+  if (const auto& layers = j["layers"]; layers.is_array() && !layers.empty()) {
+    // Every layer when there are few, else the 10 with the lowest useful share.
+    std::vector<const nlohmann::ordered_json*> shown;
+    const bool all = layers.size() <= 16;
+    for (const auto& l : layers)
+      if (all || l["array_macs"].get<uint64_t>() > 0) shown.push_back(&l);
+    if (!all) {
+      std::stable_sort(shown.begin(), shown.end(), [](const nlohmann::ordered_json* a, const nlohmann::ordered_json* b) {
+        return (*a)["useful_share"].get<double>() < (*b)["useful_share"].get<double>();
+      });
+      shown.resize(std::min<size_t>(shown.size(), 10));
+    }
+    s += all ? "\nlayer                 useful share of computed MACs  weight tiles     UB bytes\n"
+             : fmt::format("\nthe {} of {} layers with the lowest useful share of computed MACs (in the report's "
+                           "`layers`: all)\n{:<55}weight tiles     UB bytes\n",
+                           shown.size(), layers.size(), "");
+    for (const auto* l : shown) {
+      const auto array = (*l)["array_macs"].get<uint64_t>();  // 0: a pool or element-wise layer
+      const std::string share = array ? fmt::format("{:>7.2f}% of {:.3g}", 100 * (*l)["useful_share"].get<double>(),
+                                                    double(array))
+                                      : std::string("      - (no matrix work)");
+      s += fmt::format("  {:<20} {:<32} {:>8} {:>12}\n", (*l)["layer"].get<std::string>(), share,
+                       (*l)["weight_tiles"].get<uint64_t>(), (*l)["ub_bytes"].get<uint64_t>());
+    }
+  }
   s += "\nmatrix unit, share of all cycles (TPU paper Table 3 counters)\n";
   s += fmt::format("  array active  {:6.2f}%   (useful MACs {:.2f}%, unused MACs {:.2f}%)\n",
                    pct("array_active"), pct("useful_macs"), pct("unused_macs"));

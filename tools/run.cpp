@@ -337,6 +337,7 @@ int cmd_run(const RunArgs& r) {
   for (const std::string& a : against) in.checked_against += (in.checked_against.empty() ? "" : " and ") + a;
   nlohmann::ordered_json report = sim::make_report(in);
   if (rtl) report["engine"] = "rtl";
+  for (const auto& w : report["mapping_warnings"]) fmt::print(stderr, "warning: {}\n", w.get<std::string>());
   if (!r.report.empty()) {
     write_text(r.report, report.dump(2) + "\n");
     fmt::print(stderr, "{}: {} cycles on {} ({} engine) -> {}\n", r.program, result.cycles,

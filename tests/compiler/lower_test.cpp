@@ -100,6 +100,15 @@ TEST_CASE("a wide array puts K tiles of array_rows side by side in a row: 4 x 8 
   CHECK(r.matrix.array_active == 10 * 3);  // 10 matmuls streaming the batch of 3
   CHECK(r.macs == 3 * 20 * 12);            // useful: every tile's box is its channels
   CHECK(p.meta["macs"] == 3 * 20 * 12);
+  // The manifest's per-layer mapping: 10 matmuls x 3 vectors x 4 x 8 cells computed; UB rows held
+  // by the input (3 slices x 3 samples) and the output (2 slices x 3) of 8 bytes.
+  REQUIRE(p.meta["mapping"].size() == 1);
+  const auto& fc = p.meta["mapping"][0];
+  CHECK(fc["layer"] == "fc");
+  CHECK(fc["macs"] == 720);
+  CHECK(fc["array_macs"] == 10 * 3 * 32);
+  CHECK(fc["weight_tiles"] == 10);
+  CHECK(fc["ub_bytes"] == (9 + 6) * 8);
 }
 
 TEST_CASE("a tall array writes N tiles of array_cols side by side in a row: 8 x 4 takes 3 K x 3 N tiles") {

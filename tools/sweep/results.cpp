@@ -19,6 +19,8 @@ using ojson = nlohmann::ordered_json;
 // Report keys that columns of their own (or no column, for wall-clock time) stand in for.
 const std::set<std::string_view> kOwnColumns = {"workload", "arch", "engine", "batch"};
 const std::set<std::string_view> kWallClock = {"host_seconds", "simulated_cycles_per_second"};
+// Report keys too detailed for a column (the JSON lines and the database keep them).
+const std::set<std::string_view> kDetail = {"layers"};
 
 // The members of a report object, as columns.
 std::vector<Column> members(std::string_view key) {
@@ -58,7 +60,7 @@ std::vector<Column> make_columns() {
   c.push_back({"status", ColumnType::text});
   c.push_back({"error", ColumnType::text});
   for (const sim::ReportKey& k : sim::report_keys()) {
-    if (kOwnColumns.contains(k.name) || kWallClock.contains(k.name)) continue;
+    if (kOwnColumns.contains(k.name) || kWallClock.contains(k.name) || kDetail.contains(k.name)) continue;
     if (k.type.starts_with("object")) {
       for (Column& m : members(k.name)) c.push_back(std::move(m));
     } else {
