@@ -19,7 +19,7 @@ cd "$dir"
 fail() { echo "FAIL: $*"; exit 1; }
 small=$src/workloads/small
 
-# v1: 2 workloads x 2 bandwidths, plus a point whose 8 accumulator rows fail both models = 6 points.
+# v1: 2 workloads x 2 bandwidths, plus a point whose 24 UB rows (21 of them tables) fail both models = 6 points.
 spec_v1() {
   cat <<SPEC
 [sweep]
@@ -29,7 +29,7 @@ workloads = ["$small/mnist_mlp.toml", "$small/tiny_cnn.toml"]
 [grid]
 weight_mem_gbps = [$1]
 [[points]]
-acc_entries = 8
+ub_bytes = 6144
 SPEC
 }
 spec_v1 "8.5, 34" >v1.toml
