@@ -98,7 +98,8 @@ struct Model {
   uint64_t calibration_samples = 4;  // samples the float reference calibrates scales on (0: all)
   // Calibration samples apart from the inputs (--calibrate, e.g. training images while the inputs
   // are a test split): calibration_batch x inputs[i].shape.elements() values per input, NHWC.
-  // When given, they (all of them) calibrate the scales, the inputs' scales included.
+  // When given, they (all of them) calibrate the scales, the inputs' scales included, and the
+  // front ends set calibration_samples to 0: the quantization error is measured on every input.
   std::vector<std::vector<float>> calibration;
   uint64_t calibration_batch = 0;
   std::vector<Layer> layers;       // topological order; the last one is the model's output

@@ -843,6 +843,7 @@ Model load_model(const std::filesystem::path& path, const LoadOptions& options) 
                                    options.calibration_file->string(), dims_text(a.shape), dims_text(want), kMaxDim));
     m.calibration = {a.to_float()};
     m.calibration_batch = a.shape[0];
+    m.calibration_samples = 0;  // the quantization error is then measured on every input
     for (float v : m.calibration[0])
       if (!std::isfinite(v)) throw InputError(options.calibration_file->string() + ": an element is not a finite number");
     return m;

@@ -467,6 +467,8 @@ void Importer::read_inputs() {
                                      options_.calibration_file->string(), kMaxDim));
       m_.calibration = {samples(cal, *options_.calibration_file, sample, v, mi.shape, in.name())};
       m_.calibration_batch = cal.shape[0];
+      m_.calibration_samples =
+          0;  // not needed to calibrate: the quantization error is then measured on every input
     }
     values_[in.name()] = v;
     m_.inputs.push_back(std::move(mi));
@@ -630,6 +632,7 @@ void Importer::conv(bool qlinear) {
   l.kernel_w = kw;
   l.stride = stride;
   l.pad = pad;
+  l.groups = uint64_t(group);  // the weights below are held dense, zero across groups (graph.h)
   l.weights.assign(kh * kw * c * m, 0.0f);
   const uint64_t per_group = m / uint64_t(group);
   for (uint64_t j = 0; j < m; ++j)

@@ -27,8 +27,9 @@
 //   relu6        MatmulOp: scale = given, else calibrated; relux with clip = min(127,
 //                round(6 / scale)). VectorOp (vec has no clip field: its relux clips at 127):
 //                target = scale = 6/127, clip 127.
-//   sigmoid,     the machine's tables read Q3.4 and write Q0.7, so target = 1/16 and the result
-//   tanh         has scale 1/127.
+//   sigmoid,     the machine's curves read the requantized accumulator as Q7.8 (unsaturated,
+//   tanh         clamped to +-8 where they are flat) and write Q0.7, so target = 1/256 and the
+//                result has scale 1/127.
 // When a layer's given scale differs from the scale its stage produces (sigmoid/tanh, or relu6
 // in a VectorOp), the stage writes "NAME.act" and a VectorOp pass requantizes it into NAME.
 //
@@ -42,14 +43,14 @@
 // lstm -> unrolled, stacked layer by stacked layer, then step by step. Per stacked layer l with
 // input sequence X (scale s_x; for l > 0 the previous layer's h), T steps, U units:
 // - gates at step t: a MatmulOp per gate in the order i, f, g, o, inputs [X pixel t, H pixel
-//   t-1] (K = in + U) with the gate's bias, requantized to 1/16 and then sigmoid (i, f, o) or
+//   t-1] (K = in + U) with the gate's bias, requantized to 1/256 and then sigmoid (i, f, o) or
 //   tanh (g): tensors "NAME.lL.tT.i" (.f, .g, .o), [U], scale 1/127. At t = 0, h_{-1} = 0: the
 //   gates read X only (K = in, the first `in` weight rows), and there is no f gate, since
 //   c_{-1} = 0. So 4T - 1 gate MatmulOps per stacked layer.
 // - cell: c at scale s_c = (max over steps and samples of |c_t|, |f c_{t-1}|, |i g|) / 127
 //   from the float run, per stacked layer. VectorOps, t > 0:
 //     fc = mul(f, c_{t-1}) x 1/127 -> s_c; ig = mul(i, g) x 1/(127^2 s_c) -> s_c;
-//     c = add(fc, ig); tc = pass(c) x 16 s_c, tanh -> 1/127; h = mul(o, tc) x 1/127 -> 1/127;
+//     c = add(fc, ig); tc = pass(c) x 256 s_c, tanh -> 1/127; h = mul(o, tc) x 1/127 -> 1/127;
 //   at t = 0: c = mul(i, g) -> s_c, tc, h. So 5T - 2 VectorOps per stacked layer. Per-step
 //   tensors "NAME.lL.tT.{c,fc,ig,tc}" (small: the back end can reuse their buffers).
 // - h, scale 1/127, goes pixel by pixel into the sequence tensor "NAME.lL.h" [T, U], which the
@@ -97,7 +98,8 @@ Requant requant_for(double factor) {
 namespace {
 
 constexpr double kQ07 = 1.0 / 127;  // sigmoid and tanh outputs, LSTM h
-constexpr double kQ34 = 1.0 / 16;   // sigmoid and tanh inputs
+// sigmoid and tanh inputs: y read as Q7.8 (isa::kCurveFractionBits; docs/isa.md, func)
+constexpr double kCurveIn = 1.0 / double(int64_t{1} << isa::kCurveFractionBits);
 constexpr double kRelu6 = 6.0 / 127;
 
 double calibrated(double max_abs) { return max_abs > 0 && std::isfinite(max_abs) ? max_abs / 127 : 1.0 / 127; }
@@ -216,8 +218,8 @@ Stage Quantizer::stage(bool vec, double plain) const {
     case Activation::relu6:
       if (vec) return {isa::Func::relux, 127, kRelu6, kRelu6};
       return {isa::Func::relux, static_cast<uint8_t>(std::min(127.0, std::round(6.0 / plain))), plain, plain};
-    case Activation::sigmoid: return {isa::Func::sigmoid, 127, kQ34, kQ07};
-    case Activation::tanh: return {isa::Func::tanh, 127, kQ34, kQ07};
+    case Activation::sigmoid: return {isa::Func::sigmoid, 127, kCurveIn, kQ07};
+    case Activation::tanh: return {isa::Func::tanh, 127, kCurveIn, kQ07};
   }
   return {};
 }
@@ -352,10 +354,10 @@ void Quantizer::lstm() {
   int x = source(L.inputs.at(0));
   const uint64_t steps = shape_of(x).pixels(), u = L.units;
   uint64_t in_c = shape_of(x).c, offset = 0;
-  const Stage gate_stage[4] = {{isa::Func::sigmoid, 127, kQ34, kQ07},
-                               {isa::Func::sigmoid, 127, kQ34, kQ07},
-                               {isa::Func::tanh, 127, kQ34, kQ07},
-                               {isa::Func::sigmoid, 127, kQ34, kQ07}};
+  const Stage gate_stage[4] = {{isa::Func::sigmoid, 127, kCurveIn, kQ07},
+                               {isa::Func::sigmoid, 127, kCurveIn, kQ07},
+                               {isa::Func::tanh, 127, kCurveIn, kQ07},
+                               {isa::Func::sigmoid, 127, kCurveIn, kQ07}};
   const char* gate_name = "ifgo";
   const Stage out_stage{isa::Func::identity, 127, kQ07, kQ07};
   int output = -1;
@@ -403,7 +405,7 @@ void Quantizer::lstm() {
         emit(vector(isa::VecOp::add, fc, ig, View{c}, 1.0));
       }
       const int tc = add_tensor(step + ".tc", vec_of(u), kQ07, name);
-      emit(vector(isa::VecOp::pass, c, c, View{tc}, sc / kQ34, isa::Func::tanh));
+      emit(vector(isa::VecOp::pass, c, c, View{tc}, sc / kCurveIn, isa::Func::tanh));
       View hv{h, t, 1};
       if (top && !L.return_sequences && t + 1 == steps) hv = View{output = begin_output(L.out, out_stage)};
       emit(vector(isa::VecOp::mul, gate[3], tc, hv, kQ07));

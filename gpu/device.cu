@@ -68,7 +68,7 @@ __global__ void gather_kernel(Im2colGeometry g, InputPointers in, int8_t* x) {
 __global__ void requantize_kernel(const int32_t* c, uint64_t m, uint64_t n, uint64_t n_pad,
                                   const ColumnQuant* columns, OutputTable table, ScatterGeometry sg, int8_t* out) {
   __shared__ OutputTable t;
-  for (unsigned i = threadIdx.x; i < 256; i += blockDim.x) t.value[i] = table.value[i];
+  for (unsigned i = threadIdx.x; i < OutputTable::kSize; i += blockDim.x) t.value[i] = table.value[i];
   __syncthreads();
   const uint64_t total = m * n;
   for (uint64_t i = blockIdx.x * uint64_t{blockDim.x} + threadIdx.x; i < total; i += uint64_t{gridDim.x} * blockDim.x) {
@@ -94,7 +94,7 @@ __global__ void pool_kernel(PoolStep s, const int8_t* in, int8_t* out) {
 
 __global__ void vector_kernel(VectorStep s, const int8_t* a, const int8_t* b, int8_t* out) {
   __shared__ OutputTable t;
-  for (unsigned i = threadIdx.x; i < 256; i += blockDim.x) t.value[i] = s.table.value[i];
+  for (unsigned i = threadIdx.x; i < OutputTable::kSize; i += blockDim.x) t.value[i] = s.table.value[i];
   __syncthreads();
   const uint64_t per_sample = s.out.pixels * s.out.c;
   for (uint64_t i = blockIdx.x * uint64_t{blockDim.x} + threadIdx.x; i < s.elements;

@@ -5,9 +5,11 @@
 //
 // Semantics (docs/isa.md act, vec, pool; sim/state.h):
 //   requantize: y = round_half_away((acc + bias) x mult / 2^shift), computed in 64 bits;
-//   then func with saturation to int8, which here is one 256-entry table lookup of y clamped to
-//   [-128, 127] (OutputTable, built on the host from sim::apply_func: exact for every func,
-//   see gpu/plan.cpp and tests/gpu/integer_ops_test.cpp);
+//   then func with saturation to int8, which here is one table lookup of y clamped to the
+//   curves' input range [isa::kCurveInputMin, isa::kCurveInputMax] = [-2048, 2047] (OutputTable,
+//   built on the host from sim::apply_func: exact for every func, as sigmoid and tanh are flat
+//   beyond that range and the other functions saturate inside it; see gpu/plan.cpp and
+//   tests/gpu/integer_ops_test.cpp);
 //   pool avg: the window's sum divided by window^2, rounded half away from zero.
 #pragma once
 
@@ -26,14 +28,16 @@ constexpr int64_t round_half_away_shift(int64_t x, unsigned shift) {
   return x < 0 ? -static_cast<int64_t>(q) : static_cast<int64_t>(q);
 }
 
-// apply_func(func, y, clip, false) for every y, given table[b + 128] = apply_func(func, b, clip,
-// false) for b in [-128, 127].
+// apply_func(func, y, clip, false) for every y, given value[b - kLo] = apply_func(func, b, clip,
+// false) for b in [kLo, kHi].
 struct OutputTable {
-  int8_t value[256];
+  static constexpr int64_t kLo = isa::kCurveInputMin, kHi = isa::kCurveInputMax;
+  static constexpr unsigned kSize = unsigned(kHi - kLo + 1);
+  int8_t value[kSize];
 };
 constexpr int8_t apply_output(const OutputTable& table, int64_t y) {
-  const int64_t c = y < -128 ? -128 : (y > 127 ? 127 : y);
-  return table.value[c + 128];
+  const int64_t c = y < OutputTable::kLo ? OutputTable::kLo : (y > OutputTable::kHi ? OutputTable::kHi : y);
+  return table.value[c - OutputTable::kLo];
 }
 
 // One output column's requantization (a MatmulOp's bias, mult and shift for column j).

@@ -223,7 +223,8 @@ GraphWork graph_work(const compiler::QGraph& graph) {
 
 OutputTable output_table(isa::Func func, uint8_t clip) {
   OutputTable t{};
-  for (int b = -128; b < 128; ++b) t.value[b + 128] = static_cast<int8_t>(sim::apply_func(func, b, clip, false));
+  for (int64_t b = OutputTable::kLo; b <= OutputTable::kHi; ++b)
+    t.value[b - OutputTable::kLo] = static_cast<int8_t>(sim::apply_func(func, b, clip, false));
   return t;
 }
 

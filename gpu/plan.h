@@ -93,7 +93,8 @@ struct GraphWork {
 };
 GraphWork graph_work(const compiler::QGraph& graph);
 
-// table.value[b + 128] = sim::apply_func(func, b, clip, false) for b in [-128, 127].
+// table.value[b - OutputTable::kLo] = sim::apply_func(func, b, clip, false) for b in
+// [OutputTable::kLo, OutputTable::kHi] (the curves' input range, isa::kCurveInputMin..Max).
 OutputTable output_table(isa::Func func, uint8_t clip);
 
 // W[n_pad][k_pad] from weights [rows][n] (rows = kernel_h x kernel_w x K: graph.h's layout,

@@ -23,11 +23,12 @@ namespace tpusim::gpu {
 
 inline constexpr uint32_t kMaxClampShift = 52;
 
-// [lo, hi] when table.value[b + 128] == clamp(b, lo, hi) for every b in [-128, 127].
+// [lo, hi] when apply_output(table, b) == clamp(b, lo, hi) for every b in the table's range
+// [OutputTable::kLo, OutputTable::kHi] (hence for every b).
 inline std::optional<std::pair<int, int>> table_clamp(const OutputTable& table) {
-  const int lo = table.value[0], hi = table.value[255];
-  for (int b = -128; b < 128; ++b)
-    if (table.value[b + 128] != std::clamp(b, lo, hi)) return std::nullopt;
+  const int lo = table.value[0], hi = table.value[OutputTable::kSize - 1];
+  for (int64_t b = OutputTable::kLo; b <= OutputTable::kHi; ++b)
+    if (table.value[b - OutputTable::kLo] != std::clamp<int64_t>(b, lo, hi)) return std::nullopt;
   return std::make_pair(lo, hi);
 }
 

@@ -174,6 +174,12 @@ std::string isa_sv_package() {
       out += fmt::format("  localparam int unsigned {}_{} = {};\n", prefix, upper(e.name), e.value);
   };
   values("FUNC", kFuncValues);
+  out += fmt::format(
+      "  // sigmoid and tanh read y as fixed point with CURVE_FRACTION_BITS fraction bits, clamped to\n"
+      "  // [CURVE_INPUT_MIN, CURVE_INPUT_MAX].\n"
+      "  localparam int unsigned CURVE_FRACTION_BITS = {};\n  localparam int CURVE_INPUT_MIN = {};\n"
+      "  localparam int CURVE_INPUT_MAX = {};\n",
+      kCurveFractionBits, kCurveInputMin, kCurveInputMax);
   values("VEC", kVecOpValues);
   values("POOL", kPoolKindValues);
   values("UNIT_BIT", kUnitMaskValues);

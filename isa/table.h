@@ -58,9 +58,21 @@ inline constexpr EnumValue kFuncValues[] = {
     {"identity", 0, "no function: requantized value, saturated to int8"},
     {"relu", 1, "max(0, y)"},
     {"relux", 2, "min(max(0, y), clip): ReLU clipped at `clip` (ReLU6 with clip = round(6/scale))"},
-    {"sigmoid", 3, "round(127 * sigmoid(y / 16)): input read as Q3.4, output Q0.7"},
-    {"tanh", 4, "round(127 * tanh(y / 16)): input read as Q3.4, output Q0.7"},
+    {"sigmoid", 3,
+     "round(127 * sigmoid(y / 256)): y read as Q7.8 (clamped to [-2048, 2047], where the curve is flat at int8 "
+     "precision), output Q0.7"},
+    {"tanh", 4,
+     "round(127 * tanh(y / 256)): y read as Q7.8 (clamped to [-2048, 2047], where the curve is flat at int8 "
+     "precision), output Q0.7"},
 };
+
+// sigmoid and tanh read the requantized accumulator value y (before any saturation to int8) as a
+// fixed-point number with kCurveFractionBits fraction bits, clamped to [kCurveInputMin,
+// kCurveInputMax] (|y / 256| <= 8: beyond that both curves round to their limits at int8
+// precision, so the clamp changes nothing). Steps of 1/256 cost at most 1/1024 (sigmoid) and
+// 1/512 (tanh) of output, under the output's own rounding (1/254).
+inline constexpr int kCurveFractionBits = 8;
+inline constexpr int64_t kCurveInputMin = -2048, kCurveInputMax = 2047;
 
 // Element-wise operations of VECTOR.
 enum class VecOp : uint8_t { add = 0, sub = 1, mul = 2, max = 3, min = 4, pass = 5 };

@@ -16,7 +16,7 @@ Writes:
   test_mlp.npy, test_cnn.npy, test_lstm.npy    the test split (250 images, pixels / 16) in each
                                                model's input layout, float32
   test_labels.npy                              their classes, int32
-  calib_mlp.npy, calib_cnn.npy, calib_lstm.npy 64 training images to calibrate the int8 scales on
+  calib_mlp.npy, calib_cnn.npy, calib_lstm.npy 256 training images to calibrate the int8 scales on
   float_accuracy.json                          PyTorch's top-1 accuracy of each model on the test split
 
 Deterministic: seeds are fixed and PyTorch runs single-threaded, so a rerun on the same
@@ -103,7 +103,7 @@ def main():
             pred = model(torch.from_numpy(test)).argmax(1).numpy()
         accuracy[name] = float((pred == y_test).mean())
         np.save(os.path.join(out, f"test_{name}.npy"), test)
-        np.save(os.path.join(out, f"calib_{name}.npy"), x_train[:64].reshape(shape))
+        np.save(os.path.join(out, f"calib_{name}.npy"), x_train[:256].reshape(shape))
         torch.onnx.export(model, torch.from_numpy(test[:1]), os.path.join(out, f"digits_{name}.onnx"),
                           input_names=["x"], output_names=["logits"], opset_version=13,
                           dynamic_axes={"x": {0: "N"}, "logits": {0: "N"}})

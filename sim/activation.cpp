@@ -14,10 +14,6 @@
 #include "sim/activation_math.h"
 #include "sim/state.h"
 
-#if defined(__x86_64__)
-#include <immintrin.h>
-#endif
-
 namespace tpusim::sim {
 
 // Defining TPUSIM_ACT_PORTABLE compiles the loops for the compiler's target only (to test that
@@ -34,15 +30,20 @@ namespace {
 
 using u128 = unsigned __int128;
 
-// 127 * f(y / 16) rounded half away from zero, for y in [-2048, 2047] (beyond that both curves
-// are flat at int8 precision: 127 * tanh(128) and 127 / (1 + e^-128) round to 127). Tabulated
-// once so every engine and every call gives identical bytes.
+// 127 * f(y / 256) rounded half away from zero (docs/isa.md, func), for y in the curves' input
+// range [kCurveInputMin, kCurveInputMax] = [-2048, 2047], i.e. |y / 256| <= 8 (beyond that both
+// curves are flat at int8 precision: 127 / (1 + e^8) rounds to 0, 127 tanh(8) to 127; a test
+// checks). Tabulated once so every engine and every call gives identical bytes.
+constexpr int64_t kCurveLo = isa::kCurveInputMin, kCurveHi = isa::kCurveInputMax;
+constexpr size_t kCurveSize = size_t(kCurveHi - kCurveLo + 1);
+constexpr double kCurveOne = double(int64_t{1} << isa::kCurveFractionBits);
 struct Curves {
-  std::array<int16_t, 4096> sigmoid, tanh;
+  std::array<int16_t, kCurveSize> sigmoid, tanh;
   Curves() {
-    for (int y = -2048; y < 2048; ++y) {
-      sigmoid[y + 2048] = static_cast<int16_t>(std::lround(127.0 / (1.0 + std::exp(-y / 16.0))));
-      tanh[y + 2048] = static_cast<int16_t>(std::lround(127.0 * std::tanh(y / 16.0)));
+    for (int64_t y = kCurveLo; y <= kCurveHi; ++y) {
+      const double x = double(y) / kCurveOne;
+      sigmoid[size_t(y - kCurveLo)] = static_cast<int16_t>(std::lround(127.0 / (1.0 + std::exp(-x))));
+      tanh[size_t(y - kCurveLo)] = static_cast<int16_t>(std::lround(127.0 * std::tanh(x)));
     }
   }
 };
@@ -52,60 +53,28 @@ const Curves& curves() {
   return c;
 }
 
-int64_t curve(const std::array<int16_t, 4096>& table, int64_t y) {
-  return table[static_cast<size_t>(std::clamp<int64_t>(y, -2048, 2047) + 2048)];
+int64_t curve(const std::array<int16_t, kCurveSize>& table, int64_t y) {
+  return table[static_cast<size_t>(std::clamp(y, kCurveLo, kCurveHi) - kCurveLo)];
 }
 
-// Both curves are flat (at 0 or -127, and at 127) from well inside [-128, 127] (sigmoid from
-// |y| = 89, tanh from |y| = 50; a test checks), so the loops clamp y to int8 and then
-// translate each byte through a 256-entry table: [b] = apply_func(f, int8_t(b), 127, unsigned).
-using ByteTable = std::array<uint8_t, 256>;
-const ByteTable& curve_bytes(isa::Func f, bool out_unsigned) {
-  static const std::array<ByteTable, 4> tables = [] {  // sigmoid, tanh; each int8 then uint8
-    std::array<ByteTable, 4> t;
+// The loops clamp y to the curves' input range and translate it through a table of bytes:
+// [y - kCurveLo] = apply_func(f, y, 127, unsigned).
+using CurveTable = std::array<uint8_t, kCurveSize>;
+const CurveTable& curve_bytes(isa::Func f, bool out_unsigned) {
+  static const std::array<CurveTable, 4> tables = [] {  // sigmoid, tanh; each int8 then uint8
+    std::array<CurveTable, 4> t;
     for (size_t k = 0; k < t.size(); ++k)
-      for (int b = 0; b < 256; ++b)
-        t[k][static_cast<size_t>(b)] = static_cast<uint8_t>(apply_func(
-            k < 2 ? isa::Func::sigmoid : isa::Func::tanh, static_cast<int8_t>(b), 127, k % 2 != 0));
+      for (int64_t y = kCurveLo; y <= kCurveHi; ++y)
+        t[k][size_t(y - kCurveLo)] = static_cast<uint8_t>(
+            apply_func(k < 2 ? isa::Func::sigmoid : isa::Func::tanh, y, 127, k % 2 != 0));
     return t;
   }();
   return tables[2 * (f == isa::Func::tanh) + out_unsigned];
 }
 
-// p[i] = table[p[i]] for i < n.
-void translate_portable(uint8_t* p, uint64_t n, const uint8_t* table) {
-  for (uint64_t i = 0; i < n; ++i) p[i] = table[p[i]];
-}
-
-#ifdef TPUSIM_ACT_X86
-// translate_portable, 64 bytes at a time: two 128-entry permutes, chosen by each byte's bit 7.
-__attribute__((target("avx512f,avx512bw,avx512vbmi"))) void translate_vbmi(uint8_t* p, uint64_t n,
-                                                                           const uint8_t* table) {
-  const __m512i t0 = _mm512_loadu_si512(table), t1 = _mm512_loadu_si512(table + 64);
-  const __m512i t2 = _mm512_loadu_si512(table + 128), t3 = _mm512_loadu_si512(table + 192);
-  for (uint64_t i = 0; i < n; i += 64) {
-    const __mmask64 live = n - i >= 64 ? ~__mmask64{0} : (__mmask64{1} << (n - i)) - 1;
-    const __m512i b = _mm512_maskz_loadu_epi8(live, p + i);
-    const __m512i low = _mm512_permutex2var_epi8(t0, b, t1), high = _mm512_permutex2var_epi8(t2, b, t3);
-    _mm512_mask_storeu_epi8(p + i, live, _mm512_mask_blend_epi8(_mm512_movepi8_mask(b), low, high));
-  }
-}
-#endif
-
-void translate(uint8_t* p, uint64_t n, const uint8_t* table) {
-#ifdef TPUSIM_ACT_X86
-  static const bool vbmi = [] {
-    __builtin_cpu_init();
-    return __builtin_cpu_supports("avx512vbmi") && __builtin_cpu_supports("avx512bw");
-  }();
-  if (vbmi) return translate_vbmi(p, n, table);
-#endif
-  translate_portable(p, n, table);
-}
-
-// What follows requantization: y is clamped to [lo, hi] and stored as a byte, which `table`
-// then translates (sigmoid, tanh: [lo, hi] is int8's range) or not (identity, relu, relux:
-// the clamp is the function and the saturation).
+// What follows requantization: y is clamped to [lo, hi] and then either stored as a byte
+// (identity, relu, relux: the clamp is the function and the saturation) or, for sigmoid and
+// tanh ([lo, hi] the curves' input range), translated through `table` (curve_bytes).
 struct Output {
   int64_t lo, hi;
   const uint8_t* table;  // nullptr for identity, relu, relux
@@ -121,7 +90,7 @@ Output output_of(isa::Func f, int64_t clip, bool out_unsigned) {
     case isa::Func::sigmoid:
     case isa::Func::tanh: break;
   }
-  return {-128, 127, curve_bytes(f, out_unsigned).data()};
+  return {kCurveLo, kCurveHi, curve_bytes(f, out_unsigned).data()};
 }
 
 // round_half_away(p / 2^shift) for |p| < 2^49 and shift <= 50, given p2 = 2p, half2 = 2^shift
@@ -260,6 +229,49 @@ TPUSIM_ACT_CLONES void vec_elements_clamped(isa::VecOp op, const uint8_t* a, con
   }
 }
 
+// sigmoid and tanh: as the loops above, y clamped to the curves' input range and looked up in a
+// table of 4096 bytes (a gather, which these plain loops leave to the compiler).
+TPUSIM_ACT_CLONES void act_rows_curve(const int32_t* x, uint8_t* ub, uint64_t rows, uint64_t m, uint64_t width,
+                                      const ActKernel& k) {
+  const Output& o = k.out;
+  for (uint64_t r = 0; r < rows; ++r, x += m, ub += width) {
+    for (uint64_t c = 0; c < m; ++c)
+      ub[c] = o.table[std::clamp(round_doubled(int64_t{x[c]} * k.mult2, k.half2, k.shift1), o.lo, o.hi) - o.lo];
+    std::memset(ub + m, 0, width - m);
+  }
+}
+
+TPUSIM_ACT_CLONES void act_rows_columns_curve(const int32_t* x, uint8_t* ub, uint64_t rows, uint64_t m,
+                                              uint64_t width, const ColumnKernel& q, Output o) {
+  for (uint64_t r = 0; r < rows; ++r, x += m, ub += width) {
+    for (uint64_t c = 0; c < m; ++c)
+      ub[c] = o.table[std::clamp(round_doubled((x[c] + q.bias[c]) * q.mult2[c], q.half2[c], q.shift1[c]), o.lo,
+                                 o.hi) -
+                      o.lo];
+    std::memset(ub + m, 0, width - m);
+  }
+}
+
+void vec_elements_curve(isa::VecOp op, const uint8_t* a, const uint8_t* b, uint8_t* out, uint64_t n,
+                        const VecKernel& k, const uint8_t* table) {
+  const auto* sa = reinterpret_cast<const int8_t*>(a);
+  const auto* sb = reinterpret_cast<const int8_t*>(b);
+  for (uint64_t i = 0; i < n; ++i) {
+    const int32_t u = sa[i], v = op == isa::VecOp::pass ? 0 : sb[i];
+    int32_t r = u;
+    switch (op) {
+      case isa::VecOp::add: r = u + v; break;
+      case isa::VecOp::sub: r = u - v; break;
+      case isa::VecOp::mul: r = u * v; break;
+      case isa::VecOp::max: r = std::max(u, v); break;
+      case isa::VecOp::min: r = std::min(u, v); break;
+      case isa::VecOp::pass: break;
+    }
+    const int32_t p = r * k.mult;
+    out[i] = table[std::clamp((p + k.half + ((p >> 31) & k.neg)) >> k.shift, k.lo, k.hi) - k.lo];
+  }
+}
+
 // round_half_away(sum / d) for d > 0.
 int64_t divide_half_away(int64_t sum, int64_t d) {
   const int64_t q = (2 * (sum < 0 ? -sum : sum) + d) / (2 * d);
@@ -293,25 +305,23 @@ namespace activation {
 void act_rows(const int32_t* x, uint8_t* ub, uint64_t rows, uint64_t m, uint64_t width, uint64_t mult,
               uint64_t shift, Function f) {
   const Output out = output_of(f.func, f.clip, f.out_unsigned);
+  if (out.table) return act_rows_curve(x, ub, rows, m, width, act_kernel(mult, shift, out));
   act_rows_clamped(x, ub, rows, m, width, act_kernel(mult, shift, out));
-  if (out.table)
-    for (uint64_t r = 0; r < rows; ++r) translate(ub + r * width, m, out.table);
 }
 
 void act_rows_per_column(const int32_t* x, uint8_t* ub, uint64_t rows, uint64_t width,
                          std::span<const Column> columns, Function f) {
   const uint64_t m = columns.size();
   const Output out = output_of(f.func, f.clip, f.out_unsigned);
+  if (out.table) return act_rows_columns_curve(x, ub, rows, m, width, column_kernel(columns), out);
   act_rows_columns_clamped(x, ub, rows, m, width, column_kernel(columns), out);
-  if (out.table)
-    for (uint64_t r = 0; r < rows; ++r) translate(ub + r * width, m, out.table);
 }
 
 void vec_elements(isa::VecOp op, const uint8_t* a, const uint8_t* b, uint8_t* out, uint64_t n, uint64_t mult,
                   uint64_t shift, isa::Func func) {
   const Output o = output_of(func, 127, false);
+  if (o.table) return vec_elements_curve(op, a, b, out, n, vec_kernel(mult, shift, o), o.table);
   vec_elements_clamped(op, a, b, out, n, vec_kernel(mult, shift, o));
-  if (o.table) translate(out, n, o.table);
 }
 
 void pool_window(std::span<const uint8_t* const> window, bool avg, uint8_t* out, uint64_t width) {

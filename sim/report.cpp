@@ -63,7 +63,8 @@ constexpr ReportKey kKeys[] = {
      "reference` (a compiled model's output against compiler/golden.cpp; models whose array work exceeds 2e9 "
      "MACs skip the slow reference executor unless --full-check), or both joined by ` and `"},
     {"quantization_error", "object or null",
-     "a compiled model: its output against the float reference on the calibration samples: `max_abs`, "
+     "a compiled model: its output against the float reference on the calibration samples (every input when "
+     "--calibrate gives separate ones): `max_abs`, "
      "`relative` (max_abs / max |float output|), `rms`; null for programs"},
     {"accuracy", "object or null",
      "a compiled model run with --labels: `samples`, `top1_float` (the float reference's top-1 accuracy on "

@@ -126,6 +126,11 @@ package tpusim_isa_pkg;
   localparam int unsigned FUNC_RELUX = 2;
   localparam int unsigned FUNC_SIGMOID = 3;
   localparam int unsigned FUNC_TANH = 4;
+  // sigmoid and tanh read y as fixed point with CURVE_FRACTION_BITS fraction bits, clamped to
+  // [CURVE_INPUT_MIN, CURVE_INPUT_MAX].
+  localparam int unsigned CURVE_FRACTION_BITS = 8;
+  localparam int CURVE_INPUT_MIN = -2048;
+  localparam int CURVE_INPUT_MAX = 2047;
 
   localparam int unsigned VEC_ADD = 0;
   localparam int unsigned VEC_SUB = 1;

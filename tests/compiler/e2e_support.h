@@ -40,8 +40,8 @@ inline uint64_t check_model(compiler::Model model, const sim::Arch& arch, bool a
       INFO(check.first_difference);
       CHECK(check.matches);
       // The quantized model stays close to the float one: a few percent of the output range,
-      // except where sigmoid and tanh read their input in steps of 1/16 (docs/isa.md), which costs
-      // LSTMs tens of percent (compiler/quantize.cpp); a wrong scale anywhere costs ~100%.
+      // more where sigmoid and tanh decide the output (LSTM cells compound int8 rounding over their
+      // steps); a wrong scale anywhere costs ~100%.
       bool coarse = false;
       for (const compiler::Layer& l : c.model.layers)
         coarse |= l.type == compiler::LayerType::lstm || l.activation == compiler::Activation::sigmoid ||

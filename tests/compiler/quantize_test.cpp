@@ -290,7 +290,7 @@ TEST_CASE("per-tensor without bias: one mult and no bias, otherwise N of each", 
     }
 }
 
-TEST_CASE("output stages: relu6 clip, sigmoid through Q3.4, a given scale after sigmoid", "[quantize]") {
+TEST_CASE("output stages: relu6 clip, sigmoid through Q7.8, a given scale after sigmoid", "[quantize]") {
   Builder b(vec(4), 1, 11);
   b.m.inputs[0].scale = 1.0 / 64;
   b.dense(model_input(0), 3, Activation::relu6);
@@ -306,11 +306,11 @@ TEST_CASE("output stages: relu6 clip, sigmoid through Q3.4, a given scale after 
   const auto& sig = std::get<MatmulOp>(g.ops[1]);
   CHECK(sig.func == isa::Func::sigmoid);
   CHECK(g.tensors[static_cast<size_t>(sig.output.tensor)].scale == 1.0 / 127);
-  // mult / 2^shift = S[j] x 16 with S[j] = 0.1 x max|w[.][j]| / 127.
+  // mult / 2^shift = S[j] x 256 with S[j] = 0.1 x max|w[.][j]| / 127 (sigmoid reads Q7.8).
   for (uint64_t j = 0; j < 2; ++j) {
     double top = 0;
     for (uint64_t k = 0; k < 3; ++k) top = std::max(top, std::abs(double{b.m.layers[1].weights[k * 2 + j]}));
-    const Requant q = requant_for(0.1 * top / 127 * 16);
+    const Requant q = requant_for(0.1 * top / 127 * 256);
     CHECK((sig.mult[j] == q.mult && sig.shift[j] == q.shift));
   }
   const auto& pass = std::get<VectorOp>(g.ops[3]);
@@ -322,7 +322,7 @@ TEST_CASE("output stages: relu6 clip, sigmoid through Q3.4, a given scale after 
   CHECK((pass.mult == q.mult && pass.shift == q.shift));
 }
 
-TEST_CASE("activation layers: relu keeps the scale, relu6 at 6/127, sigmoid via 1/16", "[quantize]") {
+TEST_CASE("activation layers: relu keeps the scale, relu6 at 6/127, sigmoid via 1/256", "[quantize]") {
   Builder b(vec(8), 2, 13);
   b.m.inputs[0].scale = 0.02;
   b.activation(model_input(0), Activation::relu);
@@ -339,7 +339,7 @@ TEST_CASE("activation layers: relu keeps the scale, relu6 at 6/127, sigmoid via 
   const Requant q6 = requant_for(0.02 * 127 / 6);
   CHECK((r6.mult == q6.mult && r6.shift == q6.shift));
   const auto& sig = std::get<VectorOp>(g.ops[2]);
-  const Requant qs = requant_for(6.0 / 127 * 16);
+  const Requant qs = requant_for(6.0 / 127 * 256);
   CHECK((sig.func == isa::Func::sigmoid && sig.mult == qs.mult && sig.shift == qs.shift));
   CHECK(error_of(b.m).max_abs < 0.02);
 }
@@ -398,8 +398,8 @@ TEST_CASE("calibrated scales: max |x| / 127, all-zero tensors get 1/127", "[quan
 }
 
 // Relative error (max |golden - float| / max |float|) for models of dense, conv, pooling, add and
-// relu/relu6; an absolute bound where sigmoid or tanh decide the output: the machine reads their
-// input as Q3.4 (steps of 1/16), so tanh(z) near 0 can be off by 1/32 before any other rounding.
+// relu/relu6; an absolute bound where sigmoid or tanh decide the output (their Q0.7 outputs and
+// the roundings before them add up to a few hundredths).
 TEST_CASE("random small models: golden output within a few percent of the float reference", "[quantize]") {
   for (uint64_t seed = 1; seed <= 4; ++seed) {
     for (bool per_channel : {true, false}) {

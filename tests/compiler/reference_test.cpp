@@ -208,9 +208,10 @@ TEST_CASE("golden matmul: per-column table with biases, relux clip, two inputs c
   CHECK(output_of(g) == std::vector<int8_t>{15, -30});
 }
 
-TEST_CASE("golden vec: sigmoid and tanh read Q3.4 and write Q0.7, views select pixels", "[reference]") {
-  // pass of pixel 1 of a 2-pixel sequence {{0, 16}, {-16, 100}}: sigmoid(0) = 0.5 -> 63.5 -> 64,
-  // sigmoid(1) -> 127 x 0.731 = 92.8 -> 93, tanh(-1) -> -96.7 -> -97, tanh(6.25) -> 127.
+TEST_CASE("golden vec: sigmoid and tanh read Q7.8 and write Q0.7, views select pixels", "[reference]") {
+  // pass x 16 of pixel 0, then pixel 1, of a 2-pixel sequence {{0, 16}, {-16, 100}}: y = 0, 256,
+  // -256, 1600 read as y / 256: sigmoid(0) = 0.5 -> 63.5 -> 64, sigmoid(1) -> 127 x 0.731 = 92.8
+  // -> 93, tanh(-1) -> -96.7 -> -97, tanh(6.25) -> 127.
   QGraph g;
   g.tensors = {QTensor{"x", seq(2, 2), 1, "x"}, QTensor{"s", vec(2), 1, "s"}, QTensor{"t", vec(2), 1, "t"}};
   g.inputs = {0};
@@ -221,6 +222,7 @@ TEST_CASE("golden vec: sigmoid and tanh read Q3.4 and write Q0.7, views select p
   s.a = s.b = View{0, 0, 1};
   s.output = View{1};
   s.func = isa::Func::sigmoid;
+  s.mult = 16;
   VectorOp t = s;
   t.a = t.b = View{0, 1, 1};
   t.output = View{2};

@@ -43,9 +43,9 @@ TEST_CASE("round_half_away_shift equals the simulator's for every shift", "[gpu]
   STATIC_REQUIRE(gpu::round_half_away_shift(-6, 2) == -2);
 }
 
-TEST_CASE("a 256-entry output table applies every function exactly as apply_func", "[gpu][integer]") {
-  // The table is indexed by y clamped to int8: exact because sigmoid and tanh are flat beyond
-  // int8's range at int8 precision, and the other functions are clamps.
+TEST_CASE("the output table applies every function exactly as apply_func", "[gpu][integer]") {
+  // The table is indexed by y clamped to the curves' input range [-2048, 2047]: exact because
+  // sigmoid and tanh are flat beyond it at int8 precision, and the other functions are clamps.
   std::vector<int64_t> ys;
   for (int64_t y = -5000; y <= 5000; ++y) ys.push_back(y);
   for (int64_t y : {int64_t{1} << 40, -(int64_t{1} << 40), int64_t{INT32_MAX}, int64_t{INT32_MIN}})

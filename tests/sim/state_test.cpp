@@ -112,16 +112,19 @@ TEST_CASE("apply_func: each function, then saturation to int8 or uint8", "[state
   CHECK(apply_func(Func::relux, 250, 255, false) == 127);  // clip above the int8 range
 }
 
-TEST_CASE("sigmoid and tanh: pinned values of 127 * f(y / 16)", "[state]") {
-  CHECK(apply_func(Func::sigmoid, 0, 127, false) == 64);    // 63.5 rounds away from zero
-  CHECK(apply_func(Func::sigmoid, 16, 127, false) == 93);   // 127 * 0.73106 = 92.84
-  CHECK(apply_func(Func::sigmoid, -16, 127, false) == 34);  // 127 * 0.26894 = 34.16
+TEST_CASE("sigmoid and tanh: pinned values of 127 * f(y / 256)", "[state]") {
+  CHECK(apply_func(Func::sigmoid, 0, 127, false) == 64);     // 63.5 rounds away from zero
+  CHECK(apply_func(Func::sigmoid, 256, 127, false) == 93);   // 127 * 0.73106 = 92.84
+  CHECK(apply_func(Func::sigmoid, -256, 127, false) == 34);  // 127 * 0.26894 = 34.16
+  CHECK(apply_func(Func::sigmoid, 16, 127, false) == 65);    // 127 * sigmoid(1/16) = 127 * 0.51562 = 65.48
   CHECK(apply_func(Func::tanh, 0, 127, false) == 0);
-  CHECK(apply_func(Func::tanh, 16, 127, false) == 97);  // 127 * 0.76159 = 96.72
-  CHECK(apply_func(Func::tanh, -16, 127, false) == -97);
-  CHECK(apply_func(Func::tanh, 8, 127, false) == 59);  // 127 * 0.46212 = 58.69
-  CHECK(apply_func(Func::tanh, -16, 127, true) == 0);  // saturates to uint8
-  // The ends of the table and beyond (flat at int8 precision).
+  CHECK(apply_func(Func::tanh, 256, 127, false) == 97);  // 127 * 0.76159 = 96.72
+  CHECK(apply_func(Func::tanh, -256, 127, false) == -97);
+  CHECK(apply_func(Func::tanh, 128, 127, false) == 59);  // 127 * 0.46212 = 58.69
+  CHECK(apply_func(Func::tanh, 1, 127, false) == 0);     // 127 * tanh(1/256) = 0.496
+  CHECK(apply_func(Func::tanh, 2, 127, false) == 1);     // 0.992
+  CHECK(apply_func(Func::tanh, -256, 127, true) == 0);   // saturates to uint8
+  // The ends of the input range and beyond (flat at int8 precision).
   CHECK(apply_func(Func::sigmoid, 2047, 127, false) == 127);
   CHECK(apply_func(Func::sigmoid, -2048, 127, false) == 0);
   CHECK(apply_func(Func::sigmoid, int64_t{1} << 40, 127, false) == 127);
@@ -130,13 +133,26 @@ TEST_CASE("sigmoid and tanh: pinned values of 127 * f(y / 16)", "[state]") {
   CHECK(apply_func(Func::tanh, -(int64_t{1} << 40), 127, false) == -127);
 }
 
-TEST_CASE("sigmoid and tanh are flat outside [-128, 127] (the loops clamp y to int8 first)", "[state]") {
-  for (const Func f : {Func::sigmoid, Func::tanh})
+// The curves' input range [kCurveInputMin, kCurveInputMax] loses nothing: 127 f(y / 256) rounds to
+// the curve's limit already inside it, so clamping y there is exact.
+TEST_CASE("sigmoid and tanh reach their int8 limits inside the curves' input range", "[state]") {
+  STATIC_REQUIRE(isa::kCurveInputMin == -2048);
+  STATIC_REQUIRE(isa::kCurveInputMax == 2047);
+  for (const Func f : {Func::sigmoid, Func::tanh}) {
+    const double lo = f == Func::sigmoid ? 0 : -127, hi = 127;
+    const auto exact = [&](int64_t y) {
+      const double x = double(y) / 256;
+      return std::lround(f == Func::sigmoid ? 127 / (1 + std::exp(-x)) : 127 * std::tanh(x));
+    };
+    CHECK(exact(isa::kCurveInputMin) == lo);
+    CHECK(exact(isa::kCurveInputMax) == hi);
     for (const bool out_unsigned : {false, true}) {
-      const int low = apply_func(f, -128, 127, out_unsigned), high = apply_func(f, 127, 127, out_unsigned);
-      for (int64_t y = -5000; y <= -128; ++y) REQUIRE(apply_func(f, y, 127, out_unsigned) == low);
-      for (int64_t y = 127; y <= 5000; ++y) REQUIRE(apply_func(f, y, 127, out_unsigned) == high);
+      const int low = apply_func(f, isa::kCurveInputMin, 127, out_unsigned);
+      const int high = apply_func(f, isa::kCurveInputMax, 127, out_unsigned);
+      for (int64_t y = -70000; y <= isa::kCurveInputMin; ++y) REQUIRE(apply_func(f, y, 127, out_unsigned) == low);
+      for (int64_t y = isa::kCurveInputMax; y <= 70000; ++y) REQUIRE(apply_func(f, y, 127, out_unsigned) == high);
     }
+  }
 }
 
 TEST_CASE("setcfg writes the host DMA registers", "[state]") {
@@ -394,8 +410,8 @@ int plain_func(Func f, int64_t y, int64_t clip, bool out_unsigned) {
     case Func::identity: break;
     case Func::relu: y = y < 0 ? 0 : y; break;
     case Func::relux: y = y < 0 ? 0 : y > clip ? clip : y; break;
-    case Func::sigmoid: y = std::lround(127.0 / (1.0 + std::exp(-static_cast<double>(y) / 16.0))); break;
-    case Func::tanh: y = std::lround(127.0 * std::tanh(static_cast<double>(y) / 16.0)); break;
+    case Func::sigmoid: y = std::lround(127.0 / (1.0 + std::exp(-static_cast<double>(y) / 256.0))); break;
+    case Func::tanh: y = std::lround(127.0 * std::tanh(static_cast<double>(y) / 256.0)); break;
   }
   const int64_t lo = out_unsigned ? 0 : -128, hi = out_unsigned ? 255 : 127;
   return static_cast<int>(y < lo ? lo : y > hi ? hi : y);

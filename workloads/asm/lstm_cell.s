@@ -8,16 +8,16 @@
 ;   multiplies h), stored one after the other, so each gate has a 512 x 256 matrix [WG; UG].
 ;
 ;   1. gate pre-activations (matrix unit):  aG = x * WG + h * UG            int32, 8 x 256
-;   2. gate activations (activation unit, with requantization by 2^11 into Q3.4 first):
+;   2. gate activations (activation unit, with requantization by 2^7 into Q7.8 first):
 ;        i = sigmoid(ai), f = sigmoid(af), o = sigmoid(ao)                 Q0.7
 ;        g = tanh(ag)                                                       Q0.7
-;      exactly: q = round_half_away(aG / 2^11) read as q/16, then round(127 * sigmoid(q/16))
-;      (or tanh), saturated to int8.
+;      exactly: q = round_half_away(aG / 2^7) read as q/256 (clamped to [-2048, 2047], where the
+;      curves are flat), then round(127 * sigmoid(q/256)) (or tanh), saturated to int8.
 ;   3. cell update (vector unit, element-wise, each result rounded half away and saturated):
 ;        fc = round(f * c / 2^7)          Q0.7 x Q3.4 = 11 fraction bits -> Q3.4
 ;        ig = round(i * g / 2^10)         Q0.7 x Q0.7 = 14 fraction bits -> Q3.4
 ;        c' = fc + ig                      Q3.4 (saturates at -8.0 and +7.9375)
-;        t  = tanh(c')                     Q3.4 in, Q0.7 out
+;        t  = tanh(c')                     Q3.4 times 16 (vec mult) is Q7.8 in, Q0.7 out
 ;        h' = round(o * t / 2^7)          Q0.7 x Q0.7 -> Q0.7
 ;   4. h' and c' go back to the host, in the same formats as h and c, ready for the next step.
 ;   Every integer here is int8 except the int32 accumulators and the int32 intermediate r of
@@ -111,15 +111,15 @@ gates:                              ; four gates, two matmuls each
 
 acts:                               ; nonlinearities (activation unit)
     tag    tag=2                    ; phase 2: gate activations
-    act    acc=a_i, ub=gi, rows=3*B, func=sigmoid, shift=11 ; i, f, o = sigmoid(a / 2^11 as Q3.4)
-    act    acc=a_g, ub=gg, rows=B, func=tanh, shift=11      ; g = tanh(a_g / 2^11 as Q3.4)
+    act    acc=a_i, ub=gi, rows=3*B, func=sigmoid, shift=7  ; i, f, o = sigmoid(a / 2^7 as Q7.8)
+    act    acc=a_g, ub=gg, rows=B, func=tanh, shift=7       ; g = tanh(a_g / 2^7 as Q7.8)
 
 cell:                               ; element-wise cell update (same activation unit, in order)
     tag    tag=3                    ; phase 3: c_t and h_t
     vec    op=mul, src=gf, src_b=cv, ub=fc, rows=B, shift=7     ; fc = f * c / 2^7   (Q3.4)
     vec    op=mul, src=gi, src_b=gg, ub=ig, rows=B, shift=10    ; ig = i * g / 2^10  (Q3.4)
     vec    op=add, src=fc, src_b=ig, ub=c_new, rows=B           ; c_t = fc + ig      (Q3.4)
-    vec    op=pass, src=c_new, src_b=0, ub=tc, rows=B, func=tanh ; tc = tanh(c_t) (Q0.7); pass reads no b
+    vec    op=pass, src=c_new, src_b=0, ub=tc, rows=B, mult=16, func=tanh ; tc = tanh(c_t) (Q3.4 x 16 = Q7.8 in, Q0.7 out); pass reads no b
     vec    op=mul, src=go, src_b=tc, ub=h_new, rows=B, shift=7  ; h_t = o * tc / 2^7 (Q0.7)
 
 out:                                ; results to the host
