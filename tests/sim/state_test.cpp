@@ -270,8 +270,8 @@ TEST_CASE("act requantizes with ties away from zero, saturates and writes its co
 TEST_CASE("act applies relu, relux at clip, sigmoid and tanh", "[state]") {
   MachineState s = make_state({}, tiny());
   set_acc(s, 0, {10, -10, 5, 6});
-  set_acc(s, 1, {0, 16, -16, 100000});
-  set_acc(s, 2, {0, 16, -16, -100000});
+  set_acc(s, 1, {0, 256, -256, 100000});  // read as y / 256: 0, 1, -1, far beyond 8
+  set_acc(s, 2, {0, 256, -256, -100000});
   auto act = [](Func f, uint64_t acc, uint64_t clip) {
     return make(Opcode::activate, {{Field::func, static_cast<uint64_t>(f)},
                                    {Field::acc, acc},
@@ -371,9 +371,13 @@ TEST_CASE("vec: every operation, requantization and function", "[state]") {
   CHECK(run(vec(VecOp::pass, Func::identity, 3, 1)) == std::vector<int>{127, -128, 11, -128});
   CHECK(run(vec(VecOp::add, Func::relu, 1, 0)) == std::vector<int>{127, 0, 4, 0});
   CHECK(run(vec(VecOp::add, Func::relux, 1, 0)) == std::vector<int>{127, 0, 4, 0});  // clips at 127
-  set_row(s, 0, {0, 16, -16, 127});
-  CHECK(run(vec(VecOp::pass, Func::sigmoid, 1, 0)) == std::vector<int>{64, 93, 34, 127});
-  CHECK(run(vec(VecOp::pass, Func::tanh, 1, 0)) == std::vector<int>{0, 97, -97, 127});
+  set_row(s, 0, {0, 16, -16, 127});  // x 16 read as y / 256: 0, 1, -1, 7.9
+  CHECK(run(vec(VecOp::pass, Func::sigmoid, 16, 0)) == std::vector<int>{64, 93, 34, 127});
+  CHECK(run(vec(VecOp::pass, Func::tanh, 16, 0)) == std::vector<int>{0, 97, -97, 127});
+  // Unscaled, the same bytes are y / 256 = 0, 1/16, -1/16, 0.496: 127 sigmoid = 63.5, 65.48,
+  // 61.52, 78.7; 127 tanh = 0, 7.93, -7.93, 58.2.
+  CHECK(run(vec(VecOp::pass, Func::sigmoid, 1, 0)) == std::vector<int>{64, 65, 62, 79});
+  CHECK(run(vec(VecOp::pass, Func::tanh, 1, 0)) == std::vector<int>{0, 8, -8, 58});
   set_row(s, 0, {1, -1, 3, -3});  // / 2: 0.5, -0.5, 1.5, -1.5
   CHECK(run(vec(VecOp::pass, Func::identity, 1, 1)) == std::vector<int>{1, -1, 2, -2});
 }
