@@ -237,7 +237,6 @@ TPUSIM_ACT_CLONES void act_rows_curve(const int32_t* x, uint8_t* ub, uint64_t ro
   for (uint64_t r = 0; r < rows; ++r, x += m, ub += width) {
     for (uint64_t c = 0; c < m; ++c)
       ub[c] = o.table[std::clamp(round_doubled(int64_t{x[c]} * k.mult2, k.half2, k.shift1), o.lo, o.hi) - o.lo];
-    std::memset(ub + m, 0, width - m);
   }
 }
 
@@ -248,7 +247,6 @@ TPUSIM_ACT_CLONES void act_rows_columns_curve(const int32_t* x, uint8_t* ub, uin
       ub[c] = o.table[std::clamp(round_doubled((x[c] + q.bias[c]) * q.mult2[c], q.half2[c], q.shift1[c]), o.lo,
                                  o.hi) -
                       o.lo];
-    std::memset(ub + m, 0, width - m);
   }
 }
 
