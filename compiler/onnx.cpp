@@ -92,14 +92,19 @@ class Importer {
   std::map<std::string, int> uses_;  // node inputs and graph outputs naming each value
   std::set<std::string> names_;
   const onnx::NodeProto* node_ = nullptr;
+  int node_index_ = -1;  // node_'s position in the graph (0-based), for messages about unnamed nodes
   uint64_t parameters_ = 0;
   std::optional<std::string> softmax_output_;  // a final Softmax left to the host
 
   // ---- messages ----
   std::string where() const {
     if (!node_) return source_ + ": ";
-    return fmt::format("{}: node {} ({}): ", source_,
-                       node_->name().empty() ? node_->output(0) : node_->name(), node_->op_type());
+    // A node is named by its name, else its first output, else its position in the graph (a
+    // malformed node may have neither).
+    std::string name = node_->name();
+    if (name.empty() && node_->output_size() > 0) name = node_->output(0);
+    if (name.empty()) name = fmt::format("#{}", node_index_);
+    return fmt::format("{}: node {} ({}): ", source_, name, node_->op_type());
   }
   [[noreturn]] void fail(const std::string& what) const { throw InputError(where() + what); }
 
@@ -1296,8 +1301,10 @@ Model Importer::run() && {
       if (!i.empty()) ++uses_[i];
   for (const auto& o : g_.output()) ++uses_[o.name()];
   read_inputs();
+  node_index_ = -1;
   for (const auto& n : g_.node()) {
     node_ = &n;
+    ++node_index_;
     dispatch();
   }
   node_ = nullptr;

@@ -165,6 +165,10 @@ TEST_CASE("onnx: bad input files") {
                       "m.onnx: not an ONNX model: the protobuf does not parse (truncated or corrupt file)");
     CHECK_THROWS_WITH(import_onnx("", "m.onnx"), "m.onnx: not an ONNX model: no graph or an empty graph");
   }
+  SECTION("a node with neither a name nor an output is named by its position") {
+    // fuzz_onnx's first finding: a message about such a node read output(0) of an empty list.
+    CHECK_THROWS_WITH(import_onnx(bytes_of(kDir / "fuzz_unnamed_node.onnx"), "m.onnx"), Contains("m.onnx: node #"));
+  }
   SECTION("every truncation of a model and random corruptions are refused or imported, never a crash") {
     LoadOptions o;
     o.max_values = uint64_t{1} << 20;  // a corrupted dimension may not ask for gigabytes
