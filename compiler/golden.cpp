@@ -261,16 +261,7 @@ void Golden::exec(const VectorOp& op) {
       const int8_t *x = a.at(img, p), *y = b.at(img, p);
       int8_t* o = out.at(img, p);
       for (uint64_t ch = 0; ch < out.c; ++ch) {
-        const int32_t u = x[ch], v = y[ch];
-        int32_t r = u;
-        switch (op.op) {
-          case isa::VecOp::add: r = u + v; break;
-          case isa::VecOp::sub: r = u - v; break;
-          case isa::VecOp::mul: r = u * v; break;
-          case isa::VecOp::max: r = std::max(u, v); break;
-          case isa::VecOp::min: r = std::min(u, v); break;
-          case isa::VecOp::pass: break;
-        }
+        const int32_t r = sim::vec_combine(op.op, x[ch], y[ch]);
         const int64_t q = sim::round_half_away_shift(int64_t{r} * op.mult, op.shift);
         o[ch] = static_cast<int8_t>(sim::apply_func(op.func, q, 127, false));
       }

@@ -193,15 +193,7 @@ VecKernel vec_kernel(uint64_t mult, uint64_t shift, Output out) {
 
 template <isa::VecOp kOp>
 TPUSIM_ACT_INLINE int32_t vec_op(int32_t a, int32_t b) {
-  switch (kOp) {
-    case isa::VecOp::add: return a + b;
-    case isa::VecOp::sub: return a - b;
-    case isa::VecOp::mul: return a * b;
-    case isa::VecOp::max: return std::max(a, b);
-    case isa::VecOp::min: return std::min(a, b);
-    case isa::VecOp::pass: break;
-  }
-  return a;
+  return vec_combine(kOp, a, b);  // kOp is a constant: the switch folds away
 }
 
 // out[i] = clamp(requantize(op(a[i], b[i]))) for i < n, before any table. out may be a or b but
@@ -255,17 +247,7 @@ void vec_elements_curve(isa::VecOp op, const uint8_t* a, const uint8_t* b, uint8
   const auto* sa = reinterpret_cast<const int8_t*>(a);
   const auto* sb = reinterpret_cast<const int8_t*>(b);
   for (uint64_t i = 0; i < n; ++i) {
-    const int32_t u = sa[i], v = op == isa::VecOp::pass ? 0 : sb[i];
-    int32_t r = u;
-    switch (op) {
-      case isa::VecOp::add: r = u + v; break;
-      case isa::VecOp::sub: r = u - v; break;
-      case isa::VecOp::mul: r = u * v; break;
-      case isa::VecOp::max: r = std::max(u, v); break;
-      case isa::VecOp::min: r = std::min(u, v); break;
-      case isa::VecOp::pass: break;
-    }
-    const int32_t p = r * k.mult;
+    const int32_t p = vec_combine(op, sa[i], op == isa::VecOp::pass ? 0 : sb[i]) * k.mult;
     out[i] = table[std::clamp((p + k.half + ((p >> 31) & k.neg)) >> k.shift, k.lo, k.hi) - k.lo];
   }
 }

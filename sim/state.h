@@ -110,5 +110,17 @@ WeightTile weight_tile(const MachineState& s, const isa::Instruction& rw, uint64
 // Scalar arithmetic of the activation unit (exact, shared by every engine):
 int64_t round_half_away_shift(int64_t x, unsigned shift);  // round_half_away(x / 2^shift)
 int32_t apply_func(isa::Func func, int64_t y, int64_t clip, bool out_unsigned);  // incl. saturation
+// vec's element operation (docs/isa.md, vec) on int8 values widened to int32; b is unused for pass.
+constexpr int32_t vec_combine(isa::VecOp op, int32_t a, int32_t b) {
+  switch (op) {
+    case isa::VecOp::add: return a + b;
+    case isa::VecOp::sub: return a - b;
+    case isa::VecOp::mul: return a * b;
+    case isa::VecOp::max: return a > b ? a : b;
+    case isa::VecOp::min: return a < b ? a : b;
+    case isa::VecOp::pass: break;
+  }
+  return a;
+}
 
 }  // namespace tpusim::sim

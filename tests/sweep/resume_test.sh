@@ -68,6 +68,22 @@ cat run5.log
 grep -Eq "holds a result for a point that .*v1.toml no longer has \(workload (mnist_mlp|tiny_cnn) \(.*\), engine timing, batch=-, tpu-v1 (weight_mem_gbps=136|clock_mhz=940)\)" run5.log ||
   fail "the removed point is not described"
 
+# wait_for_stored DB: returns once the sweep database DB holds a result (fails after 120 s).
+wait_for_stored() {
+  python3 - "$1" <<'PY'
+import os, sqlite3, sys, time
+deadline = time.time() + 120
+while time.time() < deadline:
+    try:
+        if os.path.exists(sys.argv[1]) and sqlite3.connect(sys.argv[1]).execute("select count(*) from results").fetchone()[0] >= 1:
+            sys.exit(0)
+    except sqlite3.Error:
+        pass  # not created yet, or locked by the writer
+    time.sleep(0.01)
+sys.exit(1)
+PY
+}
+
 # Ctrl-C part-way: 48 points of the paper's MLP1 on the timing engine (15-60 ms each here), one
 # worker, interrupted as soon as the first point is stored (SIGINT to the sweep's whole process
 # group, as a terminal sends it). Waiting for a stored point rather than a fixed time keeps the
@@ -84,18 +100,7 @@ host_gbps = [5, 10.74]
 SPEC
 setsid "$tpusim" sweep slow.toml -j 1 -o slow.csv 2>int.log &
 sweep_pid=$!
-python3 - slow.db <<'PY' || fail "no point stored within 120 s: $(cat int.log)"
-import os, sqlite3, sys, time
-deadline = time.time() + 120
-while time.time() < deadline:
-    try:
-        if os.path.exists(sys.argv[1]) and sqlite3.connect(sys.argv[1]).execute("select count(*) from results").fetchone()[0] >= 1:
-            sys.exit(0)
-    except sqlite3.Error:
-        pass  # not created yet, or locked by the writer
-    time.sleep(0.01)
-sys.exit(1)
-PY
+wait_for_stored slow.db || fail "no point stored within 120 s: $(cat int.log)"
 kill -INT -- -"$sweep_pid"
 rc=0
 wait "$sweep_pid" || rc=$?
@@ -125,18 +130,7 @@ host_gbps = [5, 10.74]
 SPEC
 "$tpusim" sweep term.toml -j 1 -o term.csv 2>term.log &
 sweeper=$!
-python3 - term.db <<'PY' || fail "no point stored within 120 s: $(cat term.log)"
-import os, sqlite3, sys, time
-deadline = time.time() + 120
-while time.time() < deadline:
-    try:
-        if os.path.exists(sys.argv[1]) and sqlite3.connect(sys.argv[1]).execute("select count(*) from results").fetchone()[0] >= 1:
-            sys.exit(0)
-    except sqlite3.Error:
-        pass
-    time.sleep(0.01)
-sys.exit(1)
-PY
+wait_for_stored term.db || fail "no point stored within 120 s: $(cat term.log)"
 worker=$(cat "/proc/$sweeper/task/$sweeper/children" 2>/dev/null | awk '{print $1}')
 [[ -n $worker ]] || fail "no worker process found under the sweep ($sweeper): $(cat term.log)"
 kill -TERM "$worker" || fail "the worker $worker was gone before the kill: $(cat term.log)"
