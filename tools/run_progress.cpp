@@ -39,12 +39,11 @@ std::string si(double v) {
 
 }  // namespace
 
-RunProgressLine::RunProgressLine(std::string label, const sim::RunProgress& progress, uint64_t total)
-    : label_(std::move(label)), progress_(progress), total_(total) {
+ProgressLine::ProgressLine(Draw draw) : draw_(std::move(draw)) {
   if (isatty(STDERR_FILENO) == 1) thread_ = std::thread([this] { loop(); });
 }
 
-RunProgressLine::~RunProgressLine() {
+ProgressLine::~ProgressLine() {
   if (!thread_.joinable()) return;
   {
     std::lock_guard lock(mutex_);
@@ -57,6 +56,26 @@ RunProgressLine::~RunProgressLine() {
     std::fflush(stderr);
   }
 }
+
+void ProgressLine::loop() {
+  const auto start = std::chrono::steady_clock::now();
+  std::unique_lock lock(mutex_);
+  if (stop_cv_.wait_for(lock, quiet_for(), [this] { return stop_; })) return;
+  do {
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    const int width = terminal_width();
+    fmt::print(stderr, "\r\033[K{}", draw_(seconds, width - 1).substr(0, size_t(width - 1)));
+    std::fflush(stderr);
+    drawn_ = true;
+  } while (!stop_cv_.wait_for(lock, kEvery, [this] { return stop_; }));
+}
+
+RunProgressLine::RunProgressLine(std::string label, const sim::RunProgress& progress, uint64_t total)
+    : line_([label = std::move(label), &progress, total](double seconds, int width) {
+        const uint64_t cycle = progress.cycle.load(std::memory_order_relaxed);
+        return format(label, progress.completed.load(std::memory_order_relaxed), total, cycle,
+                      double(cycle) / seconds, width);
+      }) {}
 
 std::string RunProgressLine::format(const std::string& label, uint64_t done, uint64_t total, uint64_t cycle,
                                     double cycles_per_second, int width) {
@@ -68,53 +87,10 @@ std::string RunProgressLine::format(const std::string& label, uint64_t done, uin
   return fmt::format("{} [{}{}]{}", label, std::string(filled, '#'), std::string(bar - filled, '-'), tail);
 }
 
-void RunProgressLine::loop() {
-  const auto start = std::chrono::steady_clock::now();
-  std::unique_lock lock(mutex_);
-  if (stop_cv_.wait_for(lock, quiet_for(), [this] { return stop_; })) return;
-  do {
-    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    const uint64_t cycle = progress_.cycle.load(std::memory_order_relaxed);
-    const int width = terminal_width();
-    const std::string line = format(label_, progress_.completed.load(std::memory_order_relaxed), total_,
-                                    cycle, double(cycle) / seconds, width - 1);
-    fmt::print(stderr, "\r\033[K{}", line.substr(0, size_t(width - 1)));
-    std::fflush(stderr);
-    drawn_ = true;
-  } while (!stop_cv_.wait_for(lock, kEvery, [this] { return stop_; }));
-}
-
 CompileProgressLine::CompileProgressLine(std::string label, const std::atomic<const char*>& phase)
-    : label_(std::move(label)), phase_(phase) {
-  if (isatty(STDERR_FILENO) == 1) thread_ = std::thread([this] { loop(); });
-}
-
-CompileProgressLine::~CompileProgressLine() {
-  if (!thread_.joinable()) return;
-  {
-    std::lock_guard lock(mutex_);
-    stop_ = true;
-  }
-  stop_cv_.notify_all();
-  thread_.join();
-  if (drawn_) {
-    fmt::print(stderr, "\r\033[K");
-    std::fflush(stderr);
-  }
-}
-
-void CompileProgressLine::loop() {
-  const auto start = std::chrono::steady_clock::now();
-  std::unique_lock lock(mutex_);
-  if (stop_cv_.wait_for(lock, quiet_for(), [this] { return stop_; })) return;
-  do {
-    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    const char* phase = phase_.load(std::memory_order_relaxed);
-    const std::string line = fmt::format("{}: {}  {:.0f} s", label_, phase ? phase : "starting", seconds);
-    fmt::print(stderr, "\r\033[K{}", line.substr(0, size_t(terminal_width() - 1)));
-    std::fflush(stderr);
-    drawn_ = true;
-  } while (!stop_cv_.wait_for(lock, kEvery, [this] { return stop_; }));
-}
+    : line_([label = std::move(label), &phase](double seconds, int) {
+        const char* now = phase.load(std::memory_order_relaxed);
+        return fmt::format("{}: {}  {:.0f} s", label, now ? now : "starting", seconds);
+      }) {}
 
 }  // namespace tpusim::tools

@@ -8,6 +8,7 @@
 #include <atomic>
 #include <condition_variable>
 #include <cstdint>
+#include <functional>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -16,13 +17,30 @@
 
 namespace tpusim::tools {
 
+// A status line on stderr redrawn five times a second by a thread, from `draw(seconds, width)`
+// (the seconds since the start, the terminal's width): only when stderr is a terminal and after
+// the quiet time; cleared when the object is destroyed.
+class ProgressLine {
+ public:
+  using Draw = std::function<std::string(double seconds, int width)>;
+  explicit ProgressLine(Draw draw);
+  ~ProgressLine();  // stops the thread and clears the line
+  ProgressLine(const ProgressLine&) = delete;
+  ProgressLine& operator=(const ProgressLine&) = delete;
+
+ private:
+  void loop();
+  Draw draw_;
+  std::mutex mutex_;
+  std::condition_variable stop_cv_;
+  bool stop_ = false, drawn_ = false;
+  std::thread thread_;
+};
+
 class RunProgressLine {
  public:
   // `total`: the station instructions the run will complete (up to halt).
   RunProgressLine(std::string label, const sim::RunProgress& progress, uint64_t total);
-  ~RunProgressLine();  // stops the thread and clears the line
-  RunProgressLine(const RunProgressLine&) = delete;
-  RunProgressLine& operator=(const RunProgressLine&) = delete;
 
   // The text of the line: e.g. "run cnn1.tpu [####------] 5012/13858 instructions  cycle 3.84M
   // 21.9M cycles/s".
@@ -30,14 +48,7 @@ class RunProgressLine {
                             double cycles_per_second, int width);
 
  private:
-  void loop();
-  std::string label_;
-  const sim::RunProgress& progress_;
-  uint64_t total_;
-  std::mutex mutex_;
-  std::condition_variable stop_cv_;
-  bool stop_ = false, drawn_ = false;
-  std::thread thread_;
+  ProgressLine line_;
 };
 
 // The same for a compile: its phase ("parsing", "quantizing", "lowering", set by the compiler in
@@ -46,18 +57,9 @@ class RunProgressLine {
 class CompileProgressLine {
  public:
   CompileProgressLine(std::string label, const std::atomic<const char*>& phase);
-  ~CompileProgressLine();
-  CompileProgressLine(const CompileProgressLine&) = delete;
-  CompileProgressLine& operator=(const CompileProgressLine&) = delete;
 
  private:
-  void loop();
-  std::string label_;
-  const std::atomic<const char*>& phase_;
-  std::mutex mutex_;
-  std::condition_variable stop_cv_;
-  bool stop_ = false, drawn_ = false;
-  std::thread thread_;
+  ProgressLine line_;
 };
 
 }  // namespace tpusim::tools
