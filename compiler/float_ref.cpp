@@ -95,6 +95,7 @@ struct LayerRun {
   Data pool(bool avg) const;
   Data elementwise(bool mul) const;
   Data lstm(std::vector<double>& cell_max) const;
+  Data concat() const;
 };
 
 // A convolution's geometry: input map h x w x c, kernel kh x kw, stride, zero padding; output
@@ -206,6 +207,28 @@ Data LayerRun::elementwise(bool mul) const {
   return out;
 }
 
+// Along channels: output pixel p of sample n is input 0's channels of (n, p), then input 1's, ...
+Data LayerRun::concat() const {
+  if (in.size() < 2) fail(fmt::format("joins two or more inputs, has {}", in.size()));
+  uint64_t c = 0;
+  for (const Shape* s : in) {
+    if (s->h != in[0]->h || s->w != in[0]->w)
+      fail(fmt::format("inputs of different maps ({} and {}): concat joins along channels", dims(*in[0]),
+                       dims(*s)));
+    c += s->c;
+  }
+  expect_out(in[0]->h, in[0]->w, c);
+  Data out(batch() * in[0]->pixels() * c);
+  uint64_t c0 = 0;
+  for (size_t i = 0; i < in.size(); ++i) {
+    const uint64_t ci = in[i]->c;
+    for (uint64_t p = 0; p < batch() * in[0]->pixels(); ++p)
+      std::copy_n(&(*x[i])[p * ci], ci, &out[p * c + c0]);
+    c0 += ci;
+  }
+  return out;
+}
+
 double sigmoid(double z) { return 1.0 / (1.0 + std::exp(-z)); }
 
 // Stacked LSTM layers over a [steps, c] sequence: gates i, f, g, o as fully connected layers over
@@ -293,6 +316,7 @@ FloatRun run_float_detailed(const Model& model) {
         r.expect_out(1, 1, r.in[0]->elements());
         out = *r.x[0];  // NHWC data is already in (h, w, c) order
         break;
+      case LayerType::concat: out = r.concat(); break;
       case LayerType::activation:
         r.expect_inputs(1);
         r.expect_out(r.in[0]->h, r.in[0]->w, r.in[0]->c);

@@ -28,6 +28,7 @@ const char* layer_type_name(LayerType t) {
     case LayerType::mul: return "mul";
     case LayerType::activation: return "activation";
     case LayerType::lstm: return "lstm";
+    case LayerType::concat: return "concat";
   }
   return "?";
 }

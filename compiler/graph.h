@@ -35,7 +35,7 @@ Shape map_shape(uint64_t h, uint64_t w, uint64_t c);
 
 // ---- the float model -------------------------------------------------------------------------
 
-enum class LayerType { dense, conv2d, max_pool, avg_pool, flatten, add, mul, activation, lstm };
+enum class LayerType { dense, conv2d, max_pool, avg_pool, flatten, add, mul, activation, lstm, concat };
 enum class Activation { none, relu, relu6, sigmoid, tanh };
 const char* layer_type_name(LayerType t);    // as written in descriptions: "dense", "max_pool", ...
 const char* activation_name(Activation a);   // "none", "relu", "relu6", "sigmoid", "tanh"
@@ -53,6 +53,7 @@ struct Layer {
   Shape out;                // inferred output shape (per sample)
   Activation activation = Activation::none;  // fused after dense/conv2d/lstm gates; the function of `activation` layers
 
+  // concat: the inputs (two or more, of one rank and one h and w) joined along channels, in order.
   // dense: units = outputs; on a sequence it applies to every step. conv2d: units = filters.
   // lstm: units = hidden size.
   uint64_t units = 0;

@@ -288,8 +288,8 @@ void read_quantization(const toml::table& doc, const std::string& source, Model&
 
 // ---- [[layer]] tables -----------------------------------------------------------------------------
 
-constexpr std::string_view kTypeNames[] = {"dense", "conv2d", "max_pool", "avg_pool", "flatten",
-                                           "add",   "mul",    "activation", "lstm"};
+constexpr std::string_view kTypeNames[] = {"dense", "conv2d", "max_pool",   "avg_pool", "flatten",
+                                           "add",   "mul",    "activation", "lstm",     "concat"};
 constexpr std::string_view kActivationNames[] = {"none", "relu", "relu6", "sigmoid", "tanh"};
 
 struct FileRef {
@@ -307,7 +307,7 @@ struct LayerSpec {
 std::vector<std::string_view> allowed_keys(LayerType t) {
   std::vector<std::string_view> keys = {"type", "name", "scale"};
   auto add = [&](std::initializer_list<std::string_view> more) { keys.insert(keys.end(), more); };
-  if (t != LayerType::add && t != LayerType::mul) add({"input"});
+  if (t != LayerType::add && t != LayerType::mul && t != LayerType::concat) add({"input"});
   switch (t) {
     case LayerType::dense: add({"units", "activation", "bias", "weights_file", "bias_file"}); break;
     case LayerType::conv2d: add({"filters", "kernel", "stride", "padding", "groups", "activation", "bias", "weights_file", "bias_file"}); break;
@@ -318,6 +318,7 @@ std::vector<std::string_view> allowed_keys(LayerType t) {
     case LayerType::mul: add({"inputs", "activation"}); break;
     case LayerType::activation: add({"activation"}); break;
     case LayerType::lstm: add({"units", "stack", "return_sequences", "weights_file", "bias_file"}); break;
+    case LayerType::concat: add({"inputs"}); break;
   }
   return keys;
 }
@@ -326,7 +327,14 @@ void read_inputs_key(LayerSpec& s) {
   const Section& sec = s.sec;
   const bool binary = s.layer.type == LayerType::add || s.layer.type == LayerType::mul;
   const std::string_view type = layer_type_name(s.layer.type);
-  if (binary) {
+  if (s.layer.type == LayerType::concat) {
+    if (sec.get("input")) sec.fail("input", "concat layers join two or more layers: give inputs = [\"a\", \"b\", ...]");
+    const toml::node* n = sec.get("inputs");
+    const toml::array* a = n ? n->as_array() : nullptr;
+    if (!a || a->size() < 2 || !a->is_homogeneous(toml::node_type::string))
+      sec.expected("inputs", "two or more layer names, [\"a\", \"b\", ...]");
+    for (const toml::node& e : *a) s.input_names.push_back(e.as_string()->get());
+  } else if (binary) {
     if (sec.get("input")) sec.fail("input", fmt::format("{} layers read two layers: give inputs = [\"a\", \"b\"]", type));
     const toml::node* n = sec.get("inputs");
     const toml::array* a = n ? n->as_array() : nullptr;
@@ -334,7 +342,7 @@ void read_inputs_key(LayerSpec& s) {
     if (!a || a->size() != 2 || !a->is_homogeneous(toml::node_type::string)) sec.expected("inputs", form);
     for (const toml::node& e : *a) s.input_names.push_back(e.as_string()->get());
   } else {
-    if (sec.get("inputs")) sec.fail("inputs", "only add and mul layers take inputs; give input = \"name\"");
+    if (sec.get("inputs")) sec.fail("inputs", "only add, mul and concat layers take inputs; give input = \"name\"");
     if (auto name = sec.string("input", "a layer name or \"input\"")) s.input_names.push_back(*name);
   }
 }
@@ -485,7 +493,8 @@ void resolve_inputs(std::vector<LayerSpec>& specs) {
                            fmt::format("another layer has this name (line {})", specs[it->second].layer.line));
   for (size_t i = 0; i < specs.size(); ++i) {
     LayerSpec& s = specs[i];
-    const char* key = s.layer.type == LayerType::add || s.layer.type == LayerType::mul ? "inputs" : "input";
+    const LayerType t = s.layer.type;
+    const char* key = t == LayerType::add || t == LayerType::mul || t == LayerType::concat ? "inputs" : "input";
     if (s.input_names.empty()) s.layer.inputs = {i == 0 ? model_input(0) : int(i - 1)};
     for (const std::string& name : s.input_names) {
       if (name == kInput) {
@@ -544,6 +553,7 @@ class ShapeInference {
       case LayerType::lstm:
         if (in.rank != 2) fail_input(s, "lstm reads a sequence [steps, c]");
         return l.return_sequences ? sequence_shape(in.h, l.units) : vector_shape(l.units);
+      case LayerType::concat: return concat(s, in);
     }
     return in;
   }
@@ -563,6 +573,20 @@ class ShapeInference {
       s.sec.fail("kernel", fmt::format("{} x {} is larger than the input map {} padded by {} ({} x {})", l.kernel_h,
                                        l.kernel_w, in.str(), l.pad, ph, pw));
     return map_shape((ph - l.kernel_h) / l.stride + 1, (pw - l.kernel_w) / l.stride + 1, l.units);
+  }
+  // Along channels: every input of the first one's rank, height and width.
+  Shape concat(const LayerSpec& s, Shape out) const {
+    const Layer& l = s.layer;
+    for (size_t i = 1; i < l.inputs.size(); ++i) {
+      const Shape b = input_shape(l.inputs[i]);
+      if (b.rank != out.rank || b.h != out.h || b.w != out.w)
+        s.sec.fail("inputs", fmt::format("concat joins tensors along channels, so all but the channels must agree; {} is "
+                                         "{} and {} is {}",
+                                         input_name(l.inputs[0]), input_shape(l.inputs[0]).str(),
+                                         input_name(l.inputs[i]), b.str()));
+      out.c += b.c;
+    }
+    return out;
   }
   Shape pool(const LayerSpec& s, const Shape& in) const {
     const Layer& l = s.layer;

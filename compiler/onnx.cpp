@@ -248,6 +248,7 @@ class Importer {
   void activation(Activation a);
   void clip();
   void binary(bool mul);
+  void concat();
   void fold_constant(bool mul);
   void batch_norm();
   void flatten(int64_t axis);
@@ -775,6 +776,51 @@ void Importer::binary(bool mul) {
   set_output(0, out);
 }
 
+// Concat of tensors along channels: axis 1 of a map [N, C, H, W] or a vector [N, C], the last axis
+// of a sequence; a concat layer (its inputs' parts are joined where they are read: compiler/quantize.cpp).
+void Importer::concat() {
+  allow_attributes({"axis"});
+  const Value& a = value(0);
+  for (int i = 0; i < node_->input_size(); ++i) {
+    if (is_const(i))
+      fail(fmt::format(
+          "input {} ({}) is a constant: the machine joins tensors that flow from the model's input", i,
+          input_name(i)));
+    expect_quantized(value(i), false, i);
+  }
+  if (a.form != Form::map && a.form != Form::vector && a.form != Form::seq)
+    fail(
+        "its input is a flattened map or an LSTM output with its direction axis; concatenate before the "
+        "Flatten "
+        "or after the Squeeze");
+  const int64_t rank = a.form == Form::map ? 4 : a.form == Form::vector ? 2 : 3;
+  int64_t axis = attr_int("axis", 1);
+  if (axis < 0) axis += rank;
+  const int64_t channels = a.form == Form::seq ? 2 : 1;
+  if (axis != channels)
+    fail(fmt::format("axis {} of a {} input {}: the machine joins tensors along channels only (axis {})",
+                     attr_int("axis", 1),
+                     rank == 4   ? "[N, C, H, W]"
+                     : rank == 2 ? "[N, C]"
+                                 : "sequence",
+                     dims_text(onnx_dims(a)), channels));
+  if (node_->input_size() == 1) return set_output(0, a);
+  Layer l = new_layer(LayerType::concat, a);
+  l.out = a.shape;
+  for (int i = 1; i < node_->input_size(); ++i) {
+    const Value& b = value(i);
+    if (b.form != a.form || b.time_major != a.time_major || b.shape.h != a.shape.h || b.shape.w != a.shape.w)
+      fail(fmt::format("inputs {} and {} differ in more than the channels ({} and {})", input_name(0),
+                       input_name(i), dims_text(onnx_dims(a)), dims_text(onnx_dims(b))));
+    l.inputs.push_back(b.entry);
+    l.out.c += b.shape.c;
+  }
+  Value out = a;
+  out.entry = add_layer(std::move(l));
+  out.shape = m_.layers.back().out;
+  set_output(0, out);
+}
+
 // x + c or x x c with a constant c per channel (or a scalar), folded into the dense or conv layer
 // that produced x: the bias (add) or the weights and bias (mul) of each output channel.
 void Importer::fold_constant(bool mul) {
@@ -1258,6 +1304,7 @@ void Importer::dispatch() {
        }},
       {"Clip", [](Importer& i) { i.clip(); }},
       {"Add", [](Importer& i) { i.binary(false); }},
+      {"Concat", [](Importer& i) { i.concat(); }},
       {"Mul", [](Importer& i) { i.binary(true); }},
       {"BatchNormalization", [](Importer& i) { i.batch_norm(); }},
       {"Flatten",

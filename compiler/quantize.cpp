@@ -60,6 +60,23 @@
 //
 // A flatten layer has no tensor, so a scale given for it is not used.
 //
+// concat -> no op and, as long as no reader needs one, no tensor of its own: the joined tensor
+// is the list of its parts (the inputs' tensors, a nested concat's parts in place), all at one
+// scale S = the concat's (given, else the larger of the scale calibrated on its float output and
+// the scale a concat reading it asks). Every layer a concat reads (or reads through pools and
+// none/relu activation layers) takes S as its output scale when it has no given one and its
+// stage leaves the scale free (none, relu, relu6 in a MatmulOp); any other part (a sigmoid/tanh output, a pool of another
+// scale, a model input) is requantized to S by a VectorOp pass into "NAME.inI". Readers:
+// - a dense layer (not on a flatten) or a 1 x 1, stride 1, unpadded conv2d reads the parts as
+//   the inputs of one MatmulOp (weight rows in channel order: part 0's first), so the branches'
+//   outputs are joined where the array reads them, with no copy (zero-copy);
+// - a pool or an activation layer (without a given scale) applies to each part ("NAME.pI") and
+//   is itself a list of parts, and so is a flatten of a 1 x 1 map (a global pool's output);
+// - any other reader (a convolution with a larger kernel, a flatten, add, mul, lstm) and the
+//   model's output need the joined tensor: it is built once, before the first such reader, by a
+//   MatmulOp over the parts with identity weights and requantization 1 (x 1 / 2^0: exact), the
+//   op recorded under the concat layer's name.
+//
 // Every op records its layer (QGraph::op_layer); ops are in execution order; tensor names are
 // unique (a clash with an input's name gets a ".N" suffix).
 #include "compiler/quantize.h"
@@ -127,6 +144,11 @@ class Quantizer {
   const FloatRun& run_;
   QGraph g_;
   std::vector<int> tensor_of_;  // each layer's output tensor; a flatten layer's: its input's
+  // A concat layer's parts (and those of a pool or activation applied part by part): the layer's
+  // tensor is these, joined along channels, until materialize() builds it (tensor_of_ then >= 0).
+  std::vector<std::vector<int>> parts_;
+  std::vector<double> concat_scale_;  // a concat layer's scale S
+  std::vector<double> wanted_;        // the scale a concat reading the layer asks of it (0: none)
   std::set<std::string> names_;
   size_t li_ = 0;              // the layer being quantized
   std::optional<int> final_;   // set by begin_output when a pass must follow: NAME's tensor
@@ -143,7 +165,14 @@ class Quantizer {
   bool is_flatten(int entry) const {
     return !is_model_input(entry) && m_.layers[static_cast<size_t>(entry)].type == LayerType::flatten;
   }
-  int source(int entry) const;
+  int source(int entry);
+  const std::vector<int>* parts(int entry) const {
+    if (is_model_input(entry)) return nullptr;
+    const auto i = static_cast<size_t>(entry);
+    return tensor_of_[i] < 0 && !parts_[i].empty() ? &parts_[i] : nullptr;
+  }
+  int materialize(size_t layer);
+  void plan_concats();
   Requant requant(double factor) const;
   VectorOp vector(isa::VecOp op, int a, int b, View out, double factor, isa::Func func = isa::Func::identity) const;
 
@@ -162,6 +191,7 @@ class Quantizer {
   void elementwise(bool mul);
   void activation();
   void lstm();
+  void concat();
 };
 
 int Quantizer::add_tensor(std::string name, const Shape& shape, double scale, const std::string& owner) {
@@ -172,12 +202,77 @@ int Quantizer::add_tensor(std::string name, const Shape& shape, double scale, co
   return static_cast<int>(g_.tensors.size()) - 1;
 }
 
-int Quantizer::source(int entry) const {
+int Quantizer::source(int entry) {
   if (is_model_input(entry)) return g_.inputs[static_cast<size_t>(model_input_index(entry))];
   if (is_flatten(entry) && layer().type != LayerType::dense)
     fail(fmt::format("reads flatten layer {}: a flatten layer must feed dense layers only",
                      m_.layers[static_cast<size_t>(entry)].name));
+  if (parts(entry)) return materialize(static_cast<size_t>(entry));
   return tensor_of_[static_cast<size_t>(entry)];
+}
+
+// The joined tensor of a layer held as parts: an identity MatmulOp over the parts (one scale, so
+// requantization 1: every value is copied exactly).
+int Quantizer::materialize(size_t layer) {
+  const Layer& L = m_.layers[layer];
+  const std::vector<int>& ps = parts_[layer];
+  MatmulOp op;
+  op.k = op.n = L.out.c;
+  op.weights.assign(op.k * op.n, 0);
+  for (uint64_t j = 0; j < op.n; ++j) op.weights[j * op.n + j] = 1;
+  op.mult = {1};
+  op.shift = {0};
+  for (int t : ps) op.inputs.push_back(View{t});
+  const int out = add_tensor(L.name, L.out, scale_of(ps.front()), L.name);
+  op.output = View{out};
+  g_.ops.push_back(std::move(op));
+  g_.op_layer.push_back(L.name);
+  return tensor_of_[layer] = out;
+}
+
+// Each concat's scale, and the scale it asks of the layers it reads: from the last layer back, so
+// that a concat read by another concat (directly, or through pools and relu/none activations,
+// which keep their input's scale) takes the outer one's scale unless its own values need more.
+void Quantizer::plan_concats() {
+  const size_t n = m_.layers.size();
+  parts_.assign(n, {});
+  concat_scale_.assign(n, 0.0);
+  wanted_.assign(n, 0.0);
+  for (size_t i = n; i-- > 0;) {
+    const Layer& L = m_.layers[i];
+    const bool given = L.scale && *L.scale > 0 && std::isfinite(*L.scale);
+    const bool keeps = L.type == LayerType::max_pool || L.type == LayerType::avg_pool ||
+                       (L.type == LayerType::activation &&
+                        (L.activation == Activation::none || L.activation == Activation::relu));
+    if (keeps && !given && wanted_[i] > 0 && !is_model_input(L.inputs[0]) &&
+        wanted_[static_cast<size_t>(L.inputs[0])] == 0)
+      wanted_[static_cast<size_t>(L.inputs[0])] = wanted_[i];  // its output keeps its input's scale
+    if (L.type != LayerType::concat) continue;
+    double top = 0;
+    for (float x : run_.outputs[i]) top = std::max(top, std::abs(double{x}));
+    concat_scale_[i] = given ? *L.scale : std::max(calibrated(top), wanted_[i]);
+    for (int e : L.inputs)
+      if (!is_model_input(e) && wanted_[static_cast<size_t>(e)] == 0)
+        wanted_[static_cast<size_t>(e)] = concat_scale_[i];
+  }
+}
+
+void Quantizer::concat() {
+  const Layer& L = layer();
+  const double s = concat_scale_[li_];
+  std::vector<int> out;
+  for (int entry : L.inputs) {
+    std::vector<int> ts = parts(entry) ? *parts(entry) : std::vector<int>{source(entry)};
+    for (int t : ts) {
+      if (scale_of(t) != s) {
+        const int r = add_tensor(fmt::format("{}.in{}", L.name, out.size()), shape_of(t), s, L.name);
+        emit(vector(isa::VecOp::pass, t, t, View{r}, scale_of(t) / s));
+        t = r;
+      }
+      out.push_back(t);
+    }
+  }
+  parts_[li_] = std::move(out);
 }
 
 Requant Quantizer::requant(double factor) const {
@@ -204,6 +299,7 @@ VectorOp Quantizer::vector(isa::VecOp op, int a, int b, View out, double factor,
 // The layer's output scale when its stage leaves it free: given, else calibrated.
 double Quantizer::out_scale() const {
   if (layer().scale) return *layer().scale;
+  if (wanted_[li_] > 0) return wanted_[li_];
   double top = 0;
   for (float x : run_.outputs[li_]) top = std::max(top, std::abs(double{x}));
   return calibrated(top);
@@ -294,19 +390,25 @@ MatmulOp Quantizer::matmul(const float* w, uint64_t positions, const std::vector
 
 void Quantizer::dense_or_conv() {
   const Layer& L = layer();
-  const int entry = L.inputs.at(0), in = source(entry);
-  const Shape& is = shape_of(in);
+  const int entry = L.inputs.at(0);
+  // A 1 x 1 kernel over every pixel reads a concat's parts as its inputs (zero-copy).
+  const bool linear = L.type == LayerType::dense
+                          ? !is_flatten(entry) || parts(entry)  // a flatten of one pixel keeps the parts
+                          : L.kernel_h == 1 && L.kernel_w == 1 && L.stride == 1 && L.pad == 0;
+  const std::vector<int> ins = linear && parts(entry) ? *parts(entry) : std::vector<int>{source(entry)};
+  const Shape& is = shape_of(ins[0]);
   uint64_t kh = L.kernel_h, kw = L.kernel_w;
   if (L.type == LayerType::dense) kh = kw = 1;
   if (L.type == LayerType::dense && is_flatten(entry)) kh = is.h, kw = is.w;  // the whole map
-  const std::vector<double> rs(is.c, scale_of(in));
+  std::vector<double> rs;
+  for (int t : ins) rs.insert(rs.end(), shape_of(t).c, scale_of(t));
   const std::vector<double> acc = accumulator_scales(L.weights.data(), kh * kw, rs, L.units);
   const Stage st = stage(false, out_scale());
   MatmulOp op = matmul(L.weights.data(), kh * kw, rs, L.units, L.use_bias ? L.bias.data() : nullptr, acc, st);
   op.kernel_h = kh;
   op.kernel_w = kw;
   if (L.type == LayerType::conv2d) op.stride = L.stride, op.pad = L.pad;
-  op.inputs = {View{in}};
+  for (int t : ins) op.inputs.push_back(View{t});
   const int out = begin_output(L.out, st);
   op.output = View{out};
   emit(std::move(op));
@@ -315,11 +417,20 @@ void Quantizer::dense_or_conv() {
 
 void Quantizer::pool() {
   const Layer& L = layer();
+  const auto kind = L.type == LayerType::avg_pool ? isa::PoolKind::avg : isa::PoolKind::max;
+  if (const std::vector<int>* ps = parts(L.inputs.at(0)); ps && !L.scale) {  // part by part
+    for (int t : *ps) {
+      const Shape s{L.out.rank, L.out.h, L.out.w, shape_of(t).c};
+      const int o = add_tensor(fmt::format("{}.p{}", L.name, parts_[li_].size()), s, scale_of(t), L.name);
+      emit(PoolOp{View{t}, View{o}, kind, L.kernel_h, L.stride});
+      parts_[li_].push_back(o);
+    }
+    return;
+  }
   const int in = source(L.inputs.at(0));
   const Stage st{isa::Func::identity, 127, scale_of(in), scale_of(in)};
   const int out = begin_output(L.out, st);
-  emit(PoolOp{View{in}, View{out}, L.type == LayerType::avg_pool ? isa::PoolKind::avg : isa::PoolKind::max,
-              L.kernel_h, L.stride});
+  emit(PoolOp{View{in}, View{out}, kind, L.kernel_h, L.stride});
   end_output(out, st);
 }
 
@@ -341,6 +452,15 @@ void Quantizer::elementwise(bool mul) {
 
 void Quantizer::activation() {
   const Layer& L = layer();
+  if (const std::vector<int>* ps = parts(L.inputs.at(0)); ps && !L.scale) {  // part by part
+    for (int t : *ps) {
+      const Stage st = stage(true, scale_of(t));
+      const int o = add_tensor(fmt::format("{}.p{}", L.name, parts_[li_].size()), shape_of(t), st.scale, L.name);
+      emit(vector(isa::VecOp::pass, t, t, View{o}, scale_of(t) / st.target, st.func));
+      parts_[li_].push_back(o);
+    }
+    return;
+  }
   const int in = source(L.inputs.at(0));
   const Stage st = stage(true, L.scale ? *L.scale : scale_of(in));
   const int out = begin_output(L.out, st);
@@ -431,6 +551,7 @@ QGraph Quantizer::run() && {
     for (size_t i = 0; i < q.size(); ++i) q[i] = static_cast<int8_t>(std::clamp(std::round(in.data[i] / s), -128.0, 127.0));
     g_.input_data.push_back(std::move(q));
   }
+  plan_concats();
   for (li_ = 0; li_ < m_.layers.size(); ++li_) {
     const Layer& L = layer();
     if (L.scale && (!(*L.scale > 0) || !std::isfinite(*L.scale))) fail(fmt::format("scale {} is not positive", *L.scale));
@@ -443,14 +564,18 @@ QGraph Quantizer::run() && {
       case LayerType::mul: elementwise(true); break;
       case LayerType::activation: activation(); break;
       case LayerType::lstm: lstm(); break;
+      case LayerType::concat: concat(); break;
       case LayerType::flatten:
         if (li_ + 1 == m_.layers.size()) fail("a flatten layer must feed a dense layer, not be the model's output");
-        tensor_of_[li_] = source(L.inputs.at(0));
+        if (const std::vector<int>* ps = parts(L.inputs.at(0)); ps && shape_of(ps->front()).pixels() == 1)
+          parts_[li_] = *ps;  // a 1 x 1 map's channels are the vector: the dense reads the parts
+        else
+          tensor_of_[li_] = source(L.inputs.at(0));
         break;
     }
   }
   if (m_.layers.empty()) throw InputError(m_.source + ": the model has no layers");
-  g_.output = tensor_of_.back();
+  g_.output = parts(static_cast<int>(m_.layers.size() - 1)) ? materialize(m_.layers.size() - 1) : tensor_of_.back();
   return std::move(g_);
 }
 

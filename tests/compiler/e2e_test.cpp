@@ -13,7 +13,7 @@ namespace tpusim::test {
 
 TEST_CASE("the small workloads run bit-exact on every engine on a 16 x 16 array, and on fast and timing on tpu-v1") {
   for (const char* w : {"small/mnist_mlp.toml", "small/lenet5.toml", "small/lstm1.toml", "small/tiny_cnn.toml",
-                        "small/resblock.toml"}) {
+                        "small/resblock.toml", "small/inception.toml"}) {
     SECTION(w) {
       check_model(load(w), square(16), true);
       check_model(load(w, 2), sim::Arch{}, false);
@@ -28,7 +28,7 @@ std::string random_description(std::mt19937& rng, int index) {
   std::ostringstream head, d;
   head << "[model]\nname = \"random" << index << "\"\nbatch = " << pick(1, 5) << "\nseed = " << pick(1, 1000) << "\n";
   const int kind = pick(0, 2);
-  if (kind == 0) {  // a CNN: convolutions (1x1 or 3x3, padded or not, strided or not), pools, residuals
+  if (kind == 0) {  // a CNN: convolutions (1x1 or 3x3, padded or not, strided or not), pools, residuals, concats
     int h = pick(5, 10), w = pick(5, 10), c = pick(1, 12);
     head << "input = [" << h << ", " << w << ", " << c << "]\n";
     for (int l = 0, layers = pick(1, 4); l < layers; ++l) {
@@ -45,6 +45,15 @@ std::string random_description(std::mt19937& rng, int index) {
           << l << "\", \"conv" << l << "\"]\nactivation = \"relu\"\n";
         if (pick(0, 1))
           d << "[[layer]]\ntype = \"mul\"\ninputs = [\"sum" << l << "\", \"res" << l << "\"]\n";
+      }
+      if (pick(0, 2) == 0) {  // Inception-style: a 1x1 and a 3x3 same branch of the same map, joined
+        const int c1 = pick(1, 12), c3 = pick(1, 12);
+        d << "[[layer]]\ntype = \"activation\"\nname = \"pre" << l << "\"\nactivation = \"relu\"\n"
+          << "[[layer]]\ntype = \"conv2d\"\nname = \"b1x1_" << l << "\"\nfilters = " << c1 << "\nkernel = 1\n"
+          << "[[layer]]\ntype = \"conv2d\"\nname = \"b3x3_" << l << "\"\ninput = \"pre" << l << "\"\nfilters = " << c3
+          << "\nkernel = 3\npadding = \"same\"\nactivation = \"" << acts[pick(0, 4)] << "\"\n"
+          << "[[layer]]\ntype = \"concat\"\ninputs = [\"b1x1_" << l << "\", \"b3x3_" << l << "\", \"pre" << l << "\"]\n";
+        c += c1 + c3;
       }
       if (pick(0, 2) == 0 && h >= 2 && w >= 2) {
         d << "[[layer]]\ntype = \"" << (pick(0, 1) ? "max_pool" : "avg_pool") << "\"\nsize = 2\n";

@@ -365,7 +365,7 @@ TEST_CASE("model: unknown keys, wrong types and out-of-range values") {
                     "m.toml:2: [model]: nmae: \"t\": unknown key for [model] (did you mean name?)");
   CHECK_THROWS_WITH(parse(std::string(kHead).replace(kHead.find("conv2d"), 6, "conv2") + "kernel = 3\n"),
                     "m.toml:7: layer #1: type: \"conv2\": expected one of dense, conv2d, max_pool, avg_pool, flatten, add, mul, "
-                    "activation, lstm (did you mean conv2d?)");
+                    "activation, lstm, concat (did you mean conv2d?)");
   CHECK_THROWS_WITH(parse(kHead + "kernel = 3\n[quantization]\nweights = \"per_layer\"\n"),
                     "m.toml:11: [quantization]: weights: \"per_layer\": expected one of per_channel, per_tensor");
   CHECK_THROWS_WITH(parse(kHead + "kernel = 3\n[layers]\n"),
@@ -406,13 +406,34 @@ TEST_CASE("model: layer inputs resolve by name") {
                     "m.toml:10: layer conv2d1: input: \"p\": names a later layer (line 12); a layer reads only layers above it");
   CHECK_THROWS_WITH(parse(two + "name = \"a\"\n"), "m.toml:15: layer a: name: \"a\": another layer has this name (line 6)");
   CHECK_THROWS_WITH(parse(two + "inputs = [\"a\"]\n"),
-                    "m.toml:15: layer max_pool2: inputs: [\"a\"]: only add and mul layers take inputs; give input = \"name\"");
+                    "m.toml:15: layer max_pool2: inputs: [\"a\"]: only add, mul and concat layers take inputs; give input = \"name\"");
   CHECK_THROWS_WITH(parse(two + "\n[[layer]]\ntype = \"add\"\ninput = \"a\"\n"),
                     "m.toml:18: layer add3: input: \"a\": add layers read two layers: give inputs = [\"a\", \"b\"]");
   CHECK_THROWS_WITH(parse(two + "\n[[layer]]\ntype = \"mul\"\ninputs = [\"a\"]\n"),
                     "m.toml:18: layer mul3: inputs: [\"a\"]: expected two layer names, [\"a\", \"b\"]");
   CHECK_THROWS_WITH(parse(two + "\n[[layer]]\ntype = \"mul\"\n"),
                     "m.toml:16: layer mul3: inputs: required (two layer names, [\"a\", \"b\"])");
+}
+
+TEST_CASE("model: concat joins two or more layers along channels") {
+  const std::string two = kHead + "kernel = 3\nname = \"a\"\n\n[[layer]]\ntype = \"conv2d\"\nfilters = 5\nkernel = 1\n"
+                                  "input = \"a\"\nname = \"b\"\n\n[[layer]]\ntype = \"concat\"\n";
+  const Model m = parse(two + "inputs = [\"a\", \"b\", \"a\"]\n");
+  REQUIRE(m.layers.size() == 3);
+  CHECK(m.layers[2].name == "concat3");
+  CHECK(m.layers[2].inputs == std::vector<int>{0, 1, 0});
+  CHECK(m.layers[2].out == map_shape(6, 6, 13));
+  CHECK((m.layers[2].weights.empty() && m.layers[2].bias.empty()));
+  CHECK_THROWS_WITH(parse(two + "inputs = [\"a\"]\n"),
+                    "m.toml:21: layer concat3: inputs: [\"a\"]: expected two or more layer names, [\"a\", \"b\", ...]");
+  CHECK_THROWS_WITH(parse(two + "input = \"a\"\n"),
+                    "m.toml:21: layer concat3: input: \"a\": concat layers join two or more layers: give inputs = [\"a\", \"b\", ...]");
+  CHECK_THROWS_WITH(parse(two + "inputs = [\"a\", \"input\"]\n"),
+                    "m.toml:21: layer concat3: inputs: [\"a\", \"input\"]: concat joins tensors along channels, so all but the "
+                    "channels must agree; a is [6, 6, 4] and input is [8, 8, 4]");
+  CHECK_THROWS_WITH(parse(two + "inputs = [\"a\", \"b\"]\nactivation = \"relu\"\n"),
+                    "m.toml:22: layer concat3: activation: \"relu\": unknown key for a concat layer (expected one of: "
+                    "type, name, scale, inputs)");
 }
 
 TEST_CASE("model: shape errors name the layer") {

@@ -67,7 +67,7 @@ void check_against_onnx(const std::string& name) {
 TEST_CASE("onnx: every supported operator imports to a Model that computes what the graph means") {
   for (const char* name :
        {"gemm", "matmul_add", "matmul_seq", "conv_pad_stride", "conv_group", "conv_same_bn_clip", "pools",
-        "global_avg", "reshape", "add_mul_softmax", "lstm", "qdq", "qlinear"})
+        "global_avg", "reshape", "add_mul_softmax", "lstm", "qdq", "qlinear", "concat"})
     check_against_onnx(name);
 }
 
@@ -113,6 +113,24 @@ TEST_CASE("onnx: layers, shapes and folding") {
   }
 }
 
+TEST_CASE("onnx: Concat joins branches along channels, read where they are") {
+  const Model m = load_case("concat");
+  // branch_a, branch_b (Relu fused), join, mix, join2, gap, flat, head
+  REQUIRE(m.layers.size() == 8);
+  CHECK(m.layers[2].type == LayerType::concat);
+  CHECK(m.layers[2].inputs == std::vector<int>{0, 1});
+  CHECK(m.layers[2].out == map_shape(6, 6, 9));
+  CHECK(m.layers[4].inputs == std::vector<int>{3, 2});
+  CHECK(m.layers[4].out == map_shape(6, 6, 15));
+  const QGraph g = quantize(m);
+  // No copy: mix reads the branches as two inputs, the pools run part by part (3: mix, branch_a,
+  // branch_b) and the head reads the three pooled parts.
+  CHECK(g.ops.size() == 2 + 1 + 3 + 1);
+  const auto& head = std::get<MatmulOp>(g.ops.back());
+  CHECK(head.inputs.size() == 3);
+  CHECK(head.k == 15);
+}
+
 TEST_CASE("onnx: quantized graphs keep their scales") {
   // The scales make_onnx_tests.py wrote (float32): the conv's output, the model's output.
   struct Case {
@@ -150,6 +168,9 @@ TEST_CASE("onnx: what the machine cannot run is refused with the node, its op ty
   refused("bad_clip",
           "node clip3 (Clip): bounds [-1, 3]: the machine clips at [0, 6] (relu6) or [0, inf) (relu) only");
   refused("bad_lstm", "node bi (LSTM): direction bidirectional: only forward LSTMs are supported");
+  refused("bad_concat",
+          "node rows (Concat): axis 2 of a [N, C, H, W] input [1, 2, 6, 6]: the machine joins tensors along channels "
+          "only (axis 1)");
 }
 
 TEST_CASE("onnx: bad input files") {

@@ -67,6 +67,7 @@ struct Builder {
       case LayerType::mul: return "mul";
       case LayerType::activation: return "act";
       case LayerType::lstm: return "lstm";
+      case LayerType::concat: return "concat";
     }
     return "?";
   }
@@ -109,6 +110,12 @@ struct Builder {
   int binary(LayerType t, int a, int b, Activation act = Activation::none) {
     const Shape s = shape(a);
     return add(t, {a, b}, s, act);
+  }
+  int concat(std::vector<int> inputs) {
+    Shape s = shape(inputs[0]);
+    s.c = 0;
+    for (int e : inputs) s.c += shape(e).c;
+    return add(LayerType::concat, std::move(inputs), s);
   }
   int activation(int in, Activation act) {
     const Shape s = shape(in);
@@ -264,6 +271,87 @@ TEST_CASE("dense after flatten: one MatmulOp whose kernel is the whole map", "[q
   CHECK(g.tensors[static_cast<size_t>(g.output)].shape.elements() == 5);
   CHECK(g.tensors.size() == 4);  // input, conv, pool, dense: no flatten tensor
   CHECK(error_of(b.m).relative < 0.03);
+}
+
+TEST_CASE("concat: branches at one scale, read as the parts of a 1 x 1 matmul, pooled part by part", "[quantize]") {
+  // input 5x5x3 -> conv 1x1 (4, relu) = a, conv 3x3 pad 1 (6, relu) = b, conv 1x1 (2, relu) = c;
+  // concat [a, b, c] (12);
+  // then max pool 2 (part by part), conv 1x1 (5) reading the pooled parts; then a concat of that
+  // conv and the pool, read by a 3x3 conv (which needs the joined tensor: materialized).
+  Builder b(map(5, 5, 3), 2, 11);
+  const int a = b.conv(model_input(0), 4, 1, 1, 0, Activation::relu);
+  const int br = b.conv(model_input(0), 6, 3, 1, 1, Activation::relu);
+  const int c = b.conv(model_input(0), 2, 1, 1, 0, Activation::relu);
+  const int cat = b.concat({a, br, c});
+  const int p = b.pool(cat, false, 2, 1);  // 4 x 4 x 12
+  const int d = b.conv(p, 5, 1, 1, 0, Activation::relu);
+  const int cat2 = b.concat({d, p});      // 4 x 4 x 17
+  b.conv(cat2, 3, 3, 1, 0);                // 2 x 2 x 3
+  const QGraph g = quantize(b.m);
+  check_structure(g);
+  // 3 branch convs, 3 pools (one per part), conv d, the identity matmul joining cat2, the 3x3 conv.
+  REQUIRE(g.ops.size() == 9);
+  const auto& pool0 = std::get<PoolOp>(g.ops[3]);
+  CHECK(g.tensors[pool0.output.tensor].name == "maxpool5.p0");
+  CHECK(g.tensors[pool0.output.tensor].shape == map(4, 4, 4));
+  // The branches write at the concat's scale, calibrated on its float output.
+  const auto f = run_float(b.m);
+  const auto top = [&](int layer) {
+    double t = 0;
+    for (float x : f[static_cast<size_t>(layer)]) t = std::max(t, std::abs(double{x}));
+    return t / 127;
+  };
+  for (int i = 0; i < 3; ++i)
+    CHECK(g.tensors[std::get<MatmulOp>(g.ops[i]).output.tensor].scale == std::max(top(cat), top(cat2)));
+  // conv d reads the three pooled parts as its inputs: K = 4 + 6 + 2, no copy.
+  const auto& md = std::get<MatmulOp>(g.ops[6]);
+  REQUIRE(md.inputs.size() == 3);
+  CHECK(md.k == 12);
+  CHECK(md.inputs[1].tensor == std::get<PoolOp>(g.ops[4]).output.tensor);
+  // cat2 asks d, and through the pool cat, for its scale: cat takes the larger of its own and cat2's (here
+  // equal: cat is non-negative and every pixel is in a window, so its largest value survives the max pool),
+  // and the pooled parts join cat2 without a requantizing pass.
+  const double s2 = g.tensors[std::get<MatmulOp>(g.ops[7]).output.tensor].scale;
+  CHECK(g.tensors[md.output.tensor].scale == s2);
+  CHECK(g.tensors[pool0.output.tensor].scale == s2);
+  const auto& join = std::get<MatmulOp>(g.ops[7]);
+  CHECK(g.op_layer[7] == "concat7");
+  CHECK(g.tensors[join.output.tensor].name == "concat7");
+  CHECK(join.inputs.size() == 4);
+  CHECK(join.k == 17);
+  CHECK(join.n == 17);
+  CHECK(join.mult == std::vector<uint16_t>{1});
+  CHECK(join.shift == std::vector<uint8_t>{0});
+  CHECK(join.bias.empty());
+  for (uint64_t i = 0; i < 17; ++i)
+    for (uint64_t j = 0; j < 17; ++j) CHECK(join.weights[i * 17 + j] == (i == j ? 1 : 0));
+  const auto& last = std::get<MatmulOp>(g.ops[8]);
+  REQUIRE(last.inputs.size() == 1);
+  CHECK(last.inputs[0].tensor == join.output.tensor);
+  const auto golden = run_golden(g);
+  CHECK(quant_error(f.back(), golden[g.output], g.tensors[g.output].scale).relative < 0.05);
+}
+
+TEST_CASE("concat: a part at another scale is requantized; a concat as the output is joined", "[quantize]") {
+  Builder b(vec(6), 3, 5);
+  b.m.inputs[0].scale = 1.0 / 64;  // given: the concat's (calibrated, about 1/127) differs
+  const int a = b.dense(model_input(0), 4, Activation::sigmoid);  // scale 1/127, fixed by its stage
+  const int d = b.dense(model_input(0), 3, Activation::relu);
+  b.concat({a, d, model_input(0)});
+  const QGraph g = quantize(b.m);
+  check_structure(g);
+  // dense a, dense d (at the concat's scale), then the concat: a's pass to its scale, the input's, the join.
+  REQUIRE(g.ops.size() == 5);
+  CHECK(g.tensors[std::get<VectorOp>(g.ops[2]).output.tensor].name == "concat3.in0");
+  CHECK(g.tensors[std::get<VectorOp>(g.ops[3]).output.tensor].name == "concat3.in2");
+  const auto& join = std::get<MatmulOp>(g.ops[4]);
+  CHECK(join.k == 13);
+  const double s = g.tensors[g.output].scale;
+  for (const View& v : join.inputs) CHECK(g.tensors[v.tensor].scale == s);
+  CHECK(g.tensors[g.output].name == "concat3");
+  const auto f = run_float(b.m);
+  const auto golden = run_golden(g);
+  CHECK(quant_error(f.back(), golden[g.output], s).relative < 0.02);
 }
 
 TEST_CASE("per-tensor without bias: one mult and no bias, otherwise N of each", "[quantize]") {

@@ -268,6 +268,29 @@ def bad():
          [inp("x", [3, "N", 2])], outp("y"), dict(w=f32(2, 8, 2), r=f32(2, 8, 2)))
 
 
+def concats():
+    """Inception-style branches joined by Concat (axis -3, the channels), read by a 1 x 1 Conv,
+    pooled and flattened; and a Concat along another axis, refused."""
+    x, wa, ba, wb, bb = f32(N, 3, 6, 6), f32(4, 3, 1, 1), f32(4), f32(5, 3, 3, 3), f32(5)
+    wc, bc, wg, bg = f32(6, 9, 1, 1), f32(6), f32(3, 9 + 6), f32(3)
+    nodes = [helper.make_node("Conv", ["x", "wa", "ba"], ["a"], name="branch_a"),
+             helper.make_node("Relu", ["a"], ["ar"], name="relu_a"),
+             helper.make_node("Conv", ["x", "wb", "bb"], ["b"], name="branch_b", pads=[1, 1, 1, 1]),
+             helper.make_node("Relu", ["b"], ["br"], name="relu_b"),
+             helper.make_node("Concat", ["ar", "br"], ["cat"], name="join", axis=-3),
+             helper.make_node("Conv", ["cat", "wc", "bc"], ["c"], name="mix"),
+             helper.make_node("Concat", ["c", "cat"], ["cat2"], name="join2", axis=1),
+             helper.make_node("GlobalAveragePool", ["cat2"], ["g"], name="gap"),
+             helper.make_node("Flatten", ["g"], ["f"], name="flat"),
+             helper.make_node("Gemm", ["f", "wg", "bg"], ["y"], name="head", transB=1)]
+    cat = np.concatenate([relu(conv(x, wa, ba)), relu(conv(x, wb, bb, 1, 1))], axis=1)
+    cat2 = np.concatenate([conv(cat, wc, bc), cat], axis=1)
+    save("concat", nodes, [inp("x", ["N", 3, 6, 6])], outp("y"), dict(wa=wa, ba=ba, wb=wb, bb=bb, wc=wc, bc=bc, wg=wg, bg=bg),
+         x, cat2.mean(axis=(2, 3)) @ wg.T + bg)
+    save("bad_concat", [helper.make_node("Concat", ["x", "x"], ["y"], name="rows", axis=2)], [inp("x", ["N", 2, 6, 6])],
+         outp("y"), {})
+
+
 for make in (gemm, matmul_add, matmul_seq, conv_pad_stride, conv_group, conv_same_bn_clip, pools, global_avg_reshape,
-             add_mul_softmax, lstms, quantized, bad):
+             add_mul_softmax, lstms, quantized, bad, concats):
     make()
