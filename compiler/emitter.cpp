@@ -72,14 +72,22 @@ void Emitter::host_dma(bool write, uint64_t host, uint64_t ub, uint64_t rows, ui
   in[Field::rows] = rows;
 }
 
-void Emitter::matmul(isa::Instruction inst, bool switches, uint64_t waddr) {
+void Emitter::matmul(isa::Instruction inst, bool switches, uint64_t waddr, const sim::PackRegs& gather) {
+  setcfg(isa::ConfigReg::gather_bytes, gather.gather_bytes, pack_.gather_bytes);
+  if (gather.gathers()) {
+    setcfg(isa::ConfigReg::gather_cols, gather.gather_cols, pack_.gather_cols);
+    setcfg(isa::ConfigReg::gather_rows, gather.gather_rows, pack_.gather_rows);
+    setcfg(isa::ConfigReg::gather_col_step, gather.gather_col_step, pack_.gather_col_step);
+    setcfg(isa::ConfigReg::gather_row_step, gather.gather_row_step, pack_.gather_row_step);
+  }
   const size_t anchor = code_.size();
   const uint64_t rows = inst[Field::rows], repeat = inst[Field::repeat], stride = inst[Field::stride];
+  const uint64_t reach = pack_.reach();
   std::vector<RowSpan> reads;
   if (repeat == 1 || stride == rows)
-    reads.push_back({inst[Field::ub], rows * repeat});
+    reads.push_back({inst[Field::ub], rows * repeat + reach});
   else
-    for (uint64_t g = 0; g < repeat; ++g) reads.push_back({inst[Field::ub] + g * stride, rows});
+    for (uint64_t g = 0; g < repeat; ++g) reads.push_back({inst[Field::ub] + g * stride, rows + reach});
   touch(kMatrix, reads, {});
   if (switches) {
     fetches_.push_back(waddr);
@@ -93,7 +101,12 @@ void Emitter::activation(const isa::Instruction& inst, std::vector<RowSpan> read
 }
 
 void Emitter::activation(const isa::Instruction& inst, std::vector<RowSpan> reads, RowSpan write, uint64_t act_lane) {
-  if (inst.opcode == Opcode::activate) setcfg(isa::ConfigReg::act_lane, act_lane, act_lane_);
+  if (inst.opcode == Opcode::activate) {
+    setcfg(isa::ConfigReg::act_lane, act_lane, act_lane_);
+    setcfg(isa::ConfigReg::act_groups, scatter_want_.first, pack_.act_groups);
+    if (pack_.scatters()) setcfg(isa::ConfigReg::act_group_cols, scatter_want_.second, pack_.act_group_cols);
+    write.rows *= pack_.groups();
+  }
   touch(kAct, reads, {write});
   code_.push_back(inst);
 }

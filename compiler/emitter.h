@@ -18,6 +18,7 @@
 
 #include "isa/instruction.h"
 #include "sim/arch.h"
+#include "sim/pack.h"
 
 namespace tpusim::compiler {
 
@@ -32,7 +33,14 @@ class Emitter {
   void tag(uint64_t value);
   void host_dma(bool write, uint64_t host, uint64_t ub, uint64_t rows, uint64_t row_bytes, uint64_t stride);
   // A matmul; `fetch` is the weight memory address of the tile it switches to, or none.
-  void matmul(isa::Instruction inst, bool switches, uint64_t waddr);
+  // `gather`: the setcfg gather_* registers it runs with (sim/pack.h; default: no gather),
+  // written when they change; its reads then reach gather.reach() rows past each group.
+  void matmul(isa::Instruction inst, bool switches, uint64_t waddr, const sim::PackRegs& gather = {});
+  // The act_groups / act_group_cols the following activates run with (0, 0: no scatter);
+  // written before the next activate when they change. An activate writes rows x groups rows.
+  void scatter(uint64_t groups, uint64_t group_cols) {
+    scatter_want_ = {groups, groups > 1 ? group_cols : 0};
+  }
   // act, vec and pool (the activation unit). `act_lane` is the UB row byte an act writes from
   // (a setcfg when it changes); vec and pool ignore it.
   void activation(const isa::Instruction& inst, std::vector<RowSpan> reads, RowSpan write, uint64_t act_lane);
@@ -57,6 +65,8 @@ class Emitter {
   std::array<Rows, kStations> reads_, writes_;  // UB rows touched since the station's last sync
   Rows written_;                                 // UB rows ever written
   uint64_t host_stride_ = 0, host_row_bytes_ = 0, act_lane_ = 0;
+  sim::PackRegs pack_;                                // the packing registers as last written
+  std::pair<uint64_t, uint64_t> scatter_want_{0, 0};  // act_groups, act_group_cols for activates
   std::vector<uint64_t> fetches_;   // weight address of each switching matmul's tile, in order
   std::vector<size_t> anchors_;     // where the rw for fetch i + prefetch goes (before code_[anchor])
 };

@@ -29,12 +29,14 @@
 #include <algorithm>
 #include <cstring>
 #include <map>
+#include <optional>
 #include <string_view>
 #include <tuple>
 #include <unordered_map>
 
 #include "compiler/emitter.h"
 #include "compiler/layout.h"
+#include "compiler/packing.h"
 #include "isa/error.h"
 
 namespace tpusim::compiler {
@@ -145,7 +147,11 @@ class Lowering {
             const std::vector<Segment>& segments, uint64_t acc_rows);
   uint64_t tile_address(const MatmulOp& m, const LaneTile& n, size_t input, uint64_t r, uint64_t s,
                         const LaneTile& k);
-  uint64_t table_row(const MatmulOp& m, const LaneTile& n);
+  uint64_t table_row(const MatmulOp& m, const LaneTile& n, uint64_t groups = 1);
+  void activate(const MatmulOp& m, const LaneTile& n, uint64_t base, const std::vector<Segment>& segments);
+  void lower_packed(size_t i, const MatmulOp& m, const Packing& pk, uint64_t budget);
+  std::optional<Packing> packing_for(const MatmulOp& m, uint64_t batch) const;
+  uint64_t packed_tile(const MatmulOp& m, const LaneTile& n, const Packing& pk, uint64_t r0, uint64_t kh);
   std::vector<LaneTile> k_tiles(const View& v) const {
     return lane_tiles(g_.tensors[v.tensor].shape.c, lanes_, arch_.array_rows);
   }
@@ -168,11 +174,13 @@ class Lowering {
   std::unordered_multimap<uint64_t, uint64_t> weight_index_, table_index_;
   std::map<std::tuple<const MatmulOp*, uint64_t, uint64_t, size_t, uint64_t, uint64_t, uint64_t, uint64_t>, uint64_t>
       tile_cache_;
+  std::map<std::tuple<const MatmulOp*, uint64_t, uint64_t, uint64_t, uint64_t, uint64_t>, uint64_t> packed_cache_;
   uint64_t table_rows_ = 0, table_base_ = 0, block_ = 0, macs_ = 0;
   std::vector<std::pair<int, size_t>> perchan_;  // (op, n) pairs needing a table, in order
   // How well each layer (meta.layers index) maps: the manifest's meta.mapping.
   struct LayerStats {
     uint64_t macs = 0, array_macs = 0, tiles = 0, ub_rows = 0;
+    std::string packing;  // how its convolution packs (packing.h), empty when it does not
   };
   std::vector<LayerStats> stats_;
   size_t layer_ = 0;
@@ -216,12 +224,14 @@ uint64_t Lowering::tile_address(const MatmulOp& m, const LaneTile& n, size_t inp
 }
 
 // The UB row of N tile n's per-column table (bias, multiplier, shift for array_cols columns).
-uint64_t Lowering::table_row(const MatmulOp& m, const LaneTile& n) {
+// With `groups` > 1 (a packed convolution, packing.h), column c is channel c % N for c < groups x N.
+uint64_t Lowering::table_row(const MatmulOp& m, const LaneTile& n, uint64_t groups) {
   const uint64_t cols = arch_.array_cols, row_bytes = arch_.ub_row_bytes();
   const uint64_t rows = div_up(7 * cols, row_bytes), n0 = n.slice * lanes_ + n.lane;
   std::vector<uint8_t> t(rows * row_bytes, 0);
-  for (uint64_t c = 0; c < std::min(cols, m.n - n0); ++c) {
-    const uint64_t j = n0 + c;
+  const uint64_t used = groups > 1 ? groups * m.n : std::min(cols, m.n - n0);
+  for (uint64_t c = 0; c < used; ++c) {
+    const uint64_t j = groups > 1 ? c % m.n : n0 + c;
     const uint32_t bias = m.bias.empty() ? 0 : static_cast<uint32_t>(m.bias[j]);
     const uint16_t mult = m.mult.size() == 1 ? m.mult[0] : m.mult[j];
     const uint8_t shift = m.shift.size() == 1 ? m.shift[0] : m.shift[j];
@@ -352,7 +362,11 @@ void Lowering::pass(size_t i, const MatmulOp& m, const LaneTile& n, const std::v
           ++t;
         }
   }
-  // Activate the pass's rows into N tile n's slice of the output.
+  activate(m, n, base, segments);
+}
+
+// Activates a pass's rows (accumulator block `base`) into N tile n's slice of the output.
+void Lowering::activate(const MatmulOp& m, const LaneTile& n, uint64_t base, const std::vector<Segment>& segments) {
   const Storage& out = storage_[m.output.tensor];
   const bool perchan = !m.bias.empty() || m.mult.size() > 1;
   const uint64_t qtable = perchan ? table_row(m, n) : 0;
@@ -430,6 +444,11 @@ void Lowering::lower(size_t i, const MatmulOp& m) {
         (ow - 1) * st + m.kernel_w > in.shape.w + 2 * m.pad)
       fail(i, "the output map does not fit the input map, kernel, stride and padding");
     const uint64_t total = oh * ow * batch_, budget = total <= arch_.acc_entries ? total : half;
+    // Kernel positions and output pixels packed per vector where that pays (packing.h).
+    if (const auto pk = packing_for(m, batch_)) {
+      lower_packed(i, m, *pk, budget);
+      return;
+    }
     // Chunks of whole output rows when a row fits the budget, else of pixels within a row.
     const uint64_t rows_per = budget / (ow * batch_), cols_per = rows_per ? ow : budget / batch_;
     const uint64_t row_step = std::max<uint64_t>(rows_per, 1);
@@ -465,6 +484,105 @@ void Lowering::lower(size_t i, const MatmulOp& m) {
         if (s.rows > 65535 || s.repeat > 65535) fail(i, "a matmul would stream more than 65535 rows; use a smaller batch");
   for (const LaneTile& n : n_tiles(m))
     for (const Chunk& c : chunks) pass(i, m, n, c.steps, c.segments, c.rows);
+}
+
+// How convolution m packs for a piece of `batch` samples (the budget as lower() computes it).
+std::optional<Packing> Lowering::packing_for(const MatmulOp& m, uint64_t batch) const {
+  if (m.inputs.size() != 1 || (m.kernel_h == 1 && m.kernel_w == 1 && m.stride == 1 && m.pad == 0)) return std::nullopt;
+  const Shape& is = g_.tensors[m.inputs[0].tensor].shape;
+  const Shape& os = g_.tensors[m.output.tensor].shape;
+  const uint64_t total = os.h * os.w * batch, budget = total <= arch_.acc_entries ? total : arch_.acc_entries / 2;
+  return choose_packing({is.c, m.n, m.kernel_h, m.kernel_w, m.stride, os.h, os.w, batch}, arch_, budget);
+}
+
+// A packed convolution's weight tile for kernel rows r0 .. r0+kh-1 (packing.h): row (u*kh + rr)*C + c,
+// column p*N + j (P > 1) or j - n0 (P = 1, N tile n) holds W[r0+rr][u - p*stride][c][j].
+uint64_t Lowering::packed_tile(const MatmulOp& m, const LaneTile& n, const Packing& pk, uint64_t r0, uint64_t kh) {
+  const auto key = std::make_tuple(&m, n.slice, n.lane, pk.p, pk.u, r0 * 65536 + kh);
+  if (const auto it = packed_cache_.find(key); it != packed_cache_.end()) return it->second;
+  const uint64_t C = m.k, M = arch_.array_cols, n0 = pk.p > 1 ? 0 : n.slice * lanes_ + n.lane;
+  const uint64_t cols = pk.p > 1 ? m.n : std::min(M, m.n - n0);
+  std::vector<uint8_t> tile(arch_.tile_bytes(), 0);
+  for (uint64_t u = 0; u < pk.u; ++u)
+    for (uint64_t rr = 0; rr < kh; ++rr)
+      for (uint64_t c = 0; c < C; ++c) {
+        uint8_t* row = tile.data() + ((u * kh + rr) * C + c) * M;
+        for (uint64_t p = 0; p < pk.p; ++p) {
+          if (u < p * m.stride || u - p * m.stride >= m.kernel_w) continue;
+          const uint64_t s = u - p * m.stride;
+          const int8_t* w = m.weights.data() + (((r0 + rr) * m.kernel_w + s) * m.k + c) * m.n + n0;
+          std::memcpy(row + p * cols, w, cols);
+        }
+      }
+  return packed_cache_[key] = store(weights_, weight_index_, tile);
+}
+
+// A packed convolution (packing.h): per N tile (P = 1) or once (P > 1, all N channels of P pixels
+// in one accumulator row), chunks of whole output rows; per chunk and kernel row tile one weight
+// tile and one gathering matmul per output row (B samples x G = ow / P pixel groups: rows = B,
+// repeat = G, stride = P x stride x B); then the activates: P > 1 scatters each group's B
+// accumulator rows to its P pixels (one activate per group), P = 1 writes runs as unpacked.
+void Lowering::lower_packed(size_t i, const MatmulOp& m, const Packing& pk, uint64_t budget) {
+  (void)i;
+  const Storage& in = storage_[m.inputs[0].tensor];
+  const Storage& out = storage_[m.output.tensor];
+  const uint64_t oh = out.shape.h, ow = out.shape.w, B = batch_, C = in.shape.c, st = m.stride, off = in.pad - m.pad;
+  const uint64_t P = pk.p, G = ow / P, rows_per = budget / (G * B);
+  const std::vector<LaneTile> nts = P == 1 ? n_tiles(m) : std::vector<LaneTile>{{0, 0, 0, m.n}};
+  stats_[layer_].packing = describe(pk);
+  for (const LaneTile& n : nts)
+    for (uint64_t y0 = 0; y0 < oh; y0 += rows_per) {
+      const uint64_t y1 = std::min(oh, y0 + rows_per);
+      const uint64_t base = next_block((y1 - y0) * G * B);
+      for (uint64_t r0 = 0; r0 < m.kernel_h; r0 += pk.rows) {
+        const uint64_t kh = std::min(pk.rows, m.kernel_h - r0);
+        const uint64_t waddr = packed_tile(m, n, pk, r0, kh);
+        const sim::PackRegs gather{C, pk.u, kh, B, in.stored_w() * B};
+        for (uint64_t y = y0; y < y1; ++y) {
+          isa::Instruction mm = isa::make_instruction(Opcode::matmul);
+          mm[Field::ub] = in.stored_row(0, y * st + r0 + off, off);
+          mm[Field::acc] = base + (y - y0) * G * B;
+          mm[Field::rows] = B;
+          mm[Field::repeat] = G;
+          mm[Field::stride] = G > 1 ? P * st * B : 0;
+          mm[Field::switch_weights] = y == y0;
+          mm[Field::accumulate] = r0 > 0;
+          em_.matmul(mm, y == y0, waddr, gather);
+          const uint64_t useful = G * B * P * kh * m.kernel_w * C * n.count;
+          macs_ += useful;
+          stats_[layer_].macs += useful;
+          stats_[layer_].array_macs += G * B * arch_.tile_bytes();
+          stats_[layer_].tiles += y == y0;
+        }
+      }
+      if (P == 1) {
+        activate(m, n, base, {{y0 * ow, (y1 - y0) * ow, 0}});
+        continue;
+      }
+      const bool perchan = !m.bias.empty() || m.mult.size() > 1;
+      const uint64_t qtable = perchan ? table_row(m, n, P) : 0;
+      em_.scatter(P, m.n);
+      for (uint64_t y = y0; y < y1; ++y)
+        for (uint64_t g = 0; g < G; ++g) {
+          isa::Instruction act = isa::make_instruction(Opcode::activate);
+          act[Field::func] = static_cast<uint64_t>(m.func);
+          act[Field::clip] = m.clip;
+          act[Field::acc] = base + ((y - y0) * G + g) * B;
+          act[Field::ub] = out.row(0, y, g * P);
+          act[Field::rows] = B;
+          if (perchan) {
+            act[Field::per_channel] = 1;
+            act[Field::qtable] = qtable;
+          } else {
+            act[Field::mult] = m.mult.at(0);
+            act[Field::shift] = m.shift.at(0);
+          }
+          std::vector<RowSpan> reads;
+          if (perchan) reads.push_back({qtable, div_up(7 * arch_.array_cols, arch_.ub_row_bytes())});
+          em_.activation(act, reads, {act[Field::ub], B}, 0);
+        }
+      em_.scatter(0, 0);
+    }
 }
 
 void Lowering::lower(size_t i, const PoolOp& p) {
@@ -550,8 +668,14 @@ isa::Program Lowering::run() {
   // Per-column tables first (they stay for the whole program): build them to know their size.
   const uint64_t row_bytes = arch_.ub_row_bytes();
   for (size_t i = 0; i < g_.ops.size(); ++i)
-    if (const auto* m = std::get_if<MatmulOp>(&g_.ops[i]); m && (!m->bias.empty() || m->mult.size() > 1))
+    if (const auto* m = std::get_if<MatmulOp>(&g_.ops[i]); m && (!m->bias.empty() || m->mult.size() > 1)) {
       for (const LaneTile& n : n_tiles(*m)) table_row(*m, n);
+      // A packed convolution's table repeats the N channels once per pixel group: for the
+      // pieces' sizes (all equal but the last).
+      for (const uint64_t b : {piece_, g_.batch % piece_})
+        if (const auto pk = b ? packing_for(*m, b) : std::nullopt; pk && pk->p > 1)
+          table_row(*m, LaneTile{0, 0, 0, m->n}, pk->p);
+    }
   table_rows_ = tables_.size() / row_bytes;
   if (table_rows_ >= arch_.ub_rows())
     throw InputError(fmt::format("model {}: its {} per-column requantization tables need {} UB rows, more than the {} "
@@ -662,6 +786,8 @@ isa::Program Lowering::run() {
                        {"array_macs", stats_[l].array_macs},
                        {"weight_tiles", stats_[l].tiles},
                        {"ub_bytes", stats_[l].ub_rows * arch_.ub_row_bytes()}});
+  for (size_t l = 1; l < stats_.size(); ++l)
+    if (!stats_[l].packing.empty()) mapping[l - 1]["packing"] = stats_[l].packing;
   p.meta["mapping"] = std::move(mapping);
   return p;
 }

@@ -100,7 +100,21 @@ inline constexpr EnumValue kUnitMaskValues[] = {
 };
 
 // Configuration registers written by SET_CONFIG.
-enum class ConfigReg : uint8_t { host_stride = 0, host_row_bytes = 1, act_lane = 2 };
+// Registers 3..7 make the systolic data setup gather each matmul input vector from several UB
+// rows (im2col in hardware, docs/compiler.md "Packing"); 8..9 make activate scatter an
+// accumulator row's column groups to several UB rows. All reset to 0: today's behaviour.
+enum class ConfigReg : uint8_t {
+  host_stride = 0,
+  host_row_bytes = 1,
+  act_lane = 2,
+  gather_bytes = 3,
+  gather_cols = 4,
+  gather_rows = 5,
+  gather_col_step = 6,
+  gather_row_step = 7,
+  act_groups = 8,
+  act_group_cols = 9,
+};
 inline constexpr EnumValue kConfigRegValues[] = {
     {"host_stride", 0,
      "bytes between consecutive rows in host memory for read_host/write_host; 0 (reset) means "
@@ -112,6 +126,25 @@ inline constexpr EnumValue kConfigRegValues[] = {
      "UB row byte where activate writes its first column (0 at reset): column c goes to byte "
      "act_lane + c, act_lane + array_cols <= the UB row width, the row's other bytes are kept. "
      "On an array with more rows than columns, several N tiles fill one UB row side by side"},
+    {"gather_bytes", 3,
+     "matmul gather: bytes per segment (0 at reset: no gather, each vector is bytes lane .. "
+     "lane+array_rows-1 of one UB row). When set, the data setup builds input vector v from "
+     "segments (u, r), u < gather_cols, r < gather_rows: segment (u, r) is bytes lane .. "
+     "lane+gather_bytes-1 of UB row origin(v) + u*gather_col_step + r*gather_row_step, placed at "
+     "vector elements (u*gather_rows + r)*gather_bytes onward; the elements after the last "
+     "segment are 0. origin(v) is the row a plain matmul reads for vector v. The UB gives the "
+     "data setup gather_rows_per_cycle rows per cycle (arch table), so a vector of D segments "
+     "enters the array every ceil(D / gather_rows_per_cycle) cycles"},
+    {"gather_cols", 4, "matmul gather: segments across (e.g. input pixels along an image row); 0 reads as 1"},
+    {"gather_rows", 5, "matmul gather: segments down (e.g. kernel rows); 0 reads as 1"},
+    {"gather_col_step", 6, "matmul gather: UB rows between segments (u, r) and (u+1, r)"},
+    {"gather_row_step", 7, "matmul gather: UB rows between segments (u, r) and (u, r+1)"},
+    {"act_groups", 8,
+     "activate scatter: column groups per accumulator row (0 and 1 at reset: no scatter). With G "
+     "> 1 groups of act_group_cols columns, an activate of `rows` rows writes group p "
+     "(accumulator columns p*act_group_cols ..) of accumulator row acc+i to bytes act_lane .. "
+     "act_lane+act_group_cols-1 of UB row ub + p*rows + i: G*rows UB rows, one per cycle"},
+    {"act_group_cols", 9, "activate scatter: columns per group (used when act_groups > 1)"},
 };
 
 enum class FieldKind : uint8_t {
@@ -353,10 +386,12 @@ inline constexpr OpcodeSpec kOpcodes[] = {
     {Opcode::matmul, "matmul", "MatrixMultiply/Convolve", Unit::matrix, layout::kMatmul,
      "Streams repeat x rows input vectors through the array: group g (0 <= g < repeat) reads UB "
      "rows ub + g*stride .. ub + g*stride + rows-1, bytes lane .. lane+array_rows-1 of each row "
-     "forming the vector (K tiles of array_rows channels side by side in a wider row). Result i (0 <= i < rows*repeat) goes to "
+     "forming the vector (K tiles of array_rows channels side by side in a wider row; with the "
+     "setcfg gather registers set, gathered from several rows instead). Result i (0 <= i < rows*repeat) goes to "
      "accumulator row acc + i, added to it when `accumulate` is set, else overwriting it. With "
      "`switch`, the shadow tile becomes active with the first row's wavefront. A convolution is "
-     "one matmul per kernel position, accumulating.",
+     "one matmul per kernel position, accumulating, or with the gather registers several kernel "
+     "positions (and output pixels) per vector.",
      "the input rows written (explicit sync), the active tile (or, with switch, the shadow tile) "
      "loaded"},
     {Opcode::activate, "act", "Activate", Unit::activation, layout::kActivate,
@@ -364,7 +399,8 @@ inline constexpr OpcodeSpec kOpcodes[] = {
      "y = round_half_away(x * mult / 2^shift) (with perchan: (x + bias[c]) * mult[c] / 2^shift[c] "
      "from the table), applies `func`, saturates to int8 (uint8 with `unsigned`) and writes each "
      "row's array_cols values to bytes act_lane .. act_lane+array_cols-1 (setcfg register) of UB "
-     "rows ub .. ub+rows-1, keeping the rows' other bytes.",
+     "rows ub .. ub+rows-1, keeping the rows' other bytes (with setcfg act_groups > 1: each "
+     "column group to a UB row of its own).",
      "the activation unit free; the matrix unit finished writing the rows it reads"},
     {Opcode::vector, "vec", "Vector (element-wise)", Unit::activation, layout::kVector,
      "For each of `rows` UB rows: r = op(a, b) on int8 elements in int32, then "

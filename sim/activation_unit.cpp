@@ -26,13 +26,20 @@ ActivationUnit::ActivationUnit(sc_core::sc_module_name name, Context& ctx, Hazar
 // activation_latency_cycles, then activation_lanes values per cycle: an activate row is
 // array_cols values (plus the per-column table's rows once), a vector row is one UB row per
 // operand, a pooled output row reads window^2 UB rows.
-uint64_t ActivationUnit::duration(const isa::Instruction& in) const {
+uint64_t ActivationUnit::duration(uint64_t index) const {
   const Arch& a = ctx_.arch;
+  const isa::Instruction& in = ctx_.inst(index);
   const uint64_t ub_row = div_up(a.ub_row_bytes(), a.activation_lanes);
   switch (in.opcode) {
-    case Opcode::activate:
+    case Opcode::activate: {
+      // With act_groups G > 1 (pack.h) each accumulator row becomes G UB rows of act_group_cols
+      // values, written one row per cycle: max(one cycle, the group's values) per UB row.
+      const PackRegs& pack = ctx_.pack(index);
+      const uint64_t per_row = pack.scatters() ? pack.groups() * div_up(pack.act_group_cols, a.activation_lanes)
+                                               : div_up(a.array_cols, a.activation_lanes);
       return add_mul(a.activation_latency_cycles + (in[Field::per_channel] ? perchan_table_rows(a) : 0),
-                     in[Field::rows], div_up(a.array_cols, a.activation_lanes));
+                     in[Field::rows], per_row);
+    }
     case Opcode::vector:
       return add_mul(a.activation_latency_cycles, in[Field::rows],
                      ub_row * (in[Field::op] == uint64_t(isa::VecOp::pass) ? 1 : 2));
@@ -62,7 +69,7 @@ void ActivationUnit::serve() {
     }
     ctx_.unblock(isa::Unit::activation);
     const uint64_t start = ctx_.now();
-    const auto checked_end = ctx_.later(i, start, duration(in), "the activation unit's work");
+    const auto checked_end = ctx_.later(i, start, duration(i), "the activation unit's work");
     if (!checked_end) return;
     const uint64_t end = *checked_end;
     queue_.pop();
@@ -71,6 +78,7 @@ void ActivationUnit::serve() {
     if (ctx_.data()) {
       if (in.opcode == Opcode::activate) {
         ctx_.state->act_lane = ctx_.regs_act_lane[i];
+        ctx_.state->pack = ctx_.pack(i);
         exec_activate(*ctx_.state, in, i);
       }
       else if (in.opcode == Opcode::vector) exec_vector(*ctx_.state, in, i);

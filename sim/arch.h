@@ -43,6 +43,11 @@ namespace tpusim::sim {
     "paper: 256-byte paths at 700 MHz (about 167 GiB/s)")                                                    \
   X(activation_latency_cycles, uint64_t, 8, "cycles",                                                        \
     "pipeline depth of the activation unit, paid once per act/vec/pool", "our choice: paper silent")         \
+  X(gather_rows_per_cycle, uint64_t, 1, "rows/cycle",                                                       \
+    "UB rows the systolic data setup reads per cycle when it gathers an input vector from several rows "     \
+    "(setcfg gather_*): a vector of D segments enters the array every ceil(D / this) cycles",               \
+    "our choice: the paper's UB feeds the matrix unit one 256-byte row per cycle; a gather reads each "      \
+    "segment's row through that one port")                                                                   \
   X(issue_cycles, uint64_t, 1, "cycles", "cycles the control unit spends issuing one instruction",           \
     "our choice: paper silent (one instruction per cycle)")                                                  \
   X(station_queue_depth, uint64_t, 4, "instructions",                                                        \

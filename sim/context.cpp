@@ -81,6 +81,8 @@ void Context::reset_run() {
   regs_stride.assign(code_size, 0);
   regs_row_bytes.assign(code_size, 0);
   regs_act_lane.assign(code_size, 0);
+  regs_pack.assign(code_size, 0);
+  pack_values.assign(1, PackRegs{});
   result = RunResult{};
   sync_act.clear();
   sync_host.clear();

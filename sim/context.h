@@ -13,6 +13,7 @@
 #include "isa/program.h"
 #include "sim/arch.h"
 #include "sim/machine.h"
+#include "sim/pack.h"
 #include "sim/state.h"
 #include "sim/trace.h"
 
@@ -46,6 +47,11 @@ class Context {
   std::vector<InstructionTiming> timeline;
   std::vector<uint64_t> regs_stride, regs_row_bytes;  // setcfg values captured at issue (DMA)
   std::vector<uint64_t> regs_act_lane;                // setcfg act_lane captured at issue (activate)
+  // The packing registers (pack.h) captured at issue: instruction i saw pack_values[regs_pack[i]]
+  // (each distinct setting stored once; the last entry is what issue sees now).
+  std::vector<uint32_t> regs_pack;
+  std::vector<PackRegs> pack_values;
+  const PackRegs& pack(uint64_t index) const { return pack_values[regs_pack[index]]; }
   RunResult result;                                   // counters filled by the units
   std::vector<Span> sync_act, sync_host;              // issue blocked on act / host only
   std::vector<Span> matrix_spans;                     // the matrix unit streaming or stalled on weights

@@ -47,6 +47,7 @@ bool ControlUnit::issue_to_station(uint64_t index, Unit unit) {
   ctx_.regs_stride[index] = ctx_.cfg_stride;
   ctx_.regs_row_bytes[index] = ctx_.cfg_row_bytes;
   ctx_.regs_act_lane[index] = ctx_.cfg_act_lane;
+  ctx_.regs_pack[index] = static_cast<uint32_t>(ctx_.pack_values.size() - 1);
   ++ctx_.issued[int(unit)];
   hazards_.issued(index);
   const auto next = ctx_.later(index, t_, ctx_.arch.issue_cycles, "issue (issue_cycles)");
@@ -86,10 +87,15 @@ void ControlUnit::issue_all() {
     if (waits && !ctx_.wait_until(t)) return;
     switch (in.opcode) {
       case Opcode::set_config:
+        if (PackRegs next = ctx_.pack_values.back(); set_pack_register(next, in)) {
+          if (!(next == ctx_.pack_values.back())) ctx_.pack_values.push_back(next);
+          break;
+        }
         switch (static_cast<isa::ConfigReg>(in[Field::reg])) {
           case isa::ConfigReg::host_stride: ctx_.cfg_stride = in[Field::value]; break;
           case isa::ConfigReg::host_row_bytes: ctx_.cfg_row_bytes = in[Field::value]; break;
           case isa::ConfigReg::act_lane: ctx_.cfg_act_lane = in[Field::value]; break;
+          default: break;
         }
         break;
       case Opcode::sync: {

@@ -238,7 +238,7 @@ WeightPathView DebugSession::weight_path() const {
 
 std::vector<MatmulView> DebugSession::matmuls() const {
   std::vector<MatmulView> v;
-  for (const auto& m : run_->units().matrix.in_flight()) v.push_back({m.index, m.t0, m.vectors, m.written});
+  for (const auto& m : run_->units().matrix.in_flight()) v.push_back({m.index, m.t0, m.vectors, m.written, m.period});
   return v;
 }
 

@@ -82,6 +82,7 @@ struct WeightPathView {
 // values (of vectors x array_cols) have arrived.
 struct MatmulView {
   uint64_t index = 0, t0 = 0, vectors = 0, written = 0;
+  uint64_t period = 1;  // cycles per vector: vector v enters at t0 + v*period + period-1 (gather, pack.h)
 };
 
 class DebugSession {

@@ -1,6 +1,7 @@
 // The energy model (energy.h): per-action counts from the executed instructions, times the
 // architecture's energies.
 #include "sim/energy.h"
+#include "sim/pack.h"
 
 #include <numeric>
 
@@ -26,10 +27,12 @@ ActionCounts count_actions(const isa::Program& program, const Arch& a, uint64_t 
   c[EnergyAction::mac] = array_macs;
   const uint64_t row = a.ub_row_bytes(), acc_row = a.array_cols * 4;
   uint64_t host_row_bytes = 0;  // the register's reset value
+  PackRegs pack;                // the packing registers (pack.h)
   for (uint64_t i = 0; i < executed && i < program.code.size(); ++i) {
     const isa::Instruction& inst = program.code[i];
     switch (inst.opcode) {
       case Opcode::set_config:
+        set_pack_register(pack, inst);
         if (inst[Field::reg] == static_cast<uint64_t>(isa::ConfigReg::host_row_bytes))
           host_row_bytes = inst[Field::value];
         break;
@@ -47,14 +50,14 @@ ActionCounts count_actions(const isa::Program& program, const Arch& a, uint64_t 
         break;
       case Opcode::matmul: {
         const uint64_t vectors = inst[Field::rows] * inst[Field::repeat];
-        c[EnergyAction::ub_read] += vectors * row;
+        c[EnergyAction::ub_read] += vectors * pack.segments() * row;  // a gather reads a row per segment
         c[EnergyAction::acc_write] += vectors * acc_row;
         if (inst[Field::accumulate]) c[EnergyAction::acc_read] += vectors * acc_row;
         break;
       }
       case Opcode::activate:
         c[EnergyAction::acc_read] += inst[Field::rows] * acc_row;
-        c[EnergyAction::ub_write] += inst[Field::rows] * row;
+        c[EnergyAction::ub_write] += inst[Field::rows] * pack.groups() * row;  // a row per group
         break;
       case Opcode::vector: {
         const bool pass = inst[Field::op] == static_cast<uint64_t>(isa::VecOp::pass);  // one operand

@@ -13,13 +13,14 @@ namespace {
 
 // Matmul input groups, merged when contiguous; beyond 64 separate groups, one bounding range
 // (conservative: it can only report a conflict that the exact ranges would not).
-std::vector<RowRange> matmul_reads(const isa::Instruction& inst) {
+// With a gather (pack.h), each group's rows reach `reach` rows further.
+std::vector<RowRange> matmul_reads(const isa::Instruction& inst, uint64_t reach) {
   const uint64_t rows = inst[Field::rows], repeat = inst[Field::repeat], stride = inst[Field::stride];
   const uint64_t ub = inst[Field::ub];
-  if (repeat == 1 || stride == rows) return {{ub, rows * repeat}};
-  if (repeat > 64) return {{ub, (repeat - 1) * stride + rows}};
+  if (repeat == 1 || stride == rows) return {{ub, rows * repeat + reach}};
+  if (repeat > 64 || stride < rows + reach) return {{ub, (repeat - 1) * stride + rows + reach}};
   std::vector<RowRange> r;
-  for (uint64_t g = 0; g < repeat; ++g) r.push_back({ub + g * stride, rows});
+  for (uint64_t g = 0; g < repeat; ++g) r.push_back({ub + g * stride, rows + reach});
   return r;
 }
 
@@ -40,18 +41,18 @@ RowRange acc_rows(const isa::Instruction& inst) {
   return {};
 }
 
-Accesses accesses(const isa::Instruction& inst, const Arch& arch) {
+Accesses accesses(const isa::Instruction& inst, const Arch& arch, const PackRegs& pack) {
   Accesses a;
   const uint64_t rows = inst[Field::rows];
   switch (inst.opcode) {
     case Opcode::read_host: a.ub_writes = {{inst[Field::ub], rows}}; break;
     case Opcode::write_host: a.ub_reads = {{inst[Field::ub], rows}}; break;
     case Opcode::matmul:
-      a.ub_reads = matmul_reads(inst);
+      a.ub_reads = matmul_reads(inst, pack.reach());
       a.acc = acc_rows(inst);
       break;
     case Opcode::activate:
-      a.ub_writes = {{inst[Field::ub], rows}};
+      a.ub_writes = {{inst[Field::ub], rows * pack.groups()}};
       if (inst[Field::per_channel]) a.ub_reads = {{inst[Field::qtable], perchan_table_rows(arch)}};
       a.acc = acc_rows(inst);
       break;
@@ -104,7 +105,7 @@ void Hazards::report(const Record& a, const Record& b) const {
 
 bool Hazards::started(uint64_t index, isa::Unit unit, uint64_t start, uint64_t until,
                       uint64_t lowest_unstarted) {
-  Record r{index, unit, start, until, accesses(ctx_.inst(index), ctx_.arch)};
+  Record r{index, unit, start, until, accesses(ctx_.inst(index), ctx_.arch, ctx_.pack(index))};
   for (const RowRange& x : r.use.ub_reads) ctx_.note_ub(x.first, x.rows);
   for (const RowRange& x : r.use.ub_writes) ctx_.note_ub(x.first, x.rows);
   if (r.use.acc.rows) ctx_.note_acc(r.use.acc.first, r.use.acc.rows);

@@ -28,7 +28,9 @@ struct Accesses {
   std::vector<RowRange> ub_reads, ub_writes;
   RowRange acc;  // rows 0 when none
 };
-Accesses accesses(const isa::Instruction& inst, const Arch& arch);
+// `pack`: the packing registers the instruction was issued with (a gathering matmul reads, a
+// scattering activate writes, more rows).
+Accesses accesses(const isa::Instruction& inst, const Arch& arch, const PackRegs& pack = {});
 RowRange acc_rows(const isa::Instruction& inst);  // matmul writes / act reads; rows 0 otherwise
 
 class Hazards {

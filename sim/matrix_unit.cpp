@@ -2,6 +2,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <optional>
 
 #include "sim/units.h"
 
@@ -14,8 +15,16 @@ using isa::Field;
 struct MatrixUnit::Stream {
   uint64_t index, t0, vectors, acc;
   bool accumulate, switch_tile, in_unsigned;
+  uint64_t period = 1;          // cycles per vector: vector v enters row 0 at t0 + v*period + period-1
   std::vector<uint8_t> inputs;  // vectors x array_rows
   uint64_t written = 0;         // results seen leaving the array so far
+  // The vector entering row 0 at cycle `inj`, if any.
+  std::optional<uint64_t> vector_at(uint64_t inj) const {
+    if (inj + 1 < t0 + period) return std::nullopt;
+    const uint64_t d = inj + 1 - t0 - period;
+    if (d % period || d / period >= vectors) return std::nullopt;
+    return d / period;
+  }
 };
 
 MatrixUnit::MatrixUnit(sc_core::sc_module_name name, Context& ctx, Hazards& hazards)
@@ -99,38 +108,45 @@ bool MatrixUnit::start_matmul(uint64_t i, uint64_t t0) {
   const isa::Instruction& in = ctx_.inst(i);
   const Arch& a = ctx_.arch;
   const uint64_t rows = in[Field::rows], repeat = in[Field::repeat], B = rows * repeat;
-  const uint64_t end = t0 + B + a.array_rows + a.array_cols - 1;
-  if (!hazards_.started(i, isa::Unit::matrix, t0, t0 + B, ctx_.lowest_unstarted())) return false;
+  const PackRegs& pack = ctx_.pack(i);
+  const uint64_t period = vector_cycles(pack, a), stream = B * period;  // (check_static bounds B, period)
+  const uint64_t end = t0 + stream + a.array_rows + a.array_cols - 1;
+  if (!hazards_.started(i, isa::Unit::matrix, t0, t0 + stream, ctx_.lowest_unstarted())) return false;
   if (in[Field::switch_weights]) {
     uint64_t s = 0;
     active_ = *weights->wait_shadow(s);  // loaded: serve() waited for it
-    weights->switched(t0);
+    weights->switched(t0 + period - 1);  // with the first vector's wavefront
     if (ctx_.engine == Engine::fast)
       packed_ = PackedWeights(active_.tile.data, a.array_cols, a.array_rows, a.array_cols,
                               active_.tile.is_unsigned);
   }
   MatrixCounters& m = ctx_.result.matrix;
   const uint64_t used = uint64_t{active_.use.rows} * active_.use.cols;
-  m.array_active += B;
+  // A gathering matmul keeps the array busy for its whole stream; only one cycle in `period`
+  // carries a vector (the others count as unused MACs).
+  m.array_active += stream;
   m.useful_mac_cycles += double(B) * double(used) / double(a.tile_bytes());
   ctx_.result.macs += B * used;
   ctx_.result.array_macs += B * a.tile_bytes();
-  ctx_.matrix_spans.push_back({t0, t0 + B});
+  ctx_.matrix_spans.push_back({t0, t0 + stream});
   ctx_.timeline[i].start = t0;
   const bool unsigned_in = in[Field::unsigned_data] != 0, accumulate = in[Field::accumulate] != 0;
   if (ctx_.engine == Engine::stepped) {
     auto st = std::make_shared<Stream>(
-        Stream{i, t0, B, in[Field::acc], accumulate, in[Field::switch_weights] != 0, unsigned_in, {}});
+        Stream{i, t0, B, in[Field::acc], accumulate, in[Field::switch_weights] != 0, unsigned_in, period, {}});
     st->inputs.resize(B * a.array_rows);
-    for (uint64_t v = 0; v < B; ++v) {
-      const uint8_t* row =
-          ctx_.state->ub_row(in[Field::ub] + (v / rows) * in[Field::stride] + v % rows) + in[Field::lane];
-      std::copy(row, row + a.array_rows, st->inputs.begin() + v * a.array_rows);
-    }
+    const auto row_of = [&](uint64_t row) { return ctx_.state->ub_row(row); };
+    for (uint64_t v = 0; v < B; ++v) gather_vector(pack, a, in, v, row_of, st->inputs.data() + v * a.array_rows);
     streams_.push_back(std::move(st));
     work_event_.notify(sc_core::SC_ZERO_TIME);
   } else {
-    if (ctx_.engine == Engine::fast)
+    if (ctx_.engine == Engine::fast && pack.gathers()) {
+      gathered_.resize(B * a.array_rows);
+      const auto row_of = [&](uint64_t row) { return ctx_.state->ub_row(row); };
+      for (uint64_t v = 0; v < B; ++v) gather_vector(pack, a, in, v, row_of, gathered_.data() + v * a.array_rows);
+      packed_.multiply(gathered_.data(), a.array_rows, unsigned_in, B, ctx_.state->acc_row(in[Field::acc]),
+                       a.array_cols, accumulate);
+    } else if (ctx_.engine == Engine::fast)
       for (uint64_t g = 0; g < repeat; ++g)
         packed_.multiply(ctx_.state->ub_row(in[Field::ub] + g * in[Field::stride]) + in[Field::lane], a.ub_row_bytes(),
                          unsigned_in, rows, ctx_.state->acc_row(in[Field::acc] + g * rows), a.array_cols,
@@ -138,7 +154,7 @@ bool MatrixUnit::start_matmul(uint64_t i, uint64_t t0) {
     retiring_.push_back({i, end});
     if (retiring_.size() == 1) retire_event_.notify(ctx_.at(end) - sc_core::sc_time_stamp());
   }
-  port_free_ = t0 + B;
+  port_free_ = t0 + stream;
   // Busy: the union of [t0, end) over matmuls (their drains overlap the next ones' streaming).
   ctx_.result.unit_busy[int(isa::Unit::matrix)] += end - std::max(t0, busy_until_);
   busy_until_ = end;
@@ -162,7 +178,7 @@ void MatrixUnit::retire() {
 
 std::vector<MatrixUnit::InFlight> MatrixUnit::in_flight() const {
   std::vector<InFlight> v;
-  for (const auto& s : streams_) v.push_back({s->index, s->t0, s->vectors, s->written});
+  for (const auto& s : streams_) v.push_back({s->index, s->t0, s->vectors, s->written, s->period});
   return v;
 }
 
@@ -196,10 +212,14 @@ void MatrixUnit::step_run() {
 
 bool MatrixUnit::step_cycle(uint64_t c) {
   const uint64_t N = ctx_.arch.array_rows, M = ctx_.arch.array_cols;
-  // Vector of `s` entering row 0 at cycle `inj`, if any.
+  // The stream whose vector entered row 0 at cycle `inj`, if any, and that vector's index.
+  uint64_t v = 0;
   auto stream_at = [&](uint64_t inj) -> Stream* {
     for (auto& s : streams_)
-      if (inj >= s->t0 && inj < s->t0 + s->vectors) return s.get();
+      if (const auto at = s->vector_at(inj)) {
+        v = *at;
+        return s.get();
+      }
     return nullptr;
   };
   // 1. The accumulators write what left the bottom row in cycle c - 1: column j's result of
@@ -217,7 +237,6 @@ bool MatrixUnit::step_cycle(uint64_t c) {
                       c, j));
       return false;
     }
-    const uint64_t v = c - N - j - s->t0;
     int32_t* acc = ctx_.state->acc_row(s->acc + v) + j;
     *acc = s->accumulate ? int32_t(uint32_t(*acc) + uint32_t(bottom[j])) : bottom[j];
     ++s->written;
@@ -238,7 +257,6 @@ bool MatrixUnit::step_cycle(uint64_t c) {
       left_flags_[k] = 0;
       continue;
     }
-    const uint64_t v = c - k - s->t0;
     const uint8_t b = s->inputs[v * N + k];
     left_[k] = s->in_unsigned ? int16_t(b) : int16_t(int8_t(b));
     left_flags_[k] = SystolicArray::kValid | (v == 0 && s->switch_tile ? SystolicArray::kSwitch : 0);

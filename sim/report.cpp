@@ -26,14 +26,19 @@ constexpr ReportKey kKeys[] = {
      "batch / seconds, with batch from the program's `.meta batch` (else 1)"},
     {"batch", "integer", "inferences per run of the program"},
     {"macs", "integer",
-     "useful multiply-accumulates: per matmul, vectors x the used rows x used cols of its tile"},
-    {"array_macs", "integer", "all cell multiply-accumulates: array_active cycles x array_rows x array_cols"},
+     "useful multiply-accumulates: per matmul, vectors x the used rows x used cols of its tile (the bounding "
+     "box of its nonzero weights: for a packed convolution's block-Toeplitz tile, the zeros inside count; "
+     "`layers` counts exactly)"},
+    {"array_macs", "integer",
+     "all cell multiply-accumulates: vectors streamed x array_rows x array_cols (array_active cycles x "
+     "array_rows x array_cols, but for the cycles a gathering matmul waits for its next vector)"},
     {"layers", "array or null",
      "a compiled model's layers as the compiler mapped them (the program's `meta.mapping`), in program order: "
      "per layer `layer` (name), `macs` (useful multiply-accumulates), `array_macs` (computed: streamed vectors "
      "x array_rows x array_cols), `useful_share` (macs / array_macs), `weight_tiles` (tiles switched in), "
-     "`ub_bytes` (UB rows held during the layer x the row width, per-column tables included); null for a "
-     "program without that metadata"},
+     "`ub_bytes` (UB rows held during the layer x the row width, per-column tables included), and for a packed "
+     "convolution `packing` (docs/compiler.md: pixels per vector, gathered input pixels and kernel rows); null "
+     "for a program without that metadata"},
     {"mapping_warnings", "array",
      "one sentence per layer that maps badly: it computes at least 1% of the model's array MACs and less than "
      "10% of them are useful (narrow tensors, few input channels per tile); empty when none"},
@@ -102,6 +107,7 @@ nlohmann::ordered_json layers_of(const isa::Program& p) {
                    {"useful_share", array ? double(macs) / double(array) : 0.0},
                    {"weight_tiles", l.value("weight_tiles", uint64_t{0})},
                    {"ub_bytes", l.value("ub_bytes", uint64_t{0})}});
+    if (l.contains("packing") && l["packing"].is_string()) out.back()["packing"] = l["packing"];
   }
   return out;
 }

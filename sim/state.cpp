@@ -110,10 +110,11 @@ struct Bounds {
   std::vector<Region> host;
   uint64_t weight_image = 0;
   uint64_t host_stride = 0, host_row_bytes = 0, act_lane = 0;
+  PackRegs pack{};
 };
 
 Bounds bounds_of(const MachineState& s) {
-  Bounds b{s.arch, {}, s.weights.size(), s.host_stride, s.host_row_bytes, s.act_lane};
+  Bounds b{s.arch, {}, s.weights.size(), s.host_stride, s.host_row_bytes, s.act_lane, s.pack};
   for (const HostBuffer& h : s.host) b.host.push_back({h.name, h.addr, h.bytes.size()});
   return b;
 }
@@ -182,25 +183,28 @@ void check_weights(const Fail& fail, const Bounds& b, u128 first, u128 count) {
     fail(bytes + ", but the weight image holds only " + dec(b.weight_image) + " bytes (never loaded)");
 }
 
-void check_matmul(const Fail& fail, const Arch& a, const isa::Instruction& inst) {
+void check_matmul(const Fail& fail, const Arch& a, const PackRegs& pack, const isa::Instruction& inst) {
   const uint64_t rows = inst[Field::rows], repeat = inst[Field::repeat];
-  if (inst[Field::lane] + a.array_rows > a.ub_row_bytes())
+  if (const auto why = gather_error(pack, a, inst[Field::lane])) fail(*why);
+  if (!pack.gathers() && inst[Field::lane] + a.array_rows > a.ub_row_bytes())
     fail("reads bytes " + span_text(inst[Field::lane], a.array_rows, dec) + " of each UB row (lane " +
          dec(inst[Field::lane]) + "), but a UB row has " + dec(a.ub_row_bytes()) + " bytes");
-  check_ub(fail, a, "reads", inst[Field::ub], u128{repeat - 1} * inst[Field::stride] + rows);
+  check_ub(fail, a, "reads", inst[Field::ub], u128{repeat - 1} * inst[Field::stride] + rows + pack.reach());
   check_acc(fail, a, "writes", inst[Field::acc], u128{rows} * repeat);
 }
 
 uint64_t qtable_rows(const Arch& a) { return (7 * a.array_cols + a.ub_row_bytes() - 1) / a.ub_row_bytes(); }
 
-void check_activate(const Fail& fail, const Arch& a, uint64_t act_lane, const isa::Instruction& inst) {
-  if (act_lane + a.array_cols > a.ub_row_bytes())
+void check_activate(const Fail& fail, const Arch& a, uint64_t act_lane, const PackRegs& pack,
+                    const isa::Instruction& inst) {
+  if (const auto why = scatter_error(pack, a, act_lane)) fail(*why);
+  if (!pack.scatters() && act_lane + a.array_cols > a.ub_row_bytes())
     fail("writes bytes " + span_text(act_lane, a.array_cols, dec) + " of each UB row (act_lane " + dec(act_lane) +
          "), but a UB row has " + dec(a.ub_row_bytes()) + " bytes");
   check_acc(fail, a, "reads", inst[Field::acc], inst[Field::rows]);
   if (inst[Field::per_channel])
     check_ub(fail, a, "reads the per-column table from", inst[Field::qtable], qtable_rows(a));
-  check_ub(fail, a, "writes", inst[Field::ub], inst[Field::rows]);
+  check_ub(fail, a, "writes", inst[Field::ub], u128{inst[Field::rows]} * pack.groups());
 }
 
 void check_vector(const Fail& fail, const Arch& a, const isa::Instruction& inst) {
@@ -237,20 +241,22 @@ void check_instruction(const Bounds& b, const isa::Instruction& inst, uint64_t i
     case Opcode::write_host: return check_dma(fail, b, inst);
     case Opcode::read_weights:
       return check_weights(fail, b, inst[Field::waddr], u128{inst[Field::tiles]} * b.arch.tile_bytes());
-    case Opcode::matmul: return check_matmul(fail, b.arch, inst);
-    case Opcode::activate: return check_activate(fail, b.arch, b.act_lane, inst);
+    case Opcode::matmul: return check_matmul(fail, b.arch, b.pack, inst);
+    case Opcode::activate: return check_activate(fail, b.arch, b.act_lane, b.pack, inst);
     case Opcode::vector: return check_vector(fail, b.arch, inst);
     case Opcode::pool: return check_pool(fail, b.arch, inst);
     default: return;
   }
 }
 
-void set_register(uint64_t& host_stride, uint64_t& host_row_bytes, uint64_t& act_lane,
+void set_register(uint64_t& host_stride, uint64_t& host_row_bytes, uint64_t& act_lane, PackRegs& pack,
                   const isa::Instruction& inst, uint64_t index) {
+  if (set_pack_register(pack, inst)) return;
   switch (static_cast<isa::ConfigReg>(inst[Field::reg])) {
     case isa::ConfigReg::host_stride: host_stride = inst[Field::value]; return;
     case isa::ConfigReg::host_row_bytes: host_row_bytes = inst[Field::value]; return;
     case isa::ConfigReg::act_lane: act_lane = inst[Field::value]; return;
+    default: break;  // (the packing registers: set_pack_register above)
   }
   Fail{index, inst}("unknown configuration register " + dec(inst[Field::reg]));
 }
@@ -262,13 +268,13 @@ void check_static(const isa::Program& program, const Arch& arch) {
   for (const isa::HostRegion& r : program.host_regions) b.host.push_back({r.name, r.host_addr, r.bytes});
   for (uint64_t i = 0; i < program.code.size(); ++i) {
     const isa::Instruction& inst = program.code[i];
-    if (inst.opcode == Opcode::set_config) set_register(b.host_stride, b.host_row_bytes, b.act_lane, inst, i);
+    if (inst.opcode == Opcode::set_config) set_register(b.host_stride, b.host_row_bytes, b.act_lane, b.pack, inst, i);
     check_instruction(b, inst, i);
   }
 }
 
 void exec_set_config(MachineState& s, const isa::Instruction& inst, uint64_t index) {
-  set_register(s.host_stride, s.host_row_bytes, s.act_lane, inst, index);
+  set_register(s.host_stride, s.host_row_bytes, s.act_lane, s.pack, inst, index);
 }
 
 void exec_read_host(MachineState& s, const isa::Instruction& inst, uint64_t index) {
@@ -295,13 +301,15 @@ void exec_write_host(MachineState& s, const isa::Instruction& inst, uint64_t ind
 }
 
 void matmul_reference(MachineState& s, const isa::Instruction& inst, const WeightTile& active) {
-  check_matmul(Fail{kNoIndex, inst}, s.arch, inst);
+  check_matmul(Fail{kNoIndex, inst}, s.arch, s.pack, inst);
   const uint64_t n = s.arch.array_rows, m = s.arch.array_cols, rows = inst[Field::rows];
   const bool x_unsigned = inst[Field::unsigned_data], add = inst[Field::accumulate];
   std::vector<uint32_t> sum(m);  // int32 arithmetic wraps: computed modulo 2^32
+  std::vector<uint8_t> x(n);
+  const auto row_of = [&](uint64_t row) { return s.ub_row(row); };
   for (uint64_t g = 0; g < inst[Field::repeat]; ++g)
     for (uint64_t r = 0; r < rows; ++r) {
-      const uint8_t* x = s.ub_row(inst[Field::ub] + g * inst[Field::stride] + r) + inst[Field::lane];
+      gather_vector(s.pack, s.arch, inst, g * rows + r, row_of, x.data());
       std::fill(sum.begin(), sum.end(), 0u);
       for (uint64_t k = 0; k < n; ++k) {
         const int32_t xk = x_unsigned ? int32_t{x[k]} : int32_t{static_cast<int8_t>(x[k])};
@@ -370,6 +378,18 @@ void exec_activate(MachineState& s, const isa::Instruction& inst, uint64_t index
                                static_cast<int64_t>(inst[Field::clip]), inst[Field::unsigned_data] != 0};
   const int32_t* x = s.acc_row(inst[Field::acc]);
   uint8_t* ub = s.ub_row(inst[Field::ub]) + s.act_lane;
+  if (s.pack.scatters()) {  // group p of accumulator row i to UB row ub + p * rows + i
+    const uint64_t g = s.pack.act_group_cols, m = s.arch.array_cols;
+    const std::vector<activation::Column> q = inst[Field::per_channel] ? columns(s, inst) : std::vector<activation::Column>{};
+    for (uint64_t i = 0; i < rows; ++i)
+      for (uint64_t p = 0; p < s.pack.groups(); ++p) {
+        const int32_t* xi = x + i * m + p * g;
+        uint8_t* out = ub + (p * rows + i) * width;
+        if (inst[Field::per_channel]) activation::act_rows_per_column(xi, out, 1, width, std::span(q).subspan(p * g, g), f);
+        else activation::act_rows(xi, out, 1, g, width, inst[Field::mult], inst[Field::shift], f);
+      }
+    return;
+  }
   if (inst[Field::per_channel]) activation::act_rows_per_column(x, ub, rows, width, columns(s, inst), f);
   else activation::act_rows(x, ub, rows, s.arch.array_cols, width, inst[Field::mult], inst[Field::shift], f);
 }

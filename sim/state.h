@@ -17,6 +17,7 @@
 #include "isa/instruction.h"
 #include "isa/program.h"
 #include "sim/arch.h"
+#include "sim/pack.h"
 
 namespace tpusim::sim {
 
@@ -60,6 +61,7 @@ struct MachineState {
   uint64_t host_stride = 0;          // setcfg registers (0 = UB row width)
   uint64_t host_row_bytes = 0;
   uint64_t act_lane = 0;             // setcfg: UB row byte of activate's first column
+  PackRegs pack;                     // setcfg gather_* (matmul), act_groups/act_group_cols (act)
 
   uint8_t* ub_row(uint64_t row) { return ub.data() + row * arch.ub_row_bytes(); }
   const uint8_t* ub_row(uint64_t row) const { return ub.data() + row * arch.ub_row_bytes(); }
@@ -101,7 +103,8 @@ void exec_write_host(MachineState& s, const isa::Instruction& inst, uint64_t ind
 void exec_activate(MachineState& s, const isa::Instruction& inst, uint64_t index);
 void exec_vector(MachineState& s, const isa::Instruction& inst, uint64_t index);
 void exec_pool(MachineState& s, const isa::Instruction& inst, uint64_t index);
-// The plainest loops: acc[acc + i][j] (+)= sum_k x_i[k] * W[k][j], int32 wrapping.
+// The plainest loops: acc[acc + i][j] (+)= sum_k x_i[k] * W[k][j], int32 wrapping, x_i gathered
+// as s.pack says (pack.h).
 void matmul_reference(MachineState& s, const isa::Instruction& inst, const WeightTile& active);
 
 // The tile rw would fetch as its `t`-th tile (waddr + t * tile_bytes).

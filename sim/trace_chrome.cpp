@@ -140,7 +140,7 @@ class ChromeWriter {
       args["end"] = t.end;
       args["cycles"] = t.end - begin;
       if (!control) args["queued"] = t.start - t.issue;  // from issue to start: queue, interlocks, weights
-      if (in.opcode == isa::Opcode::matmul) args["streaming_end"] = t.start + m_.vectors(i);
+      if (in.opcode == isa::Opcode::matmul) args["streaming_end"] = t.start + m_.stream_cycles(i);
       ordered_json fields = ordered_json::object();
       for (const isa::Operand& o : spec.operands)
         fields[std::string(isa::field_spec(o.field).name)] = in[o.field];

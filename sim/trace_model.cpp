@@ -40,7 +40,8 @@ TraceModel::TraceModel(const TraceInput& input, const TraceSelection& selection)
       program(*input.program),
       arch(*input.arch),
       timeline(input.result->timeline),
-      cycles(input.result->cycles) {
+      cycles(input.result->cycles),
+      pack(program.code) {
   build_layers();
   build_matrix_spans();
   build_series();
@@ -61,6 +62,7 @@ const std::string* TraceModel::layer(uint64_t i) const {
 }
 
 uint64_t TraceModel::vectors(uint64_t i) const { return inst(i)[Field::rows] * inst(i)[Field::repeat]; }
+uint64_t TraceModel::stream_cycles(uint64_t i) const { return vectors(i) * vector_cycles(pack.at(i), arch); }
 
 bool TraceModel::in_window(uint64_t begin, uint64_t end) const {
   if (begin == end) return begin >= sel.begin && begin < sel.end;
@@ -101,7 +103,7 @@ void TraceModel::build_matrix_spans() {
   std::vector<MatrixSpan> matrix;
   for (uint64_t i = 0; i < timeline.size(); ++i)
     if (inst(i).opcode == Opcode::matmul)
-      matrix.push_back({MatrixKind::active, timeline[i].start, timeline[i].start + vectors(i), i});
+      matrix.push_back({MatrixKind::active, timeline[i].start, timeline[i].start + stream_cycles(i), i});
   for (const TraceRecorder::WeightWait& w : in.recorder->weight_waits) {
     if (w.t0 <= w.from) continue;
     const uint64_t split = std::clamp(w.landed, w.from, w.t0);
@@ -146,9 +148,9 @@ void TraceModel::build_series() {
   std::vector<Accesses> acc(timeline.size());
   for (uint64_t i = 0; i < timeline.size(); ++i) {
     if (unit(i) == isa::Unit::control) continue;
-    acc[i] = accesses(inst(i), arch);
+    acc[i] = accesses(inst(i), arch, pack.at(i));
     if (acc[i].ub_reads.empty() && acc[i].ub_writes.empty()) continue;
-    const uint64_t end = inst(i).opcode == Opcode::matmul ? timeline[i].start + vectors(i) : timeline[i].end;
+    const uint64_t end = inst(i).opcode == Opcode::matmul ? timeline[i].start + stream_cycles(i) : timeline[i].end;
     uses.push_back({timeline[i].start, true, i});
     uses.push_back({end, false, i});
   }

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "sim/pack.h"
 #include "sim/trace.h"
 
 namespace tpusim::sim {
@@ -51,6 +52,8 @@ class TraceModel {
   std::string text(uint64_t i) const;          // the disassembled instruction
   const std::string* layer(uint64_t i) const;  // its layer name, or null
   uint64_t vectors(uint64_t i) const;          // a matmul's B = rows x repeat
+  uint64_t stream_cycles(uint64_t i) const;    // cycles a matmul streams: B x cycles per vector (pack.h)
+  const PackTimeline pack;                     // the packing registers each instruction saw
   // A tile's number within its read_weights.
   uint64_t tile_in_rw(uint64_t tile) const { return tile_in_rw_[tile]; }
 

@@ -91,7 +91,9 @@ class WeightPath : public sc_core::sc_module, public Station, public WeightSourc
 
 // The matrix unit: the systolic data setup, the array (active and shadow tiles) and the
 // accumulators it writes. A matmul of B vectors starting at t0 streams its inputs during
-// [t0, t0 + B) and writes its last accumulator row at t0 + B + rows + cols - 2.
+// [t0, t0 + B*D) and writes its last accumulator row at t0 + B*D + rows + cols - 2, where D is
+// the cycles per vector (1; with a gather of several UB rows, pack.h vector_cycles): vector v
+// is read from the UB during [t0 + v*D, t0 + v*D + D) and enters the array in the last of them.
 class MatrixUnit : public sc_core::sc_module, public Station {
  public:
   sc_core::sc_port<WeightSource> weights;
@@ -105,6 +107,7 @@ class MatrixUnit : public sc_core::sc_module, public Station {
   // array when the stepped engine steps it (else null), the matmuls in the array (stepped).
   struct InFlight {
     uint64_t index, t0, vectors, written;  // written: accumulator values (vectors x cols in all)
+    uint64_t period = 1;                    // cycles per vector (D above)
   };
   const FetchedTile& active_tile() const { return active_; }
   const SystolicArray* stepped_array() const {
@@ -127,6 +130,7 @@ class MatrixUnit : public sc_core::sc_module, public Station {
   StationQueue queue_;
   FetchedTile active_;
   PackedWeights packed_;  // fast engine: the active tile, packed for the GEMM
+  std::vector<uint8_t> gathered_;  // fast engine: a gathering matmul's input vectors
   uint64_t port_free_ = 0;
   std::deque<std::pair<uint64_t, uint64_t>> retiring_;  // (index, end)
   sc_core::sc_event retire_event_, work_event_;
@@ -150,7 +154,7 @@ class ActivationUnit : public sc_core::sc_module, public Station {
  private:
   void run();
   void serve();
-  uint64_t duration(const isa::Instruction& inst) const;
+  uint64_t duration(uint64_t index) const;
   Context& ctx_;
   Hazards& hazards_;
   StationQueue queue_;

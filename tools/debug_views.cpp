@@ -158,7 +158,7 @@ std::string view_array(const sim::DebugSession& s, uint64_t row, uint64_t col, u
   }
   for (const sim::MatmulView& m : s.matmuls())
     out += fmt::format("matmul {} ({}): vectors enter in cycles {}..{}; {} of {} results written\n", m.index,
-                       text(s, m.index), m.t0, m.t0 + m.vectors - 1, m.written, m.vectors * M);
+                       text(s, m.index), m.t0 + m.period - 1, m.t0 + m.vectors * m.period - 1, m.written, m.vectors * M);
   return out;
 }
 
@@ -196,7 +196,8 @@ std::string view_units(const sim::DebugSession& s) {
                       text(s, i), *s.started_at(i));
       for (const sim::MatmulView& m : s.matmuls())
         if (m.index == i)
-          what += now < m.t0 + m.vectors ? fmt::format(": vector {} of {} entering", now - m.t0, m.vectors)
+          what += now < m.t0 + m.vectors * m.period
+                      ? fmt::format(": vector {} of {} entering", (now - m.t0) / m.period, m.vectors)
                                          : fmt::format(": draining, {} of {} results written", m.written,
                                                        m.vectors * s.arch().array_cols);
       lines += what;

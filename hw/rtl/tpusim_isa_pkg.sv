@@ -150,5 +150,12 @@ package tpusim_isa_pkg;
   localparam int unsigned CFG_HOST_STRIDE = 0;
   localparam int unsigned CFG_HOST_ROW_BYTES = 1;
   localparam int unsigned CFG_ACT_LANE = 2;
+  localparam int unsigned CFG_GATHER_BYTES = 3;
+  localparam int unsigned CFG_GATHER_COLS = 4;
+  localparam int unsigned CFG_GATHER_ROWS = 5;
+  localparam int unsigned CFG_GATHER_COL_STEP = 6;
+  localparam int unsigned CFG_GATHER_ROW_STEP = 7;
+  localparam int unsigned CFG_ACT_GROUPS = 8;
+  localparam int unsigned CFG_ACT_GROUP_COLS = 9;
 
 endpackage : tpusim_isa_pkg

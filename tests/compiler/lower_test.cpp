@@ -181,6 +181,64 @@ TEST_CASE("a strided convolution uses one matmul per output row and kernel posit
   CHECK(count(p, Opcode::matmul, Field::switch_weights, 1) == 9);
 }
 
+// Packing (compiler/packing.h) on a 16 x 16 array of small_arch() timing: a tile fetch takes
+// 256 bytes / 4 bytes per cycle = 64 cycles, the activation unit 2 cycles per act plus a row per
+// cycle. The estimates in the comments are packing.cpp's: matrix max(streaming, fetches) + act.
+TEST_CASE("few input channels: kernel positions and output pixels packed per vector, the cheapest estimate") {
+  sim::Arch a = arch8();
+  a.name = "test-16x16";
+  a.array_rows = a.array_cols = 16;
+  a.ub_bytes = 2048 * 16;
+  SECTION("1 channel, 3x3 on 6x6, 2 filters, batch 1: 2 pixels per vector") {
+    GraphBuilder b(1);
+    const int x = b.input(map_shape(6, 6, 1)), y = b.tensor("y", map_shape(4, 4, 2));
+    b.add(b.matmul({whole(x)}, whole(y), 3, 3, true), "conv");
+    b.g.output = y;
+    // 16 output pixels. Unpacked: 9 tiles, max(16 x 9 = 144, 9 x 64 = 576) + 16 + 5 acts x 2 = 602.
+    // P = 1 (3 x 3 = 9 UB rows per vector): max(16 x 9, 64) + 26 = 170. P = 2 (4 input pixels
+    // x 3 rows = 12 elements, G = 2 groups per output row): max(8 x 12 = 96, 64) + 16 + 8 acts x 2
+    // = 128. P = 4 (6 pixels: 2 kernel rows fit, then 1): max(4 x 18, 128) + 24 = 152. P = 2 wins.
+    const isa::Program p = lower_and_check(b.g, a);
+    CHECK(count(p, Opcode::read_weights) == 1);  // one tile: 12 rows, 2 groups x 2 columns
+    CHECK(count(p, Opcode::matmul) == 4);        // one per output row
+    const isa::Instruction& first = nth(p, Opcode::matmul, 0);
+    CHECK(first[Field::rows] == 1);    // batch 1
+    CHECK(first[Field::repeat] == 2);  // 2 groups of 2 pixels
+    CHECK(first[Field::stride] == 2);  // 2 pixels x stride 1 x batch 1
+    CHECK(count(p, Opcode::activate) == 4 * 2);  // one per group: its 2 pixels scattered
+    CHECK(count(p, Opcode::set_config, Field::reg, int64_t(isa::ConfigReg::gather_cols)) == 1);
+    CHECK(p.meta["mapping"][0]["packing"] == "2 pixels per vector, 4 input pixels x 3 kernel rows gathered");
+    // Useful: 16 pixels x 9 x 1 x 2 MACs; computed: 8 vectors x 256 cells.
+    CHECK(p.meta["mapping"][0]["macs"] == 16 * 9 * 2);
+    CHECK(p.meta["mapping"][0]["array_macs"] == 8 * 256);
+  }
+  SECTION("2 channels, 3x3 stride 2 padding 1 on 7x7, 3 filters, batch 2: kernel rows in 3 tiles") {
+    GraphBuilder b(2);
+    const int x = b.input(map_shape(7, 7, 2)), y = b.tensor("y", map_shape(4, 4, 3));
+    compiler::MatmulOp m = b.matmul({whole(x)}, whole(y), 3, 3);
+    m.pad = 1;
+    m.stride = 2;
+    b.add(m, "conv");
+    b.g.output = y;
+    // 32 output rows. Unpacked: max(32 x 9, 9 x 64) + 32 + 10 = 618. P = 1 (3 pixels x 2 channels:
+    // 2 kernel rows per tile, then 1): max(32 x 9, 128) + 42 = 330. P = 2 (5 input pixels x 2
+    // channels = 10: one kernel row per tile, 3 tiles): max(16 x 15, 192) + 32 + 8 x 2 = 288.
+    // P = 4 needs 9 x 2 = 18 > 16 rows.
+    const isa::Program p = lower_and_check(b.g, a);
+    CHECK(count(p, Opcode::read_weights) == 3);
+    CHECK(count(p, Opcode::matmul) == 3 * 4);  // per kernel row tile, one per output row
+    CHECK(count(p, Opcode::matmul, Field::switch_weights, 1) == 3);
+    CHECK(count(p, Opcode::matmul, Field::accumulate, 1) == 2 * 4);
+    const isa::Instruction& first = nth(p, Opcode::matmul, 0);
+    CHECK(first[Field::rows] == 2);    // batch 2
+    CHECK(first[Field::repeat] == 2);  // 2 groups of 2 pixels
+    CHECK(first[Field::stride] == 8);  // 2 pixels x stride 2 x batch 2
+    // Output row 1 reads input row 2 (stride 2) of the stored map (9 pixels wide with its border).
+    CHECK(nth(p, Opcode::matmul, 1)[Field::ub] == first[Field::ub] + 2 * 9 * 2);
+    CHECK(count(p, Opcode::activate) == 4 * 2);
+  }
+}
+
 TEST_CASE("outputs larger than the accumulators are chunked, and each chunk fetches the tiles again") {
   GraphBuilder b(2);
   const int x = b.input(map_shape(6, 6, 4)), y = b.tensor("y", map_shape(6, 6, 10));

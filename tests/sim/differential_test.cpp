@@ -112,9 +112,37 @@ class ProgramGenerator {
     if (chance(0.9)) emit(Opcode::sync, {{Field::units, units}});
   }
 
+  // Random packing registers (sim/pack.h) for the next matmul: a gather of bytes x cols x rows
+  // segments within array_rows, steps 0..4; or none. Returns how far its segments reach.
+  uint64_t gather() {
+    const auto set = [&](isa::ConfigReg reg, uint64_t v) { emit(Opcode::set_config, {{Field::reg, uint64_t(reg)}, {Field::value, v}}); };
+    if (!chance(0.4)) {
+      if (gathering_) set(isa::ConfigReg::gather_bytes, 0);
+      gathering_ = false;
+      return 0;
+    }
+    const uint64_t n = arch_.array_rows, bytes = pick(1, std::min<uint64_t>(n, 3)), cols = pick(1, n / bytes);
+    const uint64_t rows = pick(1, n / bytes / cols), cs = pick(0, 4), rs = pick(0, 4);
+    set(isa::ConfigReg::gather_bytes, bytes);
+    set(isa::ConfigReg::gather_cols, cols);
+    set(isa::ConfigReg::gather_rows, rows);
+    set(isa::ConfigReg::gather_col_step, cs);
+    set(isa::ConfigReg::gather_row_step, rs);
+    gathering_ = true;
+    gather_bytes_ = bytes;
+    return (cols - 1) * cs + (rows - 1) * rs;
+  }
+
   void matmul(bool switch_tile) {
+    uint64_t reach = gather();
     const uint64_t rows = pick(1, 8), repeat = pick(1, 3), stride = pick(0, 8);
-    const uint64_t span = (repeat - 1) * stride + rows;
+    uint64_t span = (repeat - 1) * stride + rows;
+    if (span + reach > 64) {  // a long reach: no gather this time
+      emit(Opcode::set_config, {{Field::reg, uint64_t(isa::ConfigReg::gather_bytes)}, {Field::value, 0}});
+      gathering_ = false;
+      reach = 0;
+    }
+    span += reach;
     emit(Opcode::matmul, {{Field::switch_weights, switch_tile},
                           {Field::accumulate, chance(0.5)},
                           {Field::unsigned_data, chance(0.3)},
@@ -123,14 +151,29 @@ class ProgramGenerator {
                           {Field::rows, rows},
                           {Field::repeat, repeat},
                           {Field::stride, stride},
-                          {Field::lane, pick(0, arch_.ub_row_bytes() - arch_.array_rows)}});
+                          {Field::lane, gathering_ ? pick(0, arch_.ub_row_bytes() - gather_bytes_)
+                                                   : pick(0, arch_.ub_row_bytes() - arch_.array_rows)}});
   }
+  bool gathering_ = false, scattering_ = false;
+  uint64_t gather_bytes_ = 0;
 
   // Where a station reads or writes: its own region, or (shared) one another station uses too.
   uint64_t share(uint64_t own, uint64_t other) { return lim_.shared && chance(0.5) ? other : own; }
 
   void activation_work() {
-    const uint64_t rows = pick(1, 8);
+    // Sometimes scatter: G groups of gc columns, each accumulator row to G UB rows (sim/pack.h).
+    uint64_t groups = 1;
+    if (chance(0.3) && arch_.array_cols >= 2) {
+      groups = pick(2, std::min<uint64_t>(arch_.array_cols, 4));
+      emit(Opcode::set_config, {{Field::reg, uint64_t(isa::ConfigReg::act_groups)}, {Field::value, groups}});
+      emit(Opcode::set_config, {{Field::reg, uint64_t(isa::ConfigReg::act_group_cols)},
+                                {Field::value, pick(1, arch_.array_cols / groups)}});
+      scattering_ = true;
+    } else if (scattering_) {
+      emit(Opcode::set_config, {{Field::reg, uint64_t(isa::ConfigReg::act_groups)}, {Field::value, 0}});
+      scattering_ = false;
+    }
+    const uint64_t rows = pick(1, 8 / groups);
     const uint64_t act_out = share(kY, kX), aux_in = share(kY, kX), aux_out = share(kZ, kX);
     if (chance(0.3))  // write the columns elsewhere in the rows (non-square arrays)
       emit(Opcode::set_config, {{Field::reg, uint64_t(isa::ConfigReg::act_lane)},
@@ -139,7 +182,7 @@ class ProgramGenerator {
                             {Field::per_channel, chance(0.3)},
                             {Field::unsigned_data, chance(0.2)},
                             {Field::acc, pick(0, 64 - rows)},
-                            {Field::ub, act_out + pick(0, 64 - rows)},
+                            {Field::ub, act_out + pick(0, 64 - rows * groups)},
                             {Field::rows, rows},
                             {Field::mult, pick(0, 300)},
                             {Field::shift, pick(0, 20)},

@@ -1,0 +1,53 @@
+// Kernel-position and output-pixel packing of a convolution (im2col by the systolic data setup).
+//
+// Without packing, a convolution with C input channels runs one weight tile per kernel position
+// (r, s) and K tile: C of the array's rows do work. With packing, a matmul gathers each input
+// vector from several UB rows (setcfg gather_*, sim/pack.h): for P neighbouring output pixels
+// (x .. x+P-1 of one output row) and kh kernel rows r0 .. r0+kh-1, the vector holds the C
+// channels of the U = (P-1)*stride + KW input pixels the P windows cover, in each of the kh input
+// rows: element (u*kh + rr)*C + c is channel c of input pixel (y*stride + r0 + rr, x*stride + u).
+// The weight tile is block Toeplitz: row (u, rr, c), column p*N + n holds W[r0+rr][u - p*stride][c][n]
+// when 0 <= u - p*stride < KW, else 0. The accumulator row then holds P pixels x N channels, which
+// activate scatters to the P pixels' UB rows (setcfg act_groups = P, act_group_cols = N).
+// A kernel taller than the rows allow is cut into row tiles of kh rows (accumulating).
+//
+// The choice per layer: the cheapest of no packing and every P dividing the output width (P*N
+// within array_cols, U*C within array_rows) by estimated cycles (matrix streaming, a vector every
+// ceil(U*kh / gather_rows_per_cycle) cycles, against weight fetches; plus the activation unit),
+// ties to the fewest array passes.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "sim/arch.h"
+
+namespace tpusim::compiler {
+
+struct ConvShape {
+  uint64_t c = 0, n = 0;  // input and output channels
+  uint64_t kh = 1, kw = 1, stride = 1;
+  uint64_t oh = 1, ow = 1;  // output map
+  uint64_t batch = 1;       // samples interleaved per pixel
+};
+
+struct Packing {
+  uint64_t p = 1;     // output pixels per vector (a divisor of ow)
+  uint64_t u = 1;     // input pixels per gathered row segment run: (p - 1) * stride + kw
+  uint64_t rows = 1;  // kernel rows per weight tile (the last tile may have fewer)
+  double cycles = 0;  // the estimate it was chosen by
+};
+
+// Kernel row tiles of a packing: ceil(kh / rows).
+inline uint64_t row_tiles(const Packing& pk, uint64_t kh) { return (kh + pk.rows - 1) / pk.rows; }
+
+// The packing for a convolution on `arch`, or nullopt when packing does not pay (or cannot
+// apply: a kernel row's kw x C channels wider than array_rows). `budget`: accumulator rows one
+// pass may use.
+std::optional<Packing> choose_packing(const ConvShape& conv, const sim::Arch& arch, uint64_t budget);
+
+// "P=7 pixels x 5 kernel rows of 11 input pixels" for the mapping report.
+std::string describe(const Packing& pk);
+
+}  // namespace tpusim::compiler
