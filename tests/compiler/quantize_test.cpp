@@ -332,7 +332,7 @@ TEST_CASE("concat: branches at one scale, read as the parts of a 1 x 1 matmul, p
   CHECK(quant_error(f.back(), golden[g.output], g.tensors[g.output].scale).relative < 0.05);
 }
 
-TEST_CASE("concat: a part at another scale is requantized; a concat as the output is joined", "[quantize]") {
+TEST_CASE("concat: a part at another scale is requantized, and a concat as the output is joined", "[quantize]") {
   Builder b(vec(6), 3, 5);
   b.m.inputs[0].scale = 1.0 / 64;  // given: the concat's (calibrated, about 1/127) differs
   const int a = b.dense(model_input(0), 4, Activation::sigmoid);  // scale 1/127, fixed by its stage
