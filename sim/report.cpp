@@ -254,17 +254,20 @@ std::string format_report(const nlohmann::ordered_json& j) {
       });
       shown.resize(std::min<size_t>(shown.size(), 10));
     }
-    s += all ? "\nlayer                 useful share of computed MACs  weight tiles     UB bytes\n"
+    const bool packed = std::any_of(shown.begin(), shown.end(), [](const auto* l) { return l->contains("packing"); });
+    s += all ? "\nlayer                 useful share of computed MACs  weight tiles     UB bytes"
              : fmt::format("\nthe {} of {} layers with the lowest useful share of computed MACs (in the report's "
-                           "`layers`: all)\n{:<55}weight tiles     UB bytes\n",
+                           "`layers`: all)\n{:<55}weight tiles     UB bytes",
                            shown.size(), layers.size(), "");
+    s += packed ? "  packing (docs/compiler.md)\n" : "\n";
     for (const auto* l : shown) {
       const auto array = (*l)["array_macs"].get<uint64_t>();  // 0: a pool or element-wise layer
       const std::string share = array ? fmt::format("{:>7.2f}% of {:.3g}", 100 * (*l)["useful_share"].get<double>(),
                                                     double(array))
                                       : std::string("      - (no matrix work)");
-      s += fmt::format("  {:<20} {:<32} {:>8} {:>12}\n", (*l)["layer"].get<std::string>(), share,
+      s += fmt::format("  {:<20} {:<32} {:>8} {:>12}", (*l)["layer"].get<std::string>(), share,
                        (*l)["weight_tiles"].get<uint64_t>(), (*l)["ub_bytes"].get<uint64_t>());
+      s += l->contains("packing") ? "  " + (*l)["packing"].get<std::string>() + "\n" : "\n";
     }
   }
   s += "\nmatrix unit, share of all cycles (TPU paper Table 3 counters)\n";
