@@ -54,7 +54,9 @@ std::optional<Packing> choose_packing(const ConvShape& cv, const sim::Arch& a, u
     const uint64_t tiles = div_up(cv.kh, rows) * n_tiles;
     const Estimate e = estimate(cv, a, chunks, tiles, double(per_vector * n_tiles), cv.oh * g * B,
                                 p > 1 ? cv.oh * g : chunks * n_tiles + cv.oh);
-    if (e.cycles < best_est.cycles || (e.cycles == best_est.cycles && e.passes < best_est.passes)) {
+    // Within 1% of the best estimate (rougher than that), fewer array passes win.
+    const bool close = e.cycles <= best_est.cycles * 1.01 && best_est.cycles <= e.cycles * 1.01;
+    if (close ? e.passes < best_est.passes : e.cycles < best_est.cycles) {
       best = Packing{p, u, rows, e.cycles};
       best_est = e;
     }

@@ -14,7 +14,7 @@
 // The choice per layer: the cheapest of no packing and every P dividing the output width (P*N
 // within array_cols, U*C within array_rows) by estimated cycles (matrix streaming, a vector every
 // ceil(U*kh / gather_rows_per_cycle) cycles, against weight fetches; plus the activation unit),
-// ties to the fewest array passes.
+// estimates within 1% of each other to the fewest array passes.
 #pragma once
 
 #include <cstdint>
