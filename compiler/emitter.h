@@ -39,7 +39,7 @@ class Emitter {
   // The act_groups / act_group_cols the following activates run with (0, 0: no scatter);
   // written before the next activate when they change. An activate writes rows x groups rows.
   void scatter(uint64_t groups, uint64_t group_cols) {
-    scatter_want_ = {groups, groups > 1 ? group_cols : 0};
+    scatter_want_ = {groups, groups ? group_cols : 0};
   }
   // act, vec and pool (the activation unit). `act_lane` is the UB row byte an act writes from
   // (a setcfg when it changes); vec and pool ignore it.

@@ -518,56 +518,74 @@ uint64_t Lowering::packed_tile(const MatmulOp& m, const LaneTile& n, const Packi
 }
 
 // A packed convolution (packing.h): per N tile (P = 1) or once (P > 1, all N channels of P pixels
-// in one accumulator row), chunks of whole output rows; per chunk and kernel row tile one weight
-// tile and one gathering matmul per output row (B samples x G = ow / P pixel groups: rows = B,
-// repeat = G, stride = P x stride x B); then the activates: P > 1 scatters each group's B
-// accumulator rows to its P pixels (one activate per group), P = 1 writes runs as unpacked.
+// in one accumulator row), chunks of whole output rows (or of pixel groups within a row when one
+// row's do not fit); per chunk and kernel row tile one weight tile and, per output row, one
+// gathering matmul for the full groups (B samples x groups: rows = B, repeat = groups, stride =
+// P x stride x B) and one for a last smaller group; then the activates: P > 1 scatters each
+// group's B accumulator rows to its pixels (one activate per group), P = 1 writes runs as unpacked.
 void Lowering::lower_packed(size_t i, const MatmulOp& m, const Packing& pk, uint64_t budget) {
   (void)i;
   const Storage& in = storage_[m.inputs[0].tensor];
   const Storage& out = storage_[m.output.tensor];
   const uint64_t oh = out.shape.h, ow = out.shape.w, B = batch_, C = in.shape.c, st = m.stride, off = in.pad - m.pad;
-  const uint64_t P = pk.p, G = ow / P, rows_per = budget / (G * B);
+  const uint64_t P = pk.p, full = ow / P, tail = ow % P, G = full + (tail != 0);
+  struct PackedChunk {
+    uint64_t y0, y1, g0, g1;  // output rows [y0, y1), groups [g0, g1) of each
+  };
+  std::vector<PackedChunk> chunks;
+  if (const uint64_t rows_per = budget / (G * B))
+    for (uint64_t y0 = 0; y0 < oh; y0 += rows_per) chunks.push_back({y0, std::min(oh, y0 + rows_per), 0, G});
+  else
+    for (uint64_t y = 0, per = budget / B; y < oh; ++y)
+      for (uint64_t g0 = 0; g0 < G; g0 += per) chunks.push_back({y, y + 1, g0, std::min(G, g0 + per)});
   const std::vector<LaneTile> nts = P == 1 ? n_tiles(m) : std::vector<LaneTile>{{0, 0, 0, m.n}};
   stats_[layer_].packing = describe(pk);
+  const auto pixels_of = [&](uint64_t g) { return g < full ? P : tail; };
   for (const LaneTile& n : nts)
-    for (uint64_t y0 = 0; y0 < oh; y0 += rows_per) {
-      const uint64_t y1 = std::min(oh, y0 + rows_per);
-      const uint64_t base = next_block((y1 - y0) * G * B);
+    for (const PackedChunk& c : chunks) {
+      const uint64_t groups = c.g1 - c.g0, base = next_block((c.y1 - c.y0) * groups * B);
       for (uint64_t r0 = 0; r0 < m.kernel_h; r0 += pk.rows) {
         const uint64_t kh = std::min(pk.rows, m.kernel_h - r0);
         const uint64_t waddr = packed_tile(m, n, pk, r0, kh);
-        const sim::PackRegs gather{C, pk.u, kh, B, in.stored_w() * B};
-        for (uint64_t y = y0; y < y1; ++y) {
+        bool first = true;
+        // Groups [ga, gb) of output row y, each of `pixels` pixels: one matmul.
+        const auto emit = [&](uint64_t y, uint64_t ga, uint64_t gb, uint64_t pixels) {
+          const sim::PackRegs gather{C, (pixels - 1) * st + m.kernel_w, kh, B, in.stored_w() * B};
           isa::Instruction mm = isa::make_instruction(Opcode::matmul);
-          mm[Field::ub] = in.stored_row(0, y * st + r0 + off, off);
-          mm[Field::acc] = base + (y - y0) * G * B;
+          mm[Field::ub] = in.stored_row(0, y * st + r0 + off, ga * P * st + off);
+          mm[Field::acc] = base + ((y - c.y0) * groups + ga - c.g0) * B;
           mm[Field::rows] = B;
-          mm[Field::repeat] = G;
-          mm[Field::stride] = G > 1 ? P * st * B : 0;
-          mm[Field::switch_weights] = y == y0;
+          mm[Field::repeat] = gb - ga;
+          mm[Field::stride] = gb - ga > 1 ? P * st * B : 0;
+          mm[Field::switch_weights] = first;
           mm[Field::accumulate] = r0 > 0;
-          em_.matmul(mm, y == y0, waddr, gather);
-          const uint64_t useful = G * B * P * kh * m.kernel_w * C * n.count;
+          em_.matmul(mm, first, waddr, gather);
+          const uint64_t useful = (gb - ga) * B * pixels * kh * m.kernel_w * C * n.count;
           macs_ += useful;
           stats_[layer_].macs += useful;
-          stats_[layer_].array_macs += G * B * arch_.tile_bytes();
-          stats_[layer_].tiles += y == y0;
+          stats_[layer_].array_macs += (gb - ga) * B * arch_.tile_bytes();
+          stats_[layer_].tiles += first;
+          first = false;
+        };
+        for (uint64_t y = c.y0; y < c.y1; ++y) {
+          if (c.g0 < std::min(c.g1, full)) emit(y, c.g0, std::min(c.g1, full), P);
+          if (tail && c.g1 == G) emit(y, std::max(c.g0, full), G, tail);
         }
       }
-      if (P == 1) {
-        activate(m, n, base, {{y0 * ow, (y1 - y0) * ow, 0}});
+      if (P == 1) {  // (no tail: 1 divides every width) the chunk's pixels, as unpacked
+        if (c.g0 == 0 && c.g1 == G) activate(m, n, base, {{c.y0 * ow, (c.y1 - c.y0) * ow, 0}});
+        else activate(m, n, base, {{c.y0 * ow + c.g0, groups, 0}});
         continue;
       }
       const bool perchan = !m.bias.empty() || m.mult.size() > 1;
       const uint64_t qtable = perchan ? table_row(m, n, P) : 0;
-      em_.scatter(P, m.n);
-      for (uint64_t y = y0; y < y1; ++y)
-        for (uint64_t g = 0; g < G; ++g) {
+      for (uint64_t y = c.y0; y < c.y1; ++y)
+        for (uint64_t g = c.g0; g < c.g1; ++g) {
+          em_.scatter(pixels_of(g), m.n);
           isa::Instruction act = isa::make_instruction(Opcode::activate);
           act[Field::func] = static_cast<uint64_t>(m.func);
           act[Field::clip] = m.clip;
-          act[Field::acc] = base + ((y - y0) * G + g) * B;
+          act[Field::acc] = base + ((y - c.y0) * groups + g - c.g0) * B;
           act[Field::ub] = out.row(0, y, g * P);
           act[Field::rows] = B;
           if (perchan) {

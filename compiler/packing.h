@@ -9,9 +9,12 @@
 // The weight tile is block Toeplitz: row (u, rr, c), column p*N + n holds W[r0+rr][u - p*stride][c][n]
 // when 0 <= u - p*stride < KW, else 0. The accumulator row then holds P pixels x N channels, which
 // activate scatters to the P pixels' UB rows (setcfg act_groups = P, act_group_cols = N).
-// A kernel taller than the rows allow is cut into row tiles of kh rows (accumulating).
+// A kernel taller than the rows allow is cut into row tiles of kh rows (accumulating). When P does
+// not divide the output width, each output row's last group has fewer pixels: it gathers fewer
+// input pixels (elements are ordered u-major, so the same tile serves it with the rest zero) and
+// its act scatters fewer groups.
 //
-// The choice per layer: the cheapest of no packing and every P dividing the output width (P*N
+// The choice per layer: the cheapest of no packing and every P up to the output width (P*N
 // within array_cols, U*C within array_rows) by estimated cycles (matrix streaming, a vector every
 // ceil(U*kh / gather_rows_per_cycle) cycles, against weight fetches; plus the activation unit),
 // estimates within 1% of each other to the fewest array passes.
@@ -33,14 +36,12 @@ struct ConvShape {
 };
 
 struct Packing {
-  uint64_t p = 1;     // output pixels per vector (a divisor of ow)
-  uint64_t u = 1;     // input pixels per gathered row segment run: (p - 1) * stride + kw
+  uint64_t p = 1;     // output pixels per vector
+  uint64_t u = 1;     // input pixels gathered per kernel row: (p - 1) * stride + kw
   uint64_t rows = 1;  // kernel rows per weight tile (the last tile may have fewer)
+  uint64_t tail = 0;  // pixels of each output row's last group when p does not divide ow (else 0)
   double cycles = 0;  // the estimate it was chosen by
 };
-
-// Kernel row tiles of a packing: ceil(kh / rows).
-inline uint64_t row_tiles(const Packing& pk, uint64_t kh) { return (kh + pk.rows - 1) / pk.rows; }
 
 // The packing for a convolution on `arch`, or nullopt when packing does not pay (or cannot
 // apply: a kernel row's kw x C channels wider than array_rows). `budget`: accumulator rows one

@@ -140,11 +140,11 @@ inline constexpr EnumValue kConfigRegValues[] = {
     {"gather_col_step", 6, "matmul gather: UB rows between segments (u, r) and (u+1, r)"},
     {"gather_row_step", 7, "matmul gather: UB rows between segments (u, r) and (u, r+1)"},
     {"act_groups", 8,
-     "activate scatter: column groups per accumulator row (0 and 1 at reset: no scatter). With G "
-     "> 1 groups of act_group_cols columns, an activate of `rows` rows writes group p "
+     "activate scatter: column groups per accumulator row (0 at reset: no scatter). With G "
+     ">= 1 groups of act_group_cols columns, an activate of `rows` rows writes group p "
      "(accumulator columns p*act_group_cols ..) of accumulator row acc+i to bytes act_lane .. "
      "act_lane+act_group_cols-1 of UB row ub + p*rows + i: G*rows UB rows, one per cycle"},
-    {"act_group_cols", 9, "activate scatter: columns per group (used when act_groups > 1)"},
+    {"act_group_cols", 9, "activate scatter: columns per group (used when act_groups > 0)"},
 };
 
 enum class FieldKind : uint8_t {
@@ -399,7 +399,7 @@ inline constexpr OpcodeSpec kOpcodes[] = {
      "y = round_half_away(x * mult / 2^shift) (with perchan: (x + bias[c]) * mult[c] / 2^shift[c] "
      "from the table), applies `func`, saturates to int8 (uint8 with `unsigned`) and writes each "
      "row's array_cols values to bytes act_lane .. act_lane+array_cols-1 (setcfg register) of UB "
-     "rows ub .. ub+rows-1, keeping the rows' other bytes (with setcfg act_groups > 1: each "
+     "rows ub .. ub+rows-1, keeping the rows' other bytes (with setcfg act_groups > 0: each "
      "column group to a UB row of its own).",
      "the activation unit free; the matrix unit finished writing the rows it reads"},
     {Opcode::vector, "vec", "Vector (element-wise)", Unit::activation, layout::kVector,

@@ -32,7 +32,7 @@ uint64_t ActivationUnit::duration(uint64_t index) const {
   const uint64_t ub_row = div_up(a.ub_row_bytes(), a.activation_lanes);
   switch (in.opcode) {
     case Opcode::activate: {
-      // With act_groups G > 1 (pack.h) each accumulator row becomes G UB rows of act_group_cols
+      // With act_groups G >= 1 (pack.h) each accumulator row becomes G UB rows of act_group_cols
       // values, written one row per cycle: max(one cycle, the group's values) per UB row.
       const PackRegs& pack = ctx_.pack(index);
       const uint64_t per_row = pack.scatters() ? pack.groups() * div_up(pack.act_group_cols, a.activation_lanes)

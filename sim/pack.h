@@ -30,7 +30,7 @@ struct PackRegs {
   uint64_t reach() const {
     return gathers() ? (cols() - 1) * gather_col_step + (rows() - 1) * gather_row_step : 0;
   }
-  bool scatters() const { return act_groups > 1; }
+  bool scatters() const { return act_groups != 0; }
   uint64_t groups() const { return scatters() ? act_groups : 1; }
   bool operator==(const PackRegs&) const = default;
 };

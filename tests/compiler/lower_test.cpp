@@ -212,6 +212,29 @@ TEST_CASE("few input channels: kernel positions and output pixels packed per vec
     CHECK(p.meta["mapping"][0]["macs"] == 16 * 9 * 2);
     CHECK(p.meta["mapping"][0]["array_macs"] == 8 * 256);
   }
+  SECTION("1 channel, 3x3 on 7x7, 5 filters: 3 pixels per vector, each row's last group of 2") {
+    GraphBuilder b(1);
+    const int x = b.input(map_shape(7, 7, 1)), y = b.tensor("y", map_shape(5, 5, 5));
+    b.add(b.matmul({whole(x)}, whole(y), 3, 3), "conv");
+    b.g.output = y;
+    // 25 output pixels; the act writes 25 rows of ceil(5 / 4) = 2 cycles = 50. Unpacked:
+    // max(25 x 9, 9 x 64) + 50 + 6 acts x 2 = 638. P = 1: max(5 rows x 5 x 9, 64) + 62 = 287.
+    // P = 2 (2 groups + a last of 1 gathering 3 pixels): 5 x (2 x 12 + 9) = 165, + 50 + 15 acts x 2
+    // = 245. P = 3 (5 input pixels x 3 rows = 15 elements; a last group of 2 gathers 4 pixels):
+    // 5 x (15 + 12) = 135, + 50 + 10 acts x 2 = 205. P = 4 needs 4 x 5 = 20 > 16 columns.
+    const isa::Program p = lower_and_check(b.g, a);
+    CHECK(count(p, Opcode::read_weights) == 1);
+    CHECK(count(p, Opcode::matmul) == 5 * 2);  // per output row: the full group, the last group
+    CHECK(count(p, Opcode::activate) == 5 * 2);
+    // Each row switches the gather between 5 and 4 input pixels, the scatter between 3 and 2 groups.
+    CHECK(count(p, Opcode::set_config, Field::reg, int64_t(isa::ConfigReg::gather_cols)) == 10);
+    CHECK(count(p, Opcode::set_config, Field::reg, int64_t(isa::ConfigReg::act_groups)) == 10);
+    CHECK(nth(p, Opcode::matmul, 1)[Field::ub] == nth(p, Opcode::matmul, 0)[Field::ub] + 3);  // pixel 3
+    CHECK(p.meta["mapping"][0]["packing"] ==
+          "3 pixels per vector, 5 input pixels x 3 kernel rows gathered (each row's last group 2 pixels)");
+    CHECK(p.meta["mapping"][0]["macs"] == 25 * 9 * 5);
+    CHECK(p.meta["mapping"][0]["array_macs"] == 10 * 256);
+  }
   SECTION("2 channels, 3x3 stride 2 padding 1 on 7x7, 3 filters, batch 2: kernel rows in 3 tiles") {
     GraphBuilder b(2);
     const int x = b.input(map_shape(7, 7, 2)), y = b.tensor("y", map_shape(4, 4, 3));

@@ -163,8 +163,8 @@ class ProgramGenerator {
   void activation_work() {
     // Sometimes scatter: G groups of gc columns, each accumulator row to G UB rows (sim/pack.h).
     uint64_t groups = 1;
-    if (chance(0.3) && arch_.array_cols >= 2) {
-      groups = pick(2, std::min<uint64_t>(arch_.array_cols, 4));
+    if (chance(0.3)) {
+      groups = pick(1, std::min<uint64_t>(arch_.array_cols, 4));
       emit(Opcode::set_config, {{Field::reg, uint64_t(isa::ConfigReg::act_groups)}, {Field::value, groups}});
       emit(Opcode::set_config, {{Field::reg, uint64_t(isa::ConfigReg::act_group_cols)},
                                 {Field::value, pick(1, arch_.array_cols / groups)}});
