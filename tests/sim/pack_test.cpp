@@ -3,6 +3,7 @@
 // their exact cycles on every engine, and the checks that refuse bad settings.
 // Machine: machine_support.h small_arch() (4x4 array, N = M = 4; tile usable 8 cycles after its
 // read_weights issues and shifted in by 12; act 1 row per cycle after 2).
+#include "sim/energy.h"
 #include "sim/pack.h"
 
 #include <catch2/catch.hpp>
@@ -33,10 +34,10 @@ const std::string kGather = R"(
 
 TEST_CASE("a gathering matmul streams a vector every ceil(D / gather_rows_per_cycle) cycles",
           "[machine][pack]") {
-  const auto r = run_all(assemble(kTile + "    rw waddr=w, tiles=1\n" + kGather + R"(
+  const isa::Program program = assemble(kTile + "    rw waddr=w, tiles=1\n" + kGather + R"(
     matmul ub=0, acc=0, rows=3, switch
-    halt)"),
-                         small_arch());
+    halt)");
+  const auto r = run_all(program, small_arch());
   // rw issued 0; five setcfg issued 1..5; matmul issued 6, at the matrix unit from 7. Its tile is
   // usable at 8 and shifted in by 12: t0 = 12 (weight stall [7, 8) = 1, shift [8, 12) = 4).
   // D = 2 x 2 = 4 UB rows per vector, one per cycle: 3 vectors stream in 3 x 4 = 12 cycles,
@@ -47,6 +48,10 @@ TEST_CASE("a gathering matmul streams a vector every ceil(D / gather_rows_per_cy
   CHECK(r.fast.matrix.weight_stall == 1);
   CHECK(r.fast.matrix.weight_shift == 4);
   CHECK(r.fast.array_macs == 3 * 16);  // 3 vectors through the 4 x 4 array
+  // Energy: each vector reads its 4 segments' UB rows of 4 bytes.
+  const sim::ActionCounts c = sim::count_actions(program, small_arch(), 8, r.fast.array_macs);
+  CHECK(c[sim::EnergyAction::ub_read] == 3 * 4 * 4);
+  CHECK(c[sim::EnergyAction::mac] == 3 * 16);
 
   // Two rows per cycle: ceil(4 / 2) = 2 cycles per vector: end = 12 + 3 x 2 + 7 = 25.
   sim::Arch a = small_arch();
@@ -109,6 +114,11 @@ TEST_CASE("a gathering matmul computes the im2col product and a scattering act w
   const uint64_t act = 14;
   REQUIRE(p.code[act].opcode == isa::Opcode::activate);
   CHECK(r.fast.timeline[act].end - r.fast.timeline[act].start == 2 + 8);
+  // Energy: the act writes 8 UB rows of 4 bytes; rhm wrote 16 whole rows, the gathers read 4 vectors
+  // x 4 rows of 4 bytes and whm 16 rows.
+  const sim::ActionCounts e = sim::count_actions(p, small_arch(), p.code.size(), r.fast.array_macs);
+  CHECK(e[sim::EnergyAction::ub_write] == 16 * 4 + 8 * 4);
+  CHECK(e[sim::EnergyAction::ub_read] == 4 * 4 * 4 + 16 * 4);
 }
 
 TEST_CASE("gather and scatter settings that do not fit the machine are refused", "[machine][pack]") {
