@@ -177,6 +177,14 @@ TileUse tile_use(const uint8_t* tile, uint64_t rows, uint64_t cols) {
         break;
       }
   }
+  for (uint64_t k = 0; k < u.rows; ++k) {
+    const uint8_t* row = tile + k * cols;
+    const uint8_t* first = std::find_if(row, row + cols, [](uint8_t b) { return b != 0; });
+    if (first == row + cols) continue;
+    const uint8_t* last = row + cols;
+    while (!*(last - 1)) --last;
+    u.spans += uint64_t(last - first);
+  }
   return u;
 }
 

@@ -121,7 +121,9 @@ bool MatrixUnit::start_matmul(uint64_t i, uint64_t t0) {
                               active_.tile.is_unsigned);
   }
   MatrixCounters& m = ctx_.result.matrix;
-  const uint64_t used = uint64_t{active_.use.rows} * active_.use.cols;
+  // Useful MACs per vector: the tile's nonzero box; for a gathering matmul (a packed
+  // convolution's block-Toeplitz tile) the sum of its rows' nonzero spans (machine.h TileUse).
+  const uint64_t used = pack.gathers() ? active_.use.spans : uint64_t{active_.use.rows} * active_.use.cols;
   // A gathering matmul keeps the array busy for its whole stream; only one cycle in `period`
   // carries a vector (the others count as unused MACs).
   m.array_active += stream;

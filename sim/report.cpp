@@ -27,8 +27,8 @@ constexpr ReportKey kKeys[] = {
     {"batch", "integer", "inferences per run of the program"},
     {"macs", "integer",
      "useful multiply-accumulates: per matmul, vectors x the used rows x used cols of its tile (the bounding "
-     "box of its nonzero weights: for a packed convolution's block-Toeplitz tile, the zeros inside count; "
-     "`layers` counts exactly)"},
+     "box of its nonzero weights); for a gathering matmul (a packed convolution's block-Toeplitz tile), "
+     "vectors x the sum over the tile's rows of each row's span from its first to its last nonzero weight"},
     {"array_macs", "integer",
      "all cell multiply-accumulates: vectors streamed x array_rows x array_cols (array_active cycles x "
      "array_rows x array_cols, but for the cycles a gathering matmul waits for its next vector)"},

@@ -48,6 +48,15 @@ TEST_CASE("a gathering matmul streams a vector every ceil(D / gather_rows_per_cy
   CHECK(r.fast.matrix.weight_stall == 1);
   CHECK(r.fast.matrix.weight_shift == 4);
   CHECK(r.fast.array_macs == 3 * 16);  // 3 vectors through the 4 x 4 array
+  // Useful MACs of a gathering matmul: per vector, the sum of the tile's rows' nonzero spans.
+  uint64_t spans = 0;
+  for (uint64_t k = 0; k < 4; ++k) {
+    int64_t first = -1, last = -1;
+    for (int64_t j = 0; j < 4; ++j)
+      if (program.weights[k * 4 + j]) last = j, first = first < 0 ? j : first;
+    spans += first < 0 ? 0 : uint64_t(last - first + 1);
+  }
+  CHECK(r.fast.macs == 3 * spans);
   // Energy: each vector reads its 4 segments' UB rows of 4 bytes.
   const sim::ActionCounts c = sim::count_actions(program, small_arch(), 8, r.fast.array_macs);
   CHECK(c[sim::EnergyAction::ub_read] == 3 * 4 * 4);
