@@ -33,7 +33,8 @@ Compiled compile_model(Model model, const sim::Arch& arch);
 // empty; lower_for (re)fills it for `arch`, and its errors name the model's source as
 // compile_file's do.
 Compiled prepare_file(const std::filesystem::path& path, const LoadOptions& options = {});
-Compiled prepare_model(Model model);
+// timing_only: quantized without the float reference's calibration (LoadOptions::timing_only).
+Compiled prepare_model(Model model, bool timing_only = false);
 void lower_for(Compiled& c, const sim::Arch& arch);
 
 // The model's output as the program leaves it in host memory (the "output" region, TPU order),

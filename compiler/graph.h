@@ -137,6 +137,11 @@ struct MatmulOp {
   View output;
   uint64_t kernel_h = 1, kernel_w = 1, stride = 1, pad = 0;
   uint64_t k = 0, n = 0;         // K = sum of input channels, N = output channels
+  // Channel groups (a grouped or depthwise conv2d): weights[..][k][j] is zero unless input
+  // channel k and output channel j are in the same group (k / (K / groups) == j / (N / groups)).
+  // The weights are held dense all the same; the back end skips the tiles that are all zero by
+  // this structure (not by their values, so a program's timing does not depend on the data).
+  uint64_t groups = 1;
   std::vector<int8_t> weights;   // [kernel_h][kernel_w][K][N]
   std::vector<int32_t> bias;     // N, or empty
   std::vector<uint16_t> mult;    // 1 or N

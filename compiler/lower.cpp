@@ -186,6 +186,21 @@ class Lowering {
   size_t layer_ = 0;
 };
 
+// The (input channel, output channel) pairs of K channels [k0, k0 + kn) and N channels [n0, n0 +
+// nn) that are in the same group of m (MatmulOp::groups): kn x nn without groups, 0 for a tile
+// that a grouped convolution's weights leave all zero.
+uint64_t group_pairs(const MatmulOp& m, uint64_t k0, uint64_t kn, uint64_t n0, uint64_t nn) {
+  if (m.groups <= 1) return kn * nn;
+  const uint64_t gk = m.k / m.groups, gn = m.n / m.groups;
+  uint64_t pairs = 0;
+  for (uint64_t g = std::max(k0 / gk, n0 / gn); g <= std::min((k0 + kn - 1) / gk, (n0 + nn - 1) / gn); ++g) {
+    const uint64_t ks = std::min(k0 + kn, (g + 1) * gk) - std::max(k0, g * gk);
+    const uint64_t ns = std::min(n0 + nn, (g + 1) * gn) - std::max(n0, g * gn);
+    pairs += ks * ns;
+  }
+  return pairs;
+}
+
 uint64_t fnv1a(const std::vector<uint8_t>& b) {
   uint64_t h = 1469598103934665603ull;
   for (uint8_t c : b) h = (h ^ c) * 1099511628211ull;
@@ -334,12 +349,19 @@ void Lowering::pass(size_t i, const MatmulOp& m, const LaneTile& n, const std::v
                     const std::vector<Segment>& segments, uint64_t acc_rows) {
   (void)i;
   const uint64_t base = next_block(acc_rows);
-  size_t t = 0;
+  size_t t = 0, computed = 0;  // weight tiles of the pass, and those computed (not all zero)
   for (size_t input = 0; input < m.inputs.size(); ++input) {
     const std::vector<LaneTile> kt = k_tiles(m.inputs[input]);
     for (uint64_t r = 0; r < m.kernel_h; ++r)
       for (uint64_t s = 0; s < m.kernel_w; ++s)
         for (const LaneTile& k : kt) {
+          // A tile whose K rows and N columns are in different groups is all zero: not computed.
+          const uint64_t k_first = k.slice * lanes_ + k.first, n0 = n.slice * lanes_ + n.lane;
+          if (group_pairs(m, k_first, k.count, n0, std::min(arch_.array_cols, m.n - n0)) == 0) {
+            ++t;
+            continue;
+          }
+          const uint64_t useful = group_pairs(m, k_first, k.count, n.slice * lanes_ + n.first, n.count);
           const uint64_t waddr = tile_address(m, n, input, r, s, k);
           bool first = true;
           for (const MatmulStep& st : steps[t]) {
@@ -351,15 +373,16 @@ void Lowering::pass(size_t i, const MatmulOp& m, const LaneTile& n, const std::v
             in[Field::stride] = st.repeat > 1 ? st.stride : 0;
             in[Field::lane] = k.lane;
             in[Field::switch_weights] = first;
-            in[Field::accumulate] = t > 0;
+            in[Field::accumulate] = computed > 0;
             em_.matmul(in, first, waddr);
-            macs_ += st.rows * st.repeat * n.count * k.count;
-            stats_[layer_].macs += st.rows * st.repeat * n.count * k.count;
+            macs_ += st.rows * st.repeat * useful;
+            stats_[layer_].macs += st.rows * st.repeat * useful;
             stats_[layer_].array_macs += st.rows * st.repeat * arch_.tile_bytes();
             stats_[layer_].tiles += first;
             first = false;
           }
           ++t;
+          ++computed;
         }
   }
   activate(m, n, base, segments);
@@ -402,6 +425,9 @@ void Lowering::lower(size_t i, const MatmulOp& m) {
   if (m.mult.empty() || m.mult.size() != m.shift.size() || (m.mult.size() != 1 && m.mult.size() != m.n) ||
       (!m.bias.empty() && m.bias.size() != m.n))
     fail(i, "requantization parameters must have 1 or N entries");
+  if (m.groups == 0 || (m.groups > 1 && (m.inputs.size() != 1 || m.k % m.groups || m.n % m.groups)))
+    fail(i, fmt::format("{} groups for {} input and {} output channels (one input, both multiples of it)", m.groups,
+                        m.k, m.n));
   const uint64_t half = arch_.acc_entries / 2;
   const bool linear = m.kernel_h == 1 && m.kernel_w == 1 && m.stride == 1 && m.pad == 0;
   // The chunks of output pixels, each with its matmul steps per weight tile.
@@ -726,7 +752,9 @@ isa::Program Lowering::run() {
     const QTensor& qt = g_.tensors[g_.inputs[j]];
     const std::string name = g_.inputs.size() == 1 ? "input" : fmt::format("input{}", j);
     input_host.push_back(region(name, false, g_.batch * qt.shape.elements(), qt.scale));
-    p.host_regions.back().init = to_tpu_order(g_.input_data.at(j), qt.shape, g_.batch, lanes_, piece_);
+    // A timing-only compile has no input values (LoadOptions::timing_only): no initial contents.
+    if (!g_.input_data.at(j).empty())
+      p.host_regions.back().init = to_tpu_order(g_.input_data.at(j), qt.shape, g_.batch, lanes_, piece_);
   }
   const QTensor& out = g_.tensors.at(g_.output);
   const uint64_t output_host = region("output", true, g_.batch * out.shape.elements(), out.scale);

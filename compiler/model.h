@@ -39,6 +39,15 @@ struct LoadOptions {
   // Where the compile is, for a progress display on another thread ("parsing", "quantizing",
   // "lowering"); null: not reported.
   std::atomic<const char*>* phase = nullptr;
+  // A compile for the timing engine only (`tpusim run --engine timing`): the program's timing is
+  // exact but its data are not computed. A SCALE-Sim topology's seeded inputs are not generated
+  // (their host regions have no initial contents, and max_values does not bound them), and the
+  // quantization scales are not calibrated with the float reference (every tensor gets the scale
+  // of values up to 1) unless the model adds tensors: an add's operands are aligned to one scale
+  // by an extra instruction only where their calibrated scales differ. Only requantization
+  // fields and table contents then differ from a full compile, none of which changes an
+  // instruction's timing (tests/compiler/timing_only_test.cpp holds them equal).
+  bool timing_only = false;
 };
 
 // By extension: .toml a description, .csv a SCALE-Sim topology, .onnx an ONNX model (onnx.h). Throws InputError with

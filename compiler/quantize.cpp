@@ -407,7 +407,7 @@ void Quantizer::dense_or_conv() {
   MatmulOp op = matmul(L.weights.data(), kh * kw, rs, L.units, L.use_bias ? L.bias.data() : nullptr, acc, st);
   op.kernel_h = kh;
   op.kernel_w = kw;
-  if (L.type == LayerType::conv2d) op.stride = L.stride, op.pad = L.pad;
+  if (L.type == LayerType::conv2d) op.stride = L.stride, op.pad = L.pad, op.groups = L.groups;
   for (int t : ins) op.inputs.push_back(View{t});
   const int out = begin_output(L.out, st);
   op.output = View{out};

@@ -23,6 +23,7 @@ namespace {
 constexpr uint64_t kMaxDim = 65535;
 constexpr uint64_t kMaxTensor = uint64_t{1} << 31;
 constexpr uint64_t kMaxGemmDim = kMaxTensor;  // M, N, K: each operand and result below 2^31 elements
+constexpr uint64_t kMaxTimingOperand = uint64_t{1} << 40;  // a timing-only compile's A and C: host bytes
 
 // The columns, as SCALE-Sim names them, and the normalized prefix a header cell must start with.
 constexpr std::array<std::string_view, 8> kColumns = {"Layer name",   "IFMAP Height", "IFMAP Width", "Filter Height",
@@ -91,7 +92,12 @@ struct Row {
 // a first row of fewer than eight cells is GEMM.
 class TopologyReader {
  public:
-  explicit TopologyReader(const std::string& source) : source_(source) { set_names(Format::conv); }
+  // timing_only (LoadOptions): a GEMM's A operand and result are not generated, so M x K and
+  // M x N are bounded by the host address space (2^40 bytes) instead of 2^31 values.
+  TopologyReader(const std::string& source, bool timing_only)
+      : source_(source), max_operand_(timing_only ? kMaxTimingOperand : kMaxTensor) {
+    set_names(Format::conv);
+  }
 
   [[noreturn]] void fail(int line, std::string_view what) const {
     throw InputError(fmt::format("{}:{}: {}", source_, line, what));
@@ -127,8 +133,11 @@ class TopologyReader {
       r.m = number(line, f, 1, kMaxGemmDim);
       r.n = number(line, f, 2, kMaxGemmDim);
       r.k = number(line, f, 3, kMaxGemmDim);
-      if (r.m * r.k > kMaxTensor || r.m * r.n > kMaxTensor || r.k * r.n > kMaxTensor)
-        fail(line, fmt::format("M x K, M x N and K x N must each be at most 2^31 elements (M {}, N {}, K {})", r.m, r.n, r.k));
+      if (r.m * r.k > max_operand_ || r.m * r.n > max_operand_ || r.k * r.n > kMaxTensor)
+        fail(line, fmt::format("M x K and M x N must each be at most 2^{} elements{}, K x N at most 2^31 (M {}, N {}, K {})",
+                               max_operand_ == kMaxTensor ? 31 : 40,
+                               max_operand_ == kMaxTensor ? " (2^40 with --engine timing, which does not generate them)" : "",
+                               r.m, r.n, r.k));
       return r;
     }
     r.ifmap_h = number(line, f, 1, kMaxDim);
@@ -177,6 +186,7 @@ class TopologyReader {
   }
 
   const std::string& source_;
+  const uint64_t max_operand_;
   Format format_ = Format::conv;
   std::vector<std::string> names_;
 };
@@ -186,9 +196,9 @@ struct Topology {
   std::vector<Row> rows;
 };
 
-Topology read_rows(std::string_view csv, const std::string& source) {
+Topology read_rows(std::string_view csv, const std::string& source, bool timing_only) {
   if (csv.starts_with("\xEF\xBB\xBF")) csv.remove_prefix(3);  // a UTF-8 byte-order mark (Excel writes one)
-  TopologyReader reader(source);
+  TopologyReader reader(source, timing_only);
   std::vector<Row> rows;
   bool first = true;
   int line = 0;
@@ -245,7 +255,7 @@ Model import_scalesim(std::string_view csv, const std::string& source, const Loa
     throw InputError(fmt::format("--batch: {}: expected an integer 1..{}", *options.batch, kMaxDim));
   m.batch = options.batch.value_or(1);
   m.inputs.clear();
-  const Topology topo = read_rows(csv, source);
+  const Topology topo = read_rows(csv, source, options.timing_only);
   std::set<std::string> names;
   uint64_t parameters = 0, input_values = 0;
   for (size_t i = 0; i < topo.rows.size(); ++i) {
@@ -256,12 +266,16 @@ Model import_scalesim(std::string_view csv, const std::string& source, const Loa
     if (i > 0 && m.layers.back().out == in) {
       l.inputs = {int(i - 1)};
     } else {
-      const uint64_t values = m.batch * in.elements();
+      // A timing-only compile generates no input values (LoadOptions::timing_only).
+      const uint64_t values = options.timing_only ? 0 : m.batch * in.elements();
       if (values > options.max_values - input_values)
         throw InputError(fmt::format("{}:{}: the model's inputs have more than {} values", source, r.line, options.max_values));
       input_values += values;
       l.inputs = {model_input(int(m.inputs.size()))};
-      m.inputs.push_back(ModelInput{l.name + "_in", in, generate_input(in, m.batch, m.seed, m.inputs.size()), std::nullopt});
+      m.inputs.push_back(ModelInput{l.name + "_in", in,
+                                    options.timing_only ? std::vector<float>{}
+                                                        : generate_input(in, m.batch, m.seed, m.inputs.size()),
+                                    std::nullopt});
     }
     const uint64_t weights = weight_count(l, in);
     if (weights > options.max_values - parameters)

@@ -272,6 +272,8 @@ int cmd_run(const RunArgs& r) {
   refuse_run_outputs_over_inputs(r);
   compiler::LoadOptions options = load_options(r.batch, r.input, r.calibrate);
   options.max_memory = r.max_memory;
+  // The timing engine has no memories: its compile computes no data (LoadOptions::timing_only).
+  options.timing_only = r.engine == "timing";
   ProgramToRun to_run = load_program_or_model("run", r.program, r.arch_file, r.sets, options);
   if (!r.labels.empty() && !to_run.compiled) throw InputError("run: --labels applies to models, not to programs");
   const std::vector<int64_t> labels = r.labels.empty() ? std::vector<int64_t>{} : read_labels(r.labels);

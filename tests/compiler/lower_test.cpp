@@ -418,3 +418,53 @@ TEST_CASE("independent inputs are loaded when first read, so their layers reuse 
 }
 
 }  // namespace tpusim::test
+
+namespace tpusim::test {
+
+namespace {
+
+// A 3x3 convolution of a 5 x 5 x 20 map (batch 2, padding 1) into 20 channels in `groups`
+// groups, its weights zero across groups (as expand_groups holds them).
+compiler::QGraph grouped_conv(uint64_t groups) {
+  GraphBuilder b(2);
+  const int x = b.input(map_shape(5, 5, 20)), y = b.tensor("y", map_shape(5, 5, 20));
+  compiler::MatmulOp m = b.matmul({whole(x)}, whole(y), 3, 3);
+  m.pad = 1;
+  m.groups = groups;
+  const uint64_t per = 20 / groups;
+  for (uint64_t rs = 0; rs < 9; ++rs)
+    for (uint64_t k = 0; k < 20; ++k)
+      for (uint64_t j = 0; j < 20; ++j)
+        if (k / per != j / per) m.weights[(rs * 20 + k) * 20 + j] = 0;
+  b.add(m, "grouped");
+  b.g.output = y;
+  return b.g;
+}
+
+}  // namespace
+
+TEST_CASE("a grouped convolution computes only the tiles whose K rows and N columns share a group") {
+  // 20 channels on an 8 x 8 array: K and N tiles of channels 0-7, 8-15, 16-19; 9 kernel positions.
+  // The output (25 pixels x batch 2 = 50 rows) is one chunk: one matmul per computed tile.
+  const isa::Program dense = lower_and_check(grouped_conv(1), arch8());
+  CHECK(count(dense, Opcode::matmul) == 9 * 3 * 3);  // 81
+  CHECK(dense.meta["macs"] == 50 * 9 * 20 * 20);
+  // Depthwise (20 groups of 1): only the 3 diagonal tiles per kernel position.
+  const isa::Program dw = lower_and_check(grouped_conv(20), arch8());
+  CHECK(count(dw, Opcode::matmul) == 9 * 3);                                // 27
+  CHECK(count(dw, Opcode::read_weights) == 9 * 3);
+  CHECK(count(dw, Opcode::matmul, Field::accumulate, 1) == 9 * 3 - 3);     // all but each N tile's first
+  CHECK(dw.meta["macs"] == 50 * 9 * 20);                                    // one input channel per output
+  CHECK(dw.meta["mapping"][0]["array_macs"] == 27 * 50 * 64);
+  // 2 groups of 10 (channels 0-9, 10-19): K tile 0-7 meets N tiles 0-7 and 8-15 (channels 8, 9),
+  // K tile 8-15 all three, K tile 16-19 N tiles 8-15 and 16-19: 7 of 9 per kernel position.
+  const isa::Program g2 = lower_and_check(grouped_conv(2), arch8());
+  CHECK(count(g2, Opcode::matmul) == 9 * 7);                                // 63
+  CHECK(g2.meta["macs"] == 50 * 9 * 2 * 10 * 10);
+  // Groups the channels do not divide are refused, naming the layer.
+  compiler::QGraph bad = grouped_conv(1);
+  std::get<compiler::MatmulOp>(bad.ops[0]).groups = 3;
+  CHECK_THROWS_WITH(compiler::lower(bad, arch8()), Catch::Contains("layer grouped: 3 groups for 20 input and 20 output"));
+}
+
+}  // namespace tpusim::test
