@@ -350,13 +350,14 @@ void Lowering::pass(size_t i, const MatmulOp& m, const LaneTile& n, const std::v
   (void)i;
   const uint64_t base = next_block(acc_rows);
   size_t t = 0, computed = 0;  // weight tiles of the pass, and those computed (not all zero)
-  for (size_t input = 0; input < m.inputs.size(); ++input) {
+  uint64_t k_offset = 0;        // the input's first channel among the K (inputs concatenated)
+  for (size_t input = 0; input < m.inputs.size(); k_offset += g_.tensors[m.inputs[input++].tensor].shape.c) {
     const std::vector<LaneTile> kt = k_tiles(m.inputs[input]);
     for (uint64_t r = 0; r < m.kernel_h; ++r)
       for (uint64_t s = 0; s < m.kernel_w; ++s)
         for (const LaneTile& k : kt) {
           // A tile whose K rows and N columns are in different groups is all zero: not computed.
-          const uint64_t k_first = k.slice * lanes_ + k.first, n0 = n.slice * lanes_ + n.lane;
+          const uint64_t k_first = k_offset + k.slice * lanes_ + k.first, n0 = n.slice * lanes_ + n.lane;
           if (group_pairs(m, k_first, k.count, n0, std::min(arch_.array_cols, m.n - n0)) == 0) {
             ++t;
             continue;
@@ -425,8 +426,8 @@ void Lowering::lower(size_t i, const MatmulOp& m) {
   if (m.mult.empty() || m.mult.size() != m.shift.size() || (m.mult.size() != 1 && m.mult.size() != m.n) ||
       (!m.bias.empty() && m.bias.size() != m.n))
     fail(i, "requantization parameters must have 1 or N entries");
-  if (m.groups == 0 || (m.groups > 1 && (m.inputs.size() != 1 || m.k % m.groups || m.n % m.groups)))
-    fail(i, fmt::format("{} groups for {} input and {} output channels (one input, both multiples of it)", m.groups,
+  if (m.groups == 0 || m.k % m.groups || m.n % m.groups)
+    fail(i, fmt::format("{} groups for {} input and {} output channels (both must be multiples of it)", m.groups,
                         m.k, m.n));
   const uint64_t half = arch_.acc_entries / 2;
   const bool linear = m.kernel_h == 1 && m.kernel_w == 1 && m.stride == 1 && m.pad == 0;
@@ -586,7 +587,8 @@ void Lowering::lower_packed(size_t i, const MatmulOp& m, const Packing& pk, uint
           mm[Field::switch_weights] = first;
           mm[Field::accumulate] = r0 > 0;
           em_.matmul(mm, first, waddr, gather);
-          const uint64_t useful = (gb - ga) * B * pixels * kh * m.kernel_w * C * n.count;
+          const uint64_t useful =
+              (gb - ga) * B * pixels * kh * m.kernel_w * group_pairs(m, 0, C, n.slice * lanes_ + n.first, n.count);
           macs_ += useful;
           stats_[layer_].macs += useful;
           stats_[layer_].array_macs += (gb - ga) * B * arch_.tile_bytes();
