@@ -848,19 +848,51 @@ bool has_pool(const QGraph& g) {
 
 // The batch runs in the fewest equal pieces that fit: half the accumulators (one block per pass,
 // the other half for the next pass's overlap), the pool instruction's 255 interleaved images, and
-// the unified buffer (tried, then shrunk in proportion to the largest free block).
+// the unified buffer. For the buffer, the piece count is searched: a piece that does not fit gives
+// a guess in proportion to the largest free block (a lower bound on the pieces: the other live
+// tensors shrink with the piece too, so the guess is pessimistic), then a bisection between the
+// most pieces known not to fit and the fewest known to fit. A failing try stops at the tensor
+// that does not fit, so most tries are cheap; at most log2(batch) + 2 lowerings in all.
 isa::Program lower(const QGraph& graph, const sim::Arch& arch) {
   if (graph.batch == 0) throw InputError(fmt::format("model {}: batch 0: a model needs at least one sample", graph.name));
   uint64_t limit = std::min(graph.batch, arch.acc_entries / 2);
   if (has_pool(graph)) limit = std::min<uint64_t>(limit, 255);
+  // Pieces of equal size for n pieces (256 in 2: 128; 256 under a limit of 255: 2 x 128).
+  const auto piece_for = [&](uint64_t n) { return div_up(graph.batch, n); };
+  const auto pieces_for = [&](uint64_t piece) { return div_up(graph.batch, piece); };
+  uint64_t too_few = pieces_for(limit) - 1;  // the most pieces known not to fit (0: none tried)
+  std::optional<isa::Program> best;           // the program of the fewest pieces known to fit
+  uint64_t best_n = 0;
+  uint64_t n = pieces_for(limit);
   for (;;) {
-    // As few pieces as the limit allows, of equal size (256 under a limit of 255: 2 x 128).
-    const uint64_t piece = div_up(graph.batch, div_up(graph.batch, limit));
+    const uint64_t piece = piece_for(n);
     try {
-      return Lowering(graph, arch, piece).run();
+      best = Lowering(graph, arch, piece).run();
+      best_n = pieces_for(piece);
     } catch (const DoesNotFit& e) {
       if (piece == 1) throw InputError(fmt::format("{} (even for a single sample)", e.what()));
-      limit = std::clamp<uint64_t>(piece * e.largest / std::max<uint64_t>(e.needed, 1), 1, piece - 1);
+      too_few = std::max(too_few, pieces_for(piece));
+      if (!best) {  // no fitting piece yet: the proportional guess
+        const uint64_t guess = std::clamp<uint64_t>(piece * e.largest / std::max<uint64_t>(e.needed, 1), 1, piece - 1);
+        n = std::max(pieces_for(guess), too_few + 1);
+        continue;
+      }
+    }
+    // Bisect over piece counts strictly between too_few and best_n, skipping counts that give
+    // the same piece size as a count already tried.
+    uint64_t lo = too_few, hi = best_n;
+    for (;;) {
+      if (hi - lo <= 1) return std::move(*best);
+      n = lo + (hi - lo) / 2;
+      if (piece_for(n) == piece_for(hi)) {
+        hi = n;  // same piece as the known fit: nothing to learn, narrow
+        continue;
+      }
+      if (lo > 0 && piece_for(n) == piece_for(lo)) {
+        lo = n;
+        continue;
+      }
+      break;
     }
   }
 }

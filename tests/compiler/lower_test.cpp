@@ -378,6 +378,22 @@ TEST_CASE("a batch that does not fit the unified buffer runs in pieces, and a sa
   CHECK(count(p, Opcode::write_host) == 2);    // each piece's output to its place in the region
 }
 
+TEST_CASE("the batch runs in the fewest pieces that fit, not the proportional guess") {
+  GraphBuilder b(6);
+  const int x = b.input(map_shape(40, 40, 8)), y = b.tensor("big", map_shape(40, 40, 8));
+  b.add(b.matmul({whole(x)}, whole(y)), "conv_big");
+  b.g.output = y;
+  sim::Arch a = arch8();
+  a.ub_bytes = 10000 * 8;
+  // 1600 rows per sample and tensor. Batch 6 (6 x 3200 = 19200 rows) does not fit 10000: the
+  // input takes 9600, the output finds 400 free of 9600 needed, a guess of 6 x 400 / 9600 -> 1
+  // sample (6 pieces), which fits. Bisection between 1 piece (fails) and 6 (fits): 3 pieces of 2
+  // (6400 rows) fit, 2 pieces of 3 (9600 rows) fit: 2 pieces of 3.
+  const isa::Program p = lower_and_check(b.g, a);
+  CHECK(p.meta["batch_piece"] == 3);
+  CHECK(count(p, Opcode::write_host) == 2);
+}
+
 TEST_CASE("a batch larger than half the accumulators runs in pieces of half the accumulators") {
   GraphBuilder b(40);
   const int x = b.input(vector_shape(8)), y = b.tensor("y", vector_shape(8));
