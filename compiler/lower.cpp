@@ -120,24 +120,30 @@ struct MatmulStep {
 
 // A tensor that does not fit the unified buffer, with the numbers for choosing a smaller piece.
 struct DoesNotFit : InputError {
-  DoesNotFit(const std::string& what, uint64_t needed_rows, uint64_t largest_free)
-      : InputError(what), needed(needed_rows), largest(largest_free) {}
+  DoesNotFit(const std::string& what, uint64_t needed_rows, uint64_t largest_free, int tensor_index)
+      : InputError(what), needed(needed_rows), largest(largest_free), tensor(tensor_index) {}
   uint64_t needed, largest;
+  int tensor;
 };
 
 class Lowering {
  public:
   // Lowers the graph's batch in pieces of `piece` samples (the last may be smaller).
-  Lowering(const QGraph& g, const sim::Arch& arch, uint64_t piece)
+  // Tensors marked in `in_host` live in host memory and are streamed in bands (banding.cpp's
+  // plan: only with pieces of one sample).
+  Lowering(const QGraph& g, const sim::Arch& arch, uint64_t piece, std::vector<bool> in_host = {})
       : g_(g), arch_(arch), lanes_(slice_width(arch)), piece_(piece), batch_(piece),
-        em_(arch, arch.weight_fifo_tiles), alloc_(0, 1) {}
+        em_(arch, arch.weight_fifo_tiles), alloc_(0, 1), in_host_(std::move(in_host)) {
+    in_host_.resize(g.tensors.size(), false);
+  }
   isa::Program run();
 
  private:
   [[noreturn]] void fail(size_t op, const std::string& what) const {
     throw InputError(fmt::format("model {}: layer {}: {}", g_.name, g_.op_layer.at(op), what));
   }
-  uint64_t pixels(const View& v) const { return v.pixels ? v.pixels : g_.tensors[v.tensor].shape.pixels(); }
+  // A view's pixels; a whole tensor's are its storage's (a band's rows while it is lowered in bands).
+  uint64_t pixels(const View& v) const { return v.pixels ? v.pixels : storage_[v.tensor].shape.pixels(); }
   void plan_storage();
   void allocate(int t, size_t op);
   void lower(size_t i, const MatmulOp& m);
@@ -160,6 +166,12 @@ class Lowering {
                  const std::vector<uint8_t>& item);
   uint64_t next_block(uint64_t rows);
   void host_io(int tensor, bool write, uint64_t host);
+  // Banding (a sample whose tensors do not fit): op i over bands of its output rows, each band's
+  // input rows (with the kernel's halo) read from host memory and its output rows written back.
+  void lower_in_bands(size_t i);
+  uint64_t band_rows_needed(size_t i, uint64_t out_rows) const;
+  std::vector<std::pair<int, Storage>> band_storages(size_t i, uint64_t y0, uint64_t y1) const;
+  void band_io(int t, const Storage& band, uint64_t first_row, bool write);
 
   const QGraph& g_;
   const sim::Arch& arch_;
@@ -184,6 +196,9 @@ class Lowering {
   };
   std::vector<LayerStats> stats_;
   size_t layer_ = 0;
+  std::vector<bool> in_host_;      // tensors held in host memory (banded ops read and write them)
+  std::vector<uint64_t> host_of_;  // their host addresses for the piece being lowered
+  uint64_t bands_ = 0;             // bands lowered (meta.bands)
 };
 
 // The (input channel, output channel) pairs of K channels [k0, k0 + kn) and N channels [n0, n0 +
@@ -199,6 +214,62 @@ uint64_t group_pairs(const MatmulOp& m, uint64_t k0, uint64_t kn, uint64_t n0, u
     pairs += ks * ns;
   }
   return pairs;
+}
+
+// ---- banding: the operands of an op and the input rows a band of its output rows reads ----------
+
+// The distinct tensors op reads (as views), and the one it writes.
+std::vector<View> op_reads(const QOp& op) {
+  std::vector<View> v;
+  std::visit([&](const auto& o) {
+    using T = std::decay_t<decltype(o)>;
+    if constexpr (std::is_same_v<T, MatmulOp>) v = o.inputs;
+    else if constexpr (std::is_same_v<T, PoolOp>) v = {o.input};
+    else v = o.op == isa::VecOp::pass || o.b.tensor == o.a.tensor ? std::vector<View>{o.a} : std::vector<View>{o.a, o.b};
+  }, op);
+  return v;
+}
+View op_writes(const QOp& op) {
+  return std::visit([](const auto& o) { return o.output; }, op);
+}
+
+// The input rows a band of output rows [y0, y1) of op reads: `first` and `rows` in the rows of the
+// input stored with `pad` zero rows above and below (a padded convolution's band carries the
+// map's border where it reaches it). Kernel windows overlap: consecutive bands share kh - stride
+// rows (the halo), read again from host memory by each.
+struct BandInput {
+  uint64_t first = 0, rows = 0, pad = 0;
+};
+BandInput band_input(const QOp& op, uint64_t y0, uint64_t y1) {
+  return std::visit([&](const auto& o) -> BandInput {
+    using T = std::decay_t<decltype(o)>;
+    if constexpr (std::is_same_v<T, MatmulOp>) {
+      if (o.kernel_h == 1 && o.kernel_w == 1 && o.stride == 1 && o.pad == 0) return {y0, y1 - y0, 0};
+      return {y0 * o.stride, (y1 - y0 - 1) * o.stride + o.kernel_h, o.pad};
+    } else if constexpr (std::is_same_v<T, PoolOp>) {
+      return {y0 * o.stride, (y1 - y0 - 1) * o.stride + o.window, 0};
+    } else {
+      return {y0, y1 - y0, 0};
+    }
+  }, op);
+}
+
+// Marks tensor t as held in host memory, and with it every tensor of every op that reads or
+// writes a tensor so marked (a banded op streams all its operands).
+void hold_in_host(const QGraph& g, int t, std::vector<bool>& in_host) {
+  std::vector<int> work{t};
+  in_host.at(t) = true;
+  while (!work.empty()) {
+    const int u = work.back();
+    work.pop_back();
+    for (const QOp& op : g.ops) {
+      std::vector<View> tensors = op_reads(op);
+      tensors.push_back(op_writes(op));
+      if (std::none_of(tensors.begin(), tensors.end(), [&](const View& v) { return v.tensor == u; })) continue;
+      for (const View& v : tensors)
+        if (!in_host.at(v.tensor)) in_host[v.tensor] = true, work.push_back(v.tensor);
+    }
+  }
 }
 
 uint64_t fnv1a(const std::vector<uint8_t>& b) {
@@ -323,7 +394,7 @@ void Lowering::allocate(int t, size_t op) {
                     g_.name, op < g_.op_layer.size() ? "layer " + g_.op_layer[op] : "the model's input",
                     g_.tensors[t].name, batch_, g_.tensors[t].shape.str(), st.rows(), alloc_.largest(),
                     arch_.ub_rows(), arch_.ub_row_bytes()),
-        st.rows(), alloc_.largest());
+        st.rows(), alloc_.largest(), t);
   placed_[t] = true;
   for (const auto& [first, rows] : border_ranges(st)) em_.zero({first, rows});
 }
@@ -417,7 +488,7 @@ void Lowering::activate(const MatmulOp& m, const LaneTile& n, uint64_t base, con
 
 void Lowering::lower(size_t i, const MatmulOp& m) {
   if (m.inputs.empty()) fail(i, "a matmul needs an input");
-  const Shape& os = g_.tensors[m.output.tensor].shape;
+  const Shape& os = storage_[m.output.tensor].shape;
   uint64_t ksum = 0;
   for (const View& v : m.inputs) ksum += g_.tensors[v.tensor].shape.c;
   if (ksum != m.k || os.c != m.n || m.weights.size() != m.kernel_h * m.kernel_w * m.k * m.n)
@@ -709,6 +780,118 @@ void Lowering::lower(size_t i, const VectorOp& v) {
   }
 }
 
+// ---- banding ------------------------------------------------------------------------------------
+
+// The band storages of op i for output rows [y0, y1): each tensor it reads (band_input's rows,
+// stored with the op's padding), then the one it writes (unpadded).
+std::vector<std::pair<int, Storage>> Lowering::band_storages(size_t i, uint64_t y0, uint64_t y1) const {
+  const QOp& op = g_.ops[i];
+  const BandInput bi = band_input(op, y0, y1);
+  std::vector<std::pair<int, Storage>> bands;
+  for (const View& v : op_reads(op)) {
+    Shape s = g_.tensors[v.tensor].shape;
+    // A kernel smaller than twice the padding (2 x 2, padding 1) reads fewer rows than the
+    // borders take: the band then holds a row more than it reads.
+    s.h = std::max(bi.rows, 2 * bi.pad + 1) - 2 * bi.pad;
+    bands.push_back({v.tensor, Storage{s, batch_, lanes_, bi.pad, 0}});
+  }
+  const int out = op_writes(op).tensor;
+  Shape s = g_.tensors[out].shape;
+  s.h = y1 - y0;
+  bands.push_back({out, Storage{s, batch_, lanes_, 0, 0}});
+  return bands;
+}
+
+uint64_t Lowering::band_rows_needed(size_t i, uint64_t out_rows) const {
+  uint64_t rows = 0;
+  for (const auto& [t, st] : band_storages(i, 0, out_rows)) rows += st.rows();
+  return rows;
+}
+
+// Host DMA between a band and its tensor in host memory (host_of_, TPU order, layout.h): the
+// band's rows are the tensor's stored rows from `first` on (input bands: with the band's padding,
+// rows outside the map stay zero; output bands: unpadded).
+void Lowering::band_io(int t, const Storage& band, uint64_t first, bool write) {
+  const Shape& full = g_.tensors[t].shape;
+  const uint64_t B = batch_, row_pixels = full.w * B;
+  const auto dma = [&](uint64_t host, uint64_t ub, uint64_t rows, uint64_t cs) {
+    for (uint64_t done = 0; done < rows;) {
+      const uint64_t n = std::min(rows - done, (uint64_t{1} << 24) - 1);
+      em_.host_dma(write, host + done * cs, ub + done, n, cs, cs);
+      done += n;
+    }
+  };
+  for (uint64_t s = 0; s < band.slices(); ++s) {
+    const uint64_t cs = band.slice_channels(s), slice_host = host_of_[t] + s * lanes_ * full.pixels() * B;
+    if (band.pad == 0) {
+      dma(slice_host + first * row_pixels * cs, band.row(s, 0, 0), band.shape.h * row_pixels, cs);
+      continue;
+    }
+    for (uint64_t j = 0; j < band.stored_h(); ++j) {
+      const uint64_t y = first + j;  // in the map's padded rows
+      if (y < band.pad || y - band.pad >= full.h) continue;
+      dma(slice_host + (y - band.pad) * row_pixels * cs, band.stored_row(s, j, band.pad), row_pixels, cs);
+    }
+  }
+}
+
+// Op i over bands of its output rows, all its tensors in host memory: per band, its storages are
+// allocated (the next band's beside the previous one's when two fit, so that its input DMA
+// overlaps the previous band's matmuls), its input rows read, the op lowered on the band as on a
+// smaller map, and its output rows written back. The bands are as tall as the largest free block
+// allows; a single output row that does not fit is refused with the numbers.
+void Lowering::lower_in_bands(size_t i) {
+  const QOp& op = g_.ops[i];
+  std::vector<View> views = op_reads(op);
+  views.push_back(op_writes(op));
+  for (const View& v : views)
+    if (v.pixel0 != 0 || (v.pixels != 0 && v.pixels != g_.tensors[v.tensor].shape.pixels()))
+      fail(i, "reads or writes part of a tensor (a time step): it cannot be split into bands of rows, and its tensors "
+              "do not fit the unified buffer");
+  const int out = views.back().tensor;
+  const uint64_t oh = g_.tensors[out].shape.h, largest = alloc_.largest();
+  const auto fits = [&](uint64_t rows, uint64_t copies) { return copies * band_rows_needed(i, rows) <= largest; };
+  uint64_t copies = fits(1, 2) ? 2 : 1;
+  if (!fits(1, copies)) {
+    const BandInput bi = band_input(op, 0, 1);
+    throw InputError(fmt::format(
+        "model {}: layer {}: even one output row of tensor {} ({}) does not fit in the unified buffer: with the {} "
+        "input rows it reads it needs {} UB rows, the largest free block is {} rows of {} ({} bytes per row); use a "
+        "larger ub_bytes",
+        g_.name, g_.op_layer.at(i), g_.tensors[out].name, g_.tensors[out].shape.str(), bi.rows - 2 * bi.pad,
+        band_rows_needed(i, 1), largest, arch_.ub_rows(), arch_.ub_row_bytes()));
+  }
+  uint64_t lo = 1, hi = oh;  // the tallest band that fits: binary search
+  while (lo < hi) {
+    const uint64_t mid = lo + (hi - lo + 1) / 2;
+    if (fits(mid, copies)) lo = mid;
+    else hi = mid - 1;
+  }
+  const uint64_t rows = lo;
+  std::vector<std::pair<int, Storage>> previous;
+  for (uint64_t y0 = 0; y0 < oh; y0 += rows) {
+    const uint64_t y1 = std::min(oh, y0 + rows);
+    std::vector<std::pair<int, Storage>> bands = band_storages(i, y0, y1);
+    for (auto& [t, st] : bands) {
+      const bool top = t == out;  // outputs from the top, inputs from the bottom
+      if (!alloc_.allocate(st.rows(), top, st.base) && !alloc_.allocate(st.rows(), !top, st.base))
+        throw std::logic_error("lower_in_bands: a band that fits did not fit");
+      if (t != out)
+        for (const auto& [first, n] : border_ranges(st)) em_.zero({first, n});
+    }
+    stats_[layer_].ub_rows = std::max(stats_[layer_].ub_rows, table_rows_ + alloc_.used());
+    for (const auto& [t, st] : previous) alloc_.release(st.base, st.rows());
+    for (const auto& [t, st] : bands) storage_[t] = st;
+    for (const auto& [t, st] : bands)
+      if (t != out) band_io(t, st, band_input(op, y0, y1).first, false);
+    std::visit([&](const auto& o) { lower(i, o); }, op);
+    band_io(out, storage_[out], y0, true);
+    previous = std::move(bands);
+    ++bands_;
+  }
+  for (const auto& [t, st] : previous) alloc_.release(st.base, st.rows());
+}
+
 isa::Program Lowering::run() {
   plan_storage();
   // Per-column tables first (they stay for the whole program): build them to know their size.
@@ -760,6 +943,18 @@ isa::Program Lowering::run() {
   }
   const QTensor& out = g_.tensors.at(g_.output);
   const uint64_t output_host = region("output", true, g_.batch * out.shape.elements(), out.scale);
+  // Tensors held in host memory (banding) that are neither an input nor the output: one scratch
+  // region, reused by every piece.
+  std::vector<uint64_t> scratch_offset(g_.tensors.size(), 0);
+  uint64_t scratch_bytes = 0;
+  for (size_t t = 0; t < g_.tensors.size(); ++t)
+    if (in_host_[t] && static_cast<int>(t) != g_.output &&
+        std::find(g_.inputs.begin(), g_.inputs.end(), static_cast<int>(t)) == g_.inputs.end()) {
+      scratch_offset[t] = scratch_bytes;
+      scratch_bytes += div_up(piece_ * g_.tensors[t].shape.elements(), 4096) * 4096;
+    }
+  const uint64_t scratch_host = scratch_bytes ? region("scratch", false, scratch_bytes, 0.0) : 0;
+  host_of_.assign(g_.tensors.size(), 0);
   // The first op reading each input: it is loaded just before (independent inputs, as a
   // SCALE-Sim topology's layers have, then share the UB); inputs no op reads load at the start.
   std::vector<int64_t> first_read(g_.inputs.size(), -1);
@@ -786,7 +981,12 @@ isa::Program Lowering::run() {
     alloc_ = RowAllocator(table_rows_, arch_.ub_rows());
     placed_.assign(storage_.size(), false);
     for (Storage& st : storage_) st.batch = batch_;
+    for (size_t t = 0; t < g_.tensors.size(); ++t) host_of_[t] = scratch_host + scratch_offset[t];
+    for (size_t j = 0; j < g_.inputs.size(); ++j)
+      host_of_[g_.inputs[j]] = input_host[j] + n0 * g_.tensors[g_.inputs[j]].shape.elements();
+    host_of_[g_.output] = output_host + n0 * out.shape.elements();
     const auto load = [&](size_t j) {
+      if (in_host_[g_.inputs[j]]) return;  // read in bands by the ops that read it
       allocate(g_.inputs[j], g_.ops.size());
       host_io(g_.inputs[j], false, input_host[j] + n0 * g_.tensors[g_.inputs[j]].shape.elements());
     };
@@ -804,16 +1004,19 @@ isa::Program Lowering::run() {
       }
       for (size_t j = 0; j < g_.inputs.size(); ++j)
         if (first_read[j] == static_cast<int64_t>(i) && !placed_[g_.inputs[j]]) load(j);
-      std::visit([&](const auto& op) {
-        if (first_def_[op.output.tensor] == static_cast<int64_t>(i) && !placed_[op.output.tensor]) allocate(op.output.tensor, i);
-        lower(i, op);
-      }, g_.ops[i]);
+      if (in_host_[op_writes(g_.ops[i]).tensor])
+        lower_in_bands(i);
+      else
+        std::visit([&](const auto& op) {
+          if (first_def_[op.output.tensor] == static_cast<int64_t>(i) && !placed_[op.output.tensor]) allocate(op.output.tensor, i);
+          lower(i, op);
+        }, g_.ops[i]);
       stats_[layer_].ub_rows = std::max(stats_[layer_].ub_rows, table_rows_ + alloc_.used());
       for (size_t t = 0; t < storage_.size(); ++t)
         if (last_use_[t] == static_cast<int64_t>(i) && placed_[t] && static_cast<int>(t) != g_.output)
           alloc_.release(storage_[t].base, storage_[t].rows());
     }
-    host_io(g_.output, true, output_host + n0 * out.shape.elements());
+    if (!in_host_[g_.output]) host_io(g_.output, true, output_host + n0 * out.shape.elements());
   }
   layers.push_back("(end)");
   em_.tag(layers.size() - 1);
@@ -822,6 +1025,7 @@ isa::Program Lowering::run() {
   p.meta["compiler"] = "tpusim compile (compiler/lower.cpp)";
   p.meta["batch"] = g_.batch;
   p.meta["batch_piece"] = piece_;
+  p.meta["bands"] = bands_;
   p.meta["lanes"] = lanes_;
   p.meta["layers"] = layers;
   p.meta["macs"] = macs_;
@@ -864,12 +1068,19 @@ isa::Program lower(const QGraph& graph, const sim::Arch& arch) {
   std::optional<isa::Program> best;           // the program of the fewest pieces known to fit
   uint64_t best_n = 0;
   uint64_t n = pieces_for(limit);
+  std::vector<bool> in_host(graph.tensors.size(), false);  // tensors streamed in bands (hold_in_host)
   for (;;) {
     const uint64_t piece = piece_for(n);
     try {
-      best = Lowering(graph, arch, piece).run();
+      best = Lowering(graph, arch, piece, in_host).run();
       best_n = pieces_for(piece);
     } catch (const DoesNotFit& e) {
+      // A single sample that does not fit: the tensor that did not (and every tensor of the ops
+      // that touch it) is held in host memory and streamed in bands of rows; then the next, ...
+      if (piece == 1 && e.tensor >= 0 && !in_host[e.tensor]) {
+        hold_in_host(graph, e.tensor, in_host);
+        continue;
+      }
       if (piece == 1) throw InputError(fmt::format("{} (even for a single sample)", e.what()));
       too_few = std::max(too_few, pieces_for(piece));
       if (!best) {  // no fitting piece yet: the proportional guess
