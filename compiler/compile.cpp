@@ -84,7 +84,8 @@ FloatRun unit_calibration(const Model& model) {
   FloatRun r;
   for (const Layer& l : model.layers) {
     r.outputs.push_back({1.0f});
-    r.lstm_cell_max.emplace_back(l.type == LayerType::lstm ? l.stack : 0, 1.0);
+    const uint64_t steps = l.type == LayerType::lstm ? source_shape(model, l, l.inputs.at(0)).pixels() : 0;
+    r.lstm_cell_max.emplace_back(l.stack * steps, 1.0);  // per stacked layer and step
   }
   return r;
 }

@@ -244,7 +244,7 @@ Data LayerRun::lstm(std::vector<double>& cell_max) const {
   for (uint64_t l = 0; l < stack; ++l) weights += 4 * ((l == 0 ? s.c : u) + u) * u;
   expect_size(layer.weights, weights, "weights");
   if (!layer.bias.empty()) expect_size(layer.bias, stack * 4 * u, "biases");
-  cell_max.assign(stack, 0.0);
+  cell_max.assign(stack * steps, 0.0);
 
   Data seq = *x[0];
   uint64_t in_c = s.c, offset = 0;
@@ -266,7 +266,8 @@ Data LayerRun::lstm(std::vector<double>& cell_max) const {
           const double fc = f * c[e], ig = i * g;
           c[e] = fc + ig;
           const auto h = static_cast<float>(o * std::tanh(c[e]));
-          cell_max[l] = std::max({cell_max[l], std::abs(c[e]), std::abs(fc), std::abs(ig)});
+          double& top = cell_max[l * steps + t];
+          top = std::max({top, std::abs(c[e]), std::abs(fc), std::abs(ig)});
           next[(img * steps + t) * u + j] = h;
           xh[img * rows + in_c + j] = h;  // h_{t-1} of the next step
         }

@@ -47,11 +47,12 @@
 //   tanh (g): tensors "NAME.lL.tT.i" (.f, .g, .o), [U], scale 1/127. At t = 0, h_{-1} = 0: the
 //   gates read X only (K = in, the first `in` weight rows), and there is no f gate, since
 //   c_{-1} = 0. So 4T - 1 gate MatmulOps per stacked layer.
-// - cell: c at scale s_c = (max over steps and samples of |c_t|, |f c_{t-1}|, |i g|) / 127
-//   from the float run, per stacked layer. VectorOps, t > 0:
-//     fc = mul(f, c_{t-1}) x 1/127 -> s_c; ig = mul(i, g) x 1/(127^2 s_c) -> s_c;
-//     c = add(fc, ig); tc = pass(c) x 256 s_c, tanh -> 1/127; h = mul(o, tc) x 1/127 -> 1/127;
-//   at t = 0: c = mul(i, g) -> s_c, tc, h. So 5T - 2 VectorOps per stacked layer. Per-step
+// - cell: c_t at scale s_t = (max over samples of |c_t|, |f c_{t-1}|, |i g| at step t) / 127
+//   from the float run, per stacked layer and step (the cell state grows over the steps: one
+//   scale for all steps would waste the early steps' precision). VectorOps, t > 0:
+//     fc = mul(f, c_{t-1}) x s_{t-1}/(127 s_t) -> s_t; ig = mul(i, g) x 1/(127^2 s_t) -> s_t;
+//     c = add(fc, ig); tc = pass(c) x 256 s_t, tanh -> 1/127; h = mul(o, tc) x 1/127 -> 1/127;
+//   at t = 0: c = mul(i, g) -> s_0, tc, h. So 5T - 2 VectorOps per stacked layer. Per-step
 //   tensors "NAME.lL.tT.{c,fc,ig,tc}" (small: the back end can reuse their buffers).
 // - h, scale 1/127, goes pixel by pixel into the sequence tensor "NAME.lL.h" [T, U], which the
 //   next stacked layer and the next step read through views. The top layer with
@@ -496,7 +497,6 @@ void Quantizer::lstm() {
       full[g] = matmul(w, 1, rs, u, b, acc, gate_stage[g]);
       first[g] = matmul(w, 1, rs_x, u, b, acc, gate_stage[g]);
     }
-    const double sc = calibrated(run_.lstm_cell_max[li_].at(l));
     const std::string pre = fmt::format("{}.l{}", name, l);
     int h = -1;  // the h sequence that later steps (and the next stacked layer) read
     if (top && L.return_sequences) h = output = begin_output(L.out, out_stage);  // [T, U]
@@ -514,13 +514,14 @@ void Quantizer::lstm() {
         op.output = View{gate[g]};
         emit(std::move(op));
       }
+      const double sc = calibrated(run_.lstm_cell_max[li_].at(l * steps + t));  // this step's cell scale
       const int c = add_tensor(step + ".c", vec_of(u), sc, name);
       if (t == 0) {
         emit(vector(isa::VecOp::mul, gate[0], gate[2], View{c}, kQ07 * kQ07 / sc));
       } else {
         const int fc = add_tensor(step + ".fc", vec_of(u), sc, name);
         const int ig = add_tensor(step + ".ig", vec_of(u), sc, name);
-        emit(vector(isa::VecOp::mul, gate[1], c_prev, View{fc}, kQ07));
+        emit(vector(isa::VecOp::mul, gate[1], c_prev, View{fc}, kQ07 * scale_of(c_prev) / sc));
         emit(vector(isa::VecOp::mul, gate[0], gate[2], View{ig}, kQ07 * kQ07 / sc));
         emit(vector(isa::VecOp::add, fc, ig, View{c}, 1.0));
       }

@@ -19,8 +19,9 @@ std::vector<std::vector<float>> run_float(const Model& model);
 // run_float plus what calibration needs beyond the layers' outputs.
 struct FloatRun {
   std::vector<std::vector<float>> outputs;         // as run_float
-  std::vector<std::vector<double>> lstm_cell_max;  // [layer][stacked layer]: the largest |c_t|,
-                                                   // |f_t c_{t-1}| and |i_t g_t| (empty but for lstm)
+  // [layer][stacked layer x steps + step]: the largest |c_t|, |f_t c_{t-1}| and |i_t g_t| of each
+  // step of each stacked layer (empty but for lstm): each step's cell state has its own scale.
+  std::vector<std::vector<double>> lstm_cell_max;
 };
 FloatRun run_float_detailed(const Model& model);
 

@@ -251,6 +251,20 @@ TEST_CASE("LSTM: 4T-1 gate matmuls and 5T-2 vector ops per stacked layer, views 
     CHECK(names.count("lstm1.l1.t2.f") == 1);
     CHECK(names.count("lstm1.l0.h") == 1);
     for (const std::string& op_layer : g.op_layer) CHECK(op_layer == "lstm1");
+    // Each step's cell state has its own scale: the float run's largest |c_t|, |f c_{t-1}|, |i g| at that
+    // step / 127 (the cell grows over the steps), and fc, ig, c of a step share it.
+    const FloatRun run = run_float_detailed(b.m);
+    REQUIRE(run.lstm_cell_max[0].size() == 2 * 3);
+    int cells = 0;
+    for (const QTensor& t : g.tensors)
+      for (uint64_t l = 0; l < 2; ++l)
+        for (uint64_t step = 0; step < 3; ++step)
+          for (const char* part : {".c", ".fc", ".ig"})
+            if (t.name == "lstm1.l" + std::to_string(l) + ".t" + std::to_string(step) + part) {
+              CHECK(t.scale == run.lstm_cell_max[0][l * 3 + step] / 127);
+              ++cells;
+            }
+    CHECK(cells == 2 * (3 + 2 + 2));  // per stacked layer: c at each step, fc and ig from step 1
   }
 }
 

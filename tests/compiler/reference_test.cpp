@@ -284,6 +284,7 @@ TEST_CASE("float reference: one LSTM step by hand", "[reference]") {
   const double i = 1 / (1 + std::exp(-0.5)), g = std::tanh(1.0), o = 1 / (1 + std::exp(0.5));
   const auto run = run_float_detailed(m);
   CHECK(run.outputs[0][0] == Approx(o * std::tanh(i * g)));
+  REQUIRE(run.lstm_cell_max[0].size() == 1);  // 1 stacked layer x 1 step
   CHECK(run.lstm_cell_max[0][0] == Approx(i * g));
 }
 
