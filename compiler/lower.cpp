@@ -22,6 +22,10 @@
 // multiplier, shift: docs/isa.md act) live at the bottom of the UB, loaded once from the host.
 // Weight tiles are laid out in weight memory in first-use order, identical tiles stored once
 // (an LSTM's gates are fetched again every time step from the same addresses).
+//
+// A sample whose tensors do not fit the UB keeps them in host memory and runs the ops that touch
+// them in bands of output rows (lower_in_bands); grouped convolutions skip the tiles their groups
+// leave all zero (group_pairs).
 #include "compiler/lower.h"
 
 #include <fmt/format.h>

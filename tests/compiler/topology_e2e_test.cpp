@@ -71,3 +71,27 @@ TEST_CASE("SCALE-Sim conv topologies with depthwise rows run bit-exact on every 
 }
 
 }  // namespace tpusim::test
+
+namespace tpusim::test {
+
+TEST_CASE("SCALE-Sim's YOLO-tiny first layer runs in bands of output rows, bit-exact") {
+  // 416 x 416 x 3 -> 414 x 414 x 16 (3 x 3, valid): 173,056 input rows, more than tpu-v1's
+  // 98,304. Its 7 table rows leave 98,297; a band of n output rows reads n + 2 input rows of 416
+  // pixels and writes n of 414: 830 n + 832 rows, two bands at once: n = 58 (97,944 rows; 59
+  // would need 99,604): ceil(414 / 58) = 8 bands.
+  const fs::path topology = fs::path(TPUSIM_SOURCE_DIR) / "tests/data/scalesim/yolo_tiny_layer1.csv";
+  const sim::Arch arch;
+  compiler::Compiled c = compiler::compile_file(topology, arch);
+  CHECK(c.program.meta["bands"] == 8);
+  const sim::RunResult fast = sim::simulate(c.program, arch, {sim::Engine::fast, 0});
+  for (const sim::HostBuffer& h : fast.state->host)
+    if (h.name == "output") CHECK(compiler::check_output(c, h.bytes, arch).matches);
+  // The timing-only compile (no input generated, no calibration) times the same.
+  compiler::LoadOptions timing;
+  timing.timing_only = true;
+  const compiler::Compiled t = compiler::compile_file(topology, arch, timing);
+  CHECK(t.program.meta["bands"] == 8);
+  CHECK(sim::simulate(t.program, arch, {sim::Engine::timing, 0}).cycles == fast.cycles);
+}
+
+}  // namespace tpusim::test
