@@ -38,6 +38,11 @@ namespace tpusim::sim {
     "paper: about 10 GiB/s = 10.74 GB/s")                                                                    \
   X(host_latency_cycles, uint64_t, 700, "cycles", "fixed start-up cost of each read_host/write_host DMA",    \
     "our choice: paper silent; about 1 us, a PCIe round trip")                                               \
+  X(host_driver_us, double, 10.0, "us",                                                                      \
+    "host software time per batch, serial with the run: the driver formats the batch, launches the "        \
+    "program and takes its completion interrupt (the host model of a batch's latency: sim/host_model.h)",   \
+    "our choice: the paper gives no per-batch figure (Table 5: only the host's share of time); about one "  \
+    "accelerator launch through a driver (~5 us) and one completion interrupt (~5 us) over PCIe")            \
   X(activation_lanes, uint64_t, 256, "elements/cycle",                                                       \
     "values the activation unit reads, computes and writes per cycle",                                       \
     "paper: 256-byte paths at 700 MHz (about 167 GiB/s)")                                                    \

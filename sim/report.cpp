@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "sim/energy.h"
+#include "sim/host_model.h"
 
 namespace tpusim::sim {
 
@@ -25,6 +26,12 @@ constexpr ReportKey kKeys[] = {
     {"inferences_per_second", "number",
      "batch / seconds, with batch from the program's `.meta batch` (else 1)"},
     {"batch", "integer", "inferences per run of the program"},
+    {"latency_seconds", "number",
+     "one batch as a serving host sees it (sim/host_model.h, docs/timing.md \"Host model\"): `seconds` (the "
+     "program's own input and output DMA over the host link included) + `host_overhead_seconds`"},
+    {"host_overhead_seconds", "number",
+     "the host's serial time around the program per batch: host_driver_us + the download of the program's "
+     "instructions over the host link (host_latency_cycles + transfer of instructions x 16 bytes at host_gbps)"},
     {"macs", "integer",
      "useful multiply-accumulates: per matmul, vectors x the used rows x used cols of its tile (the bounding "
      "box of its nonzero weights); for a gathering matmul (a packed convolution's block-Toeplitz tile), "
@@ -181,6 +188,9 @@ nlohmann::ordered_json make_report(const ReportInput& in) {
   j["tops"] = seconds > 0 ? 2.0 * double(r.macs) / seconds / 1e12 : 0.0;
   j["inferences_per_second"] = seconds > 0 ? double(batch) / seconds : 0.0;
   j["batch"] = batch;
+  const BatchLatency latency = batch_latency(a, r.cycles, in.program->code.size());
+  j["latency_seconds"] = latency.total();
+  j["host_overhead_seconds"] = latency.host_overhead();
   j["macs"] = r.macs;
   j["array_macs"] = r.array_macs;
   j["layers"] = layers_of(*in.program);
@@ -240,6 +250,8 @@ std::string format_report(const nlohmann::ordered_json& j) {
   s += fmt::format("throughput   {:.2f} TOPS of {:.1f} peak, {:.0f} inferences/s (batch {})\n",
                    j["tops"].get<double>(), peak, j["inferences_per_second"].get<double>(),
                    j["batch"].get<uint64_t>());
+  s += fmt::format("latency      {:.3f} us per batch with the host ({:.3f} us driver and instruction download)\n",
+                   j["latency_seconds"].get<double>() * 1e6, j["host_overhead_seconds"].get<double>() * 1e6);
   s += fmt::format("MACs         {} useful of {} computed\n", j["macs"].get<uint64_t>(),
                    j["array_macs"].get<uint64_t>());
   if (const auto& layers = j["layers"]; layers.is_array() && !layers.empty()) {

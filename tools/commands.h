@@ -86,7 +86,6 @@ struct CompareArgs {
   std::vector<std::string> gpu_files, tpu_reports, sets;
   std::vector<std::string> models;  // simulated rows for these descriptions too, at their own batch
   double latency_limit_ms = 0;      // > 0: also each workload's largest simulated batch within it
-  double driver_us = 0;             // host software time added to each simulated batch's latency
   uint64_t max_batch = 4096;        // the largest batch the latency sweep tries
   std::string arch_file, models_root, timing = "end_to_end", l2 = "warm", graph = "any";
   std::string csv_out, json_out, plot_prefix, plot_script, python;  // python: "" = /usr/bin/python3 or python3

@@ -24,6 +24,7 @@
 #include "isa/error.h"
 #include "isa/file_io.h"
 #include "sim/arch.h"
+#include "sim/host_model.h"
 #include "sim/machine.h"
 
 namespace fs = std::filesystem;
@@ -42,7 +43,7 @@ struct Group {
   uint64_t batch = 0;
   std::vector<Entry> entries;
   gpu::GraphWork work;
-  std::optional<double> tpu_seconds;  // simulated seconds of one batch (the program's cycles)
+  std::optional<double> tpu_seconds;  // simulated latency of one batch with the host (sim/host_model.h)
   double latency_limit = 0;           // > 0: this batch is the latency sweep's answer for this limit
   std::string sweep_note;
 };
@@ -55,7 +56,7 @@ std::string key_of(const std::string& workload, uint64_t batch) {
   return fmt::format("{}@{}", workload, batch);
 }
 
-// `tpusim run --report` files, by workload and batch: seconds per batch.
+// `tpusim run --report` files, by workload and batch: latency per batch with the host.
 std::map<std::string, double> load_reports(const std::vector<std::string>& paths) {
   std::map<std::string, double> figures;
   for (const std::string& p : paths) {
@@ -68,12 +69,16 @@ std::map<std::string, double> load_reports(const std::vector<std::string>& paths
     }
     for (const char* key : {"workload", "batch", "seconds"})
       if (!j.contains(key)) throw InputError(fmt::format("{}: not a tpusim run report (no \"{}\")", p, key));
-    if (!j["seconds"].is_number() || j["seconds"].get<double>() <= 0)
-      throw InputError(fmt::format("{}: seconds: expected a number above 0", p));
+    if (!j.contains("latency_seconds"))
+      throw InputError(fmt::format(
+          "{}: no \"latency_seconds\" (a report of an older tpusim, before the host model): run it again",
+          p));
+    if (!j["latency_seconds"].is_number() || j["latency_seconds"].get<double>() <= 0)
+      throw InputError(fmt::format("{}: latency_seconds: expected a number above 0", p));
     if (!j["workload"].is_string() || !j["batch"].is_number_unsigned())
       throw InputError(fmt::format("{}: workload and batch: expected a string and an unsigned integer", p));
     figures[key_of(j["workload"].get<std::string>(), j["batch"].get<uint64_t>())] =
-        j["seconds"].get<double>();
+        j["latency_seconds"].get<double>();
   }
   return figures;
 }
@@ -145,7 +150,8 @@ fs::path model_path(const std::string& model, const CompareArgs& a) {
   return p;
 }
 
-// The model compiled for `arch` at `batch` and run on the timing engine.
+// The model compiled for `arch` at `batch` and run on the timing engine; `seconds` is the latency
+// of one batch with the host (sim/host_model.h: what `tpusim run` reports as latency_seconds).
 struct Simulated {
   gpu::GraphWork work;
   double seconds = 0;
@@ -156,8 +162,8 @@ Simulated simulate_at(const fs::path& model, uint64_t batch, const sim::Arch& ar
   const compiler::Compiled c = compiler::compile_file(model, arch, lo);
   sim::RunOptions opt;
   opt.engine = sim::Engine::timing;
-  return {gpu::graph_work(c.graph),
-          double(sim::simulate(c.program, arch, opt).cycles) / (arch.clock_mhz * 1e6)};
+  const uint64_t cycles = sim::simulate(c.program, arch, opt).cycles;
+  return {gpu::graph_work(c.graph), sim::batch_latency(arch, cycles, c.program.code.size()).total()};
 }
 
 void simulate(std::vector<Group>& groups, const sim::Arch& arch, const CompareArgs& a) {
@@ -193,12 +199,11 @@ void simulate(std::vector<Group>& groups, const sim::Arch& arch, const CompareAr
   }
 }
 
-// For each workload with a model: the largest batch whose simulated latency of one batch (the
-// program's time, host DMA included, plus --driver-us) is within --latency-limit, by doubling and
-// bisection up to --max-batch; a batch the compiler refuses (too big for the unified buffer)
-// counts as over the limit.
+// For each workload with a model: the largest batch whose simulated latency of one batch with the
+// host (sim/host_model.h) is within --latency-limit, by doubling and bisection up to --max-batch; a
+// batch the compiler refuses (too big for the unified buffer) counts as over the limit.
 void latency_sweep(std::vector<Group>& groups, const sim::Arch& arch, const CompareArgs& a) {
-  const double limit = a.latency_limit_ms / 1e3, driver = a.driver_us / 1e6;
+  const double limit = a.latency_limit_ms / 1e3;
   std::vector<std::pair<std::string, std::string>> workloads;  // name, model
   for (const Group& g : groups)
     if (!g.model.empty() && std::none_of(workloads.begin(), workloads.end(),
@@ -217,12 +222,11 @@ void latency_sweep(std::vector<Group>& groups, const sim::Arch& arch, const Comp
         }
       return probes[b];
     };
-    auto within = [&](uint64_t b) { return probe(b) && probe(b)->seconds + driver <= limit; };
+    auto within = [&](uint64_t b) { return probe(b) && probe(b)->seconds <= limit; };
     if (!within(1)) {
-      fmt::print(
-          stderr, "{}: no batch is within {:g} ms on {} ({})\n", workload, a.latency_limit_ms,
-          sim::machine_name(arch),
-          probe(1) ? fmt::format("batch 1 takes {:.4g} ms", (probe(1)->seconds + driver) * 1e3) : refused);
+      fmt::print(stderr, "{}: no batch is within {:g} ms on {} ({})\n", workload, a.latency_limit_ms,
+                 sim::machine_name(arch),
+                 probe(1) ? fmt::format("batch 1 takes {:.4g} ms", probe(1)->seconds * 1e3) : refused);
       continue;
     }
     uint64_t good = 1, bad = 0;
@@ -254,7 +258,7 @@ void latency_sweep(std::vector<Group>& groups, const sim::Arch& arch, const Comp
 
 json null_if_zero(double v) { return v > 0 ? json(v) : json(nullptr); }
 
-json row_json(const Group& g, const std::string& source, const std::string& device, double driver, double ips,
+json row_json(const Group& g, const std::string& source, const std::string& device, double ips,
               double latency, double peak, double gbps) {
   const double macs_per_inference = g.batch ? double(g.work.macs) / double(g.batch) : 0;
   const double tops = 2 * macs_per_inference * ips / 1e12;
@@ -272,20 +276,19 @@ json row_json(const Group& g, const std::string& source, const std::string& devi
             {"weight_bytes", g.work.weight_bytes},
             {"macs_per_weight_byte",
              g.work.weight_bytes ? double(g.work.macs) / double(g.work.weight_bytes) : 0.0}};
-  r["speedup_of_simulated"] = g.tpu_seconds && source != "simulated"
-                                  ? json(double(g.batch) / (*g.tpu_seconds + driver) / ips)
-                                  : json(nullptr);
+  r["speedup_of_simulated"] =
+      g.tpu_seconds && source != "simulated" ? json(double(g.batch) / *g.tpu_seconds / ips) : json(nullptr);
   return r;
 }
 
 CompareDoc build_doc(const std::vector<Group>& groups, const std::vector<gpu::ReferenceData>& files,
-                     const sim::Arch& arch, double driver) {
+                     const sim::Arch& arch) {
   CompareDoc doc;
   doc["arch"] = {{"name", sim::machine_name(arch)},
                  {"peak_tops", tpu_peak_tops(arch)},
                  {"weight_mem_gbps", arch.weight_mem_gbps},
                  {"host_gbps", arch.host_gbps},
-                 {"driver_seconds", driver}};
+                 {"driver_seconds", arch.host_driver_us * 1e-6}};
   doc["devices"] = json::array();
   doc["devices"].push_back({{"name", sim::machine_name(arch)},
                             {"source", "simulated"},
@@ -304,10 +307,10 @@ CompareDoc build_doc(const std::vector<Group>& groups, const std::vector<gpu::Re
   doc["rows"] = json::array();
   for (const Group& g : groups) {
     if (g.tpu_seconds) {
-      // The host model: the program's own host DMA (PCIe: host_gbps, host_latency_cycles per
-      // transfer) and a serial driver time per batch (--driver-us).
-      const double latency = *g.tpu_seconds + driver;
-      json r = row_json(g, "simulated", sim::machine_name(arch), driver, double(g.batch) / latency, latency,
+      // Latency with the host model (sim/host_model.h): the program's own host DMA, the driver
+      // time and the instruction download.
+      const double latency = *g.tpu_seconds;
+      json r = row_json(g, "simulated", sim::machine_name(arch), double(g.batch) / latency, latency,
                         tpu_peak_tops(arch), arch.weight_mem_gbps);
       r["latency_limit_seconds"] = null_if_zero(g.latency_limit);
       r["where"] = g.sweep_note;
@@ -317,7 +320,7 @@ CompareDoc build_doc(const std::vector<Group>& groups, const std::vector<gpu::Re
       for (const Entry& e : g.entries) {
         if (e.file->source != source) continue;
         const gpu::ReferenceRow& r = e.row;
-        json j = row_json(g, source, e.file->device.name, driver, r.inferences_per_second, r.latency_seconds,
+        json j = row_json(g, source, e.file->device.name, r.inferences_per_second, r.latency_seconds,
                           e.file->device.peak_int8_tops, e.file->device.memory_gbps);
         j["latency_statistic"] = r.latency_statistic;
         j["latency_limit_seconds"] = null_if_zero(r.latency_limit_seconds);
@@ -370,7 +373,7 @@ int cmd_compare(const CompareArgs& a) {
     throw InputError("compare: no reference figure matches the filters (--timing, --l2, --graph)");
   simulate(groups, arch, a);
   if (a.latency_limit_ms > 0) latency_sweep(groups, arch, a);
-  const CompareDoc doc = build_doc(groups, files, arch, a.driver_us / 1e6);
+  const CompareDoc doc = build_doc(groups, files, arch);
   write_text("-", compare_table_text(doc));
   if (!a.csv_out.empty()) write_text(a.csv_out, compare_table_csv(doc));
   if (!a.json_out.empty()) write_text(a.json_out, doc.dump(2) + "\n");

@@ -56,9 +56,10 @@ std::string compare_table_text(const CompareDoc& doc) {
       "timing engine",
       arch["name"].get<std::string>(), num(arch["peak_tops"]), num(arch["weight_mem_gbps"]),
       num(arch["host_gbps"]));
-  s += num(arch["driver_seconds"]) > 0
-           ? fmt::format(", {:g} us driver time per batch\n", 1e6 * num(arch["driver_seconds"]))
-           : std::string("\n");
+  s += fmt::format(
+      ";\n           latency per batch with the host: the program (its input and output DMA included) + {:g} "
+      "us driver + the instruction download (docs/timing.md, \"Host model\")\n",
+      1e6 * num(arch["driver_seconds"]));
   s += fmt::format("{:<10} {:>5}  {:<12} {:<40} {:>10} {:>11} {:>8} {:>7} {:>8}  {}\n", "workload", "batch",
                    "source", "device", "ms/batch", "inf/s", "TOPS", "% peak", "sim x", "notes");
   std::string last;

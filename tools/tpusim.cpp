@@ -217,8 +217,6 @@ extern "C" int sc_main(int argc, char** argv) {
   cm->add_option("--latency-limit", cmp.latency_limit_ms,
                  "also find each workload's largest simulated batch whose latency is within this many ms")
       ->check(CLI::PositiveNumber);
-  cm->add_option("--driver-us", cmp.driver_us, "host driver time added to each simulated batch's latency (default 0)")
-      ->check(CLI::NonNegativeNumber);
   cm->add_option("--max-batch", cmp.max_batch, "the largest batch --latency-limit tries (default 4096)")
       ->check(CLI::PositiveNumber);
   cm->add_option("--csv", cmp.csv_out, "write the table here as CSV");

@@ -63,9 +63,10 @@ TEST_CASE("an unknown preset lists the known ones", "[arch]") {
 
 TEST_CASE("arch_params is the table, in order", "[arch]") {
   const auto params = sim::arch_params();
-  REQUIRE(params.size() == 25);  // 16 of the machine, 9 of the energy model (sim/energy.h)
+  REQUIRE(params.size() == 26);  // 17 of the machine and its host, 9 of the energy model (sim/energy.h)
   CHECK(params.front().name == "array_rows");
-  CHECK(params[15].name == "weight_mem_bytes");
+  CHECK(params[10].name == "host_driver_us");
+  CHECK(params[16].name == "weight_mem_bytes");
   CHECK(params.back().name == "static_watts");
   std::set<std::string_view> reals, names;
   for (const auto& p : params) {
@@ -76,11 +77,12 @@ TEST_CASE("arch_params is the table, in order", "[arch]") {
     CHECK(!p.source.empty());
   }
   CHECK(names.size() == params.size());
-  CHECK(reals == std::set<std::string_view>{"clock_mhz", "weight_mem_gbps", "host_gbps", "energy_mac_pj",
-                                            "energy_ub_read_pj_per_byte", "energy_ub_write_pj_per_byte",
-                                            "energy_acc_read_pj_per_byte", "energy_acc_write_pj_per_byte",
-                                            "energy_weight_fifo_pj_per_byte", "energy_dram_pj_per_byte",
-                                            "energy_host_pj_per_byte", "static_watts"});
+  CHECK(reals == std::set<std::string_view>{"clock_mhz", "weight_mem_gbps", "host_gbps", "host_driver_us",
+                                            "energy_mac_pj", "energy_ub_read_pj_per_byte",
+                                            "energy_ub_write_pj_per_byte", "energy_acc_read_pj_per_byte",
+                                            "energy_acc_write_pj_per_byte", "energy_weight_fifo_pj_per_byte",
+                                            "energy_dram_pj_per_byte", "energy_host_pj_per_byte",
+                                            "static_watts"});
   CHECK(params[2].default_text == "700.0");
   CHECK(params[3].default_text == "25165824");
 }

@@ -6,12 +6,14 @@
 #include <sstream>
 
 #include "machine_support.h"
+#include "sim/host_model.h"
 
 using namespace tpusim;
 
 namespace {
 nlohmann::ordered_json report_of(const isa::Program& p, const sim::Arch& arch, const sim::RunResult& r) {
-  sim::ReportInput in{&p, &arch, sim::Engine::fast, &r, true, "reference executor", std::nullopt, std::nullopt};
+  sim::ReportInput in{&p,           &arch,       sim::Engine::fast, &r, true, "reference executor",
+                      std::nullopt, std::nullopt};
   return sim::make_report(in);
 }
 }  // namespace
@@ -63,8 +65,18 @@ TEST_CASE("report figures follow from the counters", "[report]") {
   CHECK(b["useful_macs"].get<double>() + b["unused_macs"].get<double>() ==
         Approx(b["array_active"].get<double>()));
   CHECK(j["output_matches_reference"] == true);
+  // The host model (sim/host_model.h): 8 instructions x 16 bytes downloaded in one DMA of
+  // host_latency_cycles 700 + ceil(128 x 700 / 10740 = 8.3) = 709 cycles = 1.012857 us, plus the
+  // driver's 10 us: 11.012857 us; with the program's 3077 cycles (4.395714 us) 15.408571 us.
+  REQUIRE(p.code.size() == 8);
+  CHECK(j["host_overhead_seconds"].get<double>() == Approx(10e-6 + 709 / 700e6).epsilon(1e-12));
+  CHECK(j["latency_seconds"].get<double>() == Approx(10e-6 + (709 + 3077) / 700e6).epsilon(1e-12));
   const std::string table = sim::format_report(j);
   CHECK_THAT(table, Catch::Contains("cycles       3077 (4.396 us)"));
+  CHECK_THAT(
+      table,
+      Catch::Contains(
+          "latency      15.409 us per batch with the host (11.013 us driver and instruction download)"));
   CHECK_THAT(table, Catch::Contains("weight shift    8.32%"));
 }
 
@@ -82,4 +94,21 @@ TEST_CASE("docs/report.md is generated from the schema", "[report]") {
   std::stringstream text;
   text << f.rdbuf();
   CHECK(text.str() == sim::report_markdown());
+}
+
+TEST_CASE("the host model: driver time and instruction download around the program", "[report]") {
+  sim::Arch a;
+  a.host_driver_us = 25;
+  a.host_latency_cycles = 100;
+  a.host_gbps = 7;  // 10 bytes per cycle at 700 MHz
+  // 1000 instructions x 16 bytes = 16000 bytes / 10 per cycle = 1600 cycles, + 100 = 1700 cycles
+  // (2.428571 us); the driver 25 us; the program 7000 cycles (10 us).
+  const sim::BatchLatency l = sim::batch_latency(a, 7000, 1000);
+  CHECK(l.driver_seconds == Approx(25e-6).epsilon(1e-12));
+  CHECK(l.instruction_seconds == Approx(1700 / 700e6).epsilon(1e-12));
+  CHECK(l.program_seconds == Approx(10e-6).epsilon(1e-12));
+  CHECK(l.total() == Approx(25e-6 + 1700 / 700e6 + 10e-6).epsilon(1e-12));
+  a.host_driver_us = 0;
+  a.host_latency_cycles = 0;
+  CHECK(sim::batch_latency(a, 0, 0).total() == 0);  // nothing to download, no driver: no latency
 }
