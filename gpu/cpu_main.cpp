@@ -14,7 +14,6 @@
 #include <chrono>
 #include <ctime>
 #include <dnnl.hpp>
-#include <fstream>
 
 #include "compiler/compile.h"
 #include "compiler/reference.h"
@@ -22,6 +21,7 @@
 #include "gpu/plan.h"
 #include "gpu/provenance.h"
 #include "gpu/reference.h"
+#include "gpu/runner_cli.h"
 #include "isa/error.h"
 
 namespace gpu = tpusim::gpu;
@@ -29,31 +29,12 @@ namespace compiler = tpusim::compiler;
 
 namespace {
 
-struct Options {
-  std::vector<std::string> models;
-  std::vector<uint64_t> batches;
-  std::string json_out, note;
+struct Options : gpu::RunnerOptions {
   int threads = 0;
-  gpu::TimingOptions timing{5, 10, 5};
-  bool no_check = false, no_roof = false, profile = false;
+  bool no_roof = false, profile = false;
   double latency_limit_ms = 0;
   uint64_t max_batch = 4096;
 };
-
-// Differing bytes and the largest difference, or "" when equal.
-std::string difference(const std::vector<int8_t>& got, const std::vector<int8_t>& want) {
-  if (got.size() != want.size()) return fmt::format("{} output bytes, expected {}", got.size(), want.size());
-  size_t count = 0, first = 0;
-  int worst = 0;
-  for (size_t i = 0; i < got.size(); ++i)
-    if (got[i] != want[i]) {
-      if (count++ == 0) first = i;
-      worst = std::max(worst, std::abs(int{got[i]} - int{want[i]}));
-    }
-  if (count == 0) return {};
-  return fmt::format("{} of {} bytes differ (first at byte {}: CPU {}, golden {}; largest difference {})",
-                     count, got.size(), first, int{got[first]}, int{want[first]}, worst);
-}
 
 struct Measured {
   gpu::ReferenceRow row;
@@ -70,7 +51,7 @@ Measured measure(const std::string& path, uint64_t batch, const Options& o, bool
   Measured m;
   if (check) {
     const std::vector<int8_t> golden = compiler::run_golden(graph)[static_cast<size_t>(graph.output)];
-    const std::string why = difference(model.infer(), golden);
+    const std::string why = gpu::output_difference(model.infer(), golden, "CPU");
     m.matches = why.empty();
     m.row.output_matches_reference = m.matches;
     fmt::print(stderr, "{} batch {}: output {} the golden reference{}\n", graph.name, graph.batch,
@@ -159,33 +140,18 @@ int main(int argc, char** argv) {
       "reference and time them (docs/gpu.md, workloads/gpu-reference/README.md)"};
   Options o;
   o.threads = gpu::usable_cpus();
-  app.add_option("models", o.models, "model descriptions (.toml) or SCALE-Sim topologies (.csv)")->required();
-  app.add_option("--batch", o.batches, "batch sizes to run (repeatable; default: each description's batch)")
-      ->check(CLI::PositiveNumber);
-  app.add_option("-o,--json", o.json_out,
-                 "write the results here (the reference format); default: standard output");
+  o.timing = {5, 10, 5};
+  gpu::add_runner_options(app, o);
   app.add_option("--threads", o.threads, "threads (default: the CPUs this process may use)")
       ->check(CLI::Range(1, 4096));
-  app.add_option("--warmup", o.timing.warmup, "untimed batches before timing (default 5)");
-  app.add_option("--iterations", o.timing.iterations, "batches per timed repeat (default 10)")
-      ->check(CLI::PositiveNumber);
-  app.add_option("--repeats", o.timing.repeats, "timed repeats; the median is reported (default 5)")
-      ->check(CLI::PositiveNumber);
-  app.add_flag("--no-check", o.no_check, "skip the check against the golden reference executor");
   app.add_flag("--no-roof", o.no_roof, "skip measuring this CPU's int8 and memory roof");
   app.add_option("--latency-limit", o.latency_limit_ms,
                  "also find each model's largest batch whose p99 batch latency is within this many ms")
       ->check(CLI::PositiveNumber);
   app.add_option("--max-batch", o.max_batch, "the largest batch --latency-limit tries (default 4096)")
       ->check(CLI::PositiveNumber);
-  app.add_option("--note", o.note, "a note stored in the results file");
   app.add_flag("--profile", o.profile, "print each plan step's time in the last batch");
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
-    const int rc = app.exit(e);
-    return rc == 0 ? 0 : 2;
-  }
+  if (const int rc = gpu::parse_runner_args(app, argc, argv); rc >= 0) return rc;
   gpu::ReferenceData out;
   out.source = "measured";
   out.note = o.note;
@@ -200,16 +166,15 @@ int main(int argc, char** argv) {
   out.device.details =
       fmt::format("oneDNN {}.{}.{} (CPU ISA runtime: {}), OpenMP, {} threads", v->major, v->minor, v->patch,
                   v->cpu_runtime == DNNL_RUNTIME_OMP ? "OpenMP" : "other", o.threads);
-  bool all_match = true;
-  try {
+  return gpu::run_reporting_errors("tpusim-cpu", [&] {
+    bool all_match = true;
     if (!o.no_roof) {
       const gpu::CpuRoof roof = gpu::measure_cpu_roof(o.threads, 20);
       out.device.peak_int8_tops = roof.int8_tops;
       out.device.memory_gbps = roof.read_gbps;
       out.device.peak_source = fmt::format(
           "measured here: the best of 20 oneDNN s8 matmuls 256 x 1024 x 1024 ({:.3f} TOPS) and of 20 reads "
-          "of "
-          "256 MiB ({:.1f} GB/s), {} threads: an attainable roof, not a datasheet peak",
+          "of 256 MiB ({:.1f} GB/s), {} threads: an attainable roof, not a datasheet peak",
           roof.int8_tops, roof.read_gbps, o.threads);
       fmt::print(stderr, "device: {}: int8 roof {:.3f} TOPS, read bandwidth {:.1f} GB/s (measured)\n",
                  out.device.name, roof.int8_tops, roof.read_gbps);
@@ -227,17 +192,9 @@ int main(int argc, char** argv) {
     if (o.json_out.empty()) {
       fmt::print("{}", text);
     } else {
-      std::ofstream f(o.json_out, std::ios::trunc);
-      f << text;
-      if (!f) throw tpusim::InputError(fmt::format("{}: cannot write", o.json_out));
+      gpu::write_results_file(o.json_out, text);
       fmt::print(stderr, "wrote {}\n", o.json_out);
     }
-  } catch (const tpusim::InputError& e) {
-    fmt::print(stderr, "{}\n", e.what());
-    return 2;
-  } catch (const std::exception& e) {
-    fmt::print(stderr, "tpusim-cpu: {}\n", e.what());
-    return 1;
-  }
-  return all_match ? 0 : 1;
+    return all_match ? 0 : 1;
+  });
 }

@@ -15,6 +15,16 @@
 
 namespace tpusim::gpu {
 
+// `text` parsed as JSON; an InputError "WHERE: invalid JSON: ..." (with the parser's line and column)
+// when it is not.
+inline nlohmann::ordered_json parse_json(const std::string& text, const std::string& where) {
+  try {
+    return nlohmann::ordered_json::parse(text);
+  } catch (const nlohmann::ordered_json::parse_error& e) {
+    throw InputError(fmt::format("{}: invalid JSON: {}", where, e.what()));
+  }
+}
+
 class JsonReader {
  public:
   using json = nlohmann::ordered_json;

@@ -12,7 +12,6 @@
 #include <CLI/CLI.hpp>
 #include <chrono>
 #include <ctime>
-#include <fstream>
 
 #include "compiler/compile.h"
 #include "compiler/model.h"
@@ -21,6 +20,7 @@
 #include "gpu/plan.h"
 #include "gpu/provenance.h"
 #include "gpu/results.h"
+#include "gpu/runner_cli.h"
 #include "isa/error.h"
 
 namespace gpu = tpusim::gpu;
@@ -28,27 +28,15 @@ namespace compiler = tpusim::compiler;
 
 namespace {
 
-struct Options {
-  std::vector<std::string> models;
-  std::vector<uint64_t> batches;
-  std::string json_out, csv_out, timing = "both", l2 = "both", graphs = "auto", note;
+struct Options : gpu::RunnerOptions {
+  std::string csv_out, timing_mode = "both", l2 = "both", graphs = "auto";
   uint64_t graph_max_batch = 16;
-  gpu::TimingOptions timing_options;
-  bool no_check = false;
   double peak_tops = 0;
 };
 
 std::vector<std::string> choices(const std::string& value, const std::string& a, const std::string& b) {
   if (value == "both") return {a, b};
   return {value};
-}
-
-// The first differing output byte, or "".
-std::string first_difference(const std::vector<int8_t>& got, const std::vector<int8_t>& want) {
-  if (got.size() != want.size()) return fmt::format("{} output bytes, expected {}", got.size(), want.size());
-  for (size_t i = 0; i < got.size(); ++i)
-    if (got[i] != want[i]) return fmt::format("byte {}: GPU {}, golden {}", i, int{got[i]}, int{want[i]});
-  return {};
 }
 
 // One model at one batch: check, then every requested timing. Returns false when the output differs.
@@ -64,7 +52,7 @@ bool measure(const std::string& path, uint64_t batch, const Options& o, gpu::Res
   const std::vector<int8_t> output = model.infer();
   if (!o.no_check) {
     const std::vector<int8_t> golden = compiler::run_golden(graph)[static_cast<size_t>(graph.output)];
-    const std::string why = first_difference(output, golden);
+    const std::string why = gpu::output_difference(output, golden, "GPU");
     matches = why.empty();
     fmt::print(stderr, "{} batch {}: output {} the golden reference{}\n", graph.name, graph.batch,
                why.empty() ? "matches" : "DIFFERS from", why.empty() ? "" : ": " + why);
@@ -73,11 +61,10 @@ bool measure(const std::string& path, uint64_t batch, const Options& o, gpu::Res
   if (o.graphs == "both") graph_modes = {false, true};
   else if (o.graphs == "auto") graph_modes = {graph.batch <= o.graph_max_batch};
   else graph_modes = {o.graphs == "on"};
-  for (const std::string& timing : choices(o.timing, "device", "end_to_end"))
+  for (const std::string& timing : choices(o.timing_mode, "device", "end_to_end"))
     for (const std::string& l2 : choices(o.l2, "warm", "flushed"))
       for (bool use_graph : graph_modes) {
-        const gpu::Timing t =
-            model.time(timing == "end_to_end", l2 == "flushed", use_graph, o.timing_options);
+        const gpu::Timing t = model.time(timing == "end_to_end", l2 == "flushed", use_graph, o.timing);
         gpu::Measurement m;
         m.workload = graph.name;
         m.model = path;
@@ -103,12 +90,6 @@ bool measure(const std::string& path, uint64_t batch, const Options& o, gpu::Res
   return !matches || *matches;
 }
 
-void write_file(const std::string& path, const std::string& text) {
-  std::ofstream f(path, std::ios::trunc);
-  f << text;
-  if (!f) throw tpusim::InputError(fmt::format("{}: cannot write", path));
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -116,11 +97,9 @@ int main(int argc, char** argv) {
       "tpusim-gpu: run model descriptions on an NVIDIA GPU (int8, cuBLASLt), check them against the "
       "golden reference and time them (workloads/gpu-reference/README.md)"};
   Options o;
-  app.add_option("models", o.models, "model descriptions (.toml) or SCALE-Sim topologies (.csv)")->required();
-  app.add_option("--batch", o.batches, "batch sizes to run (repeatable; default: each description's batch)");
-  app.add_option("-o,--json", o.json_out, "write the results here (JSON, the GPU reference data format)");
+  gpu::add_runner_options(app, o);
   app.add_option("--csv", o.csv_out, "write the results here as CSV too");
-  app.add_option("--timing", o.timing, "device (kernels only), end_to_end (with host copies) or both")
+  app.add_option("--timing", o.timing_mode, "device (kernels only), end_to_end (with host copies) or both")
       ->check(CLI::IsMember({"device", "end_to_end", "both"}));
   app.add_option("--l2", o.l2, "warm, flushed (L2 overwritten before each batch) or both")
       ->check(CLI::IsMember({"warm", "flushed", "both"}));
@@ -128,21 +107,9 @@ int main(int argc, char** argv) {
                  "CUDA graphs: auto (for batches up to --graph-max-batch), on, off or both")
       ->check(CLI::IsMember({"auto", "on", "off", "both"}));
   app.add_option("--graph-max-batch", o.graph_max_batch, "largest batch --graphs auto launches as a graph");
-  app.add_option("--warmup", o.timing_options.warmup, "untimed batches before timing");
-  app.add_option("--iterations", o.timing_options.iterations, "batches per timed repeat")
-      ->check(CLI::PositiveNumber);
-  app.add_option("--repeats", o.timing_options.repeats, "timed repeats; the median is reported")
-      ->check(CLI::PositiveNumber);
-  app.add_flag("--no-check", o.no_check, "skip the check against the golden reference executor");
   app.add_option("--peak-tops", o.peak_tops,
                  "the device's dense int8 peak, when the runner does not know it");
-  app.add_option("--note", o.note, "a note stored in the results file");
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
-    const int rc = app.exit(e);
-    return rc == 0 ? 0 : 2;
-  }
+  if (const int rc = gpu::parse_runner_args(app, argc, argv); rc >= 0) return rc;
   if (const std::string why = gpu::gpu_absent_reason(); !why.empty()) {
     fmt::print(stderr, "tpusim-gpu: no GPU found ({}); nothing measured (exit code {}: no GPU)\n", why,
                gpu::kExitNoGpu);
@@ -155,8 +122,8 @@ int main(int argc, char** argv) {
   results.date = where.date;
   results.host = where.host;
   results.note = o.note;
-  bool all_match = true, bad_input = false;
-  try {
+  return gpu::run_reporting_errors("tpusim-gpu", [&] {
+    bool all_match = true, bad_input = false;
     results.device = gpu::query_device(o.peak_tops);
     fmt::print(stderr,
                "device: {} (sm {}, {} SMs, {:.0f} MHz, {:.0f} GB/s, int8 peak {:.0f} TOPS), driver {}\n",
@@ -173,15 +140,9 @@ int main(int argc, char** argv) {
           fmt::print(stderr, "{} batch {}: skipped: {}\n", model, batch, e.what());
           bad_input = true;
         }
-    if (!o.json_out.empty()) write_file(o.json_out, gpu::results_json(results));
-    if (!o.csv_out.empty()) write_file(o.csv_out, gpu::results_csv(results));
+    if (!o.json_out.empty()) gpu::write_results_file(o.json_out, gpu::results_json(results));
+    if (!o.csv_out.empty()) gpu::write_results_file(o.csv_out, gpu::results_csv(results));
     if (o.json_out.empty() && o.csv_out.empty()) fmt::print("{}", gpu::results_json(results));
-  } catch (const tpusim::InputError& e) {
-    fmt::print(stderr, "{}\n", e.what());
-    return 2;
-  } catch (const std::exception& e) {
-    fmt::print(stderr, "tpusim-gpu: {}\n", e.what());
-    return 1;
-  }
-  return !all_match ? 1 : bad_input ? 2 : 0;
+    return !all_match ? 1 : bad_input ? 2 : 0;
+  });
 }

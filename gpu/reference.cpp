@@ -210,12 +210,7 @@ std::string read_text(const fs::path& path) {
 }  // namespace
 
 ReferenceData parse_reference(const std::string& text, const std::string& path) {
-  json j;
-  try {
-    j = json::parse(text);
-  } catch (const json::parse_error& e) {
-    throw InputError(fmt::format("{}: invalid JSON: {}", path, e.what()));
-  }
+  const json j = parse_json(text, path);
   if (!j.is_object())
     throw InputError(
         fmt::format("{}: expected a JSON object (reference data: workloads/gpu-reference/README.md)", path));

@@ -141,12 +141,7 @@ std::string results_csv(const ResultsFile& f) {
 }
 
 ResultsFile parse_results(const std::string& text, const std::string& source) {
-  json j;
-  try {
-    j = json::parse(text);
-  } catch (const json::parse_error& e) {
-    throw InputError(fmt::format("{}: invalid JSON: {}", source, e.what()));
-  }
+  const json j = parse_json(text, source);
   const Reader r(j, source);
   ResultsFile f;
   f.format = r.text("format");

@@ -19,6 +19,7 @@
 #include "compiler/compile.h"
 #include "compiler/model.h"
 #include "compiler/quantize.h"
+#include "gpu/json_reader.h"
 #include "gpu/plan.h"
 #include "gpu/reference.h"
 #include "isa/error.h"
@@ -61,12 +62,7 @@ std::map<std::string, double> load_reports(const std::vector<std::string>& paths
   std::map<std::string, double> figures;
   for (const std::string& p : paths) {
     const std::string text = io::read_text_file(p, io::kMaxDataFileBytes, "a tpusim run report (JSON)");
-    json j;
-    try {
-      j = json::parse(text);
-    } catch (const json::exception& e) {
-      throw InputError(fmt::format("{}: invalid JSON: {}", p, e.what()));
-    }
+    const json j = gpu::parse_json(text, p);
     for (const char* key : {"workload", "batch", "seconds"})
       if (!j.contains(key)) throw InputError(fmt::format("{}: not a tpusim run report (no \"{}\")", p, key));
     if (!j.contains("latency_seconds"))

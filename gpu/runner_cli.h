@@ -1,0 +1,95 @@
+// What the two reference runners' command lines share (tpusim-cpu: cpu_main.cpp, tpusim-gpu:
+// main.cpp): the options both take, the exit codes (0 success, 1 an output differs from the golden
+// reference or the run failed, 2 bad usage or input), the check of an output against the golden
+// reference and the writing of a results file.
+#pragma once
+
+#include <fmt/format.h>
+
+#include <CLI/CLI.hpp>
+#include <cstdint>
+#include <cstdlib>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "gpu/timing.h"
+#include "isa/error.h"
+
+namespace tpusim::gpu {
+
+struct RunnerOptions {
+  std::vector<std::string> models;
+  std::vector<uint64_t> batches;  // empty: each description's own batch
+  std::string json_out, note;
+  TimingOptions timing;
+  bool no_check = false;
+};
+
+// The models, --batch, -o/--json, --warmup, --iterations, --repeats, --no-check and --note.
+inline void add_runner_options(CLI::App& app, RunnerOptions& o) {
+  app.add_option("models", o.models, "model descriptions (.toml) or SCALE-Sim topologies (.csv)")->required();
+  app.add_option("--batch", o.batches, "batch sizes to run (repeatable; default: each description's batch)")
+      ->check(CLI::PositiveNumber);
+  app.add_option("-o,--json", o.json_out, "write the results here (JSON); default: standard output");
+  app.add_option("--warmup", o.timing.warmup,
+                 fmt::format("untimed batches before timing (default {})", o.timing.warmup));
+  app.add_option("--iterations", o.timing.iterations,
+                 fmt::format("batches per timed repeat (default {})", o.timing.iterations))
+      ->check(CLI::PositiveNumber);
+  app.add_option("--repeats", o.timing.repeats,
+                 fmt::format("timed repeats; the median is reported (default {})", o.timing.repeats))
+      ->check(CLI::PositiveNumber);
+  app.add_flag("--no-check", o.no_check, "skip the check against the golden reference executor");
+  app.add_option("--note", o.note, "a note stored in the results file");
+}
+
+// Parses the command line; a value to return from main (0 for --help, 2 for bad usage), or -1 to go on.
+inline int parse_runner_args(CLI::App& app, int argc, char** argv) {
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e) == 0 ? 0 : 2;
+  }
+  return -1;
+}
+
+// Differing bytes and the largest difference, or "" when equal. `device` names the runner's side.
+inline std::string output_difference(const std::vector<int8_t>& got, const std::vector<int8_t>& want,
+                                     const char* device) {
+  if (got.size() != want.size()) return fmt::format("{} output bytes, expected {}", got.size(), want.size());
+  size_t count = 0, first = 0;
+  int worst = 0;
+  for (size_t i = 0; i < got.size(); ++i)
+    if (got[i] != want[i]) {
+      if (count++ == 0) first = i;
+      worst = std::max(worst, std::abs(int{got[i]} - int{want[i]}));
+    }
+  if (count == 0) return {};
+  return fmt::format("{} of {} bytes differ (first at byte {}: {} {}, golden {}; largest difference {})",
+                     count, got.size(), first, device, int{got[first]}, int{want[first]}, worst);
+}
+
+// Writes `text` to `path` (InputError when it cannot).
+inline void write_results_file(const std::string& path, const std::string& text) {
+  std::ofstream f(path, std::ios::trunc);
+  f << text;
+  if (!f) throw InputError(fmt::format("{}: cannot write", path));
+}
+
+// Runs `body` (which returns the exit code) with the runners' error handling: bad input exits 2,
+// any other failure 1, each with its message on standard error.
+template <typename F>
+int run_reporting_errors(const char* tool, F&& body) {
+  try {
+    return body();
+  } catch (const InputError& e) {
+    fmt::print(stderr, "{}\n", e.what());
+    return 2;
+  } catch (const std::exception& e) {
+    fmt::print(stderr, "{}: {}\n", tool, e.what());
+    return 1;
+  }
+}
+
+}  // namespace tpusim::gpu
