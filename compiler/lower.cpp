@@ -1061,6 +1061,8 @@ bool has_pool(const QGraph& g) {
 // tensors shrink with the piece too, so the guess is pessimistic), then a bisection between the
 // most pieces known not to fit and the fewest known to fit. A failing try stops at the tensor
 // that does not fit, so most tries are cheap; at most log2(batch) + 2 lowerings in all.
+// When one sample does not fit, tensors are moved to host memory one connected group at a time
+// (hold_in_host) and their ops run in bands of rows: one more lowering per group moved.
 isa::Program lower(const QGraph& graph, const sim::Arch& arch) {
   if (graph.batch == 0) throw InputError(fmt::format("model {}: batch 0: a model needs at least one sample", graph.name));
   uint64_t limit = std::min(graph.batch, arch.acc_entries / 2);
