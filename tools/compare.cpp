@@ -11,6 +11,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -371,6 +372,7 @@ int cmd_compare(const CompareArgs& a) {
   if (a.latency_limit_ms > 0) latency_sweep(groups, arch, a);
   const CompareDoc doc = build_doc(groups, files, arch);
   write_text("-", compare_table_text(doc));
+  std::fflush(stdout);  // the table before the plot's messages on standard error
   if (!a.csv_out.empty()) write_text(a.csv_out, compare_table_csv(doc));
   if (!a.json_out.empty()) write_text(a.json_out, doc.dump(2) + "\n");
   if (!a.plot_prefix.empty()) compare_plot(doc, a);
