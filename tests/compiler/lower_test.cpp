@@ -422,11 +422,12 @@ TEST_CASE("a padded convolution in bands reads each band's rows with their halo,
   CHECK(count(p, Opcode::matmul) == 4 * 9);
 }
 
-TEST_CASE("random chains of convolutions, pools and element-wise ops in bands are bit-exact on every engine") {
+TEST_CASE("random chains of grouped convolutions, pools and element-wise ops in bands are bit-exact on every engine") {
   std::mt19937 rng(11);
-  for (int trial = 0; trial < 6; ++trial) {
+  for (int trial = 0; trial < 10; ++trial) {
     std::uniform_int_distribution<int> d(0, 1 << 20);
-    const uint64_t h = 9 + d(rng) % 14, w = 5 + d(rng) % 10, c = 2 + d(rng) % 12, n = 2 + d(rng) % 12;
+    const uint64_t h = 9 + d(rng) % 14, w = 5 + d(rng) % 10, c = 2 + d(rng) % 12;
+    const uint64_t n = trial % 2 ? c : 2 + d(rng) % 12;  // odd trials can be depthwise
     const uint64_t k = 1 + d(rng) % 3, stride = 1 + d(rng) % 2, pad = d(rng) % 2 ? k / 2 : 0;
     const uint64_t batch = 1 + d(rng) % 2;
     GraphBuilder b(batch);
@@ -437,6 +438,14 @@ TEST_CASE("random chains of convolutions, pools and element-wise ops in bands ar
     compiler::MatmulOp m = b.matmul({whole(x)}, whole(y), k, k, trial % 2 == 0);
     m.pad = pad;
     m.stride = stride;
+    // Grouped (the largest common divisor of c and n among 1, 2, 3, ...; depthwise when c = n
+    // divides it): the weights zero across groups, as expand_groups holds them.
+    for (uint64_t g = 1; g <= std::min(c, n); ++g)
+      if (c % g == 0 && n % g == 0 && d(rng) % 2) m.groups = g;
+    for (uint64_t rs = 0; rs < k * k; ++rs)
+      for (uint64_t i = 0; i < c; ++i)
+        for (uint64_t j = 0; j < n; ++j)
+          if (i / (c / m.groups) != j / (n / m.groups)) m.weights[(rs * c + i) * n + j] = 0;
     b.add(m, "conv");
     const int p = b.tensor("p", map_shape(oh / 2, ow / 2, n));
     b.add(compiler::PoolOp{whole(y), whole(p), isa::PoolKind::max, 2, 2}, "pool");
@@ -453,7 +462,7 @@ TEST_CASE("random chains of convolutions, pools and element-wise ops in bands ar
     const uint64_t in_rows = (h + 2 * pad) * (w + 2 * pad) * ((c + 7) / 8), out_rows = oh * ow * ((n + 7) / 8);
     a.ub_bytes = (std::max(in_rows, out_rows) + 8) * 8;
     INFO("trial " << trial << ": " << h << "x" << w << "x" << c << " -> " << n << ", kernel " << k << ", stride "
-                  << stride << ", pad " << pad << ", batch " << batch);
+                  << stride << ", pad " << pad << ", groups " << m.groups << ", batch " << batch);
     const isa::Program prog = lower_and_check(b.g, a);
     CHECK(prog.meta["bands"].get<uint64_t>() > 0);
   }
