@@ -253,15 +253,19 @@ struct CpuModel::Impl {
   }
 
   void run(size_t, const VectorStep& s) {
-    const std::vector<int8_t>& a = tensors[size_t(s.a_tensor)];
-    const std::vector<int8_t>& b = tensors[size_t(s.b_tensor)];
-    std::vector<int8_t>& out = tensors[size_t(s.output_tensor)];
-    const uint64_t per_sample = s.out.pixels * s.out.c;
+    const int8_t* a = tensors[size_t(s.a_tensor)].data();
+    const int8_t* b = tensors[size_t(s.b_tensor)].data();
+    int8_t* out = tensors[size_t(s.output_tensor)].data();
+    // One pixel's channels at a time: contiguous in all three views.
+    const uint64_t channels = s.out.c, pixels = s.elements / channels;
 #pragma omp parallel for num_threads(threads) schedule(static) if (parallel(s.elements))
-    for (uint64_t i = 0; i < s.elements; ++i) {
-      const uint64_t img = i / per_sample, p = i % per_sample / s.out.c, ch = i % s.out.c;
-      out[view_offset(s.out, img, p, ch)] = vector_element(
-          s.op, a[view_offset(s.a, img, p, ch)], b[view_offset(s.b, img, p, ch)], s.mult, s.shift, s.table);
+    for (uint64_t i = 0; i < pixels; ++i) {
+      const uint64_t img = i / s.out.pixels, p = i % s.out.pixels;
+      const int8_t* pa = a + view_offset(s.a, img, p, 0);
+      const int8_t* pb = b + view_offset(s.b, img, p, 0);
+      int8_t* po = out + view_offset(s.out, img, p, 0);
+      for (uint64_t ch = 0; ch < channels; ++ch)
+        po[ch] = vector_element(s.op, pa[ch], pb[ch], s.mult, s.shift, s.table);
     }
   }
 
