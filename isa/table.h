@@ -103,6 +103,8 @@ inline constexpr EnumValue kUnitMaskValues[] = {
 // Registers 3..7 make the systolic data setup gather each matmul input vector from several UB
 // rows (im2col in hardware, docs/compiler.md "Packing"); 8..9 make activate scatter an
 // accumulator row's column groups to several UB rows. All reset to 0: today's behaviour.
+// act_pool .. act_pool_batch (10..14) configure the activate's fused pooling (the paper's
+// Normalize/Pool after the activation pipeline); act_pool = 0 (reset) is the plain activate.
 enum class ConfigReg : uint8_t {
   host_stride = 0,
   host_row_bytes = 1,
@@ -114,6 +116,11 @@ enum class ConfigReg : uint8_t {
   gather_row_step = 7,
   act_groups = 8,
   act_group_cols = 9,
+  act_pool = 10,
+  act_pool_window = 11,
+  act_pool_stride = 12,
+  act_pool_width = 13,
+  act_pool_batch = 14,
 };
 inline constexpr EnumValue kConfigRegValues[] = {
     {"host_stride", 0,
@@ -145,6 +152,19 @@ inline constexpr EnumValue kConfigRegValues[] = {
      "(accumulator columns p*act_group_cols ..) of accumulator row acc+i to bytes act_lane .. "
      "act_lane+act_group_cols-1 of UB row ub + p*rows + i: G*rows UB rows, one per cycle"},
     {"act_group_cols", 9, "activate scatter: columns per group (used when act_groups > 0)"},
+    {"act_pool", 10,
+     "activate's fused pooling: 0 (reset) none; 1 max, 2 avg (as pool's `kind`). The activate then reads "
+     "its `rows` accumulator rows as a map of rows / (act_pool_width x act_pool_batch) lines of "
+     "act_pool_width pixels with act_pool_batch images interleaved (row (y*width + x)*batch + n), "
+     "computes each value as without pooling, pools act_pool_window^2 windows at act_pool_stride (as "
+     "pool: max, or the sum / window^2 rounded half away from zero, on int8 values) and writes only the "
+     "out_h x out_w pooled map (out = (in - window) / stride + 1, rounded down), row ub + (oy*out_w + "
+     "ox)*batch + n, columns at act_lane. Rows must be a whole number of lines, at least a window high and "
+     "wide; not with `unsigned` or act_groups"},
+    {"act_pool_window", 11, "side of act_pool's square window in pixels, 1..15"},
+    {"act_pool_stride", 12, "act_pool's stride in pixels, 1..15"},
+    {"act_pool_width", 13, "pixels per line of the map an act_pool activate reads (its input width), >= 1"},
+    {"act_pool_batch", 14, "images interleaved per pixel in an act_pool activate's rows, >= 1"},
 };
 
 enum class FieldKind : uint8_t {
@@ -400,7 +420,8 @@ inline constexpr OpcodeSpec kOpcodes[] = {
      "from the table), applies `func`, saturates to int8 (uint8 with `unsigned`) and writes each "
      "row's array_cols values to bytes act_lane .. act_lane+array_cols-1 (setcfg register) of UB "
      "rows ub .. ub+rows-1, keeping the rows' other bytes (with setcfg act_groups > 0: each "
-     "column group to a UB row of its own).",
+     "column group to a UB row of its own). With the setcfg register act_pool set, it pools as it "
+     "writes (the paper's Normalize/Pool): only the pooled map's rows are written (see `reg`).",
      "the activation unit free; the matrix unit finished writing the rows it reads"},
     {Opcode::vector, "vec", "Vector (element-wise)", Unit::activation, layout::kVector,
      "For each of `rows` UB rows: r = op(a, b) on int8 elements in int32, then "

@@ -26,6 +26,14 @@ ActivationUnit::ActivationUnit(sc_core::sc_module_name name, Context& ctx, Hazar
 // activation_latency_cycles, then activation_lanes values per cycle: an activate row is
 // array_cols values (plus the per-column table's rows once), a vector row is one UB row per
 // operand, a pooled output row reads window^2 UB rows.
+//
+// An activate with fused pooling (act_pool) streams its rows from the accumulators through the
+// pipeline as a plain activate does; the Normalize/Pool stage after it keeps each open window's
+// running max or sum per column and writes a pooled row to the UB when the last pixel of its
+// window has passed, on the write port, which the read stream does not use. Both streams move
+// array_cols values per row at activation_lanes per cycle, and a map never pools into more rows
+// than it reads (window and stride >= 1), so the accumulator reads bound the time: the same
+// cycles as the plain activate of the same rows, and no UB pass of a separate pool.
 uint64_t ActivationUnit::duration(uint64_t index) const {
   const Arch& a = ctx_.arch;
   const isa::Instruction& in = ctx_.inst(index);
@@ -34,11 +42,14 @@ uint64_t ActivationUnit::duration(uint64_t index) const {
     case Opcode::activate: {
       // With act_groups G >= 1 (pack.h) each accumulator row becomes G UB rows of act_group_cols
       // values, written one row per cycle: max(one cycle, the group's values) per UB row.
+      // Fused pooling (never with act_groups): max(rows read, pooled rows written) = rows read.
       const PackRegs& pack = ctx_.pack(index);
+      const ActPool& pool = ctx_.regs_act_pool[index];
       const uint64_t per_row = pack.scatters() ? pack.groups() * div_up(pack.act_group_cols, a.activation_lanes)
                                                : div_up(a.array_cols, a.activation_lanes);
-      return add_mul(a.activation_latency_cycles + (in[Field::per_channel] ? perchan_table_rows(a) : 0),
-                     in[Field::rows], per_row);
+      const uint64_t rows = pool.on() ? std::max(in[Field::rows], activate_ub_rows(in, pool)) : in[Field::rows];
+      return add_mul(a.activation_latency_cycles + (in[Field::per_channel] ? perchan_table_rows(a) : 0), rows,
+                     per_row);
     }
     case Opcode::vector:
       return add_mul(a.activation_latency_cycles, in[Field::rows],
@@ -79,6 +90,7 @@ void ActivationUnit::serve() {
       if (in.opcode == Opcode::activate) {
         ctx_.state->act_lane = ctx_.regs_act_lane[i];
         ctx_.state->pack = ctx_.pack(i);
+        ctx_.state->act_pool = ctx_.regs_act_pool[i];
         exec_activate(*ctx_.state, in, i);
       }
       else if (in.opcode == Opcode::vector) exec_vector(*ctx_.state, in, i);

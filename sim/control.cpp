@@ -48,6 +48,7 @@ bool ControlUnit::issue_to_station(uint64_t index, Unit unit) {
   ctx_.regs_row_bytes[index] = ctx_.cfg_row_bytes;
   ctx_.regs_act_lane[index] = ctx_.cfg_act_lane;
   ctx_.regs_pack[index] = static_cast<uint32_t>(ctx_.pack_values.size() - 1);
+  if (ctx_.inst(index).opcode == Opcode::activate) ctx_.regs_act_pool[index] = ctx_.cfg_act_pool;
   ++ctx_.issued[int(unit)];
   hazards_.issued(index);
   const auto next = ctx_.later(index, t_, ctx_.arch.issue_cycles, "issue (issue_cycles)");
@@ -95,7 +96,7 @@ void ControlUnit::issue_all() {
           case isa::ConfigReg::host_stride: ctx_.cfg_stride = in[Field::value]; break;
           case isa::ConfigReg::host_row_bytes: ctx_.cfg_row_bytes = in[Field::value]; break;
           case isa::ConfigReg::act_lane: ctx_.cfg_act_lane = in[Field::value]; break;
-          default: break;
+          default: ctx_.cfg_act_pool.set(static_cast<isa::ConfigReg>(in[Field::reg]), in[Field::value]); break;
         }
         break;
       case Opcode::sync: {

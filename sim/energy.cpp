@@ -6,6 +6,7 @@
 #include <numeric>
 
 #include "isa/table.h"
+#include "sim/state.h"
 
 namespace tpusim::sim {
 
@@ -28,8 +29,10 @@ ActionCounts count_actions(const isa::Program& program, const Arch& a, uint64_t 
   const uint64_t row = a.ub_row_bytes(), acc_row = a.array_cols * 4;
   uint64_t host_row_bytes = 0;  // the register's reset value
   PackRegs pack;                // the packing registers (pack.h)
+  ActPool act_pool;
   for (uint64_t i = 0; i < executed && i < program.code.size(); ++i) {
     const isa::Instruction& inst = program.code[i];
+    track_act_pool(act_pool, inst);
     switch (inst.opcode) {
       case Opcode::set_config:
         set_pack_register(pack, inst);
@@ -55,9 +58,9 @@ ActionCounts count_actions(const isa::Program& program, const Arch& a, uint64_t 
         if (inst[Field::accumulate]) c[EnergyAction::acc_read] += vectors * acc_row;
         break;
       }
-      case Opcode::activate:
+      case Opcode::activate:  // with fused pooling, only the pooled rows reach the UB
         c[EnergyAction::acc_read] += inst[Field::rows] * acc_row;
-        c[EnergyAction::ub_write] += inst[Field::rows] * pack.groups() * row;  // a row per group
+        c[EnergyAction::ub_write] += (act_pool.on() ? activate_ub_rows(inst, act_pool) : inst[Field::rows] * pack.groups()) * row;
         break;
       case Opcode::vector: {
         const bool pass = inst[Field::op] == static_cast<uint64_t>(isa::VecOp::pass);  // one operand

@@ -41,7 +41,8 @@ RowRange acc_rows(const isa::Instruction& inst) {
   return {};
 }
 
-Accesses accesses(const isa::Instruction& inst, const Arch& arch, const PackRegs& pack) {
+Accesses accesses(const isa::Instruction& inst, const Arch& arch, const PackRegs& pack,
+                  const ActPool& act_pool) {
   Accesses a;
   const uint64_t rows = inst[Field::rows];
   switch (inst.opcode) {
@@ -52,7 +53,7 @@ Accesses accesses(const isa::Instruction& inst, const Arch& arch, const PackRegs
       a.acc = acc_rows(inst);
       break;
     case Opcode::activate:
-      a.ub_writes = {{inst[Field::ub], rows * pack.groups()}};
+      a.ub_writes = {{inst[Field::ub], act_pool.on() ? activate_ub_rows(inst, act_pool) : rows * pack.groups()}};
       if (inst[Field::per_channel]) a.ub_reads = {{inst[Field::qtable], perchan_table_rows(arch)}};
       a.acc = acc_rows(inst);
       break;
@@ -105,7 +106,8 @@ void Hazards::report(const Record& a, const Record& b) const {
 
 bool Hazards::started(uint64_t index, isa::Unit unit, uint64_t start, uint64_t until,
                       uint64_t lowest_unstarted) {
-  Record r{index, unit, start, until, accesses(ctx_.inst(index), ctx_.arch, ctx_.pack(index))};
+  Record r{index, unit, start, until,
+           accesses(ctx_.inst(index), ctx_.arch, ctx_.pack(index), ctx_.regs_act_pool[index])};
   for (const RowRange& x : r.use.ub_reads) ctx_.note_ub(x.first, x.rows);
   for (const RowRange& x : r.use.ub_writes) ctx_.note_ub(x.first, x.rows);
   if (r.use.acc.rows) ctx_.note_acc(r.use.acc.first, r.use.acc.rows);

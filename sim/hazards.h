@@ -24,13 +24,18 @@ struct RowRange {
 };
 
 // The UB rows an instruction reads and writes, and the accumulator rows it reads or writes.
+// `act_pool`: the fused-pooling registers an activate runs under (an activate with pooling
+// writes only its pooled map's rows; track_act_pool follows them through a program).
 struct Accesses {
   std::vector<RowRange> ub_reads, ub_writes;
   RowRange acc;  // rows 0 when none
 };
 // `pack`: the packing registers the instruction was issued with (a gathering matmul reads, a
-// scattering activate writes, more rows).
-Accesses accesses(const isa::Instruction& inst, const Arch& arch, const PackRegs& pack = {});
+// scattering activate writes, more rows); `act_pool`: the fused-pooling registers an activate
+// runs under (an activate with pooling writes only its pooled map's rows; track_act_pool
+// follows them through a program).
+Accesses accesses(const isa::Instruction& inst, const Arch& arch, const PackRegs& pack = {},
+                  const ActPool& act_pool = {});
 RowRange acc_rows(const isa::Instruction& inst);  // matmul writes / act reads; rows 0 otherwise
 
 class Hazards {

@@ -111,10 +111,11 @@ struct Bounds {
   uint64_t weight_image = 0;
   uint64_t host_stride = 0, host_row_bytes = 0, act_lane = 0;
   PackRegs pack{};
+  ActPool act_pool{};
 };
 
 Bounds bounds_of(const MachineState& s) {
-  Bounds b{s.arch, {}, s.weights.size(), s.host_stride, s.host_row_bytes, s.act_lane, s.pack};
+  Bounds b{s.arch, {}, s.weights.size(), s.host_stride, s.host_row_bytes, s.act_lane, s.pack, s.act_pool};
   for (const HostBuffer& h : s.host) b.host.push_back({h.name, h.addr, h.bytes.size()});
   return b;
 }
@@ -195,8 +196,32 @@ void check_matmul(const Fail& fail, const Arch& a, const PackRegs& pack, const i
 
 uint64_t qtable_rows(const Arch& a) { return (7 * a.array_cols + a.ub_row_bytes() - 1) / a.ub_row_bytes(); }
 
-void check_activate(const Fail& fail, const Arch& a, uint64_t act_lane, const PackRegs& pack,
+// The fused-pooling registers an activate runs under (docs/isa.md, reg act_pool).
+void check_act_pool(const Fail& fail, const ActPool& p, const PackRegs& pack, const isa::Instruction& inst) {
+  if (p.kind > 2) fail("act_pool = " + dec(p.kind) + ": expected 0 (none), 1 (max) or 2 (avg)");
+  if (!p.on()) return;
+  const auto range = [&](const char* name, uint64_t v, uint64_t lo, uint64_t hi) {
+    if (v < lo || v > hi)
+      fail(std::string(name) + " = " + dec(v) + " (setcfg register), expected " + dec(lo) + ".." + dec(hi));
+  };
+  range("act_pool_window", p.window, 1, 15);
+  range("act_pool_stride", p.stride, 1, 15);
+  range("act_pool_width", p.width, 1, UINT32_MAX);
+  range("act_pool_batch", p.batch, 1, UINT32_MAX);
+  if (inst[Field::unsigned_data]) fail("fused pooling (act_pool) compares int8 values: not with `unsigned`");
+  if (pack.scatters()) fail("fused pooling (act_pool) writes whole pooled rows: not with act_groups");
+  const uint64_t line = p.width * p.batch, rows = inst[Field::rows];
+  if (rows % line)
+    fail(dec(rows) + " rows are not whole lines of act_pool_width x act_pool_batch = " + dec(p.width) + " x " +
+         dec(p.batch) + " = " + dec(line) + " rows");
+  if (rows / line < p.window || p.width < p.window)
+    fail("the map of " + dec(rows / line) + " x " + dec(p.width) + " pixels is smaller than the " + dec(p.window) +
+         " x " + dec(p.window) + " pooling window");
+}
+
+void check_activate(const Fail& fail, const Arch& a, uint64_t act_lane, const PackRegs& pack, const ActPool& pool,
                     const isa::Instruction& inst) {
+  check_act_pool(fail, pool, pack, inst);
   if (const auto why = scatter_error(pack, a, act_lane)) fail(*why);
   if (!pack.scatters() && act_lane + a.array_cols > a.ub_row_bytes())
     fail("writes bytes " + span_text(act_lane, a.array_cols, dec) + " of each UB row (act_lane " + dec(act_lane) +
@@ -204,7 +229,8 @@ void check_activate(const Fail& fail, const Arch& a, uint64_t act_lane, const Pa
   check_acc(fail, a, "reads", inst[Field::acc], inst[Field::rows]);
   if (inst[Field::per_channel])
     check_ub(fail, a, "reads the per-column table from", inst[Field::qtable], qtable_rows(a));
-  check_ub(fail, a, "writes", inst[Field::ub], u128{inst[Field::rows]} * pack.groups());
+  check_ub(fail, a, "writes", inst[Field::ub],
+           pool.on() ? u128{activate_ub_rows(inst, pool)} : u128{inst[Field::rows]} * pack.groups());
 }
 
 void check_vector(const Fail& fail, const Arch& a, const isa::Instruction& inst) {
@@ -242,7 +268,7 @@ void check_instruction(const Bounds& b, const isa::Instruction& inst, uint64_t i
     case Opcode::read_weights:
       return check_weights(fail, b, inst[Field::waddr], u128{inst[Field::tiles]} * b.arch.tile_bytes());
     case Opcode::matmul: return check_matmul(fail, b.arch, b.pack, inst);
-    case Opcode::activate: return check_activate(fail, b.arch, b.act_lane, b.pack, inst);
+    case Opcode::activate: return check_activate(fail, b.arch, b.act_lane, b.pack, b.act_pool, inst);
     case Opcode::vector: return check_vector(fail, b.arch, inst);
     case Opcode::pool: return check_pool(fail, b.arch, inst);
     default: return;
@@ -250,13 +276,15 @@ void check_instruction(const Bounds& b, const isa::Instruction& inst, uint64_t i
 }
 
 void set_register(uint64_t& host_stride, uint64_t& host_row_bytes, uint64_t& act_lane, PackRegs& pack,
-                  const isa::Instruction& inst, uint64_t index) {
+                  ActPool& act_pool, const isa::Instruction& inst, uint64_t index) {
   if (set_pack_register(pack, inst)) return;
-  switch (static_cast<isa::ConfigReg>(inst[Field::reg])) {
+  const auto reg = static_cast<isa::ConfigReg>(inst[Field::reg]);
+  switch (reg) {
     case isa::ConfigReg::host_stride: host_stride = inst[Field::value]; return;
     case isa::ConfigReg::host_row_bytes: host_row_bytes = inst[Field::value]; return;
     case isa::ConfigReg::act_lane: act_lane = inst[Field::value]; return;
-    default: break;  // (the packing registers: set_pack_register above)
+    default:  // (the packing registers: set_pack_register above)
+      if (act_pool.set(reg, inst[Field::value])) return;
   }
   Fail{index, inst}("unknown configuration register " + dec(inst[Field::reg]));
 }
@@ -264,17 +292,18 @@ void set_register(uint64_t& host_stride, uint64_t& host_row_bytes, uint64_t& act
 }  // namespace
 
 void check_static(const isa::Program& program, const Arch& arch) {
-  Bounds b{arch, {}, program.weights.size(), 0, 0};
+  Bounds b{arch, {}, program.weights.size(), 0, 0, 0, {}, {}};
   for (const isa::HostRegion& r : program.host_regions) b.host.push_back({r.name, r.host_addr, r.bytes});
   for (uint64_t i = 0; i < program.code.size(); ++i) {
     const isa::Instruction& inst = program.code[i];
-    if (inst.opcode == Opcode::set_config) set_register(b.host_stride, b.host_row_bytes, b.act_lane, b.pack, inst, i);
+    if (inst.opcode == Opcode::set_config)
+      set_register(b.host_stride, b.host_row_bytes, b.act_lane, b.pack, b.act_pool, inst, i);
     check_instruction(b, inst, i);
   }
 }
 
 void exec_set_config(MachineState& s, const isa::Instruction& inst, uint64_t index) {
-  set_register(s.host_stride, s.host_row_bytes, s.act_lane, s.pack, inst, index);
+  set_register(s.host_stride, s.host_row_bytes, s.act_lane, s.pack, s.act_pool, inst, index);
 }
 
 void exec_read_host(MachineState& s, const isa::Instruction& inst, uint64_t index) {
@@ -363,7 +392,56 @@ std::vector<activation::Column> columns(const MachineState& s, const isa::Instru
   return q;
 }
 
+// act with fused pooling: the rows' values as a plain activate computes them (into a scratch
+// map of array_cols bytes per row, the unit's pipeline), then the windows of that map pooled
+// into the array_cols bytes from act_lane of the pooled map's rows.
+void act_pooled(const MachineState& s, const isa::Instruction& inst, const activation::Function& f, uint8_t* ub) {
+  const uint64_t m = s.arch.array_cols, width = s.arch.ub_row_bytes(), rows = inst[Field::rows];
+  const ActPool& p = s.act_pool;
+  std::vector<uint8_t> values(rows * m);
+  const int32_t* x = s.acc_row(inst[Field::acc]);
+  if (inst[Field::per_channel]) activation::act_rows_per_column(x, values.data(), rows, m, columns(s, inst), f);
+  else activation::act_rows(x, values.data(), rows, m, m, inst[Field::mult], inst[Field::shift], f);
+  const PooledMap map = pooled_map(rows, p);
+  std::vector<const uint8_t*> window(p.window * p.window);
+  for (uint64_t o = 0; o < map.out_rows(p); ++o) {  // o = (oy * out_w + ox) * batch + n
+    const uint64_t n = o % p.batch, ox = o / p.batch % map.out_w, oy = o / p.batch / map.out_w;
+    for (uint64_t dy = 0; dy < p.window; ++dy)
+      for (uint64_t dx = 0; dx < p.window; ++dx)
+        window[dy * p.window + dx] =
+            values.data() + (((oy * p.stride + dy) * p.width + ox * p.stride + dx) * p.batch + n) * m;
+    activation::pool_window(window, p.avg(), ub + o * width, m);
+  }
+}
+
 }  // namespace
+
+bool ActPool::set(isa::ConfigReg reg, uint64_t value) {
+  switch (reg) {
+    case isa::ConfigReg::act_pool: kind = value; return true;
+    case isa::ConfigReg::act_pool_window: window = value; return true;
+    case isa::ConfigReg::act_pool_stride: stride = value; return true;
+    case isa::ConfigReg::act_pool_width: width = value; return true;
+    case isa::ConfigReg::act_pool_batch: batch = value; return true;
+    default: return false;
+  }
+}
+
+PooledMap pooled_map(uint64_t rows, const ActPool& p) {
+  const u128 line = u128{p.width} * p.batch;
+  if (!p.on() || line == 0 || rows % line || p.window == 0 || p.stride == 0) return {};
+  const uint64_t in_h = static_cast<uint64_t>(rows / line);
+  if (in_h < p.window || p.width < p.window) return {};
+  return {in_h, (in_h - p.window) / p.stride + 1, (p.width - p.window) / p.stride + 1};
+}
+
+uint64_t activate_ub_rows(const isa::Instruction& act, const ActPool& pool) {
+  return pool.on() ? pooled_map(act[Field::rows], pool).out_rows(pool) : act[Field::rows];
+}
+
+void track_act_pool(ActPool& pool, const isa::Instruction& inst) {
+  if (inst.opcode == Opcode::set_config) pool.set(static_cast<isa::ConfigReg>(inst[Field::reg]), inst[Field::value]);
+}
 
 uint64_t perchan_table_rows(const Arch& arch) { return qtable_rows(arch); }
 
@@ -378,6 +456,7 @@ void exec_activate(MachineState& s, const isa::Instruction& inst, uint64_t index
                                static_cast<int64_t>(inst[Field::clip]), inst[Field::unsigned_data] != 0};
   const int32_t* x = s.acc_row(inst[Field::acc]);
   uint8_t* ub = s.ub_row(inst[Field::ub]) + s.act_lane;
+  if (s.act_pool.on()) return act_pooled(s, inst, f, ub);
   if (s.pack.scatters()) {  // group p of accumulator row i to UB row ub + p * rows + i
     const uint64_t g = s.pack.act_group_cols, m = s.arch.array_cols;
     const std::vector<activation::Column> q = inst[Field::per_channel] ? columns(s, inst) : std::vector<activation::Column>{};

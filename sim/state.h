@@ -52,6 +52,31 @@ struct HostBuffer {
   std::vector<uint8_t> bytes;
 };
 
+// The activate's fused pooling (the Normalize/Pool stage after the activation pipeline): the
+// setcfg registers act_pool .. act_pool_batch (docs/isa.md, reg). kind 0 (reset): none.
+struct ActPool {
+  uint64_t kind = 0;  // 0 none, 1 max, 2 avg
+  uint64_t window = 0, stride = 0, width = 0, batch = 0;
+  bool on() const { return kind != 0; }
+  bool avg() const { return kind == 2; }
+  // Writes the register `reg` when it is one of the five; false when it is another register.
+  bool set(isa::ConfigReg reg, uint64_t value);
+};
+
+// The map an activate of `rows` accumulator rows reads and the one it writes under `pool` (on):
+// in_h lines of pool.width pixels, out_h x out_w pooled pixels, pool.batch images each. Zero
+// sizes when the rows are not a whole number of lines or smaller than a window.
+struct PooledMap {
+  uint64_t in_h = 0, out_h = 0, out_w = 0;
+  uint64_t out_rows(const ActPool& p) const { return out_h * out_w * p.batch; }
+};
+PooledMap pooled_map(uint64_t rows, const ActPool& pool);
+// The UB rows an activate writes: `rows`, or with fused pooling the pooled map's rows.
+uint64_t activate_ub_rows(const isa::Instruction& act, const ActPool& pool);
+// Applies `inst` to `pool` when it is a setcfg of one of its registers (for tools that walk a
+// program in issue order, which is program order).
+void track_act_pool(ActPool& pool, const isa::Instruction& inst);
+
 struct MachineState {
   Arch arch;
   std::vector<uint8_t> ub;   // ub_rows() x ub_row_bytes(), int8/uint8 as bytes
@@ -62,6 +87,7 @@ struct MachineState {
   uint64_t host_row_bytes = 0;
   uint64_t act_lane = 0;             // setcfg: UB row byte of activate's first column
   PackRegs pack;                     // setcfg gather_* (matmul), act_groups/act_group_cols (act)
+  ActPool act_pool;                  // setcfg: activate's fused pooling
 
   uint8_t* ub_row(uint64_t row) { return ub.data() + row * arch.ub_row_bytes(); }
   const uint8_t* ub_row(uint64_t row) const { return ub.data() + row * arch.ub_row_bytes(); }

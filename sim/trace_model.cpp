@@ -146,9 +146,11 @@ void TraceModel::build_series() {
   };
   std::vector<Use> uses;
   std::vector<Accesses> acc(timeline.size());
+  ActPool act_pool;  // the setcfg registers in force, in issue (program) order
   for (uint64_t i = 0; i < timeline.size(); ++i) {
+    track_act_pool(act_pool, inst(i));
     if (unit(i) == isa::Unit::control) continue;
-    acc[i] = accesses(inst(i), arch, pack.at(i));
+    acc[i] = accesses(inst(i), arch, pack.at(i), act_pool);
     if (acc[i].ub_reads.empty() && acc[i].ub_writes.empty()) continue;
     const uint64_t end = inst(i).opcode == Opcode::matmul ? timeline[i].start + stream_cycles(i) : timeline[i].end;
     uses.push_back({timeline[i].start, true, i});

@@ -122,9 +122,11 @@ std::vector<uint64_t> written_ub_rows(const isa::Program& p, const sim::Arch& ar
                                       uint64_t begin, uint64_t end) {
   std::vector<std::pair<uint64_t, sim::RowRange>> writes;
   const sim::PackTimeline pack(p.code);
+  sim::ActPool act_pool;  // the setcfg registers in force, in issue (program) order
   for (uint64_t i = 0; i < r.timeline.size(); ++i) {
+    sim::track_act_pool(act_pool, p.code[i]);
     if (isa::spec(p.code[i].opcode).unit == isa::Unit::control) continue;
-    for (const sim::RowRange& w : sim::accesses(p.code[i], arch, pack.at(i)).ub_writes)
+    for (const sim::RowRange& w : sim::accesses(p.code[i], arch, pack.at(i), act_pool).ub_writes)
       writes.emplace_back(r.timeline[i].start, w);
   }
   std::sort(writes.begin(), writes.end(), [](const auto& a, const auto& b) { return a.first < b.first; });

@@ -157,5 +157,10 @@ package tpusim_isa_pkg;
   localparam int unsigned CFG_GATHER_ROW_STEP = 7;
   localparam int unsigned CFG_ACT_GROUPS = 8;
   localparam int unsigned CFG_ACT_GROUP_COLS = 9;
+  localparam int unsigned CFG_ACT_POOL = 10;
+  localparam int unsigned CFG_ACT_POOL_WINDOW = 11;
+  localparam int unsigned CFG_ACT_POOL_STRIDE = 12;
+  localparam int unsigned CFG_ACT_POOL_WIDTH = 13;
+  localparam int unsigned CFG_ACT_POOL_BATCH = 14;
 
 endpackage : tpusim_isa_pkg

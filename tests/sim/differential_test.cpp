@@ -20,6 +20,7 @@ struct Limits {
   std::vector<uint64_t> dims;  // array_rows / array_cols drawn from these
   bool stress = false;         // tiny FIFO and queues, slow memories
   bool shared = false;         // stations share UB rows: act writes matmul inputs, DMA act inputs
+  bool fused = false;          // some activates pool as they write (setcfg act_pool ..)
 };
 
 class ProgramGenerator {
@@ -160,6 +161,32 @@ class ProgramGenerator {
   // Where a station reads or writes: its own region, or (shared) one another station uses too.
   uint64_t share(uint64_t own, uint64_t other) { return lim_.shared && chance(0.5) ? other : own; }
 
+  void set(isa::ConfigReg reg, uint64_t value) { emit(Opcode::set_config, {{Field::reg, uint64_t(reg)}, {Field::value, value}}); }
+
+  // An activate that pools as it writes: a map of h x w pixels x b images (at most 24 rows),
+  // windows and strides of 1..3, max or avg; then pooling off again, or left on for the next
+  // fused activate.
+  void fused_activate(uint64_t act_out) {
+    const uint64_t window = pick(1, 3), stride = pick(1, 3), b = pick(1, 2);
+    const uint64_t w = pick(window, 4), h = pick(window, std::max<uint64_t>(window, 24 / (w * b)));
+    const uint64_t out = ((h - window) / stride + 1) * ((w - window) / stride + 1) * b;
+    set(isa::ConfigReg::act_pool, pick(1, 2));
+    set(isa::ConfigReg::act_pool_window, window);
+    set(isa::ConfigReg::act_pool_stride, stride);
+    set(isa::ConfigReg::act_pool_width, w);
+    set(isa::ConfigReg::act_pool_batch, b);
+    emit(Opcode::activate, {{Field::func, pick(0, 4)},
+                            {Field::per_channel, chance(0.3)},
+                            {Field::acc, pick(0, 64 - h * w * b)},
+                            {Field::ub, act_out + pick(0, 64 - out)},
+                            {Field::rows, h * w * b},
+                            {Field::mult, pick(0, 300)},
+                            {Field::shift, pick(0, 20)},
+                            {Field::clip, pick(0, 255)},
+                            {Field::qtable, kQ}});
+    if (chance(0.7)) set(isa::ConfigReg::act_pool, 0);
+  }
+
   void activation_work() {
     // Sometimes scatter: G groups of gc columns, each accumulator row to G UB rows (sim/pack.h).
     uint64_t groups = 1;
@@ -178,6 +205,7 @@ class ProgramGenerator {
     if (chance(0.3))  // write the columns elsewhere in the rows (non-square arrays)
       emit(Opcode::set_config, {{Field::reg, uint64_t(isa::ConfigReg::act_lane)},
                                 {Field::value, pick(0, arch_.ub_row_bytes() - arch_.array_cols)}});
+    if (lim_.fused && chance(0.6)) fused_activate(act_out);
     emit(Opcode::activate, {{Field::func, pick(0, 4)},
                             {Field::per_channel, chance(0.3)},
                             {Field::unsigned_data, chance(0.2)},
@@ -296,6 +324,16 @@ TEST_CASE("differential - stations sharing UB rows (RAW through the UB and hazar
           "[machine][differential]") {
   const int ran = differential(4000, 150, {{4, 8, 16}, false, true});
   CHECK(ran >= 50);  // 78 of 150 run; the rest have hazards, refused alike by every engine
+}
+
+TEST_CASE("differential - activates with fused pooling (setcfg act_pool), alone and sharing UB rows",
+          "[machine][differential]") {
+  // A plain activate follows each fused one: with pooling left on it runs fused too, or is
+  // refused by every engine alike (its rows not whole lines of the map).
+  const int ran = differential(5000, 150, {{4, 5, 8, 16}, false, false, true});
+  CHECK(ran >= 40);
+  const int shared = differential(6000, 100, {{4, 8}, false, true, true});
+  CHECK(shared >= 20);
 }
 
 TEST_CASE("differential - stressed weight FIFO and queues and slow memories", "[machine][differential]") {

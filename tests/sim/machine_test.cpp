@@ -167,6 +167,42 @@ TEST_CASE("activation unit durations - activate and per-channel table and vector
   CHECK(r.fast.cycles == 58);
 }
 
+// An activate with fused 2 x 2 max pooling against an activate and a separate pool over a
+// 4 x 4 map (16 accumulator rows, 1 image).
+TEST_CASE("activation unit durations - fused pooling against activate then pool", "[machine]") {
+  const std::string head = kTile + R"(
+    rw     waddr=w, tiles=1
+    matmul ub=0, acc=0, rows=16, switch
+  )";
+  const auto fused = run_all(assemble(head + R"(
+    setcfg reg=act_pool, value=1
+    setcfg reg=act_pool_window, value=2
+    setcfg reg=act_pool_stride, value=2
+    setcfg reg=act_pool_width, value=4
+    setcfg reg=act_pool_batch, value=1
+    act    acc=0, ub=32, rows=16, func=relu
+    halt)"),
+                             small_arch());
+  const auto plain = run_all(assemble(head + R"(
+    act    acc=0, ub=16, rows=16, func=relu
+    pool   kind=max, src=16, ub=32, in_w=4, out_h=2, out_w=2, window=2, pstride=2
+    halt)"),
+                             small_arch());
+  // The matmul starts at 12 (as a lone one), ends 12 + 16 + 7 = 35; the act waits for it.
+  // Fused: 16 accumulator rows in at 1 row per cycle, the 4 pooled rows written as their windows
+  // close, within the reads: [35, 35 + 2 + 16) = [35, 53), the end of the program.
+  CHECK(fused.fast.timeline[7].start == 35);
+  CHECK(fused.fast.timeline[7].end == 53);
+  CHECK(fused.fast.cycles == 53);
+  // Unfused: the act [35, 53) writes 16 UB rows; the pool reads 4 outputs x 2 x 2 = 16 of them:
+  // [53, 53 + 2 + 16) = [53, 71). Fusion saves the pool's 18 cycles and 12 UB rows.
+  CHECK(plain.fast.timeline[2].end == 53);
+  CHECK(plain.fast.timeline[3].end == 71);
+  CHECK(plain.fast.cycles == 71);
+  CHECK(fused.fast.ub_peak_rows == 16 + 4);  // the matmul's 16 input rows and 4 pooled rows
+  CHECK(plain.fast.ub_peak_rows == 16 + 16 + 4);
+}
+
 TEST_CASE("a full station queue stalls issue", "[machine]") {
   sim::Arch arch = small_arch();
   arch.station_queue_depth = 1;

@@ -749,5 +749,101 @@ TEST_CASE("pool refuses windows past the map width and rows outside the UB", "[s
                       Contains("writes UB rows 62..65, but the unified buffer has 64 rows"));
 }
 
+
+// ---- act with fused pooling (setcfg act_pool .. act_pool_batch) ------------------------------
+
+ActPool act_pool(uint64_t kind, uint64_t window, uint64_t stride, uint64_t width, uint64_t batch) {
+  ActPool p;
+  p.kind = kind;
+  p.window = window;
+  p.stride = stride;
+  p.width = width;
+  p.batch = batch;
+  return p;
+}
+
+TEST_CASE("act with fused pooling: a 4 x 4 map, relu then 2 x 2 max, identity then 2 x 2 average", "[state]") {
+  MachineState s = make_state({}, tiny());
+  std::fill(s.ub.begin(), s.ub.end(), 0x55);
+  // Pixel p = 4y + x in accumulator row p: columns p - 5, -p, 20p, p.
+  for (int p = 0; p < 16; ++p) set_acc(s, p, {p - 5, -p, 20 * p, p});
+  s.act_pool = act_pool(1, 2, 2, 4, 1);
+  const auto act = [](Func f) {
+    return make(Opcode::activate, {{Field::func, uint64_t(f)}, {Field::rows, 16}, {Field::ub, 40}});
+  };
+  exec_activate(s, act(Func::relu), 0);
+  // windows {0 1 4 5}, {2 3 6 7}, {8 9 12 13}, {10 11 14 15}: the largest p is 5, 7, 13, 15.
+  // relu(p - 5): 0, 2, 8, 10; relu(-p): 0; 20p saturated: 100, 127, 127, 127; p: 5, 7, 13, 15.
+  CHECK(row_s8(s, 40) == std::vector<int>{0, 0, 100, 5});
+  CHECK(row_s8(s, 41) == std::vector<int>{2, 0, 127, 7});
+  CHECK(row_s8(s, 42) == std::vector<int>{8, 0, 127, 13});
+  CHECK(row_s8(s, 43) == std::vector<int>{10, 0, 127, 15});
+  CHECK(row_s8(s, 44) == std::vector<int>{0x55, 0x55, 0x55, 0x55});  // only the pooled map is written
+  s.act_pool.kind = 2;
+  exec_activate(s, act(Func::identity), 0);
+  // sums over the windows: p - 5: -10, -2, 22, 30 / 4 = -2.5, -0.5, 5.5, 7.5 -> -3, -1, 6, 8;
+  // -p: -3, -5, -11, -13 (as p, negated); 20p saturated: 0+20+80+100 = 200 -> 50,
+  // 40+60+120+127 = 347 -> 86.75 -> 87, then 127; p: 10, 18, 42, 50 / 4 -> 3, 5, 11, 13.
+  CHECK(row_s8(s, 40) == std::vector<int>{-3, -3, 50, 3});
+  CHECK(row_s8(s, 41) == std::vector<int>{-1, -5, 87, 5});
+  CHECK(row_s8(s, 42) == std::vector<int>{6, -11, 127, 11});
+  CHECK(row_s8(s, 43) == std::vector<int>{8, -13, 127, 13});
+}
+
+TEST_CASE("act with fused pooling: overlapping windows over two interleaved images, at act_lane", "[state]") {
+  // A 4 x 2 array: accumulator rows of 2 values, UB rows of 4 bytes.
+  MachineState s = make_state({}, tiny(4, 2));
+  std::fill(s.ub.begin(), s.ub.end(), 0x55);
+  // A 3 x 2 map of 2 images: pixel q = 2y + x of image n in accumulator row 2q + n: 10q + n, -(10q + n).
+  for (int q = 0; q < 6; ++q)
+    for (int n = 0; n < 2; ++n) set_acc(s, 2 * q + n, {10 * q + n, -(10 * q + n)});
+  s.act_pool = act_pool(1, 2, 1, 2, 2);
+  s.act_lane = 2;
+  exec_activate(s, make(Opcode::activate, {{Field::rows, 12}, {Field::ub, 20}}), 0);
+  // out_h = (3 - 2) / 1 + 1 = 2, out_w = 1; output (oy, n) in UB row 20 + 2 oy + n, bytes 2, 3:
+  // window rows oy, oy + 1: max 10 (2 oy + 3) + n and -(10 (2 oy) + n).
+  CHECK(row_s8(s, 20) == std::vector<int>{0x55, 0x55, 30, 0});
+  CHECK(row_s8(s, 21) == std::vector<int>{0x55, 0x55, 31, -1});
+  CHECK(row_s8(s, 22) == std::vector<int>{0x55, 0x55, 50, -20});
+  CHECK(row_s8(s, 23) == std::vector<int>{0x55, 0x55, 51, -21});
+  CHECK(row_s8(s, 24) == std::vector<int>{0x55, 0x55, 0x55, 0x55});
+  CHECK(activate_ub_rows(make(Opcode::activate, {{Field::rows, 12}}), s.act_pool) == 4);
+  CHECK(activate_ub_rows(make(Opcode::activate, {{Field::rows, 12}}), ActPool{}) == 12);
+}
+
+TEST_CASE("act with fused pooling refuses maps that are not whole lines, too small, unsigned or bad registers",
+          "[state]") {
+  MachineState s = make_state({}, tiny());
+  const auto act = [](uint64_t rows, uint64_t ub = 0, bool u = false) {
+    return make(Opcode::activate, {{Field::rows, rows}, {Field::ub, ub}, {Field::unsigned_data, u}});
+  };
+  s.act_pool = act_pool(1, 2, 2, 4, 1);
+  CHECK_THROWS_WITH(exec_activate(s, act(10), 0),
+                    Contains("10 rows are not whole lines of act_pool_width x act_pool_batch = 4 x 1 = 4 rows"));
+  CHECK_THROWS_WITH(exec_activate(s, act(4), 0),
+                    Contains("the map of 1 x 4 pixels is smaller than the 2 x 2 pooling window"));
+  CHECK_THROWS_WITH(exec_activate(s, act(8, 0, true), 0), Contains("not with `unsigned`"));
+  CHECK_THROWS_WITH(exec_activate(s, act(8, 63), 0),
+                    Contains("writes UB rows 63..64, but the unified buffer has 64 rows"));
+  exec_activate(s, act(8, 62), 0);  // 2 pooled rows: 62, 63
+  s.act_pool.window = 16;
+  CHECK_THROWS_WITH(exec_activate(s, act(8), 0), Contains("act_pool_window = 16 (setcfg register), expected 1..15"));
+  s.act_pool = act_pool(3, 2, 2, 4, 1);
+  CHECK_THROWS_WITH(exec_activate(s, act(8), 0), Contains("act_pool = 3: expected 0 (none), 1 (max) or 2 (avg)"));
+  // check_static follows the registers through the program.
+  isa::Program p;
+  p.code = {make(Opcode::set_config, {{Field::reg, uint64_t(isa::ConfigReg::act_pool)}, {Field::value, 1}}),
+            make(Opcode::set_config, {{Field::reg, uint64_t(isa::ConfigReg::act_pool_window)}, {Field::value, 2}}),
+            make(Opcode::set_config, {{Field::reg, uint64_t(isa::ConfigReg::act_pool_stride)}, {Field::value, 2}}),
+            make(Opcode::set_config, {{Field::reg, uint64_t(isa::ConfigReg::act_pool_width)}, {Field::value, 4}}),
+            make(Opcode::set_config, {{Field::reg, uint64_t(isa::ConfigReg::act_pool_batch)}, {Field::value, 1}}),
+            act(12, 60), make(Opcode::halt)};
+  CHECK_NOTHROW(check_static(p, tiny()));  // 3 x 4 map -> 1 x 2 pooled rows: 60, 61
+  p.code[5] = act(10, 60);
+  CHECK_THROWS_WITH(check_static(p, tiny()), Contains("instruction 5 (act"));
+  p.code[0][Field::value] = 0;  // pooling off: a plain activate of 10 rows, 60..69 past the UB
+  CHECK_THROWS_WITH(check_static(p, tiny()), Contains("writes UB rows 60..69"));
+}
+
 }  // namespace
 }  // namespace tpusim::sim
