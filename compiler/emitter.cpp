@@ -105,6 +105,13 @@ void Emitter::activation(const isa::Instruction& inst, std::vector<RowSpan> read
     setcfg(isa::ConfigReg::act_lane, act_lane, act_lane_);
     setcfg(isa::ConfigReg::act_groups, scatter_want_.first, pack_.act_groups);
     if (pack_.scatters()) setcfg(isa::ConfigReg::act_group_cols, scatter_want_.second, pack_.act_group_cols);
+    setcfg(isa::ConfigReg::act_pool, pool_want_.kind, pool_.kind);
+    if (pool_want_.on()) {
+      setcfg(isa::ConfigReg::act_pool_window, pool_want_.window, pool_.window);
+      setcfg(isa::ConfigReg::act_pool_stride, pool_want_.stride, pool_.stride);
+      setcfg(isa::ConfigReg::act_pool_width, pool_want_.width, pool_.width);
+      setcfg(isa::ConfigReg::act_pool_batch, pool_want_.batch, pool_.batch);
+    }
     write.rows *= pack_.groups();
   }
   touch(kAct, reads, {write});

@@ -19,6 +19,7 @@
 #include "isa/instruction.h"
 #include "sim/arch.h"
 #include "sim/pack.h"
+#include "sim/state.h"
 
 namespace tpusim::compiler {
 
@@ -41,6 +42,10 @@ class Emitter {
   void scatter(uint64_t groups, uint64_t group_cols) {
     scatter_want_ = {groups, groups ? group_cols : 0};
   }
+  // The fused pooling the following activates run with (sim/state.h ActPool; kind 0: none):
+  // the setcfg act_pool registers, written before the next activate when they change. The
+  // caller gives such an activate's write span as its pooled rows.
+  void pool_in_activate(const sim::ActPool& pool) { pool_want_ = pool; }
   // act, vec and pool (the activation unit). `act_lane` is the UB row byte an act writes from
   // (a setcfg when it changes); vec and pool ignore it.
   void activation(const isa::Instruction& inst, std::vector<RowSpan> reads, RowSpan write, uint64_t act_lane);
@@ -67,6 +72,7 @@ class Emitter {
   uint64_t host_stride_ = 0, host_row_bytes_ = 0, act_lane_ = 0;
   sim::PackRegs pack_;                                // the packing registers as last written
   std::pair<uint64_t, uint64_t> scatter_want_{0, 0};  // act_groups, act_group_cols for activates
+  sim::ActPool pool_, pool_want_;                     // act_pool registers: as written, for activates
   std::vector<uint64_t> fetches_;   // weight address of each switching matmul's tile, in order
   std::vector<size_t> anchors_;     // where the rw for fetch i + prefetch goes (before code_[anchor])
 };

@@ -14,6 +14,10 @@
 //     output rows as one matmul (`repeat` = rows, `stride` = one stored image row); a strided
 //     one uses one matmul per output row (`repeat` = pixels, `stride` = stride x batch).
 //   pool (PoolOp): one pool per slice (per output row when the output is stored padded).
+//   conv + pool (fusion, as the paper's Activate with its Normalize/Pool stage): a convolution
+//     whose output only a pool reads is chunked in whole bands of pooled rows, and its activates
+//     pool as they write (setcfg act_pool): the pooled map is the only one written to the UB,
+//     the full-size map is never allocated and the pool emits nothing (fusion_for says when).
 //   element-wise (VectorOp): one vec per slice and contiguous run.
 //
 // Memory: every tensor gets UB rows when its first producer runs and gives them back after its
@@ -135,8 +139,9 @@ class Lowering {
   // Lowers the graph's batch in pieces of `piece` samples (the last may be smaller).
   // Tensors marked in `in_host` live in host memory and are streamed in bands (banding.cpp's
   // plan: only with pieces of one sample).
-  Lowering(const QGraph& g, const sim::Arch& arch, uint64_t piece, std::vector<bool> in_host = {})
-      : g_(g), arch_(arch), lanes_(slice_width(arch)), piece_(piece), batch_(piece),
+  Lowering(const QGraph& g, const sim::Arch& arch, uint64_t piece, const LowerOptions& options,
+           std::vector<bool> in_host = {})
+      : g_(g), arch_(arch), options_(options), lanes_(slice_width(arch)), piece_(piece), batch_(piece),
         em_(arch, arch.weight_fifo_tiles), alloc_(0, 1), in_host_(std::move(in_host)) {
     in_host_.resize(g.tensors.size(), false);
   }
@@ -153,13 +158,31 @@ class Lowering {
   void lower(size_t i, const MatmulOp& m);
   void lower(size_t i, const PoolOp& p);
   void lower(size_t i, const VectorOp& v);
+  // The activates after a pass's matmuls: plain ones for `segments`, or with `pooled` (a pool
+  // op and pooled rows [oy0, oy1)) ones that pool as they write.
+  struct PooledBands {
+    const PoolOp* pool = nullptr;
+    uint64_t oy0 = 0, oy1 = 0;
+  };
   void pass(size_t i, const MatmulOp& m, const LaneTile& n, const std::vector<std::vector<MatmulStep>>& steps,
-            const std::vector<Segment>& segments, uint64_t acc_rows);
+            const std::vector<Segment>& segments, uint64_t acc_rows, const PooledBands* pooled = nullptr);
   uint64_t tile_address(const MatmulOp& m, const LaneTile& n, size_t input, uint64_t r, uint64_t s,
                         const LaneTile& k);
   uint64_t table_row(const MatmulOp& m, const LaneTile& n, uint64_t groups = 1);
   void activate(const MatmulOp& m, const LaneTile& n, uint64_t base, const std::vector<Segment>& segments);
   void lower_packed(size_t i, const MatmulOp& m, const Packing& pk, uint64_t budget);
+  // Fusion of the pool after convolution i into its activates: the pool op and the pooled rows
+  // per chunk, when the shapes allow (see the definition).
+  struct Fusion {
+    size_t pool = 0;
+    uint64_t bands = 0;
+  };
+  std::optional<Fusion> fusion_for(size_t i) const;
+  void lower_fused(size_t i, const MatmulOp& m, const Fusion& f);
+  void activate_pooled(const MatmulOp& m, const PoolOp& p, const LaneTile& n, uint64_t base, uint64_t oy0,
+                       uint64_t oy1);
+  std::vector<std::vector<MatmulStep>> conv_steps(const MatmulOp& m, uint64_t y0, uint64_t y1, uint64_t x0,
+                                                  uint64_t x1) const;
   std::optional<Packing> packing_for(const MatmulOp& m, uint64_t batch) const;
   uint64_t packed_tile(const MatmulOp& m, const LaneTile& n, const Packing& pk, uint64_t r0, uint64_t kh);
   std::vector<LaneTile> k_tiles(const View& v) const {
@@ -179,6 +202,7 @@ class Lowering {
 
   const QGraph& g_;
   const sim::Arch& arch_;
+  const LowerOptions options_;
   const uint64_t lanes_, piece_;
   uint64_t batch_;  // samples in the piece being lowered
   Emitter em_;
@@ -197,7 +221,9 @@ class Lowering {
   struct LayerStats {
     uint64_t macs = 0, array_macs = 0, tiles = 0, ub_rows = 0;
     std::string packing;  // how its convolution packs (packing.h), empty when it does not
+    std::string fusion;   // the pool fused into its activates, or the layer its pool is fused into
   };
+  std::vector<bool> fused_away_;  // pool ops whose work a convolution's activates do (this piece)
   std::vector<LayerStats> stats_;
   size_t layer_ = 0;
   std::vector<bool> in_host_;      // tensors held in host memory (banded ops read and write them)
@@ -421,7 +447,7 @@ void Lowering::host_io(int tensor, bool write, uint64_t host) {
 // One pass: N tile n over one chunk of output pixels. steps[t] are the matmuls of the pass's
 // t-th weight tile (the tile is switched in by the first of them).
 void Lowering::pass(size_t i, const MatmulOp& m, const LaneTile& n, const std::vector<std::vector<MatmulStep>>& steps,
-                    const std::vector<Segment>& segments, uint64_t acc_rows) {
+                    const std::vector<Segment>& segments, uint64_t acc_rows, const PooledBands* pooled) {
   (void)i;
   const uint64_t base = next_block(acc_rows);
   size_t t = 0, computed = 0;  // weight tiles of the pass, and those computed (not all zero)
@@ -461,7 +487,8 @@ void Lowering::pass(size_t i, const MatmulOp& m, const LaneTile& n, const std::v
           ++computed;
         }
   }
-  activate(m, n, base, segments);
+  if (pooled) activate_pooled(m, *pooled->pool, n, base, pooled->oy0, pooled->oy1);
+  else activate(m, n, base, segments);
 }
 
 // Activates a pass's rows (accumulator block `base`) into N tile n's slice of the output.
@@ -541,7 +568,7 @@ void Lowering::lower(size_t i, const MatmulOp& m) {
     const Storage& in = storage_[v.tensor];
     if (v.pixel0 != 0 || pixels(v) != in.shape.pixels() || m.output.pixel0 != 0 || pixels(m.output) != os.pixels())
       fail(i, "a convolution reads and writes whole maps");
-    const uint64_t oh = os.h, ow = os.w, st = m.stride, off = in.pad - m.pad;
+    const uint64_t oh = os.h, ow = os.w, st = m.stride;
     if (m.stride == 0 || (oh - 1) * st + m.kernel_h > in.shape.h + 2 * m.pad ||
         (ow - 1) * st + m.kernel_w > in.shape.w + 2 * m.pad)
       fail(i, "the output map does not fit the input map, kernel, stride and padding");
@@ -563,19 +590,7 @@ void Lowering::lower(size_t i, const MatmulOp& m) {
           c.segments.push_back({y0 * ow, (y1 - y0) * ow, 0});
         else
           for (uint64_t y = y0; y < y1; ++y) c.segments.push_back({y * ow + x0, nx, (y - y0) * nx * batch_});
-        for (uint64_t r = 0; r < m.kernel_h; ++r)
-          for (uint64_t s = 0; s < m.kernel_w; ++s)
-            for (const LaneTile& k : k_tiles(v)) {
-              std::vector<MatmulStep> steps;
-              if (st == 1)
-                steps.push_back({in.stored_row(k.slice, y0 + r + off, x0 + s + off), nx * batch_, y1 - y0,
-                                 in.stored_w() * batch_, 0});
-              else
-                for (uint64_t y = y0; y < y1; ++y)
-                  steps.push_back({in.stored_row(k.slice, y * st + r + off, x0 * st + s + off), batch_, nx, st * batch_,
-                                   (y - y0) * nx * batch_});
-              c.steps.push_back(std::move(steps));
-            }
+        c.steps = conv_steps(m, y0, y1, x0, x1);
         chunks.push_back(std::move(c));
       }
   }
@@ -586,6 +601,153 @@ void Lowering::lower(size_t i, const MatmulOp& m) {
         if (s.rows > 65535 || s.repeat > 65535) fail(i, "a matmul would stream more than 65535 rows; use a smaller batch");
   for (const LaneTile& n : n_tiles(m))
     for (const Chunk& c : chunks) pass(i, m, n, c.steps, c.segments, c.rows);
+}
+
+// The matmul steps of convolution m over output rows [y0, y1) and columns [x0, x1), one list per
+// weight tile (kernel position and K tile), accumulator rows from 0 in (y, x, sample) order.
+std::vector<std::vector<MatmulStep>> Lowering::conv_steps(const MatmulOp& m, uint64_t y0, uint64_t y1, uint64_t x0,
+                                                          uint64_t x1) const {
+  const View& v = m.inputs[0];
+  const Storage& in = storage_[v.tensor];
+  const uint64_t st = m.stride, off = in.pad - m.pad, nx = x1 - x0;
+  std::vector<std::vector<MatmulStep>> out;
+  for (uint64_t r = 0; r < m.kernel_h; ++r)
+    for (uint64_t s = 0; s < m.kernel_w; ++s)
+      for (const LaneTile& k : k_tiles(v)) {
+        std::vector<MatmulStep> steps;
+        if (st == 1)
+          steps.push_back({in.stored_row(k.slice, y0 + r + off, x0 + s + off), nx * batch_, y1 - y0,
+                           in.stored_w() * batch_, 0});
+        else
+          for (uint64_t y = y0; y < y1; ++y)
+            steps.push_back({in.stored_row(k.slice, y * st + r + off, x0 * st + s + off), batch_, nx, st * batch_,
+                             (y - y0) * nx * batch_});
+        out.push_back(std::move(steps));
+      }
+  return out;
+}
+
+// Convolution i's activates pool as they write (the pool after it fused), when:
+//   - the next op is a pool and the only reader of the convolution's output, which is not the
+//     model's output; the convolution is not on the pixel path (1x1, stride 1: chunks of pixels
+//     across rows) and not packed (packing.h: several pixels per accumulator row);
+//   - its output pooled rows can be cut into bands: a chunk of pooled rows [oy0, oy1) needs
+//     convolution rows [oy0 x s, (oy1 - 1) x s + k) in the accumulators (window k, stride s), at
+//     most the budget of one pass (half the accumulators, or all of them for a pass that fits
+//     there whole, as lower() chunks). Rows no window reads are not computed. With overlapping
+//     windows (s < k) and several chunks, the k - s rows two chunks share are computed by both:
+//     fused only when those extra vectors (x kernel positions x K and N tiles) are fewer than the
+//     UB rows the separate pool would read (window^2 per pooled row and slice).
+std::optional<Lowering::Fusion> Lowering::fusion_for(size_t i) const {
+  const auto* m = std::get_if<MatmulOp>(&g_.ops[i]);
+  if (!options_.fuse_pools || !m || i + 1 >= g_.ops.size()) return std::nullopt;
+  const auto* p = std::get_if<PoolOp>(&g_.ops[i + 1]);
+  const int t = m->output.tensor;
+  if (!p || p->input.tensor != t || t == g_.output || in_host_[t] || in_host_[p->output.tensor] ||
+      in_host_[m->inputs.at(0).tensor] || last_use_[t] != static_cast<int64_t>(i + 1) ||
+      first_def_[t] != static_cast<int64_t>(i))
+    return std::nullopt;
+  size_t readers = 0, writers = 0;
+  for (const auto& op : g_.ops)
+    std::visit([&](const auto& o) {
+      using T = std::decay_t<decltype(o)>;
+      if constexpr (std::is_same_v<T, MatmulOp>) {
+        for (const View& v : o.inputs) readers += v.tensor == t;
+      } else if constexpr (std::is_same_v<T, PoolOp>) {
+        readers += o.input.tensor == t;
+      } else {
+        readers += o.a.tensor == t || (o.op != isa::VecOp::pass && o.b.tensor == t);
+      }
+      writers += o.output.tensor == t;
+    }, op);
+  if (readers != 1 || writers != 1) return std::nullopt;
+  const bool linear = m->kernel_h == 1 && m->kernel_w == 1 && m->stride == 1 && m->pad == 0;
+  if (linear || m->inputs.size() != 1 || packing_for(*m, batch_)) return std::nullopt;
+  const Shape &os = g_.tensors[t].shape, &ps = g_.tensors[p->output.tensor].shape;
+  const uint64_t k = p->window, s = p->stride;
+  if (k == 0 || s == 0 || k > 15 || s > 15 || os.h < k || os.w < k || (os.h - k) / s + 1 != ps.h ||
+      (os.w - k) / s + 1 != ps.w || os.c != ps.c || p->input.pixel0 || p->output.pixel0 || m->output.pixel0)
+    return std::nullopt;  // (the unfused lowering names what is wrong)
+  const uint64_t line = os.w * batch_, total = os.h * line;
+  const uint64_t budget = total <= arch_.acc_entries ? total : arch_.acc_entries / 2;
+  if (k * line > budget) return std::nullopt;
+  const uint64_t bands = std::min(ps.h, (budget / line - k) / s + 1);
+  if (s < k && bands < ps.h) {
+    const uint64_t chunks = div_up(ps.h, bands);
+    const uint64_t tiles = m->kernel_h * m->kernel_w * k_tiles(m->inputs[0]).size() * n_tiles(*m).size();
+    const uint64_t extra = (chunks - 1) * (k - s) * line * tiles;
+    const uint64_t pool_reads = ps.h * ps.w * batch_ * k * k * div_up(os.c, lanes_);
+    if (extra > pool_reads) return std::nullopt;
+  }
+  return Fusion{i + 1, bands};
+}
+
+// Convolution i with the pool after it fused: chunks of f.bands pooled rows (fusion_for), each
+// pass activating with pooling into the pool's output.
+void Lowering::lower_fused(size_t i, const MatmulOp& m, const Fusion& f) {
+  const PoolOp& p = std::get<PoolOp>(g_.ops[f.pool]);
+  const Shape& os = g_.tensors[m.output.tensor].shape;
+  const uint64_t ph = g_.tensors[p.output.tensor].shape.h, k = p.window, s = p.stride;
+  struct Chunk {
+    std::vector<std::vector<MatmulStep>> steps;
+    uint64_t rows, oy0, oy1;
+  };
+  std::vector<Chunk> chunks;
+  for (uint64_t oy0 = 0; oy0 < ph; oy0 += f.bands) {
+    const uint64_t oy1 = std::min(ph, oy0 + f.bands), y0 = oy0 * s, y1 = (oy1 - 1) * s + k;
+    chunks.push_back({conv_steps(m, y0, y1, 0, os.w), (y1 - y0) * os.w * batch_, oy0, oy1});
+  }
+  for (const Chunk& c : chunks)
+    for (const auto& steps : c.steps)
+      for (const MatmulStep& st : steps)
+        if (st.rows > 65535 || st.repeat > 65535)
+          fail(i, "a matmul would stream more than 65535 rows; use a smaller batch");
+  for (const LaneTile& n : n_tiles(m))
+    for (const Chunk& c : chunks) {
+      const PooledBands bands{&p, c.oy0, c.oy1};
+      pass(i, m, n, c.steps, {}, c.rows, &bands);
+    }
+}
+
+// Activates a fused pass (accumulator block `base`: convolution rows from oy0 x stride, all
+// columns) into pooled rows [oy0, oy1) of N tile n's slice of the pool's output: one activate,
+// or one per pooled row when that output is stored padded (its rows are then not contiguous).
+void Lowering::activate_pooled(const MatmulOp& m, const PoolOp& p, const LaneTile& n, uint64_t base, uint64_t oy0,
+                               uint64_t oy1) {
+  const Storage& out = storage_[p.output.tensor];
+  const uint64_t ow = g_.tensors[m.output.tensor].shape.w, pw = out.shape.w, k = p.window, s = p.stride;
+  const bool perchan = !m.bias.empty() || m.mult.size() > 1;
+  const uint64_t qtable = perchan ? table_row(m, n) : 0;
+  sim::ActPool regs;
+  regs.kind = static_cast<uint64_t>(p.kind) + 1;
+  regs.window = k;
+  regs.stride = s;
+  regs.width = ow;
+  regs.batch = batch_;
+  em_.pool_in_activate(regs);
+  const auto emit = [&](uint64_t first_line, uint64_t lines, uint64_t oy, uint64_t pooled_lines) {
+    isa::Instruction in = isa::make_instruction(Opcode::activate);
+    in[Field::func] = static_cast<uint64_t>(m.func);
+    in[Field::clip] = m.clip;
+    in[Field::acc] = base + first_line * ow * batch_;
+    in[Field::ub] = out.row(n.slice, oy, 0);
+    in[Field::rows] = lines * ow * batch_;
+    if (perchan) {
+      in[Field::per_channel] = 1;
+      in[Field::qtable] = qtable;
+    } else {
+      in[Field::mult] = m.mult.at(0);
+      in[Field::shift] = m.shift.at(0);
+    }
+    std::vector<RowSpan> reads;
+    if (perchan) reads.push_back({qtable, div_up(7 * arch_.array_cols, arch_.ub_row_bytes())});
+    em_.activation(in, reads, {in[Field::ub], pooled_lines * pw * batch_}, n.lane);
+  };
+  if (out.pad == 0)
+    emit(0, (oy1 - 1 - oy0) * s + k, oy0, oy1 - oy0);
+  else
+    for (uint64_t oy = oy0; oy < oy1; ++oy) emit((oy - oy0) * s, k, oy, 1);
+  em_.pool_in_activate({});
 }
 
 // How convolution m packs for a piece of `batch` samples (the budget as lower() computes it).
@@ -1008,13 +1170,25 @@ isa::Program Lowering::run() {
       }
       for (size_t j = 0; j < g_.inputs.size(); ++j)
         if (first_read[j] == static_cast<int64_t>(i) && !placed_[g_.inputs[j]]) load(j);
-      if (in_host_[op_writes(g_.ops[i]).tensor])
+      if (i == 0) fused_away_.assign(g_.ops.size(), false);
+      if (in_host_[op_writes(g_.ops[i]).tensor]) {
         lower_in_bands(i);
-      else
+      } else if (const auto f = fusion_for(i)) {  // the pooled map instead of the convolution's
+        const PoolOp& pool = std::get<PoolOp>(g_.ops[f->pool]);
+        if (!placed_[pool.output.tensor]) allocate(pool.output.tensor, i);
+        lower_fused(i, std::get<MatmulOp>(g_.ops[i]), *f);
+        fused_away_[f->pool] = true;
+        stats_[layer_].fusion = fmt::format("pools as it writes: {} {}x{} stride {} ({})",
+                                            pool.kind == isa::PoolKind::max ? "max" : "avg", pool.window,
+                                            pool.window, pool.stride, g_.op_layer[f->pool]);
+      } else if (fused_away_[i]) {
+        stats_[layer_].fusion = fmt::format("fused into {}'s activates", g_.op_layer[i - 1]);
+      } else {
         std::visit([&](const auto& op) {
           if (first_def_[op.output.tensor] == static_cast<int64_t>(i) && !placed_[op.output.tensor]) allocate(op.output.tensor, i);
           lower(i, op);
         }, g_.ops[i]);
+      }
       stats_[layer_].ub_rows = std::max(stats_[layer_].ub_rows, table_rows_ + alloc_.used());
       for (size_t t = 0; t < storage_.size(); ++t)
         if (last_use_[t] == static_cast<int64_t>(i) && placed_[t] && static_cast<int>(t) != g_.output)
@@ -1044,6 +1218,8 @@ isa::Program Lowering::run() {
                        {"ub_bytes", stats_[l].ub_rows * arch_.ub_row_bytes()}});
   for (size_t l = 1; l < stats_.size(); ++l)
     if (!stats_[l].packing.empty()) mapping[l - 1]["packing"] = stats_[l].packing;
+  for (size_t l = 1; l < stats_.size(); ++l)
+    if (!stats_[l].fusion.empty()) mapping[l - 1]["fusion"] = stats_[l].fusion;
   p.meta["mapping"] = std::move(mapping);
   return p;
 }
@@ -1063,7 +1239,7 @@ bool has_pool(const QGraph& g) {
 // that does not fit, so most tries are cheap; at most log2(batch) + 2 lowerings in all.
 // When one sample does not fit, tensors are moved to host memory one connected group at a time
 // (hold_in_host) and their ops run in bands of rows: one more lowering per group moved.
-isa::Program lower(const QGraph& graph, const sim::Arch& arch) {
+isa::Program lower(const QGraph& graph, const sim::Arch& arch, const LowerOptions& options) {
   if (graph.batch == 0) throw InputError(fmt::format("model {}: batch 0: a model needs at least one sample", graph.name));
   uint64_t limit = std::min(graph.batch, arch.acc_entries / 2);
   if (has_pool(graph)) limit = std::min<uint64_t>(limit, 255);
@@ -1078,7 +1254,7 @@ isa::Program lower(const QGraph& graph, const sim::Arch& arch) {
   for (;;) {
     const uint64_t piece = piece_for(n);
     try {
-      best = Lowering(graph, arch, piece, in_host).run();
+      best = Lowering(graph, arch, piece, options, in_host).run();
       best_n = pieces_for(piece);
     } catch (const DoesNotFit& e) {
       // A single sample that does not fit: the tensor that did not (and every tensor of the ops

@@ -7,6 +7,12 @@
 
 namespace tpusim::compiler {
 
-isa::Program lower(const QGraph& graph, const sim::Arch& arch);
+struct LowerOptions {
+  // Fuse a pool into the activates of the convolution before it where the shapes allow
+  // (docs/compiler.md "Fusion"); off: every pool is its own instruction, as before.
+  bool fuse_pools = true;
+};
+
+isa::Program lower(const QGraph& graph, const sim::Arch& arch, const LowerOptions& options = {});
 
 }  // namespace tpusim::compiler

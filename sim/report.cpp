@@ -44,8 +44,10 @@ constexpr ReportKey kKeys[] = {
      "per layer `layer` (name), `macs` (useful multiply-accumulates), `array_macs` (computed: streamed vectors "
      "x array_rows x array_cols), `useful_share` (macs / array_macs), `weight_tiles` (tiles switched in), "
      "`ub_bytes` (UB rows held during the layer x the row width, per-column tables included), and for a packed "
-     "convolution `packing` (docs/compiler.md: pixels per vector, gathered input pixels and kernel rows); null "
-     "for a program without that metadata"},
+     "convolution `packing` (docs/compiler.md: pixels per vector, gathered input pixels and kernel rows), and "
+     "where a pool is fused into a convolution's activates `fusion` (on the convolution: \"pools as it writes: "
+     "max 2x2 stride 2 (POOL)\", on the pool: \"fused into CONV's activates\"); null for a program without "
+     "that metadata"},
     {"mapping_warnings", "array",
      "one sentence per layer that maps badly: it computes at least 1% of the model's array MACs and less than "
      "10% of them are useful (narrow tensors, few input channels per tile); empty when none"},
@@ -115,6 +117,7 @@ nlohmann::ordered_json layers_of(const isa::Program& p) {
                    {"weight_tiles", l.value("weight_tiles", uint64_t{0})},
                    {"ub_bytes", l.value("ub_bytes", uint64_t{0})}});
     if (l.contains("packing") && l["packing"].is_string()) out.back()["packing"] = l["packing"];
+    if (l.contains("fusion") && l["fusion"].is_string()) out.back()["fusion"] = l["fusion"];
   }
   return out;
 }
@@ -271,7 +274,8 @@ std::string format_report(const nlohmann::ordered_json& j) {
              : fmt::format("\nthe {} of {} layers with the lowest useful share of computed MACs (in the report's "
                            "`layers`: all)\n{:<55}weight tiles     UB bytes",
                            shown.size(), layers.size(), "");
-    s += packed ? "  packing (docs/compiler.md)\n" : "\n";
+    const bool fused = std::any_of(shown.begin(), shown.end(), [](const auto* l) { return l->contains("fusion"); });
+    s += fused ? "  packing, fusion (docs/compiler.md)\n" : packed ? "  packing (docs/compiler.md)\n" : "\n";
     for (const auto* l : shown) {
       const auto array = (*l)["array_macs"].get<uint64_t>();  // 0: a pool or element-wise layer
       const std::string share = array ? fmt::format("{:>7.2f}% of {:.3g}", 100 * (*l)["useful_share"].get<double>(),
@@ -279,7 +283,9 @@ std::string format_report(const nlohmann::ordered_json& j) {
                                       : std::string("      - (no matrix work)");
       s += fmt::format("  {:<20} {:<32} {:>8} {:>12}", (*l)["layer"].get<std::string>(), share,
                        (*l)["weight_tiles"].get<uint64_t>(), (*l)["ub_bytes"].get<uint64_t>());
-      s += l->contains("packing") ? "  " + (*l)["packing"].get<std::string>() + "\n" : "\n";
+      std::string notes = l->contains("packing") ? (*l)["packing"].get<std::string>() : "";
+      if (l->contains("fusion")) notes += (notes.empty() ? "" : "; ") + (*l)["fusion"].get<std::string>();
+      s += notes.empty() ? "\n" : "  " + notes + "\n";
     }
   }
   s += "\nmatrix unit, share of all cycles (TPU paper Table 3 counters)\n";

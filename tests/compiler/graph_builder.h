@@ -86,8 +86,9 @@ inline size_t count(const isa::Program& p, isa::Opcode op, isa::Field f = isa::F
 }
 
 // Lowers, runs every engine and compares the output region with the golden reference.
-inline isa::Program lower_and_check(const compiler::QGraph& g, const sim::Arch& arch) {
-  const isa::Program p = compiler::lower(g, arch);
+inline isa::Program lower_and_check(const compiler::QGraph& g, const sim::Arch& arch,
+                                    const compiler::LowerOptions& options = {}) {
+  const isa::Program p = compiler::lower(g, arch, options);
   REQUIRE(isa::check_program(p).empty());
   const EngineRuns r = run_all(p, arch);
   const auto golden = compiler::run_golden(g);

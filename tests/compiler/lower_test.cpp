@@ -333,8 +333,13 @@ TEST_CASE("pooling, element-wise ops and a padded consumer share the unified buf
   b.add(add, "add");
   b.add(compiler::PoolOp{whole(s), whole(out), isa::PoolKind::avg, 2, 2}, "pool2");
   b.g.output = out;
-  const isa::Program p = lower_and_check(b.g, arch8());
+  const isa::Program p = lower_and_check(b.g, arch8(), {false});
   CHECK(count(p, Opcode::pool) == 4 + 1);  // pool1 one output row at a time (padded), pool2 whole
+  // Fused (compiler/lower.cpp fusion_for): conv1's activates pool into p1, one per pooled row
+  // (padded); pool2 reads the add's output: a pool of its own.
+  const isa::Program fused = lower_and_check(b.g, arch8());
+  CHECK(count(fused, Opcode::pool) == 1);
+  CHECK(count(fused, Opcode::activate) == count(p, Opcode::activate) - 1 + 4);
 }
 
 TEST_CASE("dead tensors give their rows back: a deep chain runs in a buffer that holds three of its tensors") {
