@@ -3,6 +3,9 @@
 // cases, and random conv + pool models bit-exact on every engine, fused and unfused.
 #include <catch2/catch.hpp>
 
+#include <filesystem>
+#include <optional>
+
 #include "graph_builder.h"
 
 namespace tpusim::test {
@@ -10,6 +13,7 @@ namespace tpusim::test {
 using compiler::map_shape;
 using isa::Field;
 using isa::Opcode;
+namespace fs = std::filesystem;
 
 namespace {
 
@@ -187,6 +191,26 @@ TEST_CASE("random conv + pool models are bit-exact on every engine, fused and un
     fused += count(f, Opcode::pool) == 0;
   }
   CHECK(fused >= 8);
+}
+
+// Not run by default (the paper apps take a minute): cycles of the apps on tpu-v1, timing engine,
+// with and without fusion, e.g. compiler_e2e_tests "[.measure]" -s | grep cycles.
+TEST_CASE("fusion: the paper apps' cycles with and without fusion", "[.measure]") {
+  const sim::Arch a = sim::arch_preset("tpu-v1");
+  for (const auto& [file, batch] : std::vector<std::pair<std::string, std::optional<uint64_t>>>{
+           {"tpu-v1/cnn0.toml", {}}, {"tpu-v1/cnn1.toml", {}}, {"small/lenet5.toml", 256}, {"small/inception.toml", {}},
+           {"tpu-v1/mlp0.toml", {}}, {"tpu-v1/lstm0.toml", {}}}) {
+    compiler::LoadOptions o;
+    o.batch = batch;
+    o.timing_only = true;
+    const compiler::Compiled c = compiler::prepare_file(fs::path(TPUSIM_SOURCE_DIR) / "workloads" / file, o);
+    for (bool fuse : {false, true}) {
+      const isa::Program p = compiler::lower(c.graph, a, {fuse});
+      const sim::RunResult r = sim::simulate(p, a, {sim::Engine::timing, 0});
+      WARN(file << (fuse ? " fused" : " unfused") << " cycles " << r.cycles << ", pools " << count(p, Opcode::pool)
+                << ", ub_peak_rows " << r.ub_peak_rows);
+    }
+  }
 }
 
 }  // namespace tpusim::test
