@@ -170,6 +170,8 @@ class Lowering {
                         const LaneTile& k);
   uint64_t table_row(const MatmulOp& m, const LaneTile& n, uint64_t groups = 1);
   void activate(const MatmulOp& m, const LaneTile& n, uint64_t base, const std::vector<Segment>& segments);
+  void emit_activate(const MatmulOp& m, uint64_t qtable, uint64_t acc, uint64_t ub, uint64_t rows, RowSpan written,
+                     uint64_t lane);
   void lower_packed(size_t i, const MatmulOp& m, const Packing& pk, uint64_t budget);
   // Fusion of the pool after convolution i into its activates: the pool op and the pooled rows
   // per chunk, when the shapes allow (see the definition).
@@ -498,23 +500,33 @@ void Lowering::activate(const MatmulOp& m, const LaneTile& n, uint64_t base, con
   const uint64_t qtable = perchan ? table_row(m, n) : 0;
   for (const Segment& seg : segments)
     for (const Run& run : runs(out, n.slice, m.output.pixel0 + seg.pixel, seg.pixels)) {
-      isa::Instruction in = isa::make_instruction(Opcode::activate);
-      in[Field::func] = static_cast<uint64_t>(m.func);
-      in[Field::clip] = m.clip;
-      in[Field::acc] = base + seg.acc_offset + (run.pixel - m.output.pixel0 - seg.pixel) * batch_;
-      in[Field::ub] = run.row;
-      in[Field::rows] = run.pixels * batch_;
-      if (perchan) {
-        in[Field::per_channel] = 1;
-        in[Field::qtable] = qtable;
-      } else {
-        in[Field::mult] = m.mult.at(0);
-        in[Field::shift] = m.shift.at(0);
-      }
-      std::vector<RowSpan> reads;
-      if (perchan) reads.push_back({qtable, div_up(7 * arch_.array_cols, arch_.ub_row_bytes())});
-      em_.activation(in, reads, {run.row, run.pixels * batch_}, n.lane);
+      emit_activate(m, qtable, base + seg.acc_offset + (run.pixel - m.output.pixel0 - seg.pixel) * batch_, run.row,
+                    run.pixels * batch_, {run.row, run.pixels * batch_}, n.lane);
     }
+}
+
+// One activate of `rows` accumulator rows from `acc` into UB row `ub` with m's function and
+// requantization (the per-column table at UB row `qtable` where m has one), writing `written`
+// from byte `lane` of each row.
+void Lowering::emit_activate(const MatmulOp& m, uint64_t qtable, uint64_t acc, uint64_t ub, uint64_t rows,
+                             RowSpan written, uint64_t lane) {
+  const bool perchan = !m.bias.empty() || m.mult.size() > 1;
+  isa::Instruction in = isa::make_instruction(Opcode::activate);
+  in[Field::func] = static_cast<uint64_t>(m.func);
+  in[Field::clip] = m.clip;
+  in[Field::acc] = acc;
+  in[Field::ub] = ub;
+  in[Field::rows] = rows;
+  if (perchan) {
+    in[Field::per_channel] = 1;
+    in[Field::qtable] = qtable;
+  } else {
+    in[Field::mult] = m.mult.at(0);
+    in[Field::shift] = m.shift.at(0);
+  }
+  std::vector<RowSpan> reads;
+  if (perchan) reads.push_back({qtable, div_up(7 * arch_.array_cols, arch_.ub_row_bytes())});
+  em_.activation(in, reads, written, lane);
 }
 
 void Lowering::lower(size_t i, const MatmulOp& m) {
@@ -726,22 +738,9 @@ void Lowering::activate_pooled(const MatmulOp& m, const PoolOp& p, const LaneTil
   regs.batch = batch_;
   em_.pool_in_activate(regs);
   const auto emit = [&](uint64_t first_line, uint64_t lines, uint64_t oy, uint64_t pooled_lines) {
-    isa::Instruction in = isa::make_instruction(Opcode::activate);
-    in[Field::func] = static_cast<uint64_t>(m.func);
-    in[Field::clip] = m.clip;
-    in[Field::acc] = base + first_line * ow * batch_;
-    in[Field::ub] = out.row(n.slice, oy, 0);
-    in[Field::rows] = lines * ow * batch_;
-    if (perchan) {
-      in[Field::per_channel] = 1;
-      in[Field::qtable] = qtable;
-    } else {
-      in[Field::mult] = m.mult.at(0);
-      in[Field::shift] = m.shift.at(0);
-    }
-    std::vector<RowSpan> reads;
-    if (perchan) reads.push_back({qtable, div_up(7 * arch_.array_cols, arch_.ub_row_bytes())});
-    em_.activation(in, reads, {in[Field::ub], pooled_lines * pw * batch_}, n.lane);
+    const uint64_t ub = out.row(n.slice, oy, 0);
+    emit_activate(m, qtable, base + first_line * ow * batch_, ub, lines * ow * batch_, {ub, pooled_lines * pw * batch_},
+                  n.lane);
   };
   if (out.pad == 0)
     emit(0, (oy1 - 1 - oy0) * s + k, oy0, oy1 - oy0);
@@ -847,22 +846,8 @@ void Lowering::lower_packed(size_t i, const MatmulOp& m, const Packing& pk, uint
       for (uint64_t y = c.y0; y < c.y1; ++y)
         for (uint64_t g = c.g0; g < c.g1; ++g) {
           em_.scatter(pixels_of(g), m.n);
-          isa::Instruction act = isa::make_instruction(Opcode::activate);
-          act[Field::func] = static_cast<uint64_t>(m.func);
-          act[Field::clip] = m.clip;
-          act[Field::acc] = base + ((y - c.y0) * groups + g - c.g0) * B;
-          act[Field::ub] = out.row(0, y, g * P);
-          act[Field::rows] = B;
-          if (perchan) {
-            act[Field::per_channel] = 1;
-            act[Field::qtable] = qtable;
-          } else {
-            act[Field::mult] = m.mult.at(0);
-            act[Field::shift] = m.shift.at(0);
-          }
-          std::vector<RowSpan> reads;
-          if (perchan) reads.push_back({qtable, div_up(7 * arch_.array_cols, arch_.ub_row_bytes())});
-          em_.activation(act, reads, {act[Field::ub], B}, 0);
+          const uint64_t ub = out.row(0, y, g * P);
+          emit_activate(m, qtable, base + ((y - c.y0) * groups + g - c.g0) * B, ub, B, {ub, B}, 0);
         }
       em_.scatter(0, 0);
     }
