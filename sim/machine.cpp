@@ -177,15 +177,20 @@ TileUse tile_use(const uint8_t* tile, uint64_t rows, uint64_t cols) {
         break;
       }
   }
-  for (uint64_t k = 0; k < u.rows; ++k) {
+  return u;
+}
+
+uint64_t tile_spans(const uint8_t* tile, uint64_t rows, uint64_t cols) {
+  uint64_t spans = 0;
+  for (uint64_t k = 0; k < rows; ++k) {
     const uint8_t* row = tile + k * cols;
     const uint8_t* first = std::find_if(row, row + cols, [](uint8_t b) { return b != 0; });
     if (first == row + cols) continue;
     const uint8_t* last = row + cols;
     while (!*(last - 1)) --last;
-    u.spans += uint64_t(last - first);
+    spans += uint64_t(last - first);
   }
-  return u;
+  return spans;
 }
 
 // One machine per process: MachineRun and simulate() refuse to start a second run on it.

@@ -115,6 +115,7 @@ bool MatrixUnit::start_matmul(uint64_t i, uint64_t t0) {
   if (in[Field::switch_weights]) {
     uint64_t s = 0;
     active_ = *weights->wait_shadow(s);  // loaded: serve() waited for it
+    active_spans_.reset();
     weights->switched(t0 + period - 1);  // with the first vector's wavefront
     if (ctx_.engine == Engine::fast)
       packed_ = PackedWeights(active_.tile.data, a.array_cols, a.array_rows, a.array_cols,
@@ -123,7 +124,8 @@ bool MatrixUnit::start_matmul(uint64_t i, uint64_t t0) {
   MatrixCounters& m = ctx_.result.matrix;
   // Useful MACs per vector: the tile's nonzero box; for a gathering matmul (a packed
   // convolution's block-Toeplitz tile) the sum of its rows' nonzero spans (machine.h TileUse).
-  const uint64_t used = pack.gathers() ? active_.use.spans : uint64_t{active_.use.rows} * active_.use.cols;
+  if (pack.gathers() && !active_spans_) active_spans_ = tile_spans(active_.tile.data, active_.use.rows, a.array_cols);
+  const uint64_t used = pack.gathers() ? *active_spans_ : uint64_t{active_.use.rows} * active_.use.cols;
   // A gathering matmul keeps the array busy for its whole stream; only one cycle in `period`
   // carries a vector (the others count as unused MACs).
   m.array_active += stream;

@@ -6,6 +6,7 @@
 
 #include <deque>
 #include <memory>
+#include <optional>
 #include <systemc>
 
 #include "sim/context.h"
@@ -129,6 +130,7 @@ class MatrixUnit : public sc_core::sc_module, public Station {
   Hazards& hazards_;
   StationQueue queue_;
   FetchedTile active_;
+  std::optional<uint64_t> active_spans_;  // tile_spans of active_, once a gathering matmul needs it
   PackedWeights packed_;  // fast engine: the active tile, packed for the GEMM
   std::vector<uint8_t> gathered_;  // fast engine: a gathering matmul's input vectors
   uint64_t port_free_ = 0;
