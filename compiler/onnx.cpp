@@ -747,8 +747,13 @@ void Importer::clip() {
   allow_attributes({"min", "max"});
   double lo = attr_float("min", -std::numeric_limits<float>::infinity());
   double hi = attr_float("max", std::numeric_limits<float>::infinity());
-  if (has_input(1)) lo = constant(1, "min").v.at(0);
-  if (has_input(2)) hi = constant(2, "max").v.at(0);
+  const auto scalar = [&](int input, const char* what) {
+    const auto& v = constant(input, what).v;
+    if (v.size() != 1) fail(fmt::format("its {} input holds {} values; a bound is one value", what, v.size()));
+    return double(v[0]);
+  };
+  if (has_input(1)) lo = scalar(1, "min");
+  if (has_input(2)) hi = scalar(2, "max");
   if (lo == 0 && hi == 6) return activation(Activation::relu6);
   if (lo == 0 && std::isinf(hi) && hi > 0) return activation(Activation::relu);
   fail(fmt::format("bounds [{}, {}]: the machine clips at [0, 6] (relu6) or [0, inf) (relu) only", lo, hi));

@@ -190,6 +190,11 @@ TEST_CASE("onnx: bad input files") {
     // fuzz_onnx's first finding: a message about such a node read output(0) of an empty list.
     CHECK_THROWS_WITH(import_onnx(bytes_of(kDir / "fuzz_unnamed_node.onnx"), "m.onnx"), Contains("m.onnx: node #"));
   }
+  SECTION("a Clip bound given as an empty tensor is refused") {
+    // A fuzz_onnx finding (.ci/run of this stop): clip() read value 0 of an empty `max` constant.
+    CHECK_THROWS_WITH(import_onnx(bytes_of(kDir / "fuzz_empty_clip_bound.onnx"), "m.onnx"),
+                      "m.onnx: node relu6 (Clip): its max input holds 0 values; a bound is one value");
+  }
   SECTION("every truncation of a model and random corruptions are refused or imported, never a crash") {
     LoadOptions o;
     o.max_values = uint64_t{1} << 20;  // a corrupted dimension may not ask for gigabytes
