@@ -56,6 +56,10 @@ namespace {
 
 uint64_t div_up(uint64_t a, uint64_t b) { return (a + b - 1) / b; }
 
+// Whether a matmul's activate requantizes per column (bias, or one multiplier per channel): it
+// then reads its N tile's table from the UB (table_row) instead of the instruction's fields.
+bool per_column(const MatmulOp& m) { return !m.bias.empty() || m.mult.size() > 1; }
+
 // Allocation of UB rows from either end: first fit from the bottom, or last fit from the top.
 // The back end puts a layer's output at the end away from its input, so a chain of layers
 // ping-pongs between the two ends and the free rows stay one block in the middle.
@@ -496,7 +500,7 @@ void Lowering::pass(size_t i, const MatmulOp& m, const LaneTile& n, const std::v
 // Activates a pass's rows (accumulator block `base`) into N tile n's slice of the output.
 void Lowering::activate(const MatmulOp& m, const LaneTile& n, uint64_t base, const std::vector<Segment>& segments) {
   const Storage& out = storage_[m.output.tensor];
-  const bool perchan = !m.bias.empty() || m.mult.size() > 1;
+  const bool perchan = per_column(m);
   const uint64_t qtable = perchan ? table_row(m, n) : 0;
   for (const Segment& seg : segments)
     for (const Run& run : runs(out, n.slice, m.output.pixel0 + seg.pixel, seg.pixels)) {
@@ -510,7 +514,7 @@ void Lowering::activate(const MatmulOp& m, const LaneTile& n, uint64_t base, con
 // from byte `lane` of each row.
 void Lowering::emit_activate(const MatmulOp& m, uint64_t qtable, uint64_t acc, uint64_t ub, uint64_t rows,
                              RowSpan written, uint64_t lane) {
-  const bool perchan = !m.bias.empty() || m.mult.size() > 1;
+  const bool perchan = per_column(m);
   isa::Instruction in = isa::make_instruction(Opcode::activate);
   in[Field::func] = static_cast<uint64_t>(m.func);
   in[Field::clip] = m.clip;
@@ -728,7 +732,7 @@ void Lowering::activate_pooled(const MatmulOp& m, const PoolOp& p, const LaneTil
                                uint64_t oy1) {
   const Storage& out = storage_[p.output.tensor];
   const uint64_t ow = g_.tensors[m.output.tensor].shape.w, pw = out.shape.w, k = p.window, s = p.stride;
-  const bool perchan = !m.bias.empty() || m.mult.size() > 1;
+  const bool perchan = per_column(m);
   const uint64_t qtable = perchan ? table_row(m, n) : 0;
   sim::ActPool regs;
   regs.kind = static_cast<uint64_t>(p.kind) + 1;
@@ -841,7 +845,7 @@ void Lowering::lower_packed(size_t i, const MatmulOp& m, const Packing& pk, uint
         else activate(m, n, base, {{c.y0 * ow + c.g0, groups, 0}});
         continue;
       }
-      const bool perchan = !m.bias.empty() || m.mult.size() > 1;
+      const bool perchan = per_column(m);
       const uint64_t qtable = perchan ? table_row(m, n, P) : 0;
       for (uint64_t y = c.y0; y < c.y1; ++y)
         for (uint64_t g = c.g0; g < c.g1; ++g) {
@@ -1048,7 +1052,7 @@ isa::Program Lowering::run() {
   // Per-column tables first (they stay for the whole program): build them to know their size.
   const uint64_t row_bytes = arch_.ub_row_bytes();
   for (size_t i = 0; i < g_.ops.size(); ++i)
-    if (const auto* m = std::get_if<MatmulOp>(&g_.ops[i]); m && (!m->bias.empty() || m->mult.size() > 1)) {
+    if (const auto* m = std::get_if<MatmulOp>(&g_.ops[i]); m && per_column(*m)) {
       for (const LaneTile& n : n_tiles(*m)) table_row(*m, n);
       // A packed convolution's table repeats the N channels once per pixel group: for the
       // pieces' sizes (all equal but the last).
