@@ -99,7 +99,9 @@ Compiled prepare_model(Model model, bool timing_only) {
   // with adds is calibrated even for timing (LoadOptions::timing_only).
   const bool adds = std::any_of(model.layers.begin(), model.layers.end(),
                                 [](const Layer& l) { return l.type == LayerType::add; });
-  c.graph = quantize(model, timing_only && !adds ? unit_calibration(model) : calibration_run(model));
+  // So is one whose automatic precision choice needs the layers' inputs (quantize.h).
+  const bool data = adds || precision_needs_calibration(model);
+  c.graph = quantize(model, timing_only && !data ? unit_calibration(model) : calibration_run(model));
   c.quantize_seconds = since(t0);
   c.model = std::move(model);
   return c;
@@ -116,10 +118,10 @@ Compiled prepare_file(const std::filesystem::path& path, const LoadOptions& opti
   return c;
 }
 
-void lower_for(Compiled& c, const sim::Arch& arch) {
+void lower_for(Compiled& c, const sim::Arch& arch, const LowerOptions& options) {
   const auto t0 = std::chrono::steady_clock::now();
   try {
-    c.program = lower(c.graph, arch);
+    c.program = lower(c.graph, arch, options);
   } catch (const InputError& e) {
     if (c.model.source.empty()) throw;
     throw InputError(fmt::format("{}: {}", c.model.source, e.what()));
@@ -160,7 +162,7 @@ Compiled compile_file(const std::filesystem::path& path, const sim::Arch& arch, 
   }
   Compiled c = prepare_file(path, o);
   if (o.phase) *o.phase = "lowering to instructions";
-  lower_for(c, arch);
+  lower_for(c, arch, o.mapper);
   return c;
 }
 
@@ -206,7 +208,7 @@ Accuracy top1_accuracy(Compiled& c, std::span<const uint8_t> output_region, cons
   for (uint64_t i = 0; i < n; ++i)
     if (labels[i] < 0 || uint64_t(labels[i]) >= classes)
       throw InputError(fmt::format("labels: sample {}: class {}; the model has classes 0..{}", i, labels[i], classes - 1));
-  const std::vector<int8_t> got = from_tpu_order(output_region, out.shape, n, lanes(arch));
+  const std::vector<int8_t> got = from_tpu_order(output_region, out.shape, n, lanes(arch), piece(c.program));
   const std::vector<float> ref = run_float(c.model).back();
   Accuracy a;
   a.samples = n;

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "compiler/graph.h"
+#include "compiler/lower_options.h"
 #include "compiler/model.h"
 #include "compiler/reference.h"
 #include "isa/program.h"
@@ -35,7 +36,7 @@ Compiled compile_model(Model model, const sim::Arch& arch);
 Compiled prepare_file(const std::filesystem::path& path, const LoadOptions& options = {});
 // timing_only: quantized without the float reference's calibration (LoadOptions::timing_only).
 Compiled prepare_model(Model model, bool timing_only = false);
-void lower_for(Compiled& c, const sim::Arch& arch);
+void lower_for(Compiled& c, const sim::Arch& arch, const LowerOptions& options = {});
 
 // The model's output as the program leaves it in host memory (the "output" region, TPU order),
 // compared with the golden reference executor, and the quantization error against the float

@@ -70,27 +70,43 @@ void Emitter::host_dma(bool write, uint64_t host, uint64_t ub, uint64_t rows, ui
   in[Field::host] = host;
   in[Field::ub] = ub;
   in[Field::rows] = rows;
+  ++work_.dmas;
+  work_.dma_bytes += rows * row_bytes;
 }
 
-void Emitter::matmul(isa::Instruction inst, bool switches, uint64_t waddr, const sim::PackRegs& gather) {
+void Emitter::matmul(isa::Instruction inst, bool switches, uint64_t waddr, const sim::PackRegs& gather,
+                     bool low_plane) {
   setcfg(isa::ConfigReg::gather_bytes, gather.gather_bytes, pack_.gather_bytes);
+  setcfg(isa::ConfigReg::mm_in_hi, gather.mm_in_hi, pack_.mm_in_hi);
+  setcfg(isa::ConfigReg::mm_weight_hi, gather.mm_weight_hi, pack_.mm_weight_hi);
   if (gather.gathers()) {
     setcfg(isa::ConfigReg::gather_cols, gather.gather_cols, pack_.gather_cols);
     setcfg(isa::ConfigReg::gather_rows, gather.gather_rows, pack_.gather_rows);
     setcfg(isa::ConfigReg::gather_col_step, gather.gather_col_step, pack_.gather_col_step);
     setcfg(isa::ConfigReg::gather_row_step, gather.gather_row_step, pack_.gather_row_step);
   }
+  setcfg(isa::ConfigReg::dense_rows, gather.dense_rows, pack_.dense_rows);
+  if (gather.dense_in()) setcfg(isa::ConfigReg::dense_bytes, gather.dense_bytes, pack_.dense_bytes);
   const size_t anchor = code_.size();
   const uint64_t rows = inst[Field::rows], repeat = inst[Field::repeat], stride = inst[Field::stride];
-  const uint64_t reach = pack_.reach();
-  std::vector<RowSpan> reads;
-  if (repeat == 1 || stride == rows)
-    reads.push_back({inst[Field::ub], rows * repeat + reach});
-  else
-    for (uint64_t g = 0; g < repeat; ++g) reads.push_back({inst[Field::ub] + g * stride, rows + reach});
+  std::vector<RowSpan> reads;  // (sim/pack.h: the UB rows each group reads)
+  if (repeat == 1 || stride == rows) {
+    const sim::UbSpan a = sim::matmul_group_reads(pack_, inst, 0), b = sim::matmul_group_reads(pack_, inst, repeat - 1);
+    reads.push_back({a.first, b.first + b.rows - a.first});
+  } else {
+    for (uint64_t g = 0; g < repeat; ++g) {
+      const sim::UbSpan s = sim::matmul_group_reads(pack_, inst, g);
+      reads.push_back({s.first, s.rows});
+    }
+  }
+  if (pack_.mm_in_hi)  // the high byte plane: the same rows, mm_in_hi further
+    for (size_t r = 0, low = reads.size(); r < low; ++r) reads.push_back({reads[r].first + pack_.mm_in_hi, reads[r].rows});
   touch(kMatrix, reads, {});
+  work_.vectors += rows * repeat * sim::vector_cycles(pack_, arch_);
+  work_.switches += switches;
   if (switches) {
     fetches_.push_back(waddr);
+    fetch_unsigned_.push_back(low_plane);
     anchors_.push_back(anchor);
   }
   code_.push_back(inst);
@@ -112,14 +128,37 @@ void Emitter::activation(const isa::Instruction& inst, std::vector<RowSpan> read
       setcfg(isa::ConfigReg::act_pool_width, pool_want_.width, pool_.width);
       setcfg(isa::ConfigReg::act_pool_batch, pool_want_.batch, pool_.batch);
     }
-    write.rows *= pack_.groups();
+    setcfg(isa::ConfigReg::act_dense_rows, dense_want_.first, pack_.act_dense_rows);
+    if (pack_.dense_out()) setcfg(isa::ConfigReg::act_dense_bytes, dense_want_.second, pack_.act_dense_bytes);
+    // The caller's span is in written (logical) rows: x groups, then UB rows (dense writes).
+    const sim::UbSpan w = sim::activate_writes(pack_, inst, write.rows * pack_.groups());
+    write = {w.first, w.rows};
+    setcfg(isa::ConfigReg::act_high, planes_want_.act, planes_.act);
+  } else if (inst.opcode == Opcode::vector) {
+    setcfg(isa::ConfigReg::vec_high_a, planes_want_.a, planes_.a);
+    setcfg(isa::ConfigReg::vec_high_b, planes_want_.b, planes_.b);
+    setcfg(isa::ConfigReg::vec_high_out, planes_want_.out, planes_.out);
   }
-  touch(kAct, reads, {write});
+  std::vector<RowSpan> writes{write};
+  if (inst.opcode == Opcode::activate && planes_.act) writes.push_back({write.first + planes_.act, write.rows});
+  if (inst.opcode == Opcode::vector) {  // reads: src's rows, then src_b's (not for pass)
+    if (planes_.out) writes.push_back({write.first + planes_.out, write.rows});
+    const size_t n = reads.size();
+    if (n > 0 && planes_.a) reads.push_back({reads[0].first + planes_.a, reads[0].rows});
+    if (n > 1 && planes_.b) reads.push_back({reads[1].first + planes_.b, reads[1].rows});
+  }
+  touch(kAct, reads, writes);
+  ++work_.activations;
+  if (inst.opcode == Opcode::pool)
+    for (const RowSpan& r : reads) work_.act_rows += r.rows;
+  else work_.act_rows += inst[Field::rows];
   code_.push_back(inst);
 }
 
 void Emitter::zero(RowSpan rows) {
   if (rows.rows == 0 || !boost::icl::intersects(written_, interval(rows))) return;
+  const sim::Planes want = planes_want_;  // an 8-bit vec, whatever the ops around it use
+  planes_want_ = {};
   // vec reads and writes at most 65535 rows at a time (the rows field).
   for (uint64_t done = 0; done < rows.rows;) {
     const uint64_t n = std::min<uint64_t>(rows.rows - done, 65535);
@@ -130,6 +169,7 @@ void Emitter::zero(RowSpan rows) {
     activation(in, {{rows.first + done, n}}, {rows.first + done, n});
     done += n;
   }
+  planes_want_ = want;
 }
 
 std::vector<isa::Instruction> Emitter::finish() {
@@ -141,6 +181,7 @@ std::vector<isa::Instruction> Emitter::finish() {
     isa::Instruction& in = out.emplace_back(isa::make_instruction(Opcode::read_weights));
     in[Field::waddr] = fetches_[i];
     in[Field::tiles] = 1;
+    in[Field::unsigned_data] = fetch_unsigned_[i];
   };
   const uint64_t first = std::min<uint64_t>(prefetch_, fetches_.size());
   for (uint64_t i = 0; i < first; ++i) rw(i);

@@ -34,18 +34,31 @@ class Emitter {
   void tag(uint64_t value);
   void host_dma(bool write, uint64_t host, uint64_t ub, uint64_t rows, uint64_t row_bytes, uint64_t stride);
   // A matmul; `fetch` is the weight memory address of the tile it switches to, or none.
-  // `gather`: the setcfg gather_* registers it runs with (sim/pack.h; default: no gather),
-  // written when they change; its reads then reach gather.reach() rows past each group.
-  void matmul(isa::Instruction inst, bool switches, uint64_t waddr, const sim::PackRegs& gather = {});
+  // `gather`: the setcfg gather_* and dense_rows / dense_bytes registers it runs with (sim/pack.h;
+  // default: no gather, not dense), and its 16-bit modes mm_in_hi and mm_weight_hi, written when
+  // they change; its reads then reach gather.reach() (logical) rows past each group, and the same
+  // rows mm_in_hi further (the high plane).
+  // `low_plane`: its tile is a 16-bit weight matrix's low byte plane, fetched with `rw unsigned`.
+  void matmul(isa::Instruction inst, bool switches, uint64_t waddr, const sim::PackRegs& gather = {},
+              bool low_plane = false);
   // The act_groups / act_group_cols the following activates run with (0, 0: no scatter);
   // written before the next activate when they change. An activate writes rows x groups rows.
   void scatter(uint64_t groups, uint64_t group_cols) {
     scatter_want_ = {groups, groups ? group_cols : 0};
   }
+  // The act_dense_rows / act_dense_bytes the following activates run with (0, 0: one written row
+  // per UB row; sim/pack.h); written before the next activate when they change. The caller gives
+  // an activate's write span in written rows from its `ub`: the emitter turns it into UB rows.
+  void dense_out(uint64_t q, uint64_t bytes) { dense_want_ = {q > 1 ? q : 0, q > 1 ? bytes : 0}; }
   // The fused pooling the following activates run with (sim/state.h ActPool; kind 0: none):
   // the setcfg act_pool registers, written before the next activate when they change. The
   // caller gives such an activate's write span as its pooled rows.
   void pool_in_activate(const sim::ActPool& pool) { pool_want_ = pool; }
+  // The 16-bit element planes (sim/state.h Planes: setcfg act_high for activates, vec_high_* for
+  // vecs; 0 = 8-bit) the following act and vec run with, written before each when they change.
+  // The high planes' rows (the spans given to activation() moved by the register's rows) count
+  // as read and written for sync placement.
+  void planes(const sim::Planes& planes) { planes_want_ = planes; }
   // act, vec and pool (the activation unit). `act_lane` is the UB row byte an act writes from
   // (a setcfg when it changes); vec and pool ignore it.
   void activation(const isa::Instruction& inst, std::vector<RowSpan> reads, RowSpan write, uint64_t act_lane);
@@ -57,6 +70,15 @@ class Emitter {
   std::vector<isa::Instruction> finish();
 
   uint64_t weight_fetches() const { return fetches_.size(); }
+
+  // Running totals of the work emitted so far, per station (for the compiler's cycle estimate,
+  // compiler/schedule.h): matmul vector cycles (rows x repeat x the cycles a gathered vector
+  // takes, sim/pack.h) and tile switches, activation-unit
+  // instructions and the rows they process (act/vec: rows; pool: rows read), host DMAs and bytes.
+  struct Work {
+    uint64_t vectors = 0, switches = 0, activations = 0, act_rows = 0, dmas = 0, dma_bytes = 0;
+  };
+  const Work& work() const { return work_; }
 
  private:
   enum Station { kHost, kMatrix, kAct, kStations };
@@ -72,8 +94,12 @@ class Emitter {
   uint64_t host_stride_ = 0, host_row_bytes_ = 0, act_lane_ = 0;
   sim::PackRegs pack_;                                // the packing registers as last written
   std::pair<uint64_t, uint64_t> scatter_want_{0, 0};  // act_groups, act_group_cols for activates
+  std::pair<uint64_t, uint64_t> dense_want_{0, 0};    // act_dense_rows, act_dense_bytes for activates
   sim::ActPool pool_, pool_want_;                     // act_pool registers: as written, for activates
+  Work work_;
+  sim::Planes planes_, planes_want_;                  // act_high, vec_high_*: as written, wanted
   std::vector<uint64_t> fetches_;   // weight address of each switching matmul's tile, in order
+  std::vector<bool> fetch_unsigned_;  // each fetch's tile is a low byte plane (rw unsigned)
   std::vector<size_t> anchors_;     // where the rw for fetch i + prefetch goes (before code_[anchor])
 };
 

@@ -46,20 +46,39 @@ TPUSIM_REF_CLONES void multiply_add(uint32_t* __restrict a, const int8_t* __rest
   for (uint64_t j = 0; j < n; ++j) a[j] += static_cast<uint32_t>(v * int32_t{row[j]});
 }
 
+// a[j] += v x row[j] for j < n, in int32 with wrap-around: 16-bit weights (|v x row[j]| <= 2^30).
+TPUSIM_REF_CLONES void multiply_add_wide(uint32_t* __restrict a, const int32_t* __restrict row, int32_t v, uint64_t n) {
+  for (uint64_t j = 0; j < n; ++j) a[j] += static_cast<uint32_t>(v * row[j]);
+}
+
 // A view resolved against its tensor: which pixels of each sample it covers.
 struct Span {
   int8_t* data;          // the tensor's data
   uint64_t pixels;       // pixels per sample in the tensor
   uint64_t c;            // channels
   uint64_t first, count;  // the view's pixels
+  uint64_t high = 0;      // a 16-bit tensor: elements from a low byte to its high byte; 0: int8
 
   int8_t* at(uint64_t sample, uint64_t p) const { return data + ((sample * pixels) + first + p) * c; }
+  // Element ch of (sample, p) as the machine reads it: int8, or int16 from the two planes.
+  int32_t value(const int8_t* e) const {
+    return high ? int32_t{static_cast<uint8_t>(*e)} + 256 * int32_t{e[high]} : int32_t{*e};
+  }
+  // Stores v (already saturated to the tensor's width).
+  void store(int8_t* e, int32_t v) const {
+    *e = static_cast<int8_t>(static_cast<uint8_t>(v));
+    if (high) e[high] = static_cast<int8_t>(static_cast<uint16_t>(v) >> 8);
+  }
+  int32_t saturate(isa::Func f, int64_t y, int64_t clip) const {
+    return high ? sim::apply_func16(f, y, clip) : sim::apply_func(f, y, clip, false);
+  }
 };
 
 class Golden {
  public:
   explicit Golden(const QGraph& g) : g_(g), t_(g.tensors.size()) {
-    for (size_t i = 0; i < g.tensors.size(); ++i) t_[i].assign(g.batch * g.tensors[i].shape.elements(), 0);
+    for (size_t i = 0; i < g.tensors.size(); ++i)
+      t_[i].assign(g.batch * g.tensors[i].shape.elements() * (g.tensors[i].bits == 16 ? 2 : 1), 0);
     if (g.input_data.size() != g.inputs.size()) fail("graph", "input data for {} of {} inputs", g.input_data.size(), g.inputs.size());
     for (size_t i = 0; i < g.inputs.size(); ++i) {
       auto& d = t_.at(tensor_index(g.inputs[i], "graph"));
@@ -98,7 +117,9 @@ class Golden {
     if (v.pixel0 + count > s.pixels() || count == 0)
       fail(where_, "view of pixels {}..{} outside tensor {} ({} pixels)", v.pixel0, v.pixel0 + count,
            g_.tensors[i].name, s.pixels());
-    return {t_[i].data(), s.pixels(), s.c, v.pixel0, count};
+    const int bits = g_.tensors[i].bits;
+    if (bits != 8 && bits != 16) fail(where_, "tensor {} has {} bits per element: expected 8 or 16", g_.tensors[i].name, bits);
+    return {t_[i].data(), s.pixels(), s.c, v.pixel0, count, bits == 16 ? g_.batch * s.elements() : 0};
   }
 
   void exec(const MatmulOp& op);
@@ -114,6 +135,8 @@ void Golden::check(const MatmulOp& op, const std::vector<Span>& in, const Span& 
   if (out.c != op.n) fail(where_, "output has {} channels, N is {}", out.c, op.n);
   if (op.weights.size() != op.kernel_h * op.kernel_w * op.k * op.n)
     fail(where_, "{} weights, expected {} x {} x {} x {}", op.weights.size(), op.kernel_h, op.kernel_w, op.k, op.n);
+  if (op.wide_weights() && op.weights_hi.size() != op.weights.size())
+    fail(where_, "{} high weight bytes for {} weights", op.weights_hi.size(), op.weights.size());
   if (!op.bias.empty() && op.bias.size() != op.n) fail(where_, "{} biases for {} columns", op.bias.size(), op.n);
   if ((op.mult.size() != 1 && op.mult.size() != op.n) || op.shift.size() != op.mult.size())
     fail(where_, "{} multipliers and {} shifts for {} columns", op.mult.size(), op.shift.size(), op.n);
@@ -132,6 +155,8 @@ void Golden::exec(const MatmulOp& op) {
   for (const View& v : op.inputs) in.push_back(span(v));
   const Span out = span(op.output);
   check(op, in, out);
+  for (size_t i = 0; i < in.size(); ++i)
+    if (in[i].high) fail(where_, "input {} is a 16-bit tensor: matmul inputs are int8", g_.tensors[size_t(op.inputs[i].tensor)].name);
   const uint64_t n = op.n, k = op.k, kh = op.kernel_h, kw = op.kernel_w, st = op.stride, pad = op.pad;
   const bool pointwise = kh == 1 && kw == 1 && st == 1 && pad == 0;
   std::vector<uint64_t> tap_c, tap_row;  // channels and first weight row of each tap
@@ -160,6 +185,13 @@ void Golden::exec(const MatmulOp& op) {
     return in[0].at(img, (iy - pad) * is.w + ix - pad);
   };
 
+  // 16-bit weights (both byte planes) as integers; int8 weights are read as they are.
+  std::vector<int32_t> wide;
+  if (op.wide_weights()) {
+    wide.resize(op.weights.size());
+    for (uint64_t i = 0; i < wide.size(); ++i) wide[i] = op.weight(i);
+  }
+
   constexpr uint64_t kBlock = 16;
   const uint64_t positions = g_.batch * out.count, blocks = (positions + kBlock - 1) / kBlock;
   // Blocks [b0, b1) of output positions; each thread has its own accumulators and writes its own
@@ -173,11 +205,12 @@ void Golden::exec(const MatmulOp& op) {
       for (uint64_t t = 0; t < tap_c.size(); ++t) {
         for (uint64_t i = 0; i < count; ++i) px[i] = source((p0 + i) / out.count, (p0 + i) % out.count, t);
         for (uint64_t c = 0; c < tap_c[t]; ++c) {
-          const int8_t* row = &op.weights[(tap_row[t] + c) * n];
+          const uint64_t w0 = (tap_row[t] + c) * n;
           for (uint64_t i = 0; i < count; ++i) {
             const int32_t v = px[i] ? px[i][c] : 0;
             if (v == 0) continue;
-            multiply_add(&acc[i * n], row, v, n);
+            if (wide.empty()) multiply_add(&acc[i * n], &op.weights[w0], v, n);
+            else multiply_add_wide(&acc[i * n], &wide[w0], v, n);
           }
         }
       }
@@ -187,7 +220,7 @@ void Golden::exec(const MatmulOp& op) {
           const size_t q = op.mult.size() == 1 ? 0 : j;
           const int64_t x = static_cast<int32_t>(acc[i * n + j]) + int64_t{op.bias.empty() ? 0 : op.bias[j]};
           const int64_t y = sim::round_half_away_shift(x * op.mult[q], op.shift[q]);
-          o[j] = static_cast<int8_t>(sim::apply_func(op.func, y, op.clip, false));
+          out.store(o + j, out.saturate(op.func, y, op.clip));
         }
       }
     }
@@ -222,6 +255,7 @@ void Golden::exec(const MatmulOp& op) {
 // max, or the window's sum divided by window^2 rounded half away from zero; int8 throughout.
 void Golden::exec(const PoolOp& op) {
   const Span in = span(op.input), out = span(op.output);
+  if (in.high || out.high) fail(where_, "a pool reads or writes a 16-bit tensor: pools are int8");
   const Shape& is = g_.tensors[static_cast<size_t>(op.input.tensor)].shape;
   const Shape& os = g_.tensors[static_cast<size_t>(op.output.tensor)].shape;
   const uint64_t win = op.window, st = op.stride, c = is.c;
@@ -248,7 +282,8 @@ void Golden::exec(const PoolOp& op) {
         }
 }
 
-// r = op(a, b) on int8 in int32, y = round_half_away(r x mult / 2^shift), func, saturated.
+// r = op(a, b) on int8 or int16 values in int32 (|a b| <= 2^30), y = round_half_away(r x mult /
+// 2^shift) in 64 bits, func, saturated to int8 or int16.
 void Golden::exec(const VectorOp& op) {
   const Span a = span(op.a), out = span(op.output);
   const Span b = op.op == isa::VecOp::pass ? a : span(op.b);
@@ -261,9 +296,9 @@ void Golden::exec(const VectorOp& op) {
       const int8_t *x = a.at(img, p), *y = b.at(img, p);
       int8_t* o = out.at(img, p);
       for (uint64_t ch = 0; ch < out.c; ++ch) {
-        const int32_t r = sim::vec_combine(op.op, x[ch], y[ch]);
+        const int32_t r = sim::vec_combine(op.op, a.value(x + ch), b.value(y + ch));
         const int64_t q = sim::round_half_away_shift(int64_t{r} * op.mult, op.shift);
-        o[ch] = static_cast<int8_t>(sim::apply_func(op.func, q, 127, false));
+        out.store(o + ch, out.saturate(op.func, q, 127));
       }
     }
 }

@@ -63,6 +63,9 @@ struct Layer {
   uint64_t groups = 1;                  // conv2d channel groups: filter j reads only input channels of
                                         // group j / (units / groups); 1 = dense, c = depthwise
   bool use_bias = true;                 // dense, conv2d
+  // dense, conv2d: the weights' precision, 8 or 16 bits, as the description gives it (key
+  // weight_bits); unset: the quantizer chooses (Model::precision, docs/compiler.md "16-bit layers").
+  std::optional<uint8_t> weight_bits;
   uint64_t stack = 1;                   // lstm: stacked layers
   bool return_sequences = false;        // lstm: output every step's h ([steps, units]) or the last ([units])
 
@@ -89,6 +92,11 @@ struct ModelInput {
   std::optional<double> scale;   // quantization scale given in the description
 };
 
+// Which dense and conv2d layers get 16-bit weights where their description does not say
+// (Layer::weight_bits): `automatic` those whose int8 weights lose more than
+// Model::wide_error (docs/compiler.md, "16-bit layers"), `int8` none, `wide` all.
+enum class Precision { automatic, int8, wide };
+
 struct Model {
   std::string name;
   std::string source;  // the description's path, for messages
@@ -96,6 +104,10 @@ struct Model {
   uint64_t seed = 1;
   std::vector<ModelInput> inputs;  // at least one
   bool per_channel = true;         // weight scales per output channel (else per tensor)
+  Precision precision = Precision::automatic;  // [quantization] precision, or --precision
+  // The automatic choice's threshold: a layer whose int8 weights' relative RMS rounding error
+  // (||W - dequantized int8 W|| / ||W||) exceeds it gets 16-bit weights.
+  double wide_error = 0.02;
   uint64_t calibration_samples = 4;  // samples the float reference calibrates scales on (0: all)
   // Calibration samples apart from the inputs (--calibrate, e.g. training images while the inputs
   // are a test split): calibration_batch x inputs[i].shape.elements() values per input, NHWC.
@@ -103,17 +115,27 @@ struct Model {
   // front ends set calibration_samples to 0: the quantization error is measured on every input.
   std::vector<std::vector<float>> calibration;
   uint64_t calibration_batch = 0;
+  // 16-bit elements where the quantizer's rule puts them (quantize.cpp, "Element width"); false:
+  // every tensor int8 (description: [quantization] elements = "int8"; the GPU and CPU runners,
+  // whose kernels are int8 only).
+  bool wide_elements = true;
   std::vector<Layer> layers;       // topological order; the last one is the model's output
 };
 
 // ---- the quantized integer graph ---------------------------------------------------------------
 
-// An int8 tensor: real value = scale x stored integer (symmetric, no zero point).
+// An int8 (or int16) tensor: real value = scale x stored integer (symmetric, no zero point).
+// A 16-bit tensor (bits = 16, the quantizer's rule in quantize.cpp: tensors only the activation
+// unit reads) is written by act (setcfg act_high) or vec (vec_high_out) and read only by vec
+// (vec_high_a / vec_high_b): never a matmul's or pool's input, a model input or its output. In
+// run_golden's result it is 2 x elements bytes: the low bytes (bits 0..7) of every element, then
+// the high bytes (bits 8..15), as the two byte planes in the UB and in host memory.
 struct QTensor {
   std::string name;  // unique: the producing layer's name, with a suffix for LSTM internals
   Shape shape;
   double scale = 1.0;
   std::string layer;  // the description layer it belongs to (messages, traces)
+  int bits = 8;       // 8 or 16
 };
 
 // A contiguous range of a tensor's pixels (all of them when pixels == 0): an LSTM step reads
@@ -129,7 +151,8 @@ struct View {
 // along channels (weight rows 0..c0-1 read inputs[0], the next c1 rows inputs[1], ...), and a
 // kernel larger than 1 x 1 needs exactly one input. requant(v) = round_half_away(v x mult[j] /
 // 2^shift[j]) computed in 64 bits (sim::round_half_away_shift), then sim::apply_func(func, y,
-// clip, false): saturated to int8. mult and shift have 1 entry (per tensor) or N (per channel);
+// clip, false): saturated to int8 (sim::apply_func16, int16, when the output is a 16-bit tensor).
+// mult and shift have 1 entry (per tensor) or N (per channel);
 // with an empty bias and one entry the machine uses act's per-tensor mode, else its per-column
 // table (docs/isa.md, act).
 struct MatmulOp {
@@ -143,11 +166,21 @@ struct MatmulOp {
   // this structure (not by their values, so a program's timing does not depend on the data).
   uint64_t groups = 1;
   std::vector<int8_t> weights;   // [kernel_h][kernel_w][K][N]
+  // 16-bit weights (the machine's 16-bit mode, docs/timing.md): empty for int8 weights; else the
+  // high byte planes, [kernel_h][kernel_w][K][N] like `weights`, which then holds the low bytes
+  // (read as uint8): weight = uint8(weights[i]) + 256 x weights_hi[i]. The sum of every column's
+  // |weight| x the largest |input| stays below 2^31 (the quantizer's bound): no wrap-around.
+  std::vector<int8_t> weights_hi;
   std::vector<int32_t> bias;     // N, or empty
   std::vector<uint16_t> mult;    // 1 or N
   std::vector<uint8_t> shift;    // same length as mult, each 0..63
   isa::Func func = isa::Func::identity;
   uint8_t clip = 127;            // relux bound
+  bool wide_weights() const { return !weights_hi.empty(); }
+  // Weight i ([kernel_h][kernel_w][K][N] order) as an integer, 8 or 16 bits.
+  int32_t weight(uint64_t i) const {
+    return wide_weights() ? int32_t{static_cast<uint8_t>(weights[i])} + 256 * int32_t{weights_hi[i]} : weights[i];
+  }
 };
 
 // max/avg pooling over square windows, no padding (docs/isa.md, pool); output scale = input's.
@@ -157,8 +190,9 @@ struct PoolOp {
   uint64_t window = 2, stride = 2;
 };
 
-// Element-wise: out = func(round_half_away(op(a, b) x mult / 2^shift)) saturated to int8, op on
-// int8 values in int32 (docs/isa.md, vec). a, b and out have the same shape; b unused for pass.
+// Element-wise: out = func(round_half_away(op(a, b) x mult / 2^shift)) saturated to int8 (int16
+// for a 16-bit output: sim::apply_func16), op on int8 or int16 values (each operand's tensor's
+// bits) in 64 bits (docs/isa.md, vec). a, b and out have the same shape; b unused for pass.
 struct VectorOp {
   isa::VecOp op = isa::VecOp::pass;
   View a, b, output;

@@ -14,6 +14,13 @@ std::vector<LaneTile> lane_tiles(uint64_t channels, uint64_t width, uint64_t til
   return out;
 }
 
+uint64_t dense_q(uint64_t c, uint64_t batch, uint64_t width) {
+  if (c == 0 || 2 * c > width) return 1;
+  for (uint64_t q = std::min(batch, width / c); q > 1; --q)
+    if (batch % q == 0) return q;
+  return 1;
+}
+
 std::vector<Run> runs(const Storage& st, uint64_t s, uint64_t first, uint64_t count) {
   std::vector<Run> out;
   if (count == 0) return out;
@@ -30,7 +37,7 @@ std::vector<Run> runs(const Storage& st, uint64_t s, uint64_t first, uint64_t co
 std::vector<std::pair<uint64_t, uint64_t>> border_ranges(const Storage& st) {
   std::vector<std::pair<uint64_t, uint64_t>> out;
   if (st.pad == 0) return out;
-  const uint64_t b = st.batch, p = st.pad, sw = st.stored_w(), h = st.shape.h, w = st.shape.w;
+  const uint64_t b = st.pixel_rows(), p = st.pad, sw = st.stored_w(), h = st.shape.h, w = st.shape.w;
   for (uint64_t s = 0; s < st.slices(); ++s) {
     const uint64_t base = st.base + s * st.slice_rows();
     // The top border and the first row's left border, then between image rows the right border

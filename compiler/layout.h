@@ -34,22 +34,45 @@ struct Storage {
   Shape shape;
   uint64_t batch = 1, lanes = 256, pad = 0;
   uint64_t base = 0;  // first UB row
+  // Byte planes: 1 for an int8 tensor; 2 for an int16 one (QTensor::bits = 16), whose high bytes
+  // lie in a second copy of the layout right after the first, high() = rows() rows further (the
+  // value of setcfg act_high / vec_high_* for it).
+  uint64_t planes = 1;
+  uint64_t high() const { return planes > 1 ? rows() : 0; }
+  uint64_t ub_rows() const { return rows() * planes; }  // the UB rows it occupies
+  // Dense layout ("Dense layouts" below): q samples per UB row (1: one row per (pixel, sample)).
+  uint64_t q = 1;
   uint64_t slices() const { return (shape.c + lanes - 1) / lanes; }
   uint64_t slice_channels(uint64_t s) const { return s + 1 < slices() ? lanes : shape.c - s * lanes; }
   uint64_t stored_h() const { return shape.h + 2 * pad; }
   uint64_t stored_w() const { return shape.w + 2 * pad; }
-  uint64_t slice_rows() const { return stored_h() * stored_w() * batch; }
+  // UB rows per stored pixel: batch / q (q divides batch).
+  uint64_t pixel_rows() const { return batch / q; }
+  uint64_t slice_rows() const { return stored_h() * stored_w() * pixel_rows(); }
   uint64_t rows() const { return slices() * slice_rows(); }
   // UB row of (slice, unpadded pixel (y, x), sample 0).
   uint64_t row(uint64_t slice, uint64_t y, uint64_t x) const {
-    return base + slice * slice_rows() + ((y + pad) * stored_w() + x + pad) * batch;
+    return base + slice * slice_rows() + ((y + pad) * stored_w() + x + pad) * pixel_rows();
   }
   uint64_t pixel_row(uint64_t slice, uint64_t pixel) const { return row(slice, pixel / shape.w, pixel % shape.w); }
   // UB row of (slice, stored pixel (sy, sx), sample 0): coordinates include the border.
   uint64_t stored_row(uint64_t slice, uint64_t sy, uint64_t sx) const {
-    return base + slice * slice_rows() + (sy * stored_w() + sx) * batch;
+    return base + slice * slice_rows() + (sy * stored_w() + sx) * pixel_rows();
   }
 };
+
+// Dense layouts (docs/compiler.md "Dense layouts"): a tensor of c channels, c <= lanes / 2, may
+// hold q samples of a pixel side by side in one UB row: the logical rows above ((stored pixel,
+// sample), pixel-major with the batch interleaved) are unchanged, q consecutive ones share a UB
+// row, sample n of stored pixel p being the c-byte field at byte (n mod q) x c of UB row
+// base + p x batch / q + n / q (the machine's setcfg dense_rows / act_dense_rows addressing,
+// sim/pack.h, with the instruction's `ub` at a pixel's first row). q divides the batch, so every
+// pixel starts a UB row and pool and vec, which work on whole rows, see a map of batch / q
+// "images" per pixel. Host memory is in TPU order either way: a pixel's samples are q x c
+// contiguous bytes per UB row, moved with host_row_bytes = host_stride = q x c.
+// The densest q for c channels and a batch of `batch` samples in rows of `width` bytes: the
+// largest divisor of the batch with q x c <= width (1 when c > width / 2).
+uint64_t dense_q(uint64_t c, uint64_t batch, uint64_t width);
 
 // The UB row width in channels: the slice width of every tensor (see above).
 inline uint64_t slice_width(const sim::Arch& arch) { return arch.ub_row_bytes(); }

@@ -45,6 +45,7 @@
 #include "compiler/emitter.h"
 #include "compiler/layout.h"
 #include "compiler/packing.h"
+#include "compiler/schedule.h"
 #include "isa/error.h"
 
 namespace tpusim::compiler {
@@ -55,6 +56,12 @@ using isa::Opcode;
 namespace {
 
 uint64_t div_up(uint64_t a, uint64_t b) { return (a + b - 1) / b; }
+
+// Whether a tensor of c channels can be stored dense (layout.h): at least two samples' fields per
+// UB row, and one K tile and one N tile (read and written from byte 0 of its field).
+bool narrow(uint64_t c, const sim::Arch& arch) {
+  return c > 0 && 2 * c <= slice_width(arch) && c <= arch.array_rows && c <= arch.array_cols;
+}
 
 // Whether a matmul's activate requantizes per column (bias, or one multiplier per channel): it
 // then reads its N tile's table from the UB (table_row) instead of the instruction's fields.
@@ -140,16 +147,35 @@ struct DoesNotFit : InputError {
 
 class Lowering {
  public:
-  // Lowers the graph's batch in pieces of `piece` samples (the last may be smaller).
-  // Tensors marked in `in_host` live in host memory and are streamed in bands (banding.cpp's
-  // plan: only with pieces of one sample).
-  Lowering(const QGraph& g, const sim::Arch& arch, uint64_t piece, const LowerOptions& options,
+  // Lowers the graph's batch by `schedule` (schedule.h: segments of ops, each in pieces).
+  // Tensors marked in `in_host` live in host memory and are streamed in bands (only with pieces
+  // of one sample, one segment).
+  Lowering(const QGraph& g, const sim::Arch& arch, PieceSchedule schedule, const LowerOptions& options,
            std::vector<bool> in_host = {})
-      : g_(g), arch_(arch), options_(options), lanes_(slice_width(arch)), piece_(piece), batch_(piece),
-        em_(arch, arch.weight_fifo_tiles), alloc_(0, 1), in_host_(std::move(in_host)) {
+      : g_(g),
+        arch_(arch),
+        options_(options),
+        lanes_(slice_width(arch)),
+        piece_(schedule.io_piece),
+        batch_(schedule.io_piece),
+        sched_(std::move(schedule)),
+        em_(arch, arch.weight_fifo_tiles),
+        alloc_(0, 1),
+        in_host_(std::move(in_host)) {
     in_host_.resize(g.tensors.size(), false);
+    sched_.resident.resize(g.tensors.size(), false);
   }
   isa::Program run();
+  // What the planner needs (schedule.h), after run(): the work each op emitted (the last entry:
+  // everything outside ops: loads, copies, output), and the problem for plan_pieces.
+  const std::vector<Emitter::Work>& op_work() const { return op_work_; }
+  ScheduleProblem problem() const;
+  size_t segment() const { return segment_; }
+  double estimate() const {
+    double c = 0;
+    for (const Emitter::Work& w : op_work_) c += op_cycles(w, arch_);
+    return c;
+  }
 
  private:
   [[noreturn]] void fail(size_t op, const std::string& what) const {
@@ -158,6 +184,7 @@ class Lowering {
   // A view's pixels; a whole tensor's are its storage's (a band's rows while it is lowered in bands).
   uint64_t pixels(const View& v) const { return v.pixels ? v.pixels : storage_[v.tensor].shape.pixels(); }
   void plan_storage();
+  void tie_dense();
   void allocate(int t, size_t op);
   void lower(size_t i, const MatmulOp& m);
   void lower(size_t i, const PoolOp& p);
@@ -170,8 +197,9 @@ class Lowering {
   };
   void pass(size_t i, const MatmulOp& m, const LaneTile& n, const std::vector<std::vector<MatmulStep>>& steps,
             const std::vector<Segment>& segments, uint64_t acc_rows, const PooledBands* pooled = nullptr);
+  // plane: 0 the int8 weights (or a 16-bit layer's low byte plane), 1 a 16-bit layer's high plane.
   uint64_t tile_address(const MatmulOp& m, const LaneTile& n, size_t input, uint64_t r, uint64_t s,
-                        const LaneTile& k);
+                        const LaneTile& k, int plane = 0);
   uint64_t table_row(const MatmulOp& m, const LaneTile& n, uint64_t groups = 1);
   void activate(const MatmulOp& m, const LaneTile& n, uint64_t base, const std::vector<Segment>& segments);
   void emit_activate(const MatmulOp& m, uint64_t qtable, uint64_t acc, uint64_t ub, uint64_t rows, RowSpan written,
@@ -195,26 +223,55 @@ class Lowering {
     return lane_tiles(g_.tensors[v.tensor].shape.c, lanes_, arch_.array_rows);
   }
   std::vector<LaneTile> n_tiles(const MatmulOp& m) const { return lane_tiles(m.n, lanes_, arch_.array_cols); }
+  // Dense layouts (layout.h): the 1 x 1 dense gather a matmul reads K tile k of `st` with (the
+  // caller sets a packed convolution's gather over it), none when `st` is not dense; and the
+  // act_dense registers for activates writing `st`.
+  sim::PackRegs dense_read(const Storage& st, const LaneTile& k) const {
+    sim::PackRegs r;
+    if (st.q <= 1) return r;
+    r.gather_bytes = k.count;
+    r.dense_rows = st.q;
+    r.dense_bytes = st.shape.c;
+    return r;
+  }
+  void dense_write(const Storage& st) { em_.dense_out(st.q, st.shape.c); }
   uint64_t store(std::vector<uint8_t>& image, std::unordered_multimap<uint64_t, uint64_t>& index,
                  const std::vector<uint8_t>& item);
   uint64_t next_block(uint64_t rows);
-  void host_io(int tensor, bool write, uint64_t host);
   // Banding (a sample whose tensors do not fit): op i over bands of its output rows, each band's
   // input rows (with the kernel's halo) read from host memory and its output rows written back.
   void lower_in_bands(size_t i);
   uint64_t band_rows_needed(size_t i, uint64_t out_rows) const;
   std::vector<std::pair<int, Storage>> band_storages(size_t i, uint64_t y0, uint64_t y1) const;
   void band_io(int t, const Storage& band, uint64_t first_row, bool write);
+  // Piece schedules: samples [n0, n0 + batch_) of tensor t between its piece storage and the whole
+  // batch's copy, in host memory at `host` (TPU order in pieces of `layout` samples) or (whole
+  // given) a UB storage of the whole batch.
+  void transfer(int t, uint64_t n0, bool out, uint64_t host, uint64_t layout, const Storage* whole = nullptr);
+  void release(int t) {
+    if (!live_[t]) return;
+    alloc_.release(storage_[t].base, storage_[t].ub_rows());
+    live_[t] = false;
+  }
+  // The tensors op i reads and writes.
+  std::vector<int> touched(size_t i) const;
 
   const QGraph& g_;
   const sim::Arch& arch_;
   const LowerOptions options_;
   const uint64_t lanes_, piece_;
   uint64_t batch_;  // samples in the piece being lowered
+  PieceSchedule sched_;
+  std::vector<size_t> seg_of_;  // each op's segment of the schedule
+  size_t segment_ = 0;          // the segment being lowered (segment())
+  std::vector<bool> live_;      // tensors holding UB rows now (released at their last use)
+  std::vector<std::optional<Storage>> whole_;  // resident tensors' whole-batch storage, while held
+  std::vector<Emitter::Work> op_work_;         // per op, then the rest (op_work())
   Emitter em_;
   RowAllocator alloc_;
   std::vector<Storage> storage_;
   std::vector<bool> placed_;
+  std::vector<bool> dense_;  // tensors stored dense when the piece's batch allows (plan_storage)
   std::vector<int64_t> first_def_, last_use_;
   std::vector<uint8_t> weights_, tables_;
   std::unordered_multimap<uint64_t, uint64_t> weight_index_, table_index_;
@@ -227,7 +284,9 @@ class Lowering {
   struct LayerStats {
     uint64_t macs = 0, array_macs = 0, tiles = 0, ub_rows = 0;
     std::string packing;  // how its convolution packs (packing.h), empty when it does not
+    std::string precision;  // "16-bit weights" for a layer with 16-bit weights, else empty
     std::string fusion;   // the pool fused into its activates, or the layer its pool is fused into
+    uint64_t piece = 0;   // samples per piece it runs in (its segment's, schedule.h)
   };
   std::vector<bool> fused_away_;  // pool ops whose work a convolution's activates do (this piece)
   std::vector<LayerStats> stats_;
@@ -328,10 +387,11 @@ uint64_t Lowering::store(std::vector<uint8_t>& image, std::unordered_multimap<ui
 
 // Tile row i is input channel k.slice * lanes + k.lane + i (only the K tile's own channels, the
 // rest zero); column j is output channel n.slice * lanes + n.lane + j (every one that exists).
+// A 16-bit layer's tile is two: its weights' low bytes (plane 0) and high bytes (plane 1).
 uint64_t Lowering::tile_address(const MatmulOp& m, const LaneTile& n, size_t input, uint64_t r, uint64_t s,
-                                const LaneTile& k) {
+                                const LaneTile& k, int plane) {
   // Every piece of the batch uses the same tiles: built and looked up in the image once.
-  const auto key = std::make_tuple(&m, n.slice, n.lane, input, r, s, k.slice, k.lane);
+  const auto key = std::make_tuple(&m, n.slice, n.lane, input * 2 + size_t(plane), r, s, k.slice, k.lane);
   if (const auto it = tile_cache_.find(key); it != tile_cache_.end()) return it->second;
   uint64_t k_offset = 0;
   for (size_t j = 0; j < input; ++j) k_offset += g_.tensors[m.inputs[j].tensor].shape.c;
@@ -339,7 +399,7 @@ uint64_t Lowering::tile_address(const MatmulOp& m, const LaneTile& n, size_t inp
   const uint64_t k0 = k.slice * lanes_ + k.lane;
   std::vector<uint8_t> tile(arch_.tile_bytes(), 0);
   for (uint64_t row = k.first - k.lane; row < k.first - k.lane + k.count; ++row) {
-    const int8_t* w = m.weights.data() + ((r * m.kernel_w + s) * m.k + k_offset + k0 + row) * m.n + n0;
+    const int8_t* w = (plane ? m.weights_hi : m.weights).data() + ((r * m.kernel_w + s) * m.k + k_offset + k0 + row) * m.n + n0;
     std::memcpy(tile.data() + row * arch_.array_cols, w, cols);
   }
   return tile_cache_[key] = store(weights_, weight_index_, tile);
@@ -379,7 +439,20 @@ void Lowering::plan_storage() {
   placed_.assign(nt, false);
   first_def_.assign(nt, -1);
   last_use_.assign(nt, -1);
-  for (size_t t = 0; t < nt; ++t) storage_[t] = Storage{g_.tensors[t].shape, batch_, lanes_, 0, 0};
+  for (size_t t = 0; t < nt; ++t) {
+    storage_[t] = Storage{g_.tensors[t].shape, batch_, lanes_, 0, 0};
+    if (g_.tensors[t].bits != 8 && g_.tensors[t].bits != 16)
+      throw InputError(fmt::format("model {}: tensor {} has {} bits per element: expected 8 or 16", g_.name,
+                                   g_.tensors[t].name, g_.tensors[t].bits));
+    storage_[t].planes = g_.tensors[t].bits == 16 ? 2 : 1;
+  }
+  // 16-bit tensors: written by activates or vecs, read only by vecs (graph.h QTensor), never the
+  // model's input or output.
+  const auto wide = [&](const View& v) { return v.tensor >= 0 && size_t(v.tensor) < nt && storage_[v.tensor].planes > 1; };
+  for (int t : g_.inputs)
+    if (wide(View{t})) throw InputError(fmt::format("model {}: input tensor {} is 16-bit: inputs are int8", g_.name, g_.tensors[t].name));
+  if (wide(View{g_.output}))
+    throw InputError(fmt::format("model {}: the output tensor {} is 16-bit: outputs are int8", g_.name, g_.tensors[g_.output].name));
   const auto use = [&](const View& v, size_t i) {
     if (v.tensor < 0 || static_cast<size_t>(v.tensor) >= nt) fail(i, "reads a tensor that does not exist");
     last_use_[v.tensor] = static_cast<int64_t>(i);
@@ -394,9 +467,13 @@ void Lowering::plan_storage() {
         [&](const auto& op) {
           using T = std::decay_t<decltype(op)>;
           if constexpr (std::is_same_v<T, MatmulOp>) {
-            for (const View& v : op.inputs) use(v, i);
+            for (const View& v : op.inputs) {
+              if (wide(v)) fail(i, fmt::format("a matmul reads the 16-bit tensor {}: matmul inputs are int8", g_.tensors[v.tensor].name));
+              use(v, i);
+            }
             if (op.pad) storage_[op.inputs.at(0).tensor].pad = std::max(storage_[op.inputs[0].tensor].pad, op.pad);
           } else if constexpr (std::is_same_v<T, PoolOp>) {
+            if (wide(op.input) || wide(op.output)) fail(i, "a pool reads or writes a 16-bit tensor: pools are int8");
             use(op.input, i);
           } else {
             use(op.a, i);
@@ -405,6 +482,34 @@ void Lowering::plan_storage() {
           def(op.output, i);
         },
         g_.ops[i]);
+  }
+  // Dense layouts (layout.h) for every tensor narrow enough (a field of c <= lanes / 2 bytes; one
+  // K and one N tile, so that matmuls read it from byte 0 and activates write it from byte 0) that
+  // is not held in host memory (bands) and is 8-bit (16-bit results are not written dense); pool and vec work on whole rows, so their operands are
+  // dense together or not at all.
+  dense_.assign(nt, false);
+  for (size_t t = 0; t < nt; ++t) {
+    const uint64_t c = g_.tensors[t].shape.c;
+    dense_[t] = options_.dense && !in_host_[t] && narrow(c, arch_) && storage_[t].planes == 1;  // (8-bit only)
+  }
+  tie_dense();
+}
+
+// Pool and vec work on whole rows: their operands are dense together or not at all.
+void Lowering::tie_dense() {
+  for (bool changed = true; changed;) {
+    changed = false;
+    const auto tie = [&](std::initializer_list<int> ts) {
+      bool all = true;
+      for (const int t : ts) all = all && dense_[t];
+      for (const int t : ts)
+        if (!all && dense_[t]) dense_[t] = false, changed = true;
+    };
+    for (const QOp& op : g_.ops) {
+      if (const auto* p = std::get_if<PoolOp>(&op)) tie({p->input.tensor, p->output.tensor});
+      if (const auto* v = std::get_if<VectorOp>(&op))
+        tie({v->a.tensor, v->op != isa::VecOp::pass ? v->b.tensor : v->a.tensor, v->output.tensor});
+    }
   }
 }
 
@@ -423,31 +528,17 @@ void Lowering::allocate(int t, size_t op) {
         g_.ops[op]);
     from_top = placed_.at(in) && alloc_.in_lower_half(storage_[in].base);
   }
-  if (!alloc_.allocate(st.rows(), from_top, st.base) && !alloc_.allocate(st.rows(), !from_top, st.base))
+  if (!alloc_.allocate(st.ub_rows(), from_top, st.base) && !alloc_.allocate(st.ub_rows(), !from_top, st.base))
     throw DoesNotFit(
         fmt::format("model {}: {}: tensor {} ({} x {}, {} UB rows) does not fit in the unified buffer: the "
                     "largest free block is {} rows of {} ({} bytes per row); use a larger ub_bytes",
                     g_.name, op < g_.op_layer.size() ? "layer " + g_.op_layer[op] : "the model's input",
-                    g_.tensors[t].name, batch_, g_.tensors[t].shape.str(), st.rows(), alloc_.largest(),
+                    g_.tensors[t].name, batch_, g_.tensors[t].shape.str(), st.ub_rows(), alloc_.largest(),
                     arch_.ub_rows(), arch_.ub_row_bytes()),
-        st.rows(), alloc_.largest(), t);
+        st.ub_rows(), alloc_.largest(), t);
   placed_[t] = true;
+  live_[t] = true;
   for (const auto& [first, rows] : border_ranges(st)) em_.zero({first, rows});
-}
-
-// Host DMA of a whole tensor in TPU order (layout.h) at host address `host`.
-void Lowering::host_io(int tensor, bool write, uint64_t host) {
-  const Storage& st = storage_[tensor];
-  const uint64_t pixels = st.shape.pixels();
-  for (uint64_t s = 0; s < st.slices(); ++s) {
-    const uint64_t cs = st.slice_channels(s), slice_host = host + s * lanes_ * pixels * batch_;
-    for (const Run& run : runs(st, s, 0, pixels))
-      for (uint64_t done = 0; done < run.pixels;) {
-        const uint64_t n = std::min(run.pixels - done, ((uint64_t{1} << 24) - 1) / batch_);
-        em_.host_dma(write, slice_host + (run.pixel + done) * batch_ * cs, run.row + done * batch_, n * batch_, cs, cs);
-        done += n;
-      }
-  }
 }
 
 // One pass: N tile n over one chunk of output pixels. steps[t] are the matmuls of the pass's
@@ -470,24 +561,31 @@ void Lowering::pass(size_t i, const MatmulOp& m, const LaneTile& n, const std::v
             continue;
           }
           const uint64_t useful = group_pairs(m, k_first, k.count, n.slice * lanes_ + n.first, n.count);
-          const uint64_t waddr = tile_address(m, n, input, r, s, k);
-          bool first = true;
-          for (const MatmulStep& st : steps[t]) {
-            isa::Instruction in = isa::make_instruction(Opcode::matmul);
-            in[Field::ub] = st.ub;
-            in[Field::acc] = base + st.acc_offset;
-            in[Field::rows] = st.rows;
-            in[Field::repeat] = st.repeat;
-            in[Field::stride] = st.repeat > 1 ? st.stride : 0;
-            in[Field::lane] = k.lane;
-            in[Field::switch_weights] = first;
-            in[Field::accumulate] = computed > 0;
-            em_.matmul(in, first, waddr);
-            macs_ += st.rows * st.repeat * useful;
-            stats_[layer_].macs += st.rows * st.repeat * useful;
-            stats_[layer_].array_macs += st.rows * st.repeat * arch_.tile_bytes();
-            stats_[layer_].tiles += first;
-            first = false;
+          // 16-bit weights: the low plane's tile (fetched unsigned), then the high plane's with
+          // setcfg mm_weight_hi = 1, accumulating (docs/timing.md, "16-bit operands").
+          const int planes = m.wide_weights() ? 2 : 1;
+          for (int plane = 0; plane < planes; ++plane) {
+            const uint64_t waddr = tile_address(m, n, input, r, s, k, plane);
+            sim::PackRegs regs = dense_read(storage_[m.inputs[input].tensor], k);
+            regs.mm_weight_hi = uint64_t(plane);
+            bool first = true;
+            for (const MatmulStep& st : steps[t]) {
+              isa::Instruction in = isa::make_instruction(Opcode::matmul);
+              in[Field::ub] = st.ub;
+              in[Field::acc] = base + st.acc_offset;
+              in[Field::rows] = st.rows;
+              in[Field::repeat] = st.repeat;
+              in[Field::stride] = st.repeat > 1 ? st.stride : 0;
+              in[Field::lane] = k.lane;
+              in[Field::switch_weights] = first;
+              in[Field::accumulate] = computed > 0 || plane > 0;
+              em_.matmul(in, first, waddr, regs, planes == 2 && plane == 0);
+              macs_ += st.rows * st.repeat * useful;
+              stats_[layer_].macs += st.rows * st.repeat * useful;
+              stats_[layer_].array_macs += st.rows * st.repeat * arch_.tile_bytes();
+              stats_[layer_].tiles += first;
+              first = false;
+            }
           }
           ++t;
           ++computed;
@@ -502,6 +600,7 @@ void Lowering::activate(const MatmulOp& m, const LaneTile& n, uint64_t base, con
   const Storage& out = storage_[m.output.tensor];
   const bool perchan = per_column(m);
   const uint64_t qtable = perchan ? table_row(m, n) : 0;
+  dense_write(out);
   for (const Segment& seg : segments)
     for (const Run& run : runs(out, n.slice, m.output.pixel0 + seg.pixel, seg.pixels)) {
       emit_activate(m, qtable, base + seg.acc_offset + (run.pixel - m.output.pixel0 - seg.pixel) * batch_, run.row,
@@ -530,6 +629,7 @@ void Lowering::emit_activate(const MatmulOp& m, uint64_t qtable, uint64_t acc, u
   }
   std::vector<RowSpan> reads;
   if (perchan) reads.push_back({qtable, div_up(7 * arch_.array_cols, arch_.ub_row_bytes())});
+  em_.planes({storage_[m.output.tensor].high(), 0, 0, 0});
   em_.activation(in, reads, written, lane);
 }
 
@@ -538,7 +638,8 @@ void Lowering::lower(size_t i, const MatmulOp& m) {
   const Shape& os = storage_[m.output.tensor].shape;
   uint64_t ksum = 0;
   for (const View& v : m.inputs) ksum += g_.tensors[v.tensor].shape.c;
-  if (ksum != m.k || os.c != m.n || m.weights.size() != m.kernel_h * m.kernel_w * m.k * m.n)
+  if (ksum != m.k || os.c != m.n || m.weights.size() != m.kernel_h * m.kernel_w * m.k * m.n ||
+      (m.wide_weights() && m.weights_hi.size() != m.weights.size()))
     fail(i, fmt::format("weights of {} x {} x {} x {} do not match inputs of {} channels and an output of {}",
                         m.kernel_h, m.kernel_w, m.k, m.n, ksum, os.c));
   if (m.mult.empty() || m.mult.size() != m.shift.size() || (m.mult.size() != 1 && m.mult.size() != m.n) ||
@@ -547,6 +648,7 @@ void Lowering::lower(size_t i, const MatmulOp& m) {
   if (m.groups == 0 || m.k % m.groups || m.n % m.groups)
     fail(i, fmt::format("{} groups for {} input and {} output channels (both must be multiples of it)", m.groups,
                         m.k, m.n));
+  if (m.wide_weights()) stats_[layer_].precision = "16-bit weights";
   const uint64_t half = arch_.acc_entries / 2;
   const bool linear = m.kernel_h == 1 && m.kernel_w == 1 && m.stride == 1 && m.pad == 0;
   // The chunks of output pixels, each with its matmul steps per weight tile.
@@ -659,9 +761,9 @@ std::optional<Lowering::Fusion> Lowering::fusion_for(size_t i) const {
   if (!options_.fuse_pools || !m || i + 1 >= g_.ops.size()) return std::nullopt;
   const auto* p = std::get_if<PoolOp>(&g_.ops[i + 1]);
   const int t = m->output.tensor;
-  if (!p || p->input.tensor != t || t == g_.output || in_host_[t] || in_host_[p->output.tensor] ||
-      in_host_[m->inputs.at(0).tensor] || last_use_[t] != static_cast<int64_t>(i + 1) ||
-      first_def_[t] != static_cast<int64_t>(i))
+  if (!p || seg_of_.at(i) != seg_of_.at(i + 1) || p->input.tensor != t || t == g_.output || in_host_[t] ||
+      in_host_[p->output.tensor] || in_host_[m->inputs.at(0).tensor] ||
+      last_use_[t] != static_cast<int64_t>(i + 1) || first_def_[t] != static_cast<int64_t>(i))
     return std::nullopt;
   size_t readers = 0, writers = 0;
   for (const auto& op : g_.ops)
@@ -741,6 +843,7 @@ void Lowering::activate_pooled(const MatmulOp& m, const PoolOp& p, const LaneTil
   regs.width = ow;
   regs.batch = batch_;
   em_.pool_in_activate(regs);
+  dense_write(out);
   const auto emit = [&](uint64_t first_line, uint64_t lines, uint64_t oy, uint64_t pooled_lines) {
     const uint64_t ub = out.row(n.slice, oy, 0);
     emit_activate(m, qtable, base + first_line * ow * batch_, ub, lines * ow * batch_, {ub, pooled_lines * pw * batch_},
@@ -754,8 +857,11 @@ void Lowering::activate_pooled(const MatmulOp& m, const PoolOp& p, const LaneTil
 }
 
 // How convolution m packs for a piece of `batch` samples (the budget as lower() computes it).
+// (Not for 16-bit weights: their convolutions run unpacked, a tile pair per kernel position.)
 std::optional<Packing> Lowering::packing_for(const MatmulOp& m, uint64_t batch) const {
-  if (m.inputs.size() != 1 || (m.kernel_h == 1 && m.kernel_w == 1 && m.stride == 1 && m.pad == 0)) return std::nullopt;
+  if (!options_.pack || m.inputs.size() != 1 || (m.kernel_h == 1 && m.kernel_w == 1 && m.stride == 1 && m.pad == 0))
+    return std::nullopt;
+  if (m.wide_weights()) return std::nullopt;
   const Shape& is = g_.tensors[m.inputs[0].tensor].shape;
   const Shape& os = g_.tensors[m.output.tensor].shape;
   const uint64_t total = os.h * os.w * batch, budget = total <= arch_.acc_entries ? total : arch_.acc_entries / 2;
@@ -817,7 +923,12 @@ void Lowering::lower_packed(size_t i, const MatmulOp& m, const Packing& pk, uint
         bool first = true;
         // Groups [ga, gb) of output row y, each of `pixels` pixels: one matmul.
         const auto emit = [&](uint64_t y, uint64_t ga, uint64_t gb, uint64_t pixels) {
-          const sim::PackRegs gather{C, (pixels - 1) * st + m.kernel_w, kh, B, in.stored_w() * B};
+          sim::PackRegs gather = dense_read(in, {0, 0, 0, C});
+          gather.gather_bytes = C;
+          gather.gather_cols = (pixels - 1) * st + m.kernel_w;
+          gather.gather_rows = kh;
+          gather.gather_col_step = B;  // (logical rows: one pixel's samples)
+          gather.gather_row_step = in.stored_w() * B;
           isa::Instruction mm = isa::make_instruction(Opcode::matmul);
           mm[Field::ub] = in.stored_row(0, y * st + r0 + off, ga * P * st + off);
           mm[Field::acc] = base + ((y - c.y0) * groups + ga - c.g0) * B;
@@ -840,6 +951,7 @@ void Lowering::lower_packed(size_t i, const MatmulOp& m, const Packing& pk, uint
           if (tail && c.g1 == G) emit(y, std::max(c.g0, full), G, tail);
         }
       }
+      dense_write(out);
       if (P == 1) {  // (no tail: 1 divides every width) the chunk's pixels, as unpacked
         if (c.g0 == 0 && c.g1 == G) activate(m, n, base, {{c.y0 * ow, (c.y1 - c.y0) * ow, 0}});
         else activate(m, n, base, {{c.y0 * ow + c.g0, groups, 0}});
@@ -869,7 +981,12 @@ void Lowering::lower(size_t i, const PoolOp& p) {
   const auto limit = [&](const char* what, uint64_t value, uint64_t max) {
     if (value > max) fail(i, fmt::format("pool {} {} exceeds the pool instruction's limit {}", what, value, max));
   };
-  limit("batch", batch_, 255);
+  if (in.q != out.q) fail(i, "pooling between a dense and a plain layout");
+  if (in.pixel_rows() > 255)  // (a dense layout's rows per pixel: a smaller piece may fit)
+    throw DoesNotFit(fmt::format("model {}: layer {}: pool of {} UB rows per pixel exceeds the pool instruction's "
+                                 "limit 255",
+                                 g_.name, g_.op_layer.at(i), in.pixel_rows()),
+                     in.pixel_rows(), 255, -1);
   limit("window", p.window, 15);
   limit("stride", p.stride, 15);
   limit("input width", in.stored_w(), 4095);
@@ -884,11 +1001,12 @@ void Lowering::lower(size_t i, const PoolOp& p) {
       in_[Field::in_w] = in.stored_w();
       in_[Field::out_h] = rows_out;
       in_[Field::out_w] = ow;
-      in_[Field::batch] = batch_;
+      in_[Field::batch] = in.pixel_rows();  // (dense: q samples per row, pooled row by row alike)
       in_[Field::window] = p.window;
       in_[Field::pool_stride] = p.stride;
       const uint64_t read_pixels = ((rows_out - 1) * p.stride + p.window - 1) * in.stored_w() + (ow - 1) * p.stride + p.window;
-      em_.activation(in_, {{in_[Field::src], read_pixels * batch_}}, {in_[Field::ub], rows_out * ow * batch_});
+      em_.activation(in_, {{in_[Field::src], read_pixels * in.pixel_rows()}},
+                     {in_[Field::ub], rows_out * ow * in.pixel_rows()});
     };
     if (out.pad == 0)
       emit(0, oh);
@@ -906,6 +1024,8 @@ void Lowering::lower(size_t i, const VectorOp& v) {
   if (pixels(v.a) != count || (two && pixels(v.b) != count) || a.shape.c != o.shape.c || (two && b.shape.c != o.shape.c))
     fail(i, "element-wise operands and result must have the same shape");
   const View& vb = two ? v.b : v.a;
+  if (a.q != o.q || b.q != o.q) fail(i, "element-wise operands in a dense and a plain layout");
+  const uint64_t pr = o.pixel_rows();  // UB rows per pixel, the same for the three (dense or not)
   for (uint64_t s = 0; s < o.slices(); ++s) {
     const auto ra = runs(a, s, v.a.pixel0, count), rb = runs(b, s, vb.pixel0, count),
                ro = runs(o, s, v.output.pixel0, count);
@@ -914,19 +1034,20 @@ void Lowering::lower(size_t i, const VectorOp& v) {
     uint64_t da = 0, db = 0, dout = 0;
     for (uint64_t q = 0; q < count;) {
       uint64_t len = std::min({ra[ia].pixels - da, rb[ib].pixels - db, ro[io].pixels - dout});
-      len = std::min(len, 65535 / batch_);
+      len = std::min(len, 65535 / pr);
       isa::Instruction in = isa::make_instruction(Opcode::vector);
       in[Field::op] = static_cast<uint64_t>(v.op);
       in[Field::func] = static_cast<uint64_t>(v.func);
-      in[Field::src] = ra[ia].row + da * batch_;
-      in[Field::src_b] = two ? rb[ib].row + db * batch_ : 0;
-      in[Field::ub] = ro[io].row + dout * batch_;
-      in[Field::rows] = len * batch_;
+      in[Field::src] = ra[ia].row + da * pr;
+      in[Field::src_b] = two ? rb[ib].row + db * pr : 0;
+      in[Field::ub] = ro[io].row + dout * pr;
+      in[Field::rows] = len * pr;
       in[Field::mult] = v.mult;
       in[Field::shift] = v.shift;
-      std::vector<RowSpan> reads{{in[Field::src], len * batch_}};
-      if (two) reads.push_back({in[Field::src_b], len * batch_});
-      em_.activation(in, reads, {in[Field::ub], len * batch_});
+      std::vector<RowSpan> reads{{in[Field::src], len * pr}};
+      if (two) reads.push_back({in[Field::src_b], len * pr});
+      em_.planes({0, a.high(), two ? b.high() : 0, o.high()});
+      em_.activation(in, reads, {in[Field::ub], len * pr});
       q += len;
       if ((da += len) == ra[ia].pixels) ++ia, da = 0;
       if ((db += len) == rb[ib].pixels) ++ib, db = 0;
@@ -1003,6 +1124,10 @@ void Lowering::lower_in_bands(size_t i) {
     if (v.pixel0 != 0 || (v.pixels != 0 && v.pixels != g_.tensors[v.tensor].shape.pixels()))
       fail(i, "reads or writes part of a tensor (a time step): it cannot be split into bands of rows, and its tensors "
               "do not fit the unified buffer");
+  for (const View& v : views)
+    if (storage_[v.tensor].planes > 1)
+      fail(i, fmt::format("the 16-bit tensor {} does not fit the unified buffer (16-bit tensors are not split into "
+                          "bands of rows)", g_.tensors[v.tensor].name));
   const int out = views.back().tensor;
   const uint64_t oh = g_.tensors[out].shape.h, largest = alloc_.largest();
   const auto fits = [&](uint64_t rows, uint64_t copies) { return copies * band_rows_needed(i, rows) <= largest; };
@@ -1047,16 +1172,134 @@ void Lowering::lower_in_bands(size_t i) {
   for (const auto& [t, st] : previous) alloc_.release(st.base, st.rows());
 }
 
+std::vector<int> Lowering::touched(size_t i) const {
+  std::vector<int> t;
+  for (const View& v : op_reads(g_.ops[i])) t.push_back(v.tensor);
+  t.push_back(op_writes(g_.ops[i]).tensor);
+  return t;
+}
+
+// Samples [n0, n0 + batch_) of tensor t: its piece storage (storage_[t]) to or from the whole
+// batch's copy. Host memory holds the whole batch in TPU order in pieces of `layout` samples
+// (layout.h): where the piece is one of those pieces, one DMA per slice (per run of pixels when the
+// storage is padded); else one per pixel and slice for each layout piece it overlaps.
+// A resident copy (`whole`, a UB storage of the whole batch): one vec pass per pixel and slice.
+void Lowering::transfer(int t, uint64_t n0, bool out, uint64_t host, uint64_t layout, const Storage* whole) {
+  const Storage& st = storage_[t];
+  const uint64_t G = g_.batch, P = batch_, px = st.shape.pixels(), E = st.shape.elements();
+  for (uint64_t s = 0; s < st.slices(); ++s) {
+    if (whole) {
+      if (st.q > 1 || whole->q > 1) throw std::logic_error("transfer: a dense storage copied by sample ranges");
+      for (uint64_t p = 0; p < px; ++p) {
+        isa::Instruction in = isa::make_instruction(Opcode::vector);
+        in[Field::op] = static_cast<uint64_t>(isa::VecOp::pass);
+        in[Field::src] = out ? st.pixel_row(s, p) : whole->pixel_row(s, p) + n0;
+        in[Field::ub] = out ? whole->pixel_row(s, p) + n0 : st.pixel_row(s, p);
+        in[Field::rows] = P;
+        in[Field::mult] = 1;
+        em_.activation(in, {{in[Field::src], P}}, {in[Field::ub], P});
+      }
+      continue;
+    }
+    const uint64_t cs = st.slice_channels(s);
+    for (uint64_t k = n0 / layout; k * layout < n0 + P; ++k) {
+      const uint64_t first = k * layout, Bk = std::min(layout, G - first);
+      const uint64_t a = std::max(n0, first), b = std::min(n0 + P, first + Bk);
+      const uint64_t slice_host = host + first * E + s * lanes_ * px * Bk;
+      if (a == n0 && b - a == P && Bk == P) {
+        // (a dense storage, layout.h: a UB row holds q samples' cs bytes, contiguous in TPU order)
+        const uint64_t pr = st.pixel_rows(), row_bytes = st.q * cs;
+        for (const Run& run : runs(st, s, 0, px))
+          for (uint64_t done = 0; done < run.pixels;) {
+            const uint64_t m = std::min(run.pixels - done, ((uint64_t{1} << 24) - 1) / pr);
+            em_.host_dma(out, slice_host + (run.pixel + done) * P * cs, run.row + done * pr, m * pr, row_bytes,
+                         row_bytes);
+            done += m;
+          }
+        continue;
+      }
+      if (st.q > 1) throw std::logic_error("transfer: a dense storage moved by sample ranges");
+      for (uint64_t p = 0; p < px; ++p)
+        em_.host_dma(out, slice_host + (p * Bk + a - first) * cs, st.pixel_row(s, p) + a - n0, b - a, cs, cs);
+    }
+  }
+}
+
+// The planner's view of this lowering (schedule.h): per op the work it emitted, the UB rows per
+// sample of the tensors live while it runs (an input from its first reader), whether it pools,
+// whether a cut may go before it; per position the tensors that would cross a cut there.
+ScheduleProblem Lowering::problem() const {
+  const size_t n = g_.ops.size();
+  ScheduleProblem pr;
+  pr.batch = g_.batch;
+  pr.measured_pieces = div_up(g_.batch, piece_);
+  pr.free_rows = arch_.ub_rows() - table_rows_;
+  pr.acc_limit = arch_.acc_entries / 2;
+  pr.inputs = g_.inputs;
+  pr.ops.resize(n);
+  std::vector<int64_t> from(g_.tensors.size(), -1), last_def(g_.tensors.size(), -1);
+  for (size_t t = 0; t < g_.tensors.size(); ++t) from[t] = first_def_[t];
+  for (size_t i = 0; i < n; ++i) {
+    for (const View& v : op_reads(g_.ops[i]))
+      if (from[v.tensor] < 0) from[v.tensor] = static_cast<int64_t>(i);
+    last_def[op_writes(g_.ops[i]).tensor] = static_cast<int64_t>(i);
+  }
+  std::vector<uint64_t> rows(g_.tensors.size());
+  for (size_t t = 0; t < g_.tensors.size(); ++t) {
+    Storage one = storage_[t];
+    one.batch = 1;
+    one.q = 1;  // (an estimate per sample: dense layouts, which need q > 1 samples, not counted)
+    rows[t] = one.ub_rows();
+  }
+  const auto is_input = [&](int t) {
+    return std::find(g_.inputs.begin(), g_.inputs.end(), t) != g_.inputs.end();
+  };
+  pr.crossing.resize(n + 1);
+  for (size_t i = 0; i < n; ++i) {
+    ScheduleProblem::Op& op = pr.ops[i];
+    op.work = op_work_[i];
+    op.pool = std::holds_alternative<PoolOp>(g_.ops[i]) || (i + 1 < n && fused_away_[i + 1]);
+    for (size_t t = 0; t < g_.tensors.size(); ++t)
+      if (from[t] >= 0 && from[t] <= static_cast<int64_t>(i) && last_use_[t] >= static_cast<int64_t>(i))
+        op.rows += rows[t];
+    if (i == 0 || g_.op_layer[i] == g_.op_layer[i - 1] || (i < n && fused_away_[i])) continue;
+    bool ok = true;
+    for (size_t t = 0; t < g_.tensors.size() && ok; ++t)
+      ok = !(first_def_[t] >= 0 && first_def_[t] < static_cast<int64_t>(i) &&
+             last_def[t] >= static_cast<int64_t>(i)) &&
+           // a 16-bit tensor (an LSTM's internals, inside one layer) never crosses a cut: it is
+           // never staged in host memory
+           !(storage_[t].planes > 1 && first_def_[t] >= 0 && first_def_[t] < static_cast<int64_t>(i) &&
+             last_use_[t] >= static_cast<int64_t>(i));
+    op.cut_before = ok;
+    if (!ok) continue;
+    for (size_t t = 0; t < g_.tensors.size(); ++t)
+      if (!is_input(static_cast<int>(t)) && first_def_[t] >= 0 && first_def_[t] < static_cast<int64_t>(i) &&
+          last_use_[t] >= static_cast<int64_t>(i)) {
+        const Shape& sh = g_.tensors[t].shape;
+        pr.crossing[i].push_back(
+            {static_cast<int>(t), rows[t], sh.pixels(), storage_[t].slices(), sh.elements()});
+      }
+  }
+  return pr;
+}
+
 isa::Program Lowering::run() {
   plan_storage();
+  const size_t nops = g_.ops.size(), nt = g_.tensors.size();
+  std::vector<size_t>& seg_of = seg_of_;
+  seg_of.assign(nops, 0);
+  for (size_t si = 0; si < sched_.segments.size(); ++si)
+    for (size_t i = sched_.segments[si].first; i < sched_.segments[si].end; ++i) seg_of[i] = si;
   // Per-column tables first (they stay for the whole program): build them to know their size.
   const uint64_t row_bytes = arch_.ub_row_bytes();
-  for (size_t i = 0; i < g_.ops.size(); ++i)
+  for (size_t i = 0; i < nops; ++i)
     if (const auto* m = std::get_if<MatmulOp>(&g_.ops[i]); m && per_column(*m)) {
       for (const LaneTile& n : n_tiles(*m)) table_row(*m, n);
       // A packed convolution's table repeats the N channels once per pixel group: for the
-      // pieces' sizes (all equal but the last).
-      for (const uint64_t b : {piece_, g_.batch % piece_})
+      // pieces' sizes of its segment (all equal but the last).
+      const uint64_t piece = sched_.segments[seg_of[i]].piece;
+      for (const uint64_t b : {piece, g_.batch % piece})
         if (const auto pk = b ? packing_for(*m, b) : std::nullopt; pk && pk->p > 1)
           table_row(*m, LaneTile{0, 0, 0, m->n}, pk->p);
     }
@@ -1099,91 +1342,197 @@ isa::Program Lowering::run() {
   const QTensor& out = g_.tensors.at(g_.output);
   const uint64_t output_host = region("output", true, g_.batch * out.shape.elements(), out.scale);
   // Tensors held in host memory (banding) that are neither an input nor the output: one scratch
-  // region, reused by every piece.
-  std::vector<uint64_t> scratch_offset(g_.tensors.size(), 0);
+  // region, reused by every piece; then the tensors staged across cuts of the piece schedule
+  // (the whole batch, TPU order).
+  const auto is_input = [&](size_t t) {
+    return std::find(g_.inputs.begin(), g_.inputs.end(), static_cast<int>(t)) != g_.inputs.end();
+  };
+  std::vector<int64_t> def_seg(nt, -1), last_seg(nt, -1);
+  for (size_t i = 0; i < nops; ++i)
+    for (const int t : touched(i))
+      last_seg[t] = std::max<int64_t>(last_seg[t], static_cast<int64_t>(seg_of[i]));
+  for (size_t t = 0; t < nt; ++t)
+    if (first_def_[t] >= 0) def_seg[t] = static_cast<int64_t>(seg_of[first_def_[t]]);
+  std::vector<bool> crosses(nt, false);
+  for (size_t t = 0; t < nt; ++t) crosses[t] = !is_input(t) && def_seg[t] >= 0 && last_seg[t] > def_seg[t];
+  std::vector<uint64_t> scratch_offset(nt, 0);
   uint64_t scratch_bytes = 0;
-  for (size_t t = 0; t < g_.tensors.size(); ++t)
-    if (in_host_[t] && static_cast<int>(t) != g_.output &&
-        std::find(g_.inputs.begin(), g_.inputs.end(), static_cast<int>(t)) == g_.inputs.end()) {
+  for (size_t t = 0; t < nt; ++t)
+    if (in_host_[t] && static_cast<int>(t) != g_.output && !is_input(t)) {
       scratch_offset[t] = scratch_bytes;
       scratch_bytes += div_up(piece_ * g_.tensors[t].shape.elements(), 4096) * 4096;
     }
+  for (size_t t = 0; t < nt; ++t)
+    if (crosses[t] && !sched_.resident[t]) {
+      scratch_offset[t] = scratch_bytes;
+      scratch_bytes += div_up(g_.batch * g_.tensors[t].shape.elements(), 4096) * 4096;
+    }
   const uint64_t scratch_host = scratch_bytes ? region("scratch", false, scratch_bytes, 0.0) : 0;
-  host_of_.assign(g_.tensors.size(), 0);
-  // The first op reading each input: it is loaded just before (independent inputs, as a
-  // SCALE-Sim topology's layers have, then share the UB); inputs no op reads load at the start.
-  std::vector<int64_t> first_read(g_.inputs.size(), -1);
-  for (size_t j = 0; j < g_.inputs.size(); ++j)
-    for (size_t i = 0; i < g_.ops.size() && first_read[j] < 0; ++i)
-      std::visit([&](const auto& op) {
-        using T = std::decay_t<decltype(op)>;
-        bool reads = false;
-        if constexpr (std::is_same_v<T, MatmulOp>) {
-          for (const View& v : op.inputs) reads |= v.tensor == g_.inputs[j];
-        } else if constexpr (std::is_same_v<T, PoolOp>) {
-          reads = op.input.tensor == g_.inputs[j];
-        } else {
-          reads = op.a.tensor == g_.inputs[j] || (op.op != isa::VecOp::pass && op.b.tensor == g_.inputs[j]);
-        }
-        if (reads) first_read[j] = static_cast<int64_t>(i);
-      }, g_.ops[i]);
+  host_of_.assign(nt, 0);
+  // Dense layouts (layout.h) only where a tensor moves between storages of one piece size: not
+  // for tensors crossing a cut of the piece schedule (copied by sample ranges between piece
+  // sizes), nor for a model input or output moved in a segment whose piece is not the host
+  // layout's (piece_).
+  for (size_t t = 0; t < nt; ++t) dense_[t] = dense_[t] && !crosses[t];
+  for (size_t i = 0; i < nops; ++i)
+    if (sched_.segments[seg_of[i]].piece != piece_)
+      for (const int t : touched(i))
+        if (is_input(t) || t == g_.output) dense_[t] = false;
+  tie_dense();
 
   std::vector<std::string> layers{"(start)"};
   std::unordered_map<std::string, uint64_t> layer_index;
   stats_.assign(1, {});
-  for (uint64_t n0 = 0; n0 < g_.batch; n0 += piece_) {
-    batch_ = std::min(piece_, g_.batch - n0);
-    alloc_ = RowAllocator(table_rows_, arch_.ub_rows());
-    placed_.assign(storage_.size(), false);
-    for (Storage& st : storage_) st.batch = batch_;
-    for (size_t t = 0; t < g_.tensors.size(); ++t) host_of_[t] = scratch_host + scratch_offset[t];
+  op_work_.assign(nops + 1, {});
+  whole_.assign(nt, std::nullopt);
+  live_.assign(nt, false);
+  alloc_ = RowAllocator(table_rows_, arch_.ub_rows());
+  const auto add_work = [&](Emitter::Work& to, const Emitter::Work& before) {
+    const Emitter::Work& now = em_.work();
+    to.vectors += now.vectors - before.vectors;
+    to.switches += now.switches - before.switches;
+    to.activations += now.activations - before.activations;
+    to.act_rows += now.act_rows - before.act_rows;
+    to.dmas += now.dmas - before.dmas;
+    to.dma_bytes += now.dma_bytes - before.dma_bytes;
+  };
+  Emitter::Work mark = em_.work();
+  for (size_t si = 0; si < sched_.segments.size(); ++si) {
+    const PieceSegment& sg = sched_.segments[si];
+    segment_ = si;
+    // The last op of this segment touching each tensor (its release), and the first reading each input.
+    std::vector<int64_t> seg_last(nt, -1), first_read(g_.inputs.size(), -1);
+    for (size_t i = sg.first; i < sg.end; ++i)
+      for (const int t : touched(i)) seg_last[t] = static_cast<int64_t>(i);
     for (size_t j = 0; j < g_.inputs.size(); ++j)
-      host_of_[g_.inputs[j]] = input_host[j] + n0 * g_.tensors[g_.inputs[j]].shape.elements();
-    host_of_[g_.output] = output_host + n0 * out.shape.elements();
-    const auto load = [&](size_t j) {
-      if (in_host_[g_.inputs[j]]) return;  // read in bands by the ops that read it
-      allocate(g_.inputs[j], g_.ops.size());
-      host_io(g_.inputs[j], false, input_host[j] + n0 * g_.tensors[g_.inputs[j]].shape.elements());
-    };
-    for (size_t j = 0; j < g_.inputs.size(); ++j)
-      if (first_read[j] < 0) load(j);
-    std::string current;
-    for (size_t i = 0; i < g_.ops.size(); ++i) {
-      if (current != g_.op_layer[i]) {
-        current = g_.op_layer[i];
-        auto [it, added] = layer_index.emplace(current, layers.size());
-        if (added) layers.push_back(current);
-        em_.tag(it->second);
-        layer_ = it->second;
-        stats_.resize(layers.size());
+      for (size_t i = sg.first; i < sg.end && first_read[j] < 0; ++i)
+        for (const View& v : op_reads(g_.ops[i]))
+          if (v.tensor == g_.inputs[j]) first_read[j] = static_cast<int64_t>(i);
+    // Resident tensors written here in pieces: the whole batch's storage, for as long as they are
+    // read (written over the whole batch: their own storage, kept at the segment's end).
+    for (size_t t = 0; t < nt; ++t)
+      if (crosses[t] && sched_.resident[t] && def_seg[t] == static_cast<int64_t>(si) && sg.piece < g_.batch) {
+        Storage w = storage_[t];
+        w.batch = g_.batch;
+        if (!alloc_.allocate(w.ub_rows(), true, w.base) && !alloc_.allocate(w.ub_rows(), false, w.base))
+          throw DoesNotFit(
+              fmt::format("model {}: tensor {} ({} x {}, {} UB rows) kept for the whole batch does not "
+                          "fit in the unified buffer",
+                          g_.name, g_.tensors[t].name, g_.batch, g_.tensors[t].shape.str(), w.rows()),
+              w.rows(), alloc_.largest(), static_cast<int>(t));
+        for (const auto& [first, rows] : border_ranges(w)) em_.zero({first, rows});
+        whole_[t] = w;
       }
+    for (uint64_t n0 = 0; n0 < g_.batch; n0 += sg.piece) {
+      batch_ = std::min(sg.piece, g_.batch - n0);
+      placed_.assign(nt, false);
+      for (size_t t = 0; t < nt; ++t) {
+        storage_[t].batch = batch_;
+        storage_[t].q = dense_[t] ? dense_q(storage_[t].shape.c, batch_, lanes_) : 1;
+      }
+      for (size_t t = 0; t < nt; ++t) host_of_[t] = scratch_host + scratch_offset[t];
       for (size_t j = 0; j < g_.inputs.size(); ++j)
-        if (first_read[j] == static_cast<int64_t>(i) && !placed_[g_.inputs[j]]) load(j);
-      if (i == 0) fused_away_.assign(g_.ops.size(), false);
-      if (in_host_[op_writes(g_.ops[i]).tensor]) {
-        lower_in_bands(i);
-      } else if (const auto f = fusion_for(i)) {  // the pooled map instead of the convolution's
-        const PoolOp& pool = std::get<PoolOp>(g_.ops[f->pool]);
-        if (!placed_[pool.output.tensor]) allocate(pool.output.tensor, i);
-        lower_fused(i, std::get<MatmulOp>(g_.ops[i]), *f);
-        fused_away_[f->pool] = true;
-        stats_[layer_].fusion = fmt::format("pools as it writes: {} {}x{} stride {} ({})",
-                                            pool.kind == isa::PoolKind::max ? "max" : "avg", pool.window,
-                                            pool.window, pool.stride, g_.op_layer[f->pool]);
-      } else if (fused_away_[i]) {
-        stats_[layer_].fusion = fmt::format("fused into {}'s activates", g_.op_layer[i - 1]);
-      } else {
-        std::visit([&](const auto& op) {
-          if (first_def_[op.output.tensor] == static_cast<int64_t>(i) && !placed_[op.output.tensor]) allocate(op.output.tensor, i);
-          lower(i, op);
-        }, g_.ops[i]);
+        host_of_[g_.inputs[j]] = input_host[j] + n0 * g_.tensors[g_.inputs[j]].shape.elements();
+      host_of_[g_.output] = output_host + n0 * out.shape.elements();
+      // Resident tensors: a piece of the whole batch is the whole storage.
+      for (size_t t = 0; t < nt; ++t)
+        if (whole_[t] && batch_ == g_.batch) storage_[t] = *whole_[t], placed_[t] = true;
+      const auto load = [&](size_t j) {
+        if (in_host_[g_.inputs[j]]) return;  // read in bands by the ops that read it
+        allocate(g_.inputs[j], g_.ops.size());
+        transfer(g_.inputs[j], n0, false, input_host[j], piece_);
+      };
+      if (si == 0)
+        for (size_t j = 0; j < g_.inputs.size(); ++j)
+          if (std::none_of(g_.ops.begin(), g_.ops.end(), [&](const QOp& op) {
+                const auto r = op_reads(op);
+                return std::any_of(r.begin(), r.end(),
+                                   [&](const View& v) { return v.tensor == g_.inputs[j]; });
+              }))
+            load(j);
+      // Tensors written before this segment and read in it: their piece, from the UB or host copy.
+      for (size_t t = 0; t < nt; ++t)
+        if (crosses[t] && def_seg[t] < static_cast<int64_t>(si) && seg_last[t] >= 0 && !placed_[t]) {
+          allocate(static_cast<int>(t), sg.first);
+          transfer(static_cast<int>(t), n0, false, scratch_host + scratch_offset[t], g_.batch,
+                   whole_[t] ? &*whole_[t] : nullptr);
+        }
+      add_work(op_work_[nops], mark);
+      mark = em_.work();
+      std::string current;
+      for (size_t i = sg.first; i < sg.end; ++i) {
+        if (current != g_.op_layer[i]) {
+          current = g_.op_layer[i];
+          auto [it, added] = layer_index.emplace(current, layers.size());
+          if (added) layers.push_back(current);
+          em_.tag(it->second);
+          layer_ = it->second;
+          stats_.resize(layers.size());
+          stats_[layer_].piece = sg.piece;
+        }
+        for (size_t j = 0; j < g_.inputs.size(); ++j)
+          if (first_read[j] == static_cast<int64_t>(i) && !placed_[g_.inputs[j]]) load(j);
+        if (i == sg.first) fused_away_.assign(g_.ops.size(), false);
+        if (in_host_[op_writes(g_.ops[i]).tensor]) {
+          lower_in_bands(i);
+        } else if (const auto f = fusion_for(i)) {  // the pooled map instead of the convolution's
+          const PoolOp& pool = std::get<PoolOp>(g_.ops[f->pool]);
+          if (!placed_[pool.output.tensor]) allocate(pool.output.tensor, i);
+          lower_fused(i, std::get<MatmulOp>(g_.ops[i]), *f);
+          fused_away_[f->pool] = true;
+          stats_[layer_].fusion = fmt::format("pools as it writes: {} {}x{} stride {} ({})",
+                                              pool.kind == isa::PoolKind::max ? "max" : "avg", pool.window,
+                                              pool.window, pool.stride, g_.op_layer[f->pool]);
+        } else if (fused_away_[i]) {
+          stats_[layer_].fusion = fmt::format("fused into {}'s activates", g_.op_layer[i - 1]);
+        } else {
+          std::visit(
+              [&](const auto& op) {
+                if (first_def_[op.output.tensor] == static_cast<int64_t>(i) && !placed_[op.output.tensor])
+                  allocate(op.output.tensor, i);
+                lower(i, op);
+              },
+              g_.ops[i]);
+        }
+        stats_[layer_].ub_rows = std::max(stats_[layer_].ub_rows, table_rows_ + alloc_.used());
+        add_work(op_work_[i], mark);
+        mark = em_.work();
+        for (size_t t = 0; t < nt; ++t)
+          if (seg_last[t] == static_cast<int64_t>(i) && live_[t] && static_cast<int>(t) != g_.output) {
+            if (crosses[t] && sched_.resident[t] && batch_ == g_.batch) {  // kept: the whole batch's copy
+              whole_[t] = storage_[t];
+              live_[t] = false;
+              continue;
+            }
+            // Read after this segment: its piece to the whole batch's copy first.
+            if (crosses[t] && def_seg[t] == static_cast<int64_t>(si))
+              transfer(static_cast<int>(t), n0, true, scratch_host + scratch_offset[t], g_.batch,
+                       whole_[t] ? &*whole_[t] : nullptr);
+            release(static_cast<int>(t));
+          }
+        add_work(op_work_[nops], mark);
+        mark = em_.work();
       }
-      stats_[layer_].ub_rows = std::max(stats_[layer_].ub_rows, table_rows_ + alloc_.used());
-      for (size_t t = 0; t < storage_.size(); ++t)
-        if (last_use_[t] == static_cast<int64_t>(i) && placed_[t] && static_cast<int>(t) != g_.output)
-          alloc_.release(storage_[t].base, storage_[t].rows());
+      if (def_seg[g_.output] == static_cast<int64_t>(si) && !in_host_[g_.output]) {
+        transfer(g_.output, n0, true, output_host, piece_);
+        if (crosses[g_.output] && !sched_.resident[g_.output]) {
+          transfer(g_.output, n0, true, scratch_host + scratch_offset[g_.output], g_.batch);
+        } else if (crosses[g_.output] && batch_ == g_.batch) {
+          whole_[g_.output] = storage_[g_.output];
+          live_[g_.output] = false;
+        } else if (crosses[g_.output]) {
+          transfer(g_.output, n0, true, 0, g_.batch, &*whole_[g_.output]);
+        }
+      }
+      for (size_t t = 0; t < nt; ++t) release(static_cast<int>(t));
+      add_work(op_work_[nops], mark);
+      mark = em_.work();
     }
-    if (!in_host_[g_.output]) host_io(g_.output, true, output_host + n0 * out.shape.elements());
+    for (size_t t = 0; t < nt; ++t)
+      if (whole_[t] && last_seg[t] == static_cast<int64_t>(si)) {
+        alloc_.release(whole_[t]->base, whole_[t]->ub_rows());
+        whole_[t].reset();
+      }
   }
   layers.push_back("(end)");
   em_.tag(layers.size() - 1);
@@ -1192,12 +1541,23 @@ isa::Program Lowering::run() {
   p.meta["compiler"] = "tpusim compile (compiler/lower.cpp)";
   p.meta["batch"] = g_.batch;
   p.meta["batch_piece"] = piece_;
+  if (!(options_ == LowerOptions{})) p.meta["mapper"] = mapper_to_json(options_);
   p.meta["bands"] = bands_;
   p.meta["lanes"] = lanes_;
   p.meta["layers"] = layers;
   p.meta["macs"] = macs_;
   p.meta["weight_tiles"] = p.weights.size() / arch_.tile_bytes();
   p.meta["weight_fetches"] = em_.weight_fetches();
+  const bool segmented = sched_.segments.size() > 1;
+  if (segmented) {
+    nlohmann::json segs = nlohmann::json::array();
+    for (const PieceSegment& sg : sched_.segments)
+      segs.push_back({{"first_layer", g_.op_layer[sg.first]},
+                      {"last_layer", g_.op_layer[sg.end - 1]},
+                      {"piece", sg.piece},
+                      {"pieces", div_up(g_.batch, sg.piece)}});
+    p.meta["piece_segments"] = std::move(segs);
+  }
   nlohmann::json mapping = nlohmann::json::array();
   for (size_t l = 1; l < stats_.size(); ++l)
     mapping.push_back({{"layer", layers[l]},
@@ -1209,12 +1569,22 @@ isa::Program Lowering::run() {
     if (!stats_[l].packing.empty()) mapping[l - 1]["packing"] = stats_[l].packing;
   for (size_t l = 1; l < stats_.size(); ++l)
     if (!stats_[l].fusion.empty()) mapping[l - 1]["fusion"] = stats_[l].fusion;
+  if (piece_ < g_.batch || segmented)
+    for (size_t l = 1; l < stats_.size(); ++l) mapping[l - 1]["piece"] = stats_[l].piece;
+  for (size_t l = 1; l < stats_.size(); ++l)
+    if (!stats_[l].precision.empty()) mapping[l - 1]["precision"] = stats_[l].precision;
   p.meta["mapping"] = std::move(mapping);
   return p;
 }
 
-bool has_pool(const QGraph& g) {
-  return std::any_of(g.ops.begin(), g.ops.end(), [](const auto& op) { return std::holds_alternative<PoolOp>(op); });
+// A pool whose batch field (255 at most) holds the piece's samples: every pool, less those whose
+// tensors can be dense (they hold batch / q UB rows per pixel; Lowering refuses a piece whose
+// rows per pixel exceed 255 as not fitting, and the piece search tries smaller pieces).
+bool has_pool(const QGraph& g, const sim::Arch& arch, const LowerOptions& options) {
+  return std::any_of(g.ops.begin(), g.ops.end(), [&](const auto& op) {
+    const auto* p = std::get_if<PoolOp>(&op);
+    return p && !(options.dense && narrow(g.tensors[p->input.tensor].shape.c, arch));
+  });
 }
 
 }  // namespace
@@ -1231,19 +1601,25 @@ bool has_pool(const QGraph& g) {
 isa::Program lower(const QGraph& graph, const sim::Arch& arch, const LowerOptions& options) {
   if (graph.batch == 0) throw InputError(fmt::format("model {}: batch 0: a model needs at least one sample", graph.name));
   uint64_t limit = std::min(graph.batch, arch.acc_entries / 2);
-  if (has_pool(graph)) limit = std::min<uint64_t>(limit, 255);
+  if (has_pool(graph, arch, options)) limit = std::min<uint64_t>(limit, 255);
   // Pieces of equal size for n pieces (256 in 2: 128; 256 under a limit of 255: 2 x 128).
   const auto piece_for = [&](uint64_t n) { return div_up(graph.batch, n); };
   const auto pieces_for = [&](uint64_t piece) { return div_up(graph.batch, piece); };
   uint64_t too_few = pieces_for(limit) - 1;  // the most pieces known not to fit (0: none tried)
   std::optional<isa::Program> best;           // the program of the fewest pieces known to fit
+  std::optional<ScheduleProblem> best_problem;
+  double best_estimate = 0;
   uint64_t best_n = 0;
   uint64_t n = pieces_for(limit);
   std::vector<bool> in_host(graph.tensors.size(), false);  // tensors streamed in bands (hold_in_host)
+  const size_t ops = graph.ops.size(), tensors = graph.tensors.size();
   for (;;) {
     const uint64_t piece = piece_for(n);
     try {
-      best = Lowering(graph, arch, piece, options, in_host).run();
+      Lowering l(graph, arch, single_loop(ops, tensors, piece), options, in_host);
+      best = l.run();
+      best_problem = l.problem();
+      best_estimate = l.estimate();
       best_n = pieces_for(piece);
     } catch (const DoesNotFit& e) {
       // A single sample that does not fit: the tensor that did not (and every tensor of the ops
@@ -1264,7 +1640,7 @@ isa::Program lower(const QGraph& graph, const sim::Arch& arch, const LowerOption
     // the same piece size as a count already tried.
     uint64_t lo = too_few, hi = best_n;
     for (;;) {
-      if (hi - lo <= 1) return std::move(*best);
+      if (hi - lo <= 1) break;
       n = lo + (hi - lo) / 2;
       if (piece_for(n) == piece_for(hi)) {
         hi = n;  // same piece as the known fit: nothing to learn, narrow
@@ -1276,7 +1652,29 @@ isa::Program lower(const QGraph& graph, const sim::Arch& arch, const LowerOption
       }
       break;
     }
+    if (hi - lo <= 1) break;
   }
+  // In pieces (and not in bands): the piece schedule (schedule.h) where its estimate beats the
+  // single loop's. A segment that does not fit after all (the plan's row count is per sample and
+  // ignores fragmentation) runs in one more piece, a few times at most.
+  if (!options.piece_schedule || best_n <= 1 ||
+      std::find(in_host.begin(), in_host.end(), true) != in_host.end())
+    return std::move(*best);
+  PieceSchedule plan = plan_pieces(*best_problem, arch, tensors);
+  for (int tries = 0; plan.segments.size() > 1 && tries < 8; ++tries) {
+    Lowering l(graph, arch, plan, options);
+    try {
+      isa::Program p = l.run();
+      if (l.estimate() < best_estimate) return p;
+      break;
+    } catch (const DoesNotFit&) {
+      PieceSegment& sg = plan.segments.at(l.segment());
+      if (sg.piece == 1) break;
+      sg.piece = piece_for(pieces_for(sg.piece) + 1);
+      plan.io_piece = plan.segments.front().piece;
+    }
+  }
+  return std::move(*best);
 }
 
 }  // namespace tpusim::compiler

@@ -279,10 +279,15 @@ void read_quantization(const toml::table& doc, const std::string& source, Model&
   if (!node) return;
   if (!node->is_table()) throw InputError(located(source, node_line(*node), "[quantization]", "", "", "expected a table: [quantization]"));
   const Section sec(*node->as_table(), source, "[quantization]");
-  static constexpr std::string_view kKeys[] = {"weights", "calibration_samples"};
+  static constexpr std::string_view kKeys[] = {"weights", "calibration_samples", "elements", "precision",
+                                               "wide_error"};
   sec.check_keys(kKeys, "[quantization]");
   static constexpr std::string_view kModes[] = {"per_channel", "per_tensor"};
   if (sec.get("weights")) m.per_channel = sec.choice("weights", kModes) == 0;
+  static constexpr std::string_view kElements[] = {"mixed", "int8"};
+  if (sec.get("elements")) m.wide_elements = sec.choice("elements", kElements) == 0;
+  if (sec.get("precision")) m.precision = static_cast<Precision>(sec.choice("precision", kPrecisionNames));
+  m.wide_error = sec.positive("wide_error").value_or(m.wide_error);
   m.calibration_samples = sec.uint("calibration_samples", 0, kMaxDim).value_or(m.calibration_samples);
 }
 
@@ -309,8 +314,8 @@ std::vector<std::string_view> allowed_keys(LayerType t) {
   auto add = [&](std::initializer_list<std::string_view> more) { keys.insert(keys.end(), more); };
   if (t != LayerType::add && t != LayerType::mul && t != LayerType::concat) add({"input"});
   switch (t) {
-    case LayerType::dense: add({"units", "activation", "bias", "weights_file", "bias_file"}); break;
-    case LayerType::conv2d: add({"filters", "kernel", "stride", "padding", "groups", "activation", "bias", "weights_file", "bias_file"}); break;
+    case LayerType::dense: add({"units", "activation", "bias", "weights_file", "bias_file", "weight_bits"}); break;
+    case LayerType::conv2d: add({"filters", "kernel", "stride", "padding", "groups", "activation", "bias", "weights_file", "bias_file", "weight_bits"}); break;
     case LayerType::max_pool:
     case LayerType::avg_pool: add({"size", "stride"}); break;
     case LayerType::flatten: break;
@@ -423,6 +428,11 @@ void read_type_keys(LayerSpec& s) {
     default: break;
   }
   if (l.type == LayerType::dense || l.type == LayerType::conv2d) {
+    if (sec.get("weight_bits")) {
+      const uint64_t bits = sec.required_uint("weight_bits", 8, 16);
+      if (bits != 8 && bits != 16) sec.expected("weight_bits", "8 or 16");
+      l.weight_bits = static_cast<uint8_t>(bits);
+    }
     l.use_bias = sec.boolean("bias").value_or(true);
     if (!l.use_bias && sec.get("bias_file")) sec.fail("bias_file", "given, but bias = false");
   }
@@ -846,7 +856,19 @@ bool is_model_path(const std::filesystem::path& path) {
   return ext == ".toml" || ext == ".csv" || ext == ".onnx";
 }
 
+namespace {
+Model load_any(const std::filesystem::path& path, const LoadOptions& options);
+}  // namespace
+
 Model load_model(const std::filesystem::path& path, const LoadOptions& options) {
+  Model m = load_any(path, options);
+  if (options.int8_elements) m.wide_elements = false;
+  if (options.precision) m.precision = *options.precision;
+  return m;
+}
+
+namespace {
+Model load_any(const std::filesystem::path& path, const LoadOptions& options) {
   if (!is_model_path(path))
     throw InputError(fmt::format("{}: not a model (expected a .toml description, a .csv SCALE-Sim topology or an .onnx model)", path.string()));
   std::string ext = path.extension().string();
@@ -880,5 +902,6 @@ Model load_model(const std::filesystem::path& path, const LoadOptions& options) 
   }
   return parse_model(text, path.string(), path.parent_path(), options);
 }
+}  // namespace
 
 }  // namespace tpusim::compiler

@@ -12,6 +12,7 @@
 #include <string_view>
 
 #include "compiler/graph.h"
+#include "compiler/lower_options.h"
 
 namespace tpusim::compiler {
 
@@ -29,6 +30,9 @@ struct LoadOptions {
   // Samples to calibrate the quantization scales on (a .npy in the same layout, `--calibrate`),
   // instead of the first calibration_samples of the inputs: Model::calibration.
   std::optional<std::filesystem::path> calibration_file;
+  // Every tensor int8 (Model::wide_elements false): for the GPU and CPU runners, whose kernels
+  // have no 16-bit elements.
+  bool int8_elements = false;
   // The largest batch the target machine can take (compile_file: half its accumulators), checked
   // before any input is generated or read. 0: not known yet (lowering checks it then).
   uint64_t max_batch = 0;
@@ -48,7 +52,20 @@ struct LoadOptions {
   // fields and table contents then differ from a full compile, none of which changes an
   // instruction's timing (tests/compiler/timing_only_test.cpp holds them equal).
   bool timing_only = false;
+  // The mapping techniques the lowering may use (compile_file; `--mapper KEY=off`).
+  LowerOptions mapper;
+  // `--precision`: replaces the model's [quantization] precision (graph.h Precision).
+  std::optional<Precision> precision;
 };
+
+// The names of Precision's values, as descriptions and --precision spell them.
+inline constexpr std::string_view kPrecisionNames[] = {"auto", "int8", "wide"};
+// The Precision a name of kPrecisionNames spells, nullopt for any other text.
+inline std::optional<Precision> precision_named(std::string_view name) {
+  for (size_t i = 0; i < std::size(kPrecisionNames); ++i)
+    if (name == kPrecisionNames[i]) return static_cast<Precision>(i);
+  return std::nullopt;
+}
 
 // By extension: .toml a description, .csv a SCALE-Sim topology, .onnx an ONNX model (onnx.h). Throws InputError with
 // "FILE:LINE: layer NAME: field: value: what was expected".

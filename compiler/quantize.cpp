@@ -1,7 +1,7 @@
 // Model -> QGraph: the quantization scheme.
 //
-// Tensors. Every tensor is int8, symmetric (real = scale x integer, no zero point), one scale
-// per tensor. A scale given in the description (Layer::scale, ModelInput::scale) is used as
+// Tensors. Every tensor is int8 (but see "Element width"), symmetric (real = scale x integer, no
+// zero point), one scale per tensor. A scale given in the description (Layer::scale, ModelInput::scale) is used as
 // given; otherwise it is calibrated on the model's own inputs with the float reference
 // (run_float): max |x| / 127, or 1/127 when the tensor is all zeros. Inputs are quantized as
 // round_half_away(x / scale) saturated to [-128, 127].
@@ -40,18 +40,31 @@
 // nothing saturates); then the sum is requantized to the output stage. mul -> VectorOp mul:
 // the product has scale s_a x s_b, requantized to the output stage.
 //
+// Element width. A tensor that only the activation unit reads (vec operands) costs no matrix-unit
+// precision at 16 bits, only one more UB row per element row for each act or vec that writes or
+// reads it (docs/timing.md); its rounding error drops from 1/254 of its range to 1/65534. The
+// rule: with Model::wide_elements (the default), a tensor is int16 when vecs are its only
+// readers and its error compounds through a recurrence -- an LSTM's gate outputs and cell
+// tensors (c_t = f c_{t-1} + i g carries every step's rounding on with gain f, close to 1, so T
+// steps add T roundings of the cell and of the gates feeding it). Measured on the digits LSTM
+// (float emulation, one part quantized at a time): the cell at int8 alone costs 2.4% of the
+// output range, the gates 1.1%, h 0.9%, the weights 1.4%. h and every layer output stay int8:
+// matmuls read them (the matrix unit's operands are int8). A 16-bit gate is the curve's 16-bit
+// output (scale 1/32767, Q0.15), a 16-bit cell has scale max |c_t| / 32767.
+//
 // lstm -> unrolled, stacked layer by stacked layer, then step by step. Per stacked layer l with
 // input sequence X (scale s_x; for l > 0 the previous layer's h), T steps, U units:
 // - gates at step t: a MatmulOp per gate in the order i, f, g, o, inputs [X pixel t, H pixel
 //   t-1] (K = in + U) with the gate's bias, requantized to 1/256 and then sigmoid (i, f, o) or
-//   tanh (g): tensors "NAME.lL.tT.i" (.f, .g, .o), [U], scale 1/127. At t = 0, h_{-1} = 0: the
+//   tanh (g): tensors "NAME.lL.tT.i" (.f, .g, .o), [U], scale s_g = 1/127 (int8) or 1/32767
+//   (int16, "Element width"). At t = 0, h_{-1} = 0: the
 //   gates read X only (K = in, the first `in` weight rows), and there is no f gate, since
 //   c_{-1} = 0. So 4T - 1 gate MatmulOps per stacked layer.
 // - cell: c_t at scale s_t = (max over samples of |c_t|, |f c_{t-1}|, |i g| at step t) / 127
-//   from the float run, per stacked layer and step (the cell state grows over the steps: one
-//   scale for all steps would waste the early steps' precision). VectorOps, t > 0:
-//     fc = mul(f, c_{t-1}) x s_{t-1}/(127 s_t) -> s_t; ig = mul(i, g) x 1/(127^2 s_t) -> s_t;
-//     c = add(fc, ig); tc = pass(c) x 256 s_t, tanh -> 1/127; h = mul(o, tc) x 1/127 -> 1/127;
+//   (32767 for int16) from the float run, per stacked layer and step (the cell state grows over
+//   the steps: one scale for all steps would waste the early steps' precision). VectorOps, t > 0:
+//     fc = mul(f, c_{t-1}) x s_g s_{t-1}/s_t -> s_t; ig = mul(i, g) x s_g^2/s_t -> s_t;
+//     c = add(fc, ig); tc = pass(c) x 256 s_t, tanh -> s_g; h = mul(o, tc) x 127 s_g^2 -> 1/127;
 //   at t = 0: c = mul(i, g) -> s_0, tc, h. So 5T - 2 VectorOps per stacked layer. Per-step
 //   tensors "NAME.lL.tT.{c,fc,ig,tc}" (small: the back end can reuse their buffers).
 // - h, scale 1/127, goes pixel by pixel into the sequence tensor "NAME.lL.h" [T, U], which the
@@ -116,6 +129,7 @@ Requant requant_for(double factor) {
 namespace {
 
 constexpr double kQ07 = 1.0 / 127;  // sigmoid and tanh outputs, LSTM h
+constexpr double kQ015 = 1.0 / double(isa::kCurve16One);  // 16-bit sigmoid and tanh outputs
 // sigmoid and tanh inputs: y read as Q7.8 (isa::kCurveFractionBits; docs/isa.md, func)
 constexpr double kCurveIn = 1.0 / double(int64_t{1} << isa::kCurveFractionBits);
 constexpr double kRelu6 = 6.0 / 127;
@@ -156,7 +170,7 @@ class Quantizer {
 
   const Layer& layer() const { return m_.layers[li_]; }
   [[noreturn]] void fail(const std::string& what) const { throw InputError(layer_context(m_, layer()) + what); }
-  int add_tensor(std::string name, const Shape& shape, double scale, const std::string& owner);
+  int add_tensor(std::string name, const Shape& shape, double scale, const std::string& owner, int bits = 8);
   void emit(QOp op) {
     g_.ops.push_back(std::move(op));
     g_.op_layer.push_back(layer().name);
@@ -185,7 +199,14 @@ class Quantizer {
   std::vector<double> accumulator_scales(const float* w, uint64_t positions, const std::vector<double>& rs,
                                          uint64_t n) const;
   MatmulOp matmul(const float* w, uint64_t positions, const std::vector<double>& rs, uint64_t n, const float* b,
-                  const std::vector<double>& acc, const Stage& st) const;
+                  const std::vector<double>& acc, const Stage& st, bool wide = false) const;
+  std::vector<double> row_energy(int entry, uint64_t positions, uint64_t k) const;
+  double int8_weight_error(const float* w, uint64_t positions, const std::vector<double>& rs, uint64_t n,
+                           const std::vector<double>& acc, const std::vector<double>& energy) const;
+  bool wants_wide(const float* w, uint64_t positions, const std::vector<double>& rs, uint64_t n,
+                  const std::vector<double>& acc, const std::vector<double>& energy) const;
+  std::vector<double> wide_scales(const float* w, uint64_t positions, const std::vector<double>& rs, uint64_t n,
+                                  const std::vector<double>& acc, double input_max) const;
 
   void dense_or_conv();
   void pool();
@@ -195,11 +216,11 @@ class Quantizer {
   void concat();
 };
 
-int Quantizer::add_tensor(std::string name, const Shape& shape, double scale, const std::string& owner) {
+int Quantizer::add_tensor(std::string name, const Shape& shape, double scale, const std::string& owner, int bits) {
   const std::string base = name;
   for (int i = 1; names_.count(name); ++i) name = fmt::format("{}.{}", base, i);
   names_.insert(name);
-  g_.tensors.push_back(QTensor{name, shape, scale, owner});
+  g_.tensors.push_back(QTensor{name, shape, scale, owner, bits});
   return static_cast<int>(g_.tensors.size()) - 1;
 }
 
@@ -355,21 +376,133 @@ std::vector<double> Quantizer::accumulator_scales(const float* w, uint64_t posit
   return s;
 }
 
+// The mean square of the float input each weight row (position p, channel i: row p * k + i)
+// multiplies, over the calibration run: per element of a flattened map (a dense layer over a whole
+// map), else per channel over every pixel. Empty (all rows alike) when the layer reads a concat's
+// parts.
+std::vector<double> Quantizer::row_energy(int entry, uint64_t positions, uint64_t k) const {
+  if (parts(entry)) return {};
+  const std::vector<float>& x = is_model_input(entry)
+                                    ? m_.inputs[static_cast<size_t>(model_input_index(entry))].data
+                                    : run_.outputs[static_cast<size_t>(entry)];
+  const bool per_element = layer().type == LayerType::dense && positions > 1;  // the whole map
+  const uint64_t rows = per_element ? positions * k : k;
+  std::vector<double> e(rows, 0.0);
+  if (x.empty() || x.size() % rows) return {};
+  for (size_t i = 0; i < x.size(); ++i) e[i % rows] += double{x[i]} * double{x[i]};
+  for (double& v : e) v /= double(x.size() / rows);
+  if (per_element) return e;
+  std::vector<double> all(positions * k);
+  for (uint64_t p = 0; p < positions; ++p) std::copy(e.begin(), e.end(), all.begin() + std::ptrdiff_t(p * k));
+  return all;
+}
+
+// The largest, over weight rows r (position p, channel i), of the int8 rounding error relative to
+// the row: sqrt(sum_j d[r][j]^2 / sum_j w[r][j]^2), rows of zeros aside. int8_weight_error is
+// an average of these ratios weighted by the rows' input energy, so it is at most this, whatever
+// the inputs: when this is within the threshold the choice needs no data. step[j]: column j's int8
+// step in weight units (its accumulator scale / the input scale, which all rows share here).
+double int8_row_error(const float* w, uint64_t positions, uint64_t k, uint64_t n, const std::vector<double>& steps) {
+  double worst = 0;
+  for (uint64_t r = 0; r < positions * k; ++r) {
+    double err = 0, norm = 0;
+    for (uint64_t j = 0; j < n; ++j) {
+      const double x = w[r * n + j], step = steps[j];
+      const double d = step > 0 ? x - std::clamp(std::round(x / step), -127.0, 127.0) * step : x;
+      err += d * d;
+      norm += x * x;
+    }
+    if (norm > 0) worst = std::max(worst, std::sqrt(err / norm));
+  }
+  return worst;
+}
+
+// The relative RMS error int8 weights give the layer's output, from the weights' rounding at
+// accumulator scales `acc`, each row weighted by the mean square of the input it multiplies
+// (`energy`; empty: all alike): sqrt(sum E[x_r^2] d[r][j]^2 / sum E[x_r^2] w[r][j]^2), the output
+// error relative to the output when the inputs are independent (0 for weights or inputs all zero).
+double Quantizer::int8_weight_error(const float* w, uint64_t positions, const std::vector<double>& rs, uint64_t n,
+                                    const std::vector<double>& acc, const std::vector<double>& energy) const {
+  double err = 0, norm = 0;
+  const uint64_t k = rs.size();
+  for (uint64_t p = 0; p < positions; ++p)
+    for (uint64_t i = 0; i < k; ++i) {
+      const double e = energy.empty() ? 1.0 : energy[p * k + i];
+      for (uint64_t j = 0; j < n; ++j) {
+        const double x = w[(p * k + i) * n + j], step = acc[j] / rs[i];
+        const double d = x - std::clamp(std::round(x / step), -127.0, 127.0) * step;
+        err += e * d * d;
+        norm += e * x * x;
+      }
+    }
+  return norm > 0 ? std::sqrt(err / norm) : 0.0;
+}
+
+// Whether the layer's weights go 16-bit: its weight_bits key, else the model's precision
+// (automatic: int8_weight_error above Model::wide_error, where the weights alone cannot rule it
+// out: see int8_row_error).
+bool Quantizer::wants_wide(const float* w, uint64_t positions, const std::vector<double>& rs, uint64_t n,
+                           const std::vector<double>& acc, const std::vector<double>& energy) const {
+  if (layer().weight_bits) return *layer().weight_bits == 16;
+  switch (m_.precision) {
+    case Precision::int8: return false;
+    case Precision::wide: return true;
+    case Precision::automatic: break;
+  }
+  if (std::all_of(rs.begin(), rs.end(), [&](double r) { return r == rs[0]; })) {
+    std::vector<double> step(n);
+    for (uint64_t j = 0; j < n; ++j) step[j] = acc[j] / rs[0];
+    if (int8_row_error(w, positions, rs.size(), n, step) <= m_.wide_error) return false;
+  }
+  return int8_weight_error(w, positions, rs, n, acc, energy) > m_.wide_error;
+}
+
+// Accumulator scales for 16-bit weights: the int8 scales `acc` / (32767 / 127), made coarser per
+// column (or for all, per tensor) until sum over rows of |q[r][j]| x input_max < 2^31 for every
+// column j: no input of magnitude <= input_max can make an accumulator wrap (docs/timing.md).
+std::vector<double> Quantizer::wide_scales(const float* w, uint64_t positions, const std::vector<double>& rs,
+                                           uint64_t n, const std::vector<double>& acc, double input_max) const {
+  constexpr double kLimit = 2147483647.0;
+  const uint64_t k = rs.size();
+  std::vector<double> s(n);
+  for (uint64_t j = 0; j < n; ++j) s[j] = acc[j] * 127.0 / 32767.0;
+  for (int round = 0; round < 64; ++round) {
+    std::vector<double> l1(n, 0.0);
+    for (uint64_t p = 0; p < positions; ++p)
+      for (uint64_t i = 0; i < k; ++i)
+        for (uint64_t j = 0; j < n; ++j)
+          l1[j] += std::min(32767.0, std::abs(std::round(w[(p * k + i) * n + j] * rs[i] / s[j])));
+    double worst = 0;
+    for (uint64_t j = 0; j < n; ++j) worst = std::max(worst, l1[j] * input_max / kLimit);
+    if (worst < 1) return s;
+    // Coarser by the excess (and a little more: rounding can add up to half a unit per row).
+    for (uint64_t j = 0; j < n; ++j) {
+      const double over = (m_.per_channel ? l1[j] * input_max / kLimit : worst) * 1.001;
+      if (over >= 1) s[j] *= over;
+    }
+  }
+  fail("16-bit weights: no scale keeps the accumulators below 2^31");
+}
+
 // A MatmulOp's arithmetic (weights, bias, requantization, function); the caller sets its views
-// and kernel geometry.
+// and kernel geometry. `wide`: 16-bit weights (|q| <= 32767, in two byte planes; graph.h).
 MatmulOp Quantizer::matmul(const float* w, uint64_t positions, const std::vector<double>& rs, uint64_t n,
-                           const float* b, const std::vector<double>& acc, const Stage& st) const {
+                           const float* b, const std::vector<double>& acc, const Stage& st, bool wide) const {
   MatmulOp op;
   op.k = rs.size();
   op.n = n;
   op.func = st.func;
   op.clip = st.clip;
   op.weights.resize(positions * op.k * n);
+  if (wide) op.weights_hi.resize(op.weights.size());
+  const double qmax = wide ? 32767.0 : 127.0;
   for (uint64_t p = 0; p < positions; ++p)
     for (uint64_t i = 0; i < op.k; ++i)
       for (uint64_t j = 0; j < n; ++j) {
         const uint64_t at = (p * op.k + i) * n + j;
-        op.weights[at] = static_cast<int8_t>(std::clamp(std::round(w[at] * rs[i] / acc[j]), -127.0, 127.0));
+        const auto q = static_cast<int32_t>(std::clamp(std::round(w[at] * rs[i] / acc[j]), -qmax, qmax));
+        op.weights[at] = static_cast<int8_t>(static_cast<uint8_t>(q & 255));  // the low byte (all of int8)
+        if (wide) op.weights_hi[at] = static_cast<int8_t>(q >> 8);
       }
   if (b) {
     op.bias.resize(n);
@@ -403,9 +536,14 @@ void Quantizer::dense_or_conv() {
   if (L.type == LayerType::dense && is_flatten(entry)) kh = is.h, kw = is.w;  // the whole map
   std::vector<double> rs;
   for (int t : ins) rs.insert(rs.end(), shape_of(t).c, scale_of(t));
-  const std::vector<double> acc = accumulator_scales(L.weights.data(), kh * kw, rs, L.units);
+  std::vector<double> acc = accumulator_scales(L.weights.data(), kh * kw, rs, L.units);
+  const bool wide = wants_wide(L.weights.data(), kh * kw, rs, L.units, acc,
+                              L.weight_bits || m_.precision != Precision::automatic
+                                  ? std::vector<double>{}
+                                  : row_energy(entry, kh * kw, rs.size()));
+  if (wide) acc = wide_scales(L.weights.data(), kh * kw, rs, L.units, acc, 128.0);  // int8 inputs: |x| <= 128
   const Stage st = stage(false, out_scale());
-  MatmulOp op = matmul(L.weights.data(), kh * kw, rs, L.units, L.use_bias ? L.bias.data() : nullptr, acc, st);
+  MatmulOp op = matmul(L.weights.data(), kh * kw, rs, L.units, L.use_bias ? L.bias.data() : nullptr, acc, st, wide);
   op.kernel_h = kh;
   op.kernel_w = kw;
   if (L.type == LayerType::conv2d) op.stride = L.stride, op.pad = L.pad, op.groups = L.groups;
@@ -475,10 +613,16 @@ void Quantizer::lstm() {
   int x = source(L.inputs.at(0));
   const uint64_t steps = shape_of(x).pixels(), u = L.units;
   uint64_t in_c = shape_of(x).c, offset = 0;
-  const Stage gate_stage[4] = {{isa::Func::sigmoid, 127, kCurveIn, kQ07},
-                               {isa::Func::sigmoid, 127, kCurveIn, kQ07},
-                               {isa::Func::tanh, 127, kCurveIn, kQ07},
-                               {isa::Func::sigmoid, 127, kCurveIn, kQ07}};
+  // Element width (see the top of the file): the gates and the cell's tensors are read by vecs
+  // only, so with wide_elements they are int16: the curves' 16-bit outputs (scale 1/32767) and
+  // the cell at max |c_t| / 32767.
+  const bool wide = m_.wide_elements;
+  const int bits = wide ? 16 : 8;
+  const double sg = wide ? kQ015 : kQ07, cell_top = wide ? double(isa::kCurve16One) : 127.0;
+  const Stage gate_stage[4] = {{isa::Func::sigmoid, 127, kCurveIn, sg},
+                               {isa::Func::sigmoid, 127, kCurveIn, sg},
+                               {isa::Func::tanh, 127, kCurveIn, sg},
+                               {isa::Func::sigmoid, 127, kCurveIn, sg}};
   const char* gate_name = "ifgo";
   const Stage out_stage{isa::Func::identity, 127, kQ07, kQ07};
   int output = -1;
@@ -507,29 +651,31 @@ void Quantizer::lstm() {
       int gate[4] = {-1, -1, -1, -1};
       for (int g = 0; g < 4; ++g) {
         if (t == 0 && g == 1) continue;  // f multiplies c_{-1} = 0
-        gate[g] = add_tensor(fmt::format("{}.{}", step, gate_name[g]), vec_of(u), kQ07, name);
+        gate[g] = add_tensor(fmt::format("{}.{}", step, gate_name[g]), vec_of(u), sg, name, bits);
         MatmulOp op = t == 0 ? first[g] : full[g];
         op.inputs = {View{x, t, 1}};
         if (t > 0) op.inputs.push_back(View{h, t - 1, 1});
         op.output = View{gate[g]};
         emit(std::move(op));
       }
-      const double sc = calibrated(run_.lstm_cell_max[li_].at(l * steps + t));  // this step's cell scale
-      const int c = add_tensor(step + ".c", vec_of(u), sc, name);
+      // this step's cell scale
+      const double cell_max = run_.lstm_cell_max[li_].at(l * steps + t);
+      const double sc = cell_max > 0 && std::isfinite(cell_max) ? cell_max / cell_top : 1.0 / cell_top;
+      const int c = add_tensor(step + ".c", vec_of(u), sc, name, bits);
       if (t == 0) {
-        emit(vector(isa::VecOp::mul, gate[0], gate[2], View{c}, kQ07 * kQ07 / sc));
+        emit(vector(isa::VecOp::mul, gate[0], gate[2], View{c}, sg * sg / sc));
       } else {
-        const int fc = add_tensor(step + ".fc", vec_of(u), sc, name);
-        const int ig = add_tensor(step + ".ig", vec_of(u), sc, name);
-        emit(vector(isa::VecOp::mul, gate[1], c_prev, View{fc}, kQ07 * scale_of(c_prev) / sc));
-        emit(vector(isa::VecOp::mul, gate[0], gate[2], View{ig}, kQ07 * kQ07 / sc));
+        const int fc = add_tensor(step + ".fc", vec_of(u), sc, name, bits);
+        const int ig = add_tensor(step + ".ig", vec_of(u), sc, name, bits);
+        emit(vector(isa::VecOp::mul, gate[1], c_prev, View{fc}, sg * scale_of(c_prev) / sc));
+        emit(vector(isa::VecOp::mul, gate[0], gate[2], View{ig}, sg * sg / sc));
         emit(vector(isa::VecOp::add, fc, ig, View{c}, 1.0));
       }
-      const int tc = add_tensor(step + ".tc", vec_of(u), kQ07, name);
+      const int tc = add_tensor(step + ".tc", vec_of(u), sg, name, bits);
       emit(vector(isa::VecOp::pass, c, c, View{tc}, sc / kCurveIn, isa::Func::tanh));
       View hv{h, t, 1};
       if (top && !L.return_sequences && t + 1 == steps) hv = View{output = begin_output(L.out, out_stage)};
-      emit(vector(isa::VecOp::mul, gate[3], tc, hv, kQ07));
+      emit(vector(isa::VecOp::mul, gate[3], tc, hv, sg * sg / kQ07));
       c_prev = c;
     }
     x = h;
@@ -581,6 +727,26 @@ QGraph Quantizer::run() && {
 }
 
 }  // namespace
+
+bool precision_needs_calibration(const Model& model) {
+  if (model.precision != Precision::automatic) return false;
+  const bool concat = std::any_of(model.layers.begin(), model.layers.end(),
+                                  [](const Layer& l) { return l.type == LayerType::concat; });
+  for (const Layer& l : model.layers) {
+    if ((l.type != LayerType::dense && l.type != LayerType::conv2d) || l.weight_bits) continue;
+    if (concat) return true;  // a layer reading a concat's parts has rows of several input scales
+    const uint64_t n = l.units, rows = n ? l.weights.size() / n : 0;
+    // The quantizer's int8 steps for inputs of scale 1: per channel max |w[.][j]| / 127 (a column
+    // of zeros: the largest column's), or per tensor the largest.
+    std::vector<double> step(n, 0.0);
+    for (uint64_t r = 0; r < rows; ++r)
+      for (uint64_t j = 0; j < n; ++j) step[j] = std::max(step[j], std::abs(double{l.weights[r * n + j]}));
+    const double top = step.empty() ? 0.0 : *std::max_element(step.begin(), step.end());
+    for (double& x : step) x = (model.per_channel && x > 0 ? x : top) / 127;
+    if (int8_row_error(l.weights.data(), rows, 1, n, step) > model.wide_error) return true;
+  }
+  return false;
+}
 
 QGraph quantize(const Model& model) { return quantize(model, run_float_detailed(model)); }
 

@@ -25,6 +25,11 @@ Requant requant_for(double factor);
 // quantized.
 QGraph quantize(const Model& model);
 
+// Whether quantizing `model` needs a real float run even where its scales do not (a timing-only
+// compile, LoadOptions::timing_only): its automatic precision (Model::precision) cannot rule out
+// 16-bit weights for some layer from the weights alone (docs/compiler.md, "16-bit layers").
+bool precision_needs_calibration(const Model& model);
+
 // The same, calibrated on a float run the caller already has (run_float_detailed(model)), so
 // that a pipeline which also reports the quantization error runs the float reference once.
 QGraph quantize(const Model& model, const FloatRun& calibration);

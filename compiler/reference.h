@@ -32,7 +32,8 @@ const Shape& source_shape(const Model& model, const Layer& layer, int entry);
 // "SOURCE:LINE: layer NAME: ", the start of every message about a layer.
 std::string layer_context(const Model& model, const Layer& layer);
 
-// Every tensor's data, NHWC batch-major int8, indexed like QGraph::tensors.
+// Every tensor's data, NHWC batch-major int8, indexed like QGraph::tensors; a 16-bit tensor's
+// is its low bytes, then its high bytes (graph.h QTensor).
 std::vector<std::vector<int8_t>> run_golden(const QGraph& graph);
 
 // Quantization error of the model's output: the golden output dequantized (x scale) against

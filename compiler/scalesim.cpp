@@ -251,6 +251,10 @@ Model import_scalesim(std::string_view csv, const std::string& source, const Loa
   Model m;
   m.source = source;
   m.name = sanitize(std::filesystem::path(source).stem().string(), 0);
+  // int8 throughout (--precision overrides): a topology's layers have seeded weights and, in a
+  // timing-only compile, no inputs, so the automatic choice (docs/compiler.md) has nothing to
+  // measure and its programs would differ between the two compiles.
+  m.precision = Precision::int8;
   if (options.batch && (*options.batch < 1 || *options.batch > kMaxDim))
     throw InputError(fmt::format("--batch: {}: expected an integer 1..{}", *options.batch, kMaxDim));
   m.batch = options.batch.value_or(1);

@@ -12,6 +12,7 @@
 
 #include <CLI/CLI.hpp>
 #include <chrono>
+#include <cstdlib>
 #include <ctime>
 #include <dnnl.hpp>
 
@@ -45,6 +46,7 @@ struct Measured {
 Measured measure(const std::string& path, uint64_t batch, const Options& o, bool check, bool quiet = false) {
   compiler::LoadOptions lo;
   if (batch) lo.batch = batch;
+  lo.int8_elements = true;  // the kernels are int8 (an LSTM's cell is int16 on the simulator)
   const compiler::QGraph graph = compiler::prepare_file(path, lo).graph;
   const gpu::GpuPlan plan = gpu::make_plan(graph);
   gpu::CpuModel model(plan, o.threads);
@@ -74,7 +76,18 @@ Measured measure(const std::string& path, uint64_t batch, const Options& o, bool
   r.warmup = o.timing.warmup;
   r.repeats = t.repeats;
   r.iterations = t.iterations;
-  model.infer();
+  double load[1] = {0};
+  if (getloadavg(load, 1) == 1) {
+    r.load_average = load[0];
+    // More runnable jobs than CPUs: the other jobs' time is in every batch (and a parallel region
+    // waits for whichever of its threads is descheduled), so the figure is the machine's, not the model's.
+    if (!quiet && load[0] >= double(gpu::usable_cpus()))
+      fmt::print(stderr,
+                 "  the machine is busy (load average {:.1f} on {} CPUs): these times include waiting for a CPU; "
+                 "measure on a quiet machine (docs/gpu.md)\n",
+                 load[0], gpu::usable_cpus());
+  }
+  model.infer(true);  // one more batch, profiled
   const double matmul_share = model.last_matmul_seconds() / t.median;
   if (o.profile)
     for (size_t i = 0; i < plan.steps.size(); ++i)
@@ -147,9 +160,9 @@ int main(int argc, char** argv) {
   app.add_flag("--no-roof", o.no_roof, "skip measuring this CPU's int8 and memory roof");
   app.add_option("--latency-limit", o.latency_limit_ms,
                  "also find each model's largest batch whose p99 batch latency is within this many ms")
-      ->check(CLI::PositiveNumber);
+      ->check(gpu::positive_number("milliseconds"));
   app.add_option("--max-batch", o.max_batch, "the largest batch --latency-limit tries (default 4096)")
-      ->check(CLI::PositiveNumber);
+      ->check(gpu::positive_count("a batch size"));
   app.add_flag("--profile", o.profile, "print each plan step's time in the last batch");
   if (const int rc = gpu::parse_runner_args(app, argc, argv); rc >= 0) return rc;
   gpu::ReferenceData out;
@@ -167,6 +180,7 @@ int main(int argc, char** argv) {
       fmt::format("oneDNN {}.{}.{} (CPU ISA runtime: {}), OpenMP, {} threads", v->major, v->minor, v->patch,
                   v->cpu_runtime == DNNL_RUNTIME_OMP ? "OpenMP" : "other", o.threads);
   return gpu::run_reporting_errors("tpusim-cpu", [&] {
+    gpu::check_runner_paths(o);
     bool all_match = true;
     if (!o.no_roof) {
       const gpu::CpuRoof roof = gpu::measure_cpu_roof(o.threads, 20);

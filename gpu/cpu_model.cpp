@@ -17,6 +17,7 @@
 #include <stdexcept>
 #include <variant>
 
+#include "gpu/cpu_kernels.h"
 #include "gpu/onednn_ops.h"
 #include "gpu/requantize_clamp.h"
 
@@ -29,40 +30,9 @@ double seconds_since(Clock::time_point t0) {
   return std::chrono::duration<double>(Clock::now() - t0).count();
 }
 
-// o[e] = requantize_clamp(c[e], bias[e], scale[e], lo, hi) for e < count: the runner's hottest loop
-// outside oneDNN, compiled for AVX-512 (with 512-bit vectors: GCC's default tuning keeps 256-bit ones,
-// which measured 2.6 times slower on this loop), AVX2 and the baseline, chosen once at run time.
-using RequantizeSpan = void (*)(const int32_t*, const double*, const double*, int, int, int8_t*, uint64_t);
-
-[[gnu::always_inline]] inline void requantize_loop(const int32_t* __restrict c, const double* __restrict bias,
-                                                   const double* __restrict scale, int lo, int hi,
-                                                   int8_t* __restrict o, uint64_t count) {
-  for (uint64_t e = 0; e < count; ++e) o[e] = requantize_clamp(c[e], bias[e], scale[e], lo, hi);
-}
-[[gnu::target("avx512f,avx512bw,avx512vl,avx512dq,prefer-vector-width=512")]] void requantize_avx512(
-    const int32_t* c, const double* bias, const double* scale, int lo, int hi, int8_t* o, uint64_t count) {
-  requantize_loop(c, bias, scale, lo, hi, o, count);
-}
-[[gnu::target("avx2")]] void requantize_avx2(const int32_t* c, const double* bias, const double* scale,
-                                             int lo, int hi, int8_t* o, uint64_t count) {
-  requantize_loop(c, bias, scale, lo, hi, o, count);
-}
-void requantize_baseline(const int32_t* c, const double* bias, const double* scale, int lo, int hi, int8_t* o,
-                         uint64_t count) {
-  requantize_loop(c, bias, scale, lo, hi, o, count);
-}
-RequantizeSpan pick_requantize_span() {
-  __builtin_cpu_init();
-  if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-      __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq"))
-    return requantize_avx512;
-  return __builtin_cpu_supports("avx2") ? requantize_avx2 : requantize_baseline;
-}
-const RequantizeSpan requantize_span = pick_requantize_span();
-
 // Output row r (image r / out_h, row r % out_h) of an average pool: the window's sums accumulated
 // over the whole row (contiguous: the compiler vectorizes; `sum` holds out_w x c int32), then
-// rounded as the machine does (pool_average; a power-of-two window's division as a shift).
+// rounded as the machine does (pool_average_span: cpu_kernels.h).
 void average_pool_row(const PoolStep& s, const int8_t* __restrict in, uint64_t r, int32_t* __restrict sum,
                       int8_t* __restrict o) {
   const uint64_t img = r / s.out_h, oy = r % s.out_h, width = s.out_w * s.c, c = s.c;
@@ -73,16 +43,7 @@ void average_pool_row(const PoolStep& s, const int8_t* __restrict in, uint64_t r
       for (uint64_t ox = 0; ox < s.out_w; ++ox)
         for (uint64_t ch = 0; ch < c; ++ch) sum[ox * c + ch] += src[ox * s.stride * c + ch];
     }
-  const int32_t size = int32_t(s.window * s.window);
-  if (!std::has_single_bit(uint32_t(size))) {
-    for (uint64_t e = 0; e < width; ++e) o[e] = pool_average(sum[e], size);
-    return;
-  }
-  const int p = std::countr_zero(uint32_t(size)) + 1;
-  for (uint64_t e = 0; e < width; ++e) {
-    const int32_t v = sum[e], q = ((v < 0 ? -v : v) * 2 + size) >> p;
-    o[e] = static_cast<int8_t>(v < 0 ? -q : q);
-  }
+  pool_average_span(sum, int32_t(s.window * s.window), o, width);
 }
 
 }  // namespace
@@ -97,14 +58,20 @@ struct CpuModel::Impl {
   std::vector<std::vector<int32_t>> products;          // per step: C
   std::vector<std::unique_ptr<OneDnnOp>> products_of;  // per matmul step
   std::vector<uint64_t> c_stride;                      // per matmul step: C's row stride
-  // Per matmul step whose table is a clamp and whose shifts are <= 52: each column's bias and
-  // scale for requantize_clamp (requantize_clamp.h), and the clamp; else empty (integer path).
-  struct ClampColumns {
+  // Per matmul step whose shifts are all <= 52: each column's bias and scale for requantize_span
+  // (cpu_kernels.h), and the output map (a clamp or the curve's table); else empty (integer path).
+  struct ColumnScales {
     std::vector<double> bias, scale;  // per column, repeated for `rows_per_tile` rows
     uint64_t rows_per_tile = 1;
-    int lo = -128, hi = 127;
+    OutputMap map;
+    std::vector<int32_t> table;  // map.table's storage (a curve)
   };
-  std::vector<std::optional<ClampColumns>> clamp_columns;
+  std::vector<std::optional<ColumnScales>> column_scales;
+  // Per matmul step: the earlier step whose gathered X it reads (the same inputs and geometry, none
+  // written in between: an LSTM step's four gates), or -1.
+  std::vector<int> shares_gather;
+  // Per vector step: its arithmetic prepared for vector_span (empty: the scalar form).
+  std::vector<std::optional<VectorKernel>> vector_kernels;
   std::vector<std::unique_ptr<OneDnnOp>> max_pools;  // per max pool step
   double matmul_seconds = 0;
 
@@ -123,7 +90,12 @@ struct CpuModel::Impl {
     products.resize(plan.steps.size());
     products_of.resize(plan.steps.size());
     c_stride.resize(plan.steps.size());
-    clamp_columns.resize(plan.steps.size());
+    column_scales.resize(plan.steps.size());
+    shares_gather.assign(plan.steps.size(), -1);
+    vector_kernels.resize(plan.steps.size());
+    for (size_t i = 0; i < plan.steps.size(); ++i)
+      if (const auto* v = std::get_if<VectorStep>(&plan.steps[i]))
+        vector_kernels[i] = vector_kernel(v->op, v->mult, v->shift, v->table);
     max_pools.resize(plan.steps.size());
     for (size_t i = 0; i < plan.steps.size(); ++i)
       if (const auto* p = std::get_if<PoolStep>(&plan.steps[i]); p && !p->avg)
@@ -141,28 +113,52 @@ struct CpuModel::Impl {
             std::make_unique<OneDnnOp>(onednn_conv(eng, strm, *s, plan.batch, in, products[i].data()));
       } else {
         if (!s->direct) {
-          gathered[i].assign(s->m * s->k_pad, 0);  // padding columns stay zero
-          in = gathered[i].data();
+          shares_gather[i] = earlier_gather(i);
+          if (shares_gather[i] < 0) gathered[i].assign(s->m * s->k_pad, 0);  // padding columns stay zero
+          in = gathered[size_t(shares_gather[i] < 0 ? int(i) : shares_gather[i])].data();
         }
         products[i].assign(s->m * s->n_pad, 0);
         c_stride[i] = s->n_pad;
         products_of[i] = std::make_unique<OneDnnOp>(onednn_matmul(eng, strm, *s, in, products[i].data()));
       }
-      const auto clamp = table_clamp(s->table);
-      if (clamp && std::all_of(s->columns.begin(), s->columns.end(),
-                               [](const ColumnQuant& q) { return q.shift <= kMaxClampShift; })) {
-        ClampColumns cc;
+      if (std::all_of(s->columns.begin(), s->columns.end(),
+                      [](const ColumnQuant& q) { return q.shift <= kMaxClampShift; })) {
+        ColumnScales& cc = column_scales[i].emplace();
         cc.rows_per_tile = std::max<uint64_t>(1, 512 / s->n);  // long loops the compiler vectorizes
         for (uint64_t r = 0; r < cc.rows_per_tile; ++r)
           for (const ColumnQuant& q : s->columns) {
             cc.bias.push_back(double(q.bias));
             cc.scale.push_back(std::ldexp(double(q.mult), -int(q.shift)));
           }
-        cc.lo = clamp->first;
-        cc.hi = clamp->second;
-        clamp_columns[i] = std::move(cc);
+        cc.map = output_map(s->table, cc.table);
       }
     }
+  }
+
+  // The earlier matmul step whose gathered X step i can read: the same inputs and geometry, and no
+  // step in between writes any of those inputs; else -1.
+  int earlier_gather(size_t i) const {
+    const MatmulStep& s = std::get<MatmulStep>(plan.steps[i]);
+    for (size_t j = i; j-- > 0;) {
+      const int written = std::visit([](const auto& step) { return step.output_tensor; }, plan.steps[j]);
+      if (std::find(s.input_tensor, s.input_tensor + s.gather.inputs, written) != s.input_tensor + s.gather.inputs)
+        return -1;
+      if (const auto* e = std::get_if<MatmulStep>(&plan.steps[j]);
+          e && !e->direct && !e->gather.conv && shares_gather[j] < 0 && same_gather(*e, s))
+        return int(j);
+    }
+    return -1;
+  }
+  static bool same_gather(const MatmulStep& a, const MatmulStep& b) {
+    const Im2colGeometry &x = a.gather, &y = b.gather;
+    if (x.rows != y.rows || x.out_pixels != y.out_pixels || x.k != y.k || x.k_pad != y.k_pad || x.conv != y.conv ||
+        x.inputs != y.inputs)
+      return false;
+    for (int i = 0; i < x.inputs; ++i)
+      if (a.input_tensor[i] != b.input_tensor[i] || x.input[i].tensor_pixels != y.input[i].tensor_pixels ||
+          x.input[i].c != y.input[i].c || x.input[i].pixel0 != y.input[i].pixel0 || x.input[i].col0 != y.input[i].col0)
+        return false;
+    return true;
   }
 
   void gather(const MatmulStep& s, std::vector<int8_t>& x) {
@@ -204,12 +200,16 @@ struct CpuModel::Impl {
   }
 
   void run(size_t i, const MatmulStep& s) {
-    if (!s.direct && !s.gather.conv) gather(s, gathered[i]);
-    const Clock::time_point t0 = Clock::now();
-    products_of[i]->run(strm);
-    matmul_seconds += seconds_since(t0);
+    if (!s.direct && !s.gather.conv && shares_gather[i] < 0) gather(s, gathered[i]);
+    if (profiling) {
+      const Clock::time_point t0 = Clock::now();
+      products_of[i]->run(strm);
+      matmul_seconds += seconds_since(t0);
+    } else {
+      products_of[i]->run(strm);
+    }
     const std::vector<int32_t>& c = products[i];
-    const std::optional<ClampColumns>& cc = clamp_columns[i];
+    const std::optional<ColumnScales>& cc = column_scales[i];
     std::vector<int8_t>& out = tensors[size_t(s.output_tensor)];
     // Rows of C side by side in memory, and so are the output's: tiles of rows in one flat loop.
     if (cc && c_stride[i] == s.n && s.scatter.pixel0 == 0 &&
@@ -218,8 +218,7 @@ struct CpuModel::Impl {
 #pragma omp parallel for num_threads(threads) schedule(static) if (parallel(s.m * s.n))
       for (uint64_t t = 0; t < tiles; ++t) {
         const uint64_t first = t * cc->rows_per_tile, count = std::min(cc->rows_per_tile, s.m - first) * s.n;
-        requantize_span(&c[first * s.n], cc->bias.data(), cc->scale.data(), cc->lo, cc->hi, &out[first * s.n],
-                        count);
+        requantize_span(&c[first * s.n], cc->bias.data(), cc->scale.data(), cc->map, &out[first * s.n], count);
       }
       return;
     }
@@ -228,7 +227,7 @@ struct CpuModel::Impl {
       int8_t* o = &out[scatter_offset(s.scatter, row, 0)];
       const int32_t* cr = &c[row * c_stride[i]];
       if (cc) {
-        requantize_span(cr, cc->bias.data(), cc->scale.data(), cc->lo, cc->hi, o, s.n);
+        requantize_span(cr, cc->bias.data(), cc->scale.data(), cc->map, o, s.n);
       } else {
         for (uint64_t j = 0; j < s.n; ++j) o[j] = requantize(cr[j], s.columns[j], s.table);
       }
@@ -252,29 +251,50 @@ struct CpuModel::Impl {
     }
   }
 
-  void run(size_t, const VectorStep& s) {
+  void run(size_t i, const VectorStep& s) {
     const int8_t* a = tensors[size_t(s.a_tensor)].data();
     const int8_t* b = tensors[size_t(s.b_tensor)].data();
     int8_t* out = tensors[size_t(s.output_tensor)].data();
-    // One pixel's channels at a time: contiguous in all three views.
-    const uint64_t channels = s.out.c, pixels = s.elements / channels;
+    const uint64_t per_sample = s.out.pixels * s.out.c, samples = s.elements / per_sample;
+    const std::optional<VectorKernel>& k = vector_kernels[i];
+    if (!k) {  // a multiplier above 16 bits (never planned): the integer form, pixel by pixel
+      for (uint64_t img = 0; img < samples; ++img)
+        for (uint64_t p = 0; p < s.out.pixels; ++p)
+          for (uint64_t ch = 0; ch < s.out.c; ++ch)
+            out[view_offset(s.out, img, p, ch)] = vector_element(
+                s.op, a[view_offset(s.a, img, p, ch)], b[view_offset(s.b, img, p, ch)], s.mult, s.shift, s.table);
+      return;
+    }
+    // A view's pixels are consecutive in its tensor: a sample's part of all three is one span each,
+    // and whole tensors are one span altogether. Spans of at least kTile elements go in tiles.
+    constexpr uint64_t kTile = 4096;
+    const bool whole = s.a.pixels == s.a.tensor_pixels && s.b.pixels == s.b.tensor_pixels &&
+                       s.out.pixels == s.out.tensor_pixels;
+    const uint64_t spans = whole ? 1 : samples, span = whole ? s.elements : per_sample;
+    const uint64_t tiles_per_span = (span + kTile - 1) / kTile;
 #pragma omp parallel for num_threads(threads) schedule(static) if (parallel(s.elements))
-    for (uint64_t i = 0; i < pixels; ++i) {
-      const uint64_t img = i / s.out.pixels, p = i % s.out.pixels;
-      const int8_t* pa = a + view_offset(s.a, img, p, 0);
-      const int8_t* pb = b + view_offset(s.b, img, p, 0);
-      int8_t* po = out + view_offset(s.out, img, p, 0);
-      for (uint64_t ch = 0; ch < channels; ++ch)
-        po[ch] = vector_element(s.op, pa[ch], pb[ch], s.mult, s.shift, s.table);
+    for (uint64_t t = 0; t < spans * tiles_per_span; ++t) {
+      const uint64_t img = t / tiles_per_span, first = t % tiles_per_span * kTile;
+      const uint64_t count = std::min(kTile, span - first);
+      vector_span(*k, a + view_offset(s.a, img, 0, 0) + first, b + view_offset(s.b, img, 0, 0) + first,
+                  out + view_offset(s.out, img, 0, 0) + first, count);
     }
   }
 
   std::vector<double> step_seconds;
+  bool profiling = false;
 
-  const std::vector<int8_t>& infer() {
+  // With `profile`, the time of each step and of the matmuls in it (clock reads cost tens of
+  // nanoseconds each: a few percent of a small model's batch, so timed batches go without).
+  const std::vector<int8_t>& infer(bool profile) {
+    profiling = profile;
     matmul_seconds = 0;
     step_seconds.assign(plan.steps.size(), 0);
     for (size_t i = 0; i < plan.steps.size(); ++i) {
+      if (!profile) {
+        std::visit([&](const auto& step) { run(i, step); }, plan.steps[i]);
+        continue;
+      }
       const Clock::time_point t0 = Clock::now();
       std::visit([&](const auto& step) { run(i, step); }, plan.steps[i]);
       step_seconds[i] = seconds_since(t0);
@@ -292,18 +312,21 @@ CpuModel::CpuModel(const GpuPlan& plan, int threads) {
 }
 CpuModel::~CpuModel() = default;
 
-const std::vector<int8_t>& CpuModel::infer() { return impl_->infer(); }
+const std::vector<int8_t>& CpuModel::infer(bool profile) { return impl_->infer(profile); }
 double CpuModel::last_matmul_seconds() const { return impl_->matmul_seconds; }
 const std::vector<double>& CpuModel::last_step_seconds() const { return impl_->step_seconds; }
+int CpuModel::shared_gathers() const {
+  return int(std::count_if(impl_->shares_gather.begin(), impl_->shares_gather.end(), [](int j) { return j >= 0; }));
+}
 
 Timing CpuModel::time(const TimingOptions& o) {
-  for (uint64_t i = 0; i < o.warmup; ++i) impl_->infer();
+  for (uint64_t i = 0; i < o.warmup; ++i) impl_->infer(false);
   std::vector<double> batches, repeats;
   for (uint64_t r = 0; r < o.repeats; ++r) {
     double sum = 0;
     for (uint64_t i = 0; i < o.iterations; ++i) {
       const Clock::time_point t0 = Clock::now();
-      impl_->infer();
+      impl_->infer(false);
       const double t = seconds_since(t0);
       batches.push_back(t);
       sum += t;

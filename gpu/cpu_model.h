@@ -29,17 +29,21 @@ class CpuModel {
   CpuModel(const CpuModel&) = delete;
   CpuModel& operator=(const CpuModel&) = delete;
 
-  // One batch: the plan's inputs to its output tensor (NHWC, batch-major).
-  const std::vector<int8_t>& infer();
+  // One batch: the plan's inputs to its output tensor (NHWC, batch-major). With `profile`, the
+  // times below are measured (otherwise they read 0).
+  const std::vector<int8_t>& infer(bool profile = false);
   // Warm-up batches, then repeats x iterations batches, each timed alone (steady clock): the
   // median repeat's mean per batch, the fastest and slowest repeat, and the 99th percentile of
   // single batches.
   Timing time(const TimingOptions& options);
-  // Seconds spent in oneDNN's matmuls during the last infer() (the rest: gathers, requantization,
+  // Seconds spent in oneDNN's matmuls during the last infer(true) (the rest: gathers, requantization,
   // pools, element-wise steps).
   double last_matmul_seconds() const;
-  // Seconds of each plan step during the last infer().
+  // Seconds of each plan step during the last infer(true).
   const std::vector<double>& last_step_seconds() const;
+  // Matmul steps that read an earlier step's gathered X instead of gathering their own (an LSTM
+  // step's four gates read one [x_t, h_{t-1}]).
+  int shared_gathers() const;
 
  private:
   struct Impl;

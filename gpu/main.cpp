@@ -43,6 +43,7 @@ std::vector<std::string> choices(const std::string& value, const std::string& a,
 bool measure(const std::string& path, uint64_t batch, const Options& o, gpu::ResultsFile& out) {
   compiler::LoadOptions lo;
   if (batch) lo.batch = batch;
+  lo.int8_elements = true;  // the kernels are int8 (an LSTM's cell is int16 on the simulator)
   // The simulator's own pipeline, so the weights, inputs and scales are the ones it runs (the
   // program it lowers for tpu-v1 is not used).
   const compiler::QGraph graph = compiler::compile_file(path, tpusim::sim::Arch{}, lo).graph;
@@ -123,6 +124,7 @@ int main(int argc, char** argv) {
   results.host = where.host;
   results.note = o.note;
   return gpu::run_reporting_errors("tpusim-gpu", [&] {
+    gpu::check_runner_paths(o);
     bool all_match = true, bad_input = false;
     results.device = gpu::query_device(o.peak_tops);
     fmt::print(stderr,

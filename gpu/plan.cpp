@@ -25,6 +25,9 @@ class Planner {
     plan_.name = g_.name;
     plan_.batch = g_.batch;
     for (const compiler::QTensor& t : g_.tensors) {
+      if (t.bits != 8)
+        fail("graph", "tensor {} is {}-bit: the runners' kernels are int8 (quantize with LoadOptions::int8_elements)",
+             t.name, t.bits);
       plan_.tensor_names.push_back(t.name);
       plan_.tensor_bytes.push_back(g_.batch * t.shape.elements());
     }
@@ -92,6 +95,8 @@ void Planner::check(const compiler::MatmulOp& op, const std::vector<PixelView>& 
   if (out.c != op.n) fail_op("output has {} channels, N is {}", out.c, op.n);
   if (op.weights.size() != op.kernel_h * op.kernel_w * op.k * op.n)
     fail_op("{} weights, expected {} x {} x {} x {}", op.weights.size(), op.kernel_h, op.kernel_w, op.k, op.n);
+  if (op.wide_weights())
+    fail_op("16-bit weights: the runners' GEMMs are int8 (quantize the model with --precision int8)");
   if (!op.bias.empty() && op.bias.size() != op.n) fail_op("{} biases for {} columns", op.bias.size(), op.n);
   if ((op.mult.size() != 1 && op.mult.size() != op.n) || op.shift.size() != op.mult.size())
     fail_op("{} multipliers and {} shifts for {} columns", op.mult.size(), op.shift.size(), op.n);
@@ -152,6 +157,8 @@ MatmulStep Planner::step(const compiler::MatmulOp& op) {
     s.columns[j] = {op.bias.empty() ? 0 : op.bias[j], op.mult[q], op.shift[q]};
   }
   s.table = output_table(op.func, op.clip);
+  s.func = op.func;
+  s.clip = op.clip;
   s.macs = s.m * s.k * s.n;
   plan_.macs += s.macs;
   plan_.weight_bytes += s.k * s.n;
@@ -198,6 +205,7 @@ VectorStep Planner::step(const compiler::VectorOp& op) {
   s.mult = op.mult;
   s.shift = op.shift;
   s.table = output_table(op.func, 127);
+  s.func = op.func;
   s.elements = g_.batch * s.out.pixels * s.out.c;
   return s;
 }

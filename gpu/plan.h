@@ -36,6 +36,8 @@ struct MatmulStep {
   std::vector<int8_t> weights;       // [n_pad][k_pad]: row j holds output column j's weights
   std::vector<ColumnQuant> columns;  // n entries
   OutputTable table{};
+  isa::Func func = isa::Func::identity;  // what `table` is made of (for a float reference: bench/)
+  uint8_t clip = 127;
   uint64_t macs = 0;  // batch x out_pixels x k x n
 };
 
@@ -53,6 +55,7 @@ struct VectorStep {
   PixelView a, b, out;
   uint32_t mult = 1, shift = 0;
   OutputTable table{};
+  isa::Func func = isa::Func::identity;  // what `table` is made of
   uint64_t elements = 0;  // batch x out.pixels x out.c
 };
 

@@ -45,7 +45,8 @@ const std::vector<std::string> kRowKeys = {"workload",
                                            "warmup",
                                            "threads",
                                            "tops",
-                                           "latency_p99_seconds"};
+                                           "latency_p99_seconds",
+                                           "load_average"};
 const std::vector<std::string> kDeviceKeys = {"name",        "kind",        "peak_int8_tops",
                                               "memory_gbps", "peak_source", "details"};
 
@@ -144,6 +145,7 @@ ReferenceRow read_row(const JsonReader& r) {
     row.output_matches_reference = r.flag("output_matches_reference");
   row.where = r.text("where", false);
   row.note = r.text("note", false);
+  row.load_average = r.number("load_average", 0, false, false);
   return row;
 }
 
@@ -286,6 +288,7 @@ std::string reference_json(const ReferenceData& d) {
     if (r.output_matches_reference) row["output_matches_reference"] = *r.output_matches_reference;
     if (!r.where.empty()) row["where"] = r.where;
     if (!r.note.empty()) row["note"] = r.note;
+    if (r.load_average > 0) row["load_average"] = r.load_average;
     j["results"].push_back(row);
   }
   if (!d.ratios.empty()) {

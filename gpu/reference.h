@@ -49,6 +49,9 @@ struct ReferenceRow {
   std::optional<bool> output_matches_reference;
   std::string where;  // published: the table or figure ("Table 4")
   std::string note;
+  // The machine's 1-minute load average at the end of the measurement (0: not said): above the
+  // CPU count, the times include waiting for a CPU (tpusim-cpu records it; compare shows it).
+  double load_average = 0;
 };
 
 // A published ratio between two machines on one workload (or a mean over workloads), for

@@ -7,8 +7,11 @@
 #include <fmt/format.h>
 
 #include <CLI/CLI.hpp>
+#include <charconv>
+#include <cmath>
 #include <cstdint>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <string>
 #include <vector>
@@ -26,20 +29,68 @@ struct RunnerOptions {
   bool no_check = false;
 };
 
+// CLI11 checks with a message that names the rule: a whole number >= 1 (digits only: no sign, so -1
+// cannot wrap) and a number above 0; `what` says what the number is.
+inline CLI::Validator positive_count(const std::string& what) {
+  const std::string rule = fmt::format("a whole number >= 1 ({})", what);
+  return CLI::Validator(
+      [rule](std::string& text) -> std::string {
+        uint64_t v = 0;
+        const char* end = text.data() + text.size();
+        const auto [ptr, ec] = std::from_chars(text.data(), end, v);
+        if (text.empty() || text[0] == '+' || ec != std::errc() || ptr != end || v == 0)
+          return fmt::format("'{}' is not {}", text, rule);
+        return {};
+      },
+      rule);
+}
+inline CLI::Validator positive_number(const std::string& what) {
+  const std::string rule = fmt::format("a number above 0 ({})", what);
+  return CLI::Validator(
+      [rule](std::string& text) -> std::string {
+        char* end = nullptr;
+        const double v = std::strtod(text.c_str(), &end);
+        if (text.empty() || end != text.c_str() + text.size() || !(v > 0) || !std::isfinite(v))
+          return fmt::format("'{}' is not {}", text, rule);
+        return {};
+      },
+      rule);
+}
+
+// Before any measurement: every model is a file and the results file's folder exists (InputError
+// naming the path otherwise), so that a typo fails at once rather than after minutes of work.
+inline void check_runner_paths(const RunnerOptions& o) {
+  namespace fs = std::filesystem;
+  for (const std::string& m : o.models) {
+    std::error_code ec;
+    if (!fs::exists(m, ec)) throw InputError(fmt::format("{}: no such model file", m));
+    if (fs::is_directory(m, ec))
+      throw InputError(fmt::format("{}: a folder, not a model (give .toml descriptions, .csv SCALE-Sim topologies "
+                                   "or .onnx models)",
+                                   m));
+  }
+  if (!o.json_out.empty()) {
+    const fs::path dir = fs::absolute(o.json_out).parent_path();
+    std::error_code ec;
+    if (!fs::is_directory(dir, ec))
+      throw InputError(fmt::format("{}: cannot write: no folder {} (-o)", o.json_out, dir.string()));
+  }
+}
+
 // The models, --batch, -o/--json, --warmup, --iterations, --repeats, --no-check and --note.
 inline void add_runner_options(CLI::App& app, RunnerOptions& o) {
   app.add_option("models", o.models, "model descriptions (.toml) or SCALE-Sim topologies (.csv)")->required();
   app.add_option("--batch", o.batches, "batch sizes to run (repeatable; default: each description's batch)")
-      ->check(CLI::PositiveNumber);
+      ->check(positive_count("a batch size"));
   app.add_option("-o,--json", o.json_out, "write the results here (JSON); default: standard output");
   app.add_option("--warmup", o.timing.warmup,
                  fmt::format("untimed batches before timing (default {})", o.timing.warmup));
   app.add_option("--iterations", o.timing.iterations,
                  fmt::format("batches per timed repeat (default {})", o.timing.iterations))
-      ->check(CLI::PositiveNumber);
+      ->check(positive_count("batches per repeat"));
   app.add_option("--repeats", o.timing.repeats,
                  fmt::format("timed repeats; the median is reported (default {})", o.timing.repeats))
-      ->check(CLI::PositiveNumber);
+      ->check(positive_count("repeats"));
   app.add_flag("--no-check", o.no_check, "skip the check against the golden reference executor");
   app.add_option("--note", o.note, "a note stored in the results file");
 }

@@ -55,15 +55,17 @@ struct EnumValue {
 // Activation functions of the activation unit (ACTIVATE.func, VECTOR.func).
 enum class Func : uint8_t { identity = 0, relu = 1, relux = 2, sigmoid = 3, tanh = 4 };
 inline constexpr EnumValue kFuncValues[] = {
-    {"identity", 0, "no function: requantized value, saturated to int8"},
+    {"identity", 0, "no function: requantized value, saturated to int8 (int16 with 16-bit results)"},
     {"relu", 1, "max(0, y)"},
     {"relux", 2, "min(max(0, y), clip): ReLU clipped at `clip` (ReLU6 with clip = round(6/scale))"},
     {"sigmoid", 3,
      "round(127 * sigmoid(y / 256)): y read as Q7.8 (clamped to [-2048, 2047], where the curve is flat at int8 "
-     "precision), output Q0.7"},
+     "precision), output Q0.7. With 16-bit results (setcfg act_high, vec_high_out): round(32767 * "
+     "sigmoid(y / 256)), y clamped to [-4096, 4095], output Q0.15"},
     {"tanh", 4,
      "round(127 * tanh(y / 256)): y read as Q7.8 (clamped to [-2048, 2047], where the curve is flat at int8 "
-     "precision), output Q0.7"},
+     "precision), output Q0.7. With 16-bit results: round(32767 * tanh(y / 256)), y clamped to [-4096, 4095], "
+     "output Q0.15"},
 };
 
 // sigmoid and tanh read the requantized accumulator value y (before any saturation to int8) as a
@@ -105,6 +107,14 @@ inline constexpr EnumValue kUnitMaskValues[] = {
 // accumulator row's column groups to several UB rows. All reset to 0: today's behaviour.
 // act_pool .. act_pool_batch (10..14) configure the activate's fused pooling (the paper's
 // Normalize/Pool after the activation pipeline); act_pool = 0 (reset) is the plain activate.
+// act_high .. vec_high_out (15..18) make act's results and vec's operands and result 16-bit
+// (two byte planes); 0 (reset) is int8.
+// mm_in_hi and mm_weight_hi (19, 20) are the matrix unit's 16-bit modes (the paper's 8 x 16 and
+// 16 x 16-bit multiplies at half and quarter speed, section 2), as passes over byte planes through
+// the 8-bit array; 0 (reset) is the 8-bit matmul.
+// dense_rows .. act_dense_bytes (22..25) make matmul read and activate write dense rows: several
+// logical rows (e.g. samples of a narrow tensor) side by side in one UB row (docs/compiler.md
+// "Dense layouts"); 0 (reset) is one logical row per UB row.
 enum class ConfigReg : uint8_t {
   host_stride = 0,
   host_row_bytes = 1,
@@ -121,6 +131,16 @@ enum class ConfigReg : uint8_t {
   act_pool_stride = 12,
   act_pool_width = 13,
   act_pool_batch = 14,
+  act_high = 15,
+  vec_high_a = 16,
+  vec_high_b = 17,
+  vec_high_out = 18,
+  mm_in_hi = 19,
+  mm_weight_hi = 20,
+  dense_rows = 22,
+  dense_bytes = 23,
+  act_dense_rows = 24,
+  act_dense_bytes = 25,
 };
 inline constexpr EnumValue kConfigRegValues[] = {
     {"host_stride", 0,
@@ -165,7 +185,59 @@ inline constexpr EnumValue kConfigRegValues[] = {
     {"act_pool_stride", 12, "act_pool's stride in pixels, 1..15"},
     {"act_pool_width", 13, "pixels per line of the map an act_pool activate reads (its input width), >= 1"},
     {"act_pool_batch", 14, "images interleaved per pixel in an act_pool activate's rows, >= 1"},
+    {"act_high", 15,
+     "activate's 16-bit results: 0 (reset) writes int8; H > 0 writes each value as int16 in two byte "
+     "planes, the low byte (bits 0..7) where the int8 value would go and the high byte (bits 8..15, "
+     "signed) at the same bytes of the row H rows further (H >= rows, so the planes do not overlap). "
+     "Saturates to int16; sigmoid and tanh use the 16-bit curves (see `func`). A 16-bit write is two "
+     "UB rows per accumulator row (docs/timing.md). Not with `unsigned`, act_groups or act_pool"},
+    {"vec_high_a", 16,
+     "vec's operand a as int16: 0 (reset) reads int8 bytes; H > 0 reads element k of row src + i as "
+     "the low byte k of that row (unsigned) plus 256 x the high byte k of row src + H + i (signed). "
+     "H >= rows"},
+    {"vec_high_b", 17, "vec's operand b as int16, as vec_high_a (src_b); H >= rows"},
+    {"vec_high_out", 18,
+     "vec's result as int16: 0 (reset) writes int8; H > 0 writes the low bytes to rows ub + i and the "
+     "high bytes to rows ub + H + i, saturated to int16 (sigmoid and tanh: the 16-bit curves). H >= rows"},
+    {"mm_in_hi", 19,
+     "matmul 16-bit inputs: UB rows from each input row to the row holding its high bytes (0 at reset: "
+     "8-bit inputs). A 16-bit tensor is two byte planes in one layout: bits 0..7 (unsigned) at its rows, "
+     "bits 8..15 (int8; uint8 with `unsigned`) at the same rows + mm_in_hi. The matmul then streams its "
+     "vectors twice, the low plane (read as uint8) and then the high plane (gathered the same way from "
+     "the rows + mm_in_hi), and the accumulators add the second pass's column sums shifted left 8 bits: "
+     "2 x rows x repeat vectors, half speed. Below 2^40"},
+    {"mm_weight_hi", 20,
+     "matmul 16-bit weights: 0 (reset) the active tile's products enter the accumulators as they are (8-bit "
+     "weights, or the low byte plane of 16-bit weights, fetched with `rw unsigned`); 1 the tile is the high "
+     "byte plane (int8) of 16-bit weights: the column sums are shifted left 8 bits before the accumulators "
+     "add them (with mm_in_hi, 8 and 16 bits for the two passes). A 16-bit weight matrix is two tiles and two "
+     "accumulating matmuls, half speed (quarter with 16-bit inputs). Other values are refused"},
+    {"dense_rows", 22,
+     "matmul dense read: logical rows per UB row, Q (0 or 1 at reset: none). With Q >= 2 the matmul must "
+     "gather (gather_bytes > 0; a 1 x 1 gather for a plain read) and every row offset the data setup "
+     "forms from `ub` (group, vector and gather steps) counts logical rows: logical row L is the "
+     "dense_bytes-byte field at byte (L mod Q)*dense_bytes of UB row ub + floor(L / Q), and a segment "
+     "is bytes lane .. lane+gather_bytes-1 of that field (lane + gather_bytes <= dense_bytes, "
+     "Q*dense_bytes <= the UB row width). Each segment is still one UB row read"},
+    {"dense_bytes", 23, "matmul dense read: bytes per logical row's field (used when dense_rows >= 2)"},
+    {"act_dense_rows", 24,
+     "activate dense write: logical rows per UB row, Q (0 or 1 at reset: none). With Q >= 2 the "
+     "activate's j-th written row (j = i, or p*rows + i for scatter group p, or the pooled row index with "
+     "act_pool) is the act_dense_bytes-byte field at byte (j mod Q)*act_dense_bytes of UB row ub + "
+     "floor(j / Q): it writes act_group_cols columns (scatter) or the columns c < array_cols with act_lane "
+     "+ c < act_dense_bytes from byte act_lane of the field, keeping the rest of the row; Q written rows "
+     "share one UB row write"},
+    {"act_dense_bytes", 25, "activate dense write: bytes per logical row's field (used when act_dense_rows >= 2)"},
 };
+
+// 16-bit element mode (setcfg act_high, vec_high_*): a 16-bit value lies in two byte planes of
+// the same layout, the low plane (bits 0..7, unsigned) at the value's rows and the high plane
+// (bits 8..15, signed) the register's number of rows further. sigmoid and tanh with 16-bit
+// results read y as Q7.8 too (kCurveFractionBits), clamped to [kCurve16InputMin,
+// kCurve16InputMax] (|y / 256| <= 16: beyond that both curves round to their limits at int16
+// precision, 32767 / (1 + e^16) < 0.5), and write round(32767 f(y / 256)), Q0.15.
+inline constexpr int64_t kCurve16InputMin = -4096, kCurve16InputMax = 4095;
+inline constexpr int64_t kCurve16One = 32767;  // the 16-bit curves' output for f = 1
 
 enum class FieldKind : uint8_t {
   uint,         // unsigned integer: an address, a count, a scale
@@ -411,22 +483,24 @@ inline constexpr OpcodeSpec kOpcodes[] = {
      "accumulator row acc + i, added to it when `accumulate` is set, else overwriting it. With "
      "`switch`, the shadow tile becomes active with the first row's wavefront. A convolution is "
      "one matmul per kernel position, accumulating, or with the gather registers several kernel "
-     "positions (and output pixels) per vector.",
+     "positions (and output pixels) per vector. With setcfg mm_in_hi or mm_weight_hi, 16-bit "
+     "inputs or weights: passes over byte planes, at half (quarter) speed (docs/timing.md).",
      "the input rows written (explicit sync), the active tile (or, with switch, the shadow tile) "
      "loaded"},
     {Opcode::activate, "act", "Activate", Unit::activation, layout::kActivate,
      "Reads accumulator rows acc .. acc+rows-1, requantizes each int32 x to "
      "y = round_half_away(x * mult / 2^shift) (with perchan: (x + bias[c]) * mult[c] / 2^shift[c] "
-     "from the table), applies `func`, saturates to int8 (uint8 with `unsigned`) and writes each "
-     "row's array_cols values to bytes act_lane .. act_lane+array_cols-1 (setcfg register) of UB "
+     "from the table), applies `func`, saturates to int8 (uint8 with `unsigned`; int16 in two byte "
+     "planes with setcfg act_high) and writes each row's array_cols values to bytes act_lane .. act_lane+array_cols-1 (setcfg register) of UB "
      "rows ub .. ub+rows-1, keeping the rows' other bytes (with setcfg act_groups > 0: each "
      "column group to a UB row of its own). With the setcfg register act_pool set, it pools as it "
      "writes (the paper's Normalize/Pool): only the pooled map's rows are written (see `reg`).",
      "the activation unit free; the matrix unit finished writing the rows it reads"},
     {Opcode::vector, "vec", "Vector (element-wise)", Unit::activation, layout::kVector,
-     "For each of `rows` UB rows: r = op(a, b) on int8 elements in int32, then "
-     "y = round_half_away(r * mult / 2^shift), then `func`, saturated to int8, written to UB "
-     "row ub + i. Used for LSTM gate arithmetic.",
+     "For each of `rows` UB rows: r = op(a, b) on int8 elements (int16 for an operand whose setcfg "
+     "vec_high_a / vec_high_b is set) in 64 bits, then y = round_half_away(r * mult / 2^shift), then "
+     "`func`, saturated to int8 (int16 with vec_high_out), written to UB row ub + i (and the high plane). "
+     "Every operand row is read before any result is written. Used for LSTM gate arithmetic.",
      "the activation unit free"},
     {Opcode::pool, "pool", "Normalize/Pool", Unit::activation, layout::kPool,
      "Pools a feature map stored pixel-major with `batch` images interleaved (row of pixel (y,x) "

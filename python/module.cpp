@@ -70,24 +70,41 @@ sim::Arch resolve_arch(const py::object& arch, const py::object& set, const isa:
   return a;
 }
 
-compiler::LoadOptions load_options(const py::object& batch) {
+// mapper: None, or {switch: bool or 'on'/'off'} (compiler/lower_options.h, as --mapper);
+// precision: None (the description's), 'auto', 'int8' or 'wide' (as --precision).
+compiler::LoadOptions load_options(const py::object& batch, const py::object& mapper, const py::object& precision) {
   compiler::LoadOptions o;
   if (!batch.is_none()) o.batch = batch.cast<uint64_t>();
+  if (!precision.is_none()) {
+    const std::string p = text_of(precision);
+    o.precision = compiler::precision_named(p);
+    if (!o.precision) throw InputError(fmt::format("precision: '{}': expected 'auto', 'int8' or 'wide'", p));
+  }
+  if (!mapper.is_none()) {
+    if (!py::isinstance<py::dict>(mapper)) throw InputError("mapper: expected a dict such as {'pack': False}");
+    for (const auto& [k, v] : mapper.cast<py::dict>()) {
+      const std::string value = py::isinstance<py::bool_>(v) ? (v.cast<bool>() ? "on" : "off") : text_of(v);
+      compiler::set_mapper_switch(o.mapper, text_of(k), value, "mapper");
+    }
+  }
   return o;
 }
 
 py::dict run(const std::string& workload, const py::object& arch, const py::object& set,
-             const std::string& engine, const py::object& batch, uint64_t max_cycles, bool timeline) {
+             const std::string& engine, const py::object& batch, uint64_t max_cycles, bool timeline,
+             const py::object& mapper, const py::object& precision) {
   std::optional<compiler::Compiled> compiled;
   isa::Program loaded;
   sim::Arch a;
   if (compiler::is_model_path(workload)) {
     a = resolve_arch(arch, set, nullptr);
+    const compiler::LoadOptions o = load_options(batch, mapper, precision);
     py::gil_scoped_release free;
-    compiled = compiler::compile_file(workload, a, load_options(batch));
+    compiled = compiler::compile_file(workload, a, o);
   } else {
-    if (!batch.is_none())
-      throw InputError(fmt::format("{}: batch applies to models, not programs", workload));
+    if (!batch.is_none() || !mapper.is_none() || !precision.is_none())
+      throw InputError(fmt::format("{}: {} applies to models, not programs", workload,
+                                   !batch.is_none() ? "batch" : !mapper.is_none() ? "mapper" : "precision"));
     loaded = workload.ends_with(".s") ? isa::assemble_file(workload) : isa::load_program(workload);
     a = resolve_arch(arch, set, &loaded);
   }
@@ -118,11 +135,13 @@ py::dict run(const std::string& workload, const py::object& arch, const py::obje
 }
 
 py::dict compile(const std::string& model, const py::object& output, const py::object& arch,
-                 const py::object& set, const py::object& batch) {
+                 const py::object& set, const py::object& batch, const py::object& mapper,
+                 const py::object& precision) {
   const sim::Arch a = resolve_arch(arch, set, nullptr);
+  const compiler::LoadOptions o = load_options(batch, mapper, precision);
   compiler::Compiled c = [&] {
     py::gil_scoped_release free;
-    return compiler::compile_file(model, a, load_options(batch));
+    return compiler::compile_file(model, a, o);
   }();
   py::dict out(py::arg("model") = c.program.model, py::arg("machine") = sim::machine_name(a),
                py::arg("layers") = c.model.layers.size(), py::arg("batch") = c.graph.batch,
@@ -226,14 +245,19 @@ PYBIND11_MODULE(tpusim, m) {
   m.def(
       "run", &run, py::arg("workload"), py::kw_only(), py::arg("arch") = py::none(),
       py::arg("set") = py::none(), py::arg("engine") = "fast", py::arg("batch") = py::none(),
-      py::arg("max_cycles") = 0, py::arg("timeline") = false,
+      py::arg("max_cycles") = 0, py::arg("timeline") = false, py::arg("mapper") = py::none(),
+      py::arg("precision") = py::none(),
       "Compile (a model: .toml, SCALE-Sim .csv) or load (a program: .tpu, .s) `workload`, simulate it and "
       "return the report (docs/report.md) as a dict. arch: None (tpu-v1), a preset, an arch .json file or a "
       "dict of parameters; set: {param: value} or ['param=value']; engine: 'fast', 'stepped' or 'timing'; "
-      "timeline=True adds 'timeline', each instruction's unit and start/end cycles.");
+      "timeline=True adds 'timeline', each instruction's unit and start/end cycles; mapper: {'pack': False} "
+      "turns a mapping technique off (as --mapper pack=off); precision: 'auto', 'int8' or 'wide' 16-bit weights "
+      "(as --precision).");
   m.def("compile", &compile, py::arg("model"), py::arg("output") = py::none(), py::kw_only(),
         py::arg("arch") = py::none(), py::arg("set") = py::none(), py::arg("batch") = py::none(),
-        "Compile a model for a machine; writes the program to `output` (.tpu) when given. Returns its size.");
+        py::arg("mapper") = py::none(), py::arg("precision") = py::none(),
+        "Compile a model for a machine (mapper, precision: as for run); writes the program to `output` (.tpu) when given. "
+        "Returns its size.");
   m.def(
       "arch", &arch_dict, py::arg("arch") = py::none(), py::kw_only(), py::arg("set") = py::none(),
       "Every parameter of a machine as resolved (and 'machine', its name by what differs from its preset).");

@@ -16,7 +16,7 @@ BENCHES=(
   machine_bench  # whole machine: timing engine cycles/s, fast engine vs oneDNN, stepped, memory
   rtl_bench      # Verilated RTL 32x32 array vs the stepped and fast engines, cycles/s
   compile_bench  # the compiler on the six paper workloads, seconds per phase
-  cpu_runner_bench  # the CPU reference runner vs oneDNN's own int8 matmuls on the same shapes
+  cpu_runner_bench  # the CPU reference runner vs oneDNN running the same layers its own way (every demo model)
 )
 
 quick=()

@@ -53,6 +53,28 @@ const Curves& curves() {
   return c;
 }
 
+// The 16-bit curves (docs/isa.md, func): round(32767 f(y / 256)) for y in [kCurve16InputMin,
+// kCurve16InputMax] = [-4096, 4095], |y / 256| <= 16 (32767 / (1 + e^16) rounds to 0 and
+// 32767 tanh(16) to 32767; a test checks).
+constexpr int64_t kCurve16Lo = isa::kCurve16InputMin, kCurve16Hi = isa::kCurve16InputMax;
+constexpr size_t kCurve16Size = size_t(kCurve16Hi - kCurve16Lo + 1);
+struct Curves16 {
+  std::array<int16_t, kCurve16Size> sigmoid, tanh;
+  Curves16() {
+    const double one = double(isa::kCurve16One);
+    for (int64_t y = kCurve16Lo; y <= kCurve16Hi; ++y) {
+      const double x = double(y) / kCurveOne;
+      sigmoid[size_t(y - kCurve16Lo)] = static_cast<int16_t>(std::lround(one / (1.0 + std::exp(-x))));
+      tanh[size_t(y - kCurve16Lo)] = static_cast<int16_t>(std::lround(one * std::tanh(x)));
+    }
+  }
+};
+
+const Curves16& curves16() {
+  static const Curves16 c;
+  return c;
+}
+
 int64_t curve(const std::array<int16_t, kCurveSize>& table, int64_t y) {
   return table[static_cast<size_t>(std::clamp(y, kCurveLo, kCurveHi) - kCurveLo)];
 }
@@ -280,7 +302,54 @@ int32_t apply_func(isa::Func func, int64_t y, int64_t clip, bool out_unsigned) {
                                            : std::clamp<int64_t>(y, -128, 127));
 }
 
+int32_t apply_func16(isa::Func func, int64_t y, int64_t clip) {
+  const auto curve16 = [&](const std::array<int16_t, kCurve16Size>& t) {
+    return int64_t{t[static_cast<size_t>(std::clamp(y, kCurve16Lo, kCurve16Hi) - kCurve16Lo)]};
+  };
+  switch (func) {
+    case isa::Func::identity: break;
+    case isa::Func::relu: y = std::max<int64_t>(y, 0); break;
+    case isa::Func::relux: y = std::min(std::max<int64_t>(y, 0), clip); break;
+    case isa::Func::sigmoid: y = curve16(curves16().sigmoid); break;
+    case isa::Func::tanh: y = curve16(curves16().tanh); break;
+  }
+  return static_cast<int32_t>(std::clamp<int64_t>(y, -32768, 32767));
+}
+
 namespace activation {
+
+void act_rows16(const int32_t* x, uint8_t* lo, uint8_t* hi, uint64_t rows, uint64_t m, uint64_t width, uint64_t mult,
+                uint64_t shift, std::span<const Column> columns, Function f) {
+  for (uint64_t r = 0; r < rows; ++r, x += m, lo += width, hi += width)
+    for (uint64_t c = 0; c < m; ++c) {
+      const int64_t y = columns.empty()
+                            ? round_half_away_shift(int64_t{x[c]} * int64_t(mult), unsigned(shift))
+                            : round_half_away_shift((int64_t{x[c]} + columns[c].bias) * columns[c].mult,
+                                                    columns[c].shift);
+      const auto v = static_cast<uint16_t>(apply_func16(f.func, y, f.clip));
+      lo[c] = static_cast<uint8_t>(v);
+      hi[c] = static_cast<uint8_t>(v >> 8);
+    }
+}
+
+void vec_elements16(isa::VecOp op, Operand16 a, Operand16 b, Result16 out, uint64_t n, uint64_t mult, uint64_t shift,
+                    isa::Func func) {
+  const auto value = [](const Operand16& o, uint64_t i) {
+    return o.hi ? int32_t{o.lo[i]} + 256 * int32_t{static_cast<int8_t>(o.hi[i])} : int32_t{static_cast<int8_t>(o.lo[i])};
+  };
+  const bool pass = op == isa::VecOp::pass;
+  for (uint64_t i = 0; i < n; ++i) {
+    const int32_t r = vec_combine(op, value(a, i), pass ? 0 : value(b, i));
+    const int64_t y = round_half_away_shift(int64_t{r} * int64_t(mult), unsigned(std::min<uint64_t>(shift, 64)));
+    if (out.hi) {
+      const auto v = static_cast<uint16_t>(apply_func16(func, y, 127));
+      out.lo[i] = static_cast<uint8_t>(v);
+      out.hi[i] = static_cast<uint8_t>(v >> 8);
+    } else {
+      out.lo[i] = static_cast<uint8_t>(apply_func(func, y, 127, false));
+    }
+  }
+}
 
 void act_rows(const int32_t* x, uint8_t* ub, uint64_t rows, uint64_t m, uint64_t width, uint64_t mult,
               uint64_t shift, Function f) {

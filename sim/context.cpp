@@ -84,12 +84,14 @@ void Context::reset_run() {
   regs_pack.assign(code_size, 0);
   pack_values.assign(1, PackRegs{});
   regs_act_pool.assign(code_size, {});
+  regs_planes.assign(code_size, {});
   result = RunResult{};
   sync_act.clear();
   sync_host.clear();
   matrix_spans.clear();
   cfg_stride = cfg_row_bytes = cfg_act_lane = 0;
   cfg_act_pool = {};
+  cfg_planes = {};
   next_issue = 0;
   halted = aborted = false;
   error.reset();

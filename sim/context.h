@@ -53,12 +53,14 @@ class Context {
   std::vector<PackRegs> pack_values;
   const PackRegs& pack(uint64_t index) const { return pack_values[regs_pack[index]]; }
   std::vector<ActPool> regs_act_pool;                 // setcfg act_pool.. captured at issue (activate)
+  std::vector<Planes> regs_planes;                    // setcfg act_high.. captured at issue (act, vec)
   RunResult result;                                   // counters filled by the units
   std::vector<Span> sync_act, sync_host;              // issue blocked on act / host only
   std::vector<Span> matrix_spans;                     // the matrix unit streaming or stalled on weights
   uint64_t cfg_stride = 0, cfg_row_bytes = 0;         // setcfg registers as issue sees them
   uint64_t cfg_act_lane = 0;
   ActPool cfg_act_pool;
+  Planes cfg_planes;
   uint64_t next_issue = 0;                            // index the control unit issues next
   std::array<const StationQueue*, 4> queues{};        // host, weights, matrix, activation
   sc_core::sc_event start_event;                      // a run begins

@@ -49,6 +49,7 @@ bool ControlUnit::issue_to_station(uint64_t index, Unit unit) {
   ctx_.regs_act_lane[index] = ctx_.cfg_act_lane;
   ctx_.regs_pack[index] = static_cast<uint32_t>(ctx_.pack_values.size() - 1);
   if (ctx_.inst(index).opcode == Opcode::activate) ctx_.regs_act_pool[index] = ctx_.cfg_act_pool;
+  if (unit == Unit::activation) ctx_.regs_planes[index] = ctx_.cfg_planes;
   ++ctx_.issued[int(unit)];
   hazards_.issued(index);
   const auto next = ctx_.later(index, t_, ctx_.arch.issue_cycles, "issue (issue_cycles)");
@@ -96,7 +97,10 @@ void ControlUnit::issue_all() {
           case isa::ConfigReg::host_stride: ctx_.cfg_stride = in[Field::value]; break;
           case isa::ConfigReg::host_row_bytes: ctx_.cfg_row_bytes = in[Field::value]; break;
           case isa::ConfigReg::act_lane: ctx_.cfg_act_lane = in[Field::value]; break;
-          default: ctx_.cfg_act_pool.set(static_cast<isa::ConfigReg>(in[Field::reg]), in[Field::value]); break;
+          default:
+            if (!ctx_.cfg_act_pool.set(static_cast<isa::ConfigReg>(in[Field::reg]), in[Field::value]))
+              ctx_.cfg_planes.set(static_cast<isa::ConfigReg>(in[Field::reg]), in[Field::value]);
+            break;
         }
         break;
       case Opcode::sync: {

@@ -30,9 +30,11 @@ ActionCounts count_actions(const isa::Program& program, const Arch& a, uint64_t 
   uint64_t host_row_bytes = 0;  // the register's reset value
   PackRegs pack;                // the packing registers (pack.h)
   ActPool act_pool;
+  Planes planes;                // the 16-bit element registers: a 16-bit operand is two UB rows
   for (uint64_t i = 0; i < executed && i < program.code.size(); ++i) {
     const isa::Instruction& inst = program.code[i];
     track_act_pool(act_pool, inst);
+    track_planes(planes, inst);
     switch (inst.opcode) {
       case Opcode::set_config:
         set_pack_register(pack, inst);
@@ -52,20 +54,28 @@ ActionCounts count_actions(const isa::Program& program, const Arch& a, uint64_t 
         c[EnergyAction::weight_fifo] += inst[Field::tiles] * a.tile_bytes();
         break;
       case Opcode::matmul: {
-        const uint64_t vectors = inst[Field::rows] * inst[Field::repeat];
-        c[EnergyAction::ub_read] += vectors * pack.segments() * row;  // a gather reads a row per segment
-        c[EnergyAction::acc_write] += vectors * acc_row;
-        if (inst[Field::accumulate]) c[EnergyAction::acc_read] += vectors * acc_row;
+        // Each byte-plane pass (16-bit inputs: two) reads its vectors and writes the accumulators;
+        // every pass after the first adds to what the previous one wrote (read-modify-write).
+        const uint64_t vectors = inst[Field::rows] * inst[Field::repeat], planes = pack.planes();
+        c[EnergyAction::ub_read] += vectors * pack.segments() * row * planes;  // a gather reads a row per segment
+        c[EnergyAction::acc_write] += vectors * acc_row * planes;
+        c[EnergyAction::acc_read] += vectors * acc_row * (planes - 1 + (inst[Field::accumulate] ? 1 : 0));
         break;
       }
       case Opcode::activate:  // with fused pooling, only the pooled rows reach the UB
         c[EnergyAction::acc_read] += inst[Field::rows] * acc_row;
-        c[EnergyAction::ub_write] += (act_pool.on() ? activate_ub_rows(inst, act_pool) : inst[Field::rows] * pack.groups()) * row;
+        // (dense writes: act_dense_rows written rows share one UB row write)
+        c[EnergyAction::ub_write] +=
+            activate_writes(pack, inst, act_pool.on() ? activate_ub_rows(inst, act_pool) : inst[Field::rows] * pack.groups())
+                .rows *
+            row;
+        if (planes.act) c[EnergyAction::ub_write] += inst[Field::rows] * row;  // the high plane
         break;
       case Opcode::vector: {
         const bool pass = inst[Field::op] == static_cast<uint64_t>(isa::VecOp::pass);  // one operand
-        c[EnergyAction::ub_read] += inst[Field::rows] * row * (pass ? 1 : 2);
-        c[EnergyAction::ub_write] += inst[Field::rows] * row;
+        const uint64_t planes_read = (planes.a ? 2 : 1) + (pass ? 0 : planes.b ? 2 : 1);
+        c[EnergyAction::ub_read] += inst[Field::rows] * row * planes_read;
+        c[EnergyAction::ub_write] += inst[Field::rows] * row * (planes.out ? 2 : 1);
         break;
       }
       case Opcode::pool: {

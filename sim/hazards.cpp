@@ -11,16 +11,19 @@ using isa::Opcode;
 
 namespace {
 
-// Matmul input groups, merged when contiguous; beyond 64 separate groups, one bounding range
-// (conservative: it can only report a conflict that the exact ranges would not).
-// With a gather (pack.h), each group's rows reach `reach` rows further.
-std::vector<RowRange> matmul_reads(const isa::Instruction& inst, uint64_t reach) {
+// Matmul input groups (pack.h matmul_group_reads: with their gathers' reach, in UB rows for dense
+// reads), merged when contiguous; beyond 64 separate groups, one bounding range (conservative: it
+// can only report a conflict that the exact ranges would not).
+std::vector<RowRange> matmul_reads(const isa::Instruction& inst, const PackRegs& pack) {
   const uint64_t rows = inst[Field::rows], repeat = inst[Field::repeat], stride = inst[Field::stride];
-  const uint64_t ub = inst[Field::ub];
-  if (repeat == 1 || stride == rows) return {{ub, rows * repeat + reach}};
-  if (repeat > 64 || stride < rows + reach) return {{ub, (repeat - 1) * stride + rows + reach}};
+  const UbSpan first = matmul_group_reads(pack, inst, 0), last = matmul_group_reads(pack, inst, repeat - 1);
+  if (repeat == 1 || stride == rows || repeat > 64 || stride < rows + pack.reach())
+    return {{first.first, last.first + last.rows - first.first}};
   std::vector<RowRange> r;
-  for (uint64_t g = 0; g < repeat; ++g) r.push_back({ub + g * stride, rows + reach});
+  for (uint64_t g = 0; g < repeat; ++g) {
+    const UbSpan s = matmul_group_reads(pack, inst, g);
+    r.push_back({s.first, s.rows});
+  }
   return r;
 }
 
@@ -42,25 +45,38 @@ RowRange acc_rows(const isa::Instruction& inst) {
 }
 
 Accesses accesses(const isa::Instruction& inst, const Arch& arch, const PackRegs& pack,
-                  const ActPool& act_pool) {
+                  const ActPool& act_pool, const Planes& planes) {
   Accesses a;
   const uint64_t rows = inst[Field::rows];
   switch (inst.opcode) {
     case Opcode::read_host: a.ub_writes = {{inst[Field::ub], rows}}; break;
     case Opcode::write_host: a.ub_reads = {{inst[Field::ub], rows}}; break;
     case Opcode::matmul:
-      a.ub_reads = matmul_reads(inst, pack.reach());
+      a.ub_reads = matmul_reads(inst, pack);
+      if (pack.mm_in_hi) {  // the high byte plane: the same rows, mm_in_hi further
+        const size_t low = a.ub_reads.size();
+        for (size_t r = 0; r < low; ++r) a.ub_reads.push_back({a.ub_reads[r].first + pack.mm_in_hi, a.ub_reads[r].rows});
+      }
       a.acc = acc_rows(inst);
       break;
     case Opcode::activate:
-      a.ub_writes = {{inst[Field::ub], act_pool.on() ? activate_ub_rows(inst, act_pool) : rows * pack.groups()}};
+      {
+        const UbSpan w = activate_writes(pack, inst, act_pool.on() ? activate_ub_rows(inst, act_pool) : rows * pack.groups());
+        a.ub_writes = {{w.first, w.rows}};
+      }
+      if (planes.act) a.ub_writes.push_back({inst[Field::ub] + planes.act, rows});
       if (inst[Field::per_channel]) a.ub_reads = {{inst[Field::qtable], perchan_table_rows(arch)}};
       a.acc = acc_rows(inst);
       break;
     case Opcode::vector:
       a.ub_reads = {{inst[Field::src], rows}};
-      if (inst[Field::op] != uint64_t(isa::VecOp::pass)) a.ub_reads.push_back({inst[Field::src_b], rows});
+      if (planes.a) a.ub_reads.push_back({inst[Field::src] + planes.a, rows});
+      if (inst[Field::op] != uint64_t(isa::VecOp::pass)) {
+        a.ub_reads.push_back({inst[Field::src_b], rows});
+        if (planes.b) a.ub_reads.push_back({inst[Field::src_b] + planes.b, rows});
+      }
       a.ub_writes = {{inst[Field::ub], rows}};
+      if (planes.out) a.ub_writes.push_back({inst[Field::ub] + planes.out, rows});
       break;
     case Opcode::pool: {
       a.ub_reads = {{inst[Field::src], pool_input_row_count(inst)}};
@@ -107,7 +123,7 @@ void Hazards::report(const Record& a, const Record& b) const {
 bool Hazards::started(uint64_t index, isa::Unit unit, uint64_t start, uint64_t until,
                       uint64_t lowest_unstarted) {
   Record r{index, unit, start, until,
-           accesses(ctx_.inst(index), ctx_.arch, ctx_.pack(index), ctx_.regs_act_pool[index])};
+           accesses(ctx_.inst(index), ctx_.arch, ctx_.pack(index), ctx_.regs_act_pool[index], ctx_.regs_planes[index])};
   for (const RowRange& x : r.use.ub_reads) ctx_.note_ub(x.first, x.rows);
   for (const RowRange& x : r.use.ub_writes) ctx_.note_ub(x.first, x.rows);
   if (r.use.acc.rows) ctx_.note_acc(r.use.acc.first, r.use.acc.rows);

@@ -34,8 +34,10 @@ struct Accesses {
 // scattering activate writes, more rows); `act_pool`: the fused-pooling registers an activate
 // runs under (an activate with pooling writes only its pooled map's rows; track_act_pool
 // follows them through a program).
+// `planes`: the 16-bit element registers (act_high .. vec_high_out) an act or vec runs under:
+// its high byte planes are read or written too (track_planes follows them through a program).
 Accesses accesses(const isa::Instruction& inst, const Arch& arch, const PackRegs& pack = {},
-                  const ActPool& act_pool = {});
+                  const ActPool& act_pool = {}, const Planes& planes = {});
 RowRange acc_rows(const isa::Instruction& inst);  // matmul writes / act reads; rows 0 otherwise
 
 class Hazards {

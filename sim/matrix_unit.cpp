@@ -2,6 +2,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <array>
 #include <optional>
 
 #include "sim/units.h"
@@ -12,9 +13,14 @@ using isa::Field;
 
 // A matmul inside the array (stepped engine): its input vectors, copied from the UB at t0
 // (no other station may write them while it streams: hazards.h), and where results go.
+// With 16-bit inputs (pack.h planes() = 2) the stream is both byte-plane passes one after the
+// other: vector v < pass_vectors is the low plane's vector v, v >= pass_vectors the high plane's.
 struct MatrixUnit::Stream {
   uint64_t index, t0, vectors, acc;
-  bool accumulate, switch_tile, in_unsigned;
+  bool accumulate, switch_tile;
+  std::array<bool, 2> in_unsigned;  // per pass: read the input bytes as uint8
+  std::array<unsigned, 2> shift;    // per pass: left shift of its column sums into the accumulators
+  uint64_t pass_vectors;            // vectors per pass (rows x repeat)
   uint64_t period = 1;          // cycles per vector: vector v enters row 0 at t0 + v*period + period-1
   std::vector<uint8_t> inputs;  // vectors x array_rows
   uint64_t written = 0;         // results seen leaving the array so far
@@ -109,7 +115,8 @@ bool MatrixUnit::start_matmul(uint64_t i, uint64_t t0) {
   const Arch& a = ctx_.arch;
   const uint64_t rows = in[Field::rows], repeat = in[Field::repeat], B = rows * repeat;
   const PackRegs& pack = ctx_.pack(i);
-  const uint64_t period = vector_cycles(pack, a), stream = B * period;  // (check_static bounds B, period)
+  const uint64_t planes = pack.planes();
+  const uint64_t period = vector_cycles(pack, a), stream = stream_cycles(pack, a, B);  // (check_static bounds B, period)
   const uint64_t end = t0 + stream + a.array_rows + a.array_cols - 1;
   if (!hazards_.started(i, isa::Unit::matrix, t0, t0 + stream, ctx_.lowest_unstarted())) return false;
   if (in[Field::switch_weights]) {
@@ -128,33 +135,31 @@ bool MatrixUnit::start_matmul(uint64_t i, uint64_t t0) {
   const uint64_t used = pack.gathers() ? *active_spans_ : uint64_t{active_.use.rows} * active_.use.cols;
   // A gathering matmul keeps the array busy for its whole stream; only one cycle in `period`
   // carries a vector (the others count as unused MACs).
+  // 8-bit multiply-accumulates: a 16-bit input's two byte-plane passes each count.
   m.array_active += stream;
-  m.useful_mac_cycles += double(B) * double(used) / double(a.tile_bytes());
-  ctx_.result.macs += B * used;
-  ctx_.result.array_macs += B * a.tile_bytes();
+  m.useful_mac_cycles += double(B * planes) * double(used) / double(a.tile_bytes());
+  ctx_.result.macs += B * planes * used;
+  ctx_.result.array_macs += B * planes * a.tile_bytes();
   ctx_.matrix_spans.push_back({t0, t0 + stream});
   ctx_.timeline[i].start = t0;
-  const bool unsigned_in = in[Field::unsigned_data] != 0, accumulate = in[Field::accumulate] != 0;
+  const bool unsigned_flag = in[Field::unsigned_data] != 0, accumulate = in[Field::accumulate] != 0;
   if (ctx_.engine == Engine::stepped) {
-    auto st = std::make_shared<Stream>(
-        Stream{i, t0, B, in[Field::acc], accumulate, in[Field::switch_weights] != 0, unsigned_in, period, {}});
-    st->inputs.resize(B * a.array_rows);
-    const auto row_of = [&](uint64_t row) { return ctx_.state->ub_row(row); };
-    for (uint64_t v = 0; v < B; ++v) gather_vector(pack, a, in, v, row_of, st->inputs.data() + v * a.array_rows);
+    auto st = std::make_shared<Stream>(Stream{i, t0, B * planes, in[Field::acc], accumulate,
+                                              in[Field::switch_weights] != 0,
+                                              {pack.pass_unsigned(0, unsigned_flag), pack.pass_unsigned(1, unsigned_flag)},
+                                              {pack.pass_shift(0), pack.pass_shift(1)}, B, period, {}});
+    st->inputs.resize(B * planes * a.array_rows);
+    for (uint64_t p = 0; p < planes; ++p) {
+      const uint64_t off = pack.pass_offset(p);
+      const auto row_of = [&](uint64_t row) { return ctx_.state->ub_row(row + off); };
+      for (uint64_t v = 0; v < B; ++v)
+        gather_vector(pack, a, in, v, row_of, st->inputs.data() + (p * B + v) * a.array_rows);
+    }
     streams_.push_back(std::move(st));
     work_event_.notify(sc_core::SC_ZERO_TIME);
   } else {
-    if (ctx_.engine == Engine::fast && pack.gathers()) {
-      gathered_.resize(B * a.array_rows);
-      const auto row_of = [&](uint64_t row) { return ctx_.state->ub_row(row); };
-      for (uint64_t v = 0; v < B; ++v) gather_vector(pack, a, in, v, row_of, gathered_.data() + v * a.array_rows);
-      packed_.multiply(gathered_.data(), a.array_rows, unsigned_in, B, ctx_.state->acc_row(in[Field::acc]),
-                       a.array_cols, accumulate);
-    } else if (ctx_.engine == Engine::fast)
-      for (uint64_t g = 0; g < repeat; ++g)
-        packed_.multiply(ctx_.state->ub_row(in[Field::ub] + g * in[Field::stride]) + in[Field::lane], a.ub_row_bytes(),
-                         unsigned_in, rows, ctx_.state->acc_row(in[Field::acc] + g * rows), a.array_cols,
-                         accumulate);
+    if (ctx_.engine == Engine::fast)
+      for (uint64_t p = 0; p < planes; ++p) fast_pass(i, p, accumulate || p > 0);
     retiring_.push_back({i, end});
     if (retiring_.size() == 1) retire_event_.notify(ctx_.at(end) - sc_core::sc_time_stamp());
   }
@@ -163,6 +168,38 @@ bool MatrixUnit::start_matmul(uint64_t i, uint64_t t0) {
   ctx_.result.unit_busy[int(isa::Unit::matrix)] += end - std::max(t0, busy_until_);
   busy_until_ = end;
   return true;
+}
+
+// Fast engine: byte-plane pass p of matmul i (pack.h) with the int8 GEMM, its column sums added
+// to the accumulators (or overwriting them when `add` is false) shifted left pass_shift(p) bits.
+void MatrixUnit::fast_pass(uint64_t i, uint64_t p, bool add) {
+  const isa::Instruction& in = ctx_.inst(i);
+  const Arch& a = ctx_.arch;
+  const PackRegs& pack = ctx_.pack(i);
+  const uint64_t rows = in[Field::rows], repeat = in[Field::repeat], B = rows * repeat, M = a.array_cols;
+  const uint64_t off = pack.pass_offset(p);
+  const bool x_unsigned = pack.pass_unsigned(p, in[Field::unsigned_data] != 0);
+  const unsigned shift = pack.pass_shift(p);
+  int32_t* acc = ctx_.state->acc_row(in[Field::acc]);
+  // Shifted passes go through a scratch block, then acc (+)= sums << shift, modulo 2^32.
+  int32_t* out = acc;
+  if (shift) {
+    scratch_.resize(B * M);
+    out = scratch_.data();
+  }
+  const bool out_add = shift ? false : add;
+  if (pack.gathers()) {
+    gathered_.resize(B * a.array_rows);
+    const auto row_of = [&](uint64_t row) { return ctx_.state->ub_row(row + off); };
+    for (uint64_t v = 0; v < B; ++v) gather_vector(pack, a, in, v, row_of, gathered_.data() + v * a.array_rows);
+    packed_.multiply(gathered_.data(), a.array_rows, x_unsigned, B, out, M, out_add);
+  } else
+    for (uint64_t g = 0; g < repeat; ++g)
+      packed_.multiply(ctx_.state->ub_row(in[Field::ub] + off + g * in[Field::stride]) + in[Field::lane],
+                       a.ub_row_bytes(), x_unsigned, rows, out + g * rows * M, M, out_add);
+  if (shift)
+    for (uint64_t e = 0; e < B * M; ++e)
+      acc[e] = int32_t((uint32_t(scratch_[e]) << shift) + (add ? uint32_t(acc[e]) : 0u));
 }
 
 // A method, not a thread: woken at the front matmul's end (ends come in order).
@@ -241,8 +278,11 @@ bool MatrixUnit::step_cycle(uint64_t c) {
                       c, j));
       return false;
     }
-    int32_t* acc = ctx_.state->acc_row(s->acc + v) + j;
-    *acc = s->accumulate ? int32_t(uint32_t(*acc) + uint32_t(bottom[j])) : bottom[j];
+    // Vector v of the stream is vector v % pass_vectors of pass v / pass_vectors (16-bit inputs).
+    const uint64_t pass = v / s->pass_vectors;
+    int32_t* acc = ctx_.state->acc_row(s->acc + v % s->pass_vectors) + j;
+    const uint32_t sum = uint32_t(bottom[j]) << s->shift[pass];
+    *acc = s->accumulate || pass ? int32_t(uint32_t(*acc) + sum) : int32_t(sum);
     ++s->written;
   }
   // A matmul ends in the cycle after its last result was seen leaving the array (observed, not
@@ -262,7 +302,7 @@ bool MatrixUnit::step_cycle(uint64_t c) {
       continue;
     }
     const uint8_t b = s->inputs[v * N + k];
-    left_[k] = s->in_unsigned ? int16_t(b) : int16_t(int8_t(b));
+    left_[k] = s->in_unsigned[v / s->pass_vectors] ? int16_t(b) : int16_t(int8_t(b));
     left_flags_[k] = SystolicArray::kValid | (v == 0 && s->switch_tile ? SystolicArray::kSwitch : 0);
   }
   // 3. The weight shift: shadow row r is written in cycle s + r.

@@ -35,19 +35,28 @@ constexpr ReportKey kKeys[] = {
     {"macs", "integer",
      "useful multiply-accumulates: per matmul, vectors x the used rows x used cols of its tile (the bounding "
      "box of its nonzero weights); for a gathering matmul (a packed convolution's block-Toeplitz tile), "
-     "vectors x the sum over the tile's rows of each row's span from its first to its last nonzero weight"},
+     "vectors x the sum over the tile's rows of each row's span from its first to its last nonzero weight. "
+     "These are 8-bit multiply-accumulates: a matmul with 16-bit inputs or weights (setcfg mm_in_hi / "
+     "mm_weight_hi) counts each byte-plane pass, so a 16 x 8-bit product counts 2 and a 16 x 16-bit one 4"},
     {"array_macs", "integer",
      "all cell multiply-accumulates: vectors streamed x array_rows x array_cols (array_active cycles x "
-     "array_rows x array_cols, but for the cycles a gathering matmul waits for its next vector)"},
+     "array_rows x array_cols, but for the cycles a gathering matmul waits for its next vector); 8-bit, "
+     "each byte-plane pass of a 16-bit matmul counted (as `macs`)"},
     {"layers", "array or null",
      "a compiled model's layers as the compiler mapped them (the program's `meta.mapping`), in program order: "
      "per layer `layer` (name), `macs` (useful multiply-accumulates), `array_macs` (computed: streamed vectors "
      "x array_rows x array_cols), `useful_share` (macs / array_macs), `weight_tiles` (tiles switched in), "
-     "`ub_bytes` (UB rows held during the layer x the row width, per-column tables included), and for a packed "
+     "`ub_bytes` (UB rows held during the layer x the row width, per-column tables included), for a batch run in "
+     "pieces `piece` (the samples per piece the layer runs in: its segment's, docs/compiler.md), for a packed "
      "convolution `packing` (docs/compiler.md: pixels per vector, gathered input pixels and kernel rows), and "
      "where a pool is fused into a convolution's activates `fusion` (on the convolution: \"pools as it writes: "
-     "max 2x2 stride 2 (POOL)\", on the pool: \"fused into CONV's activates\"); null for a program without "
+     "max 2x2 stride 2 (POOL)\", on the pool: \"fused into CONV's activates\"), and for a layer the machine "
+     "runs with 16-bit weights `precision` (\"16-bit weights\", docs/compiler.md); null for a program without "
      "that metadata"},
+    {"mapper", "object",
+     "the compiler's mapping techniques turned off for this program (its `meta.mapper`, e.g. `{\"pack\": false}` "
+     "from `--mapper pack=off`; docs/compiler.md \"Mapper switches\"); {} when all were on or the program "
+     "was not compiled from a model"},
     {"mapping_warnings", "array",
      "one sentence per layer that maps badly: it computes at least 1% of the model's array MACs and less than "
      "10% of them are useful (narrow tensors, few input channels per tile); empty when none"},
@@ -118,6 +127,8 @@ nlohmann::ordered_json layers_of(const isa::Program& p) {
                    {"ub_bytes", l.value("ub_bytes", uint64_t{0})}});
     if (l.contains("packing") && l["packing"].is_string()) out.back()["packing"] = l["packing"];
     if (l.contains("fusion") && l["fusion"].is_string()) out.back()["fusion"] = l["fusion"];
+    if (l.contains("piece") && l["piece"].is_number_unsigned()) out.back()["piece"] = l["piece"];
+    if (l.contains("precision") && l["precision"].is_string()) out.back()["precision"] = l["precision"];
   }
   return out;
 }
@@ -197,6 +208,9 @@ nlohmann::ordered_json make_report(const ReportInput& in) {
   j["macs"] = r.macs;
   j["array_macs"] = r.array_macs;
   j["layers"] = layers_of(*in.program);
+  const auto mapper = in.program->meta.find("mapper");
+  j["mapper"] = mapper != in.program->meta.end() && mapper->is_object() ? nlohmann::ordered_json(*mapper)
+                                                                        : nlohmann::ordered_json::object();
   j["mapping_warnings"] = warnings_of(j["layers"]);
   j["instructions"] = counts;
   j["instruction_cycles"] = cycles;
@@ -269,13 +283,20 @@ std::string format_report(const nlohmann::ordered_json& j) {
       });
       shown.resize(std::min<size_t>(shown.size(), 10));
     }
-    const bool packed = std::any_of(shown.begin(), shown.end(), [](const auto* l) { return l->contains("packing"); });
+    const auto any = [&](const char* key) {
+      return std::any_of(shown.begin(), shown.end(), [&](const auto* l) { return l->contains(key); });
+    };
+    const bool packed = any("packing"), wide = any("precision");
+    // A batch run in pieces: the samples per piece of each layer (docs/compiler.md, piece schedule).
+    const bool pieces = any("piece");
     s += all ? "\nlayer                 useful share of computed MACs  weight tiles     UB bytes"
              : fmt::format("\nthe {} of {} layers with the lowest useful share of computed MACs (in the report's "
                            "`layers`: all)\n{:<55}weight tiles     UB bytes",
                            shown.size(), layers.size(), "");
-    const bool fused = std::any_of(shown.begin(), shown.end(), [](const auto* l) { return l->contains("fusion"); });
-    s += fused ? "  packing, fusion (docs/compiler.md)\n" : packed ? "  packing (docs/compiler.md)\n" : "\n";
+    if (pieces) s += "  piece";
+    std::string notes_head = any("fusion") ? "packing, fusion" : packed ? "packing" : "";
+    if (wide) notes_head += notes_head.empty() ? "precision" : ", precision";
+    s += notes_head.empty() ? "\n" : "  " + notes_head + " (docs/compiler.md)\n";
     for (const auto* l : shown) {
       const auto array = (*l)["array_macs"].get<uint64_t>();  // 0: a pool or element-wise layer
       const std::string share = array ? fmt::format("{:>7.2f}% of {:.3g}", 100 * (*l)["useful_share"].get<double>(),
@@ -283,8 +304,10 @@ std::string format_report(const nlohmann::ordered_json& j) {
                                       : std::string("      - (no matrix work)");
       s += fmt::format("  {:<20} {:<32} {:>8} {:>12}", (*l)["layer"].get<std::string>(), share,
                        (*l)["weight_tiles"].get<uint64_t>(), (*l)["ub_bytes"].get<uint64_t>());
+      if (pieces) s += fmt::format(" {:>6}", l->value("piece", uint64_t{0}));
       std::string notes = l->contains("packing") ? (*l)["packing"].get<std::string>() : "";
       if (l->contains("fusion")) notes += (notes.empty() ? "" : "; ") + (*l)["fusion"].get<std::string>();
+      if (l->contains("precision")) notes += (notes.empty() ? "" : "; ") + (*l)["precision"].get<std::string>();
       s += notes.empty() ? "\n" : "  " + notes + "\n";
     }
   }

@@ -112,10 +112,11 @@ struct Bounds {
   uint64_t host_stride = 0, host_row_bytes = 0, act_lane = 0;
   PackRegs pack{};
   ActPool act_pool{};
+  Planes planes{};
 };
 
 Bounds bounds_of(const MachineState& s) {
-  Bounds b{s.arch, {}, s.weights.size(), s.host_stride, s.host_row_bytes, s.act_lane, s.pack, s.act_pool};
+  Bounds b{s.arch, {}, s.weights.size(), s.host_stride, s.host_row_bytes, s.act_lane, s.pack, s.act_pool, s.planes};
   for (const HostBuffer& h : s.host) b.host.push_back({h.name, h.addr, h.bytes.size()});
   return b;
 }
@@ -187,10 +188,15 @@ void check_weights(const Fail& fail, const Bounds& b, u128 first, u128 count) {
 void check_matmul(const Fail& fail, const Arch& a, const PackRegs& pack, const isa::Instruction& inst) {
   const uint64_t rows = inst[Field::rows], repeat = inst[Field::repeat];
   if (const auto why = gather_error(pack, a, inst[Field::lane])) fail(*why);
+  if (const auto why = wide_error(pack)) fail(*why);
   if (!pack.gathers() && inst[Field::lane] + a.array_rows > a.ub_row_bytes())
     fail("reads bytes " + span_text(inst[Field::lane], a.array_rows, dec) + " of each UB row (lane " +
          dec(inst[Field::lane]) + "), but a UB row has " + dec(a.ub_row_bytes()) + " bytes");
-  check_ub(fail, a, "reads", inst[Field::ub], u128{repeat - 1} * inst[Field::stride] + rows + pack.reach());
+  // Logical rows from ub (dense reads: dense_rows of them per UB row), then UB rows.
+  const u128 logical = u128{repeat - 1} * inst[Field::stride] + rows + pack.reach();
+  const u128 span = (logical - 1) / pack.in_q() + 1;
+  check_ub(fail, a, "reads", inst[Field::ub], span);
+  if (pack.mm_in_hi) check_ub(fail, a, "reads the high byte plane (mm_in_hi) from", u128{inst[Field::ub]} + pack.mm_in_hi, span);
   check_acc(fail, a, "writes", inst[Field::acc], u128{rows} * repeat);
 }
 
@@ -219,25 +225,49 @@ void check_act_pool(const Fail& fail, const ActPool& p, const PackRegs& pack, co
          " x " + dec(p.window) + " pooling window");
 }
 
+// A 16-bit operand's high plane (register `name` = h, 0: an 8-bit operand) lies h rows after its
+// `rows` low-plane rows from `first`: h >= rows, so that the planes do not overlap.
+void check_plane(const Fail& fail, const Arch& a, const char* verb, const char* name, uint64_t h, uint64_t first,
+                 uint64_t rows) {
+  if (h == 0) return;
+  if (h < rows)
+    fail(std::string(name) + " = " + dec(h) + " (setcfg register): the high byte plane would overlap the " +
+         dec(rows) + " rows of the low plane (expected >= " + dec(rows) + ")");
+  check_ub(fail, a, verb, u128{first} + h, rows);
+}
+
 void check_activate(const Fail& fail, const Arch& a, uint64_t act_lane, const PackRegs& pack, const ActPool& pool,
-                    const isa::Instruction& inst) {
+                    const Planes& planes, const isa::Instruction& inst) {
+  if (planes.act) {
+    if (inst[Field::unsigned_data]) fail("16-bit results (act_high) are signed: not with `unsigned`");
+    if (pack.scatters()) fail("16-bit results (act_high): not with act_groups");
+    if (pool.on()) fail("16-bit results (act_high): not with act_pool");
+    if (pack.dense_out()) fail("16-bit results (act_high): not with act_dense_rows");
+  }
   check_act_pool(fail, pool, pack, inst);
   if (const auto why = scatter_error(pack, a, act_lane)) fail(*why);
-  if (!pack.scatters() && act_lane + a.array_cols > a.ub_row_bytes())
+  if (!pack.scatters() && !pack.dense_out() && act_lane + a.array_cols > a.ub_row_bytes())
     fail("writes bytes " + span_text(act_lane, a.array_cols, dec) + " of each UB row (act_lane " + dec(act_lane) +
          "), but a UB row has " + dec(a.ub_row_bytes()) + " bytes");
   check_acc(fail, a, "reads", inst[Field::acc], inst[Field::rows]);
   if (inst[Field::per_channel])
     check_ub(fail, a, "reads the per-column table from", inst[Field::qtable], qtable_rows(a));
-  check_ub(fail, a, "writes", inst[Field::ub],
-           pool.on() ? u128{activate_ub_rows(inst, pool)} : u128{inst[Field::rows]} * pack.groups());
+  // Logical rows written (dense writes: act_dense_rows of them per UB row), then UB rows.
+  const u128 logical = pool.on() ? u128{activate_ub_rows(inst, pool)} : u128{inst[Field::rows]} * pack.groups();
+  check_ub(fail, a, "writes", inst[Field::ub], logical ? (logical - 1) / pack.out_q() + 1 : 0);
+  check_plane(fail, a, "writes", "act_high", planes.act, inst[Field::ub], inst[Field::rows]);
 }
 
-void check_vector(const Fail& fail, const Arch& a, const isa::Instruction& inst) {
-  check_ub(fail, a, "reads", inst[Field::src], inst[Field::rows]);
-  if (static_cast<isa::VecOp>(inst[Field::op]) != isa::VecOp::pass)
-    check_ub(fail, a, "reads", inst[Field::src_b], inst[Field::rows]);
-  check_ub(fail, a, "writes", inst[Field::ub], inst[Field::rows]);
+void check_vector(const Fail& fail, const Arch& a, const Planes& planes, const isa::Instruction& inst) {
+  const uint64_t rows = inst[Field::rows];
+  check_ub(fail, a, "reads", inst[Field::src], rows);
+  check_plane(fail, a, "reads", "vec_high_a", planes.a, inst[Field::src], rows);
+  if (static_cast<isa::VecOp>(inst[Field::op]) != isa::VecOp::pass) {
+    check_ub(fail, a, "reads", inst[Field::src_b], rows);
+    check_plane(fail, a, "reads", "vec_high_b", planes.b, inst[Field::src_b], rows);
+  }
+  check_ub(fail, a, "writes", inst[Field::ub], rows);
+  check_plane(fail, a, "writes", "vec_high_out", planes.out, inst[Field::ub], rows);
 }
 
 // Rows from `src` up to the last one a pool reads (the input's height is implied by out_h).
@@ -268,15 +298,15 @@ void check_instruction(const Bounds& b, const isa::Instruction& inst, uint64_t i
     case Opcode::read_weights:
       return check_weights(fail, b, inst[Field::waddr], u128{inst[Field::tiles]} * b.arch.tile_bytes());
     case Opcode::matmul: return check_matmul(fail, b.arch, b.pack, inst);
-    case Opcode::activate: return check_activate(fail, b.arch, b.act_lane, b.pack, b.act_pool, inst);
-    case Opcode::vector: return check_vector(fail, b.arch, inst);
+    case Opcode::activate: return check_activate(fail, b.arch, b.act_lane, b.pack, b.act_pool, b.planes, inst);
+    case Opcode::vector: return check_vector(fail, b.arch, b.planes, inst);
     case Opcode::pool: return check_pool(fail, b.arch, inst);
     default: return;
   }
 }
 
 void set_register(uint64_t& host_stride, uint64_t& host_row_bytes, uint64_t& act_lane, PackRegs& pack,
-                  ActPool& act_pool, const isa::Instruction& inst, uint64_t index) {
+                  ActPool& act_pool, Planes& planes, const isa::Instruction& inst, uint64_t index) {
   if (set_pack_register(pack, inst)) return;
   const auto reg = static_cast<isa::ConfigReg>(inst[Field::reg]);
   switch (reg) {
@@ -284,7 +314,7 @@ void set_register(uint64_t& host_stride, uint64_t& host_row_bytes, uint64_t& act
     case isa::ConfigReg::host_row_bytes: host_row_bytes = inst[Field::value]; return;
     case isa::ConfigReg::act_lane: act_lane = inst[Field::value]; return;
     default:  // (the packing registers: set_pack_register above)
-      if (act_pool.set(reg, inst[Field::value])) return;
+      if (act_pool.set(reg, inst[Field::value]) || planes.set(reg, inst[Field::value])) return;
   }
   Fail{index, inst}("unknown configuration register " + dec(inst[Field::reg]));
 }
@@ -292,18 +322,18 @@ void set_register(uint64_t& host_stride, uint64_t& host_row_bytes, uint64_t& act
 }  // namespace
 
 void check_static(const isa::Program& program, const Arch& arch) {
-  Bounds b{arch, {}, program.weights.size(), 0, 0, 0, {}, {}};
+  Bounds b{arch, {}, program.weights.size(), 0, 0, 0, {}, {}, {}};
   for (const isa::HostRegion& r : program.host_regions) b.host.push_back({r.name, r.host_addr, r.bytes});
   for (uint64_t i = 0; i < program.code.size(); ++i) {
     const isa::Instruction& inst = program.code[i];
     if (inst.opcode == Opcode::set_config)
-      set_register(b.host_stride, b.host_row_bytes, b.act_lane, b.pack, b.act_pool, inst, i);
+      set_register(b.host_stride, b.host_row_bytes, b.act_lane, b.pack, b.act_pool, b.planes, inst, i);
     check_instruction(b, inst, i);
   }
 }
 
 void exec_set_config(MachineState& s, const isa::Instruction& inst, uint64_t index) {
-  set_register(s.host_stride, s.host_row_bytes, s.act_lane, s.pack, s.act_pool, inst, index);
+  set_register(s.host_stride, s.host_row_bytes, s.act_lane, s.pack, s.act_pool, s.planes, inst, index);
 }
 
 void exec_read_host(MachineState& s, const isa::Instruction& inst, uint64_t index) {
@@ -332,22 +362,28 @@ void exec_write_host(MachineState& s, const isa::Instruction& inst, uint64_t ind
 void matmul_reference(MachineState& s, const isa::Instruction& inst, const WeightTile& active) {
   check_matmul(Fail{kNoIndex, inst}, s.arch, s.pack, inst);
   const uint64_t n = s.arch.array_rows, m = s.arch.array_cols, rows = inst[Field::rows];
-  const bool x_unsigned = inst[Field::unsigned_data], add = inst[Field::accumulate];
+  const bool add = inst[Field::accumulate];
   std::vector<uint32_t> sum(m);  // int32 arithmetic wraps: computed modulo 2^32
   std::vector<uint8_t> x(n);
-  const auto row_of = [&](uint64_t row) { return s.ub_row(row); };
-  for (uint64_t g = 0; g < inst[Field::repeat]; ++g)
-    for (uint64_t r = 0; r < rows; ++r) {
-      gather_vector(s.pack, s.arch, inst, g * rows + r, row_of, x.data());
-      std::fill(sum.begin(), sum.end(), 0u);
-      for (uint64_t k = 0; k < n; ++k) {
-        const int32_t xk = x_unsigned ? int32_t{x[k]} : int32_t{static_cast<int8_t>(x[k])};
-        for (uint64_t j = 0; j < m; ++j) sum[j] += static_cast<uint32_t>(xk * active.weight(k, j, m));
+  // One pass per input byte plane (pack.h): pass p's column sums, shifted, added to the row.
+  for (uint64_t p = 0; p < s.pack.planes(); ++p) {
+    const uint64_t off = s.pack.pass_offset(p);
+    const bool x_unsigned = s.pack.pass_unsigned(p, inst[Field::unsigned_data] != 0);
+    const unsigned shift = s.pack.pass_shift(p);
+    const auto row_of = [&](uint64_t row) { return s.ub_row(row + off); };
+    for (uint64_t g = 0; g < inst[Field::repeat]; ++g)
+      for (uint64_t r = 0; r < rows; ++r) {
+        gather_vector(s.pack, s.arch, inst, g * rows + r, row_of, x.data());
+        std::fill(sum.begin(), sum.end(), 0u);
+        for (uint64_t k = 0; k < n; ++k) {
+          const int32_t xk = x_unsigned ? int32_t{x[k]} : int32_t{static_cast<int8_t>(x[k])};
+          for (uint64_t j = 0; j < m; ++j) sum[j] += static_cast<uint32_t>(xk * active.weight(k, j, m));
+        }
+        int32_t* out = s.acc_row(inst[Field::acc] + g * rows + r);
+        for (uint64_t j = 0; j < m; ++j)
+          out[j] = static_cast<int32_t>((sum[j] << shift) + (add || p ? static_cast<uint32_t>(out[j]) : 0u));
       }
-      int32_t* out = s.acc_row(inst[Field::acc] + g * rows + r);
-      for (uint64_t j = 0; j < m; ++j)
-        out[j] = static_cast<int32_t>(sum[j] + (add ? static_cast<uint32_t>(out[j]) : 0u));
-    }
+  }
 }
 
 WeightTile weight_tile(const MachineState& s, const isa::Instruction& rw, uint64_t t) {
@@ -395,8 +431,9 @@ std::vector<activation::Column> columns(const MachineState& s, const isa::Instru
 // act with fused pooling: the rows' values as a plain activate computes them (into a scratch
 // map of array_cols bytes per row, the unit's pipeline), then the windows of that map pooled
 // into the array_cols bytes from act_lane of the pooled map's rows.
-void act_pooled(const MachineState& s, const isa::Instruction& inst, const activation::Function& f, uint8_t* ub) {
-  const uint64_t m = s.arch.array_cols, width = s.arch.ub_row_bytes(), rows = inst[Field::rows];
+template <class Out>
+void act_pooled(const MachineState& s, const isa::Instruction& inst, const activation::Function& f, Out out) {
+  const uint64_t m = s.arch.array_cols, rows = inst[Field::rows];
   const ActPool& p = s.act_pool;
   std::vector<uint8_t> values(rows * m);
   const int32_t* x = s.acc_row(inst[Field::acc]);
@@ -410,8 +447,39 @@ void act_pooled(const MachineState& s, const isa::Instruction& inst, const activ
       for (uint64_t dx = 0; dx < p.window; ++dx)
         window[dy * p.window + dx] =
             values.data() + (((oy * p.stride + dy) * p.width + ox * p.stride + dx) * p.batch + n) * m;
-    activation::pool_window(window, p.avg(), ub + o * width, m);
+    activation::pool_window(window, p.avg(), out(o), m);
   }
+}
+
+// act with dense writes (setcfg act_dense_rows >= 2, pack.h): each written row's values are
+// computed as without dense rows (into the unit's array_cols-byte row), then its columns
+// (activate_columns) go to its logical row's field from act_lane, the rest of the UB row kept.
+void act_dense(MachineState& s, const isa::Instruction& inst, const activation::Function& f) {
+  const uint64_t m = s.arch.array_cols, rows = inst[Field::rows], ub = inst[Field::ub];
+  const PackRegs& pk = s.pack;
+  const uint64_t cols = activate_columns(pk, s.arch, s.act_lane);
+  std::vector<uint8_t> values(m);
+  const auto field = [&](uint64_t j) {
+    const DenseAddress at = dense_address(ub, j, pk.act_dense_rows, pk.act_dense_bytes);
+    return s.ub_row(at.row) + at.byte + s.act_lane;
+  };
+  if (s.act_pool.on()) {  // pooled rows into the unit's row, then into their fields
+    const PooledMap map = pooled_map(rows, s.act_pool);
+    std::vector<uint8_t> pooled(map.out_rows(s.act_pool) * m);
+    act_pooled(s, inst, f, [&](uint64_t o) { return pooled.data() + o * m; });
+    for (uint64_t o = 0; o < map.out_rows(s.act_pool); ++o) std::memcpy(field(o), pooled.data() + o * m, cols);
+    return;
+  }
+  const std::vector<activation::Column> q = inst[Field::per_channel] ? columns(s, inst) : std::vector<activation::Column>{};
+  const int32_t* x = s.acc_row(inst[Field::acc]);
+  const uint64_t g = pk.scatters() ? pk.act_group_cols : m;
+  for (uint64_t i = 0; i < rows; ++i)
+    for (uint64_t p = 0; p < pk.groups(); ++p) {
+      const int32_t* xi = x + i * m + p * g;
+      if (inst[Field::per_channel]) activation::act_rows_per_column(xi, values.data(), 1, m, std::span(q).subspan(p * g, g), f);
+      else activation::act_rows(xi, values.data(), 1, g, m, inst[Field::mult], inst[Field::shift], f);
+      std::memcpy(field(p * rows + i), values.data(), cols);
+    }
 }
 
 }  // namespace
@@ -425,6 +493,20 @@ bool ActPool::set(isa::ConfigReg reg, uint64_t value) {
     case isa::ConfigReg::act_pool_batch: batch = value; return true;
     default: return false;
   }
+}
+
+bool Planes::set(isa::ConfigReg reg, uint64_t value) {
+  switch (reg) {
+    case isa::ConfigReg::act_high: act = value; return true;
+    case isa::ConfigReg::vec_high_a: a = value; return true;
+    case isa::ConfigReg::vec_high_b: b = value; return true;
+    case isa::ConfigReg::vec_high_out: out = value; return true;
+    default: return false;
+  }
+}
+
+void track_planes(Planes& planes, const isa::Instruction& inst) {
+  if (inst.opcode == Opcode::set_config) planes.set(static_cast<isa::ConfigReg>(inst[Field::reg]), inst[Field::value]);
 }
 
 PooledMap pooled_map(uint64_t rows, const ActPool& p) {
@@ -456,7 +538,13 @@ void exec_activate(MachineState& s, const isa::Instruction& inst, uint64_t index
                                static_cast<int64_t>(inst[Field::clip]), inst[Field::unsigned_data] != 0};
   const int32_t* x = s.acc_row(inst[Field::acc]);
   uint8_t* ub = s.ub_row(inst[Field::ub]) + s.act_lane;
-  if (s.act_pool.on()) return act_pooled(s, inst, f, ub);
+  if (s.planes.act) {  // 16-bit results: the high bytes act_high rows further (never dense, pooled or scattered)
+    const std::vector<activation::Column> q = inst[Field::per_channel] ? columns(s, inst) : std::vector<activation::Column>{};
+    return activation::act_rows16(x, ub, ub + s.planes.act * width, rows, s.arch.array_cols, width, inst[Field::mult],
+                                  inst[Field::shift], q, f);
+  }
+  if (s.pack.dense_out()) return act_dense(s, inst, f);
+  if (s.act_pool.on()) return act_pooled(s, inst, f, [&](uint64_t o) { return ub + o * width; });
   if (s.pack.scatters()) {  // group p of accumulator row i to UB row ub + p * rows + i
     const uint64_t g = s.pack.act_group_cols, m = s.arch.array_cols;
     const std::vector<activation::Column> q = inst[Field::per_channel] ? columns(s, inst) : std::vector<activation::Column>{};
@@ -477,6 +565,20 @@ void exec_vector(MachineState& s, const isa::Instruction& inst, uint64_t index) 
   check_instruction(bounds_of(s), inst, index);
   const uint64_t rows = inst[Field::rows], ub = inst[Field::ub];
   const auto op = static_cast<isa::VecOp>(inst[Field::op]);
+  if (s.planes.a || s.planes.b || s.planes.out) {  // 16-bit elements: every operand plane copied aside first
+    const uint64_t bytes = rows * s.arch.ub_row_bytes();
+    const auto copy = [&](uint64_t row) { return std::vector<uint8_t>(s.ub_row(row), s.ub_row(row) + bytes); };
+    const bool pass = op == isa::VecOp::pass;
+    const std::vector<uint8_t> a_lo = copy(inst[Field::src]), a_hi = s.planes.a ? copy(inst[Field::src] + s.planes.a) : std::vector<uint8_t>{};
+    const std::vector<uint8_t> b_lo = pass ? std::vector<uint8_t>{} : copy(inst[Field::src_b]);
+    const std::vector<uint8_t> b_hi = !pass && s.planes.b ? copy(inst[Field::src_b] + s.planes.b) : std::vector<uint8_t>{};
+    const auto operand = [](const std::vector<uint8_t>& lo, const std::vector<uint8_t>& hi) {
+      return activation::Operand16{lo.empty() ? nullptr : lo.data(), hi.empty() ? nullptr : hi.data()};
+    };
+    const activation::Result16 out{s.ub_row(ub), s.planes.out ? s.ub_row(ub + s.planes.out) : nullptr};
+    return activation::vec_elements16(op, operand(a_lo, a_hi), operand(b_lo, b_hi), out, bytes, inst[Field::mult],
+                                      inst[Field::shift], static_cast<isa::Func>(inst[Field::func]));
+  }
   std::vector<uint8_t> copy_a, copy_b;
   const uint8_t* a = input_rows(s, inst[Field::src], rows, ub, rows, copy_a);
   const uint8_t* b =

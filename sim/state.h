@@ -77,6 +77,18 @@ uint64_t activate_ub_rows(const isa::Instruction& act, const ActPool& pool);
 // program in issue order, which is program order).
 void track_act_pool(ActPool& pool, const isa::Instruction& inst);
 
+// The 16-bit element mode (docs/isa.md, reg act_high .. vec_high_out): each register holds the
+// row offset of an operand's high byte plane; 0 (reset) means an 8-bit operand.
+struct Planes {
+  uint64_t act = 0;                   // act_high: activate's results
+  uint64_t a = 0, b = 0, out = 0;     // vec_high_a, vec_high_b, vec_high_out
+  bool set(isa::ConfigReg reg, uint64_t value);  // false when `reg` is not one of the four
+  bool any() const { return act || a || b || out; }
+  bool operator==(const Planes&) const = default;
+};
+// Applies `inst` to `planes` when it is a setcfg of one of their registers.
+void track_planes(Planes& planes, const isa::Instruction& inst);
+
 struct MachineState {
   Arch arch;
   std::vector<uint8_t> ub;   // ub_rows() x ub_row_bytes(), int8/uint8 as bytes
@@ -88,6 +100,7 @@ struct MachineState {
   uint64_t act_lane = 0;             // setcfg: UB row byte of activate's first column
   PackRegs pack;                     // setcfg gather_* (matmul), act_groups/act_group_cols (act)
   ActPool act_pool;                  // setcfg: activate's fused pooling
+  Planes planes;                     // setcfg: 16-bit element planes (act, vec)
 
   uint8_t* ub_row(uint64_t row) { return ub.data() + row * arch.ub_row_bytes(); }
   const uint8_t* ub_row(uint64_t row) const { return ub.data() + row * arch.ub_row_bytes(); }
@@ -130,7 +143,8 @@ void exec_activate(MachineState& s, const isa::Instruction& inst, uint64_t index
 void exec_vector(MachineState& s, const isa::Instruction& inst, uint64_t index);
 void exec_pool(MachineState& s, const isa::Instruction& inst, uint64_t index);
 // The plainest loops: acc[acc + i][j] (+)= sum_k x_i[k] * W[k][j], int32 wrapping, x_i gathered
-// as s.pack says (pack.h).
+// as s.pack says (pack.h); with the 16-bit modes, one such pass per input byte plane, each pass's
+// sums shifted left by pack.pass_shift(p) before they are added.
 void matmul_reference(MachineState& s, const isa::Instruction& inst, const WeightTile& active);
 
 // The tile rw would fetch as its `t`-th tile (waddr + t * tile_bytes).
@@ -139,7 +153,10 @@ WeightTile weight_tile(const MachineState& s, const isa::Instruction& rw, uint64
 // Scalar arithmetic of the activation unit (exact, shared by every engine):
 int64_t round_half_away_shift(int64_t x, unsigned shift);  // round_half_away(x / 2^shift)
 int32_t apply_func(isa::Func func, int64_t y, int64_t clip, bool out_unsigned);  // incl. saturation
-// vec's element operation (docs/isa.md, vec) on int8 values widened to int32; b is unused for pass.
+// The same for a 16-bit result (docs/isa.md, act_high): the 16-bit curves, saturation to int16.
+int32_t apply_func16(isa::Func func, int64_t y, int64_t clip);
+// vec's element operation (docs/isa.md, vec) on int8 values widened to int32 (int16 values: the
+// product needs 31 bits, the sum 17); b is unused for pass.
 constexpr int32_t vec_combine(isa::VecOp op, int32_t a, int32_t b) {
   switch (op) {
     case isa::VecOp::add: return a + b;

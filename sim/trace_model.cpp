@@ -62,7 +62,7 @@ const std::string* TraceModel::layer(uint64_t i) const {
 }
 
 uint64_t TraceModel::vectors(uint64_t i) const { return inst(i)[Field::rows] * inst(i)[Field::repeat]; }
-uint64_t TraceModel::stream_cycles(uint64_t i) const { return vectors(i) * vector_cycles(pack.at(i), arch); }
+uint64_t TraceModel::stream_cycles(uint64_t i) const { return sim::stream_cycles(pack.at(i), arch, vectors(i)); }
 
 bool TraceModel::in_window(uint64_t begin, uint64_t end) const {
   if (begin == end) return begin >= sel.begin && begin < sel.end;
@@ -147,10 +147,12 @@ void TraceModel::build_series() {
   std::vector<Use> uses;
   std::vector<Accesses> acc(timeline.size());
   ActPool act_pool;  // the setcfg registers in force, in issue (program) order
+  Planes planes;
   for (uint64_t i = 0; i < timeline.size(); ++i) {
     track_act_pool(act_pool, inst(i));
+    track_planes(planes, inst(i));
     if (unit(i) == isa::Unit::control) continue;
-    acc[i] = accesses(inst(i), arch, pack.at(i), act_pool);
+    acc[i] = accesses(inst(i), arch, pack.at(i), act_pool, planes);
     if (acc[i].ub_reads.empty() && acc[i].ub_writes.empty()) continue;
     const uint64_t end = inst(i).opcode == Opcode::matmul ? timeline[i].start + stream_cycles(i) : timeline[i].end;
     uses.push_back({timeline[i].start, true, i});

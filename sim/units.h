@@ -95,6 +95,8 @@ class WeightPath : public sc_core::sc_module, public Station, public WeightSourc
 // [t0, t0 + B*D) and writes its last accumulator row at t0 + B*D + rows + cols - 2, where D is
 // the cycles per vector (1; with a gather of several UB rows, pack.h vector_cycles): vector v
 // is read from the UB during [t0 + v*D, t0 + v*D + D) and enters the array in the last of them.
+// With 16-bit inputs (setcfg mm_in_hi) B counts both byte-plane passes' vectors (2 x rows x
+// repeat); the accumulators add each pass's sums shifted by its plane's weight (pack.h).
 class MatrixUnit : public sc_core::sc_module, public Station {
  public:
   sc_core::sc_port<WeightSource> weights;
@@ -125,6 +127,7 @@ class MatrixUnit : public sc_core::sc_module, public Station {
   void step_run();
   bool step_cycle(uint64_t c);  // false: the run failed
   bool start_matmul(uint64_t index, uint64_t t0);
+  void fast_pass(uint64_t index, uint64_t pass, bool add);  // fast engine: one byte-plane pass
   void account_wait(uint64_t from, uint64_t landed, uint64_t t0);
   Context& ctx_;
   Hazards& hazards_;
@@ -133,6 +136,7 @@ class MatrixUnit : public sc_core::sc_module, public Station {
   std::optional<uint64_t> active_spans_;  // tile_spans of active_, once a gathering matmul needs it
   PackedWeights packed_;  // fast engine: the active tile, packed for the GEMM
   std::vector<uint8_t> gathered_;  // fast engine: a gathering matmul's input vectors
+  std::vector<int32_t> scratch_;   // fast engine: a shifted byte-plane pass's column sums
   uint64_t port_free_ = 0;
   std::deque<std::pair<uint64_t, uint64_t>> retiring_;  // (index, end)
   sc_core::sc_event retire_event_, work_event_;

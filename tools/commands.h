@@ -35,13 +35,19 @@ CLI::Validator count_option(uint64_t min, std::string_view what, bool byte_suffi
 
 inline constexpr uint64_t kDefaultTraceMaxBytes = uint64_t{1} << 30;
 
+// --mapper's help: the switches of compiler/lower_options.h.
+std::string mapper_option_help();
+
 struct RunArgs {
   std::string program, arch_file, report, engine = "fast";
   std::vector<std::string> sets;
   uint64_t max_cycles = 0;
   uint64_t batch = 0;  // models only: overrides the description's batch (0: keep it)
   std::string input, labels, calibrate;  // models only: .npy samples, their classes, calibration samples
+  std::vector<std::string> mapper;        // models only: mapper switches, KEY=on|off (compiler/lower_options.h)
+  std::string precision;                 // models only: auto, int8 or wide (empty: the description's)
   bool no_check = false, report_schema = false;
+  bool int8_elements = false;  // models only: every tensor int8 (no 16-bit LSTM gates and cell)
   bool full_check = false;  // models: also compare every memory with the ISA reference executor
   // Traces (docs/traces.md): Chrome trace JSON, VCD waveforms, the event log ("-": stdout).
   std::string trace, vcd, log, trace_window, trace_filter, vcd_scope;
@@ -51,9 +57,11 @@ struct RunArgs {
 int cmd_run(const RunArgs& args);        // tools/run.cpp
 
 struct CompileArgs {
-  std::string model, output, arch_file, input, calibrate;
+  std::string model, output, arch_file, input, calibrate, precision;
   std::vector<std::string> sets;
+  std::vector<std::string> mapper;  // KEY=on|off (compiler/lower_options.h)
   uint64_t batch = 0;
+  bool int8_elements = false;
 };
 int cmd_compile(const CompileArgs& args);  // tools/run.cpp
 int cmd_arch(bool markdown, bool json);  // tools/run.cpp
@@ -64,7 +72,8 @@ int cmd_arch(bool markdown, bool json);  // tools/run.cpp
 isa::Program load_any(const std::string& path);
 sim::Arch resolve_arch(const isa::Program* program, const std::string& arch_file,
                        const std::vector<std::string>& sets, const std::string& source);
-compiler::LoadOptions load_options(uint64_t batch, const std::string& input = "", const std::string& calibrate = "");
+compiler::LoadOptions load_options(uint64_t batch, const std::string& input = "", const std::string& calibrate = "",
+                                   const std::vector<std::string>& mapper = {}, const std::string& precision = "");
 
 
 struct DebugArgs {

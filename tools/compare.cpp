@@ -325,6 +325,7 @@ CompareDoc build_doc(const std::vector<Group>& groups, const std::vector<gpu::Re
         j["l2"] = r.l2;
         j["cuda_graph"] = r.cuda_graph ? json(*r.cuda_graph) : json(nullptr);
         j["where"] = r.where;
+        if (r.load_average > 0) j["load_average"] = r.load_average;
         j["citation"] = e.file->citation;
         j["file"] = e.file->path;
         doc["rows"].push_back(j);

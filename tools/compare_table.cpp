@@ -38,6 +38,8 @@ std::string notes(const json& r) {
   std::string where = str(r, "where");
   if (const size_t cut = where.find(" ("); cut != std::string::npos) where.resize(cut);
   if (!where.empty()) parts.push_back(where);
+  // A measurement on a busy machine says so: its times include waiting for a CPU.
+  if (num(r.value("load_average", json())) > 0) parts.push_back(fmt::format("load {:.1f}", num(r["load_average"])));
   std::string s;
   for (const std::string& p : parts) s += (s.empty() ? "" : ", ") + p;
   return s;

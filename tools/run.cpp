@@ -89,11 +89,21 @@ sim::Arch resolve_arch(const isa::Program* program, const std::string& arch_file
   return arch;
 }
 
-compiler::LoadOptions load_options(uint64_t batch, const std::string& input, const std::string& calibrate) {
+std::string mapper_option_help() {
+  std::string h = "models: turn a mapping technique off (or on), KEY=off|on (repeatable):";
+  for (const compiler::MapperSwitch& m : compiler::kMapperSwitches) h += fmt::format(" {}: {};", m.key, m.doc);
+  h.back() = '.';
+  return h;
+}
+
+compiler::LoadOptions load_options(uint64_t batch, const std::string& input, const std::string& calibrate,
+                                   const std::vector<std::string>& mapper, const std::string& precision) {
   compiler::LoadOptions o;
   if (batch) o.batch = batch;
   if (!input.empty()) o.input_file = input;
   if (!calibrate.empty()) o.calibration_file = calibrate;
+  for (const std::string& m : mapper) compiler::set_mapper_switch(o.mapper, m, "--mapper");
+  if (!precision.empty()) o.precision = compiler::precision_named(precision);  // CLI11 checked the name
   return o;
 }
 
@@ -106,8 +116,16 @@ ProgramToRun load_program_or_model(std::string_view verb, const std::string& pat
                                    const std::vector<std::string>& sets, const compiler::LoadOptions& options) {
   ProgramToRun r;
   const bool is_model = compiler::is_model_path(path);
-  const char* model_flag = options.batch ? "--batch" : options.input_file ? "--input" : "--calibrate";
-  if ((options.batch || options.input_file || options.calibration_file) && !is_model)
+  const bool mapper = options.mapper != compiler::LowerOptions{};
+  const char* model_flag = options.batch              ? "--batch"
+                           : options.input_file       ? "--input"
+                           : mapper                   ? "--mapper"
+                           : options.calibration_file ? "--calibrate"
+                           : options.precision        ? "--precision"
+                                                      : "--int8-elements";
+  if ((options.batch || options.input_file || options.calibration_file || mapper || options.int8_elements ||
+       options.precision) &&
+      !is_model)
     throw InputError(fmt::format("{}: {} applies to models (.toml, .csv, .onnx), not to programs", verb, model_flag));
   if (is_model) {
     r.arch = resolve_arch(nullptr, arch_file, sets, path);
@@ -146,6 +164,9 @@ void print_compile_summary(const compiler::Compiled& c, const std::string& sourc
              source, c.model.layers.size(), c.graph.batch, p.code.size(), p.weights.size() / arch.tile_bytes(),
              p.weights.size() / 1e6, sim::machine_name(arch), arch.array_rows, arch.array_cols,
              c.parse_seconds, c.quantize_seconds, c.lower_seconds);
+  if (const auto m = p.meta.find("mapper"); m != p.meta.end() && !m->empty())
+    fmt::print(stderr, "mapper: {} (docs/compiler.md \"Mapper switches\")\n",
+               compiler::describe(compiler::mapper_from_json(*m, "meta.mapper")));
 }
 
 }  // namespace
@@ -270,8 +291,9 @@ int cmd_run(const RunArgs& r) {
   }
   if (r.program.empty()) throw InputError("run: a program is required (see tpusim run --help)");
   refuse_run_outputs_over_inputs(r);
-  compiler::LoadOptions options = load_options(r.batch, r.input, r.calibrate);
+  compiler::LoadOptions options = load_options(r.batch, r.input, r.calibrate, r.mapper, r.precision);
   options.max_memory = r.max_memory;
+  options.int8_elements = r.int8_elements;
   // The timing engine has no memories: its compile computes no data (LoadOptions::timing_only).
   options.timing_only = r.engine == "timing";
   ProgramToRun to_run = load_program_or_model("run", r.program, r.arch_file, r.sets, options);
@@ -361,7 +383,8 @@ int cmd_compile(const CompileArgs& a) {
   const std::string out = a.output.empty() ? fs::path(a.model).replace_extension(".tpu").string() : a.output;
   io::refuse_input_as_output(out, "-o", std::array{a.model, a.arch_file});
   const sim::Arch arch = resolve_arch(nullptr, a.arch_file, a.sets, a.model);
-  compiler::LoadOptions o = load_options(a.batch, a.input, a.calibrate);
+  compiler::LoadOptions o = load_options(a.batch, a.input, a.calibrate, a.mapper, a.precision);
+  o.int8_elements = a.int8_elements;
   std::atomic<const char*> phase{nullptr};
   o.phase = &phase;
   std::optional<CompileProgressLine> line;

@@ -6,7 +6,9 @@
 #include <algorithm>
 #include <array>
 #include <charconv>
+#include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -144,11 +146,18 @@ extern "C" int sc_main(int argc, char** argv) {
   r->add_option("--labels", run.labels,
                 "models: the class of each input sample (.npy of integers, [N]): report top-1 accuracy, float "
                 "and int8 as simulated");
+  r->add_flag("--int8-elements", run.int8_elements,
+              "models: every tensor int8 (by default an LSTM's gates and cell state are int16: docs/compiler.md)");
   r->add_option("--calibrate", run.calibrate,
                 "models: calibrate the int8 scales on these samples (.npy, as --input) instead of the inputs' first");
+  r->add_option("--precision", run.precision,
+                "models: which dense/conv layers get 16-bit weights (half speed): auto (where int8 loses too much, "
+                "the default), int8 (none) or wide (all); a layer's weight_bits key wins (docs/compiler.md)")
+      ->check(CLI::IsMember({"auto", "int8", "wide"}));
   r->add_option("--arch", run.arch_file,
                 "architecture file (JSON, docs/arch.md); default: the program's .arch");
   r->add_option("--set", run.sets, "override one architecture parameter, KEY=VALUE (repeatable)");
+  r->add_option("--mapper", run.mapper, tools::mapper_option_help());
   r->add_option("--engine", run.engine,
                 "fast (default), stepped (every cell every cycle), timing (no data) or rtl (stepped, with the "
                 "Verilated RTL array; docs/timing.md)");
@@ -188,9 +197,13 @@ extern "C" int sc_main(int argc, char** argv) {
       ->required();
   c->add_option("--input", comp.input, "the input samples the program carries (.npy, as for run)");
   c->add_option("--calibrate", comp.calibrate, "calibrate the int8 scales on these samples (.npy, as for run)");
+  c->add_flag("--int8-elements", comp.int8_elements, "every tensor int8 (as for run)");
+  c->add_option("--precision", comp.precision, "auto, int8 or wide: 16-bit weights where (as for run)")
+      ->check(CLI::IsMember({"auto", "int8", "wide"}));
   c->add_option("-o,--output", comp.output, "output .tpu (default: the model with .tpu)");
   c->add_option("--arch", comp.arch_file, "architecture file (JSON, docs/arch.md); default: tpu-v1");
   c->add_option("--set", comp.sets, "override one architecture parameter, KEY=VALUE (repeatable)");
+  c->add_option("--mapper", comp.mapper, tools::mapper_option_help());
   c->add_option("--batch", comp.batch, "override the description's batch size")
       ->check(tools::count_option(1, "a batch size"));
   bool arch_json = false;
@@ -216,9 +229,17 @@ extern "C" int sc_main(int argc, char** argv) {
   cm->add_option("--model", cmp.models, "also simulate this description at its own batch (repeatable)");
   cm->add_option("--latency-limit", cmp.latency_limit_ms,
                  "also find each workload's largest simulated batch whose latency is within this many ms")
-      ->check(CLI::PositiveNumber);
+      ->check(CLI::Validator(
+          [](std::string& text) -> std::string {
+            char* end = nullptr;
+            const double v = std::strtod(text.c_str(), &end);
+            return !text.empty() && end == text.c_str() + text.size() && v > 0 && std::isfinite(v)
+                       ? std::string()
+                       : fmt::format("'{}' is not a number above 0 (milliseconds)", isa::printable(text));
+          },
+          "a number above 0 (milliseconds)"));
   cm->add_option("--max-batch", cmp.max_batch, "the largest batch --latency-limit tries (default 4096)")
-      ->check(CLI::PositiveNumber);
+      ->check(tools::count_option(1, "a batch size"));
   cm->add_option("--csv", cmp.csv_out, "write the table here as CSV");
   cm->add_option("--json", cmp.json_out, "write the table here as JSON");
   cm->add_option("--plot", cmp.plot_prefix, "write PREFIX.png and PREFIX.svg (scripts/plot_compare.py) and PREFIX.json");

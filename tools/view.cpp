@@ -123,10 +123,12 @@ std::vector<uint64_t> written_ub_rows(const isa::Program& p, const sim::Arch& ar
   std::vector<std::pair<uint64_t, sim::RowRange>> writes;
   const sim::PackTimeline pack(p.code);
   sim::ActPool act_pool;  // the setcfg registers in force, in issue (program) order
+  sim::Planes planes;
   for (uint64_t i = 0; i < r.timeline.size(); ++i) {
     sim::track_act_pool(act_pool, p.code[i]);
+    sim::track_planes(planes, p.code[i]);
     if (isa::spec(p.code[i].opcode).unit == isa::Unit::control) continue;
-    for (const sim::RowRange& w : sim::accesses(p.code[i], arch, pack.at(i), act_pool).ub_writes)
+    for (const sim::RowRange& w : sim::accesses(p.code[i], arch, pack.at(i), act_pool, planes).ub_writes)
       writes.emplace_back(r.timeline[i].start, w);
   }
   std::sort(writes.begin(), writes.end(), [](const auto& a, const auto& b) { return a.first < b.first; });

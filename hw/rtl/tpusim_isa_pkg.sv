@@ -162,5 +162,15 @@ package tpusim_isa_pkg;
   localparam int unsigned CFG_ACT_POOL_STRIDE = 12;
   localparam int unsigned CFG_ACT_POOL_WIDTH = 13;
   localparam int unsigned CFG_ACT_POOL_BATCH = 14;
+  localparam int unsigned CFG_ACT_HIGH = 15;
+  localparam int unsigned CFG_VEC_HIGH_A = 16;
+  localparam int unsigned CFG_VEC_HIGH_B = 17;
+  localparam int unsigned CFG_VEC_HIGH_OUT = 18;
+  localparam int unsigned CFG_MM_IN_HI = 19;
+  localparam int unsigned CFG_MM_WEIGHT_HI = 20;
+  localparam int unsigned CFG_DENSE_ROWS = 22;
+  localparam int unsigned CFG_DENSE_BYTES = 23;
+  localparam int unsigned CFG_ACT_DENSE_ROWS = 24;
+  localparam int unsigned CFG_ACT_DENSE_BYTES = 25;
 
 endpackage : tpusim_isa_pkg

@@ -15,11 +15,13 @@ namespace fs = std::filesystem;
 
 inline const fs::path kWorkloads = fs::path(TPUSIM_SOURCE_DIR) / "workloads";
 
-// Compiles `model`, runs it on the given engines and checks the output against the golden
+// Compiles `model` (with the mapper `options`), runs it on the given engines and checks the output against the golden
 // reference; returns the fast engine's cycles.
-inline uint64_t check_model(compiler::Model model, const sim::Arch& arch, bool all_engines) {
+inline uint64_t check_model(compiler::Model model, const sim::Arch& arch, bool all_engines,
+                            const compiler::LowerOptions& options = {}) {
   const std::string name = model.name;
-  compiler::Compiled c = compiler::compile_model(std::move(model), arch);
+  compiler::Compiled c = compiler::prepare_model(std::move(model));
+  compiler::lower_for(c, arch, options);
   REQUIRE(isa::check_program(c.program).empty());
   INFO(name << " on " << arch.name << " (" << arch.array_rows << "x" << arch.array_cols << ")");
   sim::RunResult fast;

@@ -102,6 +102,41 @@ TEST_CASE("random small models run bit-exact on every engine on random small arr
   CHECK(ran == 40);
 }
 
+// Random LSTMs (1..6 steps, inputs and units 1..40, stacked or not, every step's h or the
+// last), with the 16-bit gates and cell (the default) and all int8: bit-exact on every engine
+// against the golden reference, and the 16-bit lowering's setcfg registers in the program.
+TEST_CASE("random LSTMs with 16-bit gates and cell run bit-exact on every engine", "[wide]") {
+  std::mt19937 rng(1416);
+  const auto pick = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
+  const uint64_t sizes[][2] = {{4, 4}, {8, 8}, {8, 4}, {16, 16}};
+  for (int i = 0; i < 12; ++i) {
+    std::ostringstream d;
+    d << "[model]\nname = \"lstm" << i << "\"\nbatch = " << pick(1, 4) << "\nseed = " << pick(1, 1000)
+      << "\ninput = [" << pick(1, 6) << ", " << pick(1, 40) << "]\n[quantization]\nelements = \""
+      << (i % 4 == 3 ? "int8" : "mixed") << "\"\n[[layer]]\ntype = \"lstm\"\nunits = " << pick(1, 40)
+      << "\nstack = " << pick(1, 2) << "\nreturn_sequences = " << (pick(0, 1) ? "true" : "false")
+      << "\n[[layer]]\ntype = \"dense\"\nunits = " << pick(1, 10) << "\n";
+    const auto& s = sizes[i % 4];
+    sim::Arch a = square(s[0]);
+    a.array_cols = s[1];
+    a.ub_bytes = 8192 * a.ub_row_bytes();
+    INFO("model " << i << ":\n" << d.str());
+    compiler::Model m = compiler::parse_model(d.str(), "random.toml", ".");
+    const bool wide = m.wide_elements;
+    CHECK(wide == (i % 4 != 3));
+    const compiler::Compiled c = compiler::compile_model(m, a);
+    uint64_t wide_tensors = 0, planes_set = 0;
+    for (const compiler::QTensor& t : c.graph.tensors) wide_tensors += t.bits == 16;
+    for (const isa::Instruction& in : c.program.code)
+      if (in.opcode == isa::Opcode::set_config && in[isa::Field::reg] >= 15 && in[isa::Field::reg] <= 18 &&
+          in[isa::Field::value] > 0)
+        ++planes_set;
+    CHECK((wide_tensors > 0) == wide);
+    CHECK((planes_set > 0) == wide);
+    check_model(std::move(m), a, true);
+  }
+}
+
 // Array shapes drawn from 4..64 on each side, square or not, dividing each other or not (a K or N
 // tile that would pass the UB row's end is moved back to end at it: layout.h LaneTile).
 TEST_CASE("random small models run bit-exact on every engine on random array shapes from 4 to 64") {
@@ -118,6 +153,54 @@ TEST_CASE("random small models run bit-exact on every engine on random array sha
     INFO("model " << i << " on " << a.array_rows << " x " << a.array_cols << ":\n" << text);
     check_model(compiler::parse_model(text, "random.toml", "."), a, true);
   }
+}
+
+// Dense layouts (docs/compiler.md "Dense layouts"): the random CNNs above at batches 2..12, on
+// random arrays from 4 to 64 (square or not), store their narrow tensors several samples per UB
+// row; each runs bit-exact on every engine with dense layouts and without, and takes no more UB
+// rows dense.
+TEST_CASE("random narrow CNNs store their tensors dense and run bit-exact on every engine, as without") {
+  std::mt19937 rng(1225);
+  std::uniform_int_distribution<uint64_t> side(4, 64), batch(2, 12);
+  int dense_models = 0, dense_reads = 0, dense_writes = 0;
+  for (int i = 0; i < 24; ++i) {
+    std::string text = random_description(rng, 300 + i);
+    if (text.find("lstm") != std::string::npos) continue;
+    const size_t at = text.find("batch = ");
+    text.replace(at, text.find('\n', at) - at, "batch = " + std::to_string(batch(rng)));
+    sim::Arch a = square(side(rng));
+    a.array_cols = i % 3 == 0 ? a.array_rows : side(rng);
+    a.name = "test-" + std::to_string(a.array_rows) + "x" + std::to_string(a.array_cols);
+    a.ub_bytes = 8192 * a.ub_row_bytes();
+    a.weight_mem_bytes = a.tile_bytes() * 65536;
+    INFO("model " << i << " on " << a.array_rows << " x " << a.array_cols << ":\n" << text);
+    compiler::Model m = compiler::parse_model(text, "random.toml", ".");
+    compiler::LowerOptions off;
+    off.dense = false;
+    compiler::Compiled c = compiler::prepare_model(m), cp = c;
+    compiler::lower_for(c, a);
+    compiler::lower_for(cp, a, off);
+    const auto sets = [](const isa::Program& p, isa::ConfigReg reg) {
+      int n = 0;
+      for (const auto& in : p.code)
+        n += in.opcode == isa::Opcode::set_config && in[isa::Field::reg] == uint64_t(reg) && in[isa::Field::value] > 1;
+      return n;
+    };
+    const int reads = sets(c.program, isa::ConfigReg::dense_rows), writes = sets(c.program, isa::ConfigReg::act_dense_rows);
+    dense_models += reads + writes > 0;
+    dense_reads += reads;
+    dense_writes += writes;
+    CHECK(sets(cp.program, isa::ConfigReg::dense_rows) + sets(cp.program, isa::ConfigReg::act_dense_rows) == 0);
+    uint64_t ub = 0, ub_plain = 0;
+    for (const auto& l : c.program.meta["mapping"]) ub = std::max(ub, l["ub_bytes"].get<uint64_t>());
+    for (const auto& l : cp.program.meta["mapping"]) ub_plain = std::max(ub_plain, l["ub_bytes"].get<uint64_t>());
+    if (c.program.meta["batch_piece"] == cp.program.meta["batch_piece"]) CHECK(ub <= ub_plain);
+    check_model(m, a, true);
+    check_model(std::move(m), a, true, off);
+  }
+  CHECK(dense_models >= 10);  // 15 of the 24 (the rest: LSTMs skipped, or no narrow tensor)
+  CHECK(dense_reads >= 10);
+  CHECK(dense_writes >= 10);
 }
 
 // Convolutions with few channels, as packing (compiler/packing.h) maps them: random channels

@@ -17,17 +17,6 @@ namespace fs = std::filesystem;
 
 namespace {
 
-// An 8 x 8 array (lanes of 8 channels): 1 row per cycle through the activation unit would be
-// ceil(8 / 4) = 2 cycles per row (small_arch: activation_lanes 4, latency 2).
-sim::Arch arch8(uint64_t acc_entries = 256) {
-  sim::Arch a = small_arch();
-  a.name = "test-8x8";
-  a.array_rows = a.array_cols = 8;
-  a.ub_bytes = 2048 * 8;
-  a.acc_entries = acc_entries;
-  return a;
-}
-
 // conv 3x3 (pad 1) with relu on an h x w x 8 map, then a `kind` pool of window k, stride s.
 compiler::QGraph conv_pool(uint64_t batch, uint64_t h, uint64_t w, isa::PoolKind kind, uint64_t k, uint64_t s) {
   GraphBuilder b(batch);
@@ -60,7 +49,7 @@ uint64_t reg(const isa::Program& p, isa::ConfigReg r) {
 TEST_CASE("conv + relu + max pool: the activate pools as it writes, exact instructions and cycles") {
   // A 4 x 4 x 8 map, batch 1, conv 3x3 pad 1 (9 matmuls of 4 rows x 4 groups), 2 x 2 max pool.
   const compiler::QGraph g = conv_pool(1, 4, 4, isa::PoolKind::max, 2, 2);
-  const isa::Program f = lower_and_check(g, arch8()), u = lower_and_check(g, arch8(), {false});
+  const isa::Program f = lower_and_check(g, arch8x8()), u = lower_and_check(g, arch8x8(), {false});
   CHECK(count(f, Opcode::pool) == 0);
   CHECK(count(u, Opcode::pool) == 1);
   CHECK(count(f, Opcode::activate) == 1);
@@ -76,7 +65,7 @@ TEST_CASE("conv + relu + max pool: the activate pools as it writes, exact instru
   CHECK(first(f, Opcode::activate)[Field::rows] == 16);
   CHECK(first(f, Opcode::write_host)[Field::rows] == 4);
   CHECK(first(f, Opcode::write_host)[Field::ub] == first(f, Opcode::activate)[Field::ub]);
-  const EngineRuns rf = run_all(f, arch8()), ru = run_all(u, arch8());
+  const EngineRuns rf = run_all(f, arch8x8()), ru = run_all(u, arch8x8());
   const auto timing = [](const isa::Program& p, const EngineRuns& r, Opcode op) {
     for (size_t i = 0; i < p.code.size(); ++i)
       if (p.code[i].opcode == op) return r.fast.timeline[i];
@@ -106,13 +95,13 @@ TEST_CASE("conv + relu + max pool: the activate pools as it writes, exact instru
 
 TEST_CASE("conv + relu + average pool fused, batch 3: the same cycles as max, avg rounding bit-exact") {
   const compiler::QGraph g = conv_pool(3, 4, 4, isa::PoolKind::avg, 2, 2);
-  const isa::Program f = lower_and_check(g, arch8()), u = lower_and_check(g, arch8(), {false});
+  const isa::Program f = lower_and_check(g, arch8x8()), u = lower_and_check(g, arch8x8(), {false});
   CHECK(count(f, Opcode::pool) == 0);
   CHECK(reg(f, isa::ConfigReg::act_pool) == 2);
   CHECK(reg(f, isa::ConfigReg::act_pool_batch) == 3);
   CHECK(first(f, Opcode::activate)[Field::rows] == 48);  // 16 pixels x 3 images
   CHECK(first(f, Opcode::write_host)[Field::rows] == 12);
-  const EngineRuns rf = run_all(f, arch8()), ru = run_all(u, arch8());
+  const EngineRuns rf = run_all(f, arch8x8()), ru = run_all(u, arch8x8());
   // The unfused pool: 2 + 12 pooled rows x 4 reads x 2 cycles = 98 cycles, all of it removed
   // from the end of the program (the act and everything before it are the same).
   CHECK(ru.fast.cycles - rf.fast.cycles == 98);
@@ -122,7 +111,7 @@ TEST_CASE("fusion chunks the accumulators in whole bands of pooled rows, and doe
   // 8 x 8 map, batch 2: 16 accumulator rows per image row, 128 per map; 64 accumulators give
   // passes of 32 rows (2 image rows).
   const compiler::QGraph g = conv_pool(2, 8, 8, isa::PoolKind::max, 2, 2);
-  const isa::Program f = lower_and_check(g, arch8(64)), u = lower_and_check(g, arch8(64), {false});
+  const isa::Program f = lower_and_check(g, arch8x8(64)), u = lower_and_check(g, arch8x8(64), {false});
   // 2 x 2 stride 2: one pooled row (2 image rows, 32 accumulator rows) per pass, 4 passes of 9
   // matmuls; unfused the same 4 passes of 2 image rows, then the pool.
   CHECK(count(f, Opcode::activate) == 4);
@@ -132,19 +121,19 @@ TEST_CASE("fusion chunks the accumulators in whole bands of pooled rows, and doe
   CHECK(count(u, Opcode::pool) == 1);
   // 3 x 3 stride 2 needs 3 image rows = 48 accumulator rows in one pass: more than 32, not fused.
   const compiler::QGraph wide = conv_pool(2, 8, 8, isa::PoolKind::max, 3, 2);
-  const isa::Program w = lower_and_check(wide, arch8(64));
+  const isa::Program w = lower_and_check(wide, arch8x8(64));
   CHECK(count(w, Opcode::pool) == 1);
   CHECK(!w.meta["mapping"][0].contains("fusion"));
   // Overlapping windows (2 x 2 stride 1) with passes of 2 image rows: 1 pooled row per pass, 7
   // passes, each image row but the first and last computed twice: 6 x 16 vectors x 9 tiles = 864
   // more than unfused, against 7 x 7 x 2 pooled rows x 4 = 392 UB rows the pool reads: not fused.
-  CHECK(count(lower_and_check(conv_pool(2, 8, 8, isa::PoolKind::avg, 2, 1), arch8(64)), Opcode::pool) == 1);
+  CHECK(count(lower_and_check(conv_pool(2, 8, 8, isa::PoolKind::avg, 2, 1), arch8x8(64)), Opcode::pool) == 1);
   // A 16 x 16 map, batch 1, 200 accumulators: passes of 100 rows, 6 image rows; 5 pooled rows per
   // pass (image rows [0, 6), [5, 11), [10, 16)), rows 5 and 10 computed twice: 2 x 16 x 9 = 288
   // vectors more, against 15 x 15 pooled rows x 4 = 900 UB rows: fused. Unfused: passes of 6, 6
   // and 4 image rows. Either way 3 passes of 9 matmuls.
   const compiler::QGraph overlap = conv_pool(1, 16, 16, isa::PoolKind::avg, 2, 1);
-  const isa::Program o = lower_and_check(overlap, arch8(200)), ou = lower_and_check(overlap, arch8(200), {false});
+  const isa::Program o = lower_and_check(overlap, arch8x8(200)), ou = lower_and_check(overlap, arch8x8(200), {false});
   CHECK(count(o, Opcode::pool) == 0);
   CHECK(count(o, Opcode::activate) == 3);
   CHECK(count(o, Opcode::matmul) == 3 * 9);
@@ -157,7 +146,7 @@ TEST_CASE("random conv + pool models are bit-exact on every engine, fused and un
   const auto pick = [&](uint64_t lo, uint64_t hi) { return std::uniform_int_distribution<uint64_t>(lo, hi)(rng); };
   int fused = 0;
   for (int n = 0; n < 24; ++n) {
-    sim::Arch a = arch8(std::vector<uint64_t>{32, 64, 128, 256}[pick(0, 3)]);
+    sim::Arch a = arch8x8(std::vector<uint64_t>{32, 64, 128, 256}[pick(0, 3)]);
     a.array_rows = std::vector<uint64_t>{4, 8, 16}[pick(0, 2)];
     a.array_cols = std::vector<uint64_t>{4, 8, 16}[pick(0, 2)];
     a.ub_bytes = 4096 * a.ub_row_bytes();

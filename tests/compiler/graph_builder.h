@@ -85,6 +85,18 @@ inline size_t count(const isa::Program& p, isa::Opcode op, isa::Field f = isa::F
   return n;
 }
 
+// An 8 x 8 array (lanes of 8 channels) with 2048 UB rows and `acc_entries` accumulator rows, on
+// small_arch()'s timing: the activation unit takes ceil(8 / 4) = 2 cycles per row (activation_lanes
+// 4, latency 2).
+inline sim::Arch arch8x8(uint64_t acc_entries = 256) {
+  sim::Arch a = small_arch();
+  a.name = "test-8x8";
+  a.array_rows = a.array_cols = 8;
+  a.ub_bytes = 2048 * 8;
+  a.acc_entries = acc_entries;
+  return a;
+}
+
 // Lowers, runs every engine and compares the output region with the golden reference.
 inline isa::Program lower_and_check(const compiler::QGraph& g, const sim::Arch& arch,
                                     const compiler::LowerOptions& options = {}) {

@@ -15,21 +15,19 @@ using isa::Opcode;
 
 namespace {
 
-// An 8 x 8 array (lanes of 8 channels) with 2048 UB rows and 256 accumulator rows.
-sim::Arch arch8() {
-  sim::Arch a = small_arch();
-  a.name = "test-8x8";
-  a.array_rows = a.array_cols = 8;
-  a.ub_bytes = 2048 * 8;
-  a.acc_entries = 256;
-  return a;
-}
-
 const isa::Instruction& nth(const isa::Program& p, Opcode op, size_t n) {
   for (const auto& in : p.code)
     if (in.opcode == op && n-- == 0) return in;
   FAIL("no such instruction");
   return p.code.front();
+}
+
+// Index of the first setcfg of register `reg` in p.
+size_t index_of_setcfg(const isa::Program& p, isa::ConfigReg reg) {
+  for (size_t i = 0; i < p.code.size(); ++i)
+    if (p.code[i].opcode == Opcode::set_config && p.code[i][Field::reg] == uint64_t(reg)) return i;
+  FAIL("no setcfg of that register");
+  return 0;
 }
 
 }  // namespace
@@ -39,7 +37,7 @@ TEST_CASE("a dense layer of K x N takes ceil(K/8) x ceil(N/8) tiles, one read_we
   const int x = b.input(vector_shape(20)), y = b.tensor("y", vector_shape(12));
   b.add(b.matmul({whole(x)}, whole(y)), "fc");
   b.g.output = y;
-  const isa::Program p = lower_and_check(b.g, arch8());
+  const isa::Program p = lower_and_check(b.g, arch8x8());
   // K = 20: 3 K tiles; N = 12: 2 N tiles -> 6 tiles, all different.
   CHECK(count(p, Opcode::read_weights) == 6);
   CHECK(count(p, Opcode::matmul) == 6);
@@ -70,7 +68,7 @@ std::vector<uint64_t> act_lanes(const isa::Program& p) {
 }
 
 sim::Arch array(uint64_t rows, uint64_t cols) {
-  sim::Arch a = arch8();
+  sim::Arch a = arch8x8();
   a.name = "test-" + std::to_string(rows) + "x" + std::to_string(cols);
   a.array_rows = rows;
   a.array_cols = cols;
@@ -150,7 +148,7 @@ TEST_CASE("a 3x3 convolution with padding streams each output row group as one m
   m.pad = 1;
   b.add(m, "conv");
   b.g.output = y;
-  const isa::Program p = lower_and_check(b.g, arch8());
+  const isa::Program p = lower_and_check(b.g, arch8x8());
   CHECK(count(p, Opcode::matmul) == 9);  // one per kernel position (1 K tile, 1 N tile, 1 chunk)
   CHECK(count(p, Opcode::read_weights) == 9);
   const isa::Instruction& first = nth(p, Opcode::matmul, 0);
@@ -172,7 +170,7 @@ TEST_CASE("a strided convolution uses one matmul per output row and kernel posit
   m.stride = 2;
   b.add(m, "conv");
   b.g.output = y;
-  const isa::Program p = lower_and_check(b.g, arch8());
+  const isa::Program p = lower_and_check(b.g, arch8x8());
   CHECK(count(p, Opcode::matmul) == 9 * 4);
   const isa::Instruction& first = nth(p, Opcode::matmul, 0);
   CHECK(first[Field::rows] == 2);          // one pixel x batch 2
@@ -185,7 +183,7 @@ TEST_CASE("a strided convolution uses one matmul per output row and kernel posit
 // 256 bytes / 4 bytes per cycle = 64 cycles, the activation unit 2 cycles per act plus a row per
 // cycle. The estimates in the comments are packing.cpp's: matrix max(streaming, fetches) + act.
 TEST_CASE("few input channels: kernel positions and output pixels packed per vector, the cheapest estimate") {
-  sim::Arch a = arch8();
+  sim::Arch a = arch8x8();
   a.name = "test-16x16";
   a.array_rows = a.array_cols = 16;
   a.ub_bytes = 2048 * 16;
@@ -256,8 +254,15 @@ TEST_CASE("few input channels: kernel positions and output pixels packed per vec
     CHECK(first[Field::rows] == 2);    // batch 2
     CHECK(first[Field::repeat] == 2);  // 2 groups of 2 pixels
     CHECK(first[Field::stride] == 8);  // 2 pixels x stride 2 x batch 2
-    // Output row 1 reads input row 2 (stride 2) of the stored map (9 pixels wide with its border).
-    CHECK(nth(p, Opcode::matmul, 1)[Field::ub] == first[Field::ub] + 2 * 9 * 2);
+    // The 2-channel input is dense (layout.h): 2 samples' fields of 2 bytes per UB row, one UB row
+    // per stored pixel; the gather's steps count logical rows (a pixel = 2 samples).
+    CHECK(count(p, Opcode::set_config, Field::reg, int64_t(isa::ConfigReg::dense_rows)) >= 1);
+    CHECK(p.code[index_of_setcfg(p, isa::ConfigReg::dense_rows)][Field::value] == 2);
+    CHECK(p.code[index_of_setcfg(p, isa::ConfigReg::dense_bytes)][Field::value] == 2);
+    CHECK(p.code[index_of_setcfg(p, isa::ConfigReg::gather_col_step)][Field::value] == 2);
+    // Output row 1 reads input row 2 (stride 2) of the stored map (9 pixels wide with its border),
+    // one UB row per pixel.
+    CHECK(nth(p, Opcode::matmul, 1)[Field::ub] == first[Field::ub] + 2 * 9 * 1);
     CHECK(count(p, Opcode::activate) == 4 * 2);
   }
 }
@@ -267,7 +272,7 @@ TEST_CASE("outputs larger than the accumulators are chunked, and each chunk fetc
   const int x = b.input(map_shape(6, 6, 4)), y = b.tensor("y", map_shape(6, 6, 10));
   b.add(b.matmul({whole(x)}, whole(y), 1, 1), "pointwise");
   b.g.output = y;
-  sim::Arch a = arch8();
+  sim::Arch a = arch8x8();
   a.acc_entries = 32;  // 72 output rows > 32: chunks of half the accumulators, 16 rows = 8 pixels
   const isa::Program p = lower_and_check(b.g, a);
   // 36 pixels / 8 = 5 chunks (4 of 8 pixels, one of 4); 2 N tiles: 10 passes of 1 tile each.
@@ -286,7 +291,7 @@ TEST_CASE("identical weight tiles are stored once and fetched for every use") {
   b.add(m1, "a");
   b.add(m2, "b");
   b.g.output = y;
-  const isa::Program p = lower_and_check(b.g, arch8());
+  const isa::Program p = lower_and_check(b.g, arch8x8());
   CHECK(p.weights.size() == 64);
   CHECK(count(p, Opcode::read_weights) == 2);
   // The syncs, in order (mask bits: host 1, matrix 4, act 8): layer a's matmul reads the input
@@ -309,7 +314,7 @@ TEST_CASE("time steps read and write pixels of sequences through views") {
     b.add(b.matmul(in, {h, t, 1}), "rnn");
   }
   b.g.output = h;
-  const isa::Program p = lower_and_check(b.g, arch8());
+  const isa::Program p = lower_and_check(b.g, arch8x8());
   CHECK(count(p, Opcode::matmul) == 1 + 2 + 2);
   CHECK(count(p, Opcode::activate) == 3);
 }
@@ -333,11 +338,11 @@ TEST_CASE("pooling, element-wise ops and a padded consumer share the unified buf
   b.add(add, "add");
   b.add(compiler::PoolOp{whole(s), whole(out), isa::PoolKind::avg, 2, 2}, "pool2");
   b.g.output = out;
-  const isa::Program p = lower_and_check(b.g, arch8(), {false});
+  const isa::Program p = lower_and_check(b.g, arch8x8(), {false});
   CHECK(count(p, Opcode::pool) == 4 + 1);  // pool1 one output row at a time (padded), pool2 whole
   // Fused (compiler/lower.cpp fusion_for): conv1's activates pool into p1, one per pooled row
   // (padded); pool2 reads the add's output: a pool of its own.
-  const isa::Program fused = lower_and_check(b.g, arch8());
+  const isa::Program fused = lower_and_check(b.g, arch8x8());
   CHECK(count(fused, Opcode::pool) == 1);
   CHECK(count(fused, Opcode::activate) == count(p, Opcode::activate) - 1 + 4);
 }
@@ -354,7 +359,7 @@ TEST_CASE("dead tensors give their rows back: a deep chain runs in a buffer that
     x = y;
   }
   b.g.output = x;
-  sim::Arch a = arch8();
+  sim::Arch a = arch8x8();
   a.ub_bytes = 100 * 8;
   const isa::Program p = lower_and_check(b.g, a);
   CHECK(count(p, Opcode::matmul) == 6 * 64);  // 8 K tiles x 8 N tiles per layer
@@ -366,7 +371,7 @@ TEST_CASE("a batch that does not fit the unified buffer runs in pieces, a sample
   b.add(b.matmul({whole(x)}, whole(y)), "conv_big");
   b.g.output = y;
   // In 4096 rows, batch 2 needs 2 x 3200: tried, then pieces of 2 x 896 / 3200 -> 1 sample.
-  sim::Arch a = arch8();
+  sim::Arch a = arch8x8();
   a.ub_bytes = 4096 * 8;
   const isa::Program p = lower_and_check(b.g, a);
   CHECK(p.meta["batch_piece"] == 1);
@@ -412,7 +417,7 @@ TEST_CASE("a padded convolution in bands reads each band's rows with their halo,
   m.pad = 1;
   b.add(m, "conv");
   b.g.output = y;
-  sim::Arch a = arch8();
+  sim::Arch a = arch8x8();
   // The input stored padded takes 22 x 14 = 308 rows and the output 240: not both in 400. A band
   // of n output rows reads n + 2 stored rows of 14 pixels and writes n rows of 12: 26 n + 28
   // rows; two bands: 52 n + 56 <= 400 -> n = 6: bands of 6, 6, 6, 2 rows.
@@ -462,7 +467,7 @@ TEST_CASE("random chains of grouped convolutions, pools and element-wise ops in 
     v.shift = 1;
     b.add(v, "add");
     b.g.output = s;
-    sim::Arch a = arch8();
+    sim::Arch a = arch8x8();
     // The stored input and the conv's output together exceed the buffer: everything in bands.
     const uint64_t in_rows = (h + 2 * pad) * (w + 2 * pad) * ((c + 7) / 8), out_rows = oh * ow * ((n + 7) / 8);
     a.ub_bytes = (std::max(in_rows, out_rows) + 8) * 8;
@@ -481,7 +486,7 @@ TEST_CASE("the batch runs in the fewest pieces that fit, not the proportional gu
   const int x = b.input(map_shape(40, 40, 8)), y = b.tensor("big", map_shape(40, 40, 8));
   b.add(b.matmul({whole(x)}, whole(y)), "conv_big");
   b.g.output = y;
-  sim::Arch a = arch8();
+  sim::Arch a = arch8x8();
   a.ub_bytes = 10000 * 8;
   // 1600 rows per sample and tensor. Batch 6 (6 x 3200 = 19200 rows) does not fit 10000: the
   // input takes 9600, the output finds 400 free of 9600 needed, a guess of 6 x 400 / 9600 -> 1
@@ -497,7 +502,7 @@ TEST_CASE("a batch larger than half the accumulators runs in pieces of half the 
   const int x = b.input(vector_shape(8)), y = b.tensor("y", vector_shape(8));
   b.add(b.matmul({whole(x)}, whole(y)), "fc");
   b.g.output = y;
-  sim::Arch a = arch8();
+  sim::Arch a = arch8x8();
   a.acc_entries = 64;
   const isa::Program p = lower_and_check(b.g, a);
   // At most 64 / 2 = 32 samples per piece: ceil(40 / 32) = 2 pieces of 20.
@@ -519,7 +524,7 @@ TEST_CASE("independent inputs are loaded when first read, so their layers reuse 
   b.add(b.matmul({whole(x0)}, whole(y0)), "a");
   b.add(b.matmul({whole(x1)}, whole(y1)), "b");
   b.g.output = y1;
-  sim::Arch a = arch8();
+  sim::Arch a = arch8x8();
   a.ub_bytes = 4096 * 8;
   const isa::Program p = lower_and_check(b.g, a);
   // input1's DMA comes after layer a's matmul: it was not loaded at the start.
@@ -560,11 +565,11 @@ compiler::QGraph grouped_conv(uint64_t groups) {
 TEST_CASE("a grouped convolution computes only the tiles whose K rows and N columns share a group") {
   // 20 channels on an 8 x 8 array: K and N tiles of channels 0-7, 8-15, 16-19; 9 kernel positions.
   // The output (25 pixels x batch 2 = 50 rows) is one chunk: one matmul per computed tile.
-  const isa::Program dense = lower_and_check(grouped_conv(1), arch8());
+  const isa::Program dense = lower_and_check(grouped_conv(1), arch8x8());
   CHECK(count(dense, Opcode::matmul) == 9 * 3 * 3);  // 81
   CHECK(dense.meta["macs"] == 50 * 9 * 20 * 20);
   // Depthwise (20 groups of 1): only the 3 diagonal tiles per kernel position.
-  const isa::Program dw = lower_and_check(grouped_conv(20), arch8());
+  const isa::Program dw = lower_and_check(grouped_conv(20), arch8x8());
   CHECK(count(dw, Opcode::matmul) == 9 * 3);                                // 27
   CHECK(count(dw, Opcode::read_weights) == 9 * 3);
   CHECK(count(dw, Opcode::matmul, Field::accumulate, 1) == 9 * 3 - 3);     // all but each N tile's first
@@ -572,13 +577,89 @@ TEST_CASE("a grouped convolution computes only the tiles whose K rows and N colu
   CHECK(dw.meta["mapping"][0]["array_macs"] == 27 * 50 * 64);
   // 2 groups of 10 (channels 0-9, 10-19): K tile 0-7 meets N tiles 0-7 and 8-15 (channels 8, 9),
   // K tile 8-15 all three, K tile 16-19 N tiles 8-15 and 16-19: 7 of 9 per kernel position.
-  const isa::Program g2 = lower_and_check(grouped_conv(2), arch8());
+  const isa::Program g2 = lower_and_check(grouped_conv(2), arch8x8());
   CHECK(count(g2, Opcode::matmul) == 9 * 7);                                // 63
   CHECK(g2.meta["macs"] == 50 * 9 * 2 * 10 * 10);
   // Groups the channels do not divide are refused, naming the layer.
   compiler::QGraph bad = grouped_conv(1);
   std::get<compiler::MatmulOp>(bad.ops[0]).groups = 3;
-  CHECK_THROWS_WITH(compiler::lower(bad, arch8()), Catch::Contains("layer grouped: 3 groups for 20 input and 20 output"));
+  CHECK_THROWS_WITH(compiler::lower(bad, arch8x8()), Catch::Contains("layer grouped: 3 groups for 20 input and 20 output"));
+}
+
+}  // namespace tpusim::test
+
+namespace tpusim::test {
+
+TEST_CASE("narrow tensors are stored dense: several samples per UB row, fewer rows, the same bits") {
+  // arch8x8 (8 x 8 array, 8-byte UB rows, act and pool 4 values per cycle after 2 cycles). Batch 4:
+  //   x  4 x 4 x 2: q = 4 (the largest divisor of 4 with 2q <= 8): 1 UB row per pixel, 16 rows
+  //                 (64 one per (pixel, sample));
+  //   y  4 x 4 x 3 (1x1 conv, relu): q = 2 (3 x 4 > 8): 2 UB rows per pixel, 32 rows (64);
+  //   p  2 x 2 x 3 (max pool 2): q = 2: 8 rows (16).
+  GraphBuilder b(4);
+  const int x = b.input(map_shape(4, 4, 2)), y = b.tensor("y", map_shape(4, 4, 3));
+  const int p = b.tensor("p", map_shape(2, 2, 3));
+  b.add(b.matmul({whole(x)}, whole(y)), "conv");
+  b.add(compiler::PoolOp{whole(y), whole(p), isa::PoolKind::max, 2, 2}, "pool");
+  b.g.output = p;
+  const isa::Program dense = lower_and_check(b.g, arch8x8());
+  compiler::LowerOptions off;
+  off.dense = false;
+  const isa::Program plain = lower_and_check(b.g, arch8x8(), off);
+  // UB use per layer (meta.mapping ub_bytes, 8-byte rows): conv holds x and y, pool y and p.
+  CHECK(dense.meta["mapping"][0]["ub_bytes"] == (16 + 32) * 8);
+  CHECK(plain.meta["mapping"][0]["ub_bytes"] == (64 + 64) * 8);
+  CHECK(dense.meta["mapping"][1]["ub_bytes"] == (32 + 8) * 8);
+  CHECK(plain.meta["mapping"][1]["ub_bytes"] == (64 + 16) * 8);
+  // The input DMA: 16 UB rows of q x c = 8 host bytes; the output: 8 rows of 2 x 3 = 6 bytes.
+  CHECK(nth(dense, Opcode::read_host, 0)[Field::rows] == 16);
+  CHECK(nth(dense, Opcode::write_host, 0)[Field::rows] == 8);
+  // The matmul reads 64 logical rows through a 1 x 1 dense gather of the field's 2 bytes; the
+  // activate writes 64 logical rows, 2 fields of 3 bytes per UB row.
+  const auto reg = [&](const isa::Program& q, isa::ConfigReg r) {
+    return q.code[index_of_setcfg(q, r)][Field::value];
+  };
+  CHECK(nth(dense, Opcode::matmul, 0)[Field::rows] == 64);
+  CHECK(reg(dense, isa::ConfigReg::gather_bytes) == 2);
+  CHECK(reg(dense, isa::ConfigReg::dense_rows) == 4);
+  CHECK(reg(dense, isa::ConfigReg::dense_bytes) == 2);
+  CHECK(reg(dense, isa::ConfigReg::act_dense_rows) == 2);
+  CHECK(reg(dense, isa::ConfigReg::act_dense_bytes) == 3);
+  CHECK(count(plain, Opcode::set_config, Field::reg, int64_t(isa::ConfigReg::dense_rows)) == 0);
+  // The pool works on whole rows: batch = rows per pixel = 2 instead of 4. Its cycles: latency 2 +
+  // out_h x out_w x batch x window^2 x ceil(8 / 4): 2 + 2 x 2 x 2 x 4 x 2 = 66 (plain: 2 + 2 x 2 x 4
+  // x 4 x 2 = 130). The matmul and the activate take what they take without dense rows.
+  CHECK(nth(dense, Opcode::pool, 0)[Field::batch] == 2);
+  const sim::RunResult rd = sim::simulate(dense, arch8x8(), {sim::Engine::timing, 0});
+  const sim::RunResult rp = sim::simulate(plain, arch8x8(), {sim::Engine::timing, 0});
+  const auto duration = [](const isa::Program& q, const sim::RunResult& r, Opcode op) {
+    for (size_t i = 0; i < q.code.size(); ++i)
+      if (q.code[i].opcode == op) return r.timeline[i].end - r.timeline[i].start;
+    return uint64_t{0};
+  };
+  CHECK(duration(dense, rd, Opcode::pool) == 66);
+  CHECK(duration(plain, rp, Opcode::pool) == 130);
+  CHECK(duration(dense, rd, Opcode::matmul) == duration(plain, rp, Opcode::matmul));
+  CHECK(duration(dense, rd, Opcode::activate) == duration(plain, rp, Opcode::activate));
+  CHECK(rd.cycles < rp.cycles);
+}
+
+TEST_CASE("a dense pool whose rows per pixel pass the pool's 255 runs the batch in smaller pieces") {
+  // 2 channels at batch 257 (a prime) with 1024 accumulators (one piece could hold 512 samples):
+  // no q > 1 divides 257, so its pool would need 257 rows per pixel. The piece search tries
+  // smaller pieces: in proportion, 257 x 255 / 257 = 255 samples, i.e. 2 pieces of 129 (q = 3:
+  // 43 rows per pixel; the last piece of 128 has q = 4, 32 rows per pixel); the model runs
+  // bit-exact.
+  GraphBuilder b(257);
+  const int x = b.input(map_shape(2, 2, 2)), p = b.tensor("p", map_shape(1, 1, 2));
+  b.add(compiler::PoolOp{whole(x), whole(p), isa::PoolKind::max, 2, 2}, "pool");
+  b.g.output = p;
+  sim::Arch a = arch8x8();
+  a.acc_entries = 1024;
+  const isa::Program prog = lower_and_check(b.g, a);
+  CHECK(prog.meta["batch_piece"] == 129);
+  CHECK(nth(prog, Opcode::pool, 0)[Field::batch] == 43);
+  CHECK(nth(prog, Opcode::pool, 1)[Field::batch] == 32);
 }
 
 }  // namespace tpusim::test

@@ -137,6 +137,7 @@ input_scale = 0.05
 
 [quantization]
 weights = "per_tensor"
+elements = "int8"
 
 [[layer]]
 type = "lstm"
@@ -156,6 +157,7 @@ units = 16
 )");
   CHECK(m.seed == 7);
   CHECK(!m.per_channel);
+  CHECK(!m.wide_elements);  // elements = "int8"; "mixed" (the default) is true
   CHECK(m.inputs[0].shape == sequence_shape(20, 64));
   CHECK(m.inputs[0].scale == 0.05);
   REQUIRE(m.layers.size() == 3);
@@ -344,7 +346,8 @@ TEST_CASE("model: unknown keys, wrong types and out-of-range values") {
                     "m.toml:10: layer conv2d1: filter: 6: unknown key for a conv2d layer (did you mean filters?)");
   CHECK_THROWS_WITH(parse(kHead + "kernel = 3\nunits = 6\n"),
                     "m.toml:10: layer conv2d1: units: 6: unknown key for a conv2d layer (expected one of: type, name, "
-                    "scale, input, filters, kernel, stride, padding, groups, activation, bias, weights_file, bias_file)");
+                    "scale, input, filters, kernel, stride, padding, groups, activation, bias, weights_file, bias_file, "
+                    "weight_bits)");
   CHECK_THROWS_WITH(parse(kHead + "kernel = \"3\"\n"),
                     "m.toml:9: layer conv2d1: kernel: \"3\": expected an integer 1..65535 or [kh, kw] of integers 1..65535");
   CHECK_THROWS_WITH(parse(kHead), "m.toml:6: layer conv2d1: kernel: required (an integer 1..65535 or [kh, kw] of integers 1..65535)");
@@ -368,6 +371,10 @@ TEST_CASE("model: unknown keys, wrong types and out-of-range values") {
                     "activation, lstm, concat (did you mean conv2d?)");
   CHECK_THROWS_WITH(parse(kHead + "kernel = 3\n[quantization]\nweights = \"per_layer\"\n"),
                     "m.toml:11: [quantization]: weights: \"per_layer\": expected one of per_channel, per_tensor");
+  CHECK_THROWS_WITH(parse(kHead + "kernel = 3\n[quantization]\nelements = \"int16\"\n"),
+                    "m.toml:11: [quantization]: elements: \"int16\": expected one of mixed, int8 (did you mean int8?)");
+  CHECK(parse(kHead + "kernel = 3\n[quantization]\nelements = \"mixed\"\n").wide_elements);
+  CHECK(parse(kHead + "kernel = 3\n").wide_elements);
   CHECK_THROWS_WITH(parse(kHead + "kernel = 3\n[layers]\n"),
                     "m.toml:10: layers: unknown table or key (did you mean layer?); a description has [model], [quantization] and [[layer]]");
   CHECK_THROWS_WITH(parse(kHead + "kernel = 3\nname = \"input\"\n"),

@@ -252,19 +252,40 @@ TEST_CASE("LSTM: 4T-1 gate matmuls and 5T-2 vector ops per stacked layer, views 
     CHECK(names.count("lstm1.l0.h") == 1);
     for (const std::string& op_layer : g.op_layer) CHECK(op_layer == "lstm1");
     // Each step's cell state has its own scale: the float run's largest |c_t|, |f c_{t-1}|, |i g| at that
-    // step / 127 (the cell grows over the steps), and fc, ig, c of a step share it.
+    // step / 32767 (the cell grows over the steps), and fc, ig, c of a step share it. With
+    // elements = "int8", / 127. The element width (quantize.cpp): gates, c, fc, ig, tc 16-bit (vecs
+    // read them only), h and the output 8-bit (matmuls read h).
     const FloatRun run = run_float_detailed(b.m);
     REQUIRE(run.lstm_cell_max[0].size() == 2 * 3);
-    int cells = 0;
-    for (const QTensor& t : g.tensors)
-      for (uint64_t l = 0; l < 2; ++l)
-        for (uint64_t step = 0; step < 3; ++step)
-          for (const char* part : {".c", ".fc", ".ig"})
-            if (t.name == "lstm1.l" + std::to_string(l) + ".t" + std::to_string(step) + part) {
-              CHECK(t.scale == run.lstm_cell_max[0][l * 3 + step] / 127);
-              ++cells;
-            }
-    CHECK(cells == 2 * (3 + 2 + 2));  // per stacked layer: c at each step, fc and ig from step 1
+    for (const bool wide : {true, false}) {
+      compiler::Model m = b.m;
+      m.wide_elements = wide;
+      const QGraph q = quantize(m);
+      int cells = 0, gates = 0, narrow = 0;
+      for (const QTensor& t : q.tensors) {
+        for (uint64_t l = 0; l < 2; ++l)
+          for (uint64_t step = 0; step < 3; ++step) {
+            const std::string s = "lstm1.l" + std::to_string(l) + ".t" + std::to_string(step);
+            for (const char* part : {".c", ".fc", ".ig"})
+              if (t.name == s + part) {
+                CHECK(t.scale == run.lstm_cell_max[0][l * 3 + step] / (wide ? 32767 : 127));
+                CHECK(t.bits == (wide ? 16 : 8));
+                ++cells;
+              }
+            for (const char* part : {".i", ".f", ".g", ".o", ".tc"})
+              if (t.name == s + part) {
+                CHECK(t.scale == 1.0 / (wide ? 32767 : 127));
+                CHECK(t.bits == (wide ? 16 : 8));
+                ++gates;
+              }
+          }
+        narrow += t.bits == 8;
+      }
+      CHECK(cells == 2 * (3 + 2 + 2));  // per stacked layer: c at each step, fc and ig from step 1
+      CHECK(gates == 2 * (4 * 3 - 1 + 3));  // 11 gates and 3 tc per stacked layer
+      // the input, lstm1.l0.h, lstm1.l1.h (steps 0..1, unless every step goes to lstm1) and lstm1
+      CHECK(narrow == (wide ? (sequences ? 3 : 4) : int(q.tensors.size())));
+    }
   }
 }
 

@@ -49,7 +49,7 @@ void check_same_timing(const fs::path& model, const sim::Arch& arch) {
 TEST_CASE("a timing-only compile times exactly as the full compile on every kind of workload") {
   const fs::path data = fs::path(TPUSIM_SOURCE_DIR) / "tests/data/models";
   for (const char* w : {"small/lenet5.toml", "small/lstm1.toml", "small/resblock.toml", "small/tiny_cnn.toml",
-                        "small/mnist_mlp.toml"})
+                        "small/mnist_mlp.toml", "small/wide_mlp.toml"})
     check_same_timing(kWorkloads / w, sim::Arch{});
   for (const char* t : {"topology.csv", "depthwise.csv", "gemm.csv"}) {
     check_same_timing(data / t, sim::Arch{});

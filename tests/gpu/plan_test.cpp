@@ -231,8 +231,14 @@ TEST_CASE("the small workloads run bit for bit as the golden reference", "[gpu][
     INFO(name);
     compiler::LoadOptions o;
     o.batch = 4;
+    o.int8_elements = true;  // the runners' kernels are int8
     require_same_as_golden(compiler::quantize(compiler::load_model(dir / name, o)));
   }
+  // With 16-bit elements (an LSTM's gates and cell), the plan refuses the graph.
+  compiler::LoadOptions o;
+  o.batch = 4;
+  REQUIRE_THROWS_WITH(gpu::make_plan(compiler::quantize(compiler::load_model(dir / "lstm1.toml", o))),
+                      Catch::Contains("is 16-bit: the runners' kernels are int8"));
 }
 
 TEST_CASE("graph_work counts what the plan computes", "[gpu][plan]") {

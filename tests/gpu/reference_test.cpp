@@ -70,6 +70,8 @@ TEST_CASE("reference: errors name the file, the record and the key", "[reference
   CHECK(error_of(R"({"format": "csv/1", "device": "x"})") ==
         "f.json: format: \"csv/1\", expected \"tpusim-reference/1\" or \"tpusim-gpu-results/1\" (or no "
         "format key)");
+  CHECK(error_of(R"({"device": "x", "results": [{"workload": "a", "batch": 1, "throughput": 5, "load_average": -2}]})") ==
+        "f.json: results[0]: load_average: expected a number >= 0, got -2");
   CHECK(error_of("[1, 2]") ==
         "f.json: expected a JSON object (reference data: workloads/gpu-reference/README.md)");
 }
@@ -89,6 +91,7 @@ TEST_CASE("reference: the reference format round-trips", "[reference]") {
   r.latency_statistic = "p99";
   r.latency_limit_seconds = 0.007;
   r.where = "Table 4";
+  r.load_average = 9.5;
   d.rows.push_back(r);
   d.ratios.push_back({"mlp1", "TPU", "K80", 60, "Table 6"});
   const gpu::ReferenceData back = gpu::parse_reference(gpu::reference_json(d), "x.json");
@@ -103,6 +106,7 @@ TEST_CASE("reference: the reference format round-trips", "[reference]") {
   CHECK(back.rows[0].latency_statistic == "p99");
   CHECK(back.rows[0].latency_limit_seconds == 0.007);
   CHECK(back.rows[0].where == "Table 4");
+  CHECK(back.rows[0].load_average == 9.5);
   REQUIRE(back.ratios.size() == 1);
   CHECK(back.ratios[0].value == 60);
 }

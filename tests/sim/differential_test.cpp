@@ -21,6 +21,8 @@ struct Limits {
   bool stress = false;         // tiny FIFO and queues, slow memories
   bool shared = false;         // stations share UB rows: act writes matmul inputs, DMA act inputs
   bool fused = false;          // some activates pool as they write (setcfg act_pool ..)
+  bool dense = false;          // some matmuls read and activates write dense rows (setcfg dense_rows ..)
+  bool wide = false;           // some matmuls have 16-bit inputs or weights (setcfg mm_in_hi, mm_weight_hi)
 };
 
 class ProgramGenerator {
@@ -119,7 +121,8 @@ class ProgramGenerator {
     const auto set = [&](isa::ConfigReg reg, uint64_t v) { emit(Opcode::set_config, {{Field::reg, uint64_t(reg)}, {Field::value, v}}); };
     if (!chance(0.4)) {
       if (gathering_) set(isa::ConfigReg::gather_bytes, 0);
-      gathering_ = false;
+      if (dense_in_) set(isa::ConfigReg::dense_rows, 0);
+      gathering_ = dense_in_ = false;
       return 0;
     }
     const uint64_t n = arch_.array_rows, bytes = pick(1, std::min<uint64_t>(n, 3)), cols = pick(1, n / bytes);
@@ -131,7 +134,21 @@ class ProgramGenerator {
     set(isa::ConfigReg::gather_row_step, rs);
     gathering_ = true;
     gather_bytes_ = bytes;
+    dense_in(bytes);
     return (cols - 1) * cs + (rows - 1) * rs;
+  }
+  // With lim_.dense, sometimes Q = 2..4 logical rows of `bytes` >= the gather's bytes per UB row.
+  void dense_in(uint64_t gather_bytes) {
+    const uint64_t q = pick(2, 4), most = arch_.ub_row_bytes() / q;
+    if (lim_.dense && chance(0.5) && most >= gather_bytes) {
+      dense_bytes_ = pick(gather_bytes, most);
+      set(isa::ConfigReg::dense_rows, q);
+      set(isa::ConfigReg::dense_bytes, dense_bytes_);
+      dense_in_ = true;
+    } else if (dense_in_) {
+      set(isa::ConfigReg::dense_rows, 0);
+      dense_in_ = false;
+    }
   }
 
   void matmul(bool switch_tile) {
@@ -140,23 +157,37 @@ class ProgramGenerator {
     uint64_t span = (repeat - 1) * stride + rows;
     if (span + reach > 64) {  // a long reach: no gather this time
       emit(Opcode::set_config, {{Field::reg, uint64_t(isa::ConfigReg::gather_bytes)}, {Field::value, 0}});
-      gathering_ = false;
+      if (dense_in_) set(isa::ConfigReg::dense_rows, 0);
+      gathering_ = dense_in_ = false;
       reach = 0;
     }
     span += reach;
+    // (drawn in the order the fields were before 16-bit modes: the other tests' programs stay the same)
+    const bool accumulate = chance(0.5), unsigned_in = chance(0.3);
+    const uint64_t ub = kX + pick(0, 64 - span);
+    wide(ub, span);
     emit(Opcode::matmul, {{Field::switch_weights, switch_tile},
-                          {Field::accumulate, chance(0.5)},
-                          {Field::unsigned_data, chance(0.3)},
-                          {Field::ub, kX + pick(0, 64 - span)},
+                          {Field::accumulate, accumulate},
+                          {Field::unsigned_data, unsigned_in},
+                          {Field::ub, ub},
                           {Field::acc, pick(0, 64 - rows * repeat)},
                           {Field::rows, rows},
                           {Field::repeat, repeat},
                           {Field::stride, stride},
-                          {Field::lane, gathering_ ? pick(0, arch_.ub_row_bytes() - gather_bytes_)
-                                                   : pick(0, arch_.ub_row_bytes() - arch_.array_rows)}});
+                          {Field::lane, dense_in_   ? pick(0, dense_bytes_ - gather_bytes_)
+                                        : gathering_ ? pick(0, arch_.ub_row_bytes() - gather_bytes_)
+                                                     : pick(0, arch_.ub_row_bytes() - arch_.array_rows)}});
   }
-  bool gathering_ = false, scattering_ = false;
-  uint64_t gather_bytes_ = 0;
+  // With lim_.wide, sometimes 16-bit inputs (the high plane mm_in_hi rows further, still in the
+  // input region, so only shared rows make hazards) and sometimes a high weight plane.
+  void wide(uint64_t ub, uint64_t span) {
+    if (!lim_.wide) return;
+    const uint64_t room = kX + 64 - (ub + span);
+    set(isa::ConfigReg::mm_in_hi, room > 0 && chance(0.5) ? pick(1, room) : 0);
+    set(isa::ConfigReg::mm_weight_hi, chance(0.5));
+  }
+  bool gathering_ = false, scattering_ = false, dense_in_ = false, dense_out_ = false;
+  uint64_t gather_bytes_ = 0, dense_bytes_ = 0, group_cols_ = 0;
 
   // Where a station reads or writes: its own region, or (shared) one another station uses too.
   uint64_t share(uint64_t own, uint64_t other) { return lim_.shared && chance(0.5) ? other : own; }
@@ -193,8 +224,8 @@ class ProgramGenerator {
     if (chance(0.3)) {
       groups = pick(1, std::min<uint64_t>(arch_.array_cols, 4));
       emit(Opcode::set_config, {{Field::reg, uint64_t(isa::ConfigReg::act_groups)}, {Field::value, groups}});
-      emit(Opcode::set_config, {{Field::reg, uint64_t(isa::ConfigReg::act_group_cols)},
-                                {Field::value, pick(1, arch_.array_cols / groups)}});
+      group_cols_ = pick(1, arch_.array_cols / groups);
+      emit(Opcode::set_config, {{Field::reg, uint64_t(isa::ConfigReg::act_group_cols)}, {Field::value, group_cols_}});
       scattering_ = true;
     } else if (scattering_) {
       emit(Opcode::set_config, {{Field::reg, uint64_t(isa::ConfigReg::act_groups)}, {Field::value, 0}});
@@ -205,6 +236,20 @@ class ProgramGenerator {
     if (chance(0.3))  // write the columns elsewhere in the rows (non-square arrays)
       emit(Opcode::set_config, {{Field::reg, uint64_t(isa::ConfigReg::act_lane)},
                                 {Field::value, pick(0, arch_.ub_row_bytes() - arch_.array_cols)}});
+    if (lim_.dense) {  // sometimes Q = 2..4 written rows per UB row, act_lane inside a field
+      const uint64_t q = pick(2, 4), most = arch_.ub_row_bytes() / q, need = scattering_ ? group_cols_ : 1;
+      if (chance(0.5) && most >= need) {
+        const uint64_t bytes = pick(need, most);
+        set(isa::ConfigReg::act_dense_rows, q);
+        set(isa::ConfigReg::act_dense_bytes, bytes);
+        set(isa::ConfigReg::act_lane, pick(0, bytes - need));
+        dense_out_ = true;
+      } else if (dense_out_) {
+        set(isa::ConfigReg::act_dense_rows, 0);
+        set(isa::ConfigReg::act_lane, pick(0, arch_.ub_row_bytes() - arch_.array_cols));
+        dense_out_ = false;
+      }
+    }
     if (lim_.fused && chance(0.6)) fused_activate(act_out);
     emit(Opcode::activate, {{Field::func, pick(0, 4)},
                             {Field::per_channel, chance(0.3)},
@@ -334,6 +379,24 @@ TEST_CASE("differential - activates with fused pooling (setcfg act_pool), alone 
   CHECK(ran >= 40);
   const int shared = differential(6000, 100, {{4, 8}, false, true, true});
   CHECK(shared >= 20);
+}
+
+TEST_CASE("differential - dense reads and writes (setcfg dense_rows, act_dense_rows), with gathers, scatters, "
+          "fused pooling and shared UB rows",
+          "[machine][differential][dense]") {
+  const int ran = differential(7000, 150, {{4, 5, 8, 16}, false, false, true, true});
+  CHECK(ran >= 40);  // 61 of 150 run; the rest are refused alike by every engine
+  const int shared = differential(8000, 100, {{4, 8}, false, true, false, true});
+  CHECK(shared >= 40);  // 68 of 100
+}
+
+TEST_CASE("differential - 16-bit inputs and weights (setcfg mm_in_hi, mm_weight_hi), with gathers, dense rows "
+          "and shared UB rows",
+          "[machine][differential][wide]") {
+  const int ran = differential(9000, 150, {{4, 5, 8, 16}, false, false, false, true, true});
+  CHECK(ran >= 40);
+  const int shared = differential(9500, 100, {{4, 8}, false, true, false, false, true});
+  CHECK(shared >= 30);
 }
 
 TEST_CASE("differential - stressed weight FIFO and queues and slow memories", "[machine][differential]") {

@@ -361,3 +361,72 @@ TEST_CASE("sync on the matrix unit waits for the drain and is no RAW or input st
   CHECK(r.fast.matrix.raw_stall == 0);
   CHECK(r.fast.matrix.input_stall == 0);
 }
+
+// 16-bit elements (setcfg act_high, vec_high_a/b/out): exact int16 results on every engine (run_all
+// also holds fast and stepped to the reference executor) and the activation unit's durations.
+TEST_CASE("16-bit act and vec - exact results, saturation and durations on every engine", "[machine][wide]") {
+  isa::Program p = assemble(R"(
+    .input   x, 0, 8, init=random(3)
+    .weights w, 0, 16, init=zero
+    rhm    host=x, ub=0, rows=2
+    sync   units=host
+    rw     waddr=w, tiles=1
+    matmul ub=0, acc=0, rows=2, switch
+    setcfg reg=act_high, value=4
+    act    acc=0, ub=8, rows=2, mult=300
+    setcfg reg=vec_high_a, value=4
+    setcfg reg=vec_high_b, value=4
+    setcfg reg=vec_high_out, value=4
+    vec    op=mul, src=8, src_b=8, ub=16, rows=2, shift=12
+    setcfg reg=vec_high_b, value=0
+    vec    op=add, src=16, src_b=0, ub=24, rows=2
+    halt)");
+  for (int k = 0; k < 4; ++k) p.weights[k * 4 + k] = 1;  // identity: the accumulators hold x
+  p.host_regions[0].init = {1, 0xff, 100, 0x80, 120, 7, 0, static_cast<uint8_t>(-50)};  // x = [1 -1 100 -128], [120 7 0 -50]
+  const auto r = run_all(p, small_arch());
+  const auto s16 = [&](uint64_t row, uint64_t h) {
+    std::vector<int> v;
+    for (uint64_t i = 0; i < 4; ++i)
+      v.push_back(int{r.fast.state->ub_row(row)[i]} + 256 * int{static_cast<int8_t>(r.fast.state->ub_row(row + h)[i])});
+    return v;
+  };
+  // act: x x 300 = 300, -300, 30000, -38400 (saturates to -32768); 36000 (32767), 2100, 0, -15000.
+  CHECK(s16(8, 4) == std::vector<int>{300, -300, 30000, -32768});
+  CHECK(s16(9, 4) == std::vector<int>{32767, 2100, 0, -15000});
+  // vec mul, int16 x int16 / 2^12: 90000 / 4096 = 21.97 -> 22; 9e8 / 4096 and 2^30 / 4096
+  // saturate; 32767^2 / 4096 = 262128 saturates, 4,410,000 / 4096 = 1076.7 -> 1077, 0,
+  // 2.25e8 / 4096 saturates.
+  CHECK(s16(16, 4) == std::vector<int>{22, 22, 32767, 32767});
+  CHECK(s16(17, 4) == std::vector<int>{32767, 1077, 0, 32767});
+  // vec add, int16 + int8 (x at rows 0..1): 23, 21, 32767 + 100 saturates, 32767 - 128 = 32639;
+  // 32767 + 120 saturates, 1084, 0, 32717.
+  CHECK(s16(24, 4) == std::vector<int>{23, 21, 32767, 32639});
+  CHECK(s16(25, 4) == std::vector<int>{32767, 1084, 0, 32717});
+  // Durations (activation latency 2, one 4-byte UB row per cycle): the act writes two UB rows per
+  // accumulator row: 2 + 2 x 2 = 6. The mul reads four UB rows per element row (two planes of
+  // each operand): 2 + 2 x 4 = 10. The add reads three (a's two planes, b's one) and writes two:
+  // 2 + 2 x 3 = 8. Each starts as the one before it on the unit ends.
+  const auto& t = r.fast.timeline;
+  CHECK(t[5].end - t[5].start == 6);
+  CHECK(t[9].start == t[5].end);
+  CHECK(t[9].end - t[9].start == 10);
+  CHECK(t[11].start == t[9].end);
+  CHECK(t[11].end - t[11].start == 8);
+  CHECK(r.fast.cycles == t[11].end);
+}
+
+// Without a sync, a matmul reading rows an act's high plane writes is refused as a hazard.
+TEST_CASE("16-bit act - the high plane's rows are hazards too", "[machine][wide]") {
+  const isa::Program p = assemble(R"(
+    .weights w, 0, 32, init=random(1)
+    rw     waddr=w, tiles=2
+    matmul ub=0, acc=0, rows=2, switch
+    setcfg reg=act_high, value=10
+    act    acc=0, ub=20, rows=2
+    matmul ub=30, acc=4, rows=1, switch
+    halt)");
+  for (const sim::Engine e : {sim::Engine::fast, sim::Engine::stepped, sim::Engine::timing})
+    CHECK_THROWS_WITH(sim::simulate(p, small_arch(), {e, 0}),
+                      Catch::Contains("instruction 4 (matmul ub=30, acc=4, rows=1, switch): reads UB rows that "
+                                      "instruction 3 (act acc=0, ub=20, rows=2) uses earlier in program order"));
+}

@@ -396,6 +396,192 @@ TEST_CASE("vec: pass does not read src_b - overlapping rows are read before writ
   CHECK(row_s8(s, 2) == std::vector<int>{5, 6, 7, 8});  // not row 0 again
 }
 
+// ---- 16-bit elements (setcfg act_high, vec_high_a, vec_high_b, vec_high_out) ----------------
+
+// A UB row pair read as int16: low bytes (unsigned) at `row`, high bytes (signed) at row + h.
+std::vector<int> row_s16(const MachineState& s, uint64_t row, uint64_t h) {
+  std::vector<int> v;
+  for (uint64_t i = 0; i < s.arch.ub_row_bytes(); ++i)
+    v.push_back(int{s.ub_row(row)[i]} + 256 * int{static_cast<int8_t>(s.ub_row(row + h)[i])});
+  return v;
+}
+
+// Writes int16 values as a low plane at `row` and a high plane at row + h.
+void set_row16(MachineState& s, uint64_t row, uint64_t h, std::vector<int> values) {
+  for (size_t i = 0; i < values.size(); ++i) {
+    const auto v = static_cast<uint16_t>(values[i]);
+    s.ub_row(row)[i] = static_cast<uint8_t>(v);
+    s.ub_row(row + h)[i] = static_cast<uint8_t>(v >> 8);
+  }
+}
+
+TEST_CASE("apply_func16: the 16-bit curves and saturation to int16", "[state][wide]") {
+  CHECK(apply_func16(Func::identity, 40000, 127) == 32767);
+  CHECK(apply_func16(Func::identity, -40000, 127) == -32768);
+  CHECK(apply_func16(Func::identity, -300, 127) == -300);
+  CHECK(apply_func16(Func::relu, -300, 127) == 0);
+  CHECK(apply_func16(Func::relux, 300, 127) == 127);
+  // round(32767 f(y / 256)): sigmoid 16383.5 -> 16384, 23954.6, 8812.4, 16894.9 (y = 16),
+  // 16415.0 (y = 1: a step of 1/256 moves the 16-bit output by 32, the 8-bit one by 0 or 1).
+  CHECK(apply_func16(Func::sigmoid, 0, 127) == 16384);
+  CHECK(apply_func16(Func::sigmoid, 256, 127) == 23955);
+  CHECK(apply_func16(Func::sigmoid, -256, 127) == 8812);
+  CHECK(apply_func16(Func::sigmoid, 16, 127) == 16895);
+  CHECK(apply_func16(Func::sigmoid, 1, 127) == 16415);
+  CHECK(apply_func16(Func::tanh, 256, 127) == 24955);  // 32767 x 0.761594 = 24955.1
+  CHECK(apply_func16(Func::tanh, -256, 127) == -24955);
+  CHECK(apply_func16(Func::tanh, 1, 127) == 128);  // 32767 x tanh(1/256) = 127.996
+  // Beyond |y / 256| = 8, where the 8-bit curves are flat, the 16-bit ones are not yet:
+  // 32767 sigmoid(-8) = 10.99 and 32767 sigmoid(8) = 32756.0.
+  CHECK(apply_func16(Func::sigmoid, -2048, 127) == 11);
+  CHECK(apply_func16(Func::sigmoid, 2048, 127) == 32756);
+  CHECK(apply_func(Func::sigmoid, -2048, 127, false) == 0);
+}
+
+// The 16-bit curves' input range [kCurve16InputMin, kCurve16InputMax] loses nothing: 32767 f(y /
+// 256) rounds to the curve's limit inside it, so clamping y there is exact.
+TEST_CASE("sigmoid and tanh reach their int16 limits inside the 16-bit curves' input range", "[state][wide]") {
+  STATIC_REQUIRE(isa::kCurve16InputMin == -4096);
+  STATIC_REQUIRE(isa::kCurve16InputMax == 4095);
+  for (const Func f : {Func::sigmoid, Func::tanh}) {
+    const auto exact = [&](int64_t y) {
+      const double x = double(y) / 256;
+      return std::lround(f == Func::sigmoid ? 32767 / (1 + std::exp(-x)) : 32767 * std::tanh(x));
+    };
+    CHECK(exact(isa::kCurve16InputMin) == (f == Func::sigmoid ? 0 : -32767));
+    CHECK(exact(isa::kCurve16InputMax) == 32767);
+    const int low = apply_func16(f, isa::kCurve16InputMin, 127), high = apply_func16(f, isa::kCurve16InputMax, 127);
+    for (int64_t y = -70000; y <= isa::kCurve16InputMin; ++y) REQUIRE(apply_func16(f, y, 127) == low);
+    for (int64_t y = isa::kCurve16InputMax; y <= 70000; ++y) REQUIRE(apply_func16(f, y, 127) == high);
+    for (int64_t y = isa::kCurve16InputMin; y <= isa::kCurve16InputMax; ++y) REQUIRE(apply_func16(f, y, 127) == exact(y));
+  }
+}
+
+TEST_CASE("act with act_high writes int16 results as two byte planes", "[state][wide]") {
+  MachineState s = make_state({}, tiny());
+  std::fill(s.ub.begin(), s.ub.end(), 0x55);
+  set_acc(s, 0, {1000, -1000, 40000, -40000});
+  set_acc(s, 1, {0, 256, -256, 1});
+  exec_set_config(s, make(Opcode::set_config, {{Field::reg, 15}, {Field::value, 5}}), 0);
+  exec_activate(s, make(Opcode::activate, {{Field::rows, 2}, {Field::ub, 10}}), 0);
+  // 1000 = 0x03e8: low 0xe8, high 3; -1000 = 0xfc18: low 0x18, high 0xfc; 40000 and -40000
+  // saturate to 32767 (0x7fff) and -32768 (0x8000).
+  CHECK(row_u8(s, 10) == std::vector<int>{0xe8, 0x18, 0xff, 0x00});
+  CHECK(row_s8(s, 15) == std::vector<int>{3, -4, 127, -128});
+  CHECK(row_s16(s, 10, 5) == std::vector<int>{1000, -1000, 32767, -32768});
+  CHECK(row_s16(s, 11, 5) == std::vector<int>{0, 256, -256, 1});
+  CHECK(row_u8(s, 12) == std::vector<int>(4, 0x55));  // rows 12..14 between the planes are kept
+  CHECK(row_u8(s, 14) == std::vector<int>(4, 0x55));
+  // sigmoid and tanh on y = x x 1 / 2^0 read as Q7.8: the 16-bit curves.
+  set_acc(s, 2, {0, 256, -256, 16});
+  exec_activate(s, make(Opcode::activate, {{Field::acc, 2}, {Field::rows, 1}, {Field::ub, 20},
+                                           {Field::func, uint64_t(Func::sigmoid)}}), 0);
+  CHECK(row_s16(s, 20, 5) == std::vector<int>{16384, 23955, 8812, 16895});
+  exec_activate(s, make(Opcode::activate, {{Field::acc, 2}, {Field::rows, 1}, {Field::ub, 20},
+                                           {Field::func, uint64_t(Func::tanh)}, {Field::mult, 3}, {Field::shift, 1}}), 0);
+  // y = round(x x 3 / 2) = 0, 384, -384, 24: 32767 tanh(1.5) = 29659.2, 32767 tanh(0.09375) = 3062.7.
+  CHECK(row_s16(s, 20, 5) == std::vector<int>{0, 29659, -29659, 3063});
+  // perchan: (x + bias) x mult / 2^shift per column, as the 8-bit act, saturated to int16.
+  MachineState t = make_state({}, tiny());
+  uint8_t* table = t.ub_row(40);  // 7 x 4 = 28 bytes: rows 40..46
+  const int32_t bias[4] = {5, -5, 0, 70000};
+  for (int c = 0; c < 4; ++c) {
+    for (int k = 0; k < 4; ++k) table[4 * c + k] = static_cast<uint8_t>(uint32_t(bias[c]) >> (8 * k));
+    table[16 + 2 * c] = 2;  // mult 2
+    table[24 + c] = 0;      // shift 0
+  }
+  set_acc(t, 0, {10, 10, -20000, 0});
+  t.planes.act = 1;
+  exec_activate(t, make(Opcode::activate, {{Field::rows, 1}, {Field::per_channel, 1}, {Field::qtable, 40}}), 0);
+  CHECK(row_s16(t, 0, 1) == std::vector<int>{30, 10, -32768, 32767});  // -40000, 140000 saturate
+}
+
+TEST_CASE("act with act_high refuses unsigned, scatter, pooling, overlapping planes, planes past the UB",
+          "[state][wide]") {
+  MachineState s = make_state({}, tiny());
+  s.planes.act = 2;
+  CHECK_THROWS_WITH(exec_activate(s, make(Opcode::activate, {{Field::rows, 1}, {Field::unsigned_data, 1}}), 3),
+                    Contains("16-bit results (act_high) are signed: not with `unsigned`"));
+  CHECK_THROWS_WITH(exec_activate(s, make(Opcode::activate, {{Field::rows, 3}}), 3),
+                    Contains("instruction 3 (act acc=0, ub=0, rows=3): act_high = 2 (setcfg register): the high "
+                             "byte plane would overlap the 3 rows of the low plane (expected >= 3)"));
+  CHECK_THROWS_WITH(exec_activate(s, make(Opcode::activate, {{Field::rows, 2}, {Field::ub, 61}}), 3),
+                    Contains("writes UB rows 63..64, but the unified buffer has 64 rows"));
+  s.act_pool.kind = 1;
+  CHECK_THROWS_WITH(exec_activate(s, make(Opcode::activate, {{Field::rows, 1}}), 3),
+                    Contains("16-bit results (act_high): not with act_pool"));
+  s.act_pool.kind = 0;
+  s.pack.act_groups = 2;
+  s.pack.act_group_cols = 2;
+  CHECK_THROWS_WITH(exec_activate(s, make(Opcode::activate, {{Field::rows, 1}}), 3),
+                    Contains("16-bit results (act_high): not with act_groups"));
+}
+
+TEST_CASE("vec with 16-bit operands and result: every operation, saturation and the curves", "[state][wide]") {
+  using isa::VecOp;
+  MachineState s = make_state({}, tiny());
+  set_row16(s, 0, 10, {30000, -30000, 300, -2});  // a: rows 0 and 10
+  set_row(s, 1, {100, -100, -7, 127});            // b: int8 at row 1
+  s.planes = {0, 10, 0, 20};                      // a 16-bit, b 8-bit, result 16-bit: rows 2 and 22
+  auto run = [&](isa::Instruction i) {
+    exec_vector(s, i, 0);
+    return row_s16(s, 2, 20);
+  };
+  CHECK(run(vec(VecOp::add, Func::identity, 1, 0)) == std::vector<int>{30100, -30100, 293, 125});
+  CHECK(run(vec(VecOp::sub, Func::identity, 1, 0)) == std::vector<int>{29900, -29900, 307, -129});
+  CHECK(run(vec(VecOp::add, Func::identity, 2, 0)) == std::vector<int>{32767, -32768, 586, 250});  // saturates
+  // 3,000,000, 3,000,000, -2100, -254 over 2^7: 23437.5 -> 23438, 23438, -16.4 -> -16, -1.98 -> -2
+  CHECK(run(vec(VecOp::mul, Func::identity, 1, 7)) == std::vector<int>{23438, 23438, -16, -2});
+  CHECK(run(vec(VecOp::max, Func::identity, 1, 0)) == std::vector<int>{30000, -100, 300, 127});
+  CHECK(run(vec(VecOp::min, Func::identity, 1, 0)) == std::vector<int>{100, -30000, -7, -2});
+  CHECK(run(vec(VecOp::pass, Func::relu, 1, 0)) == std::vector<int>{30000, 0, 300, 0});
+  // Products of two int16 operands need 31 bits, times mult 32 bits more: 64-bit arithmetic.
+  s.planes = {0, 10, 10, 20};
+  set_row16(s, 1, 10, {-32768, -32768, 32767, 2});  // b: rows 1 and 11
+  // a x b = -983,040,000, 983,040,000, 9,830,100, -4; x 65535 / 2^40: -58.6, 58.6, 0.59, -0.0
+  CHECK(run(vec(VecOp::mul, Func::identity, 65535, 40)) == std::vector<int>{-59, 59, 1, 0});
+  CHECK(run(vec(VecOp::mul, Func::identity, 1, 15)) == std::vector<int>{-30000, 30000, 300, 0});
+  // A 16-bit result of the curves: y = a / 2^7 read as Q7.8: 234.4 -> 234, -234, 2.3 -> 2, -0.02
+  // -> 0; 32767 tanh(234 / 256) = 23692.7, 32767 tanh(2 / 256) = 255.99.
+  CHECK(run(vec(VecOp::pass, Func::tanh, 1, 7)) == std::vector<int>{23693, -23693, 256, 0});
+  // An 8-bit result from 16-bit operands: int8 saturation and the 8-bit curves; the row where the
+  // high plane would go is not written.
+  s.planes.out = 0;
+  std::fill_n(s.ub_row(22), 4, 0x55);
+  exec_vector(s, vec(VecOp::pass, Func::identity, 1, 7), 0);
+  CHECK(row_s8(s, 2) == std::vector<int>{127, -128, 2, 0});  // 234, -234 saturate
+  exec_vector(s, vec(VecOp::pass, Func::tanh, 1, 7), 0);
+  CHECK(row_s8(s, 2) == std::vector<int>{92, -92, 1, 0});  // 127 tanh(234 / 256) = 91.8
+  CHECK(row_u8(s, 22) == std::vector<int>(4, 0x55));
+}
+
+TEST_CASE("vec with 16-bit planes reads every operand before writing, and checks the planes", "[state][wide]") {
+  using isa::VecOp;
+  MachineState s = make_state({}, tiny());
+  // In place, the result's high plane over operand a's low plane of the next row: a at rows 0..1
+  // (high 2..3), result at rows 1..2 (high 3..4) with vec_high_out = 2 -- overlapping planes of
+  // the two at other positions, read whole before anything is written.
+  set_row16(s, 0, 2, {1, -1, 1000, -1000});
+  set_row16(s, 1, 2, {2, -2, 2000, -2000});
+  s.planes = {0, 2, 0, 2};
+  exec_vector(s, make(Opcode::vector, {{Field::op, uint64_t(VecOp::pass)}, {Field::src, 0}, {Field::ub, 1},
+                                       {Field::rows, 2}, {Field::mult, 3}}), 0);
+  CHECK(row_s16(s, 1, 2) == std::vector<int>{3, -3, 3000, -3000});
+  CHECK(row_s16(s, 2, 2) == std::vector<int>{6, -6, 6000, -6000});
+  s.planes = {0, 1, 0, 0};
+  CHECK_THROWS_WITH(exec_vector(s, make(Opcode::vector, {{Field::op, uint64_t(VecOp::pass)}, {Field::rows, 2}}), 4),
+                    Contains("vec_high_a = 1 (setcfg register): the high byte plane would overlap the 2 rows of "
+                             "the low plane (expected >= 2)"));
+  s.planes = {0, 0, 60, 0};
+  CHECK_NOTHROW(exec_vector(s, make(Opcode::vector, {{Field::op, uint64_t(VecOp::pass)}, {Field::rows, 2}}), 4));
+  CHECK_THROWS_WITH(exec_vector(s, make(Opcode::vector, {{Field::op, uint64_t(VecOp::add)}, {Field::src_b, 3},
+                                                         {Field::rows, 2}}), 4),
+                    Contains("reads UB rows 63..64, but the unified buffer has 64 rows"));
+  s.planes = {0, 0, 0, 63};
+  CHECK_THROWS_WITH(exec_vector(s, make(Opcode::vector, {{Field::op, uint64_t(VecOp::pass)}, {Field::ub, 1}, {Field::rows, 1}}), 4),
+                    Contains("writes UB rows 64..64, but the unified buffer has 64 rows"));
+}
+
 // ---- act and vec against the plainest reading of docs/isa.md, on random instructions ---------
 
 // round_half_away(p / 2^s) for |p| < 2^62 and s <= 63: the quotient, plus one when the remainder

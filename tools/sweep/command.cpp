@@ -63,6 +63,7 @@ void plot(const std::string& csv, const std::string& prefix, const std::string& 
 std::string describe(const Point& p) {
   std::string out = fmt::format("{:>6}  {:<12} {}", p.index, p.workload->name, sim::machine_name(p.arch));
   if (p.batch) out += fmt::format(" batch={}", *p.batch);
+  if (const std::string m = compiler::describe(p.mapper); !m.empty()) out += fmt::format(", mapper {}", m);
   return out;
 }
 

@@ -17,7 +17,7 @@ namespace {
 using ojson = nlohmann::ordered_json;
 
 // Report keys that columns of their own (or no column, for wall-clock time) stand in for.
-const std::set<std::string_view> kOwnColumns = {"workload", "arch", "engine", "batch"};
+const std::set<std::string_view> kOwnColumns = {"workload", "arch", "engine", "batch", "mapper"};
 const std::set<std::string_view> kWallClock = {"host_seconds", "simulated_cycles_per_second"};
 // Report keys too detailed for a column (the JSON lines and the database keep them).
 const std::set<std::string_view> kDetail = {"layers"};
@@ -57,6 +57,8 @@ std::vector<Column> make_columns() {
   for (const sim::ParamInfo& p : sim::arch_params())
     c.push_back({std::string(p.name), p.is_real ? ColumnType::real : ColumnType::integer});
   c.push_back({"batch", ColumnType::integer});
+  for (const compiler::MapperSwitch& m : compiler::kMapperSwitches)
+    c.push_back({fmt::format("mapper.{}", m.key), ColumnType::text});
   c.push_back({"status", ColumnType::text});
   c.push_back({"error", ColumnType::text});
   for (const sim::ReportKey& k : sim::report_keys()) {
@@ -83,6 +85,13 @@ Cell cell_of(const ojson& v, ColumnType t) {
     return v.get<double>();
   }
   return v.dump();
+}
+
+// A mapper switch's column: "on" or "off" as the point set it (compiler/lower_options.h).
+std::string mapper_cell(const compiler::LowerOptions& o, std::string_view key) {
+  for (const compiler::MapperSwitch& m : compiler::kMapperSwitches)
+    if (m.key == key) return o.*(m.field) ? "on" : "off";
+  return "";
 }
 
 // The report's value for a column (KEY or KEY.MEMBER).
@@ -122,6 +131,7 @@ Row make_row(const PointResult& r) {
     } else if (n == "status") row.emplace_back(std::string(ok ? "ok" : "failed"));
     else if (n == "error") row.push_back(ok ? Cell{} : Cell{r.error});
     else if (arch.contains(n)) row.push_back(cell_of(arch[n], c.type));
+    else if (n.starts_with("mapper.")) row.emplace_back(mapper_cell(p.mapper, n.substr(7)));
     else if (!ok) row.emplace_back();
     else if (const ojson* v = lookup(r.report, n)) row.push_back(cell_of(*v, c.type));
     else if (n.starts_with("instructions.") || n.starts_with("instruction_cycles."))
@@ -141,6 +151,7 @@ std::string json_line(const PointResult& r) {
   const ojson arch = sim::arch_to_json(p.arch);
   for (const sim::ParamInfo& i : sim::arch_params()) params[std::string(i.name)] = arch[std::string(i.name)];
   params["batch"] = p.batch ? ojson(*p.batch) : ojson(nullptr);
+  params["mapper"] = compiler::mapper_to_json(p.mapper);  // the switches that are off
   ojson j = {{"point", p.index},
              {"workload", p.workload->name},
              {"workload_file", p.workload->file},

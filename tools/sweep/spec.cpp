@@ -51,8 +51,15 @@ std::vector<std::string> parameter_names() {
   std::vector<std::string> names;
   for (const sim::ParamInfo& p : sim::arch_params()) names.emplace_back(p.name);
   names.emplace_back("batch");
+  for (const compiler::MapperSwitch& m : compiler::kMapperSwitches) names.push_back(fmt::format("mapper.{}", m.key));
   return names;
 }
+
+// "mapper.pack" -> "pack"; "" for a key that is not a mapper switch's.
+std::string_view mapper_key(std::string_view key) {
+  return key.starts_with("mapper.") ? key.substr(7) : std::string_view{};
+}
+
 
 bool is_parameter(std::string_view key) {
   const auto names = parameter_names();
@@ -83,7 +90,8 @@ class Reader {
     if (!is_parameter(key)) {
       const auto names = parameter_names();
       fail(line_of(n), where, key, "",
-           fmt::format("unknown parameter{}; `tpusim arch` lists them (and `batch`)",
+           fmt::format("unknown parameter{}; `tpusim arch` lists them (and `batch`, `mapper.KEY`: "
+                       "docs/sweeps.md)",
                        did_you_mean(key, names)));
     }
   }
@@ -95,7 +103,8 @@ class Reader {
     if (auto i = n.as_integer()) s.text = std::to_string(i->get());
     else if (auto f = n.as_floating_point()) s.text = fmt::format("{}", f->get());
     else if (auto t = n.as_string()) s.text = t->get();
-    else fail(s.line, where, key, render(n), "expected a number");
+    else if (auto b = n.as_boolean(); b && !mapper_key(key).empty()) s.text = b->get() ? "on" : "off";
+    else fail(s.line, where, key, render(n), mapper_key(key).empty() ? "expected a number" : "expected on or off");
     return checked(std::move(s), where);
   }
 
@@ -103,6 +112,13 @@ class Reader {
     const std::string& key = s.key;
     if (key == "batch") {
       parse_batch(s, where);
+    } else if (const std::string_view m = mapper_key(key); !m.empty()) {
+      compiler::LowerOptions scratch;
+      try {
+        compiler::set_mapper_switch(scratch, m, s.text, where);
+      } catch (const InputError&) {
+        fail(s.line, where, key, s.text, "expected on or off (true/false, 1/0)");
+      }
     } else {
       sim::Arch scratch;
       try {
@@ -210,9 +226,24 @@ std::vector<std::pair<std::string, const toml::node*>> in_file_order(const toml:
   return out;
 }
 
+// A spec's keys with the `mapper` table flattened: TOML reads `mapper.pack = ...` as a table
+// `mapper` holding `pack`; each of its members is a key "mapper.pack" of its own.
+std::vector<std::pair<std::string, const toml::node*>> flatten_mapper(
+    std::vector<std::pair<std::string, const toml::node*>> keys) {
+  std::vector<std::pair<std::string, const toml::node*>> out;
+  for (auto& [k, v] : keys) {
+    if (k == "mapper" && v->is_table()) {
+      for (auto& [mk, mv] : in_file_order(*v->as_table())) out.emplace_back("mapper." + mk, mv);
+    } else {
+      out.emplace_back(std::move(k), v);
+    }
+  }
+  return out;
+}
+
 std::vector<Axis> read_grid(const Reader& r, const toml::table& grid) {
   std::vector<Axis> axes;
-  for (const auto& [key, node] : in_file_order(grid)) {
+  for (const auto& [key, node] : flatten_mapper(in_file_order(grid))) {
     Axis axis{key, line_of(*node), {}};
     const bool linked = !is_parameter(key) && node->is_table() && !node->as_table()->contains("from");
     if (!linked) {
@@ -249,7 +280,7 @@ std::vector<Axis> read_grid(const Reader& r, const toml::table& grid) {
 
 std::vector<Setting> read_settings(const Reader& r, const toml::table& t, const std::string& where) {
   std::vector<Setting> out;
-  for (const auto& [key, node] : in_file_order(t)) {
+  for (const auto& [key, node] : flatten_mapper(in_file_order(t))) {
     r.check_parameter(*node, where, key);
     out.push_back(r.scalar(*node, where, key));
   }
@@ -361,17 +392,21 @@ void read_sweep_table(const Reader& r, const toml::table& t, Spec& spec, sim::Ar
 }
 
 // Applies settings (already checked) to a point.
-void apply(const std::vector<Setting>& settings, sim::Arch& arch, std::optional<uint64_t>& batch) {
+void apply(const std::vector<Setting>& settings, Point& p) {
   for (const Setting& s : settings) {
-    if (s.key == "batch") batch = std::stoull(s.text);
-    else sim::set_param(arch, s.key, s.text, "sweep");
+    if (s.key == "batch") p.batch = std::stoull(s.text);
+    else if (const std::string_view m = mapper_key(s.key); !m.empty()) compiler::set_mapper_switch(p.mapper, m, s.text, "sweep");
+    else sim::set_param(p.arch, s.key, s.text, "sweep");
   }
 }
 
+// Mapper switches appear only when one is off, so that the keys of every other point stay as
+// they were before the switches existed (results stored then still resume).
 std::string point_key(const Spec& spec, const Point& p) {
-  return fmt::format("{}|{}|{}|batch={}|{}", p.workload->name, p.workload->file,
+  const std::string mapper = compiler::describe(p.mapper);
+  return fmt::format("{}|{}|{}|batch={}|{}{}", p.workload->name, p.workload->file,
                      sim::engine_name(spec.engine), p.batch ? std::to_string(*p.batch) : "-",
-                     sim::arch_to_json(p.arch).dump());
+                     mapper.empty() ? "" : fmt::format("mapper={}|", mapper), sim::arch_to_json(p.arch).dump());
 }
 
 struct Expansion {
@@ -412,12 +447,17 @@ void expand(const Reader& r, const Expansion& x, Spec& spec) {
       Point p;
       p.workload = &w;
       p.arch = x.arch;
-      apply(x.base, p.arch, p.batch);
-      apply(c, p.arch, p.batch);
+      apply(x.base, p);
+      apply(c, p);
       if (p.batch && !w.is_model) {
         const int line = c.empty() ? x.base.front().line : c.front().line;
         r.fail(line, "sweep", "batch", std::to_string(*p.batch),
                fmt::format("batch applies to models, and workload {} is a program", w.file));
+      }
+      if (!(p.mapper == compiler::LowerOptions{}) && !w.is_model) {
+        const int line = c.empty() ? x.base.front().line : c.front().line;
+        r.fail(line, "sweep", "mapper", compiler::describe(p.mapper),
+               fmt::format("mapper switches apply to models, and workload {} is a program", w.file));
       }
       p.key = point_key(spec, p);
       if (!seen.insert(p.key).second) {
@@ -478,6 +518,13 @@ std::string describe_key(const std::string& key) {
     parts.push_back(key.substr(at, bar - at));
     at = bar + 1;
   }
+  std::string mapper;  // "mapper=pack=off|" before the JSON when a switch is off
+  if (key.compare(at, 7, "mapper=") == 0) {
+    const size_t bar = key.find('|', at);
+    if (bar == std::string::npos) return key.substr(0, 200);
+    mapper = fmt::format(", mapper {}", key.substr(at + 7, bar - at - 7));
+    at = bar + 1;
+  }
   std::string machine;
   try {
     const nlohmann::json arch = nlohmann::json::parse(key.substr(at));
@@ -488,7 +535,7 @@ std::string describe_key(const std::string& key) {
   } catch (const std::exception&) {
     machine = "an architecture this tpusim cannot read";
   }
-  return fmt::format("workload {} ({}), engine {}, {}, {}", parts[0], parts[1], parts[2], parts[3], machine);
+  return fmt::format("workload {} ({}), engine {}, {}, {}{}", parts[0], parts[1], parts[2], parts[3], machine, mapper);
 }
 
 Shard parse_shard(const std::string& text) {

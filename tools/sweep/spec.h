@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "compiler/lower_options.h"
 #include "sim/arch.h"
 #include "sim/machine.h"
 
@@ -32,6 +33,7 @@ struct Point {
   const Workload* workload = nullptr;
   sim::Arch arch;                 // every parameter resolved (validated only when the point runs)
   std::optional<uint64_t> batch;  // models: overrides the description's batch
+  compiler::LowerOptions mapper;  // models: the mapper's switches (`mapper.pack = "off"`)
   std::string key;                // identity for --resume and merging: workload, engine, batch, arch
 };
 

@@ -40,6 +40,7 @@ json request(const Spec& spec, const Point& p) {
           {"model", p.workload->is_model},
           {"arch", sim::arch_to_json(p.arch)},
           {"batch", p.batch ? json(*p.batch) : json(nullptr)},
+          {"mapper", compiler::mapper_to_json(p.mapper)},
           {"engine", sim::engine_name(spec.engine)},
           {"max_cycles", spec.max_cycles}};
 }
@@ -65,7 +66,7 @@ ojson run_request(const json& req) {
       cache.emplace(key, compiler::prepare_file(path, o));
     }
     compiled = &cache->second;
-    compiler::lower_for(*compiled, arch);
+    compiler::lower_for(*compiled, arch, compiler::mapper_from_json(req.value("mapper", json::object()), "point"));
   } else {
     loaded = path.ends_with(".s") ? isa::assemble_file(path) : isa::load_program(path);
   }

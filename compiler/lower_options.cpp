@@ -1,0 +1,71 @@
+#include "compiler/lower_options.h"
+
+#include <fmt/format.h>
+
+#include <nlohmann/json.hpp>
+
+#include "isa/error.h"
+
+namespace tpusim::compiler {
+namespace {
+
+std::string known_keys() {
+  std::string s;
+  for (const MapperSwitch& m : kMapperSwitches) s += fmt::format("{}{}", s.empty() ? "" : ", ", m.key);
+  return s;
+}
+
+const MapperSwitch* find(std::string_view key) {
+  for (const MapperSwitch& m : kMapperSwitches)
+    if (m.key == key) return &m;
+  return nullptr;
+}
+
+}  // namespace
+
+void set_mapper_switch(LowerOptions& options, std::string_view key, std::string_view value, std::string_view where) {
+  const MapperSwitch* m = find(key);
+  if (!m)
+    throw InputError(fmt::format("{}: '{}': unknown mapper switch; expected one of {}", where, key, known_keys()));
+  if (value == "on" || value == "true" || value == "1") options.*(m->field) = true;
+  else if (value == "off" || value == "false" || value == "0") options.*(m->field) = false;
+  else
+    throw InputError(fmt::format("{}: {}: '{}': expected on or off (true/false, 1/0)", where, key, value));
+}
+
+void set_mapper_switch(LowerOptions& options, std::string_view key_value, std::string_view where) {
+  const size_t eq = key_value.find('=');
+  if (eq == std::string_view::npos)
+    throw InputError(fmt::format("{}: '{}': expected KEY=on|off with KEY one of {}", where, key_value, known_keys()));
+  set_mapper_switch(options, key_value.substr(0, eq), key_value.substr(eq + 1), where);
+}
+
+nlohmann::json mapper_to_json(const LowerOptions& options) {
+  nlohmann::json j = nlohmann::json::object();
+  const LowerOptions defaults;
+  for (const MapperSwitch& m : kMapperSwitches)
+    if (options.*(m.field) != defaults.*(m.field)) j[std::string(m.key)] = options.*(m.field);
+  return j;
+}
+
+LowerOptions mapper_from_json(const nlohmann::json& j, std::string_view where) {
+  LowerOptions o;
+  if (!j.is_object()) throw InputError(fmt::format("{}: expected an object of mapper switches", where));
+  for (const auto& [key, value] : j.items()) {
+    if (!value.is_boolean())
+      throw InputError(fmt::format("{}: {}: {}: expected true or false", where, key, value.dump()));
+    set_mapper_switch(o, key, value.get<bool>() ? "on" : "off", where);
+  }
+  return o;
+}
+
+std::string describe(const LowerOptions& options) {
+  std::string s;
+  const LowerOptions defaults;
+  for (const MapperSwitch& m : kMapperSwitches)
+    if (options.*(m.field) != defaults.*(m.field))
+      s += fmt::format("{}{}={}", s.empty() ? "" : ", ", m.key, options.*(m.field) ? "on" : "off");
+  return s;
+}
+
+}  // namespace tpusim::compiler

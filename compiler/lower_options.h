@@ -1,0 +1,63 @@
+// The mapper's switches: which of the compiler's mapping techniques a compile may use. All on by
+// default; an architect turns one off to measure what it buys on a design point (`tpusim run
+// --mapper pack=off`, `tpusim compile --mapper ...`, a sweep's `mapper.pack` axis; docs/compiler.md
+// "Mapper switches"). The table below is the one list of them: the CLI's help, the sweep spec, the
+// program's meta and the report read it (docs/compiler.md repeats it by hand).
+#pragma once
+
+#include <string>
+#include <string_view>
+
+#include "nlohmann/json_fwd.hpp"
+
+namespace tpusim::compiler {
+
+struct LowerOptions {
+  // Fuse a pool into the activates of the convolution before it where the shapes allow
+  // (docs/compiler.md "Fusion"); off: every pool is its own instruction.
+  bool fuse_pools = true;
+  // Pack kernel positions and output pixels of narrow convolutions onto the array's rows through
+  // the data setup's gather (docs/compiler.md "Packing"); off: one weight tile per kernel position.
+  bool pack = true;
+  // A batch in pieces runs by the piece schedule (docs/compiler.md "The piece schedule": only the
+  // layers that need pieces run in them, where the cycle estimate says so); off: the whole model
+  // once per piece.
+  bool piece_schedule = true;
+  // Store narrow tensors dense, several samples per UB row (docs/compiler.md "Dense layouts");
+  // off: one UB row per (pixel, sample).
+  bool dense = true;
+  bool operator==(const LowerOptions&) const = default;
+};
+
+struct MapperSwitch {
+  std::string_view key;
+  bool LowerOptions::*field;
+  std::string_view doc;
+};
+inline constexpr MapperSwitch kMapperSwitches[] = {
+    {"fuse", &LowerOptions::fuse_pools,
+     "fuse a pool into the activates of the convolution before it (docs/compiler.md \"Fusion\")"},
+    {"pack", &LowerOptions::pack,
+     "pack kernel positions and output pixels of narrow convolutions on the array's rows "
+     "(docs/compiler.md \"Packing\")"},
+    {"pieces", &LowerOptions::piece_schedule,
+     "run only the layers that need pieces of a batch in pieces, the rest over the whole batch "
+     "(docs/compiler.md \"The piece schedule\")"},
+    {"dense", &LowerOptions::dense,
+     "store narrow tensors dense, several samples per UB row (docs/compiler.md \"Dense layouts\")"},
+};
+
+// Sets one switch from "KEY=VALUE" (VALUE: on/off, true/false, 1/0). Throws InputError naming
+// `where`, the text and what was expected (the known keys, the closest one).
+void set_mapper_switch(LowerOptions& options, std::string_view key_value, std::string_view where);
+// Sets switch `key` to the text `value` (as above, key and value apart).
+void set_mapper_switch(LowerOptions& options, std::string_view key, std::string_view value, std::string_view where);
+
+// The switches that differ from the default, {"pack": false, ...} (empty: all on); and back.
+nlohmann::json mapper_to_json(const LowerOptions& options);
+LowerOptions mapper_from_json(const nlohmann::json& j, std::string_view where);
+
+// "pack=off, fuse=off" or "" when all are on: for keys and messages.
+std::string describe(const LowerOptions& options);
+
+}  // namespace tpusim::compiler

@@ -1,0 +1,162 @@
+#include "compiler/schedule.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <map>
+#include <tuple>
+
+namespace tpusim::compiler {
+
+namespace {
+
+uint64_t div_up(uint64_t a, uint64_t b) { return (a + b - 1) / b; }
+
+double xfer(double bytes, double gbps, const sim::Arch& a) {
+  return std::ceil(bytes * a.clock_mhz / (gbps * 1000.0));
+}
+
+// The op's work had it run in n pieces instead of the measured ones (see schedule.h).
+Emitter::Work in_pieces(const Emitter::Work& w, uint64_t measured, uint64_t n) {
+  Emitter::Work r = w;
+  r.switches = div_up(w.switches * n, measured);
+  r.activations = div_up(w.activations * n, measured);
+  return r;
+}
+
+// Cycles to move tensor t's whole batch between its piece storages (pieces of `piece`, n of them)
+// and its whole-batch copy: in the UB (vec, one per pixel and slice unless the pieces are the
+// whole batch) or in host memory (a DMA per pixel and slice, one per slice for the whole batch).
+double move_cycles(const CrossingTensor& t, uint64_t batch, uint64_t piece, bool resident,
+                   const sim::Arch& a) {
+  const uint64_t n = div_up(batch, piece);
+  const double row = double(div_up(a.ub_row_bytes(), a.activation_lanes));
+  if (resident) {
+    if (piece == batch) return 0;
+    const double copies = double(n * t.slices * t.pixels);
+    return copies * double(a.activation_latency_cycles) + double(batch * t.pixels * t.slices) * row;
+  }
+  const double dmas = double(piece == batch ? t.slices : n * t.slices * t.pixels);
+  return dmas * double(a.host_latency_cycles) + xfer(double(batch * t.bytes), a.host_gbps, a);
+}
+
+}  // namespace
+
+PieceSchedule single_loop(size_t ops, size_t tensors, uint64_t piece) {
+  PieceSchedule s;
+  s.segments.push_back({0, ops, piece});
+  s.io_piece = piece;
+  s.resident.assign(tensors, false);
+  return s;
+}
+
+double op_cycles(const Emitter::Work& w, const sim::Arch& a) {
+  const double tile = xfer(double(a.tile_bytes()), a.weight_mem_gbps, a);
+  const double matrix = std::max(double(w.vectors + w.switches * a.array_rows), double(w.switches) * tile);
+  const double act = double(w.act_rows * div_up(a.ub_row_bytes(), a.activation_lanes)) +
+                     double(w.activations * a.activation_latency_cycles);
+  const double host =
+      double(w.dmas * a.host_latency_cycles) + (w.dma_bytes ? xfer(double(w.dma_bytes), a.host_gbps, a) : 0);
+  return matrix + act + host;
+}
+
+// Dynamic programme over the cut positions. State after a cut at position b: (b, whether the
+// tensors crossing b are resident, the piece of the segment ending at b) -> the cheapest cost of
+// ops [0, b) and how it was reached. A segment [a, b) runs over the whole batch when B x its
+// largest rows per sample fit (a resident tensor is then its own storage), else in pieces of
+//   P = min(limit, (free rows - resident rows crossing a - resident rows crossing b) / max rows per sample)
+// (a tensor crossing both counted twice: conservative), the limit being the accumulators' half
+// and the pool's 255 samples where the segment pools.
+PieceSchedule plan_pieces(const ScheduleProblem& pr, const sim::Arch& arch, size_t tensors) {
+  const size_t n = pr.ops.size();
+  const uint64_t B = pr.batch;
+  std::vector<size_t> cuts{0};
+  for (size_t j = 1; j < n; ++j)
+    if (pr.ops[j].cut_before) cuts.push_back(j);
+  cuts.push_back(n);
+  const auto resident_rows = [&](size_t j) {
+    uint64_t r = 0;
+    for (const CrossingTensor& t : pr.crossing[j]) r += t.rows * B;
+    return r;
+  };
+  // Prefix sums of op cycles per piece count, built when first needed.
+  std::map<uint64_t, std::vector<double>> prefix;
+  const auto ops_cost = [&](size_t a, size_t b, uint64_t pieces) {
+    auto [it, added] = prefix.try_emplace(pieces);
+    if (added) {
+      it->second.assign(n + 1, 0.0);
+      for (size_t i = 0; i < n; ++i)
+        it->second[i + 1] =
+            it->second[i] + op_cycles(in_pieces(pr.ops[i].work, pr.measured_pieces, pieces), arch);
+    }
+    return it->second[b] - it->second[a];
+  };
+  struct State {
+    double cost = std::numeric_limits<double>::infinity();
+    size_t from_cut = 0;
+    bool from_resident = false;
+    uint64_t from_piece = 0, piece = 0;
+  };
+  // key: (cut index, resident, piece of the segment ending there)
+  std::map<std::tuple<size_t, bool, uint64_t>, State> best;
+  best[{0, false, 0}] = State{0.0, 0, false, 0, 0};
+  for (size_t ca = 0; ca + 1 < cuts.size(); ++ca) {
+    const size_t a = cuts[ca];
+    for (auto it = best.lower_bound({ca, false, 0}); it != best.end() && std::get<0>(it->first) == ca; ++it) {
+      const auto [ca_, ma, pl] = it->first;
+      const double base = it->second.cost;
+      const uint64_t rin = ma ? resident_rows(a) : 0;
+      uint64_t maxd = 1;
+      bool pool = false;
+      for (size_t cb = ca + 1; cb < cuts.size(); ++cb) {
+        const size_t b = cuts[cb];
+        for (size_t i = cuts[cb - 1]; i < b; ++i)
+          maxd = std::max(maxd, pr.ops[i].rows), pool |= pr.ops[i].pool;
+        const uint64_t limit = std::min<uint64_t>({B, pr.acc_limit, pool ? 255 : B});
+        for (const bool mb : {false, true}) {
+          if (b == n && mb) continue;
+          // Over the whole batch, a resident tensor is the segment's own storage of it (in the
+          // rows per sample already); in pieces, the whole batch's copy comes on top.
+          const uint64_t rout = mb ? resident_rows(b) : 0;
+          uint64_t fit = B;
+          if (B > limit || B * maxd > pr.free_rows) {
+            if (rin + rout >= pr.free_rows) continue;
+            fit = std::min(limit, (pr.free_rows - rin - rout) / maxd);
+          }
+          if (fit == 0) continue;
+          const uint64_t pieces = div_up(B, fit), piece = div_up(B, pieces);
+          double cost = base + ops_cost(a, b, pieces);
+          if (a > 0)
+            for (const CrossingTensor& t : pr.crossing[a])
+              cost += move_cycles(t, B, pl, ma, arch) + move_cycles(t, B, piece, ma, arch);
+          State& s = best[{cb, mb, piece}];
+          if (cost < s.cost) s = State{cost, ca, ma, pl, piece};
+        }
+      }
+    }
+  }
+  // The cheapest end, then back along the cuts.
+  const State* end = nullptr;
+  std::tuple<size_t, bool, uint64_t> key;
+  for (const auto& [k, s] : best)
+    if (std::get<0>(k) == cuts.size() - 1 && (!end || s.cost < end->cost)) end = &s, key = k;
+  PieceSchedule sched;
+  sched.resident.assign(tensors, false);
+  std::vector<std::pair<size_t, bool>> modes;  // (position, resident) of each cut
+  while (std::get<0>(key) > 0) {
+    const State& s = best.at(key);
+    sched.segments.insert(sched.segments.begin(),
+                          PieceSegment{cuts[s.from_cut], cuts[std::get<0>(key)], s.piece});
+    if (s.from_cut > 0) modes.push_back({cuts[s.from_cut], s.from_resident});
+    key = {s.from_cut, s.from_resident, s.from_piece};
+  }
+  // A tensor is resident when every cut it crosses is.
+  std::vector<int> crossed(tensors, 0), resident(tensors, 0);
+  for (const auto& [j, r] : modes)
+    for (const CrossingTensor& t : pr.crossing[j]) ++crossed[t.tensor], resident[t.tensor] += r;
+  for (size_t t = 0; t < tensors; ++t) sched.resident[t] = crossed[t] > 0 && resident[t] == crossed[t];
+  sched.io_piece = sched.segments.front().piece;
+  return sched;
+}
+
+}  // namespace tpusim::compiler
