@@ -1152,6 +1152,10 @@ void Lowering::lower_in_bands(size_t i) {
   for (uint64_t y0 = 0; y0 < oh; y0 += rows) {
     const uint64_t y1 = std::min(oh, y0 + rows);
     std::vector<std::pair<int, Storage>> bands = band_storages(i, y0, y1);
+    if (copies == 1) {  // no room for two bands at once: this band takes the previous one's rows
+      for (const auto& [t, st] : previous) alloc_.release(st.base, st.rows());
+      previous.clear();
+    }
     for (auto& [t, st] : bands) {
       const bool top = t == out;  // outputs from the top, inputs from the bottom
       if (!alloc_.allocate(st.rows(), top, st.base) && !alloc_.allocate(st.rows(), !top, st.base))

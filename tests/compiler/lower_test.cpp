@@ -398,6 +398,17 @@ TEST_CASE("a batch that does not fit the unified buffer runs in pieces, a sample
   CHECK(count(banded, Opcode::write_host) == 2 * 4);  // each band's output rows
   CHECK(banded.meta["mapping"][0]["ub_bytes"] == 2 * 12 * 80 * 8);  // two bands at most
 
+  // Where two bands do not fit at once, one does: in 120 UB rows a band of 1 image row takes 80,
+  // two take 160. Each band then takes the rows of the one before it (the emitter's syncs order
+  // the previous band's write-back before the next band's input DMA): 40 bands of 1 row per
+  // sample, each one pass (40 output rows <= 128), bit-exact (lower_and_check).
+  a.ub_bytes = 120 * 8;
+  const isa::Program single = lower_and_check(b.g, a);
+  CHECK(single.meta["bands"] == 2 * 40);
+  CHECK(count(single, Opcode::matmul) == 2 * 40);
+  CHECK(count(single, Opcode::write_host) == 2 * 40);
+  CHECK(single.meta["mapping"][0]["ub_bytes"] == 80 * 8);  // one band at a time
+
   // A sample of which not even one output row fits is refused, with the numbers: a row of 200
   // pixels takes 200 input + 200 output rows, 400 > 300.
   GraphBuilder w(1);
