@@ -322,7 +322,7 @@ std::vector<std::string_view> allowed_keys(LayerType t) {
     case LayerType::add:
     case LayerType::mul: add({"inputs", "activation"}); break;
     case LayerType::activation: add({"activation"}); break;
-    case LayerType::lstm: add({"units", "stack", "return_sequences", "weights_file", "bias_file"}); break;
+    case LayerType::lstm: add({"units", "stack", "return_sequences", "weights_file", "bias_file", "weight_bits"}); break;
     case LayerType::concat: add({"inputs"}); break;
   }
   return keys;
@@ -427,12 +427,13 @@ void read_type_keys(LayerSpec& s) {
       break;
     default: break;
   }
+  if ((l.type == LayerType::dense || l.type == LayerType::conv2d || l.type == LayerType::lstm) &&
+      sec.get("weight_bits")) {
+    const uint64_t bits = sec.required_uint("weight_bits", 8, 16);
+    if (bits != 8 && bits != 16) sec.expected("weight_bits", "8 or 16");
+    l.weight_bits = static_cast<uint8_t>(bits);
+  }
   if (l.type == LayerType::dense || l.type == LayerType::conv2d) {
-    if (sec.get("weight_bits")) {
-      const uint64_t bits = sec.required_uint("weight_bits", 8, 16);
-      if (bits != 8 && bits != 16) sec.expected("weight_bits", "8 or 16");
-      l.weight_bits = static_cast<uint8_t>(bits);
-    }
     l.use_bias = sec.boolean("bias").value_or(true);
     if (!l.use_bias && sec.get("bias_file")) sec.fail("bias_file", "given, but bias = false");
   }

@@ -205,6 +205,7 @@ class Quantizer {
                            const std::vector<double>& acc, const std::vector<double>& energy) const;
   bool wants_wide(const float* w, uint64_t positions, const std::vector<double>& rs, uint64_t n,
                   const std::vector<double>& acc, const std::vector<double>& energy) const;
+  bool gate_weights_wide() const;
   std::vector<double> wide_scales(const float* w, uint64_t positions, const std::vector<double>& rs, uint64_t n,
                                   const std::vector<double>& acc, double input_max) const;
 
@@ -457,6 +458,15 @@ bool Quantizer::wants_wide(const float* w, uint64_t positions, const std::vector
   return int8_weight_error(w, positions, rs, n, acc, energy) > m_.wide_error;
 }
 
+// Whether an lstm layer's gate weights go 16-bit: its weight_bits key, else the model's precision,
+// `automatic` keeping them int8. (The automatic rule above measures a layer's own output error;
+// a gate's error compounds through the recurrence, which that measure does not see, and a rule
+// for it is not built yet: docs/compiler.md, "16-bit layers".)
+bool Quantizer::gate_weights_wide() const {
+  if (layer().weight_bits) return *layer().weight_bits == 16;
+  return m_.precision == Precision::wide;
+}
+
 // Accumulator scales for 16-bit weights: the int8 scales `acc` / (32767 / 127), made coarser per
 // column (or for all, per tensor) until sum over rows of |q[r][j]| x input_max < 2^31 for every
 // column j: no input of magnitude <= input_max can make an accumulator wrap (docs/timing.md).
@@ -637,9 +647,11 @@ void Quantizer::lstm() {
     for (int g = 0; g < 4; ++g) {
       const float* w = L.weights.data() + offset + g * rows * u;
       const float* b = L.bias.empty() ? nullptr : L.bias.data() + (l * 4 + g) * u;
-      const std::vector<double> acc = accumulator_scales(w, 1, rs, u);
-      full[g] = matmul(w, 1, rs, u, b, acc, gate_stage[g]);
-      first[g] = matmul(w, 1, rs_x, u, b, acc, gate_stage[g]);
+      std::vector<double> acc = accumulator_scales(w, 1, rs, u);
+      const bool wide_w = gate_weights_wide();
+      if (wide_w) acc = wide_scales(w, 1, rs, u, acc, 128.0);  // x_t and h_{t-1} are int8: |x| <= 128
+      full[g] = matmul(w, 1, rs, u, b, acc, gate_stage[g], wide_w);
+      first[g] = matmul(w, 1, rs_x, u, b, acc, gate_stage[g], wide_w);
     }
     const std::string pre = fmt::format("{}.l{}", name, l);
     int h = -1;  // the h sequence that later steps (and the next stacked layer) read
