@@ -8,6 +8,7 @@
 // not, dividing each other or not: compiler/layout.h LaneTile), with a small unified buffer and
 // accumulators so that batches run in pieces: the back end must either refuse the model with an
 // InputError or produce a program the ISA's static checks accept, in pieces of at most the batch.
+// (Models beyond 2^24 MACs are not compiled: see kMaxCompiledMacs.)
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -55,7 +56,25 @@ sim::Arch arch_for(const uint8_t* data, size_t size) {
   return a;
 }
 
+// About the MACs a compile's float calibration run does: each layer's weights once per output
+// pixel (or time step) and sample.
+double approximate_macs(const Model& m) {
+  double macs = 0;
+  for (const Layer& l : m.layers) {
+    const int e = l.inputs[0];
+    const Shape in = is_model_input(e) ? m.inputs[size_t(model_input_index(e))].shape : m.layers[size_t(e)].out;
+    macs += double(weight_count(l, in)) * double(l.out.pixels()) * double(m.batch);
+  }
+  return macs;
+}
+
+// Models beyond 2^24 MACs are parsed and checked but not compiled: the compile's float
+// calibration run grows with the MACs, and under ASan and coverage a 310M-MAC convolution took
+// 8.5 s (a libFuzzer timeout, not a finding; a Release build compiles it in 0.15 s).
+constexpr double kMaxCompiledMacs = double(uint64_t{1} << 24);
+
 void check_lowered(Model m, const sim::Arch& arch) {
+  if (approximate_macs(m) > kMaxCompiledMacs) return;
   const uint64_t batch = m.batch;
   Compiled c;
   try {
