@@ -101,6 +101,17 @@ struct CompareArgs {
 };
 int cmd_compare(const CompareArgs& args);  // tools/compare.cpp
 
+// tpusim validate (tools/validate.cpp, docs/validation.md): the six TPU paper workloads simulated
+// on the timing engine beside the paper's Table 3 counters and row 9 TOPS, with the errors.
+struct ValidateArgs {
+  std::string arch_file, workloads, json_out, csv_out;  // workloads: default workloads/tpu-v1
+  std::vector<std::string> sets, apps;                   // apps: default all six
+  bool markdown = false, quiet = false;
+  // Limits (0: not checked); any exceeded makes the exit code 1.
+  double max_tops_error = 0, max_mean_tops_error = 0, max_share_error = 0, max_counter_error = 0;
+};
+int cmd_validate(const ValidateArgs& args);
+
 // tpusim sweep, sweep merge and the hidden sweep worker (tools/sweep/, docs/sweeps.md).
 struct SweepArgs {
   std::string spec, output, db, jsonl, shard, plot_prefix, python;

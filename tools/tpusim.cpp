@@ -245,6 +245,34 @@ extern "C" int sc_main(int argc, char** argv) {
   cm->add_option("--plot", cmp.plot_prefix, "write PREFIX.png and PREFIX.svg (scripts/plot_compare.py) and PREFIX.json");
   cm->add_option("--plot-script", cmp.plot_script, "the plotting script (default: the source tree's)");
   cm->add_option("--python", cmp.python, "Python with matplotlib (default: /usr/bin/python3, else python3)");
+  tools::ValidateArgs val;
+  CLI::App* va = app.add_subcommand(
+      "validate", "The six TPU paper workloads simulated beside the paper's hardware counters (docs/validation.md)");
+  va->add_option("--workloads", val.workloads, "directory of mlp0.toml ... cnn1.toml (default: workloads/tpu-v1)");
+  va->add_option("--app", val.apps, "only this app (repeatable): mlp0, mlp1, lstm0, lstm1, cnn0 or cnn1");
+  va->add_option("--arch", val.arch_file, "architecture file (JSON, docs/arch.md); default: tpu-v1");
+  va->add_option("--set", val.sets, "override one architecture parameter, KEY=VALUE (repeatable)");
+  va->add_flag("--markdown", val.markdown, "print the table as markdown (docs/validation.md, the README)");
+  va->add_option("--json", val.json_out, "write the comparison here as JSON (- for standard output)");
+  va->add_option("--csv", val.csv_out, "write the comparison here as CSV, one row per app (- for standard output)");
+  va->add_flag("-q,--quiet", val.quiet, "no progress lines on standard error");
+  const auto limit = [&](const char* name, double& v, const char* what) {
+    va->add_option(name, v, what)->check(CLI::Validator(
+        [](std::string& text) -> std::string {
+          char* end = nullptr;
+          const double x = std::strtod(text.c_str(), &end);
+          return !text.empty() && end == text.c_str() + text.size() && x > 0 && std::isfinite(x)
+                     ? std::string()
+                     : fmt::format("'{}' is not a number above 0", isa::printable(text));
+        },
+        "a number above 0"));
+  };
+  limit("--max-tops-error", val.max_tops_error, "exit 1 when an app's TOPS error exceeds this many percent");
+  limit("--max-mean-tops-error", val.max_mean_tops_error, "exit 1 when the mean TOPS error exceeds this many percent");
+  limit("--max-share-error", val.max_share_error,
+        "exit 1 when an active, weight stall, weight shift or non-matrix share is off by more points");
+  limit("--max-counter-error", val.max_counter_error,
+        "exit 1 when an unused-MACs, RAW-stall or input-stall share is off by more points");
   tools::SweepCommand sweep(app);  // sweep, sweep merge (tools/sweep/command.cpp)
   tools::DebugArgs dbg;
   CLI::App* db = app.add_subcommand("debug", "Step through a run cycle by cycle on the stepped engine (docs/debugger.md)");
@@ -301,6 +329,7 @@ extern "C" int sc_main(int argc, char** argv) {
     if (*c) return tools::cmd_compile(comp);
     if (*ar) return tools::cmd_arch(markdown, arch_json);
     if (*cm) return tools::cmd_compare(cmp);
+    if (*va) return tools::cmd_validate(val);
     if (sweep.chosen()) return sweep.run();
     if (*db) return tools::cmd_debug(dbg);
     if (*vw) return tools::cmd_view(view);

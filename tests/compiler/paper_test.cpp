@@ -67,4 +67,29 @@ TEST_CASE("a wider array pays: cnn0 on 64x256 takes at most half of 64x64's cycl
   CHECK(mlp_wide <= mlp_square);
 }
 
+// The six apps' cycles on tpu-v1 at their own batches, as `tpusim run APP.toml --engine timing`
+// and `tpusim validate` (docs/validation.md) get them: a change is deliberate and shows here.
+// Each weight-bound app cannot beat its weight memory: every 256 x 256 tile (65,536 bytes) takes
+// ceil(65,536 x 700 / 34,000) = 1350 cycles on the bus, tiles = array_macs / (65,536 x batch):
+//   MLP0   304 tiles x 1350 =   410,400; + 56,490 (first tile's fetch and shift, input DMA,
+//          the last layer's drain and activate, output DMA, the RAW waits between layers)
+//   MLP1    76 tiles x 1350 =   102,600; + 22,203
+//   LSTM0 2712 tiles x 1350 = 3,661,200; + 58,334
+//   LSTM1 1520 tiles x 1350 = 2,052,000; + 64,856
+// CNN0 and CNN1 are bound by the array (CNN0's 16 convolutions stream 84.0% of the cycles).
+TEST_CASE("the six TPU paper workloads' cycles at their own batches on tpu-v1 (timing engine)") {
+  const std::pair<const char*, uint64_t> pins[] = {
+      {"tpu-v1/mlp0.toml", 466'890},   {"tpu-v1/mlp1.toml", 124'803}, {"tpu-v1/lstm0.toml", 3'719'534},
+      {"tpu-v1/lstm1.toml", 2'116'856}, {"tpu-v1/cnn0.toml", 522'328}, {"tpu-v1/cnn1.toml", 9'369'073}};
+  for (const auto& [w, cycles] : pins) {
+    SECTION(w) {
+      compiler::LoadOptions o;
+      o.timing_only = true;
+      const sim::Arch a;
+      const compiler::Compiled c = compiler::compile_file(kWorkloads / w, a, o);
+      CHECK(sim::simulate(c.program, a, {sim::Engine::timing, 0}).cycles == cycles);
+    }
+  }
+}
+
 }  // namespace tpusim::test

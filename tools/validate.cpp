@@ -1,0 +1,274 @@
+// tpusim validate: the six TPU paper workloads simulated beside the paper's own hardware counters
+// (docs/validation.md). The paper's figures live here, once, with their source; the simulated
+// figures come from compiling workloads/tpu-v1/APP.toml for the machine and running the timing
+// engine, exactly as `tpusim run APP.toml --engine timing` does.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "compiler/compile.h"
+#include "isa/error.h"
+#include "sim/arch.h"
+#include "sim/machine.h"
+#include "sim/report.h"
+#include "tools/commands.h"
+
+namespace fs = std::filesystem;
+
+namespace tpusim::tools {
+
+namespace {
+
+using ojson = nlohmann::ordered_json;
+
+// Jouppi et al., "In-Datacenter Performance Analysis of a Tensor Processing Unit", ISCA 2017,
+// Table 3 ("Factors limiting TPU performance of the NN workload based on hardware performance
+// counters"): rows 1 to 8 as percentages of all cycles, row 9 in TeraOps/s (92 peak).
+struct PaperApp {
+  const char* name;        // the workload file's stem (workloads/tpu-v1/NAME.toml)
+  const char* label;       // as the paper writes it
+  double active;           // row 1: array active cycles
+  double useful;           // row 2: useful MACs in the 64K matrix (% of peak)
+  double unused;           // row 3: unused MACs
+  double weight_stall;     // row 4: weight stall cycles
+  double weight_shift;     // row 5: weight shift cycles
+  double non_matrix;       // row 6: non-matrix cycles
+  double raw_stall;        // row 7: RAW stalls
+  double input_stall;      // row 8: input data stalls
+  double tops;             // row 9: TeraOps/s
+};
+constexpr std::array<PaperApp, 6> kPaper = {{
+    {"mlp0", "MLP0", 12.7, 12.5, 0.3, 53.9, 15.9, 17.5, 3.3, 6.1, 12.3},
+    {"mlp1", "MLP1", 10.6, 9.4, 1.2, 44.2, 13.4, 31.9, 8.4, 8.8, 9.7},
+    {"lstm0", "LSTM0", 8.2, 8.2, 0.0, 58.1, 15.8, 17.9, 14.6, 5.1, 3.7},
+    {"lstm1", "LSTM1", 10.5, 6.3, 4.2, 62.1, 17.1, 10.3, 10.6, 2.4, 2.8},
+    {"cnn0", "CNN0", 78.2, 78.2, 0.0, 0.0, 0.0, 21.8, 3.6, 3.4, 86.0},
+    {"cnn1", "CNN1", 46.2, 22.5, 23.7, 28.1, 7.0, 18.7, 23.1, 0.6, 14.1},
+}};
+
+// The compared shares: report breakdown key, paper field, column title.
+struct Share {
+  const char* key;
+  double PaperApp::*paper;
+  const char* title;
+};
+constexpr std::array<Share, 7> kShares = {{
+    {"array_active", &PaperApp::active, "active"},
+    {"weight_stall", &PaperApp::weight_stall, "w.stall"},
+    {"weight_shift", &PaperApp::weight_shift, "w.shift"},
+    {"non_matrix", &PaperApp::non_matrix, "non-matrix"},
+    {"unused_macs", &PaperApp::unused, "unused"},
+    {"raw_stall", &PaperApp::raw_stall, "RAW"},
+    {"input_stall", &PaperApp::input_stall, "input"},
+}};
+// The four that add up to all cycles (the issue's "breakdown share"); the other three are the
+// finer counters, held to their own tolerance.
+constexpr size_t kBreakdownShares = 4;
+
+double round_to(double v, int digits) {
+  const double s = std::pow(10.0, digits);
+  return std::round(v * s) / s;
+}
+
+// One app: simulate, then the comparison as a JSON object (the documented keys of
+// docs/validation.md, "Machine-readable form").
+ojson validate_app(const PaperApp& p, const fs::path& file, const sim::Arch& arch) {
+  if (!fs::exists(file)) throw InputError(fmt::format("{}: workload not found (--workloads)", file.string()));
+  compiler::LoadOptions o;
+  o.timing_only = true;
+  const compiler::Compiled c = compiler::compile_file(file, arch, o);
+  sim::RunOptions ro;
+  ro.engine = sim::Engine::timing;
+  const sim::RunResult r = sim::simulate(c.program, arch, ro);
+  const sim::ReportInput in{&c.program, &arch, ro.engine, &r, std::nullopt, "", std::nullopt, std::nullopt};
+  const ojson report = sim::make_report(in);
+  const double peak = 2.0 * double(arch.array_rows * arch.array_cols) * arch.clock_mhz / 1e6;  // TOPS
+  const double sim_tops = report["tops"].get<double>();
+  const double row2_tops = p.useful / 100.0 * peak;
+  // The paper's row 9 and its counters disagree for some apps (it says so): the target is the
+  // nearer of row 9 and row 2's useful-MAC share times the peak (issue 13).
+  const bool use_row9 = std::abs(sim_tops - p.tops) <= std::abs(sim_tops - row2_tops);
+  const double target = use_row9 ? p.tops : row2_tops;
+  ojson j;
+  j["app"] = p.name;
+  j["workload"] = file.string();
+  j["batch"] = report["batch"];
+  j["cycles"] = r.cycles;
+  j["tops"] = {{"sim", sim_tops},
+               {"paper_row9", p.tops},
+               {"paper_row2", row2_tops},
+               {"target", target},
+               {"target_source", use_row9 ? "row 9" : "row 2 x peak"},
+               {"error_percent", 100.0 * (sim_tops - target) / target}};
+  ojson shares = ojson::object();
+  for (const Share& s : kShares) {
+    const double sim_pct = 100.0 * report["breakdown"][s.key].get<double>();
+    shares[s.key] = {{"sim", sim_pct}, {"paper", p.*s.paper}, {"error_points", sim_pct - p.*s.paper}};
+  }
+  j["shares"] = shares;
+  return j;
+}
+
+struct Limits {
+  double tops = 0, mean_tops = 0, share = 0, stall = 0;  // 0: not checked
+};
+
+ojson summarize(const ojson& apps, const Limits& lim, bool& failed) {
+  double sum = 0, worst_tops = 0, worst_share = 0, worst_stall = 0;
+  std::string worst_tops_app, worst_share_at, worst_stall_at;
+  for (const ojson& a : apps) {
+    const double e = std::abs(a["tops"]["error_percent"].get<double>());
+    sum += e;
+    if (e >= worst_tops) worst_tops = e, worst_tops_app = a["app"];
+    for (size_t k = 0; k < kShares.size(); ++k) {
+      const double d = std::abs(a["shares"][kShares[k].key]["error_points"].get<double>());
+      double& w = k < kBreakdownShares ? worst_share : worst_stall;
+      std::string& at = k < kBreakdownShares ? worst_share_at : worst_stall_at;
+      if (d >= w) w = d, at = fmt::format("{} {}", a["app"].get<std::string>(), kShares[k].key);
+    }
+  }
+  const double mean = apps.empty() ? 0.0 : sum / double(apps.size());
+  ojson s = {{"mean_tops_error_percent", mean},
+             {"max_tops_error_percent", worst_tops},
+             {"max_tops_error_app", worst_tops_app},
+             {"max_breakdown_error_points", worst_share},
+             {"max_breakdown_error_at", worst_share_at},
+             {"max_counter_error_points", worst_stall},
+             {"max_counter_error_at", worst_stall_at}};
+  ojson checks = ojson::array();
+  auto check = [&](const char* what, double value, double limit) {
+    if (limit <= 0) return;
+    const bool ok = value <= limit;
+    failed |= !ok;
+    checks.push_back({{"check", what}, {"value", value}, {"limit", limit}, {"ok", ok}});
+  };
+  check("max_tops_error_percent", worst_tops, lim.tops);
+  check("mean_tops_error_percent", mean, lim.mean_tops);
+  check("max_breakdown_error_points", worst_share, lim.share);
+  check("max_counter_error_points", worst_stall, lim.stall);
+  s["checks"] = checks;
+  return s;
+}
+
+std::string pct(double v) { return fmt::format("{:.1f}", v); }
+std::string signed_pts(double v) { return fmt::format("{:+.1f}", round_to(v, 1) == 0 ? 0.0 : v); }
+
+// The table: one row per app, each share as "sim / paper (error)".
+std::string table(const ojson& doc, bool markdown) {
+  std::vector<std::string> head = {"app", "cycles", "TOPS sim / target (source)", "TOPS error"};
+  for (const Share& s : kShares) head.push_back(fmt::format("{} sim / paper", s.title));
+  std::vector<std::vector<std::string>> rows;
+  for (const ojson& a : doc["apps"]) {
+    const ojson& t = a["tops"];
+    std::vector<std::string> row = {
+        a["app"].get<std::string>(), fmt::format("{}", a["cycles"].get<uint64_t>()),
+        fmt::format("{:.2f} / {:.1f} ({})", t["sim"].get<double>(), t["target"].get<double>(),
+                    t["target_source"].get<std::string>()),
+        fmt::format("{:+.1f}%", t["error_percent"].get<double>())};
+    for (const Share& s : kShares) {
+      const ojson& v = a["shares"][s.key];
+      row.push_back(fmt::format("{} / {} ({})", pct(v["sim"].get<double>()), pct(v["paper"].get<double>()),
+                                signed_pts(v["error_points"].get<double>())));
+    }
+    rows.push_back(std::move(row));
+  }
+  std::string out;
+  if (markdown) {
+    auto line = [&](const std::vector<std::string>& cells) {
+      out += "|";
+      for (const std::string& c : cells) out += " " + c + " |";
+      out += "\n";
+    };
+    line(head);
+    out += "|";
+    for (size_t i = 0; i < head.size(); ++i) out += i < 2 ? "---|" : "---:|";
+    out += "\n";
+    for (const auto& r : rows) line(r);
+  } else {
+    std::vector<size_t> w(head.size());
+    for (size_t i = 0; i < head.size(); ++i) {
+      w[i] = head[i].size();
+      for (const auto& r : rows) w[i] = std::max(w[i], r[i].size());
+    }
+    auto line = [&](const std::vector<std::string>& cells) {
+      std::string l;
+      for (size_t i = 0; i < cells.size(); ++i)
+        l += (i ? "  " : "") + (i < 2 ? fmt::format("{:<{}}", cells[i], w[i]) : fmt::format("{:>{}}", cells[i], w[i]));
+      out += l + "\n";
+    };
+    line(head);
+    for (const auto& r : rows) line(r);
+  }
+  const ojson& s = doc["summary"];
+  out += fmt::format(
+      "{}TOPS error: mean {:.1f}%, worst {:.1f}% ({}); breakdown (active, weight stall, weight shift, non-matrix): "
+      "worst {:.1f} points ({}); unused MACs, RAW and input stalls: worst {:.1f} points ({})\n",
+      markdown ? "\n" : "\n", s["mean_tops_error_percent"].get<double>(), s["max_tops_error_percent"].get<double>(),
+      s["max_tops_error_app"].get<std::string>(), s["max_breakdown_error_points"].get<double>(),
+      s["max_breakdown_error_at"].get<std::string>(), s["max_counter_error_points"].get<double>(),
+      s["max_counter_error_at"].get<std::string>());
+  for (const ojson& c : s["checks"])
+    out += fmt::format("{}{}: {:.2f} {} limit {:.2f}\n", c["ok"].get<bool>() ? "ok   " : "FAIL ",
+                       c["check"].get<std::string>(), c["value"].get<double>(), c["ok"].get<bool>() ? "<=" : ">",
+                       c["limit"].get<double>());
+  return out;
+}
+
+std::string csv(const ojson& doc) {
+  std::string out = "app,cycles,batch,tops_sim,tops_paper_row9,tops_paper_row2,tops_target,tops_target_source,tops_error_percent";
+  for (const Share& s : kShares) out += fmt::format(",{0}_sim,{0}_paper,{0}_error_points", s.key);
+  out += "\n";
+  for (const ojson& a : doc["apps"]) {
+    const ojson& t = a["tops"];
+    out += fmt::format("{},{},{},{},{},{},{},{},{}", a["app"].get<std::string>(), a["cycles"].get<uint64_t>(),
+                       a["batch"].get<uint64_t>(), t["sim"].get<double>(), t["paper_row9"].get<double>(),
+                       t["paper_row2"].get<double>(), t["target"].get<double>(),
+                       t["target_source"].get<std::string>(), t["error_percent"].get<double>());
+    for (const Share& s : kShares) {
+      const ojson& v = a["shares"][s.key];
+      out += fmt::format(",{},{},{}", v["sim"].get<double>(), v["paper"].get<double>(), v["error_points"].get<double>());
+    }
+    out += "\n";
+  }
+  return out;
+}
+
+}  // namespace
+
+int cmd_validate(const ValidateArgs& args) {
+  const sim::Arch arch = resolve_arch(nullptr, args.arch_file, args.sets, "validate");
+  std::vector<const PaperApp*> chosen;
+  if (args.apps.empty())
+    for (const PaperApp& p : kPaper) chosen.push_back(&p);
+  for (const std::string& name : args.apps) {
+    const auto it = std::find_if(kPaper.begin(), kPaper.end(), [&](const PaperApp& p) { return name == p.name; });
+    if (it == kPaper.end())
+      throw InputError(fmt::format("--app: unknown app '{}' (expected one of mlp0, mlp1, lstm0, lstm1, cnn0 or cnn1)", name));
+    chosen.push_back(&*it);
+  }
+  ojson doc;
+  doc["machine"] = sim::machine_name(arch);
+  doc["paper"] = "Jouppi et al., In-Datacenter Performance Analysis of a Tensor Processing Unit, ISCA 2017, Table 3";
+  doc["apps"] = ojson::array();
+  const fs::path dir = args.workloads.empty() ? fs::path("workloads/tpu-v1") : fs::path(args.workloads);
+  for (const PaperApp* p : chosen) {
+    if (!args.quiet) fmt::print(stderr, "validate: {}\n", p->name);
+    doc["apps"].push_back(validate_app(*p, dir / (std::string(p->name) + ".toml"), arch));
+  }
+  bool failed = false;
+  doc["summary"] = summarize(doc["apps"], {args.max_tops_error, args.max_mean_tops_error, args.max_share_error,
+                                           args.max_counter_error},
+                             failed);
+  if (!args.json_out.empty()) write_text(args.json_out, doc.dump(2) + "\n");
+  if (!args.csv_out.empty()) write_text(args.csv_out, csv(doc));
+  const bool table_to_stdout = args.json_out != "-" && args.csv_out != "-";
+  if (table_to_stdout) write_text("-", table(doc, args.markdown));
+  return failed ? 1 : 0;
+}
+
+}  // namespace tpusim::tools
