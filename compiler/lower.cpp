@@ -1664,7 +1664,8 @@ isa::Program lower(const QGraph& graph, const sim::Arch& arch, const LowerOption
   if (!options.piece_schedule || best_n <= 1 ||
       std::find(in_host.begin(), in_host.end(), true) != in_host.end())
     return std::move(*best);
-  PieceSchedule plan = plan_pieces(*best_problem, arch, tensors);
+  ScheduleProblem problem = std::move(*best_problem);
+  PieceSchedule plan = plan_pieces(problem, arch, tensors);
   for (int tries = 0; plan.segments.size() > 1 && tries < 8; ++tries) {
     Lowering l(graph, arch, plan, options);
     try {
@@ -1672,10 +1673,15 @@ isa::Program lower(const QGraph& graph, const sim::Arch& arch, const LowerOption
       if (l.estimate() < best_estimate) return p;
       break;
     } catch (const DoesNotFit&) {
-      PieceSegment& sg = plan.segments.at(l.segment());
+      // The segment needed more rows than the plan counted for its ops (fragmentation, zero
+      // borders, dense layouts counted per sample): count them a quarter higher and plan again, so
+      // that the planner may cut the segment elsewhere as well as give it more pieces (giving the
+      // whole segment more pieces cost a model whose first layers need pieces its later layers'
+      // whole batch: CNN1's FC layers then fetched their weights once per piece).
+      const PieceSegment& sg = plan.segments.at(l.segment());
       if (sg.piece == 1) break;
-      sg.piece = piece_for(pieces_for(sg.piece) + 1);
-      plan.io_piece = plan.segments.front().piece;
+      for (size_t i = sg.first; i < sg.end; ++i) problem.ops[i].rows += (problem.ops[i].rows + 3) / 4;
+      plan = plan_pieces(problem, arch, tensors);
     }
   }
   return std::move(*best);
