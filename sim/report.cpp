@@ -105,8 +105,9 @@ constexpr ReportKey kBreakdown[] = {
     {"weight_shift", "number", "a matmul waiting for its tile to shift into the shadow slot"},
     {"non_matrix", "number", "the rest: array_active + weight_stall + weight_shift + non_matrix = 1"},
     {"raw_stall", "number",
-     "part of non_matrix: issue held by a `sync` naming `act` while the array is idle"},
-    {"input_stall", "number", "part of non_matrix: issue held by a `sync` naming `host` (not `act`)"},
+     "part of non_matrix: issue held by a `sync` naming `act` while no matmul streams or waits for its "
+     "tile (a matmul behind the sync that also waits for its tile counts here, not as weight_stall)"},
+    {"input_stall", "number", "part of non_matrix: the same for a `sync` naming `host` (not `act`)"},
 };
 
 double frac(double x, uint64_t cycles) { return cycles ? x / double(cycles) : 0.0; }

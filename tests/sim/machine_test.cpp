@@ -143,6 +143,76 @@ TEST_CASE("DMA and activate and syncs - input stall and RAW stall", "[machine]")
   CHECK(r.fast.matrix.non_matrix == 51);
 }
 
+// A matmul that waits both for an activate's rows (behind `sync units=act`) and for its weight
+// tile. The matmul is not issued while the sync holds issue, so its wait for the tile starts at
+// its arrival at the matrix unit: the cycles it waits for both count as RAW stall (and
+// non-matrix), the cycles after the sync as weight stall and weight shift; RAW and weight stall
+// never count the same cycle (docs/timing.md, "Counters").
+TEST_CASE("matmul waiting for an activate's rows and for its tile - RAW stall then weight stall", "[machine]") {
+  sim::Arch a = small_arch();
+  a.weight_mem_gbps = 0.5;  // a 16-byte tile takes 32 cycles on the bus
+  const auto r = run_all(assemble(kTile + R"(
+    rw     waddr=w, tiles=1
+    act    acc=0, ub=8, rows=16, func=relu
+    sync   units=act
+    matmul ub=8, acc=16, rows=2, switch
+    halt)"),
+                         a);
+  // rw: issued 0, starts 1; the tile is on the bus [1, 33), usable at 33 + 3 = 36, shifted in
+  // [36, 40). act: issued 1, starts 2 (no matmul writes its accumulator rows), takes 2 + 16 rows
+  // x 1 = 18: ends 20. sync act: issued 2, holds issue [3, 20). matmul: issued 20, at the matrix
+  // unit from 21; starts at 40 (tile shifted in), ends 40 + 2 + 7 = 49 = halt's end.
+  CHECK(r.fast.timeline[0] == InstructionTiming{0, 1, 2});
+  CHECK(r.fast.timeline[1] == InstructionTiming{1, 2, 20});
+  CHECK(r.fast.timeline[2] == InstructionTiming{2, 2, 20});
+  CHECK(r.fast.timeline[3] == InstructionTiming{20, 40, 49});
+  CHECK(r.fast.cycles == 49);
+  // RAW stall: issue held on `act` [3, 20) = 17 cycles, no matmul streaming or waiting then
+  // (the matmul is behind the sync although its tile is still on the bus: waits for both).
+  // Weight stall [21, 36) = 15, weight shift [36, 40) = 4, array active [40, 42) = 2.
+  // Non-matrix = 49 - 2 - 15 - 4 = 28 (it holds the RAW stall: 17 of the 28).
+  CHECK(r.fast.matrix.raw_stall == 17);
+  CHECK(r.fast.matrix.weight_stall == 15);
+  CHECK(r.fast.matrix.weight_shift == 4);
+  CHECK(r.fast.matrix.array_active == 2);
+  CHECK(r.fast.matrix.non_matrix == 28);
+  CHECK(r.fast.matrix.input_stall == 0);
+}
+
+// The sync's producer waits for the matrix unit itself: an activate reading the accumulator rows
+// of a matmul that waits for its tile. Issue is held on `act` all that time, but the cycles the
+// matmul waits for weights are weight stall, not RAW stall: the dependency is the matrix unit's
+// own pending work; RAW stall is what is left after the producer matmul has streamed.
+TEST_CASE("sync on an activate that waits for a weight-stalled matmul - weight stall not RAW stall", "[machine]") {
+  sim::Arch a = small_arch();
+  a.weight_mem_gbps = 0.5;
+  const auto r = run_all(assemble(kTile + R"(
+    rw     waddr=w, tiles=1
+    matmul ub=0, acc=0, rows=2, switch
+    act    acc=0, ub=8, rows=2, func=relu
+    sync   units=act
+    matmul ub=8, acc=4, rows=2
+    halt)"),
+                         a);
+  // Tile usable at 36, shifted in [36, 40). matmul 1: issued 1, at the matrix unit from 2,
+  // starts 40, ends 40 + 2 + 7 = 49. act: issued 2, waits for matmul 1 (its accumulator rows):
+  // starts 49, takes 2 + 2 = 4: ends 53. sync act: issued 3, holds issue [4, 53). matmul 4
+  // (same tile, no switch): issued 53, starts 54, ends 54 + 2 + 7 = 63 = halt's end.
+  CHECK(r.fast.timeline[1] == InstructionTiming{1, 40, 49});
+  CHECK(r.fast.timeline[2] == InstructionTiming{2, 49, 53});
+  CHECK(r.fast.timeline[3] == InstructionTiming{3, 3, 53});
+  CHECK(r.fast.timeline[4] == InstructionTiming{53, 54, 63});
+  CHECK(r.fast.cycles == 63);
+  // Weight stall [2, 36) = 34, weight shift [36, 40) = 4, array active [40, 42) + [54, 56) = 4.
+  // RAW stall: held [4, 53) = 49, less matrix spans [4, 42) = 38: [42, 53) = 11 (the drain of
+  // matmul 1 and the activate). Non-matrix = 63 - 4 - 34 - 4 = 21.
+  CHECK(r.fast.matrix.weight_stall == 34);
+  CHECK(r.fast.matrix.weight_shift == 4);
+  CHECK(r.fast.matrix.array_active == 4);
+  CHECK(r.fast.matrix.raw_stall == 11);
+  CHECK(r.fast.matrix.non_matrix == 21);
+}
+
 TEST_CASE("activation unit durations - activate and per-channel table and vector and pool", "[machine]") {
   const auto r = run_all(assemble(kTile + R"(
     rw     waddr=w, tiles=1
