@@ -79,11 +79,15 @@ FloatRun calibration_run(Model& model) {
 }
 
 // In place of the float reference for a timing-only compile (LoadOptions::timing_only): every
-// layer's output, and every LSTM cell term, as if its largest magnitude were 1.
-FloatRun unit_calibration(const Model& model) {
+// layer's output, and every LSTM cell term, as if its largest magnitude were a number near 1 of
+// its own (1 + (i + 1) / 1024 for layer i), so that two layers' calibrated scales differ as a
+// full compile's do: an add's operands of different scales take a rescaling instruction, a
+// concat's parts of a scale other than the concat's a pass (quantize.cpp), in both compiles.
+FloatRun placeholder_calibration(const Model& model) {
   FloatRun r;
-  for (const Layer& l : model.layers) {
-    r.outputs.push_back({1.0f});
+  for (size_t i = 0; i < model.layers.size(); ++i) {
+    const Layer& l = model.layers[i];
+    r.outputs.push_back({float(1.0 + double(i + 1) / 1024.0)});
     const uint64_t steps = l.type == LayerType::lstm ? source_shape(model, l, l.inputs.at(0)).pixels() : 0;
     r.lstm_cell_max.emplace_back(l.stack * steps, 1.0);  // per stacked layer and step
   }
@@ -92,16 +96,30 @@ FloatRun unit_calibration(const Model& model) {
 
 }  // namespace
 
+bool timing_needs_data(const Model& model) {
+  // An add whose operands have different scales requantizes the finer one (the smaller scale) to
+  // the coarser: which operand that is, and so which tensor the extra instruction reads, only the
+  // calibrated scales tell.
+  const bool adds = std::any_of(model.layers.begin(), model.layers.end(),
+                                [](const Layer& l) { return l.type == LayerType::add; });
+  return adds || precision_needs_calibration(model);
+}
+
 Compiled prepare_model(Model model, bool timing_only) {
   Compiled c;
   const auto t0 = std::chrono::steady_clock::now();
-  // An add's operands take an extra rescaling instruction only when their scales differ: a model
-  // with adds is calibrated even for timing (LoadOptions::timing_only).
-  const bool adds = std::any_of(model.layers.begin(), model.layers.end(),
-                                [](const Layer& l) { return l.type == LayerType::add; });
-  // So is one whose automatic precision choice needs the layers' inputs (quantize.h).
-  const bool data = adds || precision_needs_calibration(model);
-  c.graph = quantize(model, timing_only && !data ? unit_calibration(model) : calibration_run(model));
+  // A timing-only compile (LoadOptions::timing_only) calibrates nothing, unless its program
+  // depends on calibrated scales (timing_needs_data): then the seeded weights it left out are
+  // generated and the float reference runs.
+  const bool data = !timing_only || timing_needs_data(model);
+  if (data) generate_seeded_weights(model);
+  const FloatRun calibration = data ? calibration_run(model) : placeholder_calibration(model);
+  // Calibrated or not, a timing-only compile quantizes no seeded weight and builds no weight
+  // image: they go once the float run has set the scales.
+  if (timing_only)
+    for (Layer& l : model.layers)
+      if (l.seeded_weights) std::vector<float>().swap(l.weights);
+  c.graph = quantize(model, calibration);
   c.quantize_seconds = since(t0);
   c.model = std::move(model);
   return c;

@@ -36,6 +36,11 @@ Compiled compile_model(Model model, const sim::Arch& arch);
 Compiled prepare_file(const std::filesystem::path& path, const LoadOptions& options = {});
 // timing_only: quantized without the float reference's calibration (LoadOptions::timing_only).
 Compiled prepare_model(Model model, bool timing_only = false);
+// Whether a timing-only compile of `model` must still generate its seeded weights and run the float
+// reference, because its program depends on calibrated scales: an add layer (which operand is
+// rescaled), or a layer with weights from a file whose automatic precision needs the layers'
+// inputs (quantize.h precision_needs_calibration).
+bool timing_needs_data(const Model& model);
 void lower_for(Compiled& c, const sim::Arch& arch, const LowerOptions& options = {});
 
 // The model's output as the program leaves it in host memory (the "output" region, TPU order),

@@ -81,6 +81,11 @@ struct Layer {
   std::vector<float> weights;
   std::vector<float> bias;
   std::optional<double> scale;  // output quantization scale given in the description
+  // The weights are the seeded generator's (generate_weights, compiler/model.h), not a file's.
+  // The automatic precision keeps such a layer int8 without measuring it (docs/compiler.md,
+  // "16-bit layers"), and a timing-only compile (LoadOptions::timing_only) leaves `weights`
+  // empty: no value of them is computed.
+  bool seeded_weights = false;
 };
 
 // A model input: a description has one ([model] input); a SCALE-Sim topology gets one for each
@@ -176,7 +181,18 @@ struct MatmulOp {
   std::vector<uint8_t> shift;    // same length as mult, each 0..63
   isa::Func func = isa::Func::identity;
   uint8_t clip = 127;            // relux bound
-  bool wide_weights() const { return !weights_hi.empty(); }
+  // Which weights these are, for the back end's weight image: ops with the same weight_id >= 0
+  // hold the same seeded weights (an LSTM gate's op at every step; row r of the op's K rows is
+  // row r of those weights), so a tile of the same rows and columns is the same tile and is
+  // stored once, by this identity, never compared by value; -1 (weights from a file, the
+  // identity weights that join a concat's parts): a tile is stored once per distinct contents.
+  int weight_id = -1;
+  // A timing-only compile's seeded weights (Layer::seeded_weights, LoadOptions::timing_only):
+  // `weights` and `weights_hi` are not computed (empty), `wide` says their precision; the
+  // back end lays out the weight image's tiles without their bytes.
+  bool no_values = false;
+  bool wide = false;  // with no_values: 16-bit weights
+  bool wide_weights() const { return no_values ? wide : !weights_hi.empty(); }
   // Weight i ([kernel_h][kernel_w][K][N] order) as an integer, 8 or 16 bits.
   int32_t weight(uint64_t i) const {
     return wide_weights() ? int32_t{static_cast<uint8_t>(weights[i])} + 256 * int32_t{weights_hi[i]} : weights[i];

@@ -31,6 +31,7 @@
 // them in bands of output rows (lower_in_bands); grouped convolutions skip the tiles their groups
 // leave all zero (group_pairs).
 #include "compiler/lower.h"
+#include "compiler/weight_image.h"
 
 #include <fmt/format.h>
 
@@ -145,6 +146,15 @@ struct DoesNotFit : InputError {
   int tensor;
 };
 
+// Whether the graph's seeded weights have no values (a timing-only compile): its weight image
+// then has no bytes (weight_image.h).
+bool without_values(const QGraph& g) {
+  return std::any_of(g.ops.begin(), g.ops.end(), [](const QOp& op) {
+    const auto* m = std::get_if<MatmulOp>(&op);
+    return m && m->no_values;
+  });
+}
+
 class Lowering {
  public:
   // Lowers the graph's batch by `schedule` (schedule.h: segments of ops, each in pieces).
@@ -161,6 +171,7 @@ class Lowering {
         sched_(std::move(schedule)),
         em_(arch, arch.weight_fifo_tiles),
         alloc_(0, 1),
+        image_(arch.tile_bytes(), arch.array_cols, !without_values(g)),
         in_host_(std::move(in_host)) {
     in_host_.resize(g.tensors.size(), false);
     sched_.resident.resize(g.tensors.size(), false);
@@ -273,8 +284,9 @@ class Lowering {
   std::vector<bool> placed_;
   std::vector<bool> dense_;  // tensors stored dense when the piece's batch allows (plan_storage)
   std::vector<int64_t> first_def_, last_use_;
-  std::vector<uint8_t> weights_, tables_;
-  std::unordered_multimap<uint64_t, uint64_t> weight_index_, table_index_;
+  WeightImage image_;
+  std::vector<uint8_t> tables_;
+  std::unordered_multimap<uint64_t, uint64_t> table_index_;
   std::map<std::tuple<const MatmulOp*, uint64_t, uint64_t, size_t, uint64_t, uint64_t, uint64_t, uint64_t>, uint64_t>
       tile_cache_;
   std::map<std::tuple<const MatmulOp*, uint64_t, uint64_t, uint64_t, uint64_t, uint64_t>, uint64_t> packed_cache_;
@@ -309,6 +321,15 @@ uint64_t group_pairs(const MatmulOp& m, uint64_t k0, uint64_t kn, uint64_t n0, u
     pairs += ks * ns;
   }
   return pairs;
+}
+
+// The columns [j0, j1) of N channels [n0, n0 + nn) that input channel k's weights reach (its
+// group's, MatmulOp::groups), relative to n0; j0 >= j1 when none.
+std::pair<uint64_t, uint64_t> group_columns(const MatmulOp& m, uint64_t k, uint64_t n0, uint64_t nn) {
+  if (m.groups <= 1) return {0, nn};
+  const uint64_t g = k / (m.k / m.groups), gn = m.n / m.groups;
+  const uint64_t a = std::max(n0, g * gn), b = std::min(n0 + nn, (g + 1) * gn);
+  return a < b ? std::pair{a - n0, b - n0} : std::pair{uint64_t{0}, uint64_t{0}};
 }
 
 // ---- banding: the operands of an op and the input rows a band of its output rows reads ----------
@@ -396,13 +417,33 @@ uint64_t Lowering::tile_address(const MatmulOp& m, const LaneTile& n, size_t inp
   uint64_t k_offset = 0;
   for (size_t j = 0; j < input; ++j) k_offset += g_.tensors[m.inputs[j].tensor].shape.c;
   const uint64_t n0 = n.slice * lanes_ + n.lane, cols = std::min(arch_.array_cols, m.n - n0);
-  const uint64_t k0 = k.slice * lanes_ + k.lane;
-  std::vector<uint8_t> tile(arch_.tile_bytes(), 0);
-  for (uint64_t row = k.first - k.lane; row < k.first - k.lane + k.count; ++row) {
-    const int8_t* w = (plane ? m.weights_hi : m.weights).data() + ((r * m.kernel_w + s) * m.k + k_offset + k0 + row) * m.n + n0;
-    std::memcpy(tile.data() + row * arch_.array_cols, w, cols);
+  const uint64_t k0 = k.slice * lanes_ + k.lane, row0 = k.first - k.lane, M = arch_.array_cols;
+  const auto fill = [&](uint8_t* tile) {
+    for (uint64_t row = row0; row < row0 + k.count; ++row) {
+      const int8_t* w = (plane ? m.weights_hi : m.weights).data() + ((r * m.kernel_w + s) * m.k + k_offset + k0 + row) * m.n + n0;
+      std::memcpy(tile + row * M, w, cols);
+    }
+  };
+  if (m.weight_id < 0) {
+    std::vector<uint8_t> tile(arch_.tile_bytes(), 0);
+    fill(tile.data());
+    return tile_cache_[key] = image_.content(tile);
   }
-  return tile_cache_[key] = store(weights_, weight_index_, tile);
+  // Seeded weights: tile row `row` holds weight row k_offset + k0 + row of kernel position (r, s),
+  // columns n0 .. n0 + cols - 1, a group's channels only (group_pairs).
+  const auto use = [&] {
+    isa::WeightTileUse u;
+    for (uint64_t row = row0; row < row0 + k.count; ++row) {
+      const auto [j0, j1] = group_columns(m, k_offset + k0 + row, n0, cols);
+      if (j0 >= j1) continue;
+      u.rows = uint32_t(row + 1);
+      u.cols = std::max(u.cols, uint32_t(j1));
+      u.spans += j1 - j0;
+    }
+    return u;
+  };
+  const WeightImage::Key id{0, uint64_t(m.weight_id), uint64_t(plane), r, s, k_offset + k0, row0, k.count, n0, cols};
+  return tile_cache_[key] = image_.seeded(id, fill, use);
 }
 
 // The UB row of N tile n's per-column table (bias, multiplier, shift for array_cols columns).
@@ -638,8 +679,9 @@ void Lowering::lower(size_t i, const MatmulOp& m) {
   const Shape& os = storage_[m.output.tensor].shape;
   uint64_t ksum = 0;
   for (const View& v : m.inputs) ksum += g_.tensors[v.tensor].shape.c;
-  if (ksum != m.k || os.c != m.n || m.weights.size() != m.kernel_h * m.kernel_w * m.k * m.n ||
-      (m.wide_weights() && m.weights_hi.size() != m.weights.size()))
+  if (ksum != m.k || os.c != m.n ||
+      (!m.no_values && (m.weights.size() != m.kernel_h * m.kernel_w * m.k * m.n ||
+                        (m.wide_weights() && m.weights_hi.size() != m.weights.size()))))
     fail(i, fmt::format("weights of {} x {} x {} x {} do not match inputs of {} channels and an output of {}",
                         m.kernel_h, m.kernel_w, m.k, m.n, ksum, os.c));
   if (m.mult.empty() || m.mult.size() != m.shift.size() || (m.mult.size() != 1 && m.mult.size() != m.n) ||
@@ -875,19 +917,47 @@ uint64_t Lowering::packed_tile(const MatmulOp& m, const LaneTile& n, const Packi
   if (const auto it = packed_cache_.find(key); it != packed_cache_.end()) return it->second;
   const uint64_t C = m.k, M = arch_.array_cols, n0 = pk.p > 1 ? 0 : n.slice * lanes_ + n.lane;
   const uint64_t cols = pk.p > 1 ? m.n : std::min(M, m.n - n0);
-  std::vector<uint8_t> tile(arch_.tile_bytes(), 0);
-  for (uint64_t u = 0; u < pk.u; ++u)
-    for (uint64_t rr = 0; rr < kh; ++rr)
-      for (uint64_t c = 0; c < C; ++c) {
-        uint8_t* row = tile.data() + ((u * kh + rr) * C + c) * M;
-        for (uint64_t p = 0; p < pk.p; ++p) {
-          if (u < p * m.stride || u - p * m.stride >= m.kernel_w) continue;
-          const uint64_t s = u - p * m.stride;
-          const int8_t* w = m.weights.data() + (((r0 + rr) * m.kernel_w + s) * m.k + c) * m.n + n0;
-          std::memcpy(row + p * cols, w, cols);
+  const auto fill = [&](uint8_t* tile) {
+    for (uint64_t u = 0; u < pk.u; ++u)
+      for (uint64_t rr = 0; rr < kh; ++rr)
+        for (uint64_t c = 0; c < C; ++c) {
+          uint8_t* row = tile + ((u * kh + rr) * C + c) * M;
+          for (uint64_t p = 0; p < pk.p; ++p) {
+            if (u < p * m.stride || u - p * m.stride >= m.kernel_w) continue;
+            const uint64_t s = u - p * m.stride;
+            const int8_t* w = m.weights.data() + (((r0 + rr) * m.kernel_w + s) * m.k + c) * m.n + n0;
+            std::memcpy(row + p * cols, w, cols);
+          }
         }
-      }
-  return packed_cache_[key] = store(weights_, weight_index_, tile);
+  };
+  if (m.weight_id < 0) {
+    std::vector<uint8_t> tile(arch_.tile_bytes(), 0);
+    fill(tile.data());
+    return packed_cache_[key] = image_.content(tile);
+  }
+  // Seeded weights: row (u kh + rr) C + c holds, in column block p, channel c's group's columns
+  // where kernel column u - p x stride exists.
+  const auto use = [&] {
+    isa::WeightTileUse t;
+    for (uint64_t u = 0; u < pk.u; ++u) {
+      uint64_t p0 = pk.p, p1 = 0;  // the column blocks [p0, p1] with a kernel column
+      for (uint64_t p = 0; p < pk.p; ++p)
+        if (u >= p * m.stride && u - p * m.stride < m.kernel_w) p0 = std::min(p0, p), p1 = p;
+      if (p0 == pk.p) continue;
+      for (uint64_t rr = 0; rr < kh; ++rr)
+        for (uint64_t c = 0; c < C; ++c) {
+          const auto [j0, j1] = group_columns(m, c, n0, cols);
+          if (j0 >= j1) continue;
+          const uint64_t first = p0 * cols + j0, last = p1 * cols + j1;
+          t.rows = uint32_t((u * kh + rr) * C + c + 1);
+          t.cols = std::max(t.cols, uint32_t(last));
+          t.spans += last - first;
+        }
+    }
+    return t;
+  };
+  const WeightImage::Key id{1, uint64_t(m.weight_id), pk.p, pk.u, r0, kh, n0, cols, 0, 0};
+  return packed_cache_[key] = image_.seeded(id, fill, use);
 }
 
 // A packed convolution (packing.h): per N tile (P = 1) or once (P > 1, all N channels of P pixels
@@ -1541,7 +1611,7 @@ isa::Program Lowering::run() {
   layers.push_back("(end)");
   em_.tag(layers.size() - 1);
   p.code = em_.finish();
-  p.weights = std::move(weights_);
+  image_.finish(p);
   p.meta["compiler"] = "tpusim compile (compiler/lower.cpp)";
   p.meta["batch"] = g_.batch;
   p.meta["batch_piece"] = piece_;
@@ -1550,7 +1620,7 @@ isa::Program Lowering::run() {
   p.meta["lanes"] = lanes_;
   p.meta["layers"] = layers;
   p.meta["macs"] = macs_;
-  p.meta["weight_tiles"] = p.weights.size() / arch_.tile_bytes();
+  p.meta["weight_tiles"] = p.weight_bytes() / arch_.tile_bytes();
   p.meta["weight_fetches"] = em_.weight_fetches();
   const bool segmented = sched_.segments.size() > 1;
   if (segmented) {

@@ -19,6 +19,7 @@
 
 #include "compiler/npy.h"
 #include "compiler/onnx.h"
+#include "compiler/reference.h"
 #include "compiler/scalesim.h"
 #include "isa/error.h"
 #include "isa/file_io.h"
@@ -643,7 +644,8 @@ std::vector<float> load_array(const Section& sec, std::string_view key, const Fi
   return v;
 }
 
-void fill_parameters(LayerSpec& s, const Shape& in, const Model& m, size_t position, const std::filesystem::path& base_dir) {
+void fill_parameters(LayerSpec& s, const Shape& in, const Model& m, size_t position, const std::filesystem::path& base_dir,
+                     bool timing_only) {
   Layer& l = s.layer;
   const Section& sec = s.sec;
   if (l.type == LayerType::lstm) {
@@ -668,7 +670,12 @@ void fill_parameters(LayerSpec& s, const Shape& in, const Model& m, size_t posit
     if (!s.bias_files.empty())
       l.bias = load_array(sec, "bias_file", s.bias_files[0], base_dir, {l.units}, conv ? "[filters]" : "[units]");
   }
-  if (l.weights.empty()) l.weights = generate_weights(l, in, m.seed, position);
+  // A timing-only compile does not generate seeded weights (Layer::seeded_weights); biases, one
+  // per output channel, it does (whether a layer has them changes its program).
+  if (l.weights.empty() && weight_count(l, in) > 0) {
+    l.seeded_weights = true;
+    if (!timing_only) l.weights = generate_weights(l, in, m.seed, position);
+  }
   if (l.bias.empty() && l.use_bias) l.bias = generate_bias(l, m.seed, position);
 }
 
@@ -791,6 +798,13 @@ std::vector<float> generate_input(const Shape& shape, uint64_t batch, uint64_t s
   return v;
 }
 
+void generate_seeded_weights(Model& m) {
+  for (size_t i = 0; i < m.layers.size(); ++i) {
+    Layer& l = m.layers[i];
+    if (l.seeded_weights && l.weights.empty()) l.weights = generate_weights(l, source_shape(m, l, l.inputs.at(0)), m.seed, i + 1);
+  }
+}
+
 // ---- entry points -----------------------------------------------------------------------------------
 
 // Compiling holds every parameter and, for the calibration and golden runs, every layer's output
@@ -845,7 +859,8 @@ Model parse_model(std::string_view text, const std::string& source, const std::f
                              fmt::format("batch {} x {} = {} input values; at most {}", m.batch, m.inputs[0].shape.elements(),
                                          m.batch * m.inputs[0].shape.elements(), options.max_values)));
   check_compile_memory(m, source, parameters, activations, options);
-  for (size_t i = 0; i < specs.size(); ++i) fill_parameters(specs[i], shapes.input_shape(specs[i].layer.inputs[0]), m, i + 1, base_dir);
+  for (size_t i = 0; i < specs.size(); ++i)
+    fill_parameters(specs[i], shapes.input_shape(specs[i].layer.inputs[0]), m, i + 1, base_dir, options.timing_only);
   fill_input(m, input, base_dir, source);
   for (LayerSpec& s : specs) m.layers.push_back(std::move(s.layer));
   return m;

@@ -111,6 +111,9 @@ std::vector<float> generate_weights(const Layer& layer, const Shape& in, uint64_
 std::vector<float> expand_groups(const std::vector<float>& grouped, uint64_t kh, uint64_t kw, uint64_t in_c,
                                  uint64_t units, uint64_t groups);
 std::vector<float> generate_bias(const Layer& layer, uint64_t seed, size_t position);  // uniform in [-0.1, 0.1]
+// The seeded weights a timing-only compile left out (Layer::seeded_weights with `weights` empty),
+// generated as a full compile does (the layer at index i draws from weight_stream(i + 1)).
+void generate_seeded_weights(Model& model);
 std::vector<float> generate_input(const Shape& shape, uint64_t batch, uint64_t seed, size_t index);  // [-1, 1]
 
 }  // namespace tpusim::compiler

@@ -165,6 +165,8 @@ class Quantizer {
   std::vector<double> concat_scale_;  // a concat layer's scale S
   std::vector<double> wanted_;        // the scale a concat reading the layer asks of it (0: none)
   std::set<std::string> names_;
+  int weight_ids_ = 0;          // MatmulOp::weight_id of the next seeded layer's weights
+  uint64_t placeholders_ = 0;   // placeholder_scales calls so far
   size_t li_ = 0;              // the layer being quantized
   std::optional<int> final_;   // set by begin_output when a pass must follow: NAME's tensor
 
@@ -198,6 +200,9 @@ class Quantizer {
 
   std::vector<double> accumulator_scales(const float* w, uint64_t positions, const std::vector<double>& rs,
                                          uint64_t n) const;
+  bool no_values() const { return layer().seeded_weights && layer().weights.empty(); }
+  std::vector<double> placeholder_scales(uint64_t n);
+  bool wide_without_values() const;
   MatmulOp matmul(const float* w, uint64_t positions, const std::vector<double>& rs, uint64_t n, const float* b,
                   const std::vector<double>& acc, const Stage& st, bool wide = false) const;
   std::vector<double> row_energy(int entry, uint64_t positions, uint64_t k) const;
@@ -450,6 +455,7 @@ bool Quantizer::wants_wide(const float* w, uint64_t positions, const std::vector
     case Precision::wide: return true;
     case Precision::automatic: break;
   }
+  if (layer().seeded_weights) return false;  // seeded weights: int8 (see wide_without_values)
   if (std::all_of(rs.begin(), rs.end(), [&](double r) { return r == rs[0]; })) {
     std::vector<double> step(n);
     for (uint64_t j = 0; j < n; ++j) step[j] = acc[j] / rs[0];
@@ -503,10 +509,12 @@ MatmulOp Quantizer::matmul(const float* w, uint64_t positions, const std::vector
   op.n = n;
   op.func = st.func;
   op.clip = st.clip;
-  op.weights.resize(positions * op.k * n);
-  if (wide) op.weights_hi.resize(op.weights.size());
+  op.no_values = w == nullptr;
+  op.wide = wide && op.no_values;
+  op.weights.resize(op.no_values ? 0 : positions * op.k * n);
+  if (wide && !op.no_values) op.weights_hi.resize(op.weights.size());
   const double qmax = wide ? 32767.0 : 127.0;
-  for (uint64_t p = 0; p < positions; ++p)
+  for (uint64_t p = 0; p < positions && !op.no_values; ++p)
     for (uint64_t i = 0; i < op.k; ++i)
       for (uint64_t j = 0; j < n; ++j) {
         const uint64_t at = (p * op.k + i) * n + j;
@@ -518,7 +526,7 @@ MatmulOp Quantizer::matmul(const float* w, uint64_t positions, const std::vector
     op.bias.resize(n);
     for (uint64_t j = 0; j < n; ++j) {
       const double q = std::round(b[j] / acc[j]);
-      if (!(std::abs(q) <= std::numeric_limits<int32_t>::max()))
+      if (!(std::abs(q) <= std::numeric_limits<int32_t>::max()) && !op.no_values)
         fail(fmt::format("bias {} of column {} is {:g} accumulator units, beyond int32", b[j], j, q));
       op.bias[j] = static_cast<int32_t>(q);
     }
@@ -530,6 +538,28 @@ MatmulOp Quantizer::matmul(const float* w, uint64_t positions, const std::vector
     op.shift.push_back(q.shift);
   }
   return op;
+}
+
+// In place of accumulator_scales for a timing-only compile's seeded weights, which have no values
+// (LoadOptions::timing_only): scales near 1/127^2 that differ from call to call and column to
+// column, as calibrated ones do, so that the back end's per-column tables are told apart (or
+// shared, by an LSTM gate's steps) as a full compile's are. Only requantization fields and
+// table contents depend on them, none of which changes an instruction's timing.
+std::vector<double> Quantizer::placeholder_scales(uint64_t n) {
+  const uint64_t call = placeholders_++;
+  std::vector<double> s(n);
+  for (uint64_t j = 0; j < n; ++j)
+    s[j] = (1.0 + double((call * 7919 + j * 104729) % 4093) / 8192.0) / (127.0 * 127.0);
+  return s;
+}
+
+// The precision of seeded weights, decided without their values: 16-bit when the layer's
+// weight_bits or the model's precision says so; the automatic choice keeps them int8 (Glorot-
+// uniform weights round to int8 with about 0.45% relative error, a quarter of the default
+// wide_error: docs/compiler.md, "16-bit layers").
+bool Quantizer::wide_without_values() const {
+  if (layer().weight_bits) return *layer().weight_bits == 16;
+  return m_.precision == Precision::wide;
 }
 
 void Quantizer::dense_or_conv() {
@@ -546,14 +576,18 @@ void Quantizer::dense_or_conv() {
   if (L.type == LayerType::dense && is_flatten(entry)) kh = is.h, kw = is.w;  // the whole map
   std::vector<double> rs;
   for (int t : ins) rs.insert(rs.end(), shape_of(t).c, scale_of(t));
-  std::vector<double> acc = accumulator_scales(L.weights.data(), kh * kw, rs, L.units);
-  const bool wide = wants_wide(L.weights.data(), kh * kw, rs, L.units, acc,
-                              L.weight_bits || m_.precision != Precision::automatic
-                                  ? std::vector<double>{}
-                                  : row_energy(entry, kh * kw, rs.size()));
-  if (wide) acc = wide_scales(L.weights.data(), kh * kw, rs, L.units, acc, 128.0);  // int8 inputs: |x| <= 128
+  const bool absent = no_values();
+  std::vector<double> acc = absent ? placeholder_scales(L.units) : accumulator_scales(L.weights.data(), kh * kw, rs, L.units);
+  const bool wide = absent ? wide_without_values()
+                           : wants_wide(L.weights.data(), kh * kw, rs, L.units, acc,
+                                        L.weight_bits || m_.precision != Precision::automatic || L.seeded_weights
+                                            ? std::vector<double>{}
+                                            : row_energy(entry, kh * kw, rs.size()));
+  if (wide && !absent) acc = wide_scales(L.weights.data(), kh * kw, rs, L.units, acc, 128.0);  // int8 inputs: |x| <= 128
   const Stage st = stage(false, out_scale());
-  MatmulOp op = matmul(L.weights.data(), kh * kw, rs, L.units, L.use_bias ? L.bias.data() : nullptr, acc, st, wide);
+  MatmulOp op = matmul(absent ? nullptr : L.weights.data(), kh * kw, rs, L.units, L.use_bias ? L.bias.data() : nullptr,
+                       acc, st, wide);
+  if (L.seeded_weights) op.weight_id = weight_ids_++;
   op.kernel_h = kh;
   op.kernel_w = kw;
   if (L.type == LayerType::conv2d) op.stride = L.stride, op.pad = L.pad, op.groups = L.groups;
@@ -645,13 +679,16 @@ void Quantizer::lstm() {
     const std::vector<double> rs_x(rs.begin(), rs.begin() + static_cast<std::ptrdiff_t>(in_c));
     MatmulOp full[4], first[4];
     for (int g = 0; g < 4; ++g) {
-      const float* w = L.weights.data() + offset + g * rows * u;
+      // (A timing-only compile's seeded weights have no values: w null.)
+      const float* w = no_values() ? nullptr : L.weights.data() + offset + g * rows * u;
       const float* b = L.bias.empty() ? nullptr : L.bias.data() + (l * 4 + g) * u;
-      std::vector<double> acc = accumulator_scales(w, 1, rs, u);
+      std::vector<double> acc = w ? accumulator_scales(w, 1, rs, u) : placeholder_scales(u);
       const bool wide_w = gate_weights_wide();
-      if (wide_w) acc = wide_scales(w, 1, rs, u, acc, 128.0);  // x_t and h_{t-1} are int8: |x| <= 128
+      if (wide_w && w) acc = wide_scales(w, 1, rs, u, acc, 128.0);  // x_t and h_{t-1} are int8: |x| <= 128
       full[g] = matmul(w, 1, rs, u, b, acc, gate_stage[g], wide_w);
       first[g] = matmul(w, 1, rs_x, u, b, acc, gate_stage[g], wide_w);
+      // The first step's rows are the others' first rows: the same tiles (MatmulOp::weight_id).
+      if (L.seeded_weights) full[g].weight_id = first[g].weight_id = weight_ids_++;
     }
     const std::string pre = fmt::format("{}.l{}", name, l);
     int h = -1;  // the h sequence that later steps (and the next stacked layer) read
@@ -745,7 +782,7 @@ bool precision_needs_calibration(const Model& model) {
   const bool concat = std::any_of(model.layers.begin(), model.layers.end(),
                                   [](const Layer& l) { return l.type == LayerType::concat; });
   for (const Layer& l : model.layers) {
-    if ((l.type != LayerType::dense && l.type != LayerType::conv2d) || l.weight_bits) continue;
+    if ((l.type != LayerType::dense && l.type != LayerType::conv2d) || l.weight_bits || l.seeded_weights) continue;
     if (concat) return true;  // a layer reading a concat's parts has rows of several input scales
     const uint64_t n = l.units, rows = n ? l.weights.size() / n : 0;
     // The quantizer's int8 steps for inputs of scale 1: per channel max |w[.][j]| / 127 (a column

@@ -285,7 +285,8 @@ Model import_scalesim(std::string_view csv, const std::string& source, const Loa
     if (weights > options.max_values - parameters)
       throw InputError(fmt::format("{}:{}: the model has more than {} weights up to this layer", source, r.line, options.max_values));
     parameters += weights;
-    l.weights = generate_weights(l, in, m.seed, i + 1);
+    l.seeded_weights = weights > 0;  // (not generated for a timing-only compile: Layer::seeded_weights)
+    if (!options.timing_only) l.weights = generate_weights(l, in, m.seed, i + 1);
     m.layers.push_back(std::move(l));
   }
   return m;

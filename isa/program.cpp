@@ -169,7 +169,7 @@ std::string check_symbol(const Symbol& s, const Program& p) {
                          s.addr, s.size, p.code.size());
     return {};
   }
-  const uint64_t limit = s.space == "weights" ? p.weights.size() : address_space_rows(s.space);
+  const uint64_t limit = s.space == "weights" ? p.weight_bytes() : address_space_rows(s.space);
   if (s.size == 0 || s.addr > limit || s.size > limit - s.addr)
     return fmt::format("{} region \"{}\": [{}, +{}) is empty or reaches past {} ({})", s.space, s.name,
                        s.addr, s.size, limit,
@@ -187,6 +187,25 @@ json parse_json_bounded(std::string_view text, int max_depth, std::string& error
   else if (levels > max_depth) error = fmt::format("JSON nested more than {} levels deep", max_depth);
   if (!error.empty()) j = json(json::value_t::discarded);
   return j;
+}
+
+std::vector<WeightTileUse> tile_uses(const Program& p, uint64_t rows, uint64_t cols) {
+  std::vector<WeightTileUse> uses;
+  const auto it = p.meta.find("tile_uses");
+  if (it == p.meta.end()) return uses;
+  const uint64_t tiles = rows > 0 && cols > 0 ? p.weight_bytes() / (rows * cols) : 0;
+  if (!it->is_array() || it->size() != tiles)
+    throw InputError(fmt::format("meta.tile_uses: expected one [rows, cols, spans] per weight tile ({}), got {}",
+                                 tiles, it->dump().substr(0, 60)));
+  for (const json& t : *it) {
+    if (!t.is_array() || t.size() != 3 || !t[0].is_number_unsigned() || !t[1].is_number_unsigned() ||
+        !t[2].is_number_unsigned() || t[0].get<uint64_t>() > rows || t[1].get<uint64_t>() > cols ||
+        t[2].get<uint64_t>() > t[0].get<uint64_t>() * t[1].get<uint64_t>())
+      throw InputError(fmt::format("meta.tile_uses[{}]: expected [rows <= {}, cols <= {}, spans <= rows x cols], got {}",
+                                   uses.size(), rows, cols, t.dump().substr(0, 60)));
+    uses.push_back({t[0].get<uint32_t>(), t[1].get<uint32_t>(), t[2].get<uint64_t>()});
+  }
+  return uses;
 }
 
 bool symbol_order(const Symbol& a, const Symbol& b) {
@@ -212,6 +231,10 @@ std::string check_name(std::string_view name) {
 std::string check_program(const Program& p) {
   std::set<std::string> names;
   static const std::set<std::string> dtypes = {"int8", "uint8", "int32"};
+  if (p.weights_not_computed)
+    return fmt::format("a timing-only compile's program (its {}-byte weight image not computed) runs on the "
+                       "timing engine only and cannot be written",
+                       p.weights_not_computed);
   if (p.weights.size() > kMaxDataBytes)
     return fmt::format("weight image of {} bytes exceeds the limit of {} bytes", p.weights.size(),
                        kMaxDataBytes);

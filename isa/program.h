@@ -61,6 +61,18 @@ struct Symbol {
   bool operator==(const Symbol&) const = default;
 };
 
+// A weight tile's useful cells (the machine's useful-MAC counters): the box of the cells that hold
+// weights, rows x cols, and the sum over those rows of each row's span from its first to its last
+// weight. A compiler's program gives them for every tile, in meta.tile_uses ([rows, cols, spans]
+// per tile, in address order), since only the compiler knows which cells hold a weight that
+// happens to be zero; without it the machine takes them from the bytes, the nonzero cells
+// (sim::tile_use, sim::tile_spans).
+struct WeightTileUse {
+  uint32_t rows = 0, cols = 0;
+  uint64_t spans = 0;
+  bool operator==(const WeightTileUse&) const = default;
+};
+
 struct Program {
   std::vector<Instruction> code;
   std::vector<uint8_t> weights;                    // the weight-memory image, from address 0
@@ -69,8 +81,18 @@ struct Program {
   nlohmann::json meta = nlohmann::json::object();  // free-form: quantization scales, compiler
   std::vector<HostRegion> host_regions;
   std::vector<Symbol> symbols;
+  // A timing-only compile's program (compiler LoadOptions::timing_only): the weight image's size
+  // in bytes, its contents not computed (`weights` empty); 0 for every other program. Such a
+  // program runs on the timing engine only and cannot be saved (check_program).
+  uint64_t weights_not_computed = 0;
+  uint64_t weight_bytes() const { return weights.empty() ? weights_not_computed : weights.size(); }
   bool operator==(const Program&) const = default;
 };
+
+// meta.tile_uses of `p` for an array of rows x cols (tiles of rows x cols bytes); empty when the
+// program has none. Throws InputError when it is malformed: not one [rows, cols, spans] per
+// tile of the weight image, or a box larger than the array.
+std::vector<WeightTileUse> tile_uses(const Program& p, uint64_t rows, uint64_t cols);
 
 // Serializes; deterministic (same Program, same bytes).
 std::vector<uint8_t> write_program(const Program& program);

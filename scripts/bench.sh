@@ -16,6 +16,7 @@ BENCHES=(
   machine_bench  # whole machine: timing engine cycles/s, fast engine vs oneDNN, stepped, memory
   rtl_bench      # Verilated RTL 32x32 array vs the stepped and fast engines, cycles/s
   compile_bench  # the compiler on the six paper workloads, seconds per phase
+  timing_bench   # run --engine timing and the paper-matrix sweep: timing-only compiles vs --full-compile
   cpu_runner_bench  # the CPU reference runner vs oneDNN running the same layers its own way (every demo model)
 )
 
@@ -33,7 +34,7 @@ title="scripts/bench.sh${quick[*]:+ --quick}"
 trap 'print_summary "$title" $?' EXIT
 
 step "build build (Release): ${BENCHES[*]}"
-configure_and_build build Release -- "${BENCHES[@]}"
+configure_and_build build Release -- "${BENCHES[@]}" tpusim
 
 mkdir -p "$ROOT/build/bench"
 failed=0

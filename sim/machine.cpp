@@ -208,11 +208,18 @@ MachineRun::MachineRun(const isa::Program& program, const Arch& arch, const RunO
   Machine& m = machine();
   Context& ctx = m.ctx;
   ctx.program = &program;
+  ctx.tile_uses = isa::tile_uses(program, arch.array_rows, arch.array_cols);
+  if (program.weights_not_computed && ctx.tile_uses.empty())
+    throw InputError("a program without its weight image's bytes needs meta.tile_uses");
   ctx.arch = arch;
   ctx.engine = options.engine;
   ctx.trace = options.trace;
   ctx.progress = options.progress;
   ctx.code_size = code_size;
+  if (program.weights_not_computed && options.engine != Engine::timing)
+    throw InputError(fmt::format("a timing-only compile's program (its weight image not computed) runs on the timing "
+                                 "engine only, not the {} engine",
+                                 engine_name(options.engine)));
   if (options.engine != Engine::timing) state_ = make_state(program, arch);
   ctx.state = state_ ? &*state_ : nullptr;
   ctx.period = sc_core::sc_time(1e6 / arch.clock_mhz, sc_core::SC_PS);

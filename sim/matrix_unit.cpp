@@ -131,7 +131,9 @@ bool MatrixUnit::start_matmul(uint64_t i, uint64_t t0) {
   MatrixCounters& m = ctx_.result.matrix;
   // Useful MACs per vector: the tile's nonzero box; for a gathering matmul (a packed
   // convolution's block-Toeplitz tile) the sum of its rows' nonzero spans (machine.h TileUse).
-  if (pack.gathers() && !active_spans_) active_spans_ = tile_spans(active_.tile.data, active_.use.rows, a.array_cols);
+  if (pack.gathers() && !active_spans_)
+    active_spans_ = ctx_.tile_uses.empty() ? tile_spans(active_.tile.data, active_.use.rows, a.array_cols)
+                                           : ctx_.tile_uses.at(active_.tile.waddr / a.tile_bytes()).spans;
   const uint64_t used = pack.gathers() ? *active_spans_ : uint64_t{active_.use.rows} * active_.use.cols;
   // A gathering matmul keeps the array busy for its whole stream; only one cycle in `period`
   // carries a vector (the others count as unused MACs).

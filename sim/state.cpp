@@ -322,7 +322,7 @@ void set_register(uint64_t& host_stride, uint64_t& host_row_bytes, uint64_t& act
 }  // namespace
 
 void check_static(const isa::Program& program, const Arch& arch) {
-  Bounds b{arch, {}, program.weights.size(), 0, 0, 0, {}, {}, {}};
+  Bounds b{arch, {}, program.weight_bytes(), 0, 0, 0, {}, {}, {}};
   for (const isa::HostRegion& r : program.host_regions) b.host.push_back({r.name, r.host_addr, r.bytes});
   for (uint64_t i = 0; i < program.code.size(); ++i) {
     const isa::Instruction& inst = program.code[i];

@@ -65,9 +65,14 @@ void WeightPath::fetch_run() {
       ctx_.result.weight_mem_busy += xfer;
       FetchedTile f;
       f.tile.waddr = in[Field::waddr] + t * a.tile_bytes();
-      f.tile.data = ctx_.program->weights.data() + f.tile.waddr;
       f.tile.is_unsigned = in[Field::unsigned_data] != 0;
-      f.use = tile_use(f.tile.data, a.array_rows, a.array_cols);
+      if (!ctx_.program->weights_not_computed) f.tile.data = ctx_.program->weights.data() + f.tile.waddr;
+      if (!ctx_.tile_uses.empty()) {  // the compiler's (isa::WeightTileUse), else the nonzero bytes'
+        const isa::WeightTileUse& u = ctx_.tile_uses.at(f.tile.waddr / a.tile_bytes());
+        f.use = {u.rows, u.cols};
+      } else {
+        f.use = tile_use(f.tile.data, a.array_rows, a.array_cols);
+      }
       f.landed = *landed;
       last_landing_ = std::max(last_landing_, f.landed);
       if (ctx_.trace) ctx_.trace->tile_requested(i, request, begin, mem_free_, f.landed);

@@ -46,7 +46,7 @@ struct RunArgs {
   std::string input, labels, calibrate;  // models only: .npy samples, their classes, calibration samples
   std::vector<std::string> mapper;        // models only: mapper switches, KEY=on|off (compiler/lower_options.h)
   std::string precision;                 // models only: auto, int8 or wide (empty: the description's)
-  bool no_check = false, report_schema = false;
+  bool no_check = false, report_schema = false, full_compile = false;
   bool int8_elements = false;  // models only: every tensor int8 (no 16-bit LSTM gates and cell)
   bool full_check = false;  // models: also compare every memory with the ISA reference executor
   // Traces (docs/traces.md): Chrome trace JSON, VCD waveforms, the event log ("-": stdout).
@@ -116,7 +116,7 @@ int cmd_validate(const ValidateArgs& args);
 struct SweepArgs {
   std::string spec, output, db, jsonl, shard, plot_prefix, python;
   unsigned jobs = 0;  // 0: every core this process may use
-  bool resume = false, dry_run = false, retry_failed = false;
+  bool resume = false, dry_run = false, retry_failed = false, full_compile = false;
 };
 struct SweepMergeArgs {
   std::vector<std::string> inputs;

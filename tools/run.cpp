@@ -161,8 +161,8 @@ void print_compile_summary(const compiler::Compiled& c, const std::string& sourc
   const isa::Program& p = c.program;
   fmt::print(stderr, "{}: {} layers, batch {}, {} instructions, {} weight tiles ({:.1f} MB) for {} ({}x{}); "
              "parse {:.2f} s, quantize {:.2f} s, lower {:.2f} s\n",
-             source, c.model.layers.size(), c.graph.batch, p.code.size(), p.weights.size() / arch.tile_bytes(),
-             p.weights.size() / 1e6, sim::machine_name(arch), arch.array_rows, arch.array_cols,
+             source, c.model.layers.size(), c.graph.batch, p.code.size(), p.weight_bytes() / arch.tile_bytes(),
+             p.weight_bytes() / 1e6, sim::machine_name(arch), arch.array_rows, arch.array_cols,
              c.parse_seconds, c.quantize_seconds, c.lower_seconds);
   if (const auto m = p.meta.find("mapper"); m != p.meta.end() && !m->empty())
     fmt::print(stderr, "mapper: {} (docs/compiler.md \"Mapper switches\")\n",
@@ -295,7 +295,7 @@ int cmd_run(const RunArgs& r) {
   options.max_memory = r.max_memory;
   options.int8_elements = r.int8_elements;
   // The timing engine has no memories: its compile computes no data (LoadOptions::timing_only).
-  options.timing_only = r.engine == "timing";
+  options.timing_only = r.engine == "timing" && !r.full_compile;
   ProgramToRun to_run = load_program_or_model("run", r.program, r.arch_file, r.sets, options);
   if (!r.labels.empty() && !to_run.compiled) throw InputError("run: --labels applies to models, not to programs");
   const std::vector<int64_t> labels = r.labels.empty() ? std::vector<int64_t>{} : read_labels(r.labels);

@@ -168,6 +168,9 @@ extern "C" int sc_main(int argc, char** argv) {
       ->check(tools::count_option(0, "cycles; 0: no limit"));
   r->add_flag("--no-check", run.no_check,
               "do not compare the results with the reference executor (and, for a model, the golden reference)");
+  r->add_flag("--full-compile", run.full_compile,
+              "models, timing engine: compile with data (seeded weights, calibration, the weight image) as for the "
+              "other engines; the timing-only compile's reference in bench/timing_bench (same cycles, slower)");
   r->add_flag("--full-check", run.full_check,
               "models: compare every memory with the ISA reference executor even for paper-scale models (slow)");
   r->add_flag("--report-schema", run.report_schema, "print docs/report.md, the report's keys");

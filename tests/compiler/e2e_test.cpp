@@ -21,62 +21,6 @@ TEST_CASE("the small workloads run bit-exact on every engine on a 16 x 16 array,
   }
 }
 
-// A random description: a map, vector or sequence input and a few layers of every kind.
-std::string random_description(std::mt19937& rng, int index) {
-  const auto pick = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
-  const char* acts[] = {"none", "relu", "relu6", "sigmoid", "tanh"};
-  std::ostringstream head, d;
-  head << "[model]\nname = \"random" << index << "\"\nbatch = " << pick(1, 5) << "\nseed = " << pick(1, 1000) << "\n";
-  const int kind = pick(0, 2);
-  if (kind == 0) {  // a CNN: convolutions (1x1 or 3x3, padded or not, strided or not), pools, residuals, concats
-    int h = pick(5, 10), w = pick(5, 10), c = pick(1, 12);
-    head << "input = [" << h << ", " << w << ", " << c << "]\n";
-    for (int l = 0, layers = pick(1, 4); l < layers; ++l) {
-      const int k = pick(0, 1) ? 3 : 1, stride = pick(0, 3) == 0 ? 2 : 1, pad = k == 3 ? pick(0, 1) : 0;
-      if (h + 2 * pad < k || w + 2 * pad < k) break;
-      c = pick(1, 20);
-      d << "[[layer]]\ntype = \"conv2d\"\nname = \"conv" << l << "\"\nfilters = " << c << "\nkernel = " << k
-        << "\nstride = " << stride << "\npadding = " << pad << "\nactivation = \"" << acts[pick(0, 2)] << "\"\n";
-      h = (h + 2 * pad - k) / stride + 1;
-      w = (w + 2 * pad - k) / stride + 1;
-      if (pick(0, 2) == 0) {  // conv 3x3 same, added to the conv's output (and maybe squared)
-        d << "[[layer]]\ntype = \"conv2d\"\nname = \"res" << l << "\"\nfilters = " << c
-          << "\nkernel = 3\npadding = \"same\"\n[[layer]]\ntype = \"add\"\nname = \"sum" << l << "\"\ninputs = [\"res"
-          << l << "\", \"conv" << l << "\"]\nactivation = \"relu\"\n";
-        if (pick(0, 1))
-          d << "[[layer]]\ntype = \"mul\"\ninputs = [\"sum" << l << "\", \"res" << l << "\"]\n";
-      }
-      if (pick(0, 2) == 0) {  // Inception-style: a 1x1 and a 3x3 same branch of the same map, joined
-        const int c1 = pick(1, 12), c3 = pick(1, 12);
-        d << "[[layer]]\ntype = \"activation\"\nname = \"pre" << l << "\"\nactivation = \"relu\"\n"
-          << "[[layer]]\ntype = \"conv2d\"\nname = \"b1x1_" << l << "\"\nfilters = " << c1 << "\nkernel = 1\n"
-          << "[[layer]]\ntype = \"conv2d\"\nname = \"b3x3_" << l << "\"\ninput = \"pre" << l << "\"\nfilters = " << c3
-          << "\nkernel = 3\npadding = \"same\"\nactivation = \"" << acts[pick(0, 4)] << "\"\n"
-          << "[[layer]]\ntype = \"concat\"\ninputs = [\"b1x1_" << l << "\", \"b3x3_" << l << "\", \"pre" << l << "\"]\n";
-        c += c1 + c3;
-      }
-      if (pick(0, 2) == 0 && h >= 2 && w >= 2) {
-        d << "[[layer]]\ntype = \"" << (pick(0, 1) ? "max_pool" : "avg_pool") << "\"\nsize = 2\n";
-        h = (h - 2) / 2 + 1;
-        w = (w - 2) / 2 + 1;
-      }
-    }
-    d << "[[layer]]\ntype = \"flatten\"\n[[layer]]\ntype = \"dense\"\nunits = " << pick(1, 12) << "\n";
-  } else if (kind == 1) {  // an MLP
-    head << "input = [" << pick(1, 40) << "]\n";
-    for (int l = pick(1, 4); l > 0; --l)
-      d << "[[layer]]\ntype = \"dense\"\nunits = " << pick(1, 40) << "\nactivation = \"" << acts[pick(0, 4)]
-        << "\"\nbias = " << (pick(0, 1) ? "true" : "false") << "\n";
-  } else {  // an LSTM (stacked or not), then a dense layer on its last (or every) step
-    head << "input = [" << pick(1, 4) << ", " << pick(1, 20) << "]\n";
-    d << "[[layer]]\ntype = \"lstm\"\nunits = " << pick(1, 20) << "\nstack = " << pick(1, 2)
-      << "\nreturn_sequences = " << (pick(0, 1) ? "true" : "false") << "\n";
-    d << "[[layer]]\ntype = \"dense\"\nunits = " << pick(1, 10) << "\n";
-  }
-  if (pick(0, 1)) head << "[quantization]\nweights = \"per_tensor\"\n";
-  return head.str() + d.str();
-}
-
 TEST_CASE("random small models run bit-exact on every engine on random small arrays") {
   std::mt19937 rng(2026);
   const uint64_t sizes[][2] = {{4, 4}, {8, 8}, {4, 8}, {8, 4}, {16, 16}};

@@ -112,7 +112,8 @@ Outputs outputs(const std::string& csv, const std::string& db, const std::string
 
 int cmd_sweep(const SweepArgs& a) {
   if (a.spec.empty()) throw InputError("sweep: a spec is required (see tpusim sweep --help, docs/sweeps.md)");
-  const Spec spec = load_spec(a.spec);
+  Spec spec = load_spec(a.spec);
+  spec.full_compile = a.full_compile;
   const Shard shard = a.shard.empty() ? Shard{} : parse_shard(a.shard);
   std::vector<const Point*> mine;
   for (const Point& p : spec.points)
@@ -311,6 +312,9 @@ SweepCommand::SweepCommand(CLI::App& app) {
   sweep_->add_option("--python", args_.python,
                      "Python with matplotlib (default: /usr/bin/python3, else python3)");
   sweep_->add_flag("--dry-run", args_.dry_run, "list the points (of this shard) and run nothing");
+  sweep_->add_flag("--full-compile", args_.full_compile,
+                   "compile with data (seeded weights, calibration, the weight image) even on the timing engine, "
+                   "as before timing-only compiles: their reference in bench/timing_bench (same results, slower)");
   sweep_->require_subcommand(0, 1);
   merge_ = sweep_->add_subcommand("merge",
                                   "Join the results of shards (databases or CSVs) into one CSV or database");

@@ -46,6 +46,9 @@ struct Spec {
   std::vector<Workload> workloads;
   std::vector<Point> points;
   uint64_t duplicates = 0;  // points dropped because an earlier point is the same
+  // `sweep --full-compile` (not part of the spec): compile every point with data, as for the other
+  // engines, even on the timing engine (whose compiles otherwise compute none: docs/sweeps.md).
+  bool full_compile = false;
 };
 
 // Reads and expands a spec. Throws InputError naming the file, line, key, value and what was
