@@ -34,8 +34,10 @@ constexpr ReportKey kKeys[] = {
      "instructions over the host link (host_latency_cycles + transfer of instructions x 16 bytes at host_gbps)"},
     {"macs", "integer",
      "useful multiply-accumulates: per matmul, vectors x the used rows x used cols of its tile (the bounding "
-     "box of its nonzero weights); for a gathering matmul (a packed convolution's block-Toeplitz tile), "
-     "vectors x the sum over the tile's rows of each row's span from its first to its last nonzero weight. "
+     "box of its weights: the compiler's program says which cells hold weights, in meta.tile_uses, a weight "
+     "that rounds to zero included; a program without it, e.g. assembled by hand, counts its nonzero cells); "
+     "for a gathering matmul (a packed convolution's block-Toeplitz tile), vectors x the sum over the tile's "
+     "rows of each row's span from its first to its last weight. "
      "These are 8-bit multiply-accumulates: a matmul with 16-bit inputs or weights (setcfg mm_in_hi / "
      "mm_weight_hi) counts each byte-plane pass, so a 16 x 8-bit product counts 2 and a 16 x 16-bit one 4"},
     {"array_macs", "integer",
