@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <stdexcept>
 
 #include "compiler/layout.h"
 #include "compiler/lower.h"
@@ -113,13 +114,16 @@ Compiled prepare_model(Model model, bool timing_only) {
   // generated and the float reference runs.
   const bool data = !timing_only || timing_needs_data(model);
   if (data) generate_seeded_weights(model);
-  const FloatRun calibration = data ? calibration_run(model) : placeholder_calibration(model);
+  FloatRun calibration = data ? calibration_run(model) : placeholder_calibration(model);
   // Calibrated or not, a timing-only compile quantizes no seeded weight and builds no weight
   // image: they go once the float run has set the scales.
   if (timing_only)
     for (Layer& l : model.layers)
       if (l.seeded_weights) std::vector<float>().swap(l.weights);
   c.graph = quantize(model, calibration);
+  // The float output on the calibration samples, for check_output's quantization error.
+  if (!timing_only && model.calibration.empty() && !calibration.outputs.empty())
+    c.float_output = std::move(calibration.outputs.back());
   c.quantize_seconds = since(t0);
   c.model = std::move(model);
   return c;
@@ -184,17 +188,25 @@ Compiled compile_file(const std::filesystem::path& path, const sim::Arch& arch, 
   return c;
 }
 
-std::vector<uint8_t> golden_output_bytes(const Compiled& c, const sim::Arch& arch) {
-  const std::vector<std::vector<int8_t>> golden = run_golden(c.graph);
-  const QTensor& out = c.graph.tensors.at(c.graph.output);
-  return to_tpu_order(golden.at(c.graph.output), out.shape, c.graph.batch, lanes(arch), piece(c.program));
+std::vector<int8_t> golden_output(const Compiled& c) {
+  GoldenOptions o;
+  o.output_only = true;
+  std::vector<std::vector<int8_t>> all = run_golden(c.graph, o);
+  return std::move(all.at(static_cast<size_t>(c.graph.output)));
 }
 
-OutputCheck check_output(Compiled& c, std::span<const uint8_t> output_region, const sim::Arch& arch) {
-  OutputCheck r;
-  const std::vector<std::vector<int8_t>> golden = run_golden(c.graph);
+std::vector<uint8_t> golden_output_bytes(const Compiled& c, const sim::Arch& arch) {
   const QTensor& out = c.graph.tensors.at(c.graph.output);
-  const std::vector<int8_t>& want = golden.at(c.graph.output);
+  return to_tpu_order(golden_output(c), out.shape, c.graph.batch, lanes(arch), piece(c.program));
+}
+
+OutputCheck check_output(Compiled& c, std::span<const uint8_t> output_region, const sim::Arch& arch,
+                         const std::vector<int8_t>* golden) {
+  OutputCheck r;
+  std::vector<int8_t> computed;
+  if (!golden) computed = golden_output(c), golden = &computed;
+  const QTensor& out = c.graph.tensors.at(c.graph.output);
+  const std::vector<int8_t>& want = *golden;
   const std::vector<int8_t> got = from_tpu_order(output_region, out.shape, c.graph.batch, lanes(arch), piece(c.program));
   r.elements = want.size();
   r.matches = got == want;
@@ -207,9 +219,14 @@ OutputCheck check_output(Compiled& c, std::span<const uint8_t> output_region, co
                                      b == want.end() ? 0 : *b);
   }
   // The float reference on the calibration samples (a prefix of the batch: NHWC is batch-major).
-  const std::vector<std::vector<float>> ref =
-      on_first_samples(c.model, c.model.calibration_samples, [](const Model& m) { return run_float(m); });
-  r.error = quant_error(ref.back(), std::vector<int8_t>(want.begin(), want.begin() + ref.back().size()), out.scale);
+  // (The calibration run's, when it ran on those samples: the same loops on the same data.)
+  std::vector<float> computed_ref;
+  if (c.float_output.empty())
+    computed_ref = on_first_samples(c.model, c.model.calibration_samples, [](const Model& m) { return run_float(m); }).back();
+  const std::vector<float>& ref = c.float_output.empty() ? computed_ref : c.float_output;
+  if (ref.size() > want.size())
+    throw std::logic_error("the float reference has more output values than the golden reference");
+  r.error = quant_error(ref, std::vector<int8_t>(want.begin(), want.begin() + std::ptrdiff_t(ref.size())), out.scale);
   return r;
 }
 

@@ -23,6 +23,10 @@ struct Compiled {
   QGraph graph;
   isa::Program program;
   double parse_seconds = 0, quantize_seconds = 0, lower_seconds = 0;  // wall time of each phase
+  // The float reference's output on the calibration samples, kept from the calibration run when
+  // those are the inputs' first samples (check_output's quantization error then needs no second
+  // float run); empty otherwise.
+  std::vector<float> float_output;
 };
 
 // Throws InputError for a bad description or a model the architecture cannot hold.
@@ -52,7 +56,12 @@ struct OutputCheck {
   QuantError error;
   uint64_t elements = 0;
 };
-OutputCheck check_output(Compiled& c, std::span<const uint8_t> output_region, const sim::Arch& arch);
+// `golden`: golden_output(c) computed already (tpusim run computes it beside the simulation).
+OutputCheck check_output(Compiled& c, std::span<const uint8_t> output_region, const sim::Arch& arch,
+                         const std::vector<int8_t>* golden = nullptr);
+// The golden reference's output tensor (run_golden's entry for graph.output), computed holding only
+// the activations still to be read.
+std::vector<int8_t> golden_output(const Compiled& c);
 
 // Top-1 accuracy on a labelled data set (`tpusim run --labels`): for each sample, the class with
 // the largest output (the lowest index among equals) against labels[sample], for the float

@@ -11,6 +11,7 @@
 
 #include "compiler/reference.h"
 #include "isa/error.h"
+#include "sim/parallel.h"
 
 namespace tpusim::compiler {
 
@@ -113,10 +114,12 @@ Data convolve(const Data& x, const ConvGeometry& g, uint64_t batch, const float*
   constexpr uint64_t kBlock = 16;
   const uint64_t n = g.n, per_image = g.oh * g.ow, positions = batch * per_image;
   Data out(positions * n);
-  std::vector<float> acc(kBlock * n);
-  const float* px[kBlock];
-  for (uint64_t p0 = 0; p0 < positions; p0 += kBlock) {
-    const uint64_t count = std::min(kBlock, positions - p0);
+  // Blocks on sim::parallel_for's threads, each computed whole by one: the same floats on any count.
+  sim::parallel_for((positions + kBlock - 1) / kBlock, [&](uint64_t block) {
+    thread_local std::vector<float> acc;
+    acc.resize(kBlock * n);
+    const float* px[kBlock];
+    const uint64_t p0 = block * kBlock, count = std::min(kBlock, positions - p0);
     for (uint64_t i = 0; i < count; ++i)
       for (uint64_t j = 0; j < n; ++j) acc[i * n + j] = b ? b[j] : 0.0f;
     for (uint64_t r = 0; r < g.kh; ++r)
@@ -139,7 +142,7 @@ Data convolve(const Data& x, const ConvGeometry& g, uint64_t batch, const float*
       }
     for (uint64_t i = 0; i < count; ++i)
       for (uint64_t j = 0; j < n; ++j) out[(p0 + i) * n + j] = activate(act, acc[i * n + j]);
-  }
+  });
   return out;
 }
 

@@ -4,14 +4,17 @@
 // functions with saturation) is the simulator's own, sim::round_half_away_shift and
 // sim::apply_func, so it is defined once. Every program the back end emits must reproduce these
 // bytes.
-#include <sched.h>
-
+//
+// Speed (CNN1's golden run is 175 GMAC per batch): an int8 matmul's products go through the int8
+// GEMM of sim/gemm.h, an exact int32 wrap-around product checked bit for bit against the plainest
+// loops (gemm_reference, tests/sim/gemm_test.cpp); GoldenOptions::plain keeps every sum in this
+// file's own loops, and tests hold the two equal. Output positions are cut into blocks spread
+// over sim::parallel_for's threads, each block computed whole by one thread: the bytes do not
+// depend on the thread count.
 #include <algorithm>
-#include <exception>
-#include <system_error>
 #include <cstdint>
+#include <cstring>
 #include <string>
-#include <thread>
 #include <variant>
 #include <vector>
 
@@ -19,17 +22,12 @@
 
 #include "compiler/reference.h"
 #include "isa/error.h"
+#include "sim/gemm.h"
+#include "sim/parallel.h"
 #include "sim/state.h"
 
 namespace tpusim::compiler {
 namespace {
-
-// CPUs this process may run on (taskset, cgroups, a Slurm allocation), at least 1.
-uint64_t usable_cpus() {
-  cpu_set_t set;
-  if (sched_getaffinity(0, sizeof set, &set) == 0) return std::max(1, CPU_COUNT(&set));
-  return std::max(1u, std::thread::hardware_concurrency());
-}
 
 using Tensors = std::vector<std::vector<int8_t>>;
 
@@ -76,7 +74,7 @@ struct Span {
 
 class Golden {
  public:
-  explicit Golden(const QGraph& g) : g_(g), t_(g.tensors.size()) {
+  Golden(const QGraph& g, const GoldenOptions& o) : g_(g), o_(o), t_(g.tensors.size()) {
     for (size_t i = 0; i < g.tensors.size(); ++i)
       t_[i].assign(g.batch * g.tensors[i].shape.elements() * (g.tensors[i].bits == 16 ? 2 : 1), 0);
     if (g.input_data.size() != g.inputs.size()) fail("graph", "input data for {} of {} inputs", g.input_data.size(), g.inputs.size());
@@ -85,20 +83,53 @@ class Golden {
       if (g.input_data[i].size() != d.size()) fail("graph", "input {} has {} values, expected {}", i, g.input_data[i].size(), d.size());
       d = g.input_data[i];
     }
+    if (o.output_only) {  // the last op that reads or writes each tensor, after which it goes
+      last_use_.assign(g.tensors.size(), 0);
+      for (size_t i = 0; i < g.ops.size(); ++i)
+        std::visit([&](const auto& op) { for_views(op, [&](const View& v) { note_use(v.tensor, i); }); }, g.ops[i]);
+    }
   }
 
   Tensors run() && {
     for (size_t i = 0; i < g_.ops.size(); ++i) {
       where_ = fmt::format("op {} ({})", i, i < g_.op_layer.size() ? g_.op_layer[i] : std::string("?"));
       std::visit([this](const auto& op) { exec(op); }, g_.ops[i]);
+      if (o_.output_only)
+        for (size_t t = 0; t < t_.size(); ++t)
+          if (last_use_[t] == i && static_cast<int>(t) != g_.output) std::vector<int8_t>().swap(t_[t]);
     }
+    if (o_.output_only)  // tensors no op uses (the inputs of an empty graph), all but the output
+      for (size_t t = 0; t < t_.size(); ++t)
+        if (static_cast<int>(t) != g_.output) std::vector<int8_t>().swap(t_[t]);
     return std::move(t_);
   }
 
  private:
   const QGraph& g_;
+  GoldenOptions o_;
   Tensors t_;
   std::string where_;
+  std::vector<size_t> last_use_;  // output_only: index of the last op using each tensor
+
+  void note_use(int t, size_t op) {
+    if (t >= 0 && static_cast<size_t>(t) < last_use_.size()) last_use_[static_cast<size_t>(t)] = op;
+  }
+  template <typename F>
+  static void for_views(const MatmulOp& op, F f) {
+    for (const View& v : op.inputs) f(v);
+    f(op.output);
+  }
+  template <typename F>
+  static void for_views(const PoolOp& op, F f) {
+    f(op.input);
+    f(op.output);
+  }
+  template <typename F>
+  static void for_views(const VectorOp& op, F f) {
+    f(op.a);
+    f(op.b);
+    f(op.output);
+  }
 
   template <typename... A>
   [[noreturn]] void fail(const std::string& where, fmt::format_string<A...> f, A&&... a) const {
@@ -186,70 +217,72 @@ void Golden::exec(const MatmulOp& op) {
   };
 
   // 16-bit weights (both byte planes) as integers; int8 weights are read as they are.
+  const bool gemm = !o_.plain && !op.wide_weights();
   std::vector<int32_t> wide;
   if (op.wide_weights()) {
     wide.resize(op.weights.size());
     for (uint64_t i = 0; i < wide.size(); ++i) wide[i] = op.weight(i);
   }
+  // The GEMM path: each tap's weight rows [tap_c][n], packed once.
+  std::vector<sim::PackedWeights> packed(gemm ? tap_c.size() : 0);
+  sim::parallel_for(packed.size(), [&](uint64_t t) {
+    packed[t] = sim::PackedWeights(reinterpret_cast<const uint8_t*>(op.weights.data()) + tap_row[t] * n, n,
+                                   tap_c[t], n, false);
+  });
 
-  constexpr uint64_t kBlock = 16;
-  const uint64_t positions = g_.batch * out.count, blocks = (positions + kBlock - 1) / kBlock;
-  // Blocks [b0, b1) of output positions; each thread has its own accumulators and writes its own
-  // outputs, so the result does not depend on the thread count.
-  const auto run_blocks = [&](uint64_t b0, uint64_t b1) {
-    std::vector<uint32_t> acc(kBlock * n);  // int32 with wrap-around
-    const int8_t* px[kBlock];
-    for (uint64_t p0 = b0 * kBlock; p0 < std::min(positions, b1 * kBlock); p0 += kBlock) {
-      const uint64_t count = std::min(kBlock, positions - p0);
-      std::fill(acc.begin(), acc.end(), 0u);
-      for (uint64_t t = 0; t < tap_c.size(); ++t) {
-        for (uint64_t i = 0; i < count; ++i) px[i] = source((p0 + i) / out.count, (p0 + i) % out.count, t);
-        for (uint64_t c = 0; c < tap_c[t]; ++c) {
-          const uint64_t w0 = (tap_row[t] + c) * n;
-          for (uint64_t i = 0; i < count; ++i) {
-            const int32_t v = px[i] ? px[i][c] : 0;
-            if (v == 0) continue;
-            if (wide.empty()) multiply_add(&acc[i * n], &op.weights[w0], v, n);
-            else multiply_add_wide(&acc[i * n], &wide[w0], v, n);
-          }
-        }
-      }
-      for (uint64_t i = 0; i < count; ++i) {
-        int8_t* o = out.at((p0 + i) / out.count, (p0 + i) % out.count);
-        for (uint64_t j = 0; j < n; ++j) {
-          const size_t q = op.mult.size() == 1 ? 0 : j;
-          const int64_t x = static_cast<int32_t>(acc[i * n + j]) + int64_t{op.bias.empty() ? 0 : op.bias[j]};
-          const int64_t y = sim::round_half_away_shift(x * op.mult[q], op.shift[q]);
-          out.store(o + j, out.saturate(op.func, y, op.clip));
+  // Blocks of output positions: the plain loops share each weight row over a block while it is in
+  // cache; the GEMM takes a block's input rows as one matrix.
+  const uint64_t block = gemm ? 64 : 16;
+  const uint64_t positions = g_.batch * out.count, blocks = (positions + block - 1) / block;
+  const uint64_t widest = tap_c.empty() ? 0 : *std::max_element(tap_c.begin(), tap_c.end());
+  // Positions [p0, p0 + count) into acc ([count][n], int32 with wrap-around).
+  const auto plain_block = [&](uint64_t p0, uint64_t count, uint32_t* acc) {
+    std::fill(acc, acc + count * n, 0u);
+    std::vector<const int8_t*> px(count);
+    for (uint64_t t = 0; t < tap_c.size(); ++t) {
+      for (uint64_t i = 0; i < count; ++i) px[i] = source((p0 + i) / out.count, (p0 + i) % out.count, t);
+      for (uint64_t c = 0; c < tap_c[t]; ++c) {
+        const uint64_t w0 = (tap_row[t] + c) * n;
+        for (uint64_t i = 0; i < count; ++i) {
+          const int32_t v = px[i] ? px[i][c] : 0;
+          if (v == 0) continue;
+          if (wide.empty()) multiply_add(&acc[i * n], &op.weights[w0], v, n);
+          else multiply_add_wide(&acc[i * n], &wide[w0], v, n);
         }
       }
     }
   };
-  // Large layers on every core this process may use (CNN1's golden run: 175 GMAC per batch).
-  // jthreads join even when the calling thread throws; a worker's exception is rethrown here.
-  const uint64_t work = positions * n * (tap_row.empty() ? 0 : tap_row.back() + tap_c.back());
-  const uint64_t threads = work < (uint64_t{1} << 24) ? 1 : std::min<uint64_t>(usable_cpus(), blocks);
-  std::vector<std::exception_ptr> errors(threads);
-  {
-    std::vector<std::jthread> pool;
-    const auto part = [&](uint64_t t) {
-      try {
-        run_blocks(blocks * t / threads, blocks * (t + 1) / threads);
-      } catch (...) {
-        errors[t] = std::current_exception();
+  const auto gemm_block = [&](uint64_t p0, uint64_t count, uint32_t* acc, std::vector<uint8_t>& rows) {
+    rows.resize(count * widest);
+    std::fill(acc, acc + count * n, 0u);
+    for (uint64_t t = 0; t < tap_c.size(); ++t) {
+      const uint64_t c = tap_c[t];
+      if (c == 0) continue;
+      for (uint64_t i = 0; i < count; ++i) {
+        const int8_t* x = source((p0 + i) / out.count, (p0 + i) % out.count, t);
+        if (x) std::memcpy(&rows[i * c], x, c);
+        else std::memset(&rows[i * c], 0, c);  // padding
       }
-    };
-    for (uint64_t t = 1; t < threads; ++t) {
-      try {
-        pool.emplace_back(part, t);
-      } catch (const std::system_error&) {
-        part(t);  // no thread to be had: this one does the part
+      packed[t].multiply(rows.data(), c, false, count, reinterpret_cast<int32_t*>(acc), n, true);
+    }
+  };
+  sim::parallel_for(blocks, [&](uint64_t b) {
+    thread_local std::vector<uint32_t> acc;
+    thread_local std::vector<uint8_t> rows;
+    const uint64_t p0 = b * block, count = std::min(block, positions - p0);
+    acc.resize(count * n);
+    if (gemm) gemm_block(p0, count, acc.data(), rows);
+    else plain_block(p0, count, acc.data());
+    for (uint64_t i = 0; i < count; ++i) {
+      int8_t* o = out.at((p0 + i) / out.count, (p0 + i) % out.count);
+      for (uint64_t j = 0; j < n; ++j) {
+        const size_t q = op.mult.size() == 1 ? 0 : j;
+        const int64_t x = static_cast<int32_t>(acc[i * n + j]) + int64_t{op.bias.empty() ? 0 : op.bias[j]};
+        const int64_t y = sim::round_half_away_shift(x * op.mult[q], op.shift[q]);
+        out.store(o + j, out.saturate(op.func, y, op.clip));
       }
     }
-    part(0);
-  }
-  for (const std::exception_ptr& e : errors)
-    if (e) std::rethrow_exception(e);
+  });
 }
 
 // max, or the window's sum divided by window^2 rounded half away from zero; int8 throughout.
@@ -305,6 +338,8 @@ void Golden::exec(const VectorOp& op) {
 
 }  // namespace
 
-std::vector<std::vector<int8_t>> run_golden(const QGraph& graph) { return Golden(graph).run(); }
+std::vector<std::vector<int8_t>> run_golden(const QGraph& graph, const GoldenOptions& options) {
+  return Golden(graph, options).run();
+}
 
 }  // namespace tpusim::compiler

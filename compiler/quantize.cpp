@@ -109,6 +109,7 @@
 
 #include "compiler/reference.h"
 #include "isa/error.h"
+#include "sim/parallel.h"
 
 namespace tpusim::compiler {
 
@@ -135,6 +136,18 @@ constexpr double kCurveIn = 1.0 / double(int64_t{1} << isa::kCurveFractionBits);
 constexpr double kRelu6 = 6.0 / 127;
 
 double calibrated(double max_abs) { return max_abs > 0 && std::isfinite(max_abs) ? max_abs / 127 : 1.0 / 127; }
+
+// f(r0, r1) over row ranges [r0, r1) covering [0, rows), on sim::parallel_for's threads. The
+// ranges do not depend on the thread count, and every use below writes each row's results alone
+// or combines the ranges' results with max, which is exact: the same bytes on any thread count.
+constexpr uint64_t kRowsPerRange = 64;
+uint64_t row_ranges(uint64_t rows) { return (rows + kRowsPerRange - 1) / kRowsPerRange; }
+template <typename F>
+void for_row_ranges(uint64_t rows, F f) {
+  sim::parallel_for(row_ranges(rows), [&](uint64_t r) {
+    f(r * kRowsPerRange, std::min(rows, (r + 1) * kRowsPerRange));
+  });
+}
 
 // What an op ends with: requantization to `target`, then func; the result has scale `scale`.
 struct Stage {
@@ -371,11 +384,16 @@ void Quantizer::end_output(int t, const Stage& st) {
 std::vector<double> Quantizer::accumulator_scales(const float* w, uint64_t positions, const std::vector<double>& rs,
                                                   uint64_t n) const {
   const uint64_t k = rs.size();
+  std::vector<std::vector<double>> part(row_ranges(positions * k));  // each range's column maxima
+  for_row_ranges(positions * k, [&](uint64_t r0, uint64_t r1) {
+    std::vector<double>& m = part[r0 / kRowsPerRange];
+    m.assign(n, 0.0);
+    for (uint64_t r = r0; r < r1; ++r)
+      for (uint64_t j = 0; j < n; ++j) m[j] = std::max(m[j], std::abs(double{w[r * n + j]}) * rs[r % k]);
+  });
   std::vector<double> s(n, 0.0);
-  for (uint64_t p = 0; p < positions; ++p)
-    for (uint64_t i = 0; i < k; ++i)
-      for (uint64_t j = 0; j < n; ++j)
-        s[j] = std::max(s[j], std::abs(double{w[(p * k + i) * n + j]}) * rs[i]);
+  for (const std::vector<double>& m : part)
+    for (uint64_t j = 0; j < n; ++j) s[j] = std::max(s[j], m[j]);
   const double top = s.empty() ? 0.0 : *std::max_element(s.begin(), s.end());
   const double fallback = top > 0 ? top : *std::max_element(rs.begin(), rs.end());
   for (double& x : s) x = (m_.per_channel && x > 0 ? x : fallback) / 127;
@@ -409,18 +427,22 @@ std::vector<double> Quantizer::row_energy(int entry, uint64_t positions, uint64_
 // the inputs: when this is within the threshold the choice needs no data. step[j]: column j's int8
 // step in weight units (its accumulator scale / the input scale, which all rows share here).
 double int8_row_error(const float* w, uint64_t positions, uint64_t k, uint64_t n, const std::vector<double>& steps) {
-  double worst = 0;
-  for (uint64_t r = 0; r < positions * k; ++r) {
-    double err = 0, norm = 0;
-    for (uint64_t j = 0; j < n; ++j) {
-      const double x = w[r * n + j], step = steps[j];
-      const double d = step > 0 ? x - std::clamp(std::round(x / step), -127.0, 127.0) * step : x;
-      err += d * d;
-      norm += x * x;
+  std::vector<double> part(row_ranges(positions * k), 0.0);  // each range's worst row
+  for_row_ranges(positions * k, [&](uint64_t r0, uint64_t r1) {
+    double worst = 0;
+    for (uint64_t r = r0; r < r1; ++r) {
+      double err = 0, norm = 0;
+      for (uint64_t j = 0; j < n; ++j) {
+        const double x = w[r * n + j], step = steps[j];
+        const double d = step > 0 ? x - std::clamp(std::round(x / step), -127.0, 127.0) * step : x;
+        err += d * d;
+        norm += x * x;
+      }
+      if (norm > 0) worst = std::max(worst, std::sqrt(err / norm));
     }
-    if (norm > 0) worst = std::max(worst, std::sqrt(err / norm));
-  }
-  return worst;
+    part[r0 / kRowsPerRange] = worst;
+  });
+  return part.empty() ? 0.0 : *std::max_element(part.begin(), part.end());
 }
 
 // The relative RMS error int8 weights give the layer's output, from the weights' rounding at
@@ -514,14 +536,17 @@ MatmulOp Quantizer::matmul(const float* w, uint64_t positions, const std::vector
   op.weights.resize(op.no_values ? 0 : positions * op.k * n);
   if (wide && !op.no_values) op.weights_hi.resize(op.weights.size());
   const double qmax = wide ? 32767.0 : 127.0;
-  for (uint64_t p = 0; p < positions && !op.no_values; ++p)
-    for (uint64_t i = 0; i < op.k; ++i)
+  for_row_ranges(op.no_values ? 0 : positions * op.k, [&](uint64_t r0, uint64_t r1) {
+    for (uint64_t r = r0; r < r1; ++r) {
+      const double scale = rs[r % op.k];
       for (uint64_t j = 0; j < n; ++j) {
-        const uint64_t at = (p * op.k + i) * n + j;
-        const auto q = static_cast<int32_t>(std::clamp(std::round(w[at] * rs[i] / acc[j]), -qmax, qmax));
+        const uint64_t at = r * n + j;
+        const auto q = static_cast<int32_t>(std::clamp(std::round(w[at] * scale / acc[j]), -qmax, qmax));
         op.weights[at] = static_cast<int8_t>(static_cast<uint8_t>(q & 255));  // the low byte (all of int8)
         if (wide) op.weights_hi[at] = static_cast<int8_t>(q >> 8);
       }
+    }
+  });
   if (b) {
     op.bias.resize(n);
     for (uint64_t j = 0; j < n; ++j) {

@@ -32,9 +32,19 @@ const Shape& source_shape(const Model& model, const Layer& layer, int entry);
 // "SOURCE:LINE: layer NAME: ", the start of every message about a layer.
 std::string layer_context(const Model& model, const Layer& layer);
 
+struct GoldenOptions {
+  // Every matmul's sums in golden.cpp's own plain loops rather than the int8 GEMM of sim/gemm.h
+  // (the same bytes, slower: what tests hold the fast path against).
+  bool plain = false;
+  // Only the model's output is kept: every other tensor is freed after the last op that uses it
+  // (and comes back empty), so the run holds a few layers' activations at a time, not all.
+  bool output_only = false;
+};
+
 // Every tensor's data, NHWC batch-major int8, indexed like QGraph::tensors; a 16-bit tensor's
-// is its low bytes, then its high bytes (graph.h QTensor).
-std::vector<std::vector<int8_t>> run_golden(const QGraph& graph);
+// is its low bytes, then its high bytes (graph.h QTensor). Runs on sim::threads() threads
+// (sim/parallel.h); the bytes do not depend on how many.
+std::vector<std::vector<int8_t>> run_golden(const QGraph& graph, const GoldenOptions& options = {});
 
 // Quantization error of the model's output: the golden output dequantized (x scale) against
 // the float output.

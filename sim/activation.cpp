@@ -282,14 +282,6 @@ int64_t divide_half_away(int64_t sum, int64_t d) {
 
 }  // namespace
 
-int64_t round_half_away_shift(int64_t x, unsigned shift) {
-  if (shift == 0) return x;
-  if (shift > 64) return 0;  // |x| <= 2^63 is below one half of 2^shift
-  const u128 mag = x < 0 ? 0 - static_cast<uint64_t>(x) : static_cast<uint64_t>(x);
-  const auto q = static_cast<int64_t>((mag + (u128{1} << (shift - 1))) >> shift);
-  return x < 0 ? -q : q;
-}
-
 int32_t apply_func(isa::Func func, int64_t y, int64_t clip, bool out_unsigned) {
   switch (func) {
     case isa::Func::identity: break;

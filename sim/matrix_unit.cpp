@@ -5,6 +5,7 @@
 #include <array>
 #include <optional>
 
+#include "sim/parallel.h"
 #include "sim/units.h"
 
 namespace tpusim::sim {
@@ -190,15 +191,25 @@ void MatrixUnit::fast_pass(uint64_t i, uint64_t p, bool add) {
     out = scratch_.data();
   }
   const bool out_add = shift ? false : add;
+  // Blocks of kRowBlock vectors on sim::parallel_for's threads, each block's sums written by the
+  // thread that computes it (results independent of the thread count).
+  constexpr uint64_t kRowBlock = 128;
   if (pack.gathers()) {
     gathered_.resize(B * a.array_rows);
     const auto row_of = [&](uint64_t row) { return ctx_.state->ub_row(row + off); };
-    for (uint64_t v = 0; v < B; ++v) gather_vector(pack, a, in, v, row_of, gathered_.data() + v * a.array_rows);
-    packed_.multiply(gathered_.data(), a.array_rows, x_unsigned, B, out, M, out_add);
-  } else
-    for (uint64_t g = 0; g < repeat; ++g)
-      packed_.multiply(ctx_.state->ub_row(in[Field::ub] + off + g * in[Field::stride]) + in[Field::lane],
-                       a.ub_row_bytes(), x_unsigned, rows, out + g * rows * M, M, out_add);
+    parallel_for((B + kRowBlock - 1) / kRowBlock, [&](uint64_t blk) {
+      const uint64_t v0 = blk * kRowBlock, n = std::min(kRowBlock, B - v0);
+      for (uint64_t v = v0; v < v0 + n; ++v) gather_vector(pack, a, in, v, row_of, gathered_.data() + v * a.array_rows);
+      packed_.multiply(gathered_.data() + v0 * a.array_rows, a.array_rows, x_unsigned, n, out + v0 * M, M, out_add);
+    });
+  } else {
+    const uint64_t per = (rows + kRowBlock - 1) / kRowBlock;  // blocks per group of rows
+    parallel_for(repeat * per, [&](uint64_t blk) {
+      const uint64_t g = blk / per, r0 = blk % per * kRowBlock, n = std::min(kRowBlock, rows - r0);
+      packed_.multiply(ctx_.state->ub_row(in[Field::ub] + off + g * in[Field::stride] + r0) + in[Field::lane],
+                       a.ub_row_bytes(), x_unsigned, n, out + (g * rows + r0) * M, M, out_add);
+    });
+  }
   if (shift)
     for (uint64_t e = 0; e < B * M; ++e)
       acc[e] = int32_t((uint32_t(scratch_[e]) << shift) + (add ? uint32_t(acc[e]) : 0u));

@@ -151,7 +151,15 @@ void matmul_reference(MachineState& s, const isa::Instruction& inst, const Weigh
 WeightTile weight_tile(const MachineState& s, const isa::Instruction& rw, uint64_t t);
 
 // Scalar arithmetic of the activation unit (exact, shared by every engine):
-int64_t round_half_away_shift(int64_t x, unsigned shift);  // round_half_away(x / 2^shift)
+// round_half_away(x / 2^shift); inline: the golden reference calls it for every output element.
+inline int64_t round_half_away_shift(int64_t x, unsigned shift) {
+  if (shift == 0) return x;
+  if (shift > 64) return 0;  // |x| <= 2^63 is below one half of 2^shift
+  __extension__ using u128 = unsigned __int128;
+  const u128 mag = x < 0 ? 0 - static_cast<uint64_t>(x) : static_cast<uint64_t>(x);
+  const auto q = static_cast<int64_t>((mag + (u128{1} << (shift - 1))) >> shift);
+  return x < 0 ? -q : q;
+}
 int32_t apply_func(isa::Func func, int64_t y, int64_t clip, bool out_unsigned);  // incl. saturation
 // The same for a 16-bit result (docs/isa.md, act_high): the 16-bit curves, saturation to int16.
 int32_t apply_func16(isa::Func func, int64_t y, int64_t clip);

@@ -53,6 +53,7 @@ struct RunArgs {
   std::string trace, vcd, log, trace_window, trace_filter, vcd_scope;
   uint64_t trace_max_bytes = kDefaultTraceMaxBytes;  // each trace file; 0: no limit
   uint64_t max_memory = 0;  // bytes a run's memories may take; 0: derived from this machine (run.cpp)
+  unsigned threads = 0;     // sim::set_threads (sim/parallel.h); 0: the CPUs this process may use
 };
 int cmd_run(const RunArgs& args);        // tools/run.cpp
 

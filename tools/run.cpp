@@ -6,9 +6,11 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <future>
 #include <iostream>
 #include <memory>
 #include <optional>
+#include <system_error>
 
 #include "compiler/compile.h"
 #include "compiler/model.h"
@@ -18,6 +20,7 @@
 #include "isa/file_io.h"
 #include "sim/arch.h"
 #include "sim/machine.h"
+#include "sim/parallel.h"
 #include "sim/reference.h"
 #include "sim/report.h"
 #include "sim/trace.h"
@@ -291,6 +294,7 @@ int cmd_run(const RunArgs& r) {
   }
   if (r.program.empty()) throw InputError("run: a program is required (see tpusim run --help)");
   refuse_run_outputs_over_inputs(r);
+  if (r.threads) sim::set_threads(r.threads);
   compiler::LoadOptions options = load_options(r.batch, r.input, r.calibrate, r.mapper, r.precision);
   options.max_memory = r.max_memory;
   options.int8_elements = r.int8_elements;
@@ -318,6 +322,15 @@ int cmd_run(const RunArgs& r) {
   if (traces) opt.trace = &traces->recorder;
   sim::RunProgress progress;
   opt.progress = &progress;
+  // A model's golden output does not depend on the run: it is computed beside the simulation.
+  std::future<std::vector<int8_t>> golden;
+  if (compiled && !r.no_check && opt.engine != sim::Engine::timing) {
+    try {
+      golden = std::async(std::launch::async, [&c = *compiled] { return compiler::golden_output(c); });
+    } catch (const std::system_error&) {
+      // no thread to be had: check_output computes it after the run
+    }
+  }
   sim::RunResult result;
   try {
     RunProgressLine line("run " + fs::path(r.program).filename().string(), progress, station_instructions(p));
@@ -345,7 +358,9 @@ int cmd_run(const RunArgs& r) {
     for (const sim::HostBuffer& h : result.state->host)
       if (h.name == "output") out = &h;
     if (!out) throw std::logic_error("a compiled program without an \"output\" host region");
-    const compiler::OutputCheck check = compiler::check_output(*compiled, out->bytes, arch);
+    const bool computed = golden.valid();
+    const std::vector<int8_t> want = computed ? golden.get() : std::vector<int8_t>{};
+    const compiler::OutputCheck check = compiler::check_output(*compiled, out->bytes, arch, computed ? &want : nullptr);
     if (!check.matches) why = "output differs from the golden model reference: " + check.first_difference;
     in.output_matches_reference = in.output_matches_reference.value_or(true) && check.matches;
     in.quantization_error = std::array{check.error.max_abs, check.error.relative, check.error.rms};

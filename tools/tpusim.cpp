@@ -193,6 +193,10 @@ extern "C" int sc_main(int argc, char** argv) {
        "refuse a run whose memories (UB, accumulators, weights, host buffers) need more bytes than this "
        "(default: 3/4 of the memory this process may use)")
       ->transform(tools::count_option(1, "bytes", true));
+  r->add_option("--threads", run.threads,
+                "threads for the compiler's reference runs, the golden check and the fast engine (default: the "
+                "CPUs this process may use; results are the same on any number)")
+      ->check(tools::count_option(1, "threads"));
   tools::CompileArgs comp;
   CLI::App* c = app.add_subcommand("compile", "Compile a model description into a program (.tpu)");
   c->add_option("model", comp.model,
