@@ -183,6 +183,13 @@ Compiled compile_file(const std::filesystem::path& path, const sim::Arch& arch, 
                       path.string(), arch.acc_entries, arch.name));
   }
   Compiled c = prepare_file(path, o);
+  if (o.release_float_parameters && !c.float_output.empty()) {  // the quantized graph has them now
+    for (Layer& l : c.model.layers) {
+      std::vector<float>().swap(l.weights);
+      std::vector<float>().swap(l.bias);
+    }
+    c.float_parameters_released = true;
+  }
   if (o.phase) *o.phase = "lowering to instructions";
   lower_for(c, arch, o.mapper);
   return c;
@@ -221,6 +228,8 @@ OutputCheck check_output(Compiled& c, std::span<const uint8_t> output_region, co
   // The float reference on the calibration samples (a prefix of the batch: NHWC is batch-major).
   // (The calibration run's, when it ran on those samples: the same loops on the same data.)
   std::vector<float> computed_ref;
+  if (c.float_output.empty() && c.float_parameters_released)
+    throw std::logic_error("check_output: the compile released the float parameters and kept no float output");
   if (c.float_output.empty())
     computed_ref = on_first_samples(c.model, c.model.calibration_samples, [](const Model& m) { return run_float(m); }).back();
   const std::vector<float>& ref = c.float_output.empty() ? computed_ref : c.float_output;
@@ -244,6 +253,8 @@ Accuracy top1_accuracy(Compiled& c, std::span<const uint8_t> output_region, cons
     if (labels[i] < 0 || uint64_t(labels[i]) >= classes)
       throw InputError(fmt::format("labels: sample {}: class {}; the model has classes 0..{}", i, labels[i], classes - 1));
   const std::vector<int8_t> got = from_tpu_order(output_region, out.shape, n, lanes(arch), piece(c.program));
+  if (c.float_parameters_released)
+    throw std::logic_error("top1_accuracy: the compile released the float parameters (LoadOptions::release_float_parameters)");
   const std::vector<float> ref = run_float(c.model).back();
   Accuracy a;
   a.samples = n;

@@ -27,6 +27,7 @@ struct Compiled {
   // those are the inputs' first samples (check_output's quantization error then needs no second
   // float run); empty otherwise.
   std::vector<float> float_output;
+  bool float_parameters_released = false;  // LoadOptions::release_float_parameters took effect
 };
 
 // Throws InputError for a bad description or a model the architecture cannot hold.

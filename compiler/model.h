@@ -56,6 +56,10 @@ struct LoadOptions {
   LowerOptions mapper;
   // `--precision`: replaces the model's [quantization] precision (graph.h Precision).
   std::optional<Precision> precision;
+  // compile_file frees the layers' float weights and biases once quantized, when the check's
+  // quantization error needs no second float run (Compiled::float_output): `tpusim run` without
+  // --labels. The model's shapes stay; run_float and top1_accuracy then need a fresh load.
+  bool release_float_parameters = false;
 };
 
 // The names of Precision's values, as descriptions and --precision spell them.

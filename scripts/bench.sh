@@ -18,6 +18,7 @@ BENCHES=(
   compile_bench  # the compiler on the six paper workloads, seconds per phase
   timing_bench   # run --engine timing and the paper-matrix sweep: timing-only compiles vs --full-compile
   cpu_runner_bench  # the CPU reference runner vs oneDNN running the same layers its own way (every demo model)
+  full_run_bench  # tpusim run CNN1 / LSTM0 with the golden check: seconds and peak RSS, all threads vs 1
 )
 
 quick=()

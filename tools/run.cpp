@@ -300,6 +300,8 @@ int cmd_run(const RunArgs& r) {
   options.int8_elements = r.int8_elements;
   // The timing engine has no memories: its compile computes no data (LoadOptions::timing_only).
   options.timing_only = r.engine == "timing" && !r.full_compile;
+  // Only --labels needs the float model after the compile (the check reuses the calibration's output).
+  options.release_float_parameters = r.labels.empty();
   ProgramToRun to_run = load_program_or_model("run", r.program, r.arch_file, r.sets, options);
   if (!r.labels.empty() && !to_run.compiled) throw InputError("run: --labels applies to models, not to programs");
   const std::vector<int64_t> labels = r.labels.empty() ? std::vector<int64_t>{} : read_labels(r.labels);
