@@ -23,6 +23,7 @@ struct Limits {
   bool fused = false;          // some activates pool as they write (setcfg act_pool ..)
   bool dense = false;          // some matmuls read and activates write dense rows (setcfg dense_rows ..)
   bool wide = false;           // some matmuls have 16-bit inputs or weights (setcfg mm_in_hi, mm_weight_hi)
+  bool elements16 = false;     // some activates write and vecs read or write 16-bit elements (act_high, vec_high_*)
 };
 
 class ProgramGenerator {
@@ -251,9 +252,13 @@ class ProgramGenerator {
       }
     }
     if (lim_.fused && chance(0.6)) fused_activate(act_out);
+    // Sometimes 16-bit results: the high plane H = rows..16 rows further (not with a scatter,
+    // dense rows or unsigned results, which act refuses with act_high); off again after it.
+    const bool high = lim_.elements16 && !scattering_ && !dense_out_ && chance(0.5);
+    if (high) set(isa::ConfigReg::act_high, pick(rows, 16));
     emit(Opcode::activate, {{Field::func, pick(0, 4)},
                             {Field::per_channel, chance(0.3)},
-                            {Field::unsigned_data, chance(0.2)},
+                            {Field::unsigned_data, !high && chance(0.2)},
                             {Field::acc, pick(0, 64 - rows)},
                             {Field::ub, act_out + pick(0, 64 - rows * groups)},
                             {Field::rows, rows},
@@ -261,9 +266,14 @@ class ProgramGenerator {
                             {Field::shift, pick(0, 20)},
                             {Field::clip, pick(0, 255)},
                             {Field::qtable, kQ}});
+    if (high) set(isa::ConfigReg::act_high, 0);
     maybe_sync(8);
     if (chance(0.5)) {
       const uint64_t r = pick(1, 8), op = pick(0, 5);
+      // Sometimes 16-bit operands and result, each its own plane distance r..16 or int8 (0).
+      if (lim_.elements16)
+        for (const auto reg : {isa::ConfigReg::vec_high_a, isa::ConfigReg::vec_high_b, isa::ConfigReg::vec_high_out})
+          set(reg, chance(0.4) ? pick(r, 16) : 0);
       emit(Opcode::vector, {{Field::op, op},
                             {Field::func, pick(0, 4)},
                             {Field::src, aux_in + pick(0, 64 - r)},
@@ -321,8 +331,18 @@ class ProgramGenerator {
   uint64_t next_tile_ = 0;
 };
 
-// Runs `count` random programs; returns how many ran (the rest were refused on every engine alike).
-int differential(uint64_t seed, int count, const Limits& lim) {
+// Whether p sets one of `regs` to a value other than 0.
+bool sets_any(const isa::Program& p, std::initializer_list<isa::ConfigReg> regs) {
+  for (const auto& in : p.code)
+    if (in.opcode == Opcode::set_config && in[Field::value] != 0)
+      for (const isa::ConfigReg r : regs)
+        if (in[Field::reg] == uint64_t(r)) return true;
+  return false;
+}
+
+// Runs `count` random programs; returns how many ran (the rest were refused on every engine alike),
+// and in `ran_16` (when given) how many of those that ran use 16-bit elements.
+int differential(uint64_t seed, int count, const Limits& lim, int* ran_16 = nullptr) {
   int ran = 0;
   for (int n = 0; n < count; ++n) {
     ProgramGenerator gen(seed + uint64_t(n), lim);
@@ -338,6 +358,9 @@ int differential(uint64_t seed, int count, const Limits& lim) {
     if (error.empty()) {
       test::run_all(p, arch);
       ++ran;
+      if (ran_16)
+        *ran_16 += sets_any(p, {isa::ConfigReg::act_high, isa::ConfigReg::vec_high_a, isa::ConfigReg::vec_high_b,
+                                isa::ConfigReg::vec_high_out});
       continue;
     }
     INFO("refused: " << error);
@@ -397,6 +420,23 @@ TEST_CASE("differential - 16-bit inputs and weights (setcfg mm_in_hi, mm_weight_
   CHECK(ran >= 40);
   const int shared = differential(9500, 100, {{4, 8}, false, true, false, false, true});
   CHECK(shared >= 30);
+}
+
+TEST_CASE("differential - 16-bit elements (setcfg act_high, vec_high_a, vec_high_b, vec_high_out), with 16-bit "
+          "matmuls, fused pooling and shared UB rows",
+          "[machine][differential][wide]") {
+  Limits lim{{4, 5, 8, 16}, false, false, true, false, true};
+  lim.elements16 = true;
+  int high = 0;
+  const int ran = differential(9700, 150, lim, &high);
+  CHECK(ran >= 40);    // 71 of 150 run, the rest refused alike by every engine
+  CHECK(high >= 30);   // 53 of the 71 set act_high or a vec_high register
+  lim = Limits{{4, 8}, false, true};
+  lim.elements16 = true;
+  high = 0;
+  const int shared = differential(9900, 100, lim, &high);
+  CHECK(shared >= 30);  // 63 of 100
+  CHECK(high >= 25);    // 48 of the 63
 }
 
 TEST_CASE("differential - stressed weight FIFO and queues and slow memories", "[machine][differential]") {
