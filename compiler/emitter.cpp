@@ -34,6 +34,7 @@ void Emitter::touch(Station st, const std::vector<RowSpan>& reads, const std::ve
   if (mask) {
     isa::Instruction& sync = code_.emplace_back(isa::make_instruction(Opcode::sync));
     sync[Field::units] = mask;
+    if (mask & kStationBit[kHost]) arrived_ = emitted_;
     for (int other = 0; other < kStations; ++other)
       if (mask & kStationBit[other]) {
         reads_[other].clear();
@@ -59,6 +60,16 @@ void Emitter::setcfg(isa::ConfigReg reg, uint64_t value, uint64_t& current) {
 void Emitter::tag(uint64_t value) { code_.emplace_back(isa::make_instruction(Opcode::debug_tag))[Field::tag] = value; }
 
 void Emitter::host_dma(bool write, uint64_t host, uint64_t ub, uint64_t rows, uint64_t row_bytes, uint64_t stride) {
+  if (collecting_ && !write) {
+    parts_.push_back({host, ub, rows, row_bytes, stride});
+    return;
+  }
+  const bool latest = stream_need({{ub, rows}});
+  emit_dma(write, host, ub, rows, row_bytes, stride);
+  stream_next(latest);
+}
+
+void Emitter::emit_dma(bool write, uint64_t host, uint64_t ub, uint64_t rows, uint64_t row_bytes, uint64_t stride) {
   setcfg(isa::ConfigReg::host_stride, stride, host_stride_);
   setcfg(isa::ConfigReg::host_row_bytes, row_bytes, host_row_bytes_);
   const RowSpan span{ub, rows};
@@ -72,6 +83,42 @@ void Emitter::host_dma(bool write, uint64_t host, uint64_t ub, uint64_t rows, ui
   in[Field::rows] = rows;
   ++work_.dmas;
   work_.dma_bytes += rows * row_bytes;
+}
+
+void Emitter::stream_end() {
+  collecting_ = false;
+  if (!parts_.empty() && emitted_ == 0) emit_part();
+}
+
+void Emitter::emit_part() {
+  const Part& p = parts_[emitted_++];
+  emit_dma(false, p.host, p.ub, p.rows, p.row_bytes, p.stride);
+}
+
+void Emitter::stream_flush() {
+  while (emitted_ < parts_.size()) emit_part();
+  parts_.clear();
+  emitted_ = arrived_ = 0;
+}
+
+int64_t Emitter::stream_part(const RowSpan& span) const {
+  for (size_t i = parts_.size(); i-- > arrived_;)
+    if (span.rows && span.first < parts_[i].ub + parts_[i].rows && parts_[i].ub < span.first + span.rows)
+      return static_cast<int64_t>(i);
+  return -1;
+}
+
+bool Emitter::stream_need(const std::vector<RowSpan>& spans) {
+  if (collecting_ || parts_.empty()) return false;
+  int64_t need = -1;
+  for (const RowSpan& s : spans) need = std::max(need, stream_part(s));
+  if (need < 0) return false;
+  while (emitted_ <= static_cast<size_t>(need)) emit_part();
+  return static_cast<size_t>(need) + 1 == emitted_;
+}
+
+void Emitter::stream_next(bool needed_latest) {
+  if (needed_latest && emitted_ < parts_.size()) emit_part();
 }
 
 void Emitter::matmul(isa::Instruction inst, bool switches, uint64_t waddr, const sim::PackRegs& gather,
@@ -101,6 +148,7 @@ void Emitter::matmul(isa::Instruction inst, bool switches, uint64_t waddr, const
   }
   if (pack_.mm_in_hi)  // the high byte plane: the same rows, mm_in_hi further
     for (size_t r = 0, low = reads.size(); r < low; ++r) reads.push_back({reads[r].first + pack_.mm_in_hi, reads[r].rows});
+  const bool latest = stream_need(reads);
   touch(kMatrix, reads, {});
   work_.vectors += rows * repeat * sim::vector_cycles(pack_, arch_);
   work_.switches += switches;
@@ -110,6 +158,7 @@ void Emitter::matmul(isa::Instruction inst, bool switches, uint64_t waddr, const
     anchors_.push_back(anchor);
   }
   code_.push_back(inst);
+  stream_next(latest);
 }
 
 void Emitter::activation(const isa::Instruction& inst, std::vector<RowSpan> reads, RowSpan write) {
@@ -147,12 +196,16 @@ void Emitter::activation(const isa::Instruction& inst, std::vector<RowSpan> read
     if (n > 0 && planes_.a) reads.push_back({reads[0].first + planes_.a, reads[0].rows});
     if (n > 1 && planes_.b) reads.push_back({reads[1].first + planes_.b, reads[1].rows});
   }
+  std::vector<RowSpan> spans = reads;
+  spans.insert(spans.end(), writes.begin(), writes.end());
+  const bool latest = stream_need(spans);
   touch(kAct, reads, writes);
   ++work_.activations;
   if (inst.opcode == Opcode::pool)
     for (const RowSpan& r : reads) work_.act_rows += r.rows;
   else work_.act_rows += inst[Field::rows];
   code_.push_back(inst);
+  stream_next(latest);
 }
 
 void Emitter::zero(RowSpan rows) {
@@ -173,6 +226,7 @@ void Emitter::zero(RowSpan rows) {
 }
 
 std::vector<isa::Instruction> Emitter::finish() {
+  stream_flush();
   code_.push_back(isa::make_instruction(Opcode::halt));
   // Insert the read_weights: fetches [0, prefetch) at the start, fetch i + prefetch at anchor i.
   std::vector<isa::Instruction> out;

@@ -9,6 +9,9 @@
 //     sync that may precede it), the first `prefetch` at the start. With prefetch <= the FIFO
 //     depth this cannot deadlock (bench/mlp_program.cpp explains why).
 //   - setcfg: the DMA stride registers, written only when they change.
+//   - input streaming (docs/compiler.md, "Input streaming"): the read_host DMAs of a load given
+//     between stream_begin() and stream_end() are parts emitted lazily, so that the first layer
+//     starts on the rows already loaded while the host link moves the next ones.
 #pragma once
 
 #include <boost/icl/interval_set.hpp>
@@ -71,6 +74,21 @@ class Emitter {
 
   uint64_t weight_fetches() const { return fetches_.size(); }
 
+  // Input streaming. Between stream_begin() and stream_end() a read_host is not emitted but kept
+  // as a part of the stream, in order. stream_end() emits the first part. Every later
+  // instruction that touches a part's UB rows first gets that part and every part before it
+  // emitted; and after the first instruction that needs the latest emitted part (so that its
+  // sync on the host waits for that part), the next part is emitted. So the host link moves part
+  // j + 1 while the instructions that read part j run, and each sync waits for one part only.
+  // stream_flush() emits what is left (finish() does too).
+  void stream_begin() { collecting_ = true; }
+  void stream_end();
+  void stream_flush();
+  bool streaming() const { return !parts_.empty(); }
+  // The last part of the stream not yet known to have arrived (no sync on the host since it was
+  // emitted) whose rows `span` touches; -1 when none.
+  int64_t stream_part(const RowSpan& span) const;
+
   // Running totals of the work emitted so far, per station (for the compiler's cycle estimate,
   // compiler/schedule.h): matmul vector cycles (rows x repeat x the cycles a gathered vector
   // takes, sim/pack.h) and tile switches, activation-unit
@@ -85,6 +103,12 @@ class Emitter {
   using Rows = boost::icl::interval_set<uint64_t>;
   void touch(Station st, const std::vector<RowSpan>& reads, const std::vector<RowSpan>& writes);
   void setcfg(isa::ConfigReg reg, uint64_t value, uint64_t& current);
+  void emit_dma(bool write, uint64_t host, uint64_t ub, uint64_t rows, uint64_t row_bytes, uint64_t stride);
+  // Emits the parts an instruction touching `spans` needs; true when it needs the latest one
+  // emitted (the caller then emits the next part after it: stream_next()).
+  bool stream_need(const std::vector<RowSpan>& spans);
+  void stream_next(bool needed_latest);
+  void emit_part();
 
   const sim::Arch& arch_;
   uint64_t prefetch_;
@@ -101,6 +125,13 @@ class Emitter {
   std::vector<uint64_t> fetches_;   // weight address of each switching matmul's tile, in order
   std::vector<bool> fetch_unsigned_;  // each fetch's tile is a low byte plane (rw unsigned)
   std::vector<size_t> anchors_;     // where the rw for fetch i + prefetch goes (before code_[anchor])
+  struct Part {
+    uint64_t host, ub, rows, row_bytes, stride;
+  };
+  std::vector<Part> parts_;      // the stream's read_host DMAs, in order
+  size_t emitted_ = 0;           // parts emitted so far
+  size_t arrived_ = 0;           // parts a sync on the host has waited for
+  bool collecting_ = false;      // between stream_begin() and stream_end()
 };
 
 }  // namespace tpusim::compiler

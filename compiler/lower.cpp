@@ -36,6 +36,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <map>
 #include <optional>
@@ -226,6 +227,10 @@ class Lowering {
   void lower_fused(size_t i, const MatmulOp& m, const Fusion& f);
   void activate_pooled(const MatmulOp& m, const PoolOp& p, const LaneTile& n, uint64_t base, uint64_t oy0,
                        uint64_t oy1);
+  // Input streaming: `steps` cut where their groups (rows, for a step of one group) reach into a
+  // later part of the input being streamed (emitter.h), so that each matmul waits only for the
+  // parts it reads; unchanged when nothing is streamed or the steps gather (packed, dense).
+  std::vector<MatmulStep> stream_split(const std::vector<MatmulStep>& steps, const sim::PackRegs& regs) const;
   std::vector<std::vector<MatmulStep>> conv_steps(const MatmulOp& m, uint64_t y0, uint64_t y1, uint64_t x0,
                                                   uint64_t x1) const;
   std::optional<Packing> packing_for(const MatmulOp& m, uint64_t batch) const;
@@ -259,6 +264,10 @@ class Lowering {
   // batch's copy, in host memory at `host` (TPU order in pieces of `layout` samples) or (whole
   // given) a UB storage of the whole batch.
   void transfer(int t, uint64_t n0, bool out, uint64_t host, uint64_t layout, const Storage* whole = nullptr);
+  // Input streaming (docs/compiler.md): the parts model input t's load is cut into for its first
+  // reader, op i (1: loaded whole, not streamed).
+  uint64_t stream_parts(size_t i, int t) const;
+  uint64_t stream_pixels_ = 0;  // while loading a streamed input: the most pixels per DMA (0: no cap)
   void release(int t) {
     if (!live_[t]) return;
     alloc_.release(storage_[t].base, storage_[t].ub_rows());
@@ -610,7 +619,7 @@ void Lowering::pass(size_t i, const MatmulOp& m, const LaneTile& n, const std::v
             sim::PackRegs regs = dense_read(storage_[m.inputs[input].tensor], k);
             regs.mm_weight_hi = uint64_t(plane);
             bool first = true;
-            for (const MatmulStep& st : steps[t]) {
+            for (const MatmulStep& st : stream_split(steps[t], regs)) {
               isa::Instruction in = isa::make_instruction(Opcode::matmul);
               in[Field::ub] = st.ub;
               in[Field::acc] = base + st.acc_offset;
@@ -634,6 +643,41 @@ void Lowering::pass(size_t i, const MatmulOp& m, const LaneTile& n, const std::v
   }
   if (pooled) activate_pooled(m, *pooled->pool, n, base, pooled->oy0, pooled->oy1);
   else activate(m, n, base, segments);
+}
+
+std::vector<MatmulStep> Lowering::stream_split(const std::vector<MatmulStep>& steps,
+                                               const sim::PackRegs& regs) const {
+  if (!em_.streaming() || regs.gathers() || regs.dense_rows > 1 || regs.mm_in_hi) return steps;
+  std::vector<MatmulStep> out;
+  for (const MatmulStep& st : steps) {
+    // Units: the step's groups, or its rows when it has one group; each unit's latest part.
+    const bool by_rows = st.repeat <= 1;
+    const uint64_t units = by_rows ? st.rows : st.repeat;
+    const auto part = [&](uint64_t u) {
+      return by_rows ? em_.stream_part({st.ub + u, 1}) : em_.stream_part({st.ub + u * st.stride, st.rows});
+    };
+    uint64_t u0 = 0;
+    int64_t need = part(0);
+    const auto cut = [&](uint64_t u1) {
+      MatmulStep s = st;
+      if (by_rows) {
+        s.ub += u0, s.rows = u1 - u0, s.acc_offset += u0;
+      } else {
+        s.ub += u0 * st.stride, s.repeat = u1 - u0, s.acc_offset += u0 * st.rows;
+      }
+      out.push_back(s);
+      u0 = u1;
+    };
+    for (uint64_t u = 1; u < units; ++u) {
+      const int64_t p = part(u);
+      if (p > need) {
+        cut(u);
+        need = p;
+      }
+    }
+    cut(units);
+  }
+  return out;
 }
 
 // Activates a pass's rows (accumulator block `base`) into N tile n's slice of the output.
@@ -741,9 +785,39 @@ void Lowering::lower(size_t i, const MatmulOp& m) {
     // Chunks of whole output rows when a row fits the budget, else of pixels within a row.
     const uint64_t rows_per = budget / (ow * batch_), cols_per = rows_per ? ow : budget / batch_;
     const uint64_t row_step = std::max<uint64_t>(rows_per, 1);
-    for (uint64_t y0 = 0; y0 < oh; y0 += row_step)
-      for (uint64_t x0 = 0; x0 < ow; x0 += cols_per) {
-        const uint64_t y1 = std::min(oh, y0 + row_step), x1 = std::min(ow, x0 + cols_per), nx = x1 - x0;
+    // Reading an input being streamed (emitter.h), chunks also end where the output rows reach
+    // into a later part of it, so that each chunk, all its kernel positions, runs as soon as its
+    // rows have arrived instead of the first kernel position waiting for the last part: each
+    // chunk fetches the layer's tiles again, which the weight memory does while the host link
+    // still moves the input (only when those fetches take less than the whole transfer).
+    std::vector<uint64_t> starts;
+    {
+      const uint64_t off = in.pad - m.pad, row_rows = in.stored_w() * in.pixel_rows();
+      const auto part = [&](uint64_t y) {
+        int64_t p = -1;
+        for (const LaneTile& k : k_tiles(v))
+          p = std::max(p, em_.stream_part({in.stored_row(k.slice, y * st + off, 0), m.kernel_h * row_rows}));
+        return p;
+      };
+      std::vector<uint64_t> by_parts{0};
+      int64_t need = part(0);
+      for (uint64_t y = 1; rows_per && em_.streaming() && y < oh; ++y)
+        if (const int64_t p = part(y); p > need) by_parts.push_back(y), need = p;
+      uint64_t fetch_bytes = 0, transfer_bytes = 0;
+      for (const LaneTile& k : k_tiles(v)) transfer_bytes += in.shape.elements() / in.shape.c * k.count * batch_;
+      fetch_bytes = (by_parts.size() - 1) * m.kernel_h * m.kernel_w * k_tiles(v).size() * n_tiles(m).size() *
+                    arch_.tile_bytes();
+      const bool cut = by_parts.size() > 1 && fetch_bytes / arch_.weight_mem_gbps < transfer_bytes / arch_.host_gbps;
+      for (uint64_t y = 0, start = 0, next = 1; y < oh; ++y) {
+        const bool at_part = cut && next < by_parts.size() && by_parts[next] == y;
+        if (at_part) ++next;
+        if (y == 0 || y - start >= row_step || at_part) starts.push_back(y), start = y;
+      }
+      starts.push_back(oh);
+    }
+    for (size_t c0 = 0; c0 + 1 < starts.size(); ++c0)
+      for (uint64_t x0 = 0, y0 = starts[c0]; x0 < ow; x0 += cols_per) {
+        const uint64_t y1 = starts[c0 + 1], x1 = std::min(ow, x0 + cols_per), nx = x1 - x0;
         Chunk c;
         c.rows = (y1 - y0) * nx * batch_;
         if (nx == ow)
@@ -1253,6 +1327,29 @@ std::vector<int> Lowering::touched(size_t i) const {
   return t;
 }
 
+// Input streaming: a model input's load is cut into parts so that its first reader, a matmul op,
+// starts on the rows already loaded (the emitter emits each part just before the first matmul
+// that reads it, and the next part right after that matmul, so the host link moves part j + 1
+// while the matrix unit works on part j; pass() cuts a matmul step where its groups reach into a
+// later part). Each part costs one more DMA start (host_latency_cycles, L). With k parts the
+// first layer waits for the first part (T / k of the transfer time T) and the DMAs add (k - 1) L,
+// and at most the layer's own streaming C (its vectors: pixels x batch x kernel positions x K
+// tiles x N tiles) can hide behind the transfer: (k - 1) L + min(C, T) / k is least at
+// k = sqrt(min(C, T) / L), rounded down. Parts are whole image rows of a slice; an input with
+// more slices than k, or stored padded (one DMA per image row already), keeps its DMAs as they are.
+uint64_t Lowering::stream_parts(size_t i, int t) const {
+  const auto* m = std::get_if<MatmulOp>(&g_.ops[i]);
+  if (!options_.stream_input || !m || in_host_[t]) return 1;
+  uint64_t k_tiles_all = 0;
+  for (const View& v : m->inputs) k_tiles_all += k_tiles(v).size();
+  const double vectors = double(pixels(m->output) * batch_ * m->kernel_h * m->kernel_w * k_tiles_all) *
+                         double(n_tiles(*m).size());
+  const double bytes = double(batch_ * g_.tensors[t].shape.elements());
+  const double transfer = std::ceil(bytes * arch_.clock_mhz / (arch_.host_gbps * 1000.0));
+  const double k = std::floor(std::sqrt(std::min(vectors, transfer) / double(std::max<uint64_t>(arch_.host_latency_cycles, 1))));
+  return k >= 2 ? static_cast<uint64_t>(k) : 1;
+}
+
 // Samples [n0, n0 + batch_) of tensor t: its piece storage (storage_[t]) to or from the whole
 // batch's copy. Host memory holds the whole batch in TPU order in pieces of `layout` samples
 // (layout.h): where the piece is one of those pieces, one DMA per slice (per run of pixels when the
@@ -1285,7 +1382,8 @@ void Lowering::transfer(int t, uint64_t n0, bool out, uint64_t host, uint64_t la
         const uint64_t pr = st.pixel_rows(), row_bytes = st.q * cs;
         for (const Run& run : runs(st, s, 0, px))
           for (uint64_t done = 0; done < run.pixels;) {
-            const uint64_t m = std::min(run.pixels - done, ((uint64_t{1} << 24) - 1) / pr);
+            uint64_t m = std::min(run.pixels - done, ((uint64_t{1} << 24) - 1) / pr);
+            if (stream_pixels_ && !out) m = std::min(m, stream_pixels_);
             em_.host_dma(out, slice_host + (run.pixel + done) * P * cs, run.row + done * pr, m * pr, row_bytes,
                          row_bytes);
             done += m;
@@ -1544,8 +1642,25 @@ isa::Program Lowering::run() {
           stats_.resize(layers.size());
           stats_[layer_].piece = sg.piece;
         }
+        // Model inputs first read here: loaded whole, or streamed into this op (its DMA in
+        // parts emitted as its matmuls need them; the emitter's stream, emitter.h).
+        bool streamed = false;
         for (size_t j = 0; j < g_.inputs.size(); ++j)
-          if (first_read[j] == static_cast<int64_t>(i) && !placed_[g_.inputs[j]]) load(j);
+          if (first_read[j] == static_cast<int64_t>(i) && !placed_[g_.inputs[j]]) {
+            const uint64_t parts = stream_parts(i, g_.inputs[j]);
+            if (parts > 1) {
+              const Storage& st = storage_[g_.inputs[j]];
+              // Parts of whole image rows, so many per slice that all slices give `parts` (an
+              // input stored padded already moves one image row per DMA).
+              const uint64_t per_slice = div_up(parts, st.slices());
+              stream_pixels_ = div_up(st.shape.h, std::min(per_slice, st.shape.h)) * st.shape.w;
+              em_.stream_begin();
+              streamed = true;
+            }
+            load(j);
+            if (parts > 1) em_.stream_end();
+            stream_pixels_ = 0;
+          }
         if (i == sg.first) fused_away_.assign(g_.ops.size(), false);
         if (in_host_[op_writes(g_.ops[i]).tensor]) {
           lower_in_bands(i);
@@ -1568,6 +1683,7 @@ isa::Program Lowering::run() {
               },
               g_.ops[i]);
         }
+        if (streamed) em_.stream_flush();
         stats_[layer_].ub_rows = std::max(stats_[layer_].ub_rows, table_rows_ + alloc_.used());
         add_work(op_work_[i], mark);
         mark = em_.work();

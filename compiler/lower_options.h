@@ -26,6 +26,10 @@ struct LowerOptions {
   // Store narrow tensors dense, several samples per UB row (docs/compiler.md "Dense layouts");
   // off: one UB row per (pixel, sample).
   bool dense = true;
+  // Stream a model input into its first layer (docs/compiler.md "Input streaming"): its DMA in
+  // parts, the first layer's matmuls starting on the rows already loaded; off: the whole input is
+  // loaded before the first layer starts.
+  bool stream_input = true;
   bool operator==(const LowerOptions&) const = default;
 };
 
@@ -45,6 +49,9 @@ inline constexpr MapperSwitch kMapperSwitches[] = {
      "(docs/compiler.md \"The piece schedule\")"},
     {"dense", &LowerOptions::dense,
      "store narrow tensors dense, several samples per UB row (docs/compiler.md \"Dense layouts\")"},
+    {"stream", &LowerOptions::stream_input,
+     "load a model input in parts, its first layer starting on the rows already loaded (docs/compiler.md "
+     "\"Input streaming\")"},
 };
 
 // Sets one switch from "KEY=VALUE" (VALUE: on/off, true/false, 1/0). Throws InputError naming

@@ -49,7 +49,7 @@ uint64_t reg(const isa::Program& p, isa::ConfigReg r) {
 TEST_CASE("conv + relu + max pool: the activate pools as it writes, exact instructions and cycles") {
   // A 4 x 4 x 8 map, batch 1, conv 3x3 pad 1 (9 matmuls of 4 rows x 4 groups), 2 x 2 max pool.
   const compiler::QGraph g = conv_pool(1, 4, 4, isa::PoolKind::max, 2, 2);
-  const isa::Program f = lower_and_check(g, arch8x8()), u = lower_and_check(g, arch8x8(), {false});
+  const isa::Program f = lower_and_check(g, arch8x8(), whole_input()), u = lower_and_check(g, arch8x8(), whole_input({false}));
   CHECK(count(f, Opcode::pool) == 0);
   CHECK(count(u, Opcode::pool) == 1);
   CHECK(count(f, Opcode::activate) == 1);
@@ -95,7 +95,7 @@ TEST_CASE("conv + relu + max pool: the activate pools as it writes, exact instru
 
 TEST_CASE("conv + relu + average pool fused, batch 3: the same cycles as max, avg rounding bit-exact") {
   const compiler::QGraph g = conv_pool(3, 4, 4, isa::PoolKind::avg, 2, 2);
-  const isa::Program f = lower_and_check(g, arch8x8()), u = lower_and_check(g, arch8x8(), {false});
+  const isa::Program f = lower_and_check(g, arch8x8(), whole_input()), u = lower_and_check(g, arch8x8(), whole_input({false}));
   CHECK(count(f, Opcode::pool) == 0);
   CHECK(reg(f, isa::ConfigReg::act_pool) == 2);
   CHECK(reg(f, isa::ConfigReg::act_pool_batch) == 3);
@@ -111,7 +111,7 @@ TEST_CASE("fusion chunks the accumulators in whole bands of pooled rows, and doe
   // 8 x 8 map, batch 2: 16 accumulator rows per image row, 128 per map; 64 accumulators give
   // passes of 32 rows (2 image rows).
   const compiler::QGraph g = conv_pool(2, 8, 8, isa::PoolKind::max, 2, 2);
-  const isa::Program f = lower_and_check(g, arch8x8(64)), u = lower_and_check(g, arch8x8(64), {false});
+  const isa::Program f = lower_and_check(g, arch8x8(64), whole_input()), u = lower_and_check(g, arch8x8(64), whole_input({false}));
   // 2 x 2 stride 2: one pooled row (2 image rows, 32 accumulator rows) per pass, 4 passes of 9
   // matmuls; unfused the same 4 passes of 2 image rows, then the pool.
   CHECK(count(f, Opcode::activate) == 4);
@@ -133,7 +133,7 @@ TEST_CASE("fusion chunks the accumulators in whole bands of pooled rows, and doe
   // vectors more, against 15 x 15 pooled rows x 4 = 900 UB rows: fused. Unfused: passes of 6, 6
   // and 4 image rows. Either way 3 passes of 9 matmuls.
   const compiler::QGraph overlap = conv_pool(1, 16, 16, isa::PoolKind::avg, 2, 1);
-  const isa::Program o = lower_and_check(overlap, arch8x8(200)), ou = lower_and_check(overlap, arch8x8(200), {false});
+  const isa::Program o = lower_and_check(overlap, arch8x8(200), whole_input()), ou = lower_and_check(overlap, arch8x8(200), whole_input({false}));
   CHECK(count(o, Opcode::pool) == 0);
   CHECK(count(o, Opcode::activate) == 3);
   CHECK(count(o, Opcode::matmul) == 3 * 9);

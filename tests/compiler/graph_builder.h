@@ -97,6 +97,14 @@ inline sim::Arch arch8x8(uint64_t acc_entries = 256) {
   return a;
 }
 
+// The same options with input streaming off (docs/compiler.md "Input streaming"), for tests that
+// pin another technique's exact instructions and cycles, which streaming the input would cut
+// into parts and chunks.
+inline compiler::LowerOptions whole_input(compiler::LowerOptions o = {}) {
+  o.stream_input = false;
+  return o;
+}
+
 // Lowers, runs every engine and compares the output region with the golden reference.
 inline isa::Program lower_and_check(const compiler::QGraph& g, const sim::Arch& arch,
                                     const compiler::LowerOptions& options = {}) {

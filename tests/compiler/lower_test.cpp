@@ -148,7 +148,7 @@ TEST_CASE("a 3x3 convolution with padding streams each output row group as one m
   m.pad = 1;
   b.add(m, "conv");
   b.g.output = y;
-  const isa::Program p = lower_and_check(b.g, arch8x8());
+  const isa::Program p = lower_and_check(b.g, arch8x8(), whole_input());
   CHECK(count(p, Opcode::matmul) == 9);  // one per kernel position (1 K tile, 1 N tile, 1 chunk)
   CHECK(count(p, Opcode::read_weights) == 9);
   const isa::Instruction& first = nth(p, Opcode::matmul, 0);
@@ -373,7 +373,7 @@ TEST_CASE("a batch that does not fit the unified buffer runs in pieces, a sample
   // In 4096 rows, batch 2 needs 2 x 3200: tried, then pieces of 2 x 896 / 3200 -> 1 sample.
   sim::Arch a = arch8x8();
   a.ub_bytes = 4096 * 8;
-  const isa::Program p = lower_and_check(b.g, a);
+  const isa::Program p = lower_and_check(b.g, a, whole_input());
   CHECK(p.meta["batch_piece"] == 1);
   CHECK(p.meta["bands"] == 0);
   // Per piece, 1600 output rows in chunks of half the 256 accumulator rows: ceil(1600 / 128) = 13
@@ -576,11 +576,11 @@ compiler::QGraph grouped_conv(uint64_t groups) {
 TEST_CASE("a grouped convolution computes only the tiles whose K rows and N columns share a group") {
   // 20 channels on an 8 x 8 array: K and N tiles of channels 0-7, 8-15, 16-19; 9 kernel positions.
   // The output (25 pixels x batch 2 = 50 rows) is one chunk: one matmul per computed tile.
-  const isa::Program dense = lower_and_check(grouped_conv(1), arch8x8());
+  const isa::Program dense = lower_and_check(grouped_conv(1), arch8x8(), whole_input());
   CHECK(count(dense, Opcode::matmul) == 9 * 3 * 3);  // 81
   CHECK(dense.meta["macs"] == 50 * 9 * 20 * 20);
   // Depthwise (20 groups of 1): only the 3 diagonal tiles per kernel position.
-  const isa::Program dw = lower_and_check(grouped_conv(20), arch8x8());
+  const isa::Program dw = lower_and_check(grouped_conv(20), arch8x8(), whole_input());
   CHECK(count(dw, Opcode::matmul) == 9 * 3);                                // 27
   CHECK(count(dw, Opcode::read_weights) == 9 * 3);
   CHECK(count(dw, Opcode::matmul, Field::accumulate, 1) == 9 * 3 - 3);     // all but each N tile's first
@@ -588,7 +588,7 @@ TEST_CASE("a grouped convolution computes only the tiles whose K rows and N colu
   CHECK(dw.meta["mapping"][0]["array_macs"] == 27 * 50 * 64);
   // 2 groups of 10 (channels 0-9, 10-19): K tile 0-7 meets N tiles 0-7 and 8-15 (channels 8, 9),
   // K tile 8-15 all three, K tile 16-19 N tiles 8-15 and 16-19: 7 of 9 per kernel position.
-  const isa::Program g2 = lower_and_check(grouped_conv(2), arch8x8());
+  const isa::Program g2 = lower_and_check(grouped_conv(2), arch8x8(), whole_input());
   CHECK(count(g2, Opcode::matmul) == 9 * 7);                                // 63
   CHECK(g2.meta["macs"] == 50 * 9 * 2 * 10 * 10);
   // Groups the channels do not divide are refused, naming the layer.
@@ -613,10 +613,10 @@ TEST_CASE("narrow tensors are stored dense: several samples per UB row, fewer ro
   b.add(b.matmul({whole(x)}, whole(y)), "conv");
   b.add(compiler::PoolOp{whole(y), whole(p), isa::PoolKind::max, 2, 2}, "pool");
   b.g.output = p;
-  const isa::Program dense = lower_and_check(b.g, arch8x8());
+  const isa::Program dense = lower_and_check(b.g, arch8x8(), whole_input());
   compiler::LowerOptions off;
   off.dense = false;
-  const isa::Program plain = lower_and_check(b.g, arch8x8(), off);
+  const isa::Program plain = lower_and_check(b.g, arch8x8(), whole_input(off));
   // UB use per layer (meta.mapping ub_bytes, 8-byte rows): conv holds x and y, pool y and p.
   CHECK(dense.meta["mapping"][0]["ub_bytes"] == (16 + 32) * 8);
   CHECK(plain.meta["mapping"][0]["ub_bytes"] == (64 + 64) * 8);
@@ -671,6 +671,102 @@ TEST_CASE("a dense pool whose rows per pixel pass the pool's 255 runs the batch 
   CHECK(prog.meta["batch_piece"] == 129);
   CHECK(nth(prog, Opcode::pool, 0)[Field::batch] == 43);
   CHECK(nth(prog, Opcode::pool, 1)[Field::batch] == 32);
+}
+
+}  // namespace tpusim::test
+
+namespace tpusim::test {
+
+// Input streaming (docs/compiler.md "Input streaming"): a 3 x 1 convolution over a 10 x 1 map of
+// 8 channels at batch 4 on the 8 x 8 array (small_arch() timing: 1 host byte per cycle, 10
+// cycles per DMA start, one issue cycle). Its streaming is C = 8 output rows x 4 samples x 3
+// kernel positions = 96 vectors and its input T = 10 x 4 x 8 = 320 bytes (320 cycles), so
+// k = floor(sqrt(min(96, 320) / 10)) = 3 parts of ceil(10 / 3) = 4 image rows: map rows [0, 4),
+// [4, 8), [8, 10), 16, 16 and 8 UB rows (one per pixel and sample).
+TEST_CASE("a streamed input: the first convolution starts on the rows already loaded, each sync waiting for one part") {
+  GraphBuilder b(4);
+  const int x = b.input(map_shape(10, 1, 8)), y = b.tensor("y", map_shape(8, 1, 8));
+  b.add(b.matmul({whole(x)}, whole(y), 3, 1), "conv");
+  b.g.output = y;
+  const isa::Program p = lower_and_check(b.g, arch8x8());
+  compiler::LowerOptions off;
+  off.stream_input = false;
+  const isa::Program q = lower_and_check(b.g, arch8x8(), off);
+  CHECK(!p.meta.contains("mapper"));
+  CHECK(q.meta["mapper"]["stream"] == false);
+  // Three input DMAs instead of one.
+  REQUIRE(count(p, Opcode::read_host) == 3);
+  CHECK(count(q, Opcode::read_host) == 1);
+  CHECK(nth(p, Opcode::read_host, 0)[Field::rows] == 16);
+  CHECK(nth(p, Opcode::read_host, 1)[Field::rows] == 16);
+  CHECK(nth(p, Opcode::read_host, 2)[Field::rows] == 8);
+  // Output row y reads map rows y..y+2, so the chunks end where they reach a later part: rows
+  // [0, 2) (part 0), [2, 6) (part 1), [6, 8) (part 2), each switching in the 3 tiles again (9
+  // fetches instead of 3). Within a chunk a matmul is cut where its groups reach a part that has
+  // not arrived yet: chunk 1's kernel row 0 (map rows 2-3 | 4-5) and chunk 2's kernel row 1
+  // (row 7 | row 8). 11 matmuls: (repeat, accumulator row) in order:
+  const uint64_t mms[][2] = {{2, 0},   {2, 0},   {2, 0},  // chunk 0 (acc 0): kernel rows 0, 1, 2
+                             {2, 128}, {2, 136}, {4, 128}, {4, 128},  // chunk 1 (the other half)
+                             {2, 0},   {1, 0},   {1, 4},   {2, 0}};   // chunk 2
+  REQUIRE(count(p, Opcode::matmul) == 11);
+  CHECK(count(q, Opcode::matmul) == 3);
+  for (size_t i = 0; i < 11; ++i) {
+    CHECK(nth(p, Opcode::matmul, i)[Field::repeat] == mms[i][0]);
+    CHECK(nth(p, Opcode::matmul, i)[Field::acc] == mms[i][1]);
+  }
+  CHECK(count(p, Opcode::matmul, Field::switch_weights, 1) == 9);
+  // In program order: part 0, then per part a sync on the host (mask bit 0) right before the
+  // first matmul that reads it, and the next part right after that matmul.
+  std::string order;
+  for (const auto& in : p.code)
+    if (in.opcode == Opcode::read_host) order += 'H';
+    else if (in.opcode == Opcode::sync && in[Field::units] == 1) order += 'S';
+    else if (in.opcode == Opcode::matmul) order += 'M';
+  CHECK(order == "HSMHMMMSMHMMMMSMM");
+  const EngineRuns r = run_all(p, arch8x8()), rq = run_all(q, arch8x8());
+  const auto at = [&](const isa::Program& prog, const EngineRuns& runs, Opcode op, size_t n) {
+    for (size_t i = 0; i < prog.code.size(); ++i)
+      if (prog.code[i].opcode == op && n-- == 0) return runs.fast.timeline[i];
+    FAIL("no such instruction");
+    return sim::InstructionTiming{};
+  };
+  // A part of 16 rows x 8 bytes takes 10 + 128 = 138 cycles, part 2 (8 rows) 10 + 64 = 74.
+  // Part 0 starts at 9 (after 4 rw, a tag and 2 setcfg, then its own issue cycle): [9, 147). The
+  // sync holds issue until 147; the first matmul issues then and starts at 148; part 1 issues
+  // right after it and starts at 149: [149, 287); part 2 the same after chunk 1's cut matmul,
+  // [289, 363). The host link is idle 2 cycles between parts.
+  CHECK(at(p, r, Opcode::read_host, 0).start == 9);
+  CHECK(at(p, r, Opcode::read_host, 0).end == 147);
+  CHECK(at(p, r, Opcode::matmul, 0).start == 148);
+  CHECK(at(p, r, Opcode::read_host, 1).start == 149);
+  CHECK(at(p, r, Opcode::read_host, 1).end == 287);
+  CHECK(at(p, r, Opcode::matmul, 4).start == 288);  // chunk 1's first matmul on part 1
+  CHECK(at(p, r, Opcode::read_host, 2).start == 289);
+  CHECK(at(p, r, Opcode::read_host, 2).end == 363);
+  // Chunk 2: its matmuls on rows 6-7 ran while part 2 moved; the one on row 8 issues when part 2
+  // is in (363) and starts at 364 (4 vectors), the last kernel row's (8 vectors, its tile shifted
+  // in meanwhile) follows at 368 and ends at 368 + 8 + 8 + 8 - 1 = 391; the chunk's act takes
+  // 2 + 8 rows x 2 = 18 cycles, [391, 409), and the output (8 rows x 4 samples x 8 bytes = 256
+  // bytes) 10 + 256 = 266 cycles from 410: 676 cycles.
+  CHECK(at(p, r, Opcode::matmul, 9).start == 364);
+  CHECK(at(p, r, Opcode::matmul, 10).start == 368);
+  CHECK(at(p, r, Opcode::matmul, 10).end == 391);
+  CHECK(at(p, r, Opcode::activate, 2).end == 409);
+  CHECK(r.fast.cycles == 676);
+  // Loaded whole (3 rw before it: it starts at 8): the input DMA is [8, 338) (10 + 320); the 3
+  // matmuls of 32 vectors each stream back to back from 339 (each tile's shift hidden behind the
+  // 32 vectors before it), the last one [403, 403 + 32 + 15) = [403, 450); the act of 32 rows
+  // [450, 450 + 2 + 64) = [450, 516); after the sync's issue cycle the output [517, 783).
+  // Streaming saves 783 - 676 = 107 cycles: everything but the last chunk ran while the input
+  // moved.
+  CHECK(at(q, rq, Opcode::read_host, 0).end == 338);
+  CHECK(at(q, rq, Opcode::matmul, 0).start == 339);
+  CHECK(at(q, rq, Opcode::matmul, 2).end == 450);
+  CHECK(at(q, rq, Opcode::activate, 0).end == 516);
+  CHECK(rq.fast.cycles == 783);
+  // The input stall counter: cycles a sync on the host holds issue while no matmul streams or
+  // waits for its tile: [10, 147), [156, 287) less chunk 1's matmuls, ...; less than loaded whole.
+  CHECK(r.fast.matrix.input_stall < rq.fast.matrix.input_stall);
 }
 
 }  // namespace tpusim::test

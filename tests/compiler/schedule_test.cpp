@@ -55,8 +55,8 @@ TEST_CASE("only the layer that needs pieces runs in pieces: the fc layers fetch 
     // tiles. y goes out per pixel (the host copy holds the whole batch, TPU order: a piece's
     // samples of one pixel are 2 rows among 4): 2 pieces x 64 pixels = 128 whm, back in 1 rhm;
     // the input: 2 rhm; the output (host pieces of 2, layout.h): one whm per host piece.
-    const isa::Program p = lower_and_check(m.b.g, arch8(300));
-    const isa::Program loop = lower_and_check(m.b.g, arch8(300), {.piece_schedule = false});
+    const isa::Program p = lower_and_check(m.b.g, arch8(300), whole_input());
+    const isa::Program loop = lower_and_check(m.b.g, arch8(300), whole_input({.piece_schedule = false}));
     CHECK(loop.meta["weight_fetches"] == 132);
     CHECK(p.meta["weight_fetches"] == 67);
     CHECK(p.meta["batch_piece"] == 2);
@@ -82,8 +82,8 @@ TEST_CASE("only the layer that needs pieces runs in pieces: the fc layers fetch 
     // rows) leaves 194 for conv's pieces: 1 sample (128 rows); fc1 then reads y in place. 4 + 64
     // + 1 = 69 tiles; y copied by vec pass per piece and pixel: 4 x 64 = 256 (the estimate: 256 x
     // (2 + 2 rows x 2 cycles) against staging's 128 DMAs of 26 cycles and a read of 2,058).
-    const isa::Program p = lower_and_check(m.b.g, arch8(450));
-    const isa::Program loop = lower_and_check(m.b.g, arch8(450), {.piece_schedule = false});
+    const isa::Program p = lower_and_check(m.b.g, arch8(450), whole_input());
+    const isa::Program loop = lower_and_check(m.b.g, arch8(450), whole_input({.piece_schedule = false}));
     CHECK(loop.meta["weight_fetches"] == 132);
     CHECK(p.meta["weight_fetches"] == 69);
     CHECK(p.meta["piece_segments"][0]["pieces"] == 4);
@@ -119,7 +119,7 @@ TEST_CASE("a second input read after a cut loads from its host pieces into the w
   b.add(add, "add");
   b.add(b.matmul({whole(s)}, whole(f2), 2, 2), "fc2");
   b.g.output = f2;
-  const isa::Program p = lower_and_check(b.g, arch8(300));
+  const isa::Program p = lower_and_check(b.g, arch8(300), whole_input());
   REQUIRE(p.meta.contains("piece_segments"));
   CHECK(p.meta["batch_piece"] == 2);
   CHECK(p.meta["piece_segments"].back()["piece"] == 4);
@@ -129,7 +129,7 @@ TEST_CASE("a second input read after a cut loads from its host pieces into the w
   CHECK(count(p, Opcode::read_host) == 2 + 1 + 8);
   CHECK(count(p, Opcode::write_host) == 128 + 2);
   CHECK(p.meta["weight_fetches"] <
-        lower_and_check(b.g, arch8(300), {.piece_schedule = false}).meta["weight_fetches"]);
+        lower_and_check(b.g, arch8(300), whole_input({.piece_schedule = false})).meta["weight_fetches"]);
 }
 
 TEST_CASE("random models at batches that do not fit run by piece schedules, bit-exact on every engine") {
