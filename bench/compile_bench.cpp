@@ -62,7 +62,7 @@ Figure measure(const fs::path& path, int reps) {
     tpusim::compiler::compile_file(path, arch, o);
     timing_only.push_back(seconds_since(t3));
     f.instructions = c.program.code.size();
-    f.tiles = c.program.weights.size() / arch.tile_bytes();
+    f.tiles = c.program.meta.value("weight_tiles", uint64_t{0});
     f.weights = 0;
     for (const auto& l : c.model.layers) f.weights += l.weights.size();
   }

@@ -121,7 +121,7 @@ void Emitter::stream_next(bool needed_latest) {
   if (needed_latest && emitted_ < parts_.size()) emit_part();
 }
 
-void Emitter::matmul(isa::Instruction inst, bool switches, uint64_t waddr, const sim::PackRegs& gather,
+void Emitter::matmul(isa::Instruction inst, bool switches, TileFetch fetch, const sim::PackRegs& gather,
                      bool low_plane) {
   setcfg(isa::ConfigReg::gather_bytes, gather.gather_bytes, pack_.gather_bytes);
   setcfg(isa::ConfigReg::mm_in_hi, gather.mm_in_hi, pack_.mm_in_hi);
@@ -153,7 +153,8 @@ void Emitter::matmul(isa::Instruction inst, bool switches, uint64_t waddr, const
   work_.vectors += rows * repeat * sim::vector_cycles(pack_, arch_);
   work_.switches += switches;
   if (switches) {
-    fetches_.push_back(waddr);
+    work_.weight_bytes += fetch.rows ? uint64_t(fetch.rows) * fetch.cols : arch_.tile_bytes();
+    fetches_.push_back(fetch);
     fetch_unsigned_.push_back(low_plane);
     anchors_.push_back(anchor);
   }
@@ -233,8 +234,10 @@ std::vector<isa::Instruction> Emitter::finish() {
   out.reserve(code_.size() + fetches_.size());
   const auto rw = [&](uint64_t i) {
     isa::Instruction& in = out.emplace_back(isa::make_instruction(Opcode::read_weights));
-    in[Field::waddr] = fetches_[i];
+    in[Field::waddr] = fetches_[i].waddr;
     in[Field::tiles] = 1;
+    in[Field::tile_rows] = fetches_[i].rows;
+    in[Field::tile_cols] = fetches_[i].cols;
     in[Field::unsigned_data] = fetch_unsigned_[i];
   };
   const uint64_t first = std::min<uint64_t>(prefetch_, fetches_.size());

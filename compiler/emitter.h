@@ -30,19 +30,26 @@ struct RowSpan {
   uint64_t first = 0, rows = 0;
 };
 
+// The tile a switching matmul fetches: its weight memory address and, for a partial tile stored
+// compactly, its box (rw tile_rows x tile_cols; 0 x 0: the whole array's).
+struct TileFetch {
+  uint64_t waddr = 0;
+  uint32_t rows = 0, cols = 0;
+};
+
 class Emitter {
  public:
   Emitter(const sim::Arch& arch, uint64_t prefetch) : arch_(arch), prefetch_(prefetch) {}
 
   void tag(uint64_t value);
   void host_dma(bool write, uint64_t host, uint64_t ub, uint64_t rows, uint64_t row_bytes, uint64_t stride);
-  // A matmul; `fetch` is the weight memory address of the tile it switches to, or none.
+  // A matmul; `fetch` is the tile it switches to (when `switches`).
   // `gather`: the setcfg gather_* and dense_rows / dense_bytes registers it runs with (sim/pack.h;
   // default: no gather, not dense), and its 16-bit modes mm_in_hi and mm_weight_hi, written when
   // they change; its reads then reach gather.reach() (logical) rows past each group, and the same
   // rows mm_in_hi further (the high plane).
   // `low_plane`: its tile is a 16-bit weight matrix's low byte plane, fetched with `rw unsigned`.
-  void matmul(isa::Instruction inst, bool switches, uint64_t waddr, const sim::PackRegs& gather = {},
+  void matmul(isa::Instruction inst, bool switches, TileFetch fetch, const sim::PackRegs& gather = {},
               bool low_plane = false);
   // The act_groups / act_group_cols the following activates run with (0, 0: no scatter);
   // written before the next activate when they change. An activate writes rows x groups rows.
@@ -92,9 +99,11 @@ class Emitter {
   // Running totals of the work emitted so far, per station (for the compiler's cycle estimate,
   // compiler/schedule.h): matmul vector cycles (rows x repeat x the cycles a gathered vector
   // takes, sim/pack.h) and tile switches, activation-unit
-  // instructions and the rows they process (act/vec: rows; pool: rows read), host DMAs and bytes.
+  // instructions and the rows they process (act/vec: rows; pool: rows read), host DMAs and bytes,
+  // weight bytes fetched (a partial tile's stored box only).
   struct Work {
     uint64_t vectors = 0, switches = 0, activations = 0, act_rows = 0, dmas = 0, dma_bytes = 0;
+    uint64_t weight_bytes = 0;
   };
   const Work& work() const { return work_; }
 
@@ -122,7 +131,7 @@ class Emitter {
   sim::ActPool pool_, pool_want_;                     // act_pool registers: as written, for activates
   Work work_;
   sim::Planes planes_, planes_want_;                  // act_high, vec_high_*: as written, wanted
-  std::vector<uint64_t> fetches_;   // weight address of each switching matmul's tile, in order
+  std::vector<TileFetch> fetches_;  // each switching matmul's tile, in order
   std::vector<bool> fetch_unsigned_;  // each fetch's tile is a low byte plane (rw unsigned)
   std::vector<size_t> anchors_;     // where the rw for fetch i + prefetch goes (before code_[anchor])
   struct Part {

@@ -172,7 +172,7 @@ class Lowering {
         sched_(std::move(schedule)),
         em_(arch, arch.weight_fifo_tiles),
         alloc_(0, 1),
-        image_(arch.tile_bytes(), arch.array_cols, !without_values(g)),
+        image_(arch.array_rows, arch.array_cols, !without_values(g), options.partial_tiles),
         in_host_(std::move(in_host)) {
     in_host_.resize(g.tensors.size(), false);
     sched_.resident.resize(g.tensors.size(), false);
@@ -210,7 +210,7 @@ class Lowering {
   void pass(size_t i, const MatmulOp& m, const LaneTile& n, const std::vector<std::vector<MatmulStep>>& steps,
             const std::vector<Segment>& segments, uint64_t acc_rows, const PooledBands* pooled = nullptr);
   // plane: 0 the int8 weights (or a 16-bit layer's low byte plane), 1 a 16-bit layer's high plane.
-  uint64_t tile_address(const MatmulOp& m, const LaneTile& n, size_t input, uint64_t r, uint64_t s,
+  TileFetch tile_address(const MatmulOp& m, const LaneTile& n, size_t input, uint64_t r, uint64_t s,
                         const LaneTile& k, int plane = 0);
   uint64_t table_row(const MatmulOp& m, const LaneTile& n, uint64_t groups = 1);
   void activate(const MatmulOp& m, const LaneTile& n, uint64_t base, const std::vector<Segment>& segments);
@@ -234,7 +234,12 @@ class Lowering {
   std::vector<std::vector<MatmulStep>> conv_steps(const MatmulOp& m, uint64_t y0, uint64_t y1, uint64_t x0,
                                                   uint64_t x1) const;
   std::optional<Packing> packing_for(const MatmulOp& m, uint64_t batch) const;
-  uint64_t packed_tile(const MatmulOp& m, const LaneTile& n, const Packing& pk, uint64_t r0, uint64_t kh);
+  TileFetch packed_tile(const MatmulOp& m, const LaneTile& n, const Packing& pk, uint64_t r0, uint64_t kh);
+  // The fetch of a tile stored at `at` (a whole tile's box as 0 x 0).
+  TileFetch fetch_of(const WeightImage::Stored& at) const {
+    if (at.rows == arch_.array_rows && at.cols == arch_.array_cols) return {at.waddr, 0, 0};
+    return {at.waddr, at.rows, at.cols};
+  }
   std::vector<LaneTile> k_tiles(const View& v) const {
     return lane_tiles(g_.tensors[v.tensor].shape.c, lanes_, arch_.array_rows);
   }
@@ -296,9 +301,9 @@ class Lowering {
   WeightImage image_;
   std::vector<uint8_t> tables_;
   std::unordered_multimap<uint64_t, uint64_t> table_index_;
-  std::map<std::tuple<const MatmulOp*, uint64_t, uint64_t, size_t, uint64_t, uint64_t, uint64_t, uint64_t>, uint64_t>
+  std::map<std::tuple<const MatmulOp*, uint64_t, uint64_t, size_t, uint64_t, uint64_t, uint64_t, uint64_t>, TileFetch>
       tile_cache_;
-  std::map<std::tuple<const MatmulOp*, uint64_t, uint64_t, uint64_t, uint64_t, uint64_t>, uint64_t> packed_cache_;
+  std::map<std::tuple<const MatmulOp*, uint64_t, uint64_t, uint64_t, uint64_t, uint64_t>, TileFetch> packed_cache_;
   uint64_t table_rows_ = 0, table_base_ = 0, block_ = 0, macs_ = 0;
   std::vector<std::pair<int, size_t>> perchan_;  // (op, n) pairs needing a table, in order
   // How well each layer (meta.layers index) maps: the manifest's meta.mapping.
@@ -418,7 +423,7 @@ uint64_t Lowering::store(std::vector<uint8_t>& image, std::unordered_multimap<ui
 // Tile row i is input channel k.slice * lanes + k.lane + i (only the K tile's own channels, the
 // rest zero); column j is output channel n.slice * lanes + n.lane + j (every one that exists).
 // A 16-bit layer's tile is two: its weights' low bytes (plane 0) and high bytes (plane 1).
-uint64_t Lowering::tile_address(const MatmulOp& m, const LaneTile& n, size_t input, uint64_t r, uint64_t s,
+TileFetch Lowering::tile_address(const MatmulOp& m, const LaneTile& n, size_t input, uint64_t r, uint64_t s,
                                 const LaneTile& k, int plane) {
   // Every piece of the batch uses the same tiles: built and looked up in the image once.
   const auto key = std::make_tuple(&m, n.slice, n.lane, input * 2 + size_t(plane), r, s, k.slice, k.lane);
@@ -436,7 +441,7 @@ uint64_t Lowering::tile_address(const MatmulOp& m, const LaneTile& n, size_t inp
   if (m.weight_id < 0) {
     std::vector<uint8_t> tile(arch_.tile_bytes(), 0);
     fill(tile.data());
-    return tile_cache_[key] = image_.content(tile);
+    return tile_cache_[key] = fetch_of(image_.content(tile));
   }
   // Seeded weights: tile row `row` holds weight row k_offset + k0 + row of kernel position (r, s),
   // columns n0 .. n0 + cols - 1, a group's channels only (group_pairs).
@@ -452,7 +457,7 @@ uint64_t Lowering::tile_address(const MatmulOp& m, const LaneTile& n, size_t inp
     return u;
   };
   const WeightImage::Key id{0, uint64_t(m.weight_id), uint64_t(plane), r, s, k_offset + k0, row0, k.count, n0, cols};
-  return tile_cache_[key] = image_.seeded(id, fill, use);
+  return tile_cache_[key] = fetch_of(image_.seeded(id, fill, use));
 }
 
 // The UB row of N tile n's per-column table (bias, multiplier, shift for array_cols columns).
@@ -615,7 +620,7 @@ void Lowering::pass(size_t i, const MatmulOp& m, const LaneTile& n, const std::v
           // setcfg mm_weight_hi = 1, accumulating (docs/timing.md, "16-bit operands").
           const int planes = m.wide_weights() ? 2 : 1;
           for (int plane = 0; plane < planes; ++plane) {
-            const uint64_t waddr = tile_address(m, n, input, r, s, k, plane);
+            const TileFetch waddr = tile_address(m, n, input, r, s, k, plane);
             sim::PackRegs regs = dense_read(storage_[m.inputs[input].tensor], k);
             regs.mm_weight_hi = uint64_t(plane);
             bool first = true;
@@ -986,7 +991,7 @@ std::optional<Packing> Lowering::packing_for(const MatmulOp& m, uint64_t batch) 
 
 // A packed convolution's weight tile for kernel rows r0 .. r0+kh-1 (packing.h): row (u*kh + rr)*C + c,
 // column p*N + j (P > 1) or j - n0 (P = 1, N tile n) holds W[r0+rr][u - p*stride][c][j].
-uint64_t Lowering::packed_tile(const MatmulOp& m, const LaneTile& n, const Packing& pk, uint64_t r0, uint64_t kh) {
+TileFetch Lowering::packed_tile(const MatmulOp& m, const LaneTile& n, const Packing& pk, uint64_t r0, uint64_t kh) {
   const auto key = std::make_tuple(&m, n.slice, n.lane, pk.p, pk.u, r0 * 65536 + kh);
   if (const auto it = packed_cache_.find(key); it != packed_cache_.end()) return it->second;
   const uint64_t C = m.k, M = arch_.array_cols, n0 = pk.p > 1 ? 0 : n.slice * lanes_ + n.lane;
@@ -1007,7 +1012,7 @@ uint64_t Lowering::packed_tile(const MatmulOp& m, const LaneTile& n, const Packi
   if (m.weight_id < 0) {
     std::vector<uint8_t> tile(arch_.tile_bytes(), 0);
     fill(tile.data());
-    return packed_cache_[key] = image_.content(tile);
+    return packed_cache_[key] = fetch_of(image_.content(tile));
   }
   // Seeded weights: row (u kh + rr) C + c holds, in column block p, channel c's group's columns
   // where kernel column u - p x stride exists.
@@ -1031,7 +1036,7 @@ uint64_t Lowering::packed_tile(const MatmulOp& m, const LaneTile& n, const Packi
     return t;
   };
   const WeightImage::Key id{1, uint64_t(m.weight_id), pk.p, pk.u, r0, kh, n0, cols, 0, 0};
-  return packed_cache_[key] = image_.seeded(id, fill, use);
+  return packed_cache_[key] = fetch_of(image_.seeded(id, fill, use));
 }
 
 // A packed convolution (packing.h): per N tile (P = 1) or once (P > 1, all N channels of P pixels
@@ -1063,7 +1068,7 @@ void Lowering::lower_packed(size_t i, const MatmulOp& m, const Packing& pk, uint
       const uint64_t groups = c.g1 - c.g0, base = next_block((c.y1 - c.y0) * groups * B);
       for (uint64_t r0 = 0; r0 < m.kernel_h; r0 += pk.rows) {
         const uint64_t kh = std::min(pk.rows, m.kernel_h - r0);
-        const uint64_t waddr = packed_tile(m, n, pk, r0, kh);
+        const TileFetch waddr = packed_tile(m, n, pk, r0, kh);
         bool first = true;
         // Groups [ga, gb) of output row y, each of `pixels` pixels: one matmul.
         const auto emit = [&](uint64_t y, uint64_t ga, uint64_t gb, uint64_t pixels) {
@@ -1567,6 +1572,7 @@ isa::Program Lowering::run() {
     to.act_rows += now.act_rows - before.act_rows;
     to.dmas += now.dmas - before.dmas;
     to.dma_bytes += now.dma_bytes - before.dma_bytes;
+    to.weight_bytes += now.weight_bytes - before.weight_bytes;
   };
   Emitter::Work mark = em_.work();
   for (size_t si = 0; si < sched_.segments.size(); ++si) {
@@ -1727,6 +1733,7 @@ isa::Program Lowering::run() {
   layers.push_back("(end)");
   em_.tag(layers.size() - 1);
   p.code = em_.finish();
+  const uint64_t tiles = image_.tiles();
   image_.finish(p);
   p.meta["compiler"] = "tpusim compile (compiler/lower.cpp)";
   p.meta["batch"] = g_.batch;
@@ -1736,7 +1743,7 @@ isa::Program Lowering::run() {
   p.meta["lanes"] = lanes_;
   p.meta["layers"] = layers;
   p.meta["macs"] = macs_;
-  p.meta["weight_tiles"] = p.weight_bytes() / arch_.tile_bytes();
+  p.meta["weight_tiles"] = tiles;
   p.meta["weight_fetches"] = em_.weight_fetches();
   const bool segmented = sched_.segments.size() > 1;
   if (segmented) {

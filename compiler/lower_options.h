@@ -30,6 +30,10 @@ struct LowerOptions {
   // parts, the first layer's matmuls starting on the rows already loaded; off: the whole input is
   // loaded before the first layer starts.
   bool stream_input = true;
+  // Store a partial weight tile (fewer used rows or columns than the array) compactly as its used
+  // box and fetch it with rw tile_rows / tile_cols, so only its used cells cross the weight memory
+  // link (docs/compiler.md "Partial tiles"); off: every tile stored and fetched whole.
+  bool partial_tiles = true;
   bool operator==(const LowerOptions&) const = default;
 };
 
@@ -52,6 +56,8 @@ inline constexpr MapperSwitch kMapperSwitches[] = {
     {"stream", &LowerOptions::stream_input,
      "load a model input in parts, its first layer starting on the rows already loaded (docs/compiler.md "
      "\"Input streaming\")"},
+    {"partial", &LowerOptions::partial_tiles,
+     "store partial weight tiles compactly and fetch only their used cells (docs/compiler.md \"Partial tiles\")"},
 };
 
 // Sets one switch from "KEY=VALUE" (VALUE: on/off, true/false, 1/0). Throws InputError naming

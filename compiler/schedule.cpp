@@ -20,6 +20,7 @@ double xfer(double bytes, double gbps, const sim::Arch& a) {
 Emitter::Work in_pieces(const Emitter::Work& w, uint64_t measured, uint64_t n) {
   Emitter::Work r = w;
   r.switches = div_up(w.switches * n, measured);
+  r.weight_bytes = div_up(w.weight_bytes * n, measured);
   r.activations = div_up(w.activations * n, measured);
   return r;
 }
@@ -51,8 +52,8 @@ PieceSchedule single_loop(size_t ops, size_t tensors, uint64_t piece) {
 }
 
 double op_cycles(const Emitter::Work& w, const sim::Arch& a) {
-  const double tile = xfer(double(a.tile_bytes()), a.weight_mem_gbps, a);
-  const double matrix = std::max(double(w.vectors + w.switches * a.array_rows), double(w.switches) * tile);
+  const double fetch = w.weight_bytes ? xfer(double(w.weight_bytes), a.weight_mem_gbps, a) : 0;
+  const double matrix = std::max(double(w.vectors + w.switches * a.array_rows), fetch);
   const double act = double(w.act_rows * div_up(a.ub_row_bytes(), a.activation_lanes)) +
                      double(w.activations * a.activation_latency_cycles);
   const double host =

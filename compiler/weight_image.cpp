@@ -29,19 +29,28 @@ isa::WeightTileUse tile_use_of(const uint8_t* tile, uint64_t rows, uint64_t cols
   return u;
 }
 
-const uint8_t* WeightImage::content_at(uint64_t addr) const {
-  return with_bytes_ ? bytes_.data() + addr : content_bytes_.at(addr).data();
+std::pair<uint32_t, uint32_t> WeightImage::box(const isa::WeightTileUse& u) const {
+  if (!compact_ || (u.rows == rows_ && u.cols == cols_)) return {uint32_t(rows_), uint32_t(cols_)};
+  return {std::max<uint32_t>(u.rows, 1), std::max<uint32_t>(u.cols, 1)};  // (an empty tile: one zero byte)
 }
 
-uint64_t WeightImage::content(const std::vector<uint8_t>& tile) {
+WeightImage::Stored WeightImage::append(isa::WeightTileUse u, const std::vector<uint8_t>& tile) {
+  const auto [r, c] = box(u);
+  const Stored at{size_, r, c};
+  if (with_bytes_)
+    for (uint64_t k = 0; k < r; ++k) bytes_.insert(bytes_.end(), tile.begin() + k * cols_, tile.begin() + k * cols_ + c);
+  u.waddr = size_;
+  uses_.push_back(u);
+  size_ += uint64_t(r) * c;
+  return at;
+}
+
+WeightImage::Stored WeightImage::content(const std::vector<uint8_t>& tile) {
   const uint64_t h = fnv1a(tile);
   for (auto [it, end] = content_index_.equal_range(h); it != end; ++it)
-    if (std::memcmp(content_at(it->second), tile.data(), tile.size()) == 0) return it->second;
-  const uint64_t at = size_;
-  if (with_bytes_) bytes_.insert(bytes_.end(), tile.begin(), tile.end());
-  else content_bytes_[at] = tile;
-  uses_.push_back(tile_use_of(tile.data(), tile.size() / cols_, cols_));
-  size_ += tile_bytes_;
+    if (content_bytes_.at(it->second.waddr) == tile) return it->second;
+  const Stored at = append(tile_use_of(tile.data(), rows_, cols_), tile);
+  content_bytes_[at.waddr] = tile;
   content_index_.emplace(h, at);
   return at;
 }
@@ -55,7 +64,7 @@ void WeightImage::finish(isa::Program& p) {
   }
   if (uses_.empty()) return;
   nlohmann::json uses = nlohmann::json::array();
-  for (const isa::WeightTileUse& u : uses_) uses.push_back({u.rows, u.cols, u.spans});
+  for (const isa::WeightTileUse& u : uses_) uses.push_back({u.rows, u.cols, u.spans, u.waddr});
   p.meta["tile_uses"] = std::move(uses);
 }
 

@@ -1,5 +1,6 @@
-// The weight image a program's read_weights fetch tiles from (isa::Program::weights): tiles of
-// tile_bytes, each stored once, in the order the lowering first asks for them. Owner: back end.
+// The weight image a program's read_weights fetch tiles from (isa::Program::weights): tiles, each
+// stored once, in the order the lowering first asks for them; a partial tile (useful box smaller
+// than the array's) as its box only (compact storage, rw tile_rows / tile_cols). Owner: back end.
 //
 // A tile of seeded weights (MatmulOp::weight_id >= 0) is known by a key that says what it holds
 // (the weights, the kernel position, the rows and columns, the plane): two tiles of one key are
@@ -25,40 +26,51 @@ namespace tpusim::compiler {
 class WeightImage {
  public:
   // with_bytes false: a timing-only compile's image (no seeded weight has a value).
-  WeightImage(uint64_t tile_bytes, uint64_t cols, bool with_bytes)
-      : tile_bytes_(tile_bytes), cols_(cols), with_bytes_(with_bytes) {}
+  // compact: a tile whose useful box is smaller than the array's is stored as that box only
+  // (rows x cols bytes, row major) and fetched with rw tile_rows / tile_cols (docs/isa.md).
+  WeightImage(uint64_t rows, uint64_t cols, bool with_bytes, bool compact = true)
+      : rows_(rows), cols_(cols), with_bytes_(with_bytes), compact_(compact) {}
+
+  // Where a tile lies in the image and the box it is stored as (rows_ x cols_ when whole).
+  struct Stored {
+    uint64_t waddr = 0;
+    uint32_t rows = 0, cols = 0;
+  };
 
   using Key = std::array<uint64_t, 10>;
-  // The address of the seeded tile `key`, appended on first use: fill(tile) writes its bytes into
-  // a zeroed tile (with bytes), use() returns its useful cells (without).
+  // The seeded tile `key`, appended on first use: fill(tile) writes its bytes into a zeroed
+  // rows x cols tile (with bytes), use() returns its useful cells (with or without).
   template <class Fill, class Use>
-  uint64_t seeded(const Key& key, Fill fill, Use use) {
+  Stored seeded(const Key& key, Fill fill, Use use) {
     if (const auto it = seeded_.find(key); it != seeded_.end()) return it->second;
-    const uint64_t at = size_;
+    const isa::WeightTileUse u = use();
+    std::vector<uint8_t> tile;
     if (with_bytes_) {
-      bytes_.resize(size_ + tile_bytes_, 0);
-      fill(bytes_.data() + at);
+      tile.assign(rows_ * cols_, 0);
+      fill(tile.data());
     }
-    uses_.push_back(use());
-    size_ += tile_bytes_;
-    return seeded_[key] = at;
+    return seeded_[key] = append(u, tile);
   }
-  // The address of a tile with these bytes (tile_bytes of them), appended unless already there.
-  uint64_t content(const std::vector<uint8_t>& tile);
+  // The tile with these bytes (rows x cols of them), appended unless already there.
+  Stored content(const std::vector<uint8_t>& tile);
   uint64_t bytes() const { return size_; }
-  // Moves the image into `p`: its bytes, or (without) its size and the tiles' useful cells.
+  uint64_t tiles() const { return uses_.size(); }
+  // Moves the image into `p`: its bytes, or (without) its size; and the tiles' useful cells.
   void finish(isa::Program& p);
 
  private:
-  const uint8_t* content_at(uint64_t addr) const;
-  uint64_t tile_bytes_, cols_;
-  bool with_bytes_;
+  // Appends a tile with useful cells `u` (its full bytes in `tile` when with_bytes_).
+  Stored append(isa::WeightTileUse u, const std::vector<uint8_t>& tile);
+  // The box a tile with useful cells `u` is stored as.
+  std::pair<uint32_t, uint32_t> box(const isa::WeightTileUse& u) const;
+  uint64_t rows_, cols_;
+  bool with_bytes_, compact_;
   uint64_t size_ = 0;
   std::vector<uint8_t> bytes_;               // with bytes: the image
-  std::vector<isa::WeightTileUse> uses_;     // each tile's useful cells (meta.tile_uses)
-  std::map<Key, uint64_t> seeded_;
-  std::unordered_multimap<uint64_t, uint64_t> content_index_;  // hash of a content tile -> its address
-  std::map<uint64_t, std::vector<uint8_t>> content_bytes_;     // without bytes: content tiles by address
+  std::vector<isa::WeightTileUse> uses_;     // each tile's useful cells and address (meta.tile_uses)
+  std::map<Key, Stored> seeded_;
+  std::unordered_multimap<uint64_t, Stored> content_index_;  // hash of a content tile -> where it is
+  std::map<uint64_t, std::vector<uint8_t>> content_bytes_;   // content tiles' full bytes by address
 };
 
 // The useful cells of a tile of `cols` columns from its bytes: sim::tile_use's box and

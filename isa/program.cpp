@@ -194,18 +194,46 @@ std::vector<WeightTileUse> tile_uses(const Program& p, uint64_t rows, uint64_t c
   const auto it = p.meta.find("tile_uses");
   if (it == p.meta.end()) return uses;
   const uint64_t tiles = rows > 0 && cols > 0 ? p.weight_bytes() / (rows * cols) : 0;
-  if (!it->is_array() || it->size() != tiles)
-    throw InputError(fmt::format("meta.tile_uses: expected one [rows, cols, spans] per weight tile ({}), got {}",
-                                 tiles, it->dump().substr(0, 60)));
+  // [rows, cols, spans, waddr] per tile; the older form [rows, cols, spans] lists whole tiles.
+  const bool with_addresses = it->is_array() && !it->empty() && (*it)[0].is_array() && (*it)[0].size() == 4;
+  if (!it->is_array() || (!with_addresses && it->size() != tiles))
+    throw InputError(fmt::format("meta.tile_uses: expected one [rows, cols, spans, waddr] per weight tile, got {}",
+                                 it->dump().substr(0, 60)));
+  const size_t n = with_addresses ? 4 : 3;
+  // A tile ends after its useful box (a partial tile stored compactly; an empty one as one byte)
+  // or after a whole tile; the next one starts there.
+  const auto ends_at = [&](const WeightTileUse& u, uint64_t at) {
+    return at == u.waddr + uint64_t(std::max<uint32_t>(u.rows, 1)) * std::max<uint32_t>(u.cols, 1) ||
+           at == u.waddr + rows * cols;
+  };
   for (const json& t : *it) {
-    if (!t.is_array() || t.size() != 3 || !t[0].is_number_unsigned() || !t[1].is_number_unsigned() ||
-        !t[2].is_number_unsigned() || t[0].get<uint64_t>() > rows || t[1].get<uint64_t>() > cols ||
-        t[2].get<uint64_t>() > t[0].get<uint64_t>() * t[1].get<uint64_t>())
-      throw InputError(fmt::format("meta.tile_uses[{}]: expected [rows <= {}, cols <= {}, spans <= rows x cols], got {}",
-                                   uses.size(), rows, cols, t.dump().substr(0, 60)));
-    uses.push_back({t[0].get<uint32_t>(), t[1].get<uint32_t>(), t[2].get<uint64_t>()});
+    const bool ok = t.is_array() && t.size() == n &&
+                    std::all_of(t.begin(), t.end(), [](const json& v) { return v.is_number_unsigned(); }) &&
+                    t[0].get<uint64_t>() <= rows && t[1].get<uint64_t>() <= cols &&
+                    t[2].get<uint64_t>() <= t[0].get<uint64_t>() * t[1].get<uint64_t>();
+    if (!ok)
+      throw InputError(fmt::format("meta.tile_uses[{}]: expected [rows <= {}, cols <= {}, spans <= rows x cols{}], got {}",
+                                   uses.size(), rows, cols, with_addresses ? ", waddr" : "", t.dump().substr(0, 60)));
+    const uint64_t waddr = with_addresses ? t[3].get<uint64_t>() : uses.size() * rows * cols;
+    if (uses.empty() ? waddr != 0 : !ends_at(uses.back(), waddr))
+      throw InputError(fmt::format("meta.tile_uses[{}]: a tile at weight address {}, not where the tile before ends: "
+                                   "expected one [rows, cols, spans, waddr] per weight tile, in address order",
+                                   uses.size(), waddr));
+    uses.push_back({t[0].get<uint32_t>(), t[1].get<uint32_t>(), t[2].get<uint64_t>(), waddr});
   }
+  if (!uses.empty() && !ends_at(uses.back(), p.weight_bytes()))
+    throw InputError(fmt::format("meta.tile_uses: the last tile (at weight address {}) does not end the weight "
+                                 "image's {} bytes: expected one [rows, cols, spans, waddr] per weight tile",
+                                 uses.back().waddr, p.weight_bytes()));
   return uses;
+}
+
+const WeightTileUse& tile_use_at(const std::vector<WeightTileUse>& uses, uint64_t waddr) {
+  const auto it = std::lower_bound(uses.begin(), uses.end(), waddr,
+                                   [](const WeightTileUse& u, uint64_t a) { return u.waddr < a; });
+  if (it == uses.end() || it->waddr != waddr)
+    throw InputError(fmt::format("meta.tile_uses has no tile at weight address {:#x}", waddr));
+  return *it;
 }
 
 bool symbol_order(const Symbol& a, const Symbol& b) {

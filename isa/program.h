@@ -63,13 +63,16 @@ struct Symbol {
 
 // A weight tile's useful cells (the machine's useful-MAC counters): the box of the cells that hold
 // weights, rows x cols, and the sum over those rows of each row's span from its first to its last
-// weight. A compiler's program gives them for every tile, in meta.tile_uses ([rows, cols, spans]
-// per tile, in address order), since only the compiler knows which cells hold a weight that
-// happens to be zero; without it the machine takes them from the bytes, the nonzero cells
-// (sim::tile_use, sim::tile_spans).
+// weight. A compiler's program gives them for every tile, in meta.tile_uses ([rows, cols, spans,
+// waddr] per tile, in address order; waddr is the tile's weight memory address, since a partial
+// tile is stored compactly, docs/isa.md rw), since only the compiler knows which cells hold a
+// weight that happens to be zero; without it the machine takes them from the bytes, the nonzero
+// cells (sim::tile_use, sim::tile_spans). The older form [rows, cols, spans] lists every full tile
+// of the image, tile i at i x the tile's bytes.
 struct WeightTileUse {
   uint32_t rows = 0, cols = 0;
   uint64_t spans = 0;
+  uint64_t waddr = 0;
   bool operator==(const WeightTileUse&) const = default;
 };
 
@@ -93,6 +96,9 @@ struct Program {
 // program has none. Throws InputError when it is malformed: not one [rows, cols, spans] per
 // tile of the weight image, or a box larger than the array.
 std::vector<WeightTileUse> tile_uses(const Program& p, uint64_t rows, uint64_t cols);
+// The entry of `uses` (tile_uses' result) for the tile at weight address `waddr`. Throws
+// InputError when there is none.
+const WeightTileUse& tile_use_at(const std::vector<WeightTileUse>& uses, uint64_t waddr);
 
 // Serializes; deterministic (same Program, same bytes).
 std::vector<uint8_t> write_program(const Program& program);

@@ -280,6 +280,8 @@ enum class Field : uint8_t {
   func,
   op,
   kind,
+  tile_rows,
+  tile_cols,
   count_  // number of fields, not a field
 };
 inline constexpr int kFieldCount = static_cast<int>(Field::count_);
@@ -367,6 +369,18 @@ inline constexpr FieldSpec kFields[] = {
     {Field::func, "func", FieldKind::enumeration, kFuncValues, "activation function"},
     {Field::op, "op", FieldKind::enumeration, kVecOpValues, "element-wise operation"},
     {Field::kind, "kind", FieldKind::enumeration, kPoolKindValues, "pooling kind"},
+    {Field::tile_rows,
+     "tile_rows",
+     FieldKind::uint,
+     {},
+     "rows of each fetched tile stored in weight memory (0: array_rows); the weight FIFO fills rows "
+     "tile_rows .. array_rows-1 with zeros"},
+    {Field::tile_cols,
+     "tile_cols",
+     FieldKind::uint,
+     {},
+     "columns of each fetched tile stored in weight memory (0: array_cols); the weight FIFO fills "
+     "columns tile_cols .. array_cols-1 with zeros"},
 };
 static_assert(std::size(kFields) == kFieldCount, "one FieldSpec per Field, in enum order");
 static_assert(std::size(kAddressSpaceNames) == static_cast<int>(AddressSpace::weights) + 1);
@@ -395,8 +409,11 @@ struct OpcodeSpec {
 namespace layout {
 // Flag fields live in bits 8..15, operands in 16..127.
 inline constexpr Operand kReadHost[] = {{Field::host, 16, 40}, {Field::ub, 56, 24}, {Field::rows, 80, 24, 1}};
-inline constexpr Operand kReadWeights[] = {
-    {Field::unsigned_data, 8, 1, 0, 0}, {Field::waddr, 16, 40}, {Field::tiles, 56, 16, 1}};
+inline constexpr Operand kReadWeights[] = {{Field::unsigned_data, 8, 1, 0, 0},
+                                          {Field::waddr, 16, 40},
+                                          {Field::tiles, 56, 16, 1},
+                                          {Field::tile_rows, 72, 16, 0, 0},
+                                          {Field::tile_cols, 88, 16, 0, 0}};
 inline constexpr Operand kMatmul[] = {{Field::accumulate, 8, 1, 0, 0},
                                       {Field::switch_weights, 9, 1, 0, 0},
                                       {Field::unsigned_data, 10, 1, 0, 0},
@@ -470,10 +487,13 @@ inline constexpr OpcodeSpec kOpcodes[] = {
      "`host_row_bytes` bytes each).",
      "the host DMA station free"},
     {Opcode::read_weights, "rw", "Read_Weights", Unit::weight_fetch, layout::kReadWeights,
-     "Starts fetching `tiles` consecutive weight tiles (array_rows x array_cols bytes each, row "
-     "major) from weight memory at `waddr` into the weight FIFO. Decoupled: it completes when the "
-     "addresses are sent; the data lands later and the matrix unit stalls if it needs a tile that "
-     "has not landed. Tiles move from the FIFO into the shadow tile in order.",
+     "Starts fetching `tiles` consecutive weight tiles from weight memory at `waddr` into the weight "
+     "FIFO. Each tile is R x C bytes, row major (R = tile_rows, C = tile_cols; 0 means array_rows, "
+     "array_cols): tile t at waddr + t*R*C, weight W[k][j] at byte k*C + j. A partial tile (R or C "
+     "smaller than the array) is stored compactly and only its R*C bytes cross the weight memory "
+     "link; the FIFO fills the other cells with zeros, so the array holds a full tile. Decoupled: "
+     "it completes when the addresses are sent; the data lands later and the matrix unit stalls "
+     "if it needs a tile that has not landed. Tiles move from the FIFO into the shadow tile in order.",
      "the weight fetch station free and a FIFO slot for each tile"},
     {Opcode::matmul, "matmul", "MatrixMultiply/Convolve", Unit::matrix, layout::kMatmul,
      "Streams repeat x rows input vectors through the array: group g (0 <= g < repeat) reads UB "

@@ -147,7 +147,7 @@ py::dict compile(const std::string& model, const py::object& output, const py::o
                py::arg("layers") = c.model.layers.size(), py::arg("batch") = c.graph.batch,
                py::arg("instructions") = c.program.code.size(),
                py::arg("weight_bytes") = c.program.weights.size(),
-               py::arg("weight_tiles") = c.program.weights.size() / a.tile_bytes());
+               py::arg("weight_tiles") = c.program.meta.value("weight_tiles", uint64_t{0}));
   if (!output.is_none()) {
     isa::save_program(output.cast<std::string>(), c.program);
     out["program"] = output;

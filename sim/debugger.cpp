@@ -19,7 +19,9 @@ bool is_control(const isa::Program& p, uint64_t i) {
   return isa::spec(p.code[i].opcode).unit == isa::Unit::control;
 }
 
-TileView tile_view(const FetchedTile& f) { return {f.tile.waddr, f.landed, f.tile.is_unsigned, f.use}; }
+TileView tile_view(const FetchedTile& f, uint64_t number) {
+  return {f.tile.waddr, number, f.landed, f.tile.is_unsigned, f.use, f.tile.rows, f.tile.cols};
+}
 
 }  // namespace
 
@@ -225,15 +227,30 @@ std::vector<StationView> DebugSession::stations() const {
 WeightPathView DebugSession::weight_path() const {
   const MachineUnits u = run_->units();
   WeightPathView v;
-  for (const FetchedTile& f : u.weights.fifo()) v.fifo.push_back(tile_view(f));
+  for (const FetchedTile& f : u.weights.fifo()) v.fifo.push_back(tile_view(f, tile_number(f.tile.waddr)));
   if (const FetchedTile* s = u.weights.shadow()) {
-    v.shadow = tile_view(*s);
+    v.shadow = tile_view(*s, tile_number(s->tile.waddr));
     v.shift_start = u.weights.shadow_shift_start();
     // While it shifts, the tile is also the FIFO's front (its slot frees when the shift ends).
     if (!v.fifo.empty() && cycle_ < v.shift_start + arch_.array_rows) v.fifo.erase(v.fifo.begin());
   }
-  if (u.matrix.active_tile().tile.data) v.active = tile_view(u.matrix.active_tile());
+  if (const FetchedTile& a = u.matrix.active_tile(); a.tile.data) v.active = tile_view(a, tile_number(a.tile.waddr));
   return v;
+}
+
+uint64_t DebugSession::tile_number(uint64_t waddr) const {
+  const std::vector<isa::WeightTileUse>& uses = run_->units().ctx.tile_uses;
+  if (uses.empty()) return waddr / arch_.tile_bytes();
+  const auto it = std::lower_bound(uses.begin(), uses.end(), waddr,
+                                   [](const isa::WeightTileUse& u, uint64_t a) { return u.waddr < a; });
+  return uint64_t(it - uses.begin());
+}
+
+std::optional<uint64_t> DebugSession::tile_address(uint64_t n) const {
+  const std::vector<isa::WeightTileUse>& uses = run_->units().ctx.tile_uses;
+  if (!uses.empty()) return n < uses.size() ? std::optional<uint64_t>(uses[n].waddr) : std::nullopt;
+  if (n >= program_.weights.size() / arch_.tile_bytes()) return std::nullopt;
+  return n * arch_.tile_bytes();
 }
 
 std::vector<MatmulView> DebugSession::matmuls() const {

@@ -66,10 +66,12 @@ struct StationView {
 
 // A weight tile in the weight path.
 struct TileView {
-  uint64_t waddr = 0;   // its weight-memory address (tile number: waddr / tile bytes)
+  uint64_t waddr = 0;   // its weight-memory address
+  uint64_t number = 0;  // its number in the weight image (DebugSession::tile_number)
   uint64_t landed = 0;  // the cycle it is (or was) usable in the weight FIFO
   bool is_unsigned = false;
   TileUse use;  // its nonzero box
+  uint32_t rows = 0, cols = 0;  // a partial tile's stored box (rw tile_rows x tile_cols); 0: full
 };
 struct WeightPathView {
   std::vector<TileView> fifo;      // requested tiles in order; the front one shifts next (or now)
@@ -98,6 +100,11 @@ class DebugSession {
 
   const isa::Program& program() const { return program_; }
   const Arch& arch() const { return arch_; }
+  // The number of the tile at weight address `waddr` in the image: its place in meta.tile_uses
+  // (partial tiles are stored compactly, so tiles are not a fixed size apart), else waddr / the
+  // tile's bytes. And the address of tile `n` (nullopt past the image's tiles).
+  uint64_t tile_number(uint64_t waddr) const;
+  std::optional<uint64_t> tile_address(uint64_t n) const;
   uint64_t code_size() const { return code_size_; }  // instructions up to and including halt
   uint64_t cycle() const { return cycle_; }
   bool over() const { return over_; }

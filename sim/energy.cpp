@@ -50,8 +50,10 @@ ActionCounts count_actions(const isa::Program& program, const Arch& a, uint64_t 
         c[EnergyAction::ub_read] += inst[Field::rows] * row;
         break;
       case Opcode::read_weights:
-        c[EnergyAction::dram] += inst[Field::tiles] * a.tile_bytes();
-        c[EnergyAction::weight_fifo] += inst[Field::tiles] * a.tile_bytes();
+        // A partial tile (tile_rows x tile_cols) moves and is buffered as its stored bytes only;
+        // the zero fill happens as it shifts into the array.
+        c[EnergyAction::dram] += inst[Field::tiles] * tile_box(a, inst).bytes();
+        c[EnergyAction::weight_fifo] += inst[Field::tiles] * tile_box(a, inst).bytes();
         break;
       case Opcode::matmul: {
         // Each byte-plane pass (16-bit inputs: two) reads its vectors and writes the accumulators;

@@ -125,16 +125,22 @@ bool MatrixUnit::start_matmul(uint64_t i, uint64_t t0) {
     active_ = *weights->wait_shadow(s);  // loaded: serve() waited for it
     active_spans_.reset();
     weights->switched(t0 + period - 1);  // with the first vector's wavefront
-    if (ctx_.engine == Engine::fast)
-      packed_ = PackedWeights(active_.tile.data, a.array_cols, a.array_rows, a.array_cols,
-                              active_.tile.is_unsigned);
+    if (ctx_.engine == Engine::fast) {
+      const uint8_t* w = active_.tile.data;
+      if (active_.tile.partial()) {  // the FIFO's zero fill of a compactly stored tile
+        active_.tile.expand(a.array_rows, a.array_cols, expanded_);
+        w = expanded_.data();
+      }
+      packed_ = PackedWeights(w, a.array_cols, a.array_rows, a.array_cols, active_.tile.is_unsigned);
+    }
   }
   MatrixCounters& m = ctx_.result.matrix;
   // Useful MACs per vector: the tile's nonzero box; for a gathering matmul (a packed
   // convolution's block-Toeplitz tile) the sum of its rows' nonzero spans (machine.h TileUse).
   if (pack.gathers() && !active_spans_)
-    active_spans_ = ctx_.tile_uses.empty() ? tile_spans(active_.tile.data, active_.use.rows, a.array_cols)
-                                           : ctx_.tile_uses.at(active_.tile.waddr / a.tile_bytes()).spans;
+    active_spans_ = ctx_.tile_uses.empty() ? tile_spans(active_.tile.data, active_.use.rows,
+                                                        active_.tile.cols ? active_.tile.cols : a.array_cols)
+                                           : isa::tile_use_at(ctx_.tile_uses, active_.tile.waddr).spans;
   const uint64_t used = pack.gathers() ? *active_spans_ : uint64_t{active_.use.rows} * active_.use.cols;
   // A gathering matmul keeps the array busy for its whole stream; only one cycle in `period`
   // carries a vector (the others count as unused MACs).
@@ -323,9 +329,8 @@ bool MatrixUnit::step_cycle(uint64_t c) {
   if (!shifts_.empty() && c >= shifts_.front().second) {
     const auto& [tile, s] = shifts_.front();
     shadow_row = int64_t(c - s);
-    const uint8_t* w = tile.tile.data + uint64_t(shadow_row) * M;
-    for (uint64_t j = 0; j < M; ++j)
-      shadow_row_[j] = tile.tile.is_unsigned ? int16_t(w[j]) : int16_t(int8_t(w[j]));
+    for (uint64_t j = 0; j < M; ++j)  // (zeros outside a partial tile's box: the FIFO's fill)
+      shadow_row_[j] = int16_t(tile.tile.weight(uint64_t(shadow_row), j, M));
     if (c == s + N - 1) shifts_.pop_front();
   }
   array_->step(left_, left_flags_, shadow_row, shadow_row_);

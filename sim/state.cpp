@@ -185,6 +185,15 @@ void check_weights(const Fail& fail, const Bounds& b, u128 first, u128 count) {
     fail(bytes + ", but the weight image holds only " + dec(b.weight_image) + " bytes (never loaded)");
 }
 
+void check_read_weights(const Fail& fail, const Bounds& b, const isa::Instruction& inst) {
+  const Arch& a = b.arch;
+  if (inst[Field::tile_rows] > a.array_rows)
+    fail("tile_rows = " + dec(inst[Field::tile_rows]) + ", but the array has " + dec(a.array_rows) + " rows");
+  if (inst[Field::tile_cols] > a.array_cols)
+    fail("tile_cols = " + dec(inst[Field::tile_cols]) + ", but the array has " + dec(a.array_cols) + " columns");
+  check_weights(fail, b, inst[Field::waddr], u128{inst[Field::tiles]} * tile_box(a, inst).bytes());
+}
+
 void check_matmul(const Fail& fail, const Arch& a, const PackRegs& pack, const isa::Instruction& inst) {
   const uint64_t rows = inst[Field::rows], repeat = inst[Field::repeat];
   if (const auto why = gather_error(pack, a, inst[Field::lane])) fail(*why);
@@ -296,7 +305,7 @@ void check_instruction(const Bounds& b, const isa::Instruction& inst, uint64_t i
     case Opcode::read_host:
     case Opcode::write_host: return check_dma(fail, b, inst);
     case Opcode::read_weights:
-      return check_weights(fail, b, inst[Field::waddr], u128{inst[Field::tiles]} * b.arch.tile_bytes());
+      return check_read_weights(fail, b, inst);
     case Opcode::matmul: return check_matmul(fail, b.arch, b.pack, inst);
     case Opcode::activate: return check_activate(fail, b.arch, b.act_lane, b.pack, b.act_pool, b.planes, inst);
     case Opcode::vector: return check_vector(fail, b.arch, b.planes, inst);
@@ -386,15 +395,29 @@ void matmul_reference(MachineState& s, const isa::Instruction& inst, const Weigh
   }
 }
 
+TileBox tile_box(const Arch& a, const isa::Instruction& rw) {
+  return {rw[Field::tile_rows] ? rw[Field::tile_rows] : a.array_rows,
+          rw[Field::tile_cols] ? rw[Field::tile_cols] : a.array_cols};
+}
+
+void WeightTile::expand(uint64_t array_rows, uint64_t array_cols, std::vector<uint8_t>& out) const {
+  out.assign(array_rows * array_cols, 0);
+  const uint64_t r = rows ? rows : array_rows, c = cols ? cols : array_cols;
+  for (uint64_t k = 0; k < r; ++k) std::memcpy(out.data() + k * array_cols, data + k * c, c);
+}
+
 WeightTile weight_tile(const MachineState& s, const isa::Instruction& rw, uint64_t t) {
-  const uint64_t tile = s.arch.tile_bytes();
+  const TileBox box = tile_box(s.arch, rw);
+  const uint64_t tile = box.bytes();
   const u128 first = rw[Field::waddr] + u128{t} * tile;
   if (first + tile > s.weights.size())
     Fail{kNoIndex, rw}("reads weight bytes " + span_text(first, tile, hex) +
                        ", but the weight image holds only " + dec(s.weights.size()) +
                        " bytes (never loaded)");
   const uint64_t addr = static_cast<uint64_t>(first);
-  return WeightTile{s.weights.data() + addr, addr, rw[Field::unsigned_data] != 0};
+  WeightTile w{s.weights.data() + addr, addr, rw[Field::unsigned_data] != 0};
+  if (box.partial(s.arch)) w.rows = uint32_t(box.rows), w.cols = uint32_t(box.cols);
+  return w;
 }
 
 // ---- the activation unit: checks and addressing; the arithmetic is in activation.cpp --------

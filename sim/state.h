@@ -31,18 +31,34 @@ class SimError : public InputError {
 // "instruction 12 (matmul ub=0, acc=0, rows=8): " prefix for messages.
 std::string describe(uint64_t index, const isa::Instruction& inst);
 
-// A weight tile as the matrix unit sees it: array_rows x array_cols bytes, row major, from
-// weight memory at `waddr` (the FIFO and shadow hold copies; memory is read-only, so a
-// pointer into the image is equivalent).
+// A weight tile as the matrix unit sees it: array_rows x array_cols weights, from weight memory
+// at `waddr` (the FIFO and shadow hold copies; memory is read-only, so a pointer into the image
+// is equivalent). A partial tile (rw tile_rows / tile_cols, docs/isa.md) is stored compactly as
+// its rows x cols box, row major; the cells outside the box read as zero (the FIFO's zero fill).
 struct WeightTile {
-  const uint8_t* data = nullptr;  // tile_bytes bytes: W[k][j] = data[k * array_cols + j]
+  const uint8_t* data = nullptr;  // W[k][j] = data[k * stored_cols + j] inside the box
   uint64_t waddr = 0;
   bool is_unsigned = false;
-  int32_t weight(uint64_t k, uint64_t j, uint64_t cols) const {
-    const uint8_t b = data[k * cols + j];
+  uint32_t rows = 0, cols = 0;  // the stored box; 0: the array's rows (cols)
+  // W[k][j] of a tile on an array of `array_cols` columns.
+  int32_t weight(uint64_t k, uint64_t j, uint64_t array_cols) const {
+    const uint64_t c = cols ? cols : array_cols;
+    if ((rows && k >= rows) || j >= c) return 0;
+    const uint8_t b = data[k * c + j];
     return is_unsigned ? int32_t{b} : int32_t{static_cast<int8_t>(b)};
   }
+  bool partial() const { return rows || cols; }
+  // The full array_rows x array_cols tile, zero-filled outside the box, into `out`.
+  void expand(uint64_t array_rows, uint64_t array_cols, std::vector<uint8_t>& out) const;
 };
+
+// The box each tile of a read_weights is stored as: tile_rows x tile_cols (0: the array's).
+struct TileBox {
+  uint64_t rows = 0, cols = 0;
+  uint64_t bytes() const { return rows * cols; }
+  bool partial(const Arch& a) const { return rows != a.array_rows || cols != a.array_cols; }
+};
+TileBox tile_box(const Arch& a, const isa::Instruction& rw);
 
 // A host region's bytes (host memory is sparse: the regions the program declares).
 struct HostBuffer {
@@ -147,7 +163,7 @@ void exec_pool(MachineState& s, const isa::Instruction& inst, uint64_t index);
 // sums shifted left by pack.pass_shift(p) before they are added.
 void matmul_reference(MachineState& s, const isa::Instruction& inst, const WeightTile& active);
 
-// The tile rw would fetch as its `t`-th tile (waddr + t * tile_bytes).
+// The tile rw would fetch as its `t`-th tile (waddr + t x its box's bytes, tile_box).
 WeightTile weight_tile(const MachineState& s, const isa::Instruction& rw, uint64_t t);
 
 // Scalar arithmetic of the activation unit (exact, shared by every engine):

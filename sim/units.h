@@ -135,6 +135,7 @@ class MatrixUnit : public sc_core::sc_module, public Station {
   FetchedTile active_;
   std::optional<uint64_t> active_spans_;  // tile_spans of active_, once a gathering matmul needs it
   PackedWeights packed_;  // fast engine: the active tile, packed for the GEMM
+  std::vector<uint8_t> expanded_;  // fast engine: a partial tile zero-filled to the array's size
   std::vector<uint8_t> gathered_;  // fast engine: a gathering matmul's input vectors
   std::vector<int32_t> scratch_;   // fast engine: a shifted byte-plane pass's column sums
   uint64_t port_free_ = 0;

@@ -43,7 +43,9 @@ void WeightPath::fetch_run() {
     ctx_.timeline[i].start = start;
     const isa::Instruction& in = ctx_.inst(i);
     const Arch& a = ctx_.arch;
-    const uint64_t xfer = transfer_cycles(a.tile_bytes(), a.weight_mem_gbps, a.clock_mhz);
+    // A partial tile (tile_rows x tile_cols, docs/isa.md) moves only its stored bytes.
+    const TileBox box = tile_box(a, in);
+    const uint64_t xfer = transfer_cycles(box.bytes(), a.weight_mem_gbps, a.clock_mhz);
     uint64_t request = start;
     for (uint64_t t = 0; t < in[Field::tiles]; ++t) {
       while (slots_used_ == a.weight_fifo_tiles) {
@@ -64,14 +66,15 @@ void WeightPath::fetch_run() {
       mem_free_ = *free;
       ctx_.result.weight_mem_busy += xfer;
       FetchedTile f;
-      f.tile.waddr = in[Field::waddr] + t * a.tile_bytes();
+      f.tile.waddr = in[Field::waddr] + t * box.bytes();
       f.tile.is_unsigned = in[Field::unsigned_data] != 0;
+      if (box.partial(a)) f.tile.rows = uint32_t(box.rows), f.tile.cols = uint32_t(box.cols);
       if (!ctx_.program->weights_not_computed) f.tile.data = ctx_.program->weights.data() + f.tile.waddr;
       if (!ctx_.tile_uses.empty()) {  // the compiler's (isa::WeightTileUse), else the nonzero bytes'
-        const isa::WeightTileUse& u = ctx_.tile_uses.at(f.tile.waddr / a.tile_bytes());
-        f.use = {u.rows, u.cols};
+        const isa::WeightTileUse& u = isa::tile_use_at(ctx_.tile_uses, f.tile.waddr);
+        f.use = {std::min<uint32_t>(u.rows, uint32_t(box.rows)), std::min<uint32_t>(u.cols, uint32_t(box.cols))};
       } else {
-        f.use = tile_use(f.tile.data, a.array_rows, a.array_cols);
+        f.use = tile_use(f.tile.data, box.rows, box.cols);
       }
       f.landed = *landed;
       last_landing_ = std::max(last_landing_, f.landed);

@@ -297,7 +297,7 @@ TEST_CASE("decode rejects each reserved bit of each opcode", "[isa][decode]") {
       {"setcfg", 48},                                                  // reg 8 + value 64
       {"tag", 88},                                                     // tag 32
       {"rhm", 32},    {"whm", 32},                                     // host 40 + ub 24 + rows 24
-      {"rw", 63},                                                      // unsigned 1 + waddr 40 + tiles 16
+      {"rw", 31},  // unsigned 1 + waddr 40 + tiles 16 + tile_rows 16 + tile_cols 16
       {"matmul", 5},                                                   // 3 flags + 24 + 16 + 16 + 16 + 24 + 16
       {"act", 5},                                                      // 3+1+1 + 16+24+16+16+6+8+24
       {"vec", 4},                                                      // 3+3 + 24+24+24+16+16+6

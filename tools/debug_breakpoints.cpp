@@ -295,31 +295,38 @@ std::string Debugger::print_weights(const Args& a) const {
   } else {
     if (a.size() < 3) throw CommandError("print: expected `print tile N|active|shadow [ROW COL [SIZE]]`");
     const sim::WeightPathView w = session_->weight_path();
-    const uint64_t tiles = program_.weights.size() / arch_.tile_bytes();
-    uint64_t waddr = 0;
+    uint64_t waddr = 0, number = 0;
     bool is_unsigned = false;
+    uint32_t box_rows = 0, box_cols = 0;  // a partial tile's stored box (rw tile_rows x tile_cols)
     if (a[2] == "active" || a[2] == "shadow") {
       const std::optional<sim::TileView>& t = a[2] == "active" ? w.active : w.shadow;
       if (!t) throw CommandError(fmt::format("print: no {} tile at cycle {}", a[2], now));
-      waddr = t->waddr;
+      waddr = t->waddr, number = t->number;
       is_unsigned = t->is_unsigned;
+      box_rows = t->rows, box_cols = t->cols;
     } else {
       const uint64_t n = need_number(a[2], "print tile");
-      if (n >= tiles)
-        throw CommandError(fmt::format("print: tile {} is past the weight memory ({} tiles)", n, tiles));
-      waddr = n * arch_.tile_bytes();
-      // Signedness is the reading instruction's (rw's unsigned flag): the first rw reading it says.
-      for (const isa::Instruction& in : program_.code)
+      const std::optional<uint64_t> at = session_->tile_address(n);
+      if (!at)
+        throw CommandError(fmt::format("print: tile {} is past the weight memory ({} tiles)", n,
+                                       session_->tile_number(program_.weights.size())));
+      waddr = *at, number = n;
+      // Signedness and box are the reading instruction's (rw's unsigned flag, tile_rows and
+      // tile_cols): the first rw reading it says.
+      for (const isa::Instruction& in : program_.code) {
+        const sim::TileBox box = sim::tile_box(arch_, in);
         if (in.opcode == isa::Opcode::read_weights && in[isa::Field::waddr] <= waddr &&
-            waddr < in[isa::Field::waddr] + in[isa::Field::tiles] * arch_.tile_bytes()) {
+            waddr < in[isa::Field::waddr] + in[isa::Field::tiles] * box.bytes()) {
           is_unsigned = in[isa::Field::unsigned_data] != 0;
+          if (box.partial(arch_)) box_rows = uint32_t(box.rows), box_cols = uint32_t(box.cols);
           break;
         }
+      }
     }
     k = 3;
-    title = fmt::format("tile {} (waddr {:#x}{}) in weight memory", waddr / arch_.tile_bytes(), waddr,
+    title = fmt::format("tile {} (waddr {:#x}{}) in weight memory", number, waddr,
                         is_unsigned ? ", unsigned" : "");
-    const sim::WeightTile tile{program_.weights.data() + waddr, waddr, is_unsigned};
+    const sim::WeightTile tile{program_.weights.data() + waddr, waddr, is_unsigned, box_rows, box_cols};
     at = [tile, cols = arch_.array_cols](uint64_t r, uint64_t c) { return tile.weight(r, c, cols); };
   }
   uint64_t row = 0, col = 0, size = 16;

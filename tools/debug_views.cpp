@@ -15,8 +15,8 @@ std::string text(const sim::DebugSession& s, uint64_t i) {
   return isa::format_instruction(s.program().code[i]);
 }
 
-std::string tile_text(const sim::DebugSession& s, const sim::TileView& t) {
-  return fmt::format("tile {} (waddr {:#x}{}, nonzero {} x {})", t.waddr / s.arch().tile_bytes(), t.waddr,
+std::string tile_text(const sim::DebugSession&, const sim::TileView& t) {
+  return fmt::format("tile {} (waddr {:#x}{}, nonzero {} x {})", t.number, t.waddr,
                      t.is_unsigned ? ", unsigned" : "", t.use.rows, t.use.cols);
 }
 
@@ -215,7 +215,7 @@ std::string view_units(const sim::DebugSession& s) {
                      !w.shadow                                   ? "empty"
                      : now < w.shift_start + s.arch().array_rows ? "shifting"
                                                                  : "loaded",
-                     w.active ? fmt::format("{}", w.active->waddr / s.arch().tile_bytes()) : "none");
+                     w.active ? fmt::format("{}", w.active->number) : "none");
   return out;
 }
 

@@ -164,7 +164,7 @@ void print_compile_summary(const compiler::Compiled& c, const std::string& sourc
   const isa::Program& p = c.program;
   fmt::print(stderr, "{}: {} layers, batch {}, {} instructions, {} weight tiles ({:.1f} MB) for {} ({}x{}); "
              "parse {:.2f} s, quantize {:.2f} s, lower {:.2f} s\n",
-             source, c.model.layers.size(), c.graph.batch, p.code.size(), p.weight_bytes() / arch.tile_bytes(),
+             source, c.model.layers.size(), c.graph.batch, p.code.size(), p.meta.value("weight_tiles", uint64_t{0}),
              p.weight_bytes() / 1e6, sim::machine_name(arch), arch.array_rows, arch.array_cols,
              c.parse_seconds, c.quantize_seconds, c.lower_seconds);
   if (const auto m = p.meta.find("mapper"); m != p.meta.end() && !m->empty())

@@ -148,8 +148,8 @@ std::vector<uint64_t> written_ub_rows(const isa::Program& p, const sim::Arch& ar
   return out;
 }
 
-std::string tile_json(const sim::Arch& arch, const sim::TileView& t) {
-  return fmt::format("[{},{}]", t.waddr / arch.tile_bytes(), t.landed);
+std::string tile_json(const sim::Arch&, const sim::TileView& t) {
+  return fmt::format("[{},{}]", t.number, t.landed);
 }
 
 // What the page shows of each cycle of the window, read from a debugging session.
@@ -195,7 +195,7 @@ Frames record(const isa::Program& p, const sim::Arch& arch, uint64_t begin, uint
     const std::string state =
         fmt::format("[[{}],{},{},{}]", tiles, w.shadow ? tile_json(arch, *w.shadow) : "null",
                     w.shadow ? w.shift_start : 0,
-                    w.active ? fmt::format("{}", w.active->waddr / arch.tile_bytes()) : "null");
+                    w.active ? fmt::format("{}", w.active->number) : "null");
     auto [it, added] = fifo_index.emplace(state, f.fifo_states.size());
     if (added) f.fifo_states.push_back(state);
     f.fifo_at.push_back(it->second);

@@ -1,6 +1,7 @@
 // The back end on hand-built quantized graphs: the exact tiling, schedule and memory layout, and
 // every program run on every engine with the output compared to the golden reference.
 #include <catch2/catch.hpp>
+#include <set>
 
 #include "graph_builder.h"
 #include "isa/error.h"
@@ -44,11 +45,25 @@ TEST_CASE("a dense layer of K x N takes ceil(K/8) x ceil(N/8) tiles, one read_we
   CHECK(count(p, Opcode::matmul, Field::switch_weights, 1) == 6);
   CHECK(count(p, Opcode::matmul, Field::accumulate, 1) == 4);  // K tiles 2 and 3 of each N tile
   CHECK(count(p, Opcode::activate) == 2);
-  CHECK(p.weights.size() == 6 * 64);
+  // K tiles of 8, 8 and 4 rows, N tiles of 8 and 4 columns: the partial tiles are stored as their
+  // boxes and fetched as such (rw tile_rows x tile_cols), 2 x 64 + 2 x 8 x 4 + 4 x 8 + 4 x 4 = 240
+  // bytes instead of 6 x 64.
+  CHECK(p.weights.size() == 2 * 64 + 2 * 32 + 32 + 16);
+  std::multiset<std::pair<uint64_t, uint64_t>> boxes;
+  for (const auto& in : p.code)
+    if (in.opcode == Opcode::read_weights) boxes.insert({in[Field::tile_rows], in[Field::tile_cols]});
+  CHECK(boxes == std::multiset<std::pair<uint64_t, uint64_t>>{{0, 0}, {0, 0}, {8, 4}, {8, 4}, {4, 8}, {4, 4}});
   // Each matmul streams the batch: 3 rows.
   CHECK(nth(p, Opcode::matmul, 0)[Field::rows] == 3);
   // The input DMA (host) must land before the first matmul: one sync on host (mask bit 0).
   CHECK(count(p, Opcode::sync, Field::units, 1) == 1);
+  // --mapper partial=off: every tile stored and fetched whole; the same output (lower_and_check).
+  compiler::LowerOptions whole;
+  whole.partial_tiles = false;
+  const isa::Program w = lower_and_check(b.g, arch8x8(), whole);
+  CHECK(w.weights.size() == 6 * 64);
+  CHECK(count(w, Opcode::read_weights, Field::tile_rows, 0) == 6);
+  CHECK(count(w, Opcode::read_weights, Field::tile_cols, 0) == 6);
 }
 
 // The lanes (matmul `lane`, setcfg act_lane) of a program's matmuls and activates, in order.
@@ -90,7 +105,9 @@ TEST_CASE("a wide array puts K tiles of array_rows side by side in a row: 4 x 8 
   // full slice (lanes 0 and 4), one in the last: 5. N tiles of 8 columns: 8 + 4 channels: 2.
   CHECK(count(p, Opcode::matmul) == 5 * 2);
   CHECK(count(p, Opcode::read_weights) == 10);
-  CHECK(p.weights.size() == 10 * 32);
+  // 5 K tiles of 4 full rows by N tiles of 8 and 4 columns: 5 x 4 x 8 + 5 x 4 x 4 bytes (the
+  // 4-column tiles stored compactly, docs/compiler.md "Partial tiles").
+  CHECK(p.weights.size() == 5 * 32 + 5 * 16);
   CHECK(matmul_lanes(p) == std::vector<uint64_t>{0, 4, 0, 4, 0, 0, 4, 0, 4, 0});
   CHECK(act_lanes(p) == std::vector<uint64_t>{0, 0});  // N tiles fill whole rows: no setcfg
   CHECK(count(p, Opcode::set_config, Field::reg, int64_t(isa::ConfigReg::act_lane)) == 0);
@@ -278,7 +295,7 @@ TEST_CASE("outputs larger than the accumulators are chunked, and each chunk fetc
   // 36 pixels / 8 = 5 chunks (4 of 8 pixels, one of 4); 2 N tiles: 10 passes of 1 tile each.
   CHECK(count(p, Opcode::matmul) == 10);
   CHECK(count(p, Opcode::read_weights) == 10);
-  CHECK(p.weights.size() == 2 * 64);  // the two tiles stored once
+  CHECK(p.weights.size() == 4 * 8 + 4 * 2);  // the two tiles stored once, as their 4 x 8 and 4 x 2 boxes
 }
 
 TEST_CASE("identical weight tiles are stored once and fetched for every use") {

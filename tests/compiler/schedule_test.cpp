@@ -198,9 +198,10 @@ TEST_CASE("random models at batches that do not fit run by piece schedules, bit-
       CHECK(p.meta["weight_fetches"] < loop.meta["weight_fetches"]);
     }
   }
-  // With this seed the estimate cuts 21 of the 24 models, and keeps the tensor at the cut in the UB in 6.
+  // With this seed the estimate cuts 21 of the 24 models, and keeps the tensor at the cut in the UB in 7
+  // (6 before the estimate counted a partial tile's fetch as its stored bytes only).
   CHECK(segmented == 21);
-  CHECK(resident == 6);
+  CHECK(resident == 7);
 }
 
 }  // namespace tpusim::test

@@ -50,15 +50,21 @@ void check_same_timing(const compiler::Compiled& full, const compiler::Compiled&
   if (seeded && !a.weights.empty()) CHECK(b.weights.empty());
   if (!seeded) CHECK(a.weights == b.weights);
   const std::vector<isa::WeightTileUse> ua = isa::tile_uses(a, arch.array_rows, arch.array_cols);
-  REQUIRE(ua.size() == a.weights.size() / arch.tile_bytes());
+  REQUIRE(ua.size() == a.meta.at("weight_tiles").get<uint64_t>());
   CHECK(ua == isa::tile_uses(b, arch.array_rows, arch.array_cols));
   for (size_t t = 0; t < ua.size(); ++t) {
-    const uint8_t* tile = a.weights.data() + t * arch.tile_bytes();
-    const sim::TileUse box = sim::tile_use(tile, arch.array_rows, arch.array_cols);
+    // A tile is stored whole, or (a partial tile) as its useful box (docs/compiler.md "Partial tiles").
+    const uint64_t end = t + 1 < ua.size() ? ua[t + 1].waddr : a.weights.size();
+    const bool whole = end - ua[t].waddr == arch.tile_bytes();
+    const uint64_t rows = whole ? arch.array_rows : std::max<uint32_t>(ua[t].rows, 1);
+    const uint64_t cols = whole ? arch.array_cols : std::max<uint32_t>(ua[t].cols, 1);
     INFO("tile " << t);
+    REQUIRE(end - ua[t].waddr == rows * cols);
+    const uint8_t* tile = a.weights.data() + ua[t].waddr;
+    const sim::TileUse box = sim::tile_use(tile, rows, cols);
     CHECK(box.rows <= ua[t].rows);
     CHECK(box.cols <= ua[t].cols);
-    CHECK(sim::tile_spans(tile, box.rows, arch.array_cols) <= ua[t].spans);
+    CHECK(sim::tile_spans(tile, box.rows, cols) <= ua[t].spans);
   }
   sim::RunResult ra, rb;
   const nlohmann::ordered_json ja = timing_report(a, arch, ra), jb = timing_report(b, arch, rb);
@@ -145,7 +151,11 @@ TEST_CASE("a timing-only compile's program runs on the timing engine only and is
   compiler::LoadOptions timing;
   timing.timing_only = true;
   const compiler::Compiled c = compiler::compile_file(kWorkloads / "small/mnist_mlp.toml", sim::Arch{}, timing);
-  REQUIRE(c.program.weights_not_computed == c.program.meta["weight_tiles"].get<uint64_t>() * sim::Arch{}.tile_bytes());
+  // Its image's size is the full compile's (partial tiles stored compactly: less than a whole
+  // tile each).
+  REQUIRE(c.program.weights_not_computed ==
+          compiler::compile_file(kWorkloads / "small/mnist_mlp.toml", sim::Arch{}, {}).program.weights.size());
+  REQUIRE(c.program.weights_not_computed < c.program.meta["weight_tiles"].get<uint64_t>() * sim::Arch{}.tile_bytes());
   CHECK_THROWS_WITH(sim::simulate(c.program, sim::Arch{}, {sim::Engine::fast, 0}),
                     Catch::Contains("runs on the timing engine only, not the fast engine"));
   CHECK_THAT(isa::check_program(c.program), Catch::Contains("cannot be written"));
@@ -153,7 +163,12 @@ TEST_CASE("a timing-only compile's program runs on the timing engine only and is
   isa::Program p = c.program;
   p.meta["tile_uses"].erase(0);
   CHECK_THROWS_WITH(sim::simulate(p, sim::Arch{}, {sim::Engine::timing, 0}),
-                    Catch::Contains("meta.tile_uses: expected one [rows, cols, spans] per weight tile"));
+                    Catch::Contains("meta.tile_uses[0]: a tile at weight address") &&
+                        Catch::Contains("expected one [rows, cols, spans, waddr] per weight tile"));
+  p.meta["tile_uses"] = c.program.meta["tile_uses"];
+  p.meta["tile_uses"].erase(p.meta["tile_uses"].size() - 1);
+  CHECK_THROWS_WITH(sim::simulate(p, sim::Arch{}, {sim::Engine::timing, 0}),
+                    Catch::Contains("does not end the weight image's"));
   p.meta.erase("tile_uses");
   CHECK_THROWS_WITH(sim::simulate(p, sim::Arch{}, {sim::Engine::timing, 0}), Catch::Contains("needs meta.tile_uses"));
 }

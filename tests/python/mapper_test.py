@@ -1,6 +1,6 @@
 """tpusim.run / tpusim.compile with mapper= (compiler/lower_options.h): the same switches and
 figures as `tpusim run --mapper` (tests/CMakeLists.txt pins LeNet-5 at batch 8 on tpu-v1: 7 weight
-tiles and 68,178 cycles packed and dense, 74,366 with dense off; 77 tiles and 255,029 cycles with
+tiles and 68,178 cycles packed and dense, 74,366 with dense off; 77 tiles and 215,464 cycles with
 pack off), and clear refusals."""
 import sys
 
@@ -13,10 +13,10 @@ packed = tpusim.run(lenet, engine="timing")
 plain = tpusim.run(lenet, engine="timing", mapper={"pack": False})
 assert packed["cycles"] == 68178, packed["cycles"]
 assert tpusim.run(lenet, engine="timing", mapper={"dense": False})["cycles"] == 74366
-assert plain["cycles"] == 255029, plain["cycles"]
+assert plain["cycles"] == 215464, plain["cycles"]
 assert packed["mapper"] == {}, packed["mapper"]
 assert plain["mapper"] == {"pack": False}, plain["mapper"]
-assert tpusim.run(lenet, engine="timing", mapper={"pack": "off"})["cycles"] == 255029
+assert tpusim.run(lenet, engine="timing", mapper={"pack": "off"})["cycles"] == 215464
 assert tpusim.compile(lenet, mapper={"pack": False})["weight_tiles"] == 77
 assert tpusim.compile(lenet)["weight_tiles"] == 7
 
@@ -37,11 +37,11 @@ refused(lambda: tpusim.run(f"{src}/workloads/asm/matmul.s", engine="timing", map
         "mapper applies to models, not programs")
 print("ok")
 
-# precision= as --precision (tests/CMakeLists.txt: wide_mlp.toml takes 4,328 cycles with int8 weights,
-# 5,678 with the 16-bit fc1 the automatic choice gives it).
+# precision= as --precision (tests/CMakeLists.txt: wide_mlp.toml takes 3,538 cycles with int8 weights,
+# 4,050 with the 16-bit fc1 the automatic choice gives it).
 wide = f"{src}/workloads/small/wide_mlp.toml"
-assert tpusim.run(wide, engine="timing")["cycles"] == 5678
-assert tpusim.run(wide, engine="timing", precision="int8")["cycles"] == 4328
+assert tpusim.run(wide, engine="timing")["cycles"] == 4050
+assert tpusim.run(wide, engine="timing", precision="int8")["cycles"] == 3538
 refused(lambda: tpusim.run(wide, engine="timing", precision="int16"),
         "precision: 'int16': expected 'auto', 'int8' or 'wide'")
 refused(lambda: tpusim.run(f"{src}/workloads/asm/matmul.s", engine="timing", precision="int8"),

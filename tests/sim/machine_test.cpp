@@ -2,6 +2,8 @@
 // arithmetic beside them. Machine: tests/sim/machine_support.h small_arch() (4x4 array,
 // N = M = 4; tile transfer 4 cycles + 3 latency; host 1 byte/cycle + 10; act 1 row/cycle + 2).
 // A matmul of B vectors starting at t0 ends at t0 + B + N + M - 1 = t0 + B + 7.
+#include <fmt/format.h>
+
 #include "machine_support.h"
 
 using namespace tpusim;
@@ -107,6 +109,69 @@ TEST_CASE("a full weight FIFO holds read_weights until a tile shifts out", "[mac
   CHECK(r.fast.timeline[2] == InstructionTiming{2, 23, 32});
   CHECK(r.fast.matrix.weight_stall == 6 + 5);
   CHECK(r.fast.matrix.weight_shift == 4 + 4);
+}
+
+TEST_CASE("a partial tile - only its stored box crosses the weight memory link", "[machine]") {
+  isa::Program p = assemble(R"(
+    .weights w, 0, 6, init=zero
+    rw waddr=w, tiles=1, tile_rows=2, tile_cols=3
+    matmul ub=0, acc=0, rows=3, switch
+    halt)");
+  p.weights = {1, 2, 3, 4, 5, 6};  // W[0][0..2] = 1 2 3, W[1][0..2] = 4 5 6; the rest zero-filled
+  const auto r = run_all(p, small_arch());
+  // rw: issued 0, starts 1, requests its tile at 1, done at 2. The tile is 2 x 3 = 6 bytes:
+  // ceil(6 x 1000 / 4000) = 2 cycles on the bus, [1, 3) (a whole tile: 4), usable 3 + 3 = 6;
+  // its shift still takes N = 4 rows: s = 6, matmul t0 = 10 (weight stall [2, 6) = 4, weight
+  // shift [6, 10) = 4), end = 10 + 3 + 7 = 20.
+  CHECK(r.fast.timeline[0] == InstructionTiming{0, 1, 2});
+  CHECK(r.fast.timeline[1] == InstructionTiming{1, 10, 20});
+  CHECK(r.fast.cycles == 20);
+  CHECK(r.fast.weight_mem_busy == 2);
+  CHECK(r.fast.matrix.weight_stall == 4);
+  CHECK(r.fast.matrix.weight_shift == 4);
+  CHECK(r.fast.matrix.array_active == 3);
+  // Useful MACs: 3 vectors x the 2 x 3 box; the array's 4 x 4 cells all compute.
+  CHECK(r.fast.macs == 3 * 6);
+  CHECK(r.fast.array_macs == 3 * 16);
+}
+
+TEST_CASE("a partial tile computes as the whole tile with zeros outside its box", "[machine]") {
+  // A whole tile (random, nonzero cells everywhere) is active first, so the partial tile's zero
+  // fill must overwrite every cell outside its box in the shadow. The same program with the
+  // partial tile stored whole (its box, zeros around it) gives the same accumulators.
+  const std::string body = R"(
+    .input  x, 0, 16, init=random(5)
+    rhm    host=x, ub=0, rows=4
+    sync   units=host
+    rw     waddr=w, tiles=1
+    rw     waddr=w2, tiles=1{}
+    matmul ub=0, acc=0, rows=4, switch
+    matmul ub=0, acc=4, rows=4, switch
+    matmul ub=0, acc=4, rows=4, accumulate
+    halt)";
+  isa::Program compact = assemble(".weights w, 0, 16, init=random(1)\n.weights w2, 16, 6, init=zero\n" +
+                                  fmt::format(fmt::runtime(body), ", tile_rows=3, tile_cols=2"));
+  isa::Program whole = assemble(".weights w, 0, 16, init=random(1)\n.weights w2, 16, 16, init=zero\n" +
+                                fmt::format(fmt::runtime(body), ""));
+  const uint8_t box[3][2] = {{0x81, 7}, {0, 0x7f}, {0xfe, 3}};  // 3 x 2, W[k][j]
+  for (int k = 0; k < 3; ++k)
+    for (int j = 0; j < 2; ++j) {
+      compact.weights[16 + k * 2 + j] = box[k][j];
+      whole.weights[16 + k * 4 + j] = box[k][j];
+    }
+  const auto a = run_all(compact, small_arch());  // each: every engine, bit-exact with the reference
+  const auto b = run_all(whole, small_arch());
+  std::string why;
+  CHECK(sim::same_memories(*a.fast.state, *b.fast.state, &why));
+  INFO(why);
+  const sim::MachineState& s = *a.fast.state;
+  for (uint64_t i = 4; i < 8; ++i) {
+    CHECK(s.acc_row(i)[2] == 0);  // columns 2, 3: outside the box
+    CHECK(s.acc_row(i)[3] == 0);
+  }
+  // The partial tile moves 6 bytes (2 cycles) instead of 16 (4): the whole tile's run is longer.
+  CHECK(a.fast.weight_mem_busy == 4 + 2);
+  CHECK(b.fast.weight_mem_busy == 4 + 4);
 }
 
 TEST_CASE("DMA and activate and syncs - input stall and RAW stall", "[machine]") {

@@ -253,6 +253,26 @@ TEST_CASE("check_static follows setcfg and checks weight fetches", "[reference]"
                    tiny()),
       "instruction 0 (rw waddr=0x10, tiles=2): reads weight bytes 0x10..0x2f, but the weight image "
       "holds only 40 bytes (never loaded)");
+  // A partial tile's box: within the array, and its compact bytes within the image (2 x 3 x 4 = 24
+  // bytes from 16 fit 40; a whole tile's 2 x 16 would not).
+  CHECK_NOTHROW(check_static(tiny_program({make(Opcode::read_weights, {{Field::waddr, 16}, {Field::tiles, 4},
+                                                                       {Field::tile_rows, 2}, {Field::tile_cols, 3}}),
+                                           make(Opcode::halt)},
+                                          40),
+                             tiny()));
+  REQUIRE_THROWS_WITH(
+      check_static(tiny_program({make(Opcode::read_weights, {{Field::tiles, 1}, {Field::tile_rows, 5}})}, 40), tiny()),
+      "instruction 0 (rw waddr=0x0, tiles=1, tile_rows=5): tile_rows = 5, but the array has 4 rows");
+  REQUIRE_THROWS_WITH(
+      check_static(tiny_program({make(Opcode::read_weights, {{Field::tiles, 1}, {Field::tile_cols, 9}})}, 40), tiny()),
+      "instruction 0 (rw waddr=0x0, tiles=1, tile_cols=9): tile_cols = 9, but the array has 4 columns");
+  REQUIRE_THROWS_WITH(
+      check_static(tiny_program({make(Opcode::read_weights, {{Field::waddr, 16}, {Field::tiles, 5},
+                                                             {Field::tile_rows, 2}, {Field::tile_cols, 3}})},
+                                40),
+                   tiny()),
+      "instruction 0 (rw waddr=0x10, tiles=5, tile_rows=2, tile_cols=3): reads weight bytes 0x10..0x2d, but the "
+      "weight image holds only 40 bytes (never loaded)");
 }
 
 TEST_CASE("no error depends on data - a perchan shift byte uses its low 6 bits", "[reference]") {
@@ -289,6 +309,24 @@ TEST_CASE("weight_tile: tile t of an rw, and reads past the weight image", "[ref
   REQUIRE_THROWS_WITH(weight_tile(s, rw, 2),
                       Contains("rw waddr=0x4, tiles=3, unsigned: reads weight bytes 0x24..0x33, but the "
                                "weight image holds only 40 bytes (never loaded)"));
+}
+
+TEST_CASE("weight_tile: a partial tile's compact box, zeros outside it", "[reference]") {
+  const isa::Program p = tiny_program({}, 40);  // weight byte i holds i
+  const MachineState s = make_state(p, tiny());
+  const auto rw = make(Opcode::read_weights,
+                       {{Field::waddr, 4}, {Field::tiles, 3}, {Field::tile_rows, 2}, {Field::tile_cols, 3}});
+  CHECK(tile_box(tiny(), rw).bytes() == 6);
+  const WeightTile t1 = weight_tile(s, rw, 1);  // at 4 + 1 x 2 x 3 = 10
+  CHECK((t1.waddr == 10 && t1.rows == 2 && t1.cols == 3 && t1.partial()));
+  CHECK(t1.weight(1, 2, 4) == 15);  // byte 10 + 1 x 3 + 2: rows are 3 bytes apart
+  CHECK(t1.weight(0, 3, 4) == 0);   // column 3: outside the box
+  CHECK(t1.weight(2, 0, 4) == 0);   // row 2: outside the box
+  std::vector<uint8_t> full;
+  t1.expand(4, 4, full);
+  CHECK(full == std::vector<uint8_t>{10, 11, 12, 0, 13, 14, 15, 0, 0, 0, 0, 0, 0, 0, 0, 0});
+  // A whole tile (tile_rows = tile_cols = 0) is the array's 4 x 4.
+  CHECK_FALSE(weight_tile(s, make(Opcode::read_weights, {{Field::tiles, 1}}), 0).partial());
 }
 
 TEST_CASE("same_memories names the first difference", "[reference]") {
