@@ -24,6 +24,7 @@ struct Limits {
   bool dense = false;          // some matmuls read and activates write dense rows (setcfg dense_rows ..)
   bool wide = false;           // some matmuls have 16-bit inputs or weights (setcfg mm_in_hi, mm_weight_hi)
   bool elements16 = false;     // some activates write and vecs read or write 16-bit elements (act_high, vec_high_*)
+  bool partial = false;        // some read_weights fetch partial tiles (rw tile_rows x tile_cols, compact)
 };
 
 class ProgramGenerator {
@@ -301,9 +302,14 @@ class ProgramGenerator {
 
   void block() {
     const uint64_t tiles = pick(1, 2);
+    // A partial tile's box (compact, zero-filled in the FIFO): its tiles x box bytes from the
+    // tile's address stay inside the 8-tile image (next_tile_ <= 6, tiles <= 2).
+    const bool partial = lim_.partial && chance(0.5);
     emit(Opcode::read_weights, {{Field::waddr, next_tile_ * arch_.tile_bytes()},
                                 {Field::tiles, tiles},
-                                {Field::unsigned_data, chance(0.3)}});
+                                {Field::unsigned_data, chance(0.3)},
+                                {Field::tile_rows, partial ? pick(1, arch_.array_rows) : 0},
+                                {Field::tile_cols, partial ? pick(1, arch_.array_cols) : 0}});
     next_tile_ = (next_tile_ + tiles) % 7;
     const bool narrow = chance(0.3);
     if (narrow) emit(Opcode::set_config, {{Field::reg, 1}, {Field::value, pick(1, arch_.ub_row_bytes())}});
@@ -342,7 +348,7 @@ bool sets_any(const isa::Program& p, std::initializer_list<isa::ConfigReg> regs)
 
 // Runs `count` random programs; returns how many ran (the rest were refused on every engine alike),
 // and in `ran_16` (when given) how many of those that ran use 16-bit elements.
-int differential(uint64_t seed, int count, const Limits& lim, int* ran_16 = nullptr) {
+int differential(uint64_t seed, int count, const Limits& lim, int* ran_16 = nullptr, int* ran_partial = nullptr) {
   int ran = 0;
   for (int n = 0; n < count; ++n) {
     ProgramGenerator gen(seed + uint64_t(n), lim);
@@ -361,6 +367,10 @@ int differential(uint64_t seed, int count, const Limits& lim, int* ran_16 = null
       if (ran_16)
         *ran_16 += sets_any(p, {isa::ConfigReg::act_high, isa::ConfigReg::vec_high_a, isa::ConfigReg::vec_high_b,
                                 isa::ConfigReg::vec_high_out});
+      if (ran_partial)
+        *ran_partial += std::any_of(p.code.begin(), p.code.end(), [](const isa::Instruction& in) {
+          return in.opcode == Opcode::read_weights && (in[Field::tile_rows] || in[Field::tile_cols]);
+        });
       continue;
     }
     INFO("refused: " << error);
@@ -437,6 +447,26 @@ TEST_CASE("differential - 16-bit elements (setcfg act_high, vec_high_a, vec_high
   const int shared = differential(9900, 100, lim, &high);
   CHECK(shared >= 30);  // 63 of 100
   CHECK(high >= 25);    // 48 of the 63
+}
+
+TEST_CASE("differential - partial weight tiles (rw tile_rows, tile_cols), with 16-bit matmuls, dense rows, a "
+          "one-tile FIFO and shared UB rows",
+          "[machine][differential]") {
+  // Half the read_weights fetch a random tile_rows x tile_cols box: the fast engine zero-fills
+  // it before packing, the stepped engine shifts the fill into the array, the timing engine
+  // moves only the box's bytes; every engine and the reference executor agree.
+  Limits lim{{4, 5, 8, 16}, false, false, false, true, true};
+  lim.partial = true;
+  int partial = 0;
+  const int ran = differential(10100, 150, lim, nullptr, &partial);
+  CHECK(ran >= 40);       // 121 of 150 run, the rest refused alike by every engine
+  CHECK(partial >= 30);   // 86 of the 121 fetch a partial tile
+  lim = Limits{{4, 8}, true, true};
+  lim.partial = true;
+  partial = 0;
+  const int stressed = differential(10300, 100, lim, nullptr, &partial);
+  CHECK(stressed >= 25);  // 59 of 100
+  CHECK(partial >= 15);   // 45 of the 59
 }
 
 TEST_CASE("differential - stressed weight FIFO and queues and slow memories", "[machine][differential]") {
