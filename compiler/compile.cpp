@@ -215,15 +215,18 @@ OutputCheck check_output(Compiled& c, std::span<const uint8_t> output_region, co
   const QTensor& out = c.graph.tensors.at(c.graph.output);
   const std::vector<int8_t>& want = *golden;
   const std::vector<int8_t> got = from_tpu_order(output_region, out.shape, c.graph.batch, lanes(arch), piece(c.program));
-  r.elements = want.size();
+  r.elements = want.size() / (out.bits == 16 ? 2 : 1);
   r.matches = got == want;
   if (!r.matches) {
     const auto [a, b] = std::mismatch(got.begin(), got.end(), want.begin(), want.end());
-    const uint64_t i = static_cast<uint64_t>(a - got.begin()), ch = out.shape.c, px = out.shape.pixels();
+    // (a 16-bit output: the element of the first differing byte, both values whole)
+    const uint64_t byte = static_cast<uint64_t>(a - got.begin()), ch = out.shape.c, px = out.shape.pixels();
+    const uint64_t all = c.graph.batch * out.shape.elements(), i = byte % all;
     const uint64_t n = i / (px * ch), p = i / ch % px;
+    const std::vector<int32_t> gv = tensor_values(got, out.bits), wv = tensor_values(want, out.bits);
     r.first_difference = fmt::format("sample {}, pixel ({}, {}), channel {}: simulated {}, golden {}", n,
-                                     p / out.shape.w, p % out.shape.w, i % ch, a == got.end() ? 0 : *a,
-                                     b == want.end() ? 0 : *b);
+                                     p / out.shape.w, p % out.shape.w, i % ch, i < gv.size() ? gv[i] : 0,
+                                     i < wv.size() ? wv[i] : 0);
   }
   // The float reference on the calibration samples (a prefix of the batch: NHWC is batch-major).
   // (The calibration run's, when it ran on those samples: the same loops on the same data.)
@@ -233,9 +236,11 @@ OutputCheck check_output(Compiled& c, std::span<const uint8_t> output_region, co
   if (c.float_output.empty())
     computed_ref = on_first_samples(c.model, c.model.calibration_samples, [](const Model& m) { return run_float(m); }).back();
   const std::vector<float>& ref = c.float_output.empty() ? computed_ref : c.float_output;
-  if (ref.size() > want.size())
+  if (ref.size() > want.size() / (out.bits == 16 ? 2 : 1))
     throw std::logic_error("the float reference has more output values than the golden reference");
-  r.error = quant_error(ref, std::vector<int8_t>(want.begin(), want.begin() + std::ptrdiff_t(ref.size())), out.scale);
+  std::vector<int32_t> values = tensor_values(want, out.bits);  // (a 16-bit output: its two planes joined)
+  values.resize(std::min(values.size(), ref.size()));
+  r.error = quant_error(ref, values, out.scale);
   return r;
 }
 
@@ -252,7 +257,8 @@ Accuracy top1_accuracy(Compiled& c, std::span<const uint8_t> output_region, cons
   for (uint64_t i = 0; i < n; ++i)
     if (labels[i] < 0 || uint64_t(labels[i]) >= classes)
       throw InputError(fmt::format("labels: sample {}: class {}; the model has classes 0..{}", i, labels[i], classes - 1));
-  const std::vector<int8_t> got = from_tpu_order(output_region, out.shape, n, lanes(arch), piece(c.program));
+  const std::vector<int32_t> got =
+      tensor_values(from_tpu_order(output_region, out.shape, n, lanes(arch), piece(c.program)), out.bits);
   if (c.float_parameters_released)
     throw std::logic_error("top1_accuracy: the compile released the float parameters (LoadOptions::release_float_parameters)");
   const std::vector<float> ref = run_float(c.model).back();

@@ -150,7 +150,7 @@ void Emitter::matmul(isa::Instruction inst, bool switches, TileFetch fetch, cons
     for (size_t r = 0, low = reads.size(); r < low; ++r) reads.push_back({reads[r].first + pack_.mm_in_hi, reads[r].rows});
   const bool latest = stream_need(reads);
   touch(kMatrix, reads, {});
-  work_.vectors += rows * repeat * sim::vector_cycles(pack_, arch_);
+  work_.vectors += sim::stream_cycles(pack_, arch_, rows * repeat);  // (both passes of 16-bit inputs)
   work_.switches += switches;
   if (switches) {
     work_.weight_bytes += fetch.rows ? uint64_t(fetch.rows) * fetch.cols : arch_.tile_bytes();

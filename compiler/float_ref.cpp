@@ -4,6 +4,7 @@
 // output shape), so the quantizer can rely on a model that ran here.
 #include <algorithm>
 #include <cmath>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -335,6 +336,19 @@ FloatRun run_float_detailed(const Model& model) {
 std::vector<std::vector<float>> run_float(const Model& model) { return run_float_detailed(model).outputs; }
 
 QuantError quant_error(const std::vector<float>& reference, const std::vector<int8_t>& golden, double scale) {
+  return quant_error(reference, std::vector<int32_t>(golden.begin(), golden.end()), scale);
+}
+
+std::vector<int32_t> tensor_values(const std::vector<int8_t>& data, int bits) {
+  if (bits != 16) return {data.begin(), data.end()};
+  if (data.size() % 2) throw std::logic_error("tensor_values: a 16-bit tensor of an odd number of bytes");
+  const size_t n = data.size() / 2;
+  std::vector<int32_t> v(n);
+  for (size_t i = 0; i < n; ++i) v[i] = int32_t{static_cast<uint8_t>(data[i])} + 256 * int32_t{data[n + i]};
+  return v;
+}
+
+QuantError quant_error(const std::vector<float>& reference, const std::vector<int32_t>& golden, double scale) {
   if (reference.size() != golden.size())
     throw InputError(fmt::format("quantization error: {} float values against {} quantized", reference.size(),
                                  golden.size()));

@@ -186,20 +186,22 @@ void Golden::exec(const MatmulOp& op) {
   for (const View& v : op.inputs) in.push_back(span(v));
   const Span out = span(op.output);
   check(op, in, out);
-  for (size_t i = 0; i < in.size(); ++i)
-    if (in[i].high) fail(where_, "input {} is a 16-bit tensor: matmul inputs are int8", g_.tensors[size_t(op.inputs[i].tensor)].name);
+  // 16-bit inputs (setcfg mm_in_hi on the machine): each element read from its two byte planes.
+  const bool wide_in = std::any_of(in.begin(), in.end(), [](const Span& s) { return s.high != 0; });
   const uint64_t n = op.n, k = op.k, kh = op.kernel_h, kw = op.kernel_w, st = op.stride, pad = op.pad;
   const bool pointwise = kh == 1 && kw == 1 && st == 1 && pad == 0;
   std::vector<uint64_t> tap_c, tap_row;  // channels and first weight row of each tap
+  std::vector<const Span*> tap_in;       // the input each tap reads
   if (pointwise) {
     for (const Span& s : in) {
       if (s.count != out.count) fail(where_, "an input view has {} pixels, the output {}", s.count, out.count);
       tap_row.push_back(tap_c.empty() ? 0 : tap_row.back() + tap_c.back());
       tap_c.push_back(s.c);
+      tap_in.push_back(&s);
     }
   } else {
     if (in.size() != 1) fail(where_, "a {} x {} kernel needs exactly one input", kh, kw);
-    for (uint64_t t = 0; t < kh * kw; ++t) tap_c.push_back(k), tap_row.push_back(t * k);
+    for (uint64_t t = 0; t < kh * kw; ++t) tap_c.push_back(k), tap_row.push_back(t * k), tap_in.push_back(&in[0]);
   }
   const Shape& is = g_.tensors[static_cast<size_t>(op.inputs[0].tensor)].shape;
   const Shape& os = g_.tensors[static_cast<size_t>(op.output.tensor)].shape;
@@ -217,7 +219,7 @@ void Golden::exec(const MatmulOp& op) {
   };
 
   // 16-bit weights (both byte planes) as integers; int8 weights are read as they are.
-  const bool gemm = !o_.plain && !op.wide_weights();
+  const bool gemm = !o_.plain && !op.wide_weights() && !wide_in;
   std::vector<int32_t> wide;
   if (op.wide_weights()) {
     wide.resize(op.weights.size());
@@ -244,7 +246,7 @@ void Golden::exec(const MatmulOp& op) {
       for (uint64_t c = 0; c < tap_c[t]; ++c) {
         const uint64_t w0 = (tap_row[t] + c) * n;
         for (uint64_t i = 0; i < count; ++i) {
-          const int32_t v = px[i] ? px[i][c] : 0;
+          const int32_t v = px[i] ? tap_in[t]->value(px[i] + c) : 0;
           if (v == 0) continue;
           if (wide.empty()) multiply_add(&acc[i * n], &op.weights[w0], v, n);
           else multiply_add_wide(&acc[i * n], &wide[w0], v, n);

@@ -66,6 +66,11 @@ struct Layer {
   // dense, conv2d: the weights' precision, 8 or 16 bits, as the description gives it (key
   // weight_bits); unset: the quantizer chooses (Model::precision, docs/compiler.md "16-bit layers").
   std::optional<uint8_t> weight_bits;
+  // dense, conv2d, lstm, add, mul, activation: the output tensor's element width, 8 or 16 bits
+  // (key output_bits); unset: 8, except where the quantizer's rules widen it (an lstm's h when
+  // its precision is 16-bit, the model's output: Model::output_bits; docs/compiler.md
+  // "16-bit tensors"). A 16-bit tensor feeds matmuls at half speed (setcfg mm_in_hi).
+  std::optional<uint8_t> output_bits;
   uint64_t stack = 1;                   // lstm: stacked layers
   bool return_sequences = false;        // lstm: output every step's h ([steps, units]) or the last ([units])
 
@@ -97,9 +102,12 @@ struct ModelInput {
   std::optional<double> scale;   // quantization scale given in the description
 };
 
-// Which dense and conv2d layers get 16-bit weights where their description does not say
-// (Layer::weight_bits): `automatic` those whose int8 weights lose more than
-// Model::wide_error (docs/compiler.md, "16-bit layers"), `int8` none, `wide` all.
+// Which layers get 16-bit weights (and tensors) where their description does not say
+// (Layer::weight_bits, Layer::output_bits): `automatic` the dense and conv2d layers whose int8
+// weights lose more than Model::wide_error, the lstm layers whose measured int8 error is more
+// than twice their 16-bit one, an LSTM's gates and cell (docs/compiler.md, "16-bit layers",
+// "Element width"); `int8` none: every weight and tensor int8 ([quantization] elements = "int8"
+// and --int8-elements are its earlier spellings); `wide` every layer's weights.
 enum class Precision { automatic, int8, wide };
 
 struct Model {
@@ -120,21 +128,28 @@ struct Model {
   // front ends set calibration_samples to 0: the quantization error is measured on every input.
   std::vector<std::vector<float>> calibration;
   uint64_t calibration_batch = 0;
-  // 16-bit elements where the quantizer's rule puts them (quantize.cpp, "Element width"); false:
-  // every tensor int8 (description: [quantization] elements = "int8"; the GPU and CPU runners,
-  // whose kernels are int8 only).
+  // 16-bit tensors allowed (quantize.cpp, "Element width"); false: every tensor int8 whatever
+  // the keys say (LoadOptions::int8_elements: the GPU and CPU runners, whose kernels are int8
+  // only). Precision::int8 keeps the automatic choices int8 but lets a layer's keys widen.
   bool wide_elements = true;
+  // The model output's element width: 8 or 16 ([quantization] output_bits, --output-bits); 0
+  // (automatic): 16 when the layer that writes it reads a 16-bit tensor, else 8 (quantize.cpp,
+  // "Element width"). A 16-bit output is calibrated with headroom (twice the calibrated range:
+  // values the calibration samples did not reach do not saturate).
+  uint8_t output_bits = 0;
   std::vector<Layer> layers;       // topological order; the last one is the model's output
 };
 
 // ---- the quantized integer graph ---------------------------------------------------------------
 
 // An int8 (or int16) tensor: real value = scale x stored integer (symmetric, no zero point).
-// A 16-bit tensor (bits = 16, the quantizer's rule in quantize.cpp: tensors only the activation
-// unit reads) is written by act (setcfg act_high) or vec (vec_high_out) and read only by vec
-// (vec_high_a / vec_high_b): never a matmul's or pool's input, a model input or its output. In
-// run_golden's result it is 2 x elements bytes: the low bytes (bits 0..7) of every element, then
-// the high bytes (bits 8..15), as the two byte planes in the UB and in host memory.
+// A 16-bit tensor (bits = 16, the quantizer's rules in quantize.cpp, "Element width") is written
+// by act (setcfg act_high) or vec (vec_high_out) and read by vec (vec_high_a / vec_high_b) or by
+// a matmul (setcfg mm_in_hi: two byte-plane passes, half speed); never a pool's input or output
+// nor a model input; it may be the model's output. In run_golden's result it is 2 x elements
+// bytes: the low bytes (bits 0..7) of every element, then the high bytes (bits 8..15), as the
+// two byte planes in the UB and in host memory (an output region holds the low plane of the
+// whole batch, then the high plane).
 struct QTensor {
   std::string name;  // unique: the producing layer's name, with a suffix for LSTM internals
   Shape shape;
@@ -152,6 +167,7 @@ struct View {
 
 // dense, conv2d, an LSTM gate: out[n][y][x][j] = func(requant(sum + bias[j])) where
 //   sum = sum over kernel positions (r, s) and k < K of in[n][y*stride + r - pad][x*stride + s - pad][k] x w[r][s][k][j]
+// (an input element int8, or int16 where its tensor is 16-bit)
 // (zero outside the map), accumulated in int32 with wrap-around; the inputs are concatenated
 // along channels (weight rows 0..c0-1 read inputs[0], the next c1 rows inputs[1], ...), and a
 // kernel larger than 1 x 1 needs exactly one input. requant(v) = round_half_away(v x mult[j] /

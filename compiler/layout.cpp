@@ -73,14 +73,20 @@ void for_each_element(const Shape& shape, uint64_t total, uint64_t lanes, uint64
 std::vector<uint8_t> to_tpu_order(std::span<const int8_t> nhwc, const Shape& shape, uint64_t batch, uint64_t lanes,
                                   uint64_t piece) {
   std::vector<uint8_t> out(nhwc.size());
-  for_each_element(shape, batch, lanes, piece, [&](uint64_t i, uint64_t t) { out[t] = static_cast<uint8_t>(nhwc[i]); });
+  const uint64_t plane = batch * shape.elements();  // (a 16-bit tensor: two planes, each converted alike)
+  for (uint64_t p0 = 0; p0 < out.size(); p0 += plane)
+    for_each_element(shape, batch, lanes, piece,
+                     [&](uint64_t i, uint64_t t) { out[p0 + t] = static_cast<uint8_t>(nhwc[p0 + i]); });
   return out;
 }
 
 std::vector<int8_t> from_tpu_order(std::span<const uint8_t> tpu, const Shape& shape, uint64_t batch, uint64_t lanes,
                                    uint64_t piece) {
   std::vector<int8_t> out(tpu.size());
-  for_each_element(shape, batch, lanes, piece, [&](uint64_t i, uint64_t t) { out[i] = static_cast<int8_t>(tpu[t]); });
+  const uint64_t plane = batch * shape.elements();
+  for (uint64_t p0 = 0; p0 < out.size(); p0 += plane)
+    for_each_element(shape, batch, lanes, piece,
+                     [&](uint64_t i, uint64_t t) { out[p0 + i] = static_cast<int8_t>(tpu[p0 + t]); });
   return out;
 }
 

@@ -103,7 +103,9 @@ std::vector<Run> runs(const Storage& st, uint64_t s, uint64_t first, uint64_t co
 // The zero border of a padded storage, as UB row ranges (first, rows) per slice.
 std::vector<std::pair<uint64_t, uint64_t>> border_ranges(const Storage& st);
 
-// NHWC (batch-major) int8 data <-> TPU order host bytes (see above).
+// NHWC (batch-major) int8 data <-> TPU order host bytes (see above). Data of a 16-bit tensor (the
+// low byte plane of the whole batch, then the high plane: graph.h QTensor) convert plane by plane:
+// the size is a multiple of batch x elements, each multiple a plane.
 // A batch lowered in pieces (compiler/lower.cpp) holds the pieces one after the other, each in TPU
 // order with its own sample count: `piece` samples each, the last the rest (0: one piece).
 std::vector<uint8_t> to_tpu_order(std::span<const int8_t> nhwc, const Shape& shape, uint64_t batch, uint64_t lanes,

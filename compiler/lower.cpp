@@ -501,13 +501,11 @@ void Lowering::plan_storage() {
                                    g_.tensors[t].name, g_.tensors[t].bits));
     storage_[t].planes = g_.tensors[t].bits == 16 ? 2 : 1;
   }
-  // 16-bit tensors: written by activates or vecs, read only by vecs (graph.h QTensor), never the
-  // model's input or output.
+  // 16-bit tensors: written by activates or vecs, read by vecs and matmuls (graph.h QTensor),
+  // never a pool's operand nor the model's input; the model's output may be one.
   const auto wide = [&](const View& v) { return v.tensor >= 0 && size_t(v.tensor) < nt && storage_[v.tensor].planes > 1; };
   for (int t : g_.inputs)
     if (wide(View{t})) throw InputError(fmt::format("model {}: input tensor {} is 16-bit: inputs are int8", g_.name, g_.tensors[t].name));
-  if (wide(View{g_.output}))
-    throw InputError(fmt::format("model {}: the output tensor {} is 16-bit: outputs are int8", g_.name, g_.tensors[g_.output].name));
   const auto use = [&](const View& v, size_t i) {
     if (v.tensor < 0 || static_cast<size_t>(v.tensor) >= nt) fail(i, "reads a tensor that does not exist");
     last_use_[v.tensor] = static_cast<int64_t>(i);
@@ -522,10 +520,7 @@ void Lowering::plan_storage() {
         [&](const auto& op) {
           using T = std::decay_t<decltype(op)>;
           if constexpr (std::is_same_v<T, MatmulOp>) {
-            for (const View& v : op.inputs) {
-              if (wide(v)) fail(i, fmt::format("a matmul reads the 16-bit tensor {}: matmul inputs are int8", g_.tensors[v.tensor].name));
-              use(v, i);
-            }
+            for (const View& v : op.inputs) use(v, i);
             if (op.pad) storage_[op.inputs.at(0).tensor].pad = std::max(storage_[op.inputs[0].tensor].pad, op.pad);
           } else if constexpr (std::is_same_v<T, PoolOp>) {
             if (wide(op.input) || wide(op.output)) fail(i, "a pool reads or writes a 16-bit tensor: pools are int8");
@@ -593,7 +588,8 @@ void Lowering::allocate(int t, size_t op) {
         st.ub_rows(), alloc_.largest(), t);
   placed_[t] = true;
   live_[t] = true;
-  for (const auto& [first, rows] : border_ranges(st)) em_.zero({first, rows});
+  for (uint64_t p = 0; p < st.planes; ++p)  // (a 16-bit tensor's high plane has the same border)
+    for (const auto& [first, rows] : border_ranges(st)) em_.zero({first + p * st.high(), rows});
 }
 
 // One pass: N tile n over one chunk of output pixels. steps[t] are the matmuls of the pass's
@@ -623,6 +619,8 @@ void Lowering::pass(size_t i, const MatmulOp& m, const LaneTile& n, const std::v
             const TileFetch waddr = tile_address(m, n, input, r, s, k, plane);
             sim::PackRegs regs = dense_read(storage_[m.inputs[input].tensor], k);
             regs.mm_weight_hi = uint64_t(plane);
+            // A 16-bit input: both byte planes streamed, half speed (docs/timing.md).
+            regs.mm_in_hi = storage_[m.inputs[input].tensor].high();
             bool first = true;
             for (const MatmulStep& st : stream_split(steps[t], regs)) {
               isa::Instruction in = isa::make_instruction(Opcode::matmul);
@@ -739,7 +737,14 @@ void Lowering::lower(size_t i, const MatmulOp& m) {
   if (m.groups == 0 || m.k % m.groups || m.n % m.groups)
     fail(i, fmt::format("{} groups for {} input and {} output channels (both must be multiples of it)", m.groups,
                         m.k, m.n));
-  if (m.wide_weights()) stats_[layer_].precision = "16-bit weights";
+  {
+    const bool wide_in = std::any_of(m.inputs.begin(), m.inputs.end(),
+                                     [&](const View& v) { return storage_[v.tensor].planes > 1; });
+    if (m.wide_weights() || wide_in)
+      stats_[layer_].precision = m.wide_weights() && wide_in ? "16-bit weights and inputs"
+                                 : m.wide_weights()          ? "16-bit weights"
+                                                             : "16-bit inputs";
+  }
   const uint64_t half = arch_.acc_entries / 2;
   const bool linear = m.kernel_h == 1 && m.kernel_w == 1 && m.stride == 1 && m.pad == 0;
   // The chunks of output pixels, each with its matmul steps per weight tile.
@@ -982,7 +987,7 @@ void Lowering::activate_pooled(const MatmulOp& m, const PoolOp& p, const LaneTil
 std::optional<Packing> Lowering::packing_for(const MatmulOp& m, uint64_t batch) const {
   if (!options_.pack || m.inputs.size() != 1 || (m.kernel_h == 1 && m.kernel_w == 1 && m.stride == 1 && m.pad == 0))
     return std::nullopt;
-  if (m.wide_weights()) return std::nullopt;
+  if (m.wide_weights() || storage_[m.inputs[0].tensor].planes > 1) return std::nullopt;  // (nor 16-bit inputs)
   const Shape& is = g_.tensors[m.inputs[0].tensor].shape;
   const Shape& os = g_.tensors[m.output.tensor].shape;
   const uint64_t total = os.h * os.w * batch, budget = total <= arch_.acc_entries ? total : arch_.acc_entries / 2;
@@ -1361,6 +1366,21 @@ uint64_t Lowering::stream_parts(size_t i, int t) const {
 // storage is padded); else one per pixel and slice for each layout piece it overlaps.
 // A resident copy (`whole`, a UB storage of the whole batch): one vec pass per pixel and slice.
 void Lowering::transfer(int t, uint64_t n0, bool out, uint64_t host, uint64_t layout, const Storage* whole) {
+  if (storage_[t].planes > 1) {
+    // A 16-bit tensor (the model's output): each byte plane as an 8-bit tensor, the high plane's
+    // UB rows high() further and its host bytes after the whole batch's low plane.
+    if (whole) throw std::logic_error("transfer: a 16-bit tensor copied by sample ranges");
+    const Storage keep = storage_[t];
+    Storage plane = keep;
+    plane.planes = 1;
+    for (uint64_t p = 0; p < keep.planes; ++p) {
+      plane.base = keep.base + p * keep.high();
+      storage_[t] = plane;
+      transfer(t, n0, out, host + p * g_.batch * keep.shape.elements(), layout, nullptr);
+    }
+    storage_[t] = keep;
+    return;
+  }
   const Storage& st = storage_[t];
   const uint64_t G = g_.batch, P = batch_, px = st.shape.pixels(), E = st.shape.elements();
   for (uint64_t s = 0; s < st.slices(); ++s) {
@@ -1517,7 +1537,9 @@ isa::Program Lowering::run() {
       p.host_regions.back().init = to_tpu_order(g_.input_data.at(j), qt.shape, g_.batch, lanes_, piece_);
   }
   const QTensor& out = g_.tensors.at(g_.output);
-  const uint64_t output_host = region("output", true, g_.batch * out.shape.elements(), out.scale);
+  // (a 16-bit output: the low byte plane of the whole batch, then the high plane)
+  const uint64_t output_host =
+      region("output", true, g_.batch * out.shape.elements() * storage_[g_.output].planes, out.scale);
   // Tensors held in host memory (banding) that are neither an input nor the output: one scratch
   // region, reused by every piece; then the tensors staged across cuts of the piece schedule
   // (the whole batch, TPU order).

@@ -281,14 +281,26 @@ void read_quantization(const toml::table& doc, const std::string& source, Model&
   if (!node->is_table()) throw InputError(located(source, node_line(*node), "[quantization]", "", "", "expected a table: [quantization]"));
   const Section sec(*node->as_table(), source, "[quantization]");
   static constexpr std::string_view kKeys[] = {"weights", "calibration_samples", "elements", "precision",
-                                               "wide_error"};
+                                               "wide_error", "output_bits"};
   sec.check_keys(kKeys, "[quantization]");
   static constexpr std::string_view kModes[] = {"per_channel", "per_tensor"};
   if (sec.get("weights")) m.per_channel = sec.choice("weights", kModes) == 0;
-  static constexpr std::string_view kElements[] = {"mixed", "int8"};
-  if (sec.get("elements")) m.wide_elements = sec.choice("elements", kElements) == 0;
   if (sec.get("precision")) m.precision = static_cast<Precision>(sec.choice("precision", kPrecisionNames));
+  // elements: the earlier spelling; "int8" is precision = "int8" (every weight and tensor int8),
+  // "mixed" the default (16-bit where the precision's rules put them).
+  static constexpr std::string_view kElements[] = {"mixed", "int8"};
+  if (sec.get("elements") && sec.choice("elements", kElements) == 1) {
+    if (sec.get("precision") && m.precision != Precision::int8)
+      sec.fail("elements", fmt::format("\"int8\" is precision = \"int8\", and precision is \"{}\"",
+                                       kPrecisionNames[static_cast<size_t>(m.precision)]));
+    m.precision = Precision::int8;
+  }
   m.wide_error = sec.positive("wide_error").value_or(m.wide_error);
+  if (sec.get("output_bits")) {
+    const uint64_t bits = sec.required_uint("output_bits", 8, 16);
+    if (bits != 8 && bits != 16) sec.expected("output_bits", "8 or 16");
+    m.output_bits = static_cast<uint8_t>(bits);
+  }
   m.calibration_samples = sec.uint("calibration_samples", 0, kMaxDim).value_or(m.calibration_samples);
 }
 
@@ -315,15 +327,15 @@ std::vector<std::string_view> allowed_keys(LayerType t) {
   auto add = [&](std::initializer_list<std::string_view> more) { keys.insert(keys.end(), more); };
   if (t != LayerType::add && t != LayerType::mul && t != LayerType::concat) add({"input"});
   switch (t) {
-    case LayerType::dense: add({"units", "activation", "bias", "weights_file", "bias_file", "weight_bits"}); break;
-    case LayerType::conv2d: add({"filters", "kernel", "stride", "padding", "groups", "activation", "bias", "weights_file", "bias_file", "weight_bits"}); break;
+    case LayerType::dense: add({"units", "activation", "bias", "weights_file", "bias_file", "weight_bits", "output_bits"}); break;
+    case LayerType::conv2d: add({"filters", "kernel", "stride", "padding", "groups", "activation", "bias", "weights_file", "bias_file", "weight_bits", "output_bits"}); break;
     case LayerType::max_pool:
     case LayerType::avg_pool: add({"size", "stride"}); break;
     case LayerType::flatten: break;
     case LayerType::add:
-    case LayerType::mul: add({"inputs", "activation"}); break;
-    case LayerType::activation: add({"activation"}); break;
-    case LayerType::lstm: add({"units", "stack", "return_sequences", "weights_file", "bias_file", "weight_bits"}); break;
+    case LayerType::mul: add({"inputs", "activation", "output_bits"}); break;
+    case LayerType::activation: add({"activation", "output_bits"}); break;
+    case LayerType::lstm: add({"units", "stack", "return_sequences", "weights_file", "bias_file", "weight_bits", "output_bits"}); break;
     case LayerType::concat: add({"inputs"}); break;
   }
   return keys;
@@ -433,6 +445,11 @@ void read_type_keys(LayerSpec& s) {
     const uint64_t bits = sec.required_uint("weight_bits", 8, 16);
     if (bits != 8 && bits != 16) sec.expected("weight_bits", "8 or 16");
     l.weight_bits = static_cast<uint8_t>(bits);
+  }
+  if (sec.get("output_bits")) {  // (allowed_keys says which types take it)
+    const uint64_t bits = sec.required_uint("output_bits", 8, 16);
+    if (bits != 8 && bits != 16) sec.expected("output_bits", "8 or 16");
+    l.output_bits = static_cast<uint8_t>(bits);
   }
   if (l.type == LayerType::dense || l.type == LayerType::conv2d) {
     l.use_bias = sec.boolean("bias").value_or(true);
@@ -878,8 +895,15 @@ Model load_any(const std::filesystem::path& path, const LoadOptions& options);
 
 Model load_model(const std::filesystem::path& path, const LoadOptions& options) {
   Model m = load_any(path, options);
-  if (options.int8_elements) m.wide_elements = false;
   if (options.precision) m.precision = *options.precision;
+  if (options.int8_elements) {  // the runners: every weight and tensor int8, keys or not
+    if (options.precision && *options.precision != Precision::int8)
+      throw InputError(fmt::format("{}: every tensor int8 (--int8-elements) and --precision {} contradict each other",
+                                   path.string(), kPrecisionNames[static_cast<size_t>(*options.precision)]));
+    m.wide_elements = false;
+    m.precision = Precision::int8;
+  }
+  if (options.output_bits) m.output_bits = *options.output_bits;
   return m;
 }
 

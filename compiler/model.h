@@ -30,8 +30,9 @@ struct LoadOptions {
   // Samples to calibrate the quantization scales on (a .npy in the same layout, `--calibrate`),
   // instead of the first calibration_samples of the inputs: Model::calibration.
   std::optional<std::filesystem::path> calibration_file;
-  // Every tensor int8 (Model::wide_elements false): for the GPU and CPU runners, whose kernels
-  // have no 16-bit elements.
+  // Every weight and tensor int8, whatever a layer's keys say (Model::wide_elements false and
+  // Precision::int8): for the GPU and CPU runners, whose kernels are int8 only. (The command
+  // line's --int8-elements is --precision int8.)
   bool int8_elements = false;
   // The largest batch the target machine can take (compile_file: half its accumulators), checked
   // before any input is generated or read. 0: not known yet (lowering checks it then).
@@ -56,6 +57,8 @@ struct LoadOptions {
   LowerOptions mapper;
   // `--precision`: replaces the model's [quantization] precision (graph.h Precision).
   std::optional<Precision> precision;
+  // `--output-bits`: replaces the model's [quantization] output_bits (Model::output_bits), 8 or 16.
+  std::optional<uint8_t> output_bits;
   // compile_file frees the layers' float weights and biases once quantized, when the check's
   // quantization error needs no second float run (Compiled::float_output): `tpusim run` without
   // --labels. The model's shapes stay; run_float and top1_accuracy then need a fresh load.

@@ -48,9 +48,15 @@
 // tensors (c_t = f c_{t-1} + i g carries every step's rounding on with gain f, close to 1, so T
 // steps add T roundings of the cell and of the gates feeding it). Measured on the digits LSTM
 // (float emulation, one part quantized at a time): the cell at int8 alone costs 2.4% of the
-// output range, the gates 1.1%, h 0.9%, the weights 1.4%. h and every layer output stay int8:
-// matmuls read them (the matrix unit's operands are int8). A 16-bit gate is the curve's 16-bit
-// output (scale 1/32767, Q0.15), a 16-bit cell has scale max |c_t| / 32767.
+// output range, the gates 1.1%, h 0.9%, the weights 1.4%. A 16-bit gate is the curve's 16-bit
+// output (scale 1/32767, Q0.15), a 16-bit cell has scale max |c_t| / 32767. Precision::int8
+// keeps all of these int8.
+// Tensors matmuls read are int8 unless a layer's precision widens them (output_width): an lstm
+// of 16-bit precision has a 16-bit h (its x then widened to match: lstm()), a layer's
+// output_bits key, the model's output (Model::output_bits; automatic: 16 when the output layer
+// reads a 16-bit tensor). Matmuls read them in the machine's 16-bit input mode (setcfg
+// mm_in_hi, half speed); a 16-bit tensor's calibrated scale has twice the range as headroom
+// (calibrated16), and the accumulator bound covers 16-bit inputs (bounded_scales).
 //
 // lstm -> unrolled, stacked layer by stacked layer, then step by step. Per stacked layer l with
 // input sequence X (scale s_x; for l > 0 the previous layer's h), T steps, U units:
@@ -136,6 +142,15 @@ constexpr double kCurveIn = 1.0 / double(int64_t{1} << isa::kCurveFractionBits);
 constexpr double kRelu6 = 6.0 / 127;
 
 double calibrated(double max_abs) { return max_abs > 0 && std::isfinite(max_abs) ? max_abs / 127 : 1.0 / 127; }
+// A 16-bit tensor's calibrated scale: twice the calibrated range as headroom (values beyond the
+// calibration samples' largest do not saturate), still 2^14 steps for that range.
+constexpr double kHeadroom16 = 2.0;
+double calibrated16(double max_abs) {
+  return max_abs > 0 && std::isfinite(max_abs) ? kHeadroom16 * max_abs / 32767 : 1.0 / 32767;
+}
+// The largest magnitude of an element of `bits` bits: what the accumulator bound assumes of a
+// matmul input (quantize.cpp bounded_scales).
+double input_max(int bits) { return bits == 16 ? 32768.0 : 128.0; }
 
 // f(r0, r1) over row ranges [r0, r1) covering [0, rows), on sim::parallel_for's threads. The
 // ranges do not depend on the thread count, and every use below writes each row's results alone
@@ -181,6 +196,7 @@ class Quantizer {
   int weight_ids_ = 0;          // MatmulOp::weight_id of the next seeded layer's weights
   uint64_t placeholders_ = 0;   // placeholder_scales calls so far
   size_t li_ = 0;              // the layer being quantized
+  int out_bits_ = 8;           // the width of the layer's output tensor (output_width)
   std::optional<int> final_;   // set by begin_output when a pass must follow: NAME's tensor
 
   const Layer& layer() const { return m_.layers[li_]; }
@@ -208,6 +224,10 @@ class Quantizer {
 
   double out_scale() const;
   Stage stage(bool vec, double plain) const;
+  int bits_of(int t) const { return g_.tensors[static_cast<size_t>(t)].bits; }
+  bool last_layer() const { return li_ + 1 == m_.layers.size(); }
+  bool readers_take_wide() const;
+  int output_width(int natural, bool can16);
   int begin_output(const Shape& shape, const Stage& st);
   void end_output(int t, const Stage& st);
 
@@ -224,8 +244,10 @@ class Quantizer {
   bool wants_wide(const float* w, uint64_t positions, const std::vector<double>& rs, uint64_t n,
                   const std::vector<double>& acc, const std::vector<double>& energy) const;
   bool gate_weights_wide() const;
-  std::vector<double> wide_scales(const float* w, uint64_t positions, const std::vector<double>& rs, uint64_t n,
-                                  const std::vector<double>& acc, double input_max) const;
+  double lstm_error(bool wide) const;
+  std::vector<double> bounded_scales(const float* w, uint64_t positions, const std::vector<double>& rs, uint64_t n,
+                                     const std::vector<double>& acc, const std::vector<double>& in_max,
+                                     bool wide) const;
 
   void dense_or_conv();
   void pool();
@@ -343,7 +365,49 @@ double Quantizer::out_scale() const {
   if (wanted_[li_] > 0) return wanted_[li_];
   double top = 0;
   for (float x : run_.outputs[li_]) top = std::max(top, std::abs(double{x}));
-  return calibrated(top);
+  return out_bits_ == 16 ? calibrated16(top) : calibrated(top);
+}
+
+// Whether every layer that reads this layer's output takes a 16-bit tensor: dense, conv2d, lstm
+// (matmuls: setcfg mm_in_hi), add, mul, activation (vecs); not pools (8-bit), nor a concat's or
+// a flatten's reader chains.
+bool Quantizer::readers_take_wide() const {
+  for (size_t j = li_ + 1; j < m_.layers.size(); ++j) {
+    const Layer& r = m_.layers[j];
+    if (std::find(r.inputs.begin(), r.inputs.end(), static_cast<int>(li_)) == r.inputs.end()) continue;
+    switch (r.type) {
+      case LayerType::dense:
+      case LayerType::conv2d:
+      case LayerType::lstm:
+      case LayerType::add:
+      case LayerType::mul:
+      case LayerType::activation: break;
+      default: return false;
+    }
+  }
+  return true;
+}
+
+// The width of the layer's output tensor (8 or 16), set as out_bits_: the model's output_bits
+// for the last layer, else the layer's output_bits key, else `natural` (the layer's own rule:
+// 16 for an lstm whose h is 16-bit; for the model's output, 16 when the layer reads a 16-bit
+// tensor). `can16`: the layer's last op can write 16 bits (not a pool, not relu6, whose clip is
+// an int8 bound). A 16-bit tensor every reader of which must take it: where one cannot, a width
+// the model asked for fails, an automatic one is 8. Model::wide_elements false: 8.
+int Quantizer::output_width(int natural, bool can16) {
+  const bool last = li_ + 1 == m_.layers.size();
+  int want = natural;
+  std::string asked;
+  if (layer().output_bits) want = *layer().output_bits, asked = "output_bits";
+  if (last && m_.output_bits) want = m_.output_bits, asked = "the model's output_bits";
+  out_bits_ = 8;
+  if (want != 16 || !m_.wide_elements) return out_bits_;
+  std::string why;
+  if (!can16) why = "its last operation writes 8 bits (a pool, or relu6 whose clip is an 8-bit bound)";
+  else if (!last && !readers_take_wide()) why = "a layer that reads it (a pool, concat or flatten) takes 8-bit tensors only";
+  if (why.empty()) return out_bits_ = 16;
+  if (!asked.empty()) fail(fmt::format("{} = 16: {}", asked, why));
+  return out_bits_;
 }
 
 // The stage of layer().activation in a MatmulOp (vec false) or a VectorOp; `plain` is the scale
@@ -355,8 +419,8 @@ Stage Quantizer::stage(bool vec, double plain) const {
     case Activation::relu6:
       if (vec) return {isa::Func::relux, 127, kRelu6, kRelu6};
       return {isa::Func::relux, static_cast<uint8_t>(std::min(127.0, std::round(6.0 / plain))), plain, plain};
-    case Activation::sigmoid: return {isa::Func::sigmoid, 127, kCurveIn, kQ07};
-    case Activation::tanh: return {isa::Func::tanh, 127, kCurveIn, kQ07};
+    case Activation::sigmoid: return {isa::Func::sigmoid, 127, kCurveIn, out_bits_ == 16 ? kQ015 : kQ07};
+    case Activation::tanh: return {isa::Func::tanh, 127, kCurveIn, out_bits_ == 16 ? kQ015 : kQ07};
   }
   return {};
 }
@@ -367,9 +431,9 @@ int Quantizer::begin_output(const Shape& shape, const Stage& st) {
   const auto& given = layer().scale;
   const bool pass = given && std::abs(*given - st.scale) > 1e-9 * st.scale;
   final_.reset();
-  if (!pass) return add_tensor(layer().name, shape, st.scale, layer().name);
-  const int t = add_tensor(layer().name + ".act", shape, st.scale, layer().name);
-  final_ = add_tensor(layer().name, shape, *given, layer().name);
+  if (!pass) return add_tensor(layer().name, shape, st.scale, layer().name, out_bits_);
+  const int t = add_tensor(layer().name + ".act", shape, st.scale, layer().name, out_bits_);
+  final_ = add_tensor(layer().name, shape, *given, layer().name, out_bits_);
   return t;
 }
 
@@ -486,40 +550,108 @@ bool Quantizer::wants_wide(const float* w, uint64_t positions, const std::vector
   return int8_weight_error(w, positions, rs, n, acc, energy) > m_.wide_error;
 }
 
-// Whether an lstm layer's gate weights go 16-bit: its weight_bits key, else the model's precision,
-// `automatic` keeping them int8. (The automatic rule above measures a layer's own output error;
-// a gate's error compounds through the recurrence, which that measure does not see, and a rule
-// for it is not built yet: docs/compiler.md, "16-bit layers".)
+// Whether an lstm layer's precision is 16-bit (its gate weights, and h with wide elements): its
+// weight_bits key, else the model's precision; `automatic` measures. The feed-forward estimate
+// above (a layer's own output error from its weights' rounding) cannot see the recurrence: every
+// step's rounding (weights, h, cell) enters the next step's gates through h_{t-1} and c_{t-1}
+// and compounds over the steps. So the layer's output error is measured end to end, on the
+// calibration samples, both ways: the model up to this layer runs in the golden reference with
+// the layer int8 (e8) and 16-bit (e16), each against the float run (relative RMS, as for the
+// feed-forward layers). e16 is what the layer's inputs and the float-to-integer boundary leave;
+// e8 - e16 is what the layer's own int8 arithmetic, compounded over its steps, adds. The layer
+// goes 16-bit when that part is the larger, e8 > 2 x e16: where int8 at least doubles the
+// layer's error, its own precision is what limits the model's. (Trained digits LSTM: e8 1.27%,
+// e16 0.44%: 16-bit.) Seeded weights stay int8 without measuring, as for dense layers
+// (wide_without_values: a timing-only compile does not generate them).
 bool Quantizer::gate_weights_wide() const {
   if (layer().weight_bits) return *layer().weight_bits == 16;
-  return m_.precision == Precision::wide;
+  switch (m_.precision) {
+    case Precision::int8: return false;
+    case Precision::wide: return true;
+    case Precision::automatic: break;
+  }
+  if (layer().seeded_weights) return false;
+  return lstm_error(false) > 2 * lstm_error(true);
 }
 
-// Accumulator scales for 16-bit weights: the int8 scales `acc` / (32767 / 127), made coarser per
-// column (or for all, per tensor) until sum over rows of |q[r][j]| x input_max < 2^31 for every
-// column j: no input of magnitude <= input_max can make an accumulator wrap (docs/timing.md).
-std::vector<double> Quantizer::wide_scales(const float* w, uint64_t positions, const std::vector<double>& rs,
-                                           uint64_t n, const std::vector<double>& acc, double input_max) const {
+// The relative RMS error, ||h - h_float|| / ||h_float||, of the lstm layer's output over the
+// calibration samples, the layer run int8 or (`wide`) at 16-bit precision, the layers before it
+// quantized as they are here.
+double Quantizer::lstm_error(bool wide) const {
+  Model t;
+  t.name = m_.name;
+  t.source = m_.source;
+  t.seed = m_.seed;
+  t.per_channel = m_.per_channel;
+  t.precision = m_.precision;
+  t.wide_error = m_.wide_error;
+  t.wide_elements = m_.wide_elements;
+  t.calibration_samples = 0;
+  t.layers.assign(m_.layers.begin(), m_.layers.begin() + std::ptrdiff_t(li_ + 1));
+  t.layers.back().weight_bits = wide ? 16 : 8;
+  t.layers.back().output_bits.reset();
+  // The calibration samples (quantize.h: the float run's), at the inputs' scales as quantized here.
+  const bool apart = !m_.calibration.empty();
+  const uint64_t n = apart ? m_.calibration_batch
+                           : m_.calibration_samples == 0 ? m_.batch : std::min(m_.calibration_samples, m_.batch);
+  t.batch = n;
+  for (size_t i = 0; i < m_.inputs.size(); ++i) {
+    ModelInput in = m_.inputs[i];
+    const uint64_t e = in.shape.elements();
+    const std::vector<float>& from = apart ? m_.calibration[i] : m_.inputs[i].data;
+    if (from.size() < n * e) throw std::logic_error("lstm_int8_error: fewer calibration samples than the float run's");
+    in.data.assign(from.begin(), from.begin() + std::ptrdiff_t(n * e));
+    in.scale = scale_of(g_.inputs[i]);
+    t.inputs.push_back(std::move(in));
+  }
+  FloatRun fr;
+  fr.outputs.assign(run_.outputs.begin(), run_.outputs.begin() + std::ptrdiff_t(li_ + 1));
+  fr.lstm_cell_max.assign(run_.lstm_cell_max.begin(), run_.lstm_cell_max.begin() + std::ptrdiff_t(li_ + 1));
+  const QGraph q = Quantizer(t, fr).run();
+  GoldenOptions o;
+  o.output_only = true;
+  const QTensor& out = q.tensors[size_t(q.output)];
+  const std::vector<int32_t> got = tensor_values(run_golden(q, o)[size_t(q.output)], out.bits);
+  const std::vector<float>& want = run_.outputs[li_];
+  if (got.size() != want.size()) throw std::logic_error("lstm_int8_error: the golden and float outputs differ in size");
+  double err = 0, norm = 0;
+  for (size_t i = 0; i < got.size(); ++i) {
+    const double d = got[i] * out.scale - double{want[i]};
+    err += d * d;
+    norm += double{want[i]} * double{want[i]};
+  }
+  return norm > 0 ? std::sqrt(err / norm) : 0.0;
+}
+
+// Accumulator scales that keep every column's sum within int32: from the int8 scales `acc`
+// (made finer by 32767 / 127 for 16-bit weights, `wide`), coarser per column (or for all, per
+// tensor) until sum over rows of |q[r][j]| x in_max[r] < 2^31 for every column j, where
+// in_max[r] is the largest magnitude row r's input can have (128 int8, 32768 int16): no input can
+// make an accumulator wrap (docs/timing.md).
+std::vector<double> Quantizer::bounded_scales(const float* w, uint64_t positions, const std::vector<double>& rs,
+                                              uint64_t n, const std::vector<double>& acc,
+                                              const std::vector<double>& in_max, bool wide) const {
   constexpr double kLimit = 2147483647.0;
   const uint64_t k = rs.size();
+  const double qmax = wide ? 32767.0 : 127.0;
   std::vector<double> s(n);
-  for (uint64_t j = 0; j < n; ++j) s[j] = acc[j] * 127.0 / 32767.0;
+  for (uint64_t j = 0; j < n; ++j) s[j] = wide ? acc[j] * 127.0 / 32767.0 : acc[j];
   for (int round = 0; round < 64; ++round) {
     std::vector<double> l1(n, 0.0);
     for (uint64_t p = 0; p < positions; ++p)
       for (uint64_t i = 0; i < k; ++i)
         for (uint64_t j = 0; j < n; ++j)
-          l1[j] += std::min(32767.0, std::abs(std::round(w[(p * k + i) * n + j] * rs[i] / s[j])));
+          l1[j] += std::min(qmax, std::abs(std::round(w[(p * k + i) * n + j] * rs[i] / s[j]))) * in_max[i];
     double worst = 0;
-    for (uint64_t j = 0; j < n; ++j) worst = std::max(worst, l1[j] * input_max / kLimit);
+    for (uint64_t j = 0; j < n; ++j) worst = std::max(worst, l1[j] / kLimit);
     if (worst < 1) return s;
     // Coarser by the excess (and a little more: rounding can add up to half a unit per row).
     for (uint64_t j = 0; j < n; ++j) {
-      const double over = (m_.per_channel ? l1[j] * input_max / kLimit : worst) * 1.001;
+      const double over = (m_.per_channel ? l1[j] / kLimit : worst) * 1.001;
       if (over >= 1) s[j] *= over;
     }
   }
-  fail("16-bit weights: no scale keeps the accumulators below 2^31");
+  fail("no accumulator scale keeps the sums of the 16-bit weights or inputs below 2^31");
 }
 
 // A MatmulOp's arithmetic (weights, bias, requantization, function); the caller sets its views
@@ -599,8 +731,9 @@ void Quantizer::dense_or_conv() {
   uint64_t kh = L.kernel_h, kw = L.kernel_w;
   if (L.type == LayerType::dense) kh = kw = 1;
   if (L.type == LayerType::dense && is_flatten(entry)) kh = is.h, kw = is.w;  // the whole map
-  std::vector<double> rs;
-  for (int t : ins) rs.insert(rs.end(), shape_of(t).c, scale_of(t));
+  std::vector<double> rs, in_max;
+  for (int t : ins) rs.insert(rs.end(), shape_of(t).c, scale_of(t)), in_max.insert(in_max.end(), shape_of(t).c, input_max(bits_of(t)));
+  const bool wide_in = std::any_of(ins.begin(), ins.end(), [&](int t) { return bits_of(t) == 16; });
   const bool absent = no_values();
   std::vector<double> acc = absent ? placeholder_scales(L.units) : accumulator_scales(L.weights.data(), kh * kw, rs, L.units);
   const bool wide = absent ? wide_without_values()
@@ -608,7 +741,11 @@ void Quantizer::dense_or_conv() {
                                         L.weight_bits || m_.precision != Precision::automatic || L.seeded_weights
                                             ? std::vector<double>{}
                                             : row_energy(entry, kh * kw, rs.size()));
-  if (wide && !absent) acc = wide_scales(L.weights.data(), kh * kw, rs, L.units, acc, 128.0);  // int8 inputs: |x| <= 128
+  // (16-bit weights, or 16-bit inputs: the accumulator bound; int8 x int8 sums of up to 2^17
+  // rows cannot wrap)
+  if ((wide || wide_in) && !absent) acc = bounded_scales(L.weights.data(), kh * kw, rs, L.units, acc, in_max, wide);
+  // The model's output reads as many bits as its input has (Model::output_bits).
+  output_width(last_layer() && wide_in ? 16 : 8, L.activation != Activation::relu6);
   const Stage st = stage(false, out_scale());
   MatmulOp op = matmul(absent ? nullptr : L.weights.data(), kh * kw, rs, L.units, L.use_bias ? L.bias.data() : nullptr,
                        acc, st, wide);
@@ -637,6 +774,7 @@ void Quantizer::pool() {
   }
   const int in = source(L.inputs.at(0));
   const Stage st{isa::Func::identity, 127, scale_of(in), scale_of(in)};
+  output_width(8, false);
   const int out = begin_output(L.out, st);
   emit(PoolOp{View{in}, View{out}, kind, L.kernel_h, L.stride});
   end_output(out, st);
@@ -651,6 +789,7 @@ void Quantizer::elementwise(bool mul) {
     emit(vector(isa::VecOp::pass, a, a, View{r}, scale_of(a) / scale_of(b)));
     a = r;
   }
+  output_width(last_layer() && (bits_of(a) == 16 || bits_of(b) == 16) ? 16 : 8, L.activation != Activation::relu6);
   const Stage st = stage(true, out_scale());
   const int out = begin_output(L.out, st);
   const double in_scale = mul ? scale_of(a) * scale_of(b) : scale_of(a);
@@ -661,6 +800,7 @@ void Quantizer::elementwise(bool mul) {
 void Quantizer::activation() {
   const Layer& L = layer();
   if (const std::vector<int>* ps = parts(L.inputs.at(0)); ps && !L.scale) {  // part by part
+    output_width(8, false);  // (parts are 8-bit)
     for (int t : *ps) {
       const Stage st = stage(true, scale_of(t));
       const int o = add_tensor(fmt::format("{}.p{}", L.name, parts_[li_].size()), shape_of(t), st.scale, L.name);
@@ -670,7 +810,10 @@ void Quantizer::activation() {
     return;
   }
   const int in = source(L.inputs.at(0));
-  const Stage st = stage(true, L.scale ? *L.scale : scale_of(in));
+  // none and relu keep the input's scale, unless the width changes (or a scale is given).
+  output_width(last_layer() && bits_of(in) == 16 ? 16 : 8, L.activation != Activation::relu6);
+  const double plain = L.scale ? *L.scale : bits_of(in) == out_bits_ ? scale_of(in) : out_scale();
+  const Stage st = stage(true, plain);
   const int out = begin_output(L.out, st);
   emit(vector(isa::VecOp::pass, in, in, View{out}, scale_of(in) / st.target, st.func));
   end_output(out, st);
@@ -685,22 +828,47 @@ void Quantizer::lstm() {
   // Element width (see the top of the file): the gates and the cell's tensors are read by vecs
   // only, so with wide_elements they are int16: the curves' 16-bit outputs (scale 1/32767) and
   // the cell at max |c_t| / 32767.
-  const bool wide = m_.wide_elements;
+  // (precision int8: every tensor int8 where the rules choose; a layer's own keys still win)
+  const bool wide = m_.wide_elements && m_.precision != Precision::int8;
   const int bits = wide ? 16 : 8;
   const double sg = wide ? kQ015 : kQ07, cell_top = wide ? double(isa::kCurve16One) : 127.0;
+  // The layer's precision (16-bit gate weights, gate_weights_wide) gives h 16 bits too, with
+  // wide elements: the gate matmuls then read h_{t-1} at 16 bits (setcfg mm_in_hi, half speed),
+  // and so does the next layer, unless a reader of the layer's output takes 8-bit tensors only
+  // (output_width). h is |h| < 1 by construction: scale 1/32767 (Q0.15), as the gates.
+  const bool wide_w = gate_weights_wide();
+  // h's width: the layer's output_bits key, else 16 with 16-bit weights (the layer's precision).
+  const bool h16 = m_.wide_elements && (L.output_bits ? *L.output_bits == 16 : wide_w);
+  const int out_bits = output_width(h16 ? 16 : 8, true);
+  // The top layer's h sequence is its output with return_sequences: then of the output's width.
+  const auto h_bits = [&](bool top) { return top && L.return_sequences ? out_bits : h16 ? 16 : 8; };
+  const auto h_scale = [&](int b) { return b == 16 ? kQ015 : kQ07; };
   const Stage gate_stage[4] = {{isa::Func::sigmoid, 127, kCurveIn, sg},
                                {isa::Func::sigmoid, 127, kCurveIn, sg},
                                {isa::Func::tanh, 127, kCurveIn, sg},
                                {isa::Func::sigmoid, 127, kCurveIn, sg}};
   const char* gate_name = "ifgo";
-  const Stage out_stage{isa::Func::identity, 127, kQ07, kQ07};
+  const Stage out_stage{isa::Func::identity, 127, h_scale(out_bits), h_scale(out_bits)};
   int output = -1;
   for (uint64_t l = 0; l < L.stack; ++l) {
     const uint64_t rows = in_c + u;
     const bool top = l + 1 == L.stack;
+    const int hb = h_bits(top);
+    const double sh = h_scale(hb);
+    // A gate's accumulator adds x_t's and h_{t-1}'s rows at one scale per column: rows of inputs
+    // of different widths would give the finer input's weights steps 256 times coarser. So x
+    // takes h's width first, one vec pass over the whole sequence: x 256 into 16 bits (exact),
+    // or / 256 into 8.
+    if (bits_of(x) != hb) {
+      const double sx = hb == 16 ? scale_of(x) / 256 : scale_of(x) * 256;
+      const int wx = add_tensor(fmt::format("{}.l{}.x", name, l), shape_of(x), sx, name, hb);
+      emit(vector(isa::VecOp::pass, x, x, View{wx}, scale_of(x) / sx));
+      x = wx;
+    }
     // The gates' arithmetic: [x_t, h_{t-1}] (full) and x_0 alone (first).
-    std::vector<double> rs(rows, kQ07);
+    std::vector<double> rs(rows, sh), in_max(rows, input_max(hb));
     std::fill_n(rs.begin(), in_c, scale_of(x));
+    std::fill_n(in_max.begin(), in_c, input_max(bits_of(x)));
     const std::vector<double> rs_x(rs.begin(), rs.begin() + static_cast<std::ptrdiff_t>(in_c));
     MatmulOp full[4], first[4];
     for (int g = 0; g < 4; ++g) {
@@ -708,8 +876,8 @@ void Quantizer::lstm() {
       const float* w = no_values() ? nullptr : L.weights.data() + offset + g * rows * u;
       const float* b = L.bias.empty() ? nullptr : L.bias.data() + (l * 4 + g) * u;
       std::vector<double> acc = w ? accumulator_scales(w, 1, rs, u) : placeholder_scales(u);
-      const bool wide_w = gate_weights_wide();
-      if (wide_w && w) acc = wide_scales(w, 1, rs, u, acc, 128.0);  // x_t and h_{t-1} are int8: |x| <= 128
+      const bool wide_x = hb == 16 || bits_of(x) == 16;
+      if ((wide_w || wide_x) && w) acc = bounded_scales(w, 1, rs, u, acc, in_max, wide_w);
       full[g] = matmul(w, 1, rs, u, b, acc, gate_stage[g], wide_w);
       first[g] = matmul(w, 1, rs_x, u, b, acc, gate_stage[g], wide_w);
       // The first step's rows are the others' first rows: the same tiles (MatmulOp::weight_id).
@@ -718,7 +886,7 @@ void Quantizer::lstm() {
     const std::string pre = fmt::format("{}.l{}", name, l);
     int h = -1;  // the h sequence that later steps (and the next stacked layer) read
     if (top && L.return_sequences) h = output = begin_output(L.out, out_stage);  // [T, U]
-    else if (!top || steps > 1) h = add_tensor(pre + ".h", seq_of(top ? steps - 1 : steps, u), kQ07, name);
+    else if (!top || steps > 1) h = add_tensor(pre + ".h", seq_of(top ? steps - 1 : steps, u), sh, name, hb);
     int c_prev = -1;
     for (uint64_t t = 0; t < steps; ++t) {
       const std::string step = fmt::format("{}.t{}", pre, t);
@@ -749,7 +917,7 @@ void Quantizer::lstm() {
       emit(vector(isa::VecOp::pass, c, c, View{tc}, sc / kCurveIn, isa::Func::tanh));
       View hv{h, t, 1};
       if (top && !L.return_sequences && t + 1 == steps) hv = View{output = begin_output(L.out, out_stage)};
-      emit(vector(isa::VecOp::mul, gate[3], tc, hv, sg * sg / kQ07));
+      emit(vector(isa::VecOp::mul, gate[3], tc, hv, sg * sg / scale_of(hv.tensor)));
       c_prev = c;
     }
     x = h;
@@ -776,6 +944,8 @@ QGraph Quantizer::run() && {
   for (li_ = 0; li_ < m_.layers.size(); ++li_) {
     const Layer& L = layer();
     if (L.scale && (!(*L.scale > 0) || !std::isfinite(*L.scale))) fail(fmt::format("scale {} is not positive", *L.scale));
+    out_bits_ = 8;
+    if (L.type == LayerType::concat && last_layer()) output_width(8, false);  // (its identity copy is 8-bit)
     switch (L.type) {
       case LayerType::dense:
       case LayerType::conv2d: dense_or_conv(); break;
@@ -807,6 +977,8 @@ bool precision_needs_calibration(const Model& model) {
   const bool concat = std::any_of(model.layers.begin(), model.layers.end(),
                                   [](const Layer& l) { return l.type == LayerType::concat; });
   for (const Layer& l : model.layers) {
+    // an lstm's automatic precision is measured on the calibration samples (gate_weights_wide)
+    if (l.type == LayerType::lstm && !l.weight_bits && !l.seeded_weights) return true;
     if ((l.type != LayerType::dense && l.type != LayerType::conv2d) || l.weight_bits || l.seeded_weights) continue;
     if (concat) return true;  // a layer reading a concat's parts has rows of several input scales
     const uint64_t n = l.units, rows = n ? l.weights.size() / n : 0;

@@ -55,5 +55,10 @@ struct QuantError {
   double rms = 0;           // root mean square error
 };
 QuantError quant_error(const std::vector<float>& reference, const std::vector<int8_t>& golden, double scale);
+// The same for integer values of any width (a 16-bit output: tensor_values).
+QuantError quant_error(const std::vector<float>& reference, const std::vector<int32_t>& golden, double scale);
+// A tensor's elements as integers from its run_golden data: int8 bytes as they are, a 16-bit
+// tensor's two planes (low bytes, then high bytes) joined.
+std::vector<int32_t> tensor_values(const std::vector<int8_t>& data, int bits);
 
 }  // namespace tpusim::compiler

@@ -53,7 +53,8 @@ constexpr ReportKey kKeys[] = {
      "convolution `packing` (docs/compiler.md: pixels per vector, gathered input pixels and kernel rows), and "
      "where a pool is fused into a convolution's activates `fusion` (on the convolution: \"pools as it writes: "
      "max 2x2 stride 2 (POOL)\", on the pool: \"fused into CONV's activates\"), and for a layer the machine "
-     "runs with 16-bit weights `precision` (\"16-bit weights\", docs/compiler.md); null for a program without "
+     "runs with 16-bit weights or inputs `precision` (\"16-bit weights\", \"16-bit inputs\" or \"16-bit weights "
+     "and inputs\", docs/compiler.md); null for a program without "
      "that metadata"},
     {"mapper", "object",
      "the compiler's mapping techniques turned off for this program (its `meta.mapper`, e.g. `{\"pack\": false}` "

@@ -47,7 +47,8 @@ struct RunArgs {
   std::vector<std::string> mapper;        // models only: mapper switches, KEY=on|off (compiler/lower_options.h)
   std::string precision;                 // models only: auto, int8 or wide (empty: the description's)
   bool no_check = false, report_schema = false, full_compile = false;
-  bool int8_elements = false;  // models only: every tensor int8 (no 16-bit LSTM gates and cell)
+  bool int8_elements = false;  // models only: --int8-elements, the earlier spelling of --precision int8
+  unsigned output_bits = 0;    // models only: the output's width, 8 or 16 (0: the description's)
   bool full_check = false;  // models: also compare every memory with the ISA reference executor
   // Traces (docs/traces.md): Chrome trace JSON, VCD waveforms, the event log ("-": stdout).
   std::string trace, vcd, log, trace_window, trace_filter, vcd_scope;
@@ -63,6 +64,7 @@ struct CompileArgs {
   std::vector<std::string> mapper;  // KEY=on|off (compiler/lower_options.h)
   uint64_t batch = 0;
   bool int8_elements = false;
+  unsigned output_bits = 0;  // 8 or 16 (0: the description's)
 };
 int cmd_compile(const CompileArgs& args);  // tools/run.cpp
 int cmd_arch(bool markdown, bool json);  // tools/run.cpp

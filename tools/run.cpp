@@ -125,9 +125,10 @@ ProgramToRun load_program_or_model(std::string_view verb, const std::string& pat
                            : mapper                   ? "--mapper"
                            : options.calibration_file ? "--calibrate"
                            : options.precision        ? "--precision"
+                           : options.output_bits      ? "--output-bits"
                                                       : "--int8-elements";
   if ((options.batch || options.input_file || options.calibration_file || mapper || options.int8_elements ||
-       options.precision) &&
+       options.precision || options.output_bits) &&
       !is_model)
     throw InputError(fmt::format("{}: {} applies to models (.toml, .csv, .onnx), not to programs", verb, model_flag));
   if (is_model) {
@@ -287,6 +288,17 @@ uint64_t station_instructions(const isa::Program& p) {
 
 }  // namespace
 
+namespace {
+// --int8-elements: the earlier spelling of --precision int8 (every weight and tensor int8).
+void int8_alias(compiler::LoadOptions& o, bool int8_elements) {
+  if (!int8_elements) return;
+  if (o.precision && *o.precision != compiler::Precision::int8)
+    throw InputError(fmt::format("--int8-elements is --precision int8, and --precision is {}",
+                                 compiler::kPrecisionNames[static_cast<size_t>(*o.precision)]));
+  o.precision = compiler::Precision::int8;
+}
+}  // namespace
+
 int cmd_run(const RunArgs& r) {
   if (r.report_schema) {
     write_text("-", sim::report_markdown());
@@ -297,7 +309,8 @@ int cmd_run(const RunArgs& r) {
   if (r.threads) sim::set_threads(r.threads);
   compiler::LoadOptions options = load_options(r.batch, r.input, r.calibrate, r.mapper, r.precision);
   options.max_memory = r.max_memory;
-  options.int8_elements = r.int8_elements;
+  int8_alias(options, r.int8_elements);
+  if (r.output_bits) options.output_bits = static_cast<uint8_t>(r.output_bits);
   // The timing engine has no memories: its compile computes no data (LoadOptions::timing_only).
   options.timing_only = r.engine == "timing" && !r.full_compile;
   // Only --labels needs the float model after the compile (the check reuses the calibration's output).
@@ -401,7 +414,8 @@ int cmd_compile(const CompileArgs& a) {
   io::refuse_input_as_output(out, "-o", std::array{a.model, a.arch_file});
   const sim::Arch arch = resolve_arch(nullptr, a.arch_file, a.sets, a.model);
   compiler::LoadOptions o = load_options(a.batch, a.input, a.calibrate, a.mapper, a.precision);
-  o.int8_elements = a.int8_elements;
+  int8_alias(o, a.int8_elements);
+  if (a.output_bits) o.output_bits = static_cast<uint8_t>(a.output_bits);
   std::atomic<const char*> phase{nullptr};
   o.phase = &phase;
   std::optional<CompileProgressLine> line;

@@ -146,14 +146,19 @@ extern "C" int sc_main(int argc, char** argv) {
   r->add_option("--labels", run.labels,
                 "models: the class of each input sample (.npy of integers, [N]): report top-1 accuracy, float "
                 "and int8 as simulated");
-  r->add_flag("--int8-elements", run.int8_elements,
-              "models: every tensor int8 (by default an LSTM's gates and cell state are int16: docs/compiler.md)");
+  r->add_flag("--int8-elements", run.int8_elements, "models: the earlier spelling of --precision int8");
   r->add_option("--calibrate", run.calibrate,
                 "models: calibrate the int8 scales on these samples (.npy, as --input) instead of the inputs' first");
   r->add_option("--precision", run.precision,
-                "models: which dense/conv layers get 16-bit weights (half speed): auto (where int8 loses too much, "
-                "the default), int8 (none) or wide (all); a layer's weight_bits key wins (docs/compiler.md)")
+                "models: auto (the default: 16-bit weights, LSTM h, gates and cell where int8 loses too much), "
+                "int8 (every weight and tensor int8; --int8-elements is its earlier spelling) or wide (every "
+                "layer's weights 16-bit); a layer's weight_bits and output_bits keys win (docs/compiler.md)")
       ->check(CLI::IsMember({"auto", "int8", "wide"}));
+  r->add_option("--output-bits", run.output_bits,
+                "models: the model output's width, 8 or 16 (int16 with twice the calibrated range as headroom); "
+                "default: the description's [quantization] output_bits, else 16 where the output layer reads a "
+                "16-bit tensor (docs/compiler.md)")
+      ->check(CLI::IsMember({8u, 16u}));
   r->add_option("--arch", run.arch_file,
                 "architecture file (JSON, docs/arch.md); default: the program's .arch");
   r->add_option("--set", run.sets, "override one architecture parameter, KEY=VALUE (repeatable)");
@@ -204,9 +209,11 @@ extern "C" int sc_main(int argc, char** argv) {
       ->required();
   c->add_option("--input", comp.input, "the input samples the program carries (.npy, as for run)");
   c->add_option("--calibrate", comp.calibrate, "calibrate the int8 scales on these samples (.npy, as for run)");
-  c->add_flag("--int8-elements", comp.int8_elements, "every tensor int8 (as for run)");
-  c->add_option("--precision", comp.precision, "auto, int8 or wide: 16-bit weights where (as for run)")
+  c->add_flag("--int8-elements", comp.int8_elements, "the earlier spelling of --precision int8");
+  c->add_option("--precision", comp.precision, "auto, int8 or wide (as for run)")
       ->check(CLI::IsMember({"auto", "int8", "wide"}));
+  c->add_option("--output-bits", comp.output_bits, "the model output's width, 8 or 16 (as for run)")
+      ->check(CLI::IsMember({8u, 16u}));
   c->add_option("-o,--output", comp.output, "output .tpu (default: the model with .tpu)");
   c->add_option("--arch", comp.arch_file, "architecture file (JSON, docs/arch.md); default: tpu-v1");
   c->add_option("--set", comp.sets, "override one architecture parameter, KEY=VALUE (repeatable)");

@@ -66,7 +66,8 @@ TEST_CASE("random LSTMs with 16-bit gates and cell run bit-exact on every engine
     a.ub_bytes = 8192 * a.ub_row_bytes();
     INFO("model " << i << ":\n" << d.str());
     compiler::Model m = compiler::parse_model(d.str(), "random.toml", ".");
-    const bool wide = m.wide_elements;
+    // elements = "int8" is precision = "int8" (every tensor int8).
+    const bool wide = m.precision != compiler::Precision::int8;
     CHECK(wide == (i % 4 != 3));
     const compiler::Compiled c = compiler::compile_model(m, a);
     uint64_t wide_tensors = 0, planes_set = 0;

@@ -157,7 +157,8 @@ units = 16
 )");
   CHECK(m.seed == 7);
   CHECK(!m.per_channel);
-  CHECK(!m.wide_elements);  // elements = "int8"; "mixed" (the default) is true
+  CHECK(m.precision == Precision::int8);  // elements = "int8": the earlier spelling of precision = "int8"
+  CHECK(m.wide_elements);
   CHECK(m.inputs[0].shape == sequence_shape(20, 64));
   CHECK(m.inputs[0].scale == 0.05);
   REQUIRE(m.layers.size() == 3);
@@ -347,7 +348,7 @@ TEST_CASE("model: unknown keys, wrong types and out-of-range values") {
   CHECK_THROWS_WITH(parse(kHead + "kernel = 3\nunits = 6\n"),
                     "m.toml:10: layer conv2d1: units: 6: unknown key for a conv2d layer (expected one of: type, name, "
                     "scale, input, filters, kernel, stride, padding, groups, activation, bias, weights_file, bias_file, "
-                    "weight_bits)");
+                    "weight_bits, output_bits)");
   CHECK_THROWS_WITH(parse(kHead + "kernel = \"3\"\n"),
                     "m.toml:9: layer conv2d1: kernel: \"3\": expected an integer 1..65535 or [kh, kw] of integers 1..65535");
   CHECK_THROWS_WITH(parse(kHead), "m.toml:6: layer conv2d1: kernel: required (an integer 1..65535 or [kh, kw] of integers 1..65535)");

@@ -73,18 +73,34 @@ TEST_CASE("onnx: the trained digits models keep their accuracy in int8") {
       if (std::string(name) == "mlp") CHECK((check.error.relative < 0.0092 && check.error.rms < 0.075));
       if (std::string(name) == "cnn") CHECK((check.error.relative < 0.0128 && check.error.rms < 0.099));
       if (std::string(name) == "lstm") {
-        CHECK((check.error.relative < 0.0350 && check.error.rms < 0.064));  // 3.49%, 0.0630
-        CHECK(100 * top1_int8 >= 96.0);
-        // All int8 (elements = "int8"): 3.72%, rms 0.1072: above both bounds.
-        compiler::Model m = c.model;
-        m.wide_elements = false;
-        const compiler::QGraph narrow = compiler::prepare_model(m).graph;  // calibrated as compile_file does
-        const compiler::QuantError e = compiler::quant_error(
-            compiler::run_float(m).back(), compiler::run_golden(narrow)[size_t(narrow.output)],
-            narrow.tensors[size_t(narrow.output)].scale);
-        INFO("int8 elements: relative error " << e.relative << ", rms " << e.rms);
-        CHECK(e.relative > 0.0370);
-        CHECK(e.rms > 0.10);
+        // The line: the LSTM's output error within 2x the MLP's (0.91%, pinned above).
+        // The automatic precision makes the LSTM 16-bit (gate weights and h: its int8 error on
+        // the calibration images, 1.27% of its output, is more than twice its 16-bit one, 0.44%),
+        // and the scores layer, reading a 16-bit h, writes 16-bit logits with headroom:
+        // 1.58%, rms 0.0241 (3.49%, 0.0630 before).
+        CHECK(check.error.relative < 2 * 0.0091);
+        CHECK((check.error.relative < 0.0159 && check.error.rms < 0.0242));
+        const compiler::QTensor& h = c.graph.tensors[size_t(std::get<compiler::MatmulOp>(c.graph.ops.back()).inputs[0].tensor)];
+        CHECK(h.bits == 16);
+        CHECK(c.graph.tensors[size_t(c.graph.output)].bits == 16);
+        // All int8 (--precision int8): 3.72%, rms 0.1072, the int8 logits saturating on the test
+        // split's largest logit; int8 gate weights and h but 16-bit gates and cell (the default
+        // before): 3.49%, rms 0.0630.
+        for (const bool cell16 : {false, true}) {
+          compiler::Model m = c.model;
+          if (cell16) m.layers[0].weight_bits = 8;
+          else m.precision = compiler::Precision::int8;
+          REQUIRE(m.layers[0].type == compiler::LayerType::lstm);
+          const compiler::QGraph narrow = compiler::prepare_model(m).graph;  // calibrated as compile_file does
+          const compiler::QTensor& out = narrow.tensors[size_t(narrow.output)];
+          CHECK(out.bits == 8);
+          const compiler::QuantError e = compiler::quant_error(
+              compiler::run_float(m).back(), compiler::run_golden(narrow)[size_t(narrow.output)], out.scale);
+          INFO("int8 gates and h, " << (cell16 ? "16-bit" : "int8") << " cell: relative error " << e.relative
+                                    << ", rms " << e.rms);
+          CHECK(e.relative > (cell16 ? 0.0340 : 0.0370));
+          CHECK(e.rms > (cell16 ? 0.060 : 0.10));
+        }
       }
     }
   }

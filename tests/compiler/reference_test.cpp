@@ -306,10 +306,22 @@ TEST_CASE("float reference: bad parameters name the layer", "[reference]") {
 
 TEST_CASE("quant_error by hand", "[reference]") {
   // golden {10, -20} x 0.1 = {1, -2} against {1.05, -2.2}: errors 0.05, 0.2; max |float| 2.2.
-  const QuantError e = quant_error({1.05f, -2.2f}, {10, -20}, 0.1);
+  const QuantError e = quant_error({1.05f, -2.2f}, std::vector<int8_t>{10, -20}, 0.1);
   CHECK(e.max_abs == Approx(0.2));
   CHECK(e.max_float == Approx(2.2));
   CHECK(e.relative == Approx(0.2 / 2.2));
   CHECK(e.rms == Approx(std::sqrt((0.05 * 0.05 + 0.2 * 0.2) / 2)));
-  CHECK_THROWS_AS(quant_error({1.0f}, {1, 2}, 1.0), InputError);
+  CHECK_THROWS_AS(quant_error({1.0f}, std::vector<int8_t>{1, 2}, 1.0), InputError);
+}
+
+TEST_CASE("a 16-bit tensor's planes join into its values, and quant_error of 16-bit values by hand", "[reference]") {
+  // Elements 300 = 0x012C, -2 = 0xFFFE, -32768 = 0x8000: low bytes 0x2C, 0xFE, 0x00, then high
+  // bytes 0x01, 0xFF, 0x80 (graph.h QTensor).
+  const std::vector<int8_t> planes = {0x2C, int8_t(0xFE), 0x00, 0x01, int8_t(0xFF), int8_t(0x80)};
+  CHECK(tensor_values(planes, 16) == std::vector<int32_t>{300, -2, -32768});
+  CHECK(tensor_values(planes, 8) == std::vector<int32_t>{0x2C, -2, 0, 1, -1, -128});
+  // {300, -2} x 0.01 = {3, -0.02} against {3.004, -0.02}: max error 0.004 of 3.004.
+  const QuantError e = quant_error({3.004f, -0.02f}, std::vector<int32_t>{300, -2}, 0.01);
+  CHECK(e.max_abs == Approx(0.004).epsilon(1e-4));
+  CHECK(e.relative == Approx(0.004 / 3.004).epsilon(1e-4));
 }
