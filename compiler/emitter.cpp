@@ -24,6 +24,13 @@ bool intersects(const boost::icl::interval_set<uint64_t>& set, const std::vector
 
 }  // namespace
 
+Emitter::Emitter(const sim::Arch& arch, uint64_t prefetch) : arch_(arch), prefetch_(prefetch) {
+  for (uint64_t i = 0; i < prefetch_; ++i) {
+    unfilled_.push_back(code_.size());
+    code_.push_back(isa::make_instruction(Opcode::read_weights));
+  }
+}
+
 void Emitter::touch(Station st, const std::vector<RowSpan>& reads, const std::vector<RowSpan>& writes) {
   uint64_t mask = 0;
   for (int other = 0; other < kStations; ++other) {
@@ -134,7 +141,18 @@ void Emitter::matmul(isa::Instruction inst, bool switches, TileFetch fetch, cons
   }
   setcfg(isa::ConfigReg::dense_rows, gather.dense_rows, pack_.dense_rows);
   if (gather.dense_in()) setcfg(isa::ConfigReg::dense_bytes, gather.dense_bytes, pack_.dense_bytes);
-  const size_t anchor = code_.size();
+  if (switches) {  // this anchor's placeholder, then fetch `fetches_` fills the oldest unfilled one
+    unfilled_.push_back(code_.size());
+    code_.push_back(isa::make_instruction(Opcode::read_weights));
+    isa::Instruction& rw = code_[unfilled_.front()];
+    unfilled_.pop_front();
+    rw[Field::waddr] = fetch.waddr;
+    rw[Field::tiles] = 1;
+    rw[Field::tile_rows] = fetch.rows;
+    rw[Field::tile_cols] = fetch.cols;
+    rw[Field::unsigned_data] = low_plane;
+    ++fetches_;
+  }
   const uint64_t rows = inst[Field::rows], repeat = inst[Field::repeat], stride = inst[Field::stride];
   std::vector<RowSpan> reads;  // (sim/pack.h: the UB rows each group reads)
   if (repeat == 1 || stride == rows) {
@@ -152,12 +170,7 @@ void Emitter::matmul(isa::Instruction inst, bool switches, TileFetch fetch, cons
   touch(kMatrix, reads, {});
   work_.vectors += sim::stream_cycles(pack_, arch_, rows * repeat);  // (both passes of 16-bit inputs)
   work_.switches += switches;
-  if (switches) {
-    work_.weight_bytes += fetch.rows ? uint64_t(fetch.rows) * fetch.cols : arch_.tile_bytes();
-    fetches_.push_back(fetch);
-    fetch_unsigned_.push_back(low_plane);
-    anchors_.push_back(anchor);
-  }
+  if (switches) work_.weight_bytes += fetch.rows ? uint64_t(fetch.rows) * fetch.cols : arch_.tile_bytes();
   code_.push_back(inst);
   stream_next(latest);
 }
@@ -229,26 +242,19 @@ void Emitter::zero(RowSpan rows) {
 std::vector<isa::Instruction> Emitter::finish() {
   stream_flush();
   code_.push_back(isa::make_instruction(Opcode::halt));
-  // Insert the read_weights: fetches [0, prefetch) at the start, fetch i + prefetch at anchor i.
-  std::vector<isa::Instruction> out;
-  out.reserve(code_.size() + fetches_.size());
-  const auto rw = [&](uint64_t i) {
-    isa::Instruction& in = out.emplace_back(isa::make_instruction(Opcode::read_weights));
-    in[Field::waddr] = fetches_[i].waddr;
-    in[Field::tiles] = 1;
-    in[Field::tile_rows] = fetches_[i].rows;
-    in[Field::tile_cols] = fetches_[i].cols;
-    in[Field::unsigned_data] = fetch_unsigned_[i];
-  };
-  const uint64_t first = std::min<uint64_t>(prefetch_, fetches_.size());
-  for (uint64_t i = 0; i < first; ++i) rw(i);
-  size_t next = 0;  // next anchor
-  for (size_t at = 0; at < code_.size(); ++at) {
-    for (; next < anchors_.size() && anchors_[next] == at; ++next)
-      if (next + prefetch_ < fetches_.size()) rw(next + prefetch_);
-    out.push_back(code_[at]);
+  // Drop the placeholders no fetch filled (at most `prefetch`), moving the code after them down.
+  if (!unfilled_.empty()) {
+    size_t to = unfilled_.front();
+    for (size_t from = to; from < code_.size(); ++from) {
+      if (!unfilled_.empty() && unfilled_.front() == from) {
+        unfilled_.pop_front();
+        continue;
+      }
+      code_[to++] = code_[from];
+    }
+    code_.resize(to);
   }
-  return out;
+  return std::move(code_);
 }
 
 }  // namespace tpusim::compiler

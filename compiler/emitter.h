@@ -17,6 +17,7 @@
 #include <boost/icl/interval_set.hpp>
 #include <array>
 #include <cstdint>
+#include <deque>
 #include <vector>
 
 #include "isa/instruction.h"
@@ -39,7 +40,7 @@ struct TileFetch {
 
 class Emitter {
  public:
-  Emitter(const sim::Arch& arch, uint64_t prefetch) : arch_(arch), prefetch_(prefetch) {}
+  Emitter(const sim::Arch& arch, uint64_t prefetch);
 
   void tag(uint64_t value);
   void host_dma(bool write, uint64_t host, uint64_t ub, uint64_t rows, uint64_t row_bytes, uint64_t stride);
@@ -79,7 +80,7 @@ class Emitter {
   // the read_weights in place.
   std::vector<isa::Instruction> finish();
 
-  uint64_t weight_fetches() const { return fetches_.size(); }
+  uint64_t weight_fetches() const { return fetches_; }
 
   // Input streaming. Between stream_begin() and stream_end() a read_host is not emitted but kept
   // as a part of the stream, in order. stream_end() emits the first part. Every later
@@ -131,9 +132,13 @@ class Emitter {
   sim::ActPool pool_, pool_want_;                     // act_pool registers: as written, for activates
   Work work_;
   sim::Planes planes_, planes_want_;                  // act_high, vec_high_*: as written, wanted
-  std::vector<TileFetch> fetches_;  // each switching matmul's tile, in order
-  std::vector<bool> fetch_unsigned_;  // each fetch's tile is a low byte plane (rw unsigned)
-  std::vector<size_t> anchors_;     // where the rw for fetch i + prefetch goes (before code_[anchor])
+  // The read_weights are written in place as the code grows (a program is never copied: CNN1 on
+  // a 64 x 64 array has over a million instructions): `prefetch` placeholders at the start, one
+  // more where each switching matmul's anchor is (the rw for fetch i + prefetch goes there,
+  // before matmul i's sync). Fetch j fills the j-th placeholder; finish() drops the ones no fetch
+  // filled (the last `prefetch`).
+  uint64_t fetches_ = 0;            // switching matmuls so far
+  std::deque<size_t> unfilled_;     // placeholders not yet filled, in code order
   struct Part {
     uint64_t host, ub, rows, row_bytes, stride;
   };

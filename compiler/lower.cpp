@@ -402,16 +402,10 @@ void hold_in_host(const QGraph& g, int t, std::vector<bool>& in_host) {
   }
 }
 
-uint64_t fnv1a(const std::vector<uint8_t>& b) {
-  uint64_t h = 1469598103934665603ull;
-  for (uint8_t c : b) h = (h ^ c) * 1099511628211ull;
-  return h;
-}
-
 // Appends `item` to `image` unless an identical item is already there; returns its offset.
 uint64_t Lowering::store(std::vector<uint8_t>& image, std::unordered_multimap<uint64_t, uint64_t>& index,
                          const std::vector<uint8_t>& item) {
-  const uint64_t h = fnv1a(item);
+  const uint64_t h = bytes_hash(item);
   for (auto [it, end] = index.equal_range(h); it != end; ++it)
     if (std::memcmp(image.data() + it->second, item.data(), item.size()) == 0) return it->second;
   const uint64_t at = image.size();

@@ -6,13 +6,22 @@
 
 namespace tpusim::compiler {
 
-namespace {
-uint64_t fnv1a(const std::vector<uint8_t>& b) {
-  uint64_t h = 1469598103934665603ull;
-  for (uint8_t c : b) h = (h ^ c) * 1099511628211ull;
-  return h;
+uint64_t bytes_hash(const std::vector<uint8_t>& b) {
+  constexpr uint64_t kMul = 0x9e3779b97f4a7c15ull;
+  uint64_t lane[4] = {b.size(), 0x243f6a8885a308d3ull, 0x13198a2e03707344ull, 0xa4093822299f31d0ull};
+  size_t i = 0;
+  for (; i + 32 <= b.size(); i += 32)
+    for (int k = 0; k < 4; ++k) {
+      uint64_t w;
+      std::memcpy(&w, b.data() + i + 8 * k, 8);
+      lane[k] = (lane[k] ^ w) * kMul;
+      lane[k] ^= lane[k] >> 29;
+    }
+  uint64_t h = lane[0];
+  for (int k = 1; k < 4; ++k) h = (h ^ lane[k]) * kMul;
+  for (; i < b.size(); ++i) h = (h ^ b[i]) * 1099511628211ull;
+  return h ^ (h >> 32);
 }
-}  // namespace
 
 isa::WeightTileUse tile_use_of(const uint8_t* tile, uint64_t rows, uint64_t cols) {
   isa::WeightTileUse u;
@@ -46,7 +55,7 @@ WeightImage::Stored WeightImage::append(isa::WeightTileUse u, const std::vector<
 }
 
 WeightImage::Stored WeightImage::content(const std::vector<uint8_t>& tile) {
-  const uint64_t h = fnv1a(tile);
+  const uint64_t h = bytes_hash(tile);
   for (auto [it, end] = content_index_.equal_range(h); it != end; ++it)
     if (content_bytes_.at(it->second.waddr) == tile) return it->second;
   const Stored at = append(tile_use_of(tile.data(), rows_, cols_), tile);

@@ -51,14 +51,12 @@ Instruction make_instruction(Opcode op) {
 std::string check(const Instruction& inst) {
   const OpcodeSpec* s = find_opcode(static_cast<uint8_t>(inst.opcode));
   if (!s) return fmt::format("unknown opcode {:#04x}", static_cast<int>(inst.opcode));
+  if (Field stray; inst.has_stray_field(stray))
+    return fmt::format("{} has no field {}", s->mnemonic, field_spec(stray).name);
   for (int i = 0; i < kFieldCount; ++i) {
     const Field f = static_cast<Field>(i);
-    const Operand* o = find_operand(*s, f);
-    if (!o) {
-      if (inst.fields[i] != 0) return fmt::format("{} has no field {}", s->mnemonic, kFields[i].name);
-      continue;
-    }
-    if (std::string err = check_operand(*o, inst.fields[i]); !err.empty()) return err;
+    if (const Operand* o = find_operand(*s, f))
+      if (std::string err = check_operand(*o, inst[f]); !err.empty()) return err;
   }
   return {};
 }

@@ -44,7 +44,7 @@ uint64_t ActivationUnit::duration(uint64_t index) const {
       // values, written one row per cycle: max(one cycle, the group's values) per UB row.
       // Fused pooling (never with act_groups): max(rows read, pooled rows written) = rows read.
       const PackRegs& pack = ctx_.pack(index);
-      const ActPool& pool = ctx_.regs_act_pool[index];
+      const ActPool& pool = ctx_.regs(index).act_pool;
       const uint64_t per_row = pack.scatters() ? pack.groups() * div_up(pack.act_group_cols, a.activation_lanes)
                                                : div_up(a.array_cols, a.activation_lanes);
       // 16-bit results (act_high, never with scatter or pooling): each row's values are written
@@ -52,13 +52,13 @@ uint64_t ActivationUnit::duration(uint64_t index) const {
       // cycle: twice the cycles per row.
       const uint64_t rows = pool.on() ? std::max(in[Field::rows], activate_ub_rows(in, pool)) : in[Field::rows];
       return add_mul(a.activation_latency_cycles + (in[Field::per_channel] ? perchan_table_rows(a) : 0), rows,
-                     per_row * (ctx_.regs_planes[index].act ? 2 : 1));
+                     per_row * (ctx_.regs(index).planes.act ? 2 : 1));
     }
     case Opcode::vector: {
       // The UB rows read per element row (one per 8-bit operand, two per 16-bit one) and written
       // (one, two for a 16-bit result) pass the read and write ports at activation_lanes bytes per
       // cycle each, overlapped: the larger count bounds the time. All 8-bit: 1 (pass) or 2.
-      const Planes& p = ctx_.regs_planes[index];
+      const Planes& p = ctx_.regs(index).planes;
       const bool pass = in[Field::op] == uint64_t(isa::VecOp::pass);
       const uint64_t reads = (p.a ? 2 : 1) + (pass ? 0 : (p.b ? 2 : 1)), writes = p.out ? 2 : 1;
       return add_mul(a.activation_latency_cycles, in[Field::rows], ub_row * std::max(reads, writes));
@@ -97,14 +97,14 @@ void ActivationUnit::serve() {
     if (!hazards_.started(i, isa::Unit::activation, start, end, ctx_.lowest_unstarted())) return;
     if (ctx_.data()) {
       if (in.opcode == Opcode::activate) {
-        ctx_.state->act_lane = ctx_.regs_act_lane[i];
+        ctx_.state->act_lane = ctx_.regs(i).act_lane;
         ctx_.state->pack = ctx_.pack(i);
-        ctx_.state->act_pool = ctx_.regs_act_pool[i];
-        ctx_.state->planes = ctx_.regs_planes[i];
+        ctx_.state->act_pool = ctx_.regs(i).act_pool;
+        ctx_.state->planes = ctx_.regs(i).planes;
         exec_activate(*ctx_.state, in, i);
       }
       else if (in.opcode == Opcode::vector) {
-        ctx_.state->planes = ctx_.regs_planes[i];
+        ctx_.state->planes = ctx_.regs(i).planes;
         exec_vector(*ctx_.state, in, i);
       }
       else exec_pool(*ctx_.state, in, i);

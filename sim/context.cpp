@@ -84,20 +84,12 @@ void Context::note_acc(uint64_t first_row, uint64_t rows) {
 void Context::reset_run() {
   ub_touched.clear();
   timeline.assign(code_size, {});
-  regs_stride.assign(code_size, 0);
-  regs_row_bytes.assign(code_size, 0);
-  regs_act_lane.assign(code_size, 0);
-  regs_pack.assign(code_size, 0);
-  pack_values.assign(1, PackRegs{});
-  regs_act_pool.assign(code_size, {});
-  regs_planes.assign(code_size, {});
+  regs_at.assign(code_size, 0);
+  reg_values.assign(1, IssueRegs{});
   result = RunResult{};
   sync_act.clear();
   sync_host.clear();
   matrix_spans.clear();
-  cfg_stride = cfg_row_bytes = cfg_act_lane = 0;
-  cfg_act_pool = {};
-  cfg_planes = {};
   next_issue = 0;
   halted = aborted = false;
   error.reset();

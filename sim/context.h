@@ -46,22 +46,24 @@ class Context {
   static constexpr uint64_t kHorizonMargin = uint64_t{1} << 34;
 
   std::vector<InstructionTiming> timeline;
-  std::vector<uint64_t> regs_stride, regs_row_bytes;  // setcfg values captured at issue (DMA)
-  std::vector<uint64_t> regs_act_lane;                // setcfg act_lane captured at issue (activate)
-  // The packing registers (pack.h) captured at issue: instruction i saw pack_values[regs_pack[i]]
-  // (each distinct setting stored once; the last entry is what issue sees now).
-  std::vector<uint32_t> regs_pack;
-  std::vector<PackRegs> pack_values;
-  const PackRegs& pack(uint64_t index) const { return pack_values[regs_pack[index]]; }
-  std::vector<ActPool> regs_act_pool;                 // setcfg act_pool.. captured at issue (activate)
-  std::vector<Planes> regs_planes;                    // setcfg act_high.. captured at issue (act, vec)
+  // The setcfg registers as an instruction saw them at issue: instruction i saw
+  // reg_values[regs_at[i]] (each distinct setting stored once, 4 bytes per instruction; the last
+  // entry is what issue sees now). act_pool applies to activates, planes to the activation unit.
+  struct IssueRegs {
+    uint64_t stride = 0, row_bytes = 0;  // host_stride, host_row_bytes (DMA)
+    uint64_t act_lane = 0;               // act_lane (activate)
+    PackRegs pack;                       // the packing registers (pack.h)
+    ActPool act_pool;                    // act_pool.. (activate)
+    Planes planes;                       // act_high, vec_high_* (act, vec)
+    bool operator==(const IssueRegs&) const = default;
+  };
+  std::vector<uint32_t> regs_at;
+  std::vector<IssueRegs> reg_values;
+  const IssueRegs& regs(uint64_t index) const { return reg_values[regs_at[index]]; }
+  const PackRegs& pack(uint64_t index) const { return regs(index).pack; }
   RunResult result;                                   // counters filled by the units
   std::vector<Span> sync_act, sync_host;              // issue blocked on act / host only
   std::vector<Span> matrix_spans;                     // the matrix unit streaming or stalled on weights
-  uint64_t cfg_stride = 0, cfg_row_bytes = 0;         // setcfg registers as issue sees them
-  uint64_t cfg_act_lane = 0;
-  ActPool cfg_act_pool;
-  Planes cfg_planes;
   uint64_t next_issue = 0;                            // index the control unit issues next
   std::array<const StationQueue*, 4> queues{};        // host, weights, matrix, activation
   sc_core::sc_event start_event;                      // a run begins

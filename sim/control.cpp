@@ -44,12 +44,7 @@ bool ControlUnit::issue_to_station(uint64_t index, Unit unit) {
   }
   ctx_.unblock(Unit::control);
   ctx_.timeline[index].issue = t_;
-  ctx_.regs_stride[index] = ctx_.cfg_stride;
-  ctx_.regs_row_bytes[index] = ctx_.cfg_row_bytes;
-  ctx_.regs_act_lane[index] = ctx_.cfg_act_lane;
-  ctx_.regs_pack[index] = static_cast<uint32_t>(ctx_.pack_values.size() - 1);
-  if (ctx_.inst(index).opcode == Opcode::activate) ctx_.regs_act_pool[index] = ctx_.cfg_act_pool;
-  if (unit == Unit::activation) ctx_.regs_planes[index] = ctx_.cfg_planes;
+  ctx_.regs_at[index] = static_cast<uint32_t>(ctx_.reg_values.size() - 1);
   ++ctx_.issued[int(unit)];
   hazards_.issued(index);
   const auto next = ctx_.later(index, t_, ctx_.arch.issue_cycles, "issue (issue_cycles)");
@@ -88,21 +83,20 @@ void ControlUnit::issue_all() {
     const bool waits = in.opcode == Opcode::sync || in.opcode == Opcode::barrier || in.opcode == Opcode::halt;
     if (waits && !ctx_.wait_until(t)) return;
     switch (in.opcode) {
-      case Opcode::set_config:
-        if (PackRegs next = ctx_.pack_values.back(); set_pack_register(next, in)) {
-          if (!(next == ctx_.pack_values.back())) ctx_.pack_values.push_back(next);
-          break;
-        }
-        switch (static_cast<isa::ConfigReg>(in[Field::reg])) {
-          case isa::ConfigReg::host_stride: ctx_.cfg_stride = in[Field::value]; break;
-          case isa::ConfigReg::host_row_bytes: ctx_.cfg_row_bytes = in[Field::value]; break;
-          case isa::ConfigReg::act_lane: ctx_.cfg_act_lane = in[Field::value]; break;
-          default:
-            if (!ctx_.cfg_act_pool.set(static_cast<isa::ConfigReg>(in[Field::reg]), in[Field::value]))
-              ctx_.cfg_planes.set(static_cast<isa::ConfigReg>(in[Field::reg]), in[Field::value]);
-            break;
-        }
+      case Opcode::set_config: {
+        Context::IssueRegs next = ctx_.reg_values.back();
+        if (!set_pack_register(next.pack, in)) switch (static_cast<isa::ConfigReg>(in[Field::reg])) {
+            case isa::ConfigReg::host_stride: next.stride = in[Field::value]; break;
+            case isa::ConfigReg::host_row_bytes: next.row_bytes = in[Field::value]; break;
+            case isa::ConfigReg::act_lane: next.act_lane = in[Field::value]; break;
+            default:
+              if (!next.act_pool.set(static_cast<isa::ConfigReg>(in[Field::reg]), in[Field::value]))
+                next.planes.set(static_cast<isa::ConfigReg>(in[Field::reg]), in[Field::value]);
+              break;
+          }
+        if (!(next == ctx_.reg_values.back())) ctx_.reg_values.push_back(next);
         break;
+      }
       case Opcode::sync: {
         const uint64_t mask = in[Field::units];
         ctx_.block(Unit::control, "instruction {0} (sync) waits for units {1:#x}", i, mask);

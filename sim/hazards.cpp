@@ -122,8 +122,12 @@ void Hazards::report(const Record& a, const Record& b) const {
 
 bool Hazards::started(uint64_t index, isa::Unit unit, uint64_t start, uint64_t until,
                       uint64_t lowest_unstarted) {
+  // (act_pool as activates see it, planes as the activation unit sees them: none for the others.)
+  const isa::Instruction& in = ctx_.inst(index);
+  const Context::IssueRegs& regs = ctx_.regs(index);
   Record r{index, unit, start, until,
-           accesses(ctx_.inst(index), ctx_.arch, ctx_.pack(index), ctx_.regs_act_pool[index], ctx_.regs_planes[index])};
+           accesses(in, ctx_.arch, regs.pack, in.opcode == isa::Opcode::activate ? regs.act_pool : ActPool{},
+                    unit == isa::Unit::activation ? regs.planes : Planes{})};
   for (const RowRange& x : r.use.ub_reads) ctx_.note_ub(x.first, x.rows);
   for (const RowRange& x : r.use.ub_writes) ctx_.note_ub(x.first, x.rows);
   if (r.use.acc.rows) ctx_.note_acc(r.use.acc.first, r.use.acc.rows);

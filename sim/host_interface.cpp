@@ -26,7 +26,7 @@ void HostInterface::serve() {
     const uint64_t i = e->index, start = ctx_.now();
     queue_.pop();
     const isa::Instruction& in = ctx_.inst(i);
-    const uint64_t row_bytes = ctx_.regs_row_bytes[i] ? ctx_.regs_row_bytes[i] : ctx_.arch.ub_row_bytes();
+    const uint64_t row_bytes = ctx_.regs(i).row_bytes ? ctx_.regs(i).row_bytes : ctx_.arch.ub_row_bytes();
     uint64_t bytes = 0;
     if (__builtin_mul_overflow(in[Field::rows], row_bytes, &bytes)) bytes = UINT64_MAX;
     const auto started = ctx_.later(i, start, ctx_.arch.host_latency_cycles, "the DMA's host_latency_cycles");
@@ -38,8 +38,8 @@ void HostInterface::serve() {
     ctx_.timeline[i].start = start;
     if (!hazards_.started(i, isa::Unit::host_dma, start, end, ctx_.lowest_unstarted())) return;
     if (ctx_.data()) {
-      ctx_.state->host_stride = ctx_.regs_stride[i];
-      ctx_.state->host_row_bytes = ctx_.regs_row_bytes[i];
+      ctx_.state->host_stride = ctx_.regs(i).stride;
+      ctx_.state->host_row_bytes = ctx_.regs(i).row_bytes;
       // Addresses were checked before the run (check_static, with these register values).
       if (in.opcode == Opcode::read_host) exec_read_host(*ctx_.state, in, i);
       else exec_write_host(*ctx_.state, in, i);

@@ -75,6 +75,7 @@ struct ActPool {
   uint64_t window = 0, stride = 0, width = 0, batch = 0;
   bool on() const { return kind != 0; }
   bool avg() const { return kind == 2; }
+  bool operator==(const ActPool&) const = default;
   // Writes the register `reg` when it is one of the five; false when it is another register.
   bool set(isa::ConfigReg reg, uint64_t value);
 };

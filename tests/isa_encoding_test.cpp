@@ -3,6 +3,8 @@
 // rejects every word the table does not allow (unknown opcodes, reserved bits, undefined
 // enumeration values, counts below their minimum).
 #include <catch2/catch.hpp>
+#include <fmt/format.h>
+#include <algorithm>
 #include <cstdio>
 #include <random>
 #include <string>
@@ -273,6 +275,41 @@ TEST_CASE("check and encode reject fields outside the table", "[isa][encoding]")
   Instruction bad;
   bad.opcode = static_cast<Opcode>(0x7f);
   CHECK(check(bad) == "unknown opcode 0x7f");
+}
+
+TEST_CASE("an instruction keeps each opcode's fields in slots of their own", "[isa][encoding]") {
+  // As many slots as the opcode with the most operands has (activate: 10), not one per field name.
+  size_t widest = 0;
+  for (const OpcodeSpec& s : kOpcodes) widest = std::max(widest, s.operands.size());
+  CHECK(size_t(kFieldSlotCount) == widest);
+  CHECK(sizeof(Instruction) <= 8 + 8 * (widest + 1));
+  // Every field of an opcode holds its own value, whatever the others hold: each field set to a
+  // distinct value in turn, all others to all ones.
+  for (const OpcodeSpec& s : kOpcodes) {
+    INFO(s.mnemonic);
+    for (const Operand& a : s.operands) {
+      CHECK(has_field(s.opcode, a.field));
+      Instruction in = make_instruction(s.opcode);
+      for (const Operand& b : s.operands) in[b.field] = ~uint64_t{0};
+      in[a.field] = 12345;
+      for (const Operand& b : s.operands) CHECK(in[b.field] == (b.field == a.field ? 12345 : ~uint64_t{0}));
+    }
+    // A field the opcode does not have reads 0, also after one was written (check refuses that).
+    for (int f = 0; f < kFieldCount; ++f) {
+      if (find_operand(s, Field(f))) continue;
+      CHECK_FALSE(has_field(s.opcode, Field(f)));
+      Instruction in = make_instruction(s.opcode);
+      const Instruction before = in;
+      in[Field(f)] = 7;
+      const Instruction& read = in;
+      CHECK(read[Field(f)] == 0);
+      for (const Operand& b : s.operands) CHECK(in[b.field] == before[b.field]);
+      CHECK(check(in) == fmt::format("{} has no field {}", s.mnemonic, kFields[f].name));
+      CHECK_FALSE(in == before);
+      in[Field(f)] = 0;  // written back to 0: nothing stray
+      CHECK(in == before);
+    }
+  }
 }
 
 TEST_CASE("decode rejects every opcode byte the table does not define", "[isa][decode]") {

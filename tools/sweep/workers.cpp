@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdlib>
 #include <chrono>
 #include <cstring>
 #include <deque>
@@ -24,6 +25,7 @@
 #include "isa/assembler.h"
 #include "isa/error.h"
 #include "sim/machine.h"
+#include "sim/parallel.h"
 #include "sim/report.h"
 
 extern char** environ;
@@ -35,8 +37,11 @@ namespace {
 using json = nlohmann::json;
 using ojson = nlohmann::ordered_json;
 
-json request(const Spec& spec, const Point& p) {
+// `threads`: what each worker's parallel work (float reference, quantizer, the fast engine's
+// matmuls) may use: this process's CPUs shared among the workers, at least one each.
+json request(const Spec& spec, const Point& p, unsigned threads) {
   return {{"point", p.index},
+          {"threads", threads},
           {"path", std::filesystem::absolute(p.workload->path).string()},
           {"model", p.workload->is_model},
           {"arch", sim::arch_to_json(p.arch)},
@@ -53,6 +58,7 @@ ojson run_request(const json& req) {
   for (const auto& [key, value] : req.at("arch").items())
     sim::set_param(arch, key, value.is_string() ? value.get<std::string>() : value.dump(), "point");
   sim::validate(arch);
+  sim::set_threads(req.value("threads", 0u));
   const std::string path = req.at("path");
   // A worker keeps the models it parsed and quantized (which do not depend on the machine):
   // later points of a workload only lower it again for their architecture. On the timing
@@ -148,8 +154,8 @@ void stop_worker(Worker& w) {
   w = Worker{};
 }
 
-bool send(Worker& w, const Spec& spec, const Point& p) {
-  const std::string line = request(spec, p).dump() + "\n";
+bool send(Worker& w, const Spec& spec, const Point& p, unsigned threads) {
+  const std::string line = request(spec, p, threads).dump() + "\n";
   for (size_t off = 0; off < line.size();) {
     const ssize_t n = write(w.to, line.data() + off, line.size() - off);
     if (n < 0 && errno == EINTR) continue;
@@ -201,6 +207,9 @@ bool run_points(const Spec& spec, const std::vector<const Point*>& todo, unsigne
   const std::string exe = self_executable();
   std::deque<const Point*> queue(todo.begin(), todo.end());
   std::vector<Worker> workers(std::min<size_t>(jobs, todo.size()));
+  // (0: the worker's default, when TPUSIM_THREADS says how many.)
+  const unsigned threads =
+      std::getenv("TPUSIM_THREADS") ? 0 : std::max<unsigned>(1, available_cpus() / std::max<unsigned>(1, jobs));
   for (Worker& w : workers) w = spawn(exe);
   const auto stopping = [&] { return stop && stop(); };
   std::set<const Point*> retried;  // points whose worker a termination signal killed once
@@ -240,7 +249,7 @@ bool run_points(const Spec& spec, const std::vector<const Point*>& todo, unsigne
       while (w.pid > 0 && !w.busy && !queue.empty()) {
         const Point* p = queue.front();
         queue.pop_front();
-        if (!send(w, spec, *p)) {
+        if (!send(w, spec, *p, threads)) {
           w.busy = p;
           died(w);
         }
