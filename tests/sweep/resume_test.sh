@@ -84,7 +84,7 @@ sys.exit(1)
 PY
 }
 
-# Ctrl-C part-way: 48 points of the paper's MLP1 on the timing engine (15-60 ms each here), one
+# Ctrl-C part-way: 192 points of the paper's MLP1 on the timing engine (5-60 ms each here), one
 # worker, interrupted as soon as the first point is stored (SIGINT to the sweep's whole process
 # group, as a terminal sends it). Waiting for a stored point rather than a fixed time keeps the
 # check independent of the machine's speed.
@@ -97,6 +97,7 @@ workloads = ["$src/workloads/tpu-v1/mlp1.toml"]
 weight_mem_gbps = [8.5, 17, 34, 68, 136, 272]
 clock_mhz = [500, 700, 900, 1100]
 host_gbps = [5, 10.74]
+weight_mem_latency_cycles = [100, 200, 300, 400]
 SPEC
 setsid "$tpusim" sweep slow.toml -j 1 -o slow.csv 2>int.log &
 sweep_pid=$!
@@ -109,12 +110,12 @@ cat int.log
 stored=$(python3 -c 'import sqlite3,sys; print(sqlite3.connect(sys.argv[1]).execute("select count(*) from results").fetchone()[0])' slow.db)
 grep -q "stopped by SIGINT after $stored points this run; $stored points stored, --resume to continue" int.log ||
   fail "no 'N points stored, --resume to continue' message for $stored points"
-((stored < 48)) || fail "the sweep finished before the interrupt: make it slower"
+((stored < 192)) || fail "the sweep finished before the interrupt: make it slower"
 ! grep -q ",failed," slow.csv || fail "an interrupted point was stored as failed"
 "$tpusim" sweep slow.toml -j 2 -o slow.csv --resume 2>resume.log
-grep -q "$((48 - stored)) points run in .*, $stored already done; 48 stored" resume.log || fail "resume after Ctrl-C: $(cat resume.log)"
+grep -q "$((192 - stored)) points run in .*, $stored already done; 192 stored" resume.log || fail "resume after Ctrl-C: $(cat resume.log)"
 ! grep -q ",failed," slow.csv || fail "failed points after resuming"
-echo "ok: Ctrl-C after $stored points, resumed to 48"
+echo "ok: Ctrl-C after $stored points, resumed to 192"
 # A worker killed by SIGTERM (not the sweep): its point runs again in a new worker rather than
 # being stored as failed. 8 points of the paper's LSTM1 (about 150 ms each here, so the worker is
 # almost always busy with a point); the worker is killed once the first point is stored.
