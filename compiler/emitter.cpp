@@ -24,11 +24,20 @@ bool intersects(const boost::icl::interval_set<uint64_t>& set, const std::vector
 
 }  // namespace
 
-Emitter::Emitter(const sim::Arch& arch, uint64_t prefetch) : arch_(arch), prefetch_(prefetch) {
+Emitter::Emitter(const sim::Arch& arch, uint64_t prefetch, bool code, uint64_t reserve)
+    : arch_(arch), prefetch_(prefetch), code_on_(code) {
+  if (!code_on_) return;
+  code_.reserve(reserve);
   for (uint64_t i = 0; i < prefetch_; ++i) {
     unfilled_.push_back(code_.size());
     code_.push_back(isa::make_instruction(Opcode::read_weights));
   }
+}
+
+isa::Instruction& Emitter::append(Opcode op) {
+  ++instructions_;
+  if (!code_on_) return scratch_ = isa::make_instruction(op);
+  return code_.emplace_back(isa::make_instruction(op));
 }
 
 void Emitter::touch(Station st, const std::vector<RowSpan>& reads, const std::vector<RowSpan>& writes) {
@@ -39,8 +48,7 @@ void Emitter::touch(Station st, const std::vector<RowSpan>& reads, const std::ve
       mask |= kStationBit[other];
   }
   if (mask) {
-    isa::Instruction& sync = code_.emplace_back(isa::make_instruction(Opcode::sync));
-    sync[Field::units] = mask;
+    append(Opcode::sync)[Field::units] = mask;
     if (mask & kStationBit[kHost]) arrived_ = emitted_;
     for (int other = 0; other < kStations; ++other)
       if (mask & kStationBit[other]) {
@@ -59,12 +67,12 @@ void Emitter::touch(Station st, const std::vector<RowSpan>& reads, const std::ve
 
 void Emitter::setcfg(isa::ConfigReg reg, uint64_t value, uint64_t& current) {
   if (value == current) return;
-  isa::Instruction& in = code_.emplace_back(isa::make_instruction(Opcode::set_config));
+  isa::Instruction& in = append(Opcode::set_config);
   in[Field::reg] = static_cast<uint64_t>(reg);
   in[Field::value] = current = value;
 }
 
-void Emitter::tag(uint64_t value) { code_.emplace_back(isa::make_instruction(Opcode::debug_tag))[Field::tag] = value; }
+void Emitter::tag(uint64_t value) { append(Opcode::debug_tag)[Field::tag] = value; }
 
 void Emitter::host_dma(bool write, uint64_t host, uint64_t ub, uint64_t rows, uint64_t row_bytes, uint64_t stride) {
   if (collecting_ && !write) {
@@ -84,7 +92,7 @@ void Emitter::emit_dma(bool write, uint64_t host, uint64_t ub, uint64_t rows, ui
     touch(kHost, {span}, {});
   else
     touch(kHost, {}, {span});
-  isa::Instruction& in = code_.emplace_back(isa::make_instruction(write ? Opcode::write_host : Opcode::read_host));
+  isa::Instruction& in = append(write ? Opcode::write_host : Opcode::read_host);
   in[Field::host] = host;
   in[Field::ub] = ub;
   in[Field::rows] = rows;
@@ -141,7 +149,9 @@ void Emitter::matmul(isa::Instruction inst, bool switches, TileFetch fetch, cons
   }
   setcfg(isa::ConfigReg::dense_rows, gather.dense_rows, pack_.dense_rows);
   if (gather.dense_in()) setcfg(isa::ConfigReg::dense_bytes, gather.dense_bytes, pack_.dense_bytes);
-  if (switches) {  // this anchor's placeholder, then fetch `fetches_` fills the oldest unfilled one
+  if (switches && !code_on_) ++fetches_, ++instructions_;
+  if (switches && code_on_) {  // this anchor's placeholder, then fetch `fetches_` fills the oldest unfilled one
+    ++instructions_;
     unfilled_.push_back(code_.size());
     code_.push_back(isa::make_instruction(Opcode::read_weights));
     isa::Instruction& rw = code_[unfilled_.front()];
@@ -154,6 +164,7 @@ void Emitter::matmul(isa::Instruction inst, bool switches, TileFetch fetch, cons
     ++fetches_;
   }
   const uint64_t rows = inst[Field::rows], repeat = inst[Field::repeat], stride = inst[Field::stride];
+  ++instructions_;
   std::vector<RowSpan> reads;  // (sim/pack.h: the UB rows each group reads)
   if (repeat == 1 || stride == rows) {
     const sim::UbSpan a = sim::matmul_group_reads(pack_, inst, 0), b = sim::matmul_group_reads(pack_, inst, repeat - 1);
@@ -171,7 +182,7 @@ void Emitter::matmul(isa::Instruction inst, bool switches, TileFetch fetch, cons
   work_.vectors += sim::stream_cycles(pack_, arch_, rows * repeat);  // (both passes of 16-bit inputs)
   work_.switches += switches;
   if (switches) work_.weight_bytes += fetch.rows ? uint64_t(fetch.rows) * fetch.cols : arch_.tile_bytes();
-  code_.push_back(inst);
+  if (code_on_) code_.push_back(inst);
   stream_next(latest);
 }
 
@@ -218,7 +229,8 @@ void Emitter::activation(const isa::Instruction& inst, std::vector<RowSpan> read
   if (inst.opcode == Opcode::pool)
     for (const RowSpan& r : reads) work_.act_rows += r.rows;
   else work_.act_rows += inst[Field::rows];
-  code_.push_back(inst);
+  ++instructions_;
+  if (code_on_) code_.push_back(inst);
   stream_next(latest);
 }
 
@@ -241,7 +253,8 @@ void Emitter::zero(RowSpan rows) {
 
 std::vector<isa::Instruction> Emitter::finish() {
   stream_flush();
-  code_.push_back(isa::make_instruction(Opcode::halt));
+  append(Opcode::halt);
+  if (!code_on_) return {};
   // Drop the placeholders no fetch filled (at most `prefetch`), moving the code after them down.
   if (!unfilled_.empty()) {
     size_t to = unfilled_.front();

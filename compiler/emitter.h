@@ -40,7 +40,11 @@ struct TileFetch {
 
 class Emitter {
  public:
-  Emitter(const sim::Arch& arch, uint64_t prefetch);
+  // `code` false: a measuring emitter (a try of the lowering's piece search, lower.cpp): it
+  // decides everything as a full one does (registers, syncs, stream parts, work counters) but
+  // stores no instruction; finish() returns nothing. `reserve`: instructions to make room for (a
+  // measuring run's instructions(): the code then grows without being copied).
+  Emitter(const sim::Arch& arch, uint64_t prefetch, bool code = true, uint64_t reserve = 0);
 
   void tag(uint64_t value);
   void host_dma(bool write, uint64_t host, uint64_t ub, uint64_t rows, uint64_t row_bytes, uint64_t stride);
@@ -81,6 +85,10 @@ class Emitter {
   std::vector<isa::Instruction> finish();
 
   uint64_t weight_fetches() const { return fetches_; }
+  // Instructions emitted so far but the read_weights placed at the start (a measuring emitter
+  // counts the ones it would store).
+  uint64_t instructions() const { return instructions_; }
+  bool stores_code() const { return code_on_; }
 
   // Input streaming. Between stream_begin() and stream_end() a read_host is not emitted but kept
   // as a part of the stream, in order. stream_end() emits the first part. Every later
@@ -119,9 +127,14 @@ class Emitter {
   bool stream_need(const std::vector<RowSpan>& spans);
   void stream_next(bool needed_latest);
   void emit_part();
+  // Appends an instruction (a measuring emitter counts it and gives a scratch one to fill).
+  isa::Instruction& append(isa::Opcode op);
 
   const sim::Arch& arch_;
   uint64_t prefetch_;
+  bool code_on_;
+  uint64_t instructions_ = 0;
+  isa::Instruction scratch_;  // what a measuring emitter "appends" to
   std::vector<isa::Instruction> code_;
   std::array<Rows, kStations> reads_, writes_;  // UB rows touched since the station's last sync
   Rows written_;                                 // UB rows ever written

@@ -160,9 +160,11 @@ class Lowering {
  public:
   // Lowers the graph's batch by `schedule` (schedule.h: segments of ops, each in pieces).
   // Tensors marked in `in_host` live in host memory and are streamed in bands (only with pieces
-  // of one sample, one segment).
+  // of one sample, one segment). `code` false: a measuring try (Emitter): the same fit, work and
+  // estimate, but no instructions stored (run()'s program has no code).
+  // `reserve`: the instructions a measuring try of the same schedule counted.
   Lowering(const QGraph& g, const sim::Arch& arch, PieceSchedule schedule, const LowerOptions& options,
-           std::vector<bool> in_host = {})
+           std::vector<bool> in_host = {}, bool code = true, uint64_t reserve = 0)
       : g_(g),
         arch_(arch),
         options_(options),
@@ -170,7 +172,7 @@ class Lowering {
         piece_(schedule.io_piece),
         batch_(schedule.io_piece),
         sched_(std::move(schedule)),
-        em_(arch, arch.weight_fifo_tiles),
+        em_(arch, arch.weight_fifo_tiles, code, reserve ? reserve + arch.weight_fifo_tiles : 0),
         alloc_(0, 1),
         image_(arch.array_rows, arch.array_cols, !without_values(g), options.partial_tiles),
         in_host_(std::move(in_host)) {
@@ -183,6 +185,7 @@ class Lowering {
   const std::vector<Emitter::Work>& op_work() const { return op_work_; }
   ScheduleProblem problem() const;
   size_t segment() const { return segment_; }
+  uint64_t instructions() const { return em_.instructions(); }
   double estimate() const {
     double c = 0;
     for (const Emitter::Work& w : op_work_) c += op_cycles(w, arch_);
@@ -1811,6 +1814,10 @@ bool has_pool(const QGraph& g, const sim::Arch& arch, const LowerOptions& option
 // that does not fit, so most tries are cheap; at most log2(batch) + 2 lowerings in all.
 // When one sample does not fit, tensors are moved to host memory one connected group at a time
 // (hold_in_host) and their ops run in bands of rows: one more lowering per group moved.
+// Only the first try (often the answer) and tries in bands make code; the others measure
+// (Lowering's `code`), and the schedule chosen is lowered once more with code unless its try made
+// it: a program is never held twice (CNN1 on a 64 x 64 array with 256 accumulator rows takes
+// three tries of over a million instructions each).
 isa::Program lower(const QGraph& graph, const sim::Arch& arch, const LowerOptions& options) {
   if (graph.batch == 0) throw InputError(fmt::format("model {}: batch 0: a model needs at least one sample", graph.name));
   uint64_t limit = std::min(graph.batch, arch.acc_entries / 2);
@@ -1819,7 +1826,16 @@ isa::Program lower(const QGraph& graph, const sim::Arch& arch, const LowerOption
   const auto piece_for = [&](uint64_t n) { return div_up(graph.batch, n); };
   const auto pieces_for = [&](uint64_t piece) { return div_up(graph.batch, piece); };
   uint64_t too_few = pieces_for(limit) - 1;  // the most pieces known not to fit (0: none tried)
-  std::optional<isa::Program> best;           // the program of the fewest pieces known to fit
+  // The fewest pieces known to fit: the schedule, its program when its try made code, else the
+  // instructions it counted.
+  struct Fit {
+    PieceSchedule schedule;
+    std::vector<bool> in_host;
+    std::optional<isa::Program> program;
+    uint64_t instructions = 0;
+  };
+  std::optional<Fit> best;
+  bool first = true;
   std::optional<ScheduleProblem> best_problem;
   double best_estimate = 0;
   uint64_t best_n = 0;
@@ -1829,8 +1845,11 @@ isa::Program lower(const QGraph& graph, const sim::Arch& arch, const LowerOption
   for (;;) {
     const uint64_t piece = piece_for(n);
     try {
-      Lowering l(graph, arch, single_loop(ops, tensors, piece), options, in_host);
-      best = l.run();
+      const bool code = std::exchange(first, false) || std::find(in_host.begin(), in_host.end(), true) != in_host.end();
+      Lowering l(graph, arch, single_loop(ops, tensors, piece), options, in_host, code);
+      isa::Program p = l.run();
+      best = Fit{single_loop(ops, tensors, piece), in_host, code ? std::optional(std::move(p)) : std::nullopt,
+                 l.instructions()};
       best_problem = l.problem();
       best_estimate = l.estimate();
       best_n = pieces_for(piece);
@@ -1870,16 +1889,25 @@ isa::Program lower(const QGraph& graph, const sim::Arch& arch, const LowerOption
   // In pieces (and not in bands): the piece schedule (schedule.h) where its estimate beats the
   // single loop's. A segment that does not fit after all (the plan's row count is per sample and
   // ignores fragmentation) runs in one more piece, a few times at most.
+  const auto with_code = [&](Fit& f) {
+    if (f.program) return std::move(*f.program);
+    Lowering l(graph, arch, f.schedule, options, f.in_host, true, f.instructions);
+    return l.run();
+  };
   if (!options.piece_schedule || best_n <= 1 ||
       std::find(in_host.begin(), in_host.end(), true) != in_host.end())
-    return std::move(*best);
+    return with_code(*best);
   ScheduleProblem problem = std::move(*best_problem);
   PieceSchedule plan = plan_pieces(problem, arch, tensors);
   for (int tries = 0; plan.segments.size() > 1 && tries < 8; ++tries) {
-    Lowering l(graph, arch, plan, options);
+    Lowering l(graph, arch, plan, options, {}, false);
     try {
-      isa::Program p = l.run();
-      if (l.estimate() < best_estimate) return p;
+      l.run();
+      if (l.estimate() < best_estimate) {
+        best.reset();  // (its program, if its try made one, is not needed)
+        Fit f{plan, {}, std::nullopt, l.instructions()};
+        return with_code(f);
+      }
       break;
     } catch (const DoesNotFit&) {
       // The segment needed more rows than the plan counted for its ops (fragmentation, zero
@@ -1893,7 +1921,7 @@ isa::Program lower(const QGraph& graph, const sim::Arch& arch, const LowerOption
       plan = plan_pieces(problem, arch, tensors);
     }
   }
-  return std::move(*best);
+  return with_code(*best);
 }
 
 }  // namespace tpusim::compiler

@@ -24,6 +24,7 @@
 #include "isa/error.h"
 #include "isa/file_io.h"
 #include "isa/text.h"
+#include "sim/parallel.h"
 
 namespace tpusim::compiler {
 
@@ -661,8 +662,7 @@ std::vector<float> load_array(const Section& sec, std::string_view key, const Fi
   return v;
 }
 
-void fill_parameters(LayerSpec& s, const Shape& in, const Model& m, size_t position, const std::filesystem::path& base_dir,
-                     bool timing_only) {
+void fill_parameters(LayerSpec& s, const Shape& in, const Model& m, size_t position, const std::filesystem::path& base_dir) {
   Layer& l = s.layer;
   const Section& sec = s.sec;
   if (l.type == LayerType::lstm) {
@@ -689,10 +689,8 @@ void fill_parameters(LayerSpec& s, const Shape& in, const Model& m, size_t posit
   }
   // A timing-only compile does not generate seeded weights (Layer::seeded_weights); biases, one
   // per output channel, it does (whether a layer has them changes its program).
-  if (l.weights.empty() && weight_count(l, in) > 0) {
-    l.seeded_weights = true;
-    if (!timing_only) l.weights = generate_weights(l, in, m.seed, position);
-  }
+  // (A full compile's are generated once every layer is read: parse_model, in parallel.)
+  if (l.weights.empty() && weight_count(l, in) > 0) l.seeded_weights = true;
   if (l.bias.empty() && l.use_bias) l.bias = generate_bias(l, m.seed, position);
 }
 
@@ -816,10 +814,14 @@ std::vector<float> generate_input(const Shape& shape, uint64_t batch, uint64_t s
 }
 
 void generate_seeded_weights(Model& m) {
-  for (size_t i = 0; i < m.layers.size(); ++i) {
-    Layer& l = m.layers[i];
-    if (l.seeded_weights && l.weights.empty()) l.weights = generate_weights(l, source_shape(m, l, l.inputs.at(0)), m.seed, i + 1);
-  }
+  // Each layer draws from its own stream: the layers in parallel give the same values.
+  std::vector<size_t> todo;
+  for (size_t i = 0; i < m.layers.size(); ++i)
+    if (m.layers[i].seeded_weights && m.layers[i].weights.empty()) todo.push_back(i);
+  sim::parallel_for(todo.size(), [&](uint64_t k) {
+    Layer& l = m.layers[todo[k]];
+    l.weights = generate_weights(l, source_shape(m, l, l.inputs.at(0)), m.seed, todo[k] + 1);
+  });
 }
 
 // ---- entry points -----------------------------------------------------------------------------------
@@ -877,9 +879,10 @@ Model parse_model(std::string_view text, const std::string& source, const std::f
                                          m.batch * m.inputs[0].shape.elements(), options.max_values)));
   check_compile_memory(m, source, parameters, activations, options);
   for (size_t i = 0; i < specs.size(); ++i)
-    fill_parameters(specs[i], shapes.input_shape(specs[i].layer.inputs[0]), m, i + 1, base_dir, options.timing_only);
+    fill_parameters(specs[i], shapes.input_shape(specs[i].layer.inputs[0]), m, i + 1, base_dir);
   fill_input(m, input, base_dir, source);
   for (LayerSpec& s : specs) m.layers.push_back(std::move(s.layer));
+  if (!options.timing_only) generate_seeded_weights(m);
   return m;
 }
 

@@ -42,9 +42,18 @@ std::string check_operand(const Operand& o, uint64_t v) {
 }  // namespace
 
 Instruction make_instruction(Opcode op) {
-  Instruction inst;
-  inst.opcode = op;
-  for (const Operand& o : spec(op).operands) inst[o.field] = o.default_value.value_or(0);
+  // Each opcode's instruction at its defaults, built once (the compiler makes millions).
+  static const std::array<Instruction, 256> defaults = [] {
+    std::array<Instruction, 256> d{};
+    for (const OpcodeSpec& s : kOpcodes) {
+      Instruction& inst = d[static_cast<uint8_t>(s.opcode)];
+      inst.opcode = s.opcode;
+      for (const Operand& o : s.operands) inst[o.field] = o.default_value.value_or(0);
+    }
+    return d;
+  }();
+  Instruction inst = defaults[static_cast<uint8_t>(op)];
+  inst.opcode = op;  // (an opcode the table lacks: no fields, as before)
   return inst;
 }
 
