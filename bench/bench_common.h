@@ -12,13 +12,17 @@ namespace tpusim::bench {
 struct BenchArgs {
   bool quick = false;  // fewer and shorter repetitions
   std::string json;    // write the figures here when set
+  // Benches that run the tpusim executable: another one (a build of an earlier commit) measured
+  // beside it in the same run, interleaved, when set (--reference).
+  std::string reference;
 };
 
-// Parses [--quick] [--json FILE]; false on anything else.
+// Parses [--quick] [--json FILE] [--reference TPUSIM]; false on anything else.
 inline bool parse_bench_args(int argc, char** argv, BenchArgs& args) {
   for (int i = 1; i < argc; ++i) {
     if (std::strcmp(argv[i], "--quick") == 0) args.quick = true;
     else if (std::strcmp(argv[i], "--json") == 0 && i + 1 < argc) args.json = argv[++i];
+    else if (std::strcmp(argv[i], "--reference") == 0 && i + 1 < argc) args.reference = argv[++i];
     else return false;
   }
   return true;

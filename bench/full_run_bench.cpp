@@ -6,7 +6,10 @@
 // on one thread. Target (issue 18): CNN1 <= 4 s. The figure before this work was 11.3 s and 968 MB
 // (main at ab13906, the same command, recorded in notes/s23; this machine, 2 cores).
 //
-// full_run_bench [--quick] [--json FILE]
+// With --reference TPUSIM (another tpusim executable, e.g. a build of the commit before a change),
+// `TPUSIM run MODEL` with all threads runs too, interleaved, and prints beside (the `ref` column).
+//
+// full_run_bench [--quick] [--json FILE] [--reference TPUSIM]
 #include <fcntl.h>
 #include <spawn.h>
 #include <sys/resource.h>
@@ -31,9 +34,9 @@ struct Sample {
   int status = -1;
 };
 
-// Runs `tpusim run MODEL [--threads 1]` with its output discarded.
-Sample run_once(const std::string& model, bool one_thread) {
-  std::vector<std::string> args{TPUSIM_BINARY, "run", model};
+// Runs `TPUSIM run MODEL [--threads 1]` with its output discarded (TPUSIM: this build's, or `exe`).
+Sample run_once(const std::string& model, bool one_thread, const std::string& exe = TPUSIM_BINARY) {
+  std::vector<std::string> args{exe, "run", model};
   if (one_thread) args.insert(args.end(), {"--threads", "1"});
   std::vector<char*> argv;
   for (std::string& a : args) argv.push_back(a.data());
@@ -65,7 +68,7 @@ int main(int argc, char** argv) {
   using namespace tpusim::bench;
   BenchArgs args;
   if (!parse_bench_args(argc, argv, args)) {
-    std::fprintf(stderr, "usage: full_run_bench [--quick] [--json FILE]\n");
+    std::fprintf(stderr, "usage: full_run_bench [--quick] [--json FILE] [--reference TPUSIM]\n");
     return 2;
   }
   setenv("SC_COPYRIGHT_MESSAGE", "DISABLE", 1);
@@ -84,8 +87,17 @@ int main(int argc, char** argv) {
   for (size_t w = 0; w < std::size(workloads); ++w) {
     const Workload& wl = workloads[w];
     const std::string model = std::string(TPUSIM_SOURCE_DIR) + "/workloads/tpu-v1/" + wl.name + ".toml";
-    std::vector<double> all_s, one_s, all_mb, one_mb;
-    for (int r = 0; r < reps; ++r)
+    std::vector<double> all_s, one_s, all_mb, one_mb, ref_s, ref_mb;
+    for (int r = 0; r < reps; ++r) {
+      if (!args.reference.empty()) {
+        const Sample s = run_once(model, false, args.reference);
+        if (s.status != 0) {
+          std::fprintf(stderr, "full_run_bench: %s run %s exited with %d\n", args.reference.c_str(), model.c_str(),
+                       s.status);
+          failed = true;
+        }
+        ref_s.push_back(s.seconds), ref_mb.push_back(s.peak_mb);
+      }
       for (bool one : {false, true}) {  // interleaved: both see the same load
         const Sample s = run_once(model, one);
         if (s.status != 0) {
@@ -96,16 +108,21 @@ int main(int argc, char** argv) {
         (one ? one_s : all_s).push_back(s.seconds);
         (one ? one_mb : all_mb).push_back(s.peak_mb);
       }
+    }
     const double a = median(all_s), o = median(one_s);
     const bool below = wl.target_seconds > 0 && a > wl.target_seconds;
-    std::printf("%-8s %12.2f s %12.2f s %7.2fx %9.0f MB %9.0f MB  %s\n", wl.name, a, o, a > 0 ? o / a : 0.0,
+    std::printf("%-8s %12.2f s %12.2f s %7.2fx %9.0f MB %9.0f MB  %s", wl.name, a, o, a > 0 ? o / a : 0.0,
                 median(all_mb), median(one_mb),
                 wl.target_seconds > 0 ? (below ? "<= 4 s: BELOW TARGET" : "<= 4 s: met") : "-");
+    if (!ref_s.empty())
+      std::printf("  ref %.2f s %.0f MB (%.2fx)", median(ref_s), median(ref_mb), a > 0 ? median(ref_s) / a : 0.0);
+    std::printf("\n");
     char row[512];
     std::snprintf(row, sizeof row,
                   "    {\"model\": \"%s\", \"seconds_all_threads\": %.3f, \"seconds_one_thread\": %.3f, "
-                  "\"peak_mb_all_threads\": %.1f, \"peak_mb_one_thread\": %.1f, \"target_seconds\": %.1f}%s\n",
-                  wl.name, a, o, median(all_mb), median(one_mb), wl.target_seconds,
+                  "\"peak_mb_all_threads\": %.1f, \"peak_mb_one_thread\": %.1f, \"target_seconds\": %.1f, "
+                  "\"reference_seconds\": %.3f, \"reference_peak_mb\": %.1f}%s\n",
+                  wl.name, a, o, median(all_mb), median(one_mb), wl.target_seconds, median(ref_s), median(ref_mb),
                   w + 1 < std::size(workloads) ? "," : "");
     json += row;
   }
