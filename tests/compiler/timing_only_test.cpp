@@ -113,6 +113,11 @@ TEST_CASE("a timing-only compile times exactly as the full compile on every kind
     check_file(data / t, sim::Arch{});
     check_file(data / t, square(8));
   }
+  // 16-bit tensors into matmuls and a 16-bit output (seeded weights, precision by the keys), and
+  // an LSTM whose automatic precision is measured on the calibration samples (weights from the
+  // file: the timing-only compile calibrates, precision_needs_calibration, and chooses alike).
+  check_file(data / "wide16.toml", square(8));
+  check_file(kWorkloads / "trained/digits_lstm.onnx", sim::Arch{}, 8);
 }
 
 // The six paper apps (workloads/tpu-v1) at batch 4 (the weights, which the full compile
