@@ -395,7 +395,7 @@ bool Quantizer::readers_take_wide() const {
 // an int8 bound). A 16-bit tensor every reader of which must take it: where one cannot, a width
 // the model asked for fails, an automatic one is 8. Model::wide_elements false: 8.
 int Quantizer::output_width(int natural, bool can16) {
-  const bool last = li_ + 1 == m_.layers.size();
+  const bool last = last_layer();
   int want = natural;
   std::string asked;
   if (layer().output_bits) want = *layer().output_bits, asked = "output_bits";
@@ -599,7 +599,7 @@ double Quantizer::lstm_error(bool wide) const {
     ModelInput in = m_.inputs[i];
     const uint64_t e = in.shape.elements();
     const std::vector<float>& from = apart ? m_.calibration[i] : m_.inputs[i].data;
-    if (from.size() < n * e) throw std::logic_error("lstm_int8_error: fewer calibration samples than the float run's");
+    if (from.size() < n * e) throw std::logic_error("lstm_error: fewer calibration samples than the float run's");
     in.data.assign(from.begin(), from.begin() + std::ptrdiff_t(n * e));
     in.scale = scale_of(g_.inputs[i]);
     t.inputs.push_back(std::move(in));
@@ -613,7 +613,7 @@ double Quantizer::lstm_error(bool wide) const {
   const QTensor& out = q.tensors[size_t(q.output)];
   const std::vector<int32_t> got = tensor_values(run_golden(q, o)[size_t(q.output)], out.bits);
   const std::vector<float>& want = run_.outputs[li_];
-  if (got.size() != want.size()) throw std::logic_error("lstm_int8_error: the golden and float outputs differ in size");
+  if (got.size() != want.size()) throw std::logic_error("lstm_error: the golden and float outputs differ in size");
   double err = 0, norm = 0;
   for (size_t i = 0; i < got.size(); ++i) {
     const double d = got[i] * out.scale - double{want[i]};

@@ -83,7 +83,6 @@ struct Instruction {
     return opcode == o.opcode && slots == o.slots && stray_ == o.stray_ && (stray_ == 0 || stray_field_ == o.stray_field_);
   }
 
-
  private:
   uint64_t stray_ = 0;
 };

@@ -228,12 +228,16 @@ std::vector<WeightTileUse> tile_uses(const Program& p, uint64_t rows, uint64_t c
   return uses;
 }
 
-const WeightTileUse& tile_use_at(const std::vector<WeightTileUse>& uses, uint64_t waddr) {
+size_t tile_index_at(const std::vector<WeightTileUse>& uses, uint64_t waddr) {
   const auto it = std::lower_bound(uses.begin(), uses.end(), waddr,
                                    [](const WeightTileUse& u, uint64_t a) { return u.waddr < a; });
   if (it == uses.end() || it->waddr != waddr)
     throw InputError(fmt::format("meta.tile_uses has no tile at weight address {:#x}", waddr));
-  return *it;
+  return size_t(it - uses.begin());
+}
+
+const WeightTileUse& tile_use_at(const std::vector<WeightTileUse>& uses, uint64_t waddr) {
+  return uses[tile_index_at(uses, waddr)];
 }
 
 bool symbol_order(const Symbol& a, const Symbol& b) {

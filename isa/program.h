@@ -96,8 +96,9 @@ struct Program {
 // program has none. Throws InputError when it is malformed: not one [rows, cols, spans] per
 // tile of the weight image, or a box larger than the array.
 std::vector<WeightTileUse> tile_uses(const Program& p, uint64_t rows, uint64_t cols);
-// The entry of `uses` (tile_uses' result) for the tile at weight address `waddr`. Throws
-// InputError when there is none.
+// The place in `uses` (tile_uses' result, in address order) of the tile at weight address
+// `waddr`, and its entry. Both throw InputError when no tile starts there.
+size_t tile_index_at(const std::vector<WeightTileUse>& uses, uint64_t waddr);
 const WeightTileUse& tile_use_at(const std::vector<WeightTileUse>& uses, uint64_t waddr);
 
 // Serializes; deterministic (same Program, same bytes).

@@ -240,16 +240,18 @@ WeightPathView DebugSession::weight_path() const {
 
 uint64_t DebugSession::tile_number(uint64_t waddr) const {
   const std::vector<isa::WeightTileUse>& uses = run_->units().ctx.tile_uses;
-  if (uses.empty()) return waddr / arch_.tile_bytes();
-  const auto it = std::lower_bound(uses.begin(), uses.end(), waddr,
-                                   [](const isa::WeightTileUse& u, uint64_t a) { return u.waddr < a; });
-  return uint64_t(it - uses.begin());
+  return uses.empty() ? waddr / arch_.tile_bytes() : isa::tile_index_at(uses, waddr);
+}
+
+uint64_t DebugSession::tile_count() const {
+  const std::vector<isa::WeightTileUse>& uses = run_->units().ctx.tile_uses;
+  return uses.empty() ? program_.weights.size() / arch_.tile_bytes() : uses.size();
 }
 
 std::optional<uint64_t> DebugSession::tile_address(uint64_t n) const {
   const std::vector<isa::WeightTileUse>& uses = run_->units().ctx.tile_uses;
   if (!uses.empty()) return n < uses.size() ? std::optional<uint64_t>(uses[n].waddr) : std::nullopt;
-  if (n >= program_.weights.size() / arch_.tile_bytes()) return std::nullopt;
+  if (n >= tile_count()) return std::nullopt;
   return n * arch_.tile_bytes();
 }
 

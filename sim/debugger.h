@@ -101,9 +101,11 @@ class DebugSession {
   const isa::Program& program() const { return program_; }
   const Arch& arch() const { return arch_; }
   // The number of the tile at weight address `waddr` in the image: its place in meta.tile_uses
-  // (partial tiles are stored compactly, so tiles are not a fixed size apart), else waddr / the
-  // tile's bytes. And the address of tile `n` (nullopt past the image's tiles).
+  // (partial tiles are stored compactly, so tiles are not a fixed size apart; isa::tile_index_at),
+  // else waddr / the tile's bytes. The image's tile count, and the address of tile `n` (nullopt
+  // past the image's tiles).
   uint64_t tile_number(uint64_t waddr) const;
+  uint64_t tile_count() const;
   std::optional<uint64_t> tile_address(uint64_t n) const;
   uint64_t code_size() const { return code_size_; }  // instructions up to and including halt
   uint64_t cycle() const { return cycle_; }

@@ -400,6 +400,10 @@ TileBox tile_box(const Arch& a, const isa::Instruction& rw) {
           rw[Field::tile_cols] ? rw[Field::tile_cols] : a.array_cols};
 }
 
+void WeightTile::set_box(const TileBox& box, const Arch& a) {
+  if (box.partial(a)) rows = uint32_t(box.rows), cols = uint32_t(box.cols);
+}
+
 void WeightTile::expand(uint64_t array_rows, uint64_t array_cols, std::vector<uint8_t>& out) const {
   out.assign(array_rows * array_cols, 0);
   const uint64_t r = rows ? rows : array_rows, c = cols ? cols : array_cols;
@@ -416,7 +420,7 @@ WeightTile weight_tile(const MachineState& s, const isa::Instruction& rw, uint64
                        " bytes (never loaded)");
   const uint64_t addr = static_cast<uint64_t>(first);
   WeightTile w{s.weights.data() + addr, addr, rw[Field::unsigned_data] != 0};
-  if (box.partial(s.arch)) w.rows = uint32_t(box.rows), w.cols = uint32_t(box.cols);
+  w.set_box(box, s.arch);
   return w;
 }
 

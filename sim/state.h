@@ -35,6 +35,7 @@ std::string describe(uint64_t index, const isa::Instruction& inst);
 // at `waddr` (the FIFO and shadow hold copies; memory is read-only, so a pointer into the image
 // is equivalent). A partial tile (rw tile_rows / tile_cols, docs/isa.md) is stored compactly as
 // its rows x cols box, row major; the cells outside the box read as zero (the FIFO's zero fill).
+struct TileBox;
 struct WeightTile {
   const uint8_t* data = nullptr;  // W[k][j] = data[k * stored_cols + j] inside the box
   uint64_t waddr = 0;
@@ -48,6 +49,8 @@ struct WeightTile {
     return is_unsigned ? int32_t{b} : int32_t{static_cast<int8_t>(b)};
   }
   bool partial() const { return rows || cols; }
+  // Records `box` (tile_box) as the stored box when it is smaller than the array's.
+  void set_box(const TileBox& box, const Arch& a);
   // The full array_rows x array_cols tile, zero-filled outside the box, into `out`.
   void expand(uint64_t array_rows, uint64_t array_cols, std::vector<uint8_t>& out) const;
 };

@@ -68,7 +68,7 @@ void WeightPath::fetch_run() {
       FetchedTile f;
       f.tile.waddr = in[Field::waddr] + t * box.bytes();
       f.tile.is_unsigned = in[Field::unsigned_data] != 0;
-      if (box.partial(a)) f.tile.rows = uint32_t(box.rows), f.tile.cols = uint32_t(box.cols);
+      f.tile.set_box(box, a);
       if (!ctx_.program->weights_not_computed) f.tile.data = ctx_.program->weights.data() + f.tile.waddr;
       if (!ctx_.tile_uses.empty()) {  // the compiler's (isa::WeightTileUse), else the nonzero bytes'
         const isa::WeightTileUse& u = isa::tile_use_at(ctx_.tile_uses, f.tile.waddr);

@@ -309,7 +309,7 @@ std::string Debugger::print_weights(const Args& a) const {
       const std::optional<uint64_t> at = session_->tile_address(n);
       if (!at)
         throw CommandError(fmt::format("print: tile {} is past the weight memory ({} tiles)", n,
-                                       session_->tile_number(program_.weights.size())));
+                                       session_->tile_count()));
       waddr = *at, number = n;
       // Signedness and box are the reading instruction's (rw's unsigned flag, tile_rows and
       // tile_cols): the first rw reading it says.

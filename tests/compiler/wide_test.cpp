@@ -278,8 +278,9 @@ TEST_CASE("wide_mlp.toml: the automatic precision gives fc1 16-bit weights, bit-
   CHECK(wide == 4050);
 }
 
-// An lstm layer's gates: 16-bit weights by its weight_bits key or the model's precision wide,
-// never by the automatic choice (docs/compiler.md "16-bit layers"). Stacked 2 deep over 4 steps
+// An lstm layer's gates: 16-bit weights by its weight_bits key or the model's precision wide;
+// the automatic choice keeps seeded gates int8 without measuring (file weights are measured:
+// wide_inputs_test.cpp; docs/compiler.md "16-bit layers"). Stacked 2 deep over 4 steps
 // of 6 features, 5 units: per stacked layer 4 x 4 - 1 = 15 gate matmuls (no f gate at step 0),
 // the two stacked layers' 30 and the scores layer's 1.
 TEST_CASE("an lstm layer's gate weights go 16-bit by weight_bits or precision, bit-exact on every engine", "[wide]") {
