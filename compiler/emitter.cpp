@@ -76,7 +76,7 @@ void Emitter::tag(uint64_t value) { append(Opcode::debug_tag)[Field::tag] = valu
 
 void Emitter::host_dma(bool write, uint64_t host, uint64_t ub, uint64_t rows, uint64_t row_bytes, uint64_t stride) {
   if (collecting_ && !write) {
-    parts_.push_back({host, ub, rows, row_bytes, stride});
+    parts_.push_back({host, ub, rows, row_bytes, stride, key_});
     return;
   }
   const bool latest = stream_need({{ub, rows}});
@@ -100,8 +100,21 @@ void Emitter::emit_dma(bool write, uint64_t host, uint64_t ub, uint64_t rows, ui
   work_.dma_bytes += rows * row_bytes;
 }
 
-void Emitter::stream_end() {
+void Emitter::stream_end(bool by_steps) {
   collecting_ = false;
+  key_ = 0;
+  if (by_steps && !parts_.empty()) {
+    std::stable_sort(parts_.begin(), parts_.end(), [](const Part& a, const Part& b) { return a.key < b.key; });
+    // One part's DMA (its start and its bytes over the host link) against one whole tile's
+    // fetch from weight memory: the switching matmuls to wait between two paced parts.
+    uint64_t bytes = 0;
+    for (const Part& p : parts_) bytes = std::max(bytes, p.rows * p.row_bytes);
+    const uint64_t dma = arch_.host_latency_cycles + sim::transfer_cycles(bytes, arch_.host_gbps, arch_.clock_mhz);
+    const uint64_t tile = std::max<uint64_t>(sim::transfer_cycles(arch_.tile_bytes(), arch_.weight_mem_gbps, arch_.clock_mhz), 1);
+    pace_ = std::max<uint64_t>((dma + tile - 1) / tile, 1);
+    since_ = 0;
+    step_ = parts_.front().key;
+  }
   if (!parts_.empty() && emitted_ == 0) emit_part();
 }
 
@@ -114,6 +127,7 @@ void Emitter::stream_flush() {
   while (emitted_ < parts_.size()) emit_part();
   parts_.clear();
   emitted_ = arrived_ = 0;
+  pace_ = since_ = step_ = 0;
 }
 
 int64_t Emitter::stream_part(const RowSpan& span) const {
@@ -129,7 +143,19 @@ bool Emitter::stream_need(const std::vector<RowSpan>& spans) {
   for (const RowSpan& s : spans) need = std::max(need, stream_part(s));
   if (need < 0) return false;
   while (emitted_ <= static_cast<size_t>(need)) emit_part();
+  step_ = std::max(step_, parts_[static_cast<size_t>(need)].key);
   return static_cast<size_t>(need) + 1 == emitted_;
+}
+
+void Emitter::stream_pace(bool needed) {
+  if (!pace_ || emitted_ >= parts_.size()) return;
+  if (needed) {
+    since_ = 0;
+    return;
+  }
+  if (++since_ < pace_ || parts_[emitted_].key > step_ + 1) return;
+  emit_part();
+  since_ = 0;
 }
 
 void Emitter::stream_next(bool needed_latest) {
@@ -177,6 +203,10 @@ void Emitter::matmul(isa::Instruction inst, bool switches, TileFetch fetch, cons
   }
   if (pack_.mm_in_hi)  // the high byte plane: the same rows, mm_in_hi further
     for (size_t r = 0, low = reads.size(); r < low; ++r) reads.push_back({reads[r].first + pack_.mm_in_hi, reads[r].rows});
+  // (whether it reads a part of the stream not yet waited for: its sync then waits for it)
+  bool needed = false;
+  if (pace_)
+    for (const RowSpan& r : reads) needed = needed || stream_part(r) >= 0;
   const bool latest = stream_need(reads);
   touch(kMatrix, reads, {});
   work_.vectors += sim::stream_cycles(pack_, arch_, rows * repeat);  // (both passes of 16-bit inputs)
@@ -184,6 +214,7 @@ void Emitter::matmul(isa::Instruction inst, bool switches, TileFetch fetch, cons
   if (switches) work_.weight_bytes += fetch.rows ? uint64_t(fetch.rows) * fetch.cols : arch_.tile_bytes();
   if (code_on_) code_.push_back(inst);
   stream_next(latest);
+  if (switches) stream_pace(needed);
 }
 
 void Emitter::activation(const isa::Instruction& inst, std::vector<RowSpan> reads, RowSpan write) {

@@ -97,8 +97,16 @@ class Emitter {
   // sync on the host waits for that part), the next part is emitted. So the host link moves part
   // j + 1 while the instructions that read part j run, and each sync waits for one part only.
   // stream_flush() emits what is left (finish() does too).
+  // A stream by steps (an LSTM's input sequence, whose time steps are read one after another):
+  // stream_key() gives the step of the parts collected next; stream_end(true) orders the parts by
+  // step (stably: a step's parts in their order), and after a switching matmul that needed no part
+  // of the stream, the next part is emitted once every `pace` such matmuls while it belongs to the
+  // step after the latest one read (pace: switches whose tile fetches take about as long as a
+  // part's DMA, so that the host queue does not fill and hold issue). So step t + 1's input moves
+  // over the host link while step t's weight tiles stream, one DMA at a time.
   void stream_begin() { collecting_ = true; }
-  void stream_end();
+  void stream_key(uint64_t key) { key_ = key; }
+  void stream_end(bool by_steps = false);
   void stream_flush();
   bool streaming() const { return !parts_.empty(); }
   // The last part of the stream not yet known to have arrived (no sync on the host since it was
@@ -125,6 +133,8 @@ class Emitter {
   // Emits the parts an instruction touching `spans` needs; true when it needs the latest one
   // emitted (the caller then emits the next part after it: stream_next()).
   bool stream_need(const std::vector<RowSpan>& spans);
+  // A stream by steps: after a switching matmul (`needed`: it needed a part), the paced part.
+  void stream_pace(bool needed);
   void stream_next(bool needed_latest);
   void emit_part();
   // Appends an instruction (a measuring emitter counts it and gives a scratch one to fill).
@@ -153,12 +163,16 @@ class Emitter {
   uint64_t fetches_ = 0;            // switching matmuls so far
   std::deque<size_t> unfilled_;     // placeholders not yet filled, in code order
   struct Part {
-    uint64_t host, ub, rows, row_bytes, stride;
+    uint64_t host, ub, rows, row_bytes, stride, key;
   };
   std::vector<Part> parts_;      // the stream's read_host DMAs, in order
   size_t emitted_ = 0;           // parts emitted so far
   size_t arrived_ = 0;           // parts a sync on the host has waited for
   bool collecting_ = false;      // between stream_begin() and stream_end()
+  uint64_t key_ = 0;             // the step of the parts collected next (stream_key)
+  uint64_t pace_ = 0;            // a stream by steps: switching matmuls per paced part (0: not by steps)
+  uint64_t since_ = 0;           // switching matmuls since the last part emitted or needed
+  uint64_t step_ = 0;            // the latest step a stream by steps has had read
 };
 
 }  // namespace tpusim::compiler

@@ -275,6 +275,9 @@ class Lowering {
   // Input streaming (docs/compiler.md): the parts model input t's load is cut into for its first
   // reader, op i (1: loaded whole, not streamed).
   uint64_t stream_parts(size_t i, int t) const;
+  // Whether model input t, first read by op i, is loaded step by step (op i reads one time step of
+  // it, a range of its pixels: an LSTM's input sequence).
+  bool stream_by_steps(size_t i, int t) const;
   uint64_t stream_pixels_ = 0;  // while loading a streamed input: the most pixels per DMA (0: no cap)
   void release(int t) {
     if (!live_[t]) return;
@@ -1357,6 +1360,24 @@ uint64_t Lowering::stream_parts(size_t i, int t) const {
   return k >= 2 ? static_cast<uint64_t>(k) : 1;
 }
 
+// An LSTM reads its input sequence one time step (pixel) at a time, each step's gates after the
+// previous step's cell. Loaded whole before the first gate, the sequence's later steps wait on the
+// host link for nothing; loaded step by step (one DMA per step and slice, step 0's first), the
+// first gate waits only for step 0's rows and the host link moves step t + 1 while step t's weight
+// tiles stream (the emitter's stream by steps, emitter.h). Each DMA start costs
+// host_latency_cycles more (steps - 1 per slice), which the later steps' weight streaming hides.
+bool Lowering::stream_by_steps(size_t i, int t) const {
+  const auto* m = std::get_if<MatmulOp>(&g_.ops[i]);
+  if (!options_.stream_input || !m || in_host_[t] || g_.tensors[t].shape.pixels() < 2) return false;
+  bool reads = false;
+  for (const View& v : m->inputs)
+    if (v.tensor == t) {
+      if (v.pixels == 0 || v.pixels >= g_.tensors[t].shape.pixels()) return false;
+      reads = true;
+    }
+  return reads;
+}
+
 // Samples [n0, n0 + batch_) of tensor t: its piece storage (storage_[t]) to or from the whole
 // batch's copy. Host memory holds the whole batch in TPU order in pieces of `layout` samples
 // (layout.h): where the piece is one of those pieces, one DMA per slice (per run of pixels when the
@@ -1406,6 +1427,7 @@ void Lowering::transfer(int t, uint64_t n0, bool out, uint64_t host, uint64_t la
           for (uint64_t done = 0; done < run.pixels;) {
             uint64_t m = std::min(run.pixels - done, ((uint64_t{1} << 24) - 1) / pr);
             if (stream_pixels_ && !out) m = std::min(m, stream_pixels_);
+            em_.stream_key(run.pixel + done);
             em_.host_dma(out, slice_host + (run.pixel + done) * P * cs, run.row + done * pr, m * pr, row_bytes,
                          row_bytes);
             done += m;
@@ -1413,8 +1435,10 @@ void Lowering::transfer(int t, uint64_t n0, bool out, uint64_t host, uint64_t la
         continue;
       }
       if (st.q > 1) throw std::logic_error("transfer: a dense storage moved by sample ranges");
-      for (uint64_t p = 0; p < px; ++p)
+      for (uint64_t p = 0; p < px; ++p) {
+        em_.stream_key(p);
         em_.host_dma(out, slice_host + (p * Bk + a - first) * cs, st.pixel_row(s, p) + a - n0, b - a, cs, cs);
+      }
     }
   }
 }
@@ -1657,6 +1681,7 @@ isa::Program Lowering::run() {
       add_work(op_work_[nops], mark);
       mark = em_.work();
       std::string current;
+      int64_t stream_last = -1;  // the op after which the open input stream is flushed (-1: none)
       for (size_t i = sg.first; i < sg.end; ++i) {
         if (current != g_.op_layer[i]) {
           current = g_.op_layer[i];
@@ -1668,22 +1693,24 @@ isa::Program Lowering::run() {
           stats_[layer_].piece = sg.piece;
         }
         // Model inputs first read here: loaded whole, or streamed into this op (its DMA in
-        // parts emitted as its matmuls need them; the emitter's stream, emitter.h).
-        bool streamed = false;
+        // parts emitted as its matmuls need them; the emitter's stream, emitter.h), or, for an
+        // input read one time step at a time, step by step until its last reader.
         for (size_t j = 0; j < g_.inputs.size(); ++j)
           if (first_read[j] == static_cast<int64_t>(i) && !placed_[g_.inputs[j]]) {
-            const uint64_t parts = stream_parts(i, g_.inputs[j]);
+            const bool by_steps = stream_by_steps(i, g_.inputs[j]);
+            const uint64_t parts = by_steps ? 2 : stream_parts(i, g_.inputs[j]);
             if (parts > 1) {
+              if (stream_last >= 0) em_.stream_flush();  // (one stream at a time)
               const Storage& st = storage_[g_.inputs[j]];
               // Parts of whole image rows, so many per slice that all slices give `parts` (an
-              // input stored padded already moves one image row per DMA).
+              // input stored padded already moves one image row per DMA); by steps, one pixel.
               const uint64_t per_slice = div_up(parts, st.slices());
-              stream_pixels_ = div_up(st.shape.h, std::min(per_slice, st.shape.h)) * st.shape.w;
+              stream_pixels_ = by_steps ? 1 : div_up(st.shape.h, std::min(per_slice, st.shape.h)) * st.shape.w;
               em_.stream_begin();
-              streamed = true;
+              stream_last = by_steps ? seg_last[g_.inputs[j]] : static_cast<int64_t>(i);
             }
             load(j);
-            if (parts > 1) em_.stream_end();
+            if (parts > 1) em_.stream_end(by_steps);
             stream_pixels_ = 0;
           }
         if (i == sg.first) fused_away_.assign(g_.ops.size(), false);
@@ -1708,7 +1735,10 @@ isa::Program Lowering::run() {
               },
               g_.ops[i]);
         }
-        if (streamed) em_.stream_flush();
+        if (stream_last == static_cast<int64_t>(i)) {
+          em_.stream_flush();
+          stream_last = -1;
+        }
         stats_[layer_].ub_rows = std::max(stats_[layer_].ub_rows, table_rows_ + alloc_.used());
         add_work(op_work_[i], mark);
         mark = em_.work();
@@ -1728,6 +1758,7 @@ isa::Program Lowering::run() {
         add_work(op_work_[nops], mark);
         mark = em_.work();
       }
+      if (stream_last >= 0) em_.stream_flush();
       if (def_seg[g_.output] == static_cast<int64_t>(si) && !in_host_[g_.output]) {
         transfer(g_.output, n0, true, output_host, piece_);
         if (crosses[g_.output] && !sched_.resident[g_.output]) {

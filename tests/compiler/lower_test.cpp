@@ -787,3 +787,89 @@ TEST_CASE("a streamed input: the first convolution starts on the rows already lo
 }
 
 }  // namespace tpusim::test
+
+namespace tpusim::test {
+
+// An input read one time step at a time (an LSTM's sequence; docs/compiler.md "Input
+// streaming"): a recurrence y_t = relu([x_t, y_(t-1)] W) over 3 steps of 16 channels at batch 4
+// on the 8 x 8 array (small_arch() timing: 1 host byte per cycle, 10 cycles per DMA start; a
+// 64-byte tile takes 64 / 4 = 16 cycles from weight memory). x is 2 slices of 8 channels; each
+// step's matmul has 2 K tiles over x_t (3 over [x_t, y_(t-1)] after step 0) and 3 N tiles.
+TEST_CASE("an input read step by step is loaded step by step, the next step's DMAs paced under this step's tiles") {
+  GraphBuilder b(4);
+  const int x = b.input(sequence_shape(3, 16));
+  int prev = -1;
+  for (uint64_t t = 0; t < 3; ++t) {
+    const int y = b.tensor(std::string(1, char('a' + t)), vector_shape(24));
+    std::vector<compiler::View> in{{x, t, 1}};
+    if (prev >= 0) in.push_back(whole(prev));
+    b.add(b.matmul(in, whole(y)), "rnn");
+    prev = y;
+  }
+  b.g.output = prev;
+  const isa::Program p = lower_and_check(b.g, arch8x8());
+  const isa::Program q = lower_and_check(b.g, arch8x8(), whole_input());
+  // One DMA per step and slice (4 samples x 8 bytes), step 0's first: UB rows 0 and 12 (slice 1
+  // starts 3 steps x 4 rows later), then step 1's 4 and 16, step 2's 8 and 20. Loaded whole: one
+  // DMA per slice of the 3 steps.
+  REQUIRE(count(p, Opcode::read_host) == 6);
+  CHECK(count(q, Opcode::read_host) == 2);
+  const uint64_t rows[] = {0, 12, 4, 16, 8, 20};
+  for (size_t i = 0; i < 6; ++i) {
+    CHECK(nth(p, Opcode::read_host, i)[Field::ub] == rows[i]);
+    CHECK(nth(p, Opcode::read_host, i)[Field::rows] == 4);
+  }
+  // In program order (H a DMA, S a sync on the host, M a switching matmul, A an act): step 0's
+  // first N tile waits for its two parts one at a time (each sync right before the matmul that
+  // reads the part, the next part right after it: the last of them is step 1's first); then,
+  // after 3 switching matmuls that needed no part (pace = ceil((10 + 32) / 16) = 3: a part's DMA
+  // against a tile's fetch), step 1's second part. Step 1's first matmul waits for both, and step
+  // 2's parts are paced in the same way under step 1's 15 tiles; step 2's sync finds them in.
+  std::string order;
+  for (const auto& in : p.code)
+    if (in.opcode == Opcode::read_host) order += 'H';
+    else if (in.opcode == Opcode::sync && in[Field::units] == 1) order += 'S';
+    else if (in.opcode == Opcode::matmul) order += 'M';
+    else if (in.opcode == Opcode::activate) order += 'A';
+  CHECK(order == "HSMHSMHAMMAMHMASMMMMHMAMMHMMMAMMMMMASMMMMMAMMMMMAMMMMMA");
+  const EngineRuns r = run_all(p, arch8x8()), rq = run_all(q, arch8x8());
+  const auto at = [&](const isa::Program& prog, const EngineRuns& runs, Opcode op, size_t n) {
+    for (size_t i = 0; i < prog.code.size(); ++i)
+      if (prog.code[i].opcode == op && n-- == 0) return runs.fast.timeline[i];
+    FAIL("no such instruction");
+    return sim::InstructionTiming{};
+  };
+  // A part takes 10 + 4 x 8 = 42 cycles. Part 0 [9, 51) (after 4 rw, 2 tags, 2 setcfg); the
+  // first matmul starts at 52 and part 1 issues right after it: [53, 95); step 0's second K
+  // tile's matmul starts at 96, and step 1's first part [97, 139) right after it; its second,
+  // paced, waits for the host link: [139, 181).
+  CHECK(at(p, r, Opcode::read_host, 0).start == 9);
+  CHECK(at(p, r, Opcode::read_host, 0).end == 51);
+  CHECK(at(p, r, Opcode::matmul, 0).start == 52);
+  CHECK(at(p, r, Opcode::read_host, 1).start == 53);
+  CHECK(at(p, r, Opcode::matmul, 1).start == 96);
+  CHECK(at(p, r, Opcode::read_host, 2).start == 97);
+  CHECK(at(p, r, Opcode::read_host, 3).end == 181);
+  // Step 1 (matmuls 6..20) starts when its parts are in (its sync ends at 181); step 2's parts
+  // move under it, [190, 232) and [232, 274), long before step 2's first matmul (21) issues at
+  // 347: its sync on the host holds issue 1 cycle.
+  CHECK(at(p, r, Opcode::matmul, 6).start == 182);
+  CHECK(at(p, r, Opcode::read_host, 4).start == 190);
+  CHECK(at(p, r, Opcode::read_host, 5).end == 274);
+  CHECK(at(p, r, Opcode::matmul, 21).issue == 347);
+  // Loaded whole, the first matmul waits for both slices' DMAs, 10 + 3 x 4 x 8 = 106 cycles
+  // each: [9, 115), [115, 221), and starts at 222, 170 cycles later; the run ends at 910 instead
+  // of 780 (the output's 3 DMAs of 42 cycles after the last act: 654 + 126 = 780).
+  CHECK(at(q, rq, Opcode::read_host, 1).end == 221);
+  CHECK(at(q, rq, Opcode::matmul, 0).start == 222);
+  CHECK(at(p, r, Opcode::activate, 8).end == 653);
+  CHECK(r.fast.cycles == 780);
+  CHECK(rq.fast.cycles == 910);
+  // Input stall (docs/timing.md, "Counters"): the cycles the syncs on the host hold issue, step
+  // 0's two and step 1's, less those in which a matmul streams or waits for its tile: 100, against
+  // 209 loaded whole.
+  CHECK(r.fast.matrix.input_stall == 100);
+  CHECK(rq.fast.matrix.input_stall == 209);
+}
+
+}  // namespace tpusim::test
