@@ -38,6 +38,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <functional>
 #include <map>
 #include <optional>
 #include <string_view>
@@ -210,6 +211,28 @@ class Lowering {
     const PoolOp* pool = nullptr;
     uint64_t oy0 = 0, oy1 = 0;
   };
+  // A chunk of a matmul's output pixels (one pass per N tile): its matmul steps per weight tile,
+  // its segments and accumulator rows; a convolution's chunk covers output rows [y0, y1).
+  struct PassChunk {
+    std::vector<std::vector<MatmulStep>> steps;
+    std::vector<Segment> segments;
+    uint64_t rows = 0, y0 = 0, y1 = 0;
+  };
+  void check_steps(size_t i, const std::vector<PassChunk>& chunks) const;
+  void check_matmul(size_t i, const MatmulOp& m) const;
+  // Input streaming into the next layer as well (docs/compiler.md, "Input streaming"): whether
+  // op i + 1 is a convolution that can run its chunks interleaved with op i's (shapes only), and
+  // the lowering of the two; lower_chain returns false (nothing emitted) when op i's chunks are
+  // not cut by the stream or the two layers' extra tile fetches would not hide behind the
+  // transfer. `enter(op)` is called before each run of one op's instructions (its layer's tag,
+  // the work counted per op).
+  bool chain_candidate(size_t i) const;
+  bool lower_chain(size_t i, const std::function<void(size_t)>& enter);
+  std::pair<uint64_t, uint64_t> conv_budget(const MatmulOp& m) const;
+  std::vector<uint64_t> part_cuts(const MatmulOp& m) const;
+  bool stream_cut(const MatmulOp& m, size_t chunks, uint64_t more) const;
+  uint64_t layer_tiles(const MatmulOp& m) const;
+  std::vector<PassChunk> conv_chunks(const MatmulOp& m, const std::vector<uint64_t>& cuts) const;
   void pass(size_t i, const MatmulOp& m, const LaneTile& n, const std::vector<std::vector<MatmulStep>>& steps,
             const std::vector<Segment>& segments, uint64_t acc_rows, const PooledBands* pooled = nullptr);
   // plane: 0 the int8 weights (or a 16-bit layer's low byte plane), 1 a 16-bit layer's high plane.
@@ -721,7 +744,8 @@ void Lowering::emit_activate(const MatmulOp& m, uint64_t qtable, uint64_t acc, u
   em_.activation(in, reads, written, lane);
 }
 
-void Lowering::lower(size_t i, const MatmulOp& m) {
+// A matmul's weights, requantization and groups against its inputs and output.
+void Lowering::check_matmul(size_t i, const MatmulOp& m) const {
   if (m.inputs.empty()) fail(i, "a matmul needs an input");
   const Shape& os = storage_[m.output.tensor].shape;
   uint64_t ksum = 0;
@@ -737,6 +761,11 @@ void Lowering::lower(size_t i, const MatmulOp& m) {
   if (m.groups == 0 || m.k % m.groups || m.n % m.groups)
     fail(i, fmt::format("{} groups for {} input and {} output channels (both must be multiples of it)", m.groups,
                         m.k, m.n));
+}
+
+void Lowering::lower(size_t i, const MatmulOp& m) {
+  check_matmul(i, m);
+  const Shape& os = storage_[m.output.tensor].shape;
   {
     const bool wide_in = std::any_of(m.inputs.begin(), m.inputs.end(),
                                      [&](const View& v) { return storage_[v.tensor].planes > 1; });
@@ -747,13 +776,7 @@ void Lowering::lower(size_t i, const MatmulOp& m) {
   }
   const uint64_t half = arch_.acc_entries / 2;
   const bool linear = m.kernel_h == 1 && m.kernel_w == 1 && m.stride == 1 && m.pad == 0;
-  // The chunks of output pixels, each with its matmul steps per weight tile.
-  struct Chunk {
-    std::vector<std::vector<MatmulStep>> steps;
-    std::vector<Segment> segments;
-    uint64_t rows = 0;
-  };
-  std::vector<Chunk> chunks;
+  std::vector<PassChunk> chunks;
   if (linear) {
     const uint64_t count = pixels(m.output);
     for (const View& v : m.inputs)
@@ -761,7 +784,7 @@ void Lowering::lower(size_t i, const MatmulOp& m) {
     const uint64_t total = count * batch_, budget = total <= arch_.acc_entries ? total : half;
     const uint64_t per = budget / batch_;
     for (uint64_t p0 = 0; p0 < count; p0 += per) {
-      Chunk c;
+      PassChunk c;
       const uint64_t np = std::min(per, count - p0);
       c.rows = np * batch_;
       c.segments.push_back({p0, np, 0});
@@ -792,59 +815,184 @@ void Lowering::lower(size_t i, const MatmulOp& m) {
       lower_packed(i, m, *pk, budget);
       return;
     }
-    // Chunks of whole output rows when a row fits the budget, else of pixels within a row.
-    const uint64_t rows_per = budget / (ow * batch_), cols_per = rows_per ? ow : budget / batch_;
-    const uint64_t row_step = std::max<uint64_t>(rows_per, 1);
-    // Reading an input being streamed (emitter.h), chunks also end where the output rows reach
-    // into a later part of it, so that each chunk, all its kernel positions, runs as soon as its
-    // rows have arrived instead of the first kernel position waiting for the last part: each
-    // chunk fetches the layer's tiles again, which the weight memory does while the host link
-    // still moves the input (only when those fetches take less than the whole transfer).
-    std::vector<uint64_t> starts;
-    {
-      const uint64_t off = in.pad - m.pad, row_rows = in.stored_w() * in.pixel_rows();
-      const auto part = [&](uint64_t y) {
-        int64_t p = -1;
-        for (const LaneTile& k : k_tiles(v))
-          p = std::max(p, em_.stream_part({in.stored_row(k.slice, y * st + off, 0), m.kernel_h * row_rows}));
-        return p;
-      };
-      std::vector<uint64_t> by_parts{0};
-      int64_t need = part(0);
-      for (uint64_t y = 1; rows_per && em_.streaming() && y < oh; ++y)
-        if (const int64_t p = part(y); p > need) by_parts.push_back(y), need = p;
-      uint64_t fetch_bytes = 0, transfer_bytes = 0;
-      for (const LaneTile& k : k_tiles(v)) transfer_bytes += in.shape.elements() / in.shape.c * k.count * batch_;
-      fetch_bytes = (by_parts.size() - 1) * m.kernel_h * m.kernel_w * k_tiles(v).size() * n_tiles(m).size() *
-                    arch_.tile_bytes();
-      const bool cut = by_parts.size() > 1 && fetch_bytes / arch_.weight_mem_gbps < transfer_bytes / arch_.host_gbps;
-      for (uint64_t y = 0, start = 0, next = 1; y < oh; ++y) {
-        const bool at_part = cut && next < by_parts.size() && by_parts[next] == y;
-        if (at_part) ++next;
-        if (y == 0 || y - start >= row_step || at_part) starts.push_back(y), start = y;
-      }
-      starts.push_back(oh);
-    }
-    for (size_t c0 = 0; c0 + 1 < starts.size(); ++c0)
-      for (uint64_t x0 = 0, y0 = starts[c0]; x0 < ow; x0 += cols_per) {
-        const uint64_t y1 = starts[c0 + 1], x1 = std::min(ow, x0 + cols_per), nx = x1 - x0;
-        Chunk c;
-        c.rows = (y1 - y0) * nx * batch_;
-        if (nx == ow)
-          c.segments.push_back({y0 * ow, (y1 - y0) * ow, 0});
-        else
-          for (uint64_t y = y0; y < y1; ++y) c.segments.push_back({y * ow + x0, nx, (y - y0) * nx * batch_});
-        c.steps = conv_steps(m, y0, y1, x0, x1);
-        chunks.push_back(std::move(c));
-      }
+    const std::vector<uint64_t> by_parts = part_cuts(m);
+    chunks = conv_chunks(m, stream_cut(m, by_parts.size(), 0) ? by_parts : std::vector<uint64_t>{});
   }
-  // The matmul's fields bound a step: rows, repeat < 2^16.
-  for (const Chunk& c : chunks)
+  check_steps(i, chunks);
+  for (const LaneTile& n : n_tiles(m))
+    for (const PassChunk& c : chunks) pass(i, m, n, c.steps, c.segments, c.rows);
+}
+
+// The matmul's fields bound a step: rows, repeat < 2^16.
+void Lowering::check_steps(size_t i, const std::vector<PassChunk>& chunks) const {
+  for (const PassChunk& c : chunks)
     for (const auto& steps : c.steps)
       for (const MatmulStep& s : steps)
         if (s.rows > 65535 || s.repeat > 65535) fail(i, "a matmul would stream more than 65535 rows; use a smaller batch");
-  for (const LaneTile& n : n_tiles(m))
-    for (const Chunk& c : chunks) pass(i, m, n, c.steps, c.segments, c.rows);
+}
+
+// Convolution m's output rows per chunk when a row fits the accumulator budget (0: chunks of
+// pixels within a row), and that budget (lower(): all the accumulators for a pass that fits
+// there whole, else half).
+std::pair<uint64_t, uint64_t> Lowering::conv_budget(const MatmulOp& m) const {
+  const Shape& os = storage_[m.output.tensor].shape;
+  const uint64_t total = os.h * os.w * batch_, budget = total <= arch_.acc_entries ? total : arch_.acc_entries / 2;
+  return {budget / (os.w * batch_), budget};
+}
+
+// Reading an input being streamed (emitter.h), a convolution's chunks also end where its output
+// rows reach into a later part of it, so that each chunk, all its kernel positions, runs as soon
+// as its rows have arrived instead of the first kernel position waiting for the last part. The
+// output rows where the part needed grows (from 0); {0} when nothing is streamed into it.
+std::vector<uint64_t> Lowering::part_cuts(const MatmulOp& m) const {
+  const View& v = m.inputs[0];
+  const Storage& in = storage_[v.tensor];
+  const uint64_t oh = storage_[m.output.tensor].shape.h, st = m.stride, off = in.pad - m.pad;
+  const uint64_t row_rows = in.stored_w() * in.pixel_rows();
+  const auto part = [&](uint64_t y) {
+    int64_t p = -1;
+    for (const LaneTile& k : k_tiles(v))
+      p = std::max(p, em_.stream_part({in.stored_row(k.slice, y * st + off, 0), m.kernel_h * row_rows}));
+    return p;
+  };
+  std::vector<uint64_t> by_parts{0};
+  if (!em_.streaming() || conv_budget(m).first == 0) return by_parts;
+  int64_t need = part(0);
+  for (uint64_t y = 1; y < oh; ++y)
+    if (const int64_t p = part(y); p > need) by_parts.push_back(y), need = p;
+  return by_parts;
+}
+
+// Whether cutting streamed convolution m into `chunks` chunks (chunks - 1 more than the budget
+// makes; each fetches the layer's tiles again), with `more` other tile fetches for a layer streamed
+// with it (lower_chain), pays: only while those fetches take less time than the whole transfer,
+// when the weight memory would otherwise idle.
+bool Lowering::stream_cut(const MatmulOp& m, size_t chunks, uint64_t more) const {
+  if (chunks < 2) return false;
+  const View& v = m.inputs[0];
+  const Storage& in = storage_[v.tensor];
+  uint64_t transfer_bytes = 0;
+  for (const LaneTile& k : k_tiles(v)) transfer_bytes += in.shape.elements() / in.shape.c * k.count * batch_;
+  const uint64_t fetch_bytes = ((chunks - 1) * layer_tiles(m) + more) * arch_.tile_bytes();
+  return fetch_bytes / arch_.weight_mem_gbps < transfer_bytes / arch_.host_gbps;
+}
+
+// The weight tiles one pass over all N tiles of an unpacked matmul switches in.
+uint64_t Lowering::layer_tiles(const MatmulOp& m) const {
+  uint64_t k = 0;
+  for (const View& v : m.inputs) k += k_tiles(v).size();
+  return m.kernel_h * m.kernel_w * k * n_tiles(m).size();
+}
+
+// Op i + 1 can stream with op i (lower_chain): both convolutions (not 1 x 1 stride-1 unpadded,
+// not packed, their pools not fused, 8-bit, whole maps in the UB, a row within the accumulator
+// budget) in one segment of the piece schedule, op i + 1 reading only op i's output, which only
+// op i writes. Shapes only (a timing-only compile decides as a full one).
+bool Lowering::chain_candidate(size_t i) const {
+  if (!options_.stream_input || i + 1 >= g_.ops.size() || seg_of_.at(i) != seg_of_.at(i + 1)) return false;
+  const auto* a = std::get_if<MatmulOp>(&g_.ops[i]);
+  const auto* b = std::get_if<MatmulOp>(&g_.ops[i + 1]);
+  if (!a || !b) return false;
+  const auto conv = [&](const MatmulOp& m) {
+    if (m.inputs.size() != 1 || m.stride == 0 || (m.kernel_h == 1 && m.kernel_w == 1 && m.stride == 1 && m.pad == 0))
+      return false;
+    const View &v = m.inputs[0], &o = m.output;
+    const Shape &is = g_.tensors[v.tensor].shape, &os = g_.tensors[o.tensor].shape;
+    return os.h > 0 && os.w > 0 && v.pixel0 == 0 && pixels(v) == is.pixels() && o.pixel0 == 0 &&
+           pixels(o) == os.pixels() && (os.h - 1) * m.stride + m.kernel_h <= is.h + 2 * m.pad &&
+           (os.w - 1) * m.stride + m.kernel_w <= is.w + 2 * m.pad && !m.wide_weights() &&
+           storage_[v.tensor].planes == 1 && storage_[o.tensor].planes == 1 && !in_host_[v.tensor] &&
+           !in_host_[o.tensor] && conv_budget(m).first > 0 && !packing_for(m, batch_);
+  };
+  const int t = a->output.tensor;
+  if (!conv(*a) || !conv(*b) || b->inputs[0].tensor != t || b->output.tensor == t ||
+      first_def_[t] != static_cast<int64_t>(i) || first_def_[b->output.tensor] != static_cast<int64_t>(i + 1) ||
+      fusion_for(i) || fusion_for(i + 1))
+    return false;
+  size_t writers = 0;
+  for (const QOp& op : g_.ops) writers += op_writes(op).tensor == t;
+  return writers == 1;
+}
+
+// Streaming into the second layer as well: op i's chunks end where its rows reach a later part
+// of the input being streamed (part_cuts), and op i + 1's chunks end where the rows they read
+// reach a later chunk of op i; each chunk of op i + 1 is emitted right after the chunk of op i
+// that writes the last rows it reads, so that it runs while the host link still moves the
+// input's later parts. Each extra chunk of either layer fetches its tiles again (allowed, as
+// for one layer, only while all those fetches take less time than the whole transfer).
+bool Lowering::lower_chain(size_t i, const std::function<void(size_t)>& enter) {
+  if (!em_.streaming() || !chain_candidate(i)) return false;
+  const MatmulOp &a = std::get<MatmulOp>(g_.ops[i]), &b = std::get<MatmulOp>(g_.ops[i + 1]);
+  check_matmul(i, a);
+  check_matmul(i + 1, b);
+  const std::vector<uint64_t> by_parts = part_cuts(a);
+  if (by_parts.size() < 2) return false;
+  const std::vector<PassChunk> first = conv_chunks(a, by_parts);
+  // The last chunk of op i writing each of its output rows (the rows are complete after it).
+  const uint64_t h = g_.tensors[a.output.tensor].shape.h;
+  std::vector<size_t> chunk_of(h, 0);
+  for (size_t c = 0; c < first.size(); ++c)
+    for (uint64_t y = first[c].y0; y < first[c].y1; ++y) chunk_of[y] = c;
+  // Output row y of op i + 1 reads op i's rows up to y x stride + kernel_h - 1 - pad (below: its
+  // zero border).
+  const auto need = [&](uint64_t y) {
+    const uint64_t last = y * b.stride + b.kernel_h - 1;
+    return last < b.pad ? size_t{0} : chunk_of[std::min(h - 1, last - b.pad)];
+  };
+  std::vector<uint64_t> cuts{0};
+  const uint64_t oh = g_.tensors[b.output.tensor].shape.h;
+  for (uint64_t y = 1; y < oh; ++y)
+    if (need(y) > need(y - 1)) cuts.push_back(y);
+  const std::vector<PassChunk> second = conv_chunks(b, cuts);
+  const size_t extra = second.size() - conv_chunks(b, {}).size();
+  if (cuts.size() < 2 || !stream_cut(a, by_parts.size(), extra * layer_tiles(b))) return false;
+  check_steps(i, first);
+  check_steps(i + 1, second);
+  if (!placed_[b.output.tensor]) allocate(b.output.tensor, i + 1);
+  size_t next = 0;
+  for (size_t c = 0; c < first.size(); ++c) {
+    enter(i);
+    for (const LaneTile& n : n_tiles(a)) pass(i, a, n, first[c].steps, first[c].segments, first[c].rows);
+    for (bool entered = false; next < second.size() && need(second[next].y1 - 1) <= c; ++next) {
+      if (!entered) enter(i + 1), entered = true;
+      for (const LaneTile& n : n_tiles(b))
+        pass(i + 1, b, n, second[next].steps, second[next].segments, second[next].rows);
+    }
+  }
+  return true;
+}
+
+// Convolution m's chunks of output rows: one starting at each of `cuts` (sorted, from 0) and
+// wherever the accumulator budget would be exceeded; chunks of pixels within a row when one
+// row does not fit.
+std::vector<Lowering::PassChunk> Lowering::conv_chunks(const MatmulOp& m, const std::vector<uint64_t>& cuts) const {
+  const Shape& os = storage_[m.output.tensor].shape;
+  const uint64_t oh = os.h, ow = os.w;
+  const auto [rows_per, budget] = conv_budget(m);
+  const uint64_t cols_per = rows_per ? ow : budget / batch_, row_step = std::max<uint64_t>(rows_per, 1);
+  std::vector<uint64_t> starts;
+  for (uint64_t y = 0, start = 0, next = 1; y < oh; ++y) {
+    const bool at_cut = next < cuts.size() && cuts[next] == y;
+    if (at_cut) ++next;
+    if (y == 0 || y - start >= row_step || at_cut) starts.push_back(y), start = y;
+  }
+  starts.push_back(oh);
+  std::vector<PassChunk> chunks;
+  for (size_t c0 = 0; c0 + 1 < starts.size(); ++c0)
+    for (uint64_t x0 = 0, y0 = starts[c0]; x0 < ow; x0 += cols_per) {
+      const uint64_t y1 = starts[c0 + 1], x1 = std::min(ow, x0 + cols_per), nx = x1 - x0;
+      PassChunk c;
+      c.rows = (y1 - y0) * nx * batch_;
+      c.y0 = y0;
+      c.y1 = y1;
+      if (nx == ow)
+        c.segments.push_back({y0 * ow, (y1 - y0) * ow, 0});
+      else
+        for (uint64_t y = y0; y < y1; ++y) c.segments.push_back({y * ow + x0, nx, (y - y0) * nx * batch_});
+      c.steps = conv_steps(m, y0, y1, x0, x1);
+      chunks.push_back(std::move(c));
+    }
+  return chunks;
 }
 
 // The matmul steps of convolution m over output rows [y0, y1) and columns [x0, x1), one list per
@@ -1350,13 +1498,30 @@ std::vector<int> Lowering::touched(size_t i) const {
 uint64_t Lowering::stream_parts(size_t i, int t) const {
   const auto* m = std::get_if<MatmulOp>(&g_.ops[i]);
   if (!options_.stream_input || !m || in_host_[t]) return 1;
-  uint64_t k_tiles_all = 0;
-  for (const View& v : m->inputs) k_tiles_all += k_tiles(v).size();
-  const double vectors = double(pixels(m->output) * batch_ * m->kernel_h * m->kernel_w * k_tiles_all) *
-                         double(n_tiles(*m).size());
+  const auto vectors = [&](const MatmulOp& op) {
+    return double(pixels(op.output) * batch_) * double(layer_tiles(op));
+  };
   const double bytes = double(batch_ * g_.tensors[t].shape.elements());
   const double transfer = std::ceil(bytes * arch_.clock_mhz / (arch_.host_gbps * 1000.0));
-  const double k = std::floor(std::sqrt(std::min(vectors, transfer) / double(std::max<uint64_t>(arch_.host_latency_cycles, 1))));
+  const double latency = double(std::max<uint64_t>(arch_.host_latency_cycles, 1));
+  const auto parts = [&](double c) { return std::max(1.0, std::floor(std::sqrt(std::min(c, transfer) / latency))); };
+  // The transfer left exposed with k parts when C vectors can run behind it.
+  const auto exposed = [&](double c, double k) {
+    return transfer - std::min(c, transfer) + (k - 1) * latency + std::min(c, transfer) / k;
+  };
+  const double c = vectors(*m);
+  double k = parts(c);
+  // Streamed into the next layer as well (lower_chain): both layers' streaming can hide, but each
+  // part beyond the first fetches both layers' tiles again, which must take less time than the
+  // transfer; chosen when it leaves less of the transfer exposed and its parts cut the image rows
+  // (more parts than the input has slices: run() cuts each slice into ceil(k / slices) parts).
+  if (chain_candidate(i) && m->inputs.size() == 1 && m->inputs[0].tensor == t) {
+    const MatmulOp& b = std::get<MatmulOp>(g_.ops[i + 1]);
+    const double tiles = double(layer_tiles(*m) + layer_tiles(b));
+    const double fetch = double(arch_.tile_bytes()) * arch_.clock_mhz / (arch_.weight_mem_gbps * 1000.0);
+    const double cc = c + vectors(b), kc = std::min(parts(cc), std::ceil(transfer / (tiles * fetch)));
+    if (kc > double(storage_[t].slices()) && kc >= 2 && exposed(cc, kc) < exposed(c, k)) k = kc;
+  }
   return k >= 2 ? static_cast<uint64_t>(k) : 1;
 }
 
@@ -1682,16 +1847,29 @@ isa::Program Lowering::run() {
       mark = em_.work();
       std::string current;
       int64_t stream_last = -1;  // the op after which the open input stream is flushed (-1: none)
+      const auto enter_layer = [&](size_t i) {
+        if (current == g_.op_layer[i]) return;
+        current = g_.op_layer[i];
+        auto [it, added] = layer_index.emplace(current, layers.size());
+        if (added) layers.push_back(current);
+        em_.tag(it->second);
+        layer_ = it->second;
+        stats_.resize(layers.size());
+        stats_[layer_].piece = sg.piece;
+      };
       for (size_t i = sg.first; i < sg.end; ++i) {
-        if (current != g_.op_layer[i]) {
-          current = g_.op_layer[i];
-          auto [it, added] = layer_index.emplace(current, layers.size());
-          if (added) layers.push_back(current);
-          em_.tag(it->second);
-          layer_ = it->second;
-          stats_.resize(layers.size());
-          stats_[layer_].piece = sg.piece;
-        }
+        enter_layer(i);
+        // Ops lowered together (lower_chain: op i + 1's chunks interleaved with op i's): the work
+        // of each run of one op's instructions is counted to that op.
+        size_t work_op = i;
+        const auto enter = [&](size_t k) {
+          stats_[layer_].ub_rows = std::max(stats_[layer_].ub_rows, table_rows_ + alloc_.used());
+          add_work(op_work_[work_op], mark);
+          mark = em_.work();
+          work_op = k;
+          enter_layer(k);
+        };
+        bool chained = false, streamed = false;  // (streamed: an input cut into parts of image rows)
         // Model inputs first read here: loaded whole, or streamed into this op (its DMA in
         // parts emitted as its matmuls need them; the emitter's stream, emitter.h), or, for an
         // input read one time step at a time, step by step until its last reader.
@@ -1708,6 +1886,7 @@ isa::Program Lowering::run() {
               stream_pixels_ = by_steps ? 1 : div_up(st.shape.h, std::min(per_slice, st.shape.h)) * st.shape.w;
               em_.stream_begin();
               stream_last = by_steps ? seg_last[g_.inputs[j]] : static_cast<int64_t>(i);
+              streamed = !by_steps;
             }
             load(j);
             if (parts > 1) em_.stream_end(by_steps);
@@ -1731,6 +1910,11 @@ isa::Program Lowering::run() {
               [&](const auto& op) {
                 if (first_def_[op.output.tensor] == static_cast<int64_t>(i) && !placed_[op.output.tensor])
                   allocate(op.output.tensor, i);
+                if constexpr (std::is_same_v<std::decay_t<decltype(op)>, MatmulOp>)
+                  if (streamed && lower_chain(i, enter)) {
+                    chained = true;
+                    return;
+                  }
                 lower(i, op);
               },
               g_.ops[i]);
@@ -1740,21 +1924,26 @@ isa::Program Lowering::run() {
           stream_last = -1;
         }
         stats_[layer_].ub_rows = std::max(stats_[layer_].ub_rows, table_rows_ + alloc_.used());
-        add_work(op_work_[i], mark);
+        add_work(op_work_[work_op], mark);
         mark = em_.work();
-        for (size_t t = 0; t < nt; ++t)
-          if (seg_last[t] == static_cast<int64_t>(i) && live_[t] && static_cast<int>(t) != g_.output) {
-            if (crosses[t] && sched_.resident[t] && batch_ == g_.batch) {  // kept: the whole batch's copy
-              whole_[t] = storage_[t];
-              live_[t] = false;
-              continue;
+        // Tensors last touched by op k: released (or kept whole, or staged) after it.
+        const auto retire = [&](size_t k) {
+          for (size_t t = 0; t < nt; ++t)
+            if (seg_last[t] == static_cast<int64_t>(k) && live_[t] && static_cast<int>(t) != g_.output) {
+              if (crosses[t] && sched_.resident[t] && batch_ == g_.batch) {  // kept: the whole batch's copy
+                whole_[t] = storage_[t];
+                live_[t] = false;
+                continue;
+              }
+              // Read after this segment: its piece to the whole batch's copy first.
+              if (crosses[t] && def_seg[t] == static_cast<int64_t>(si))
+                transfer(static_cast<int>(t), n0, true, scratch_host + scratch_offset[t], g_.batch,
+                         whole_[t] ? &*whole_[t] : nullptr);
+              release(static_cast<int>(t));
             }
-            // Read after this segment: its piece to the whole batch's copy first.
-            if (crosses[t] && def_seg[t] == static_cast<int64_t>(si))
-              transfer(static_cast<int>(t), n0, true, scratch_host + scratch_offset[t], g_.batch,
-                       whole_[t] ? &*whole_[t] : nullptr);
-            release(static_cast<int>(t));
-          }
+        };
+        retire(i);
+        if (chained) retire(++i);
         add_work(op_work_[nops], mark);
         mark = em_.work();
       }

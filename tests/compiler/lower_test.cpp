@@ -873,3 +873,81 @@ TEST_CASE("an input read step by step is loaded step by step, the next step's DM
 }
 
 }  // namespace tpusim::test
+
+namespace tpusim::test {
+
+// Streaming into the second layer (docs/compiler.md "Input streaming"): the streamed 3 x 1
+// convolution above (conv1: 10 x 1 -> 8 x 1, 8 channels, batch 4, the 8 x 8 array) followed by a
+// 3 x 3 "same" one (conv2, padding 1) over its 8 x 1 output. Both stream: C = 8 rows x 4 samples x
+// (3 + 9) tiles = 96 + 288 = 384 vectors against T = 320 bytes (320 cycles), so
+// floor(sqrt(min(384, 320) / 10)) = 5 parts by the DMA starts, but each part beyond the first
+// fetches both layers' 12 tiles again (12 x 64 bytes at 4 bytes a cycle = 192 cycles), which
+// must take less than T: ceil(320 / 192) = 2 parts of 5 image rows (20 UB rows, 160 bytes each).
+TEST_CASE("a streamed input: the second convolution's chunks run between the first's as their rows are written") {
+  GraphBuilder b(4);
+  const int x = b.input(map_shape(10, 1, 8)), y = b.tensor("y", map_shape(8, 1, 8)), z = b.tensor("z", map_shape(8, 1, 8));
+  b.add(b.matmul({whole(x)}, whole(y), 3, 1), "conv1");
+  compiler::MatmulOp m2 = b.matmul({whole(y)}, whole(z), 3, 3);
+  m2.pad = 1;
+  b.add(m2, "conv2");
+  b.g.output = z;
+  const isa::Program p = lower_and_check(b.g, arch8x8());
+  const isa::Program q = lower_and_check(b.g, arch8x8(), whole_input());
+  REQUIRE(count(p, Opcode::read_host) == 2);
+  CHECK(nth(p, Opcode::read_host, 0)[Field::rows] == 20);
+  CHECK(nth(p, Opcode::read_host, 1)[Field::rows] == 20);
+  // conv1's output row y reads input rows y..y+2: chunks [0, 3) (part 0) and [3, 8). conv2's row
+  // y reads conv1's rows up to y + 1: chunk [0, 2) needs conv1's first chunk only and runs right
+  // after it, before conv1's second chunk; chunk [2, 8) after that. Each chunk fetches its
+  // layer's tiles: 2 x 3 + 2 x 9 = 24 fetches (switching matmuls M; m: conv1's kernel row 0 cut
+  // where it reaches part 1). In program order (T: the layers' tags; S1: a sync on the host, S8 on
+  // the activation unit; A: an act, one per stored row of conv1's padded output):
+  std::string order;
+  for (const auto& in : p.code)
+    if (in.opcode == Opcode::read_host) order += 'H';
+    else if (in.opcode == Opcode::sync) order += 'S', order += std::to_string(in[Field::units]);
+    else if (in.opcode == Opcode::matmul) order += in[Field::switch_weights] ? 'M' : 'm';
+    else if (in.opcode == Opcode::activate) order += 'A';
+    else if (in.opcode == Opcode::debug_tag) order += 'T', order += std::to_string(in[Field::tag]);
+  // (conv2's chunk [2, 8) starts with kernel column 0, which on a map 1 pixel wide reads only the
+  // zero border: no sync before it.)
+  CHECK(order == "T0T1HS1MHMMAAAT2MS8MMMMMMMMAT1MS1mMMAAAAAT2MS8MMMMMMMMAS8T3");
+  CHECK(count(p, Opcode::matmul, Field::switch_weights, 1) == 24);
+  CHECK(count(q, Opcode::matmul, Field::switch_weights, 1) == 12);
+  const EngineRuns r = run_all(p, arch8x8()), rq = run_all(q, arch8x8());
+  const auto at = [&](const isa::Program& prog, const EngineRuns& runs, Opcode op, size_t n) {
+    for (size_t i = 0; i < prog.code.size(); ++i)
+      if (prog.code[i].opcode == op && n-- == 0) return runs.fast.timeline[i];
+    FAIL("no such instruction");
+    return sim::InstructionTiming{};
+  };
+  // Part 0 (10 + 160 cycles) from 9 (4 rw, 2 tags, 2 setcfg, its issue cycle): [9, 179); part 1
+  // issues right after conv1's first matmul (180): [181, 351). conv1's first chunk (3 matmuls of
+  // 3 rows x 4 samples) ends at 237 and its 3 acts of 4 rows (2 + 4 x 2 cycles each) at 267.
+  CHECK(at(p, r, Opcode::read_host, 0).start == 9);
+  CHECK(at(p, r, Opcode::read_host, 0).end == 179);
+  CHECK(at(p, r, Opcode::read_host, 1).start == 181);
+  CHECK(at(p, r, Opcode::read_host, 1).end == 351);
+  CHECK(at(p, r, Opcode::activate, 2).end == 267);
+  // conv2's first chunk runs while part 1 still moves: its kernel position (0, 0) reads only the
+  // zero border (no sync) and starts at 225, the next after the sync on those acts at 268; its 9
+  // tiles of 8 vectors (each fetched in 3 + 16 cycles, the last 5 while the ones before stream)
+  // end at 396, its act of 8 rows (2 + 16) at 414.
+  CHECK(at(p, r, Opcode::matmul, 3).start == 225);
+  CHECK(at(p, r, Opcode::matmul, 4).start == 268);
+  CHECK(at(p, r, Opcode::matmul, 11).end == 396);
+  CHECK(at(p, r, Opcode::activate, 3).end == 414);
+  // conv2's last chunk (9 matmuls of 6 rows x 4 samples = 24 vectors) ends at 721, its act of 24
+  // rows (2 + 48) at 771, and the output (8 rows x 4 samples x 8 bytes) takes 10 + 256 cycles
+  // after the sync's issue cycle: [772, 1038).
+  CHECK(at(p, r, Opcode::matmul, 24).end == 721);
+  CHECK(at(p, r, Opcode::activate, 9).end == 771);
+  CHECK(r.fast.cycles == 1038);
+  // Loaded whole: [9, 339) (10 + 320 cycles) before conv1's first matmul, then the two layers one
+  // after the other: 1137 cycles. (With only conv1 streamed, in the same 2 parts: 1075.)
+  CHECK(at(q, rq, Opcode::read_host, 0).end == 339);
+  CHECK(rq.fast.cycles == 1137);
+  CHECK(r.fast.matrix.input_stall < rq.fast.matrix.input_stall);
+}
+
+}  // namespace tpusim::test
