@@ -169,7 +169,8 @@ Compiled compile_model(Model model, const sim::Arch& arch) {
   return c;
 }
 
-Compiled compile_file(const std::filesystem::path& path, const sim::Arch& arch, const LoadOptions& options) {
+void compile_file_into(Compiled& c, const std::filesystem::path& path, const sim::Arch& arch,
+                       const LoadOptions& options, const std::function<void(const Compiled&)>& quantized) {
   LoadOptions o = options;
   if (!o.max_batch) {  // the lowering's rule (a batch fills half the accumulators), before any allocation
     o.max_batch = arch.acc_entries / 2;
@@ -182,7 +183,7 @@ Compiled compile_file(const std::filesystem::path& path, const sim::Arch& arch, 
                       "of 1 fills half of them)",
                       path.string(), arch.acc_entries, arch.name));
   }
-  Compiled c = prepare_file(path, o);
+  c = prepare_file(path, o);
   if (o.release_float_parameters && !c.float_output.empty()) {  // the quantized graph has them now
     for (Layer& l : c.model.layers) {
       std::vector<float>().swap(l.weights);
@@ -190,8 +191,14 @@ Compiled compile_file(const std::filesystem::path& path, const sim::Arch& arch, 
     }
     c.float_parameters_released = true;
   }
+  if (quantized) quantized(c);
   if (o.phase) *o.phase = "lowering to instructions";
   lower_for(c, arch, o.mapper);
+}
+
+Compiled compile_file(const std::filesystem::path& path, const sim::Arch& arch, const LoadOptions& options) {
+  Compiled c;
+  compile_file_into(c, path, arch, options, {});
   return c;
 }
 

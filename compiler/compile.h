@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <span>
 #include <string>
 #include <vector>
@@ -32,6 +33,11 @@ struct Compiled {
 
 // Throws InputError for a bad description or a model the architecture cannot hold.
 Compiled compile_file(const std::filesystem::path& path, const sim::Arch& arch, const LoadOptions& options = {});
+// compile_file into `c`, calling `quantized(c)` (when given) once the graph is quantized and before
+// lowering: c.graph is final from then on (lowering only reads it), so the caller may start work on
+// it beside the lowering (tpusim run's golden reference). `c` must stay where it is meanwhile.
+void compile_file_into(Compiled& c, const std::filesystem::path& path, const sim::Arch& arch,
+                       const LoadOptions& options, const std::function<void(const Compiled&)>& quantized);
 Compiled compile_model(Model model, const sim::Arch& arch);
 
 // The two halves, for compiling one model for many architectures (a sweep's points): parsing and

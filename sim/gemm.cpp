@@ -226,16 +226,47 @@ class SimdMultiply {
 thread_local std::vector<uint8_t> SimdMultiply::a_buf_;
 thread_local std::vector<int32_t> SimdMultiply::row_corr_;
 
+// The rows [k0, k1) and columns [m0, m1) of W outside which every byte is zero (all four 0 when
+// W is all zero).
+struct Box {
+  size_t k0 = 0, k1 = 0, m0 = 0, m1 = 0;
+};
+Box nonzero_box(const uint8_t* w, size_t ldw, size_t K, size_t M) {
+  Box box;
+  std::vector<uint8_t> any(M, 0);  // OR of each column over the rows
+  bool found = false;
+  for (size_t k = 0; k < K; ++k) {
+    const uint8_t* row = w + k * ldw;
+    uint8_t row_any = 0;
+    for (size_t j = 0; j < M; ++j) {
+      any[j] |= row[j];
+      row_any |= row[j];
+    }
+    if (row_any == 0) continue;
+    if (!found) box.k0 = k, found = true;
+    box.k1 = k + 1;
+  }
+  if (!found) return {};
+  while (any[box.m0] == 0) ++box.m0;
+  box.m1 = M;
+  while (any[box.m1 - 1] == 0) --box.m1;
+  return box;
+}
+
 }  // namespace
 
 std::string_view gemm_kernel_name() { return name_of(chosen_kernel()); }
 
 PackedWeights::PackedWeights(const uint8_t* w, size_t ldw, size_t K, size_t M, bool w_unsigned)
     : K_(K), M_(M), w_unsigned_(w_unsigned) {
+  const Box box = nonzero_box(w, ldw, K, M);
+  k0_ = box.k0, m0_ = box.m0, box_K_ = box.k1 - box.k0, box_M_ = box.m1 - box.m0;
+  w += k0_ * ldw + m0_;
+  K = box_K_, M = box_M_;
   const Kernel kernel = chosen_kernel();
   const SimdKernel* simd = simd_kernel(kernel);
-  if (simd == nullptr) {
-    packed_.assign(1, static_cast<uint8_t>(kernel));
+  if (simd == nullptr || K == 0) {
+    packed_.assign(1, static_cast<uint8_t>(simd == nullptr ? kernel : Kernel::kPortable));
     plain_.resize(K * M);
     for (size_t k = 0; k < K; ++k) std::memcpy(plain_.data() + k * M, w + k * ldw, M);
     return;
@@ -254,14 +285,23 @@ PackedWeights::PackedWeights(const uint8_t* w, size_t ldw, size_t K, size_t M, b
 void PackedWeights::multiply(const uint8_t* a, size_t lda, bool a_unsigned, size_t B, int32_t* c, size_t ldc,
                              bool accumulate) const {
   if (B == 0 || M_ == 0) return;
+  // Columns outside the box: zero, or as they are when accumulating.
+  if (!accumulate && box_M_ < M_)
+    for (size_t b = 0; b < B; ++b) {
+      std::fill_n(c + b * ldc, m0_, 0);
+      std::fill_n(c + b * ldc + m0_ + box_M_, M_ - m0_ - box_M_, 0);
+    }
+  if (box_M_ == 0) return;
+  a += k0_;
+  c += m0_;
   const SimdKernel* simd = simd_kernel(static_cast<Kernel>(packed_[0]));
-  if (simd == nullptr || K_ == 0) {
+  if (simd == nullptr) {
     if (!accumulate)
-      for (size_t b = 0; b < B; ++b) std::fill_n(c + b * ldc, M_, 0);
-    portable_multiply(a, lda, a_unsigned, plain_.data(), w_unsigned_, B, K_, M_, c, ldc);
+      for (size_t b = 0; b < B; ++b) std::fill_n(c + b * ldc, box_M_, 0);
+    portable_multiply(a, lda, a_unsigned, plain_.data(), w_unsigned_, B, box_K_, box_M_, c, ldc);
     return;
   }
-  const Problem p{a, lda, a_unsigned, packed_.data() + packed_[1], w_unsigned_, B, K_, M_,
+  const Problem p{a, lda, a_unsigned, packed_.data() + packed_[1], w_unsigned_, B, box_K_, box_M_,
                   c, ldc, accumulate};
   SimdMultiply(*simd, p, column_sums_).run();
 }

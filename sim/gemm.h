@@ -4,6 +4,11 @@
 // W is packed once per weight tile (a tile is reused by many matmuls) into the layout the
 // kernel wants; the kernel is chosen at run time from the CPU's features (AVX-512 VNNI,
 // AVX2, or portable C++) and every kernel gives bit-identical results.
+//
+// Packing finds the box of W outside which every weight is zero (a partial tile's zero fill, the
+// padding of a layer narrower than the array) and multiplies only inside it: the rows of W outside
+// add nothing to any sum, and the columns outside are zero (left as they are when accumulating).
+// Exact in wrapping int32 arithmetic, so the results do not change.
 #pragma once
 
 #include <cstddef>
@@ -20,6 +25,12 @@ class PackedWeights {
   PackedWeights(const uint8_t* w, size_t ldw, size_t K, size_t M, bool w_unsigned);
   size_t K() const { return K_; }
   size_t M() const { return M_; }
+  // The nonzero box: W rows [k0, k0 + box_K()) and columns [m0, m0 + box_M()) hold every nonzero
+  // weight (box_K() = box_M() = 0 when all are zero).
+  size_t k0() const { return k0_; }
+  size_t m0() const { return m0_; }
+  size_t box_K() const { return box_K_; }
+  size_t box_M() const { return box_M_; }
   bool w_unsigned() const { return w_unsigned_; }
 
   // Row b of A is a[b * lda .. + K); C row b is c[b * ldc .. + M).
@@ -28,6 +39,7 @@ class PackedWeights {
 
  private:
   size_t K_ = 0, M_ = 0;
+  size_t k0_ = 0, m0_ = 0, box_K_ = 0, box_M_ = 0;
   bool w_unsigned_ = false;
   std::vector<uint8_t> packed_;       // kernel layout
   std::vector<int32_t> column_sums_;  // sum_k W[k][j], for the signed/unsigned corrections

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -26,5 +27,11 @@ ProgramToRun load_program_or_model(std::string_view verb, const std::string& pat
                                    const std::vector<std::string>& sets, uint64_t batch);
 ProgramToRun load_program_or_model(std::string_view verb, const std::string& path, const std::string& arch_file,
                                    const std::vector<std::string>& sets, const compiler::LoadOptions& options);
+// The same into `r`; a model calls `quantized` (when given) before lowering, with r.compiled in
+// place (compiler::compile_file_into): r must not move until what it started has finished.
+void load_program_or_model(ProgramToRun& r, std::string_view verb, const std::string& path,
+                           const std::string& arch_file, const std::vector<std::string>& sets,
+                           const compiler::LoadOptions& options,
+                           const std::function<void(const compiler::Compiled&)>& quantized);
 
 }  // namespace tpusim::tools

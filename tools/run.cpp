@@ -118,6 +118,14 @@ ProgramToRun load_program_or_model(std::string_view verb, const std::string& pat
 ProgramToRun load_program_or_model(std::string_view verb, const std::string& path, const std::string& arch_file,
                                    const std::vector<std::string>& sets, const compiler::LoadOptions& options) {
   ProgramToRun r;
+  load_program_or_model(r, verb, path, arch_file, sets, options, {});
+  return r;
+}
+
+void load_program_or_model(ProgramToRun& r, std::string_view verb, const std::string& path,
+                           const std::string& arch_file, const std::vector<std::string>& sets,
+                           const compiler::LoadOptions& options,
+                           const std::function<void(const compiler::Compiled&)>& quantized) {
   const bool is_model = compiler::is_model_path(path);
   const bool mapper = options.mapper != compiler::LowerOptions{};
   const char* model_flag = options.batch              ? "--batch"
@@ -138,12 +146,11 @@ ProgramToRun load_program_or_model(std::string_view verb, const std::string& pat
     o.phase = &phase;
     CompileProgressLine line(fmt::format("{} {}: compiling", verb, fs::path(path).filename().string()),
                              phase);
-    r.compiled = compiler::compile_file(path, r.arch, o);
+    compiler::compile_file_into(r.compiled.emplace(), path, r.arch, o, quantized);
   } else {
     r.loaded = load_any(path);
     r.arch = resolve_arch(&r.loaded, arch_file, sets, path);
   }
-  return r;
 }
 
 namespace {
@@ -315,7 +322,20 @@ int cmd_run(const RunArgs& r) {
   options.timing_only = r.engine == "timing" && !r.full_compile;
   // Only --labels needs the float model after the compile (the check reuses the calibration's output).
   options.release_float_parameters = r.labels.empty();
-  ProgramToRun to_run = load_program_or_model("run", r.program, r.arch_file, r.sets, options);
+  // A model's golden output depends only on the quantized graph: it is computed beside the
+  // lowering and the simulation (on the cores they leave idle), from the moment the graph is final.
+  // (Declared after to_run: the future, which waits for its thread, goes first.)
+  ProgramToRun to_run;
+  std::future<std::vector<int8_t>> golden;
+  const auto start_golden = [&](const compiler::Compiled& c) {
+    if (r.no_check || r.engine == "timing") return;
+    try {
+      golden = std::async(std::launch::async, [&c] { return compiler::golden_output(c); });
+    } catch (const std::system_error&) {
+      // no thread to be had: check_output computes it after the run
+    }
+  };
+  load_program_or_model(to_run, "run", r.program, r.arch_file, r.sets, options, start_golden);
   if (!r.labels.empty() && !to_run.compiled) throw InputError("run: --labels applies to models, not to programs");
   const std::vector<int64_t> labels = r.labels.empty() ? std::vector<int64_t>{} : read_labels(r.labels);
   std::optional<compiler::Compiled>& compiled = to_run.compiled;
@@ -337,15 +357,6 @@ int cmd_run(const RunArgs& r) {
   if (traces) opt.trace = &traces->recorder;
   sim::RunProgress progress;
   opt.progress = &progress;
-  // A model's golden output does not depend on the run: it is computed beside the simulation.
-  std::future<std::vector<int8_t>> golden;
-  if (compiled && !r.no_check && opt.engine != sim::Engine::timing) {
-    try {
-      golden = std::async(std::launch::async, [&c = *compiled] { return compiler::golden_output(c); });
-    } catch (const std::system_error&) {
-      // no thread to be had: check_output computes it after the run
-    }
-  }
   sim::RunResult result;
   try {
     RunProgressLine line("run " + fs::path(r.program).filename().string(), progress, station_instructions(p));

@@ -208,6 +208,42 @@ TEST_CASE("gemm: packed weights are reused, copied, and keep their kernel", "[ge
   }
 }
 
+// Packing multiplies only inside the box that holds every nonzero weight (a partial tile's zero
+// fill): zero rows and columns at every border, including an all-zero W, on every kernel and
+// mode. The columns outside the box must read zero, or keep C's value when accumulating.
+TEST_CASE("gemm: every kernel is exact when W has zero borders", "[gemm]") {
+  std::mt19937 rng(21);
+  struct Border {
+    size_t K, M, top, bottom, left, right;
+  };
+  const Border borders[] = {{256, 256, 0, 56, 0, 72},  {256, 256, 3, 0, 5, 0},  {256, 256, 17, 200, 64, 1},
+                            {37, 53, 1, 1, 1, 1},      {64, 64, 63, 0, 0, 63},  {9, 300, 0, 8, 299, 0},
+                            {256, 256, 256, 0, 0, 0},  {5, 7, 0, 0, 7, 0}};
+  for (const char* kernel : kKernels) {
+    const ForceKernel force(kernel);
+    if (!kernel_available(kernel)) continue;
+    for (const Border& bd : borders) {
+      auto w = random_bytes(bd.K * bd.M, rng);
+      for (size_t k = 0; k < bd.K; ++k)
+        for (size_t j = 0; j < bd.M; ++j)
+          if (k < bd.top || k >= bd.K - std::min(bd.K, bd.bottom) || j < bd.left || j >= bd.M - std::min(bd.M, bd.right))
+            w[k * bd.M + j] = 0;
+          else if (w[k * bd.M + j] == 0)
+            w[k * bd.M + j] = 0x80;  // inside: nonzero, so the box is exactly the border's
+      const PackedWeights packed(w.data(), bd.M, bd.K, bd.M, false);
+      const bool all_zero = bd.top + bd.bottom >= bd.K || bd.left + bd.right >= bd.M;
+      CHECK(packed.box_K() == (all_zero ? 0 : bd.K - bd.top - bd.bottom));
+      CHECK(packed.box_M() == (all_zero ? 0 : bd.M - bd.left - bd.right));
+      for (const size_t B : {1, 5, 64, 130}) {
+        const auto a = random_bytes(B * std::max(kLda, bd.K), rng);
+        std::vector<int32_t> c0(B * (bd.M + 3));
+        for (auto& x : c0) x = static_cast<int32_t>(rng());
+        check_all_modes(B, bd.K, bd.M, a, w, c0);
+      }
+    }
+  }
+}
+
 TEST_CASE("gemm: degenerate and tall shapes", "[gemm]") {
   std::mt19937 rng(5);
   std::vector<int32_t> c(8, 42);
