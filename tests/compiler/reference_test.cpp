@@ -5,6 +5,8 @@
 
 #include <cmath>
 #include <cstdint>
+#include <cstring>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -324,4 +326,61 @@ TEST_CASE("a 16-bit tensor's planes join into its values, and quant_error of 16-
   const QuantError e = quant_error({3.004f, -0.02f}, std::vector<int32_t>{300, -2}, 0.01);
   CHECK(e.max_abs == Approx(0.004).epsilon(1e-4));
   CHECK(e.relative == Approx(0.004 / 3.004).epsilon(1e-4));
+}
+
+// The float reference's convolution kernel (register blocks of 8 positions x 16 columns, the last
+// columns one position at a time) against the plainest loops in the same order: the bias, then
+// each tap (r, q) and channel k in turn, a product and a sum each rounded to float, an input of
+// zero skipped (so -0 accumulators and zero inputs behave as in the plain loops). Odd shapes:
+// channels and units around the block widths, padding, stride 2, a batch not a multiple of 8.
+TEST_CASE("float reference: convolutions equal the plainest loops bit for bit", "[reference]") {
+  struct Case {
+    uint64_t h, w, c, kh, stride, pad, units, batch;
+  };
+  const Case cases[] = {{5, 7, 3, 3, 1, 1, 16, 3},  {6, 6, 5, 3, 2, 1, 37, 2}, {4, 4, 17, 1, 1, 0, 33, 5},
+                        {3, 5, 1, 2, 1, 0, 15, 1},  {8, 8, 32, 3, 1, 1, 64, 1}, {2, 2, 8, 2, 1, 1, 1, 9}};
+  std::mt19937 rng(7);
+  std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+  for (const Case& cs : cases) {
+    const uint64_t oh = (cs.h + 2 * cs.pad - cs.kh) / cs.stride + 1, ow = (cs.w + 2 * cs.pad - cs.kh) / cs.stride + 1;
+    std::vector<float> x(cs.batch * cs.h * cs.w * cs.c);
+    for (float& v : x) {
+      const uint32_t pick = rng() % 8;
+      v = pick == 0 ? 0.0f : pick == 1 ? -0.0f : u(rng);  // zeros of both signs, as after a ReLU
+    }
+    Model m = one_input(map(cs.h, cs.w, cs.c), x, std::nullopt, cs.batch);
+    Layer l = make_layer("conv", LayerType::conv2d, {model_input(0)}, map(oh, ow, cs.units));
+    l.units = cs.units, l.kernel_h = l.kernel_w = cs.kh, l.stride = cs.stride, l.pad = cs.pad;
+    l.weights.resize(cs.kh * cs.kh * cs.c * cs.units);
+    for (float& v : l.weights) v = u(rng);
+    l.bias.resize(cs.units);
+    for (float& v : l.bias) v = rng() % 4 == 0 ? -0.0f : u(rng);  // a -0 accumulator stays -0 over zero inputs
+    l.use_bias = true;
+    m.layers.push_back(l);
+    const std::vector<float> got = run_float(m).at(0);
+    std::vector<float> want;
+    for (uint64_t img = 0; img < cs.batch; ++img)
+      for (uint64_t oy = 0; oy < oh; ++oy)
+        for (uint64_t ox = 0; ox < ow; ++ox)
+          for (uint64_t j = 0; j < cs.units; ++j) {
+            volatile float acc = l.bias[j];  // (volatile: each product and sum rounded alone)
+            for (uint64_t r = 0; r < cs.kh; ++r)
+              for (uint64_t q = 0; q < cs.kh; ++q)
+                for (uint64_t k = 0; k < cs.c; ++k) {
+                  const uint64_t iy = oy * cs.stride + r, ix = ox * cs.stride + q;
+                  if (iy < cs.pad || ix < cs.pad || iy - cs.pad >= cs.h || ix - cs.pad >= cs.w) continue;
+                  const float v = x[((img * cs.h + iy - cs.pad) * cs.w + ix - cs.pad) * cs.c + k];
+                  if (v == 0.0f) continue;
+                  volatile float product = v * l.weights[((r * cs.kh + q) * cs.c + k) * cs.units + j];
+                  acc = acc + product;
+                }
+            want.push_back(float(acc));
+          }
+    INFO("input " << cs.h << " x " << cs.w << " x " << cs.c << ", kernel " << cs.kh << ", stride " << cs.stride
+                  << ", pad " << cs.pad << ", units " << cs.units << ", batch " << cs.batch);
+    REQUIRE(got.size() == want.size());
+    bool same = true;
+    for (size_t i = 0; i < got.size(); ++i) same = same && std::memcmp(&got[i], &want[i], sizeof(float)) == 0;
+    CHECK(same);
+  }
 }
