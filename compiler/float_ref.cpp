@@ -52,14 +52,14 @@ TPUSIM_REF_CLONES __attribute__((optimize("fp-contract=off"))) void multiply_add
   for (uint64_t j = 0; j < n; ++j) a[j] += v * row[j];
 }
 
-// tap_block: kTapRows positions x kTapCols columns of acc (rows ld apart) += x[i][k] x w[k][j]
-// for k < c (w's rows ld apart), skipping every x that is zero, as multiply_add's callers do:
-// each element's products and sums in the same order, each rounded alone (no fused multiply-add),
-// so the floats are the same as one multiply_add per position and k.
-constexpr uint64_t kTapRows = 8, kTapCols = 16;
-using Floats = float __attribute__((vector_size(kTapCols * sizeof(float))));
-using FloatsUnaligned = float __attribute__((vector_size(kTapCols * sizeof(float)), aligned(4)));
-static_assert(kTapRows == 8, "tap_block's registers are spelled out");
+// One position's accumulators over a tap: acc[j] += v[t] x w[k[t]][j] for t < nonzero in turn
+// (the tap's nonzero inputs, k ascending), for the columns of `vecs` vectors of kLanes floats:
+// each element's products and sums in the same order as one multiply_add per input, each rounded
+// alone (no fused multiply-add), so the floats are the same. The accumulators stay in registers
+// over the whole tap (multiply_add reads and writes them once per input).
+constexpr uint64_t kLanes = 16, kTapVecs = 8;
+using Floats = float __attribute__((vector_size(kLanes * sizeof(float))));
+using FloatsUnaligned = float __attribute__((vector_size(kLanes * sizeof(float)), aligned(4)));
 
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
 #define TPUSIM_TAP_CLONES __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
@@ -67,37 +67,29 @@ static_assert(kTapRows == 8, "tap_block's registers are spelled out");
 #define TPUSIM_TAP_CLONES
 #endif
 
-// (macros, not lambdas: a lambda is a function of its own, outside the clones and fp-contract=off)
-#define TPUSIM_TAP_LOAD(p) Floats(*reinterpret_cast<const FloatsUnaligned*>(p))
-#define TPUSIM_TAP_STEP(a, v, row) \
-  do {                             \
-    const Floats vb = Floats{} + (v); \
-    a = vb != 0 ? a + vb * row : a; \
-  } while (0)
-TPUSIM_TAP_CLONES __attribute__((optimize("fp-contract=off"))) void tap_block(float* acc, uint64_t ld,
-                                                                              const float* const* x,
-                                                                              const float* w, uint64_t c,
-                                                                              uint64_t wld) {
-  Floats a0 = TPUSIM_TAP_LOAD(acc), a1 = TPUSIM_TAP_LOAD(acc + ld), a2 = TPUSIM_TAP_LOAD(acc + 2 * ld),
-         a3 = TPUSIM_TAP_LOAD(acc + 3 * ld), a4 = TPUSIM_TAP_LOAD(acc + 4 * ld), a5 = TPUSIM_TAP_LOAD(acc + 5 * ld),
-         a6 = TPUSIM_TAP_LOAD(acc + 6 * ld), a7 = TPUSIM_TAP_LOAD(acc + 7 * ld);
-  const float *x0 = x[0], *x1 = x[1], *x2 = x[2], *x3 = x[3], *x4 = x[4], *x5 = x[5], *x6 = x[6], *x7 = x[7];
-  for (uint64_t k = 0; k < c; ++k) {
-    const Floats row = TPUSIM_TAP_LOAD(w + k * wld);
-    TPUSIM_TAP_STEP(a0, x0[k], row);
-    TPUSIM_TAP_STEP(a1, x1[k], row);
-    TPUSIM_TAP_STEP(a2, x2[k], row);
-    TPUSIM_TAP_STEP(a3, x3[k], row);
-    TPUSIM_TAP_STEP(a4, x4[k], row);
-    TPUSIM_TAP_STEP(a5, x5[k], row);
-    TPUSIM_TAP_STEP(a6, x6[k], row);
-    TPUSIM_TAP_STEP(a7, x7[k], row);
-  }
-  const Floats* out[] = {&a0, &a1, &a2, &a3, &a4, &a5, &a6, &a7};
-  for (uint64_t i = 0; i < kTapRows; ++i) *reinterpret_cast<FloatsUnaligned*>(acc + i * ld) = *out[i];
+// (a macro, not a lambda or template: the loop must be inside the clones and fp-contract=off)
+#define TPUSIM_TAP_LOOP(VECS)                                                                  \
+  Floats a[VECS];                                                                              \
+  for (uint64_t q = 0; q < VECS; ++q) a[q] = *reinterpret_cast<const FloatsUnaligned*>(acc + q * kLanes); \
+  for (uint64_t t = 0; t < nonzero; ++t) {                                                     \
+    const float* row = w + k[t] * wld;                                                         \
+    const Floats vb = Floats{} + v[t];                                                         \
+    for (uint64_t q = 0; q < VECS; ++q)                                                        \
+      a[q] += vb * *reinterpret_cast<const FloatsUnaligned*>(row + q * kLanes);                \
+  }                                                                                            \
+  for (uint64_t q = 0; q < VECS; ++q) *reinterpret_cast<FloatsUnaligned*>(acc + q * kLanes) = a[q];
+
+TPUSIM_TAP_CLONES __attribute__((optimize("fp-contract=off"))) void tap_wide(float* acc, const float* w, uint64_t wld,
+                                                                             const uint32_t* k, const float* v,
+                                                                             uint64_t nonzero) {
+  TPUSIM_TAP_LOOP(kTapVecs)
 }
-#undef TPUSIM_TAP_LOAD
-#undef TPUSIM_TAP_STEP
+TPUSIM_TAP_CLONES __attribute__((optimize("fp-contract=off"))) void tap_one(float* acc, const float* w, uint64_t wld,
+                                                                            const uint32_t* k, const float* v,
+                                                                            uint64_t nonzero) {
+  TPUSIM_TAP_LOOP(1)
+}
+#undef TPUSIM_TAP_LOOP
 
 std::string dims(const Shape& s) { return fmt::format("{} x {} x {}", s.h, s.w, s.c); }
 
@@ -160,17 +152,17 @@ struct ConvGeometry {
 Data convolve(const Data& x, const ConvGeometry& g, uint64_t batch, const float* w, const float* b,
               Activation act) {
   constexpr uint64_t kBlock = 16;
-  static_assert(kBlock % kTapRows == 0, "whole groups of positions");
   const uint64_t n = g.n, per_image = g.oh * g.ow, positions = batch * per_image;
   Data out(positions * n);
   // Blocks on sim::parallel_for's threads, each computed whole by one: the same floats on any count.
   sim::parallel_for((positions + kBlock - 1) / kBlock, [&](uint64_t block) {
-    thread_local std::vector<float> acc, zeros;
+    thread_local std::vector<float> acc, vs;
+    thread_local std::vector<uint32_t> ks;
     acc.resize(kBlock * n);
-    zeros.assign(g.c, 0.0f);
+    vs.resize(g.c), ks.resize(g.c);
     const float* px[kBlock];
     const uint64_t p0 = block * kBlock, count = std::min(kBlock, positions - p0);
-    for (uint64_t i = 0; i < kBlock; ++i)  // (rows past count too: tap_block reads whole groups)
+    for (uint64_t i = 0; i < count; ++i)
       for (uint64_t j = 0; j < n; ++j) acc[i * n + j] = b ? b[j] : 0.0f;
     for (uint64_t r = 0; r < g.kh; ++r)
       for (uint64_t q = 0; q < g.kw; ++q) {
@@ -181,21 +173,21 @@ Data convolve(const Data& x, const ConvGeometry& g, uint64_t batch, const float*
           px[i] = inside ? &x[((img * g.h + iy - g.pad) * g.w + ix - g.pad) * g.c] : nullptr;
         }
         const float* tap = w + (r * g.kw + q) * g.c * n;
-        // Groups of kTapRows positions (padding and missing positions read zeros, which add
-        // nothing) x kTapCols columns in registers, then the last columns one position at a time.
-        const uint64_t whole = n - n % kTapCols;
-        const float* rows[kBlock];
-        for (uint64_t i = 0; i < kBlock; ++i) rows[i] = i < count && px[i] ? px[i] : zeros.data();
-        for (uint64_t j0 = 0; j0 < whole; j0 += kTapCols)  // (a column slice of the tap stays in L1)
-          for (uint64_t i0 = 0; i0 < count; i0 += kTapRows)
-            tap_block(&acc[i0 * n + j0], n, rows + i0, tap + j0, g.c, n);
-        if (whole < n)
-          for (uint64_t k = 0; k < g.c; ++k)
-            for (uint64_t i = 0; i < count; ++i) {
-              const float v = px[i] ? px[i][k] : 0.0f;
-              if (v == 0.0f) continue;
-              multiply_add(&acc[i * n + whole], tap + k * n + whole, v, n - whole);
-            }
+        // Per position, its nonzero inputs for this tap (zeros add nothing: skipped, as always),
+        // then its columns in register blocks, the last n % kLanes columns with multiply_add.
+        const uint64_t wide = n - n % (kTapVecs * kLanes), whole = n - n % kLanes;
+        for (uint64_t i = 0; i < count; ++i) {
+          uint64_t nonzero = 0;
+          if (px[i])
+            for (uint64_t k = 0; k < g.c; ++k)
+              if (px[i][k] != 0.0f) ks[nonzero] = uint32_t(k), vs[nonzero++] = px[i][k];
+          if (nonzero == 0) continue;
+          float* a = &acc[i * n];
+          for (uint64_t j0 = 0; j0 < wide; j0 += kTapVecs * kLanes) tap_wide(a + j0, tap + j0, n, ks.data(), vs.data(), nonzero);
+          for (uint64_t j0 = wide; j0 < whole; j0 += kLanes) tap_one(a + j0, tap + j0, n, ks.data(), vs.data(), nonzero);
+          if (whole < n)
+            for (uint64_t t = 0; t < nonzero; ++t) multiply_add(a + whole, tap + ks[t] * n + whole, vs[t], n - whole);
+        }
       }
     for (uint64_t i = 0; i < count; ++i)
       for (uint64_t j = 0; j < n; ++j) out[(p0 + i) * n + j] = activate(act, acc[i * n + j]);

@@ -225,18 +225,17 @@ void Golden::exec(const MatmulOp& op) {
     wide.resize(op.weights.size());
     for (uint64_t i = 0; i < wide.size(); ++i) wide[i] = op.weight(i);
   }
-  // The GEMM path: each tap's weight rows [tap_c][n], packed once.
-  std::vector<sim::PackedWeights> packed(gemm ? tap_c.size() : 0);
-  sim::parallel_for(packed.size(), [&](uint64_t t) {
-    packed[t] = sim::PackedWeights(reinterpret_cast<const uint8_t*>(op.weights.data()) + tap_row[t] * n, n,
-                                   tap_c[t], n, false);
-  });
+  // The GEMM path: every tap's weight rows at once ([rows][n]: the taps' rows are consecutive),
+  // packed once; a position's input row is its taps' inputs side by side (zero for padding).
+  const uint64_t all_rows = tap_c.empty() ? 0 : tap_row.back() + tap_c.back();
+  const sim::PackedWeights packed =
+      gemm ? sim::PackedWeights(reinterpret_cast<const uint8_t*>(op.weights.data()), n, all_rows, n, false)
+           : sim::PackedWeights();
 
   // Blocks of output positions: the plain loops share each weight row over a block while it is in
   // cache; the GEMM takes a block's input rows as one matrix.
   const uint64_t block = gemm ? 64 : 16;
   const uint64_t positions = g_.batch * out.count, blocks = (positions + block - 1) / block;
-  const uint64_t widest = tap_c.empty() ? 0 : *std::max_element(tap_c.begin(), tap_c.end());
   // Positions [p0, p0 + count) into acc ([count][n], int32 with wrap-around).
   const auto plain_block = [&](uint64_t p0, uint64_t count, uint32_t* acc) {
     std::fill(acc, acc + count * n, 0u);
@@ -255,18 +254,15 @@ void Golden::exec(const MatmulOp& op) {
     }
   };
   const auto gemm_block = [&](uint64_t p0, uint64_t count, uint32_t* acc, std::vector<uint8_t>& rows) {
-    rows.resize(count * widest);
-    std::fill(acc, acc + count * n, 0u);
-    for (uint64_t t = 0; t < tap_c.size(); ++t) {
-      const uint64_t c = tap_c[t];
-      if (c == 0) continue;
-      for (uint64_t i = 0; i < count; ++i) {
+    rows.resize(count * all_rows);
+    for (uint64_t i = 0; i < count; ++i)
+      for (uint64_t t = 0; t < tap_c.size(); ++t) {
         const int8_t* x = source((p0 + i) / out.count, (p0 + i) % out.count, t);
-        if (x) std::memcpy(&rows[i * c], x, c);
-        else std::memset(&rows[i * c], 0, c);  // padding
+        uint8_t* row = &rows[i * all_rows + tap_row[t]];
+        if (x) std::memcpy(row, x, tap_c[t]);
+        else std::memset(row, 0, tap_c[t]);  // padding
       }
-      packed[t].multiply(rows.data(), c, false, count, reinterpret_cast<int32_t*>(acc), n, true);
-    }
+    packed.multiply(rows.data(), all_rows, false, count, reinterpret_cast<int32_t*>(acc), n, false);
   };
   sim::parallel_for(blocks, [&](uint64_t b) {
     thread_local std::vector<uint32_t> acc;
@@ -299,22 +295,27 @@ void Golden::exec(const PoolOp& op) {
     fail(where_, "a {} x {} window (stride {}) does not map the {} x {} x {} input onto the {} x {} x {} output",
          win, win, st, is.h, is.w, c, os.h, os.w, os.c);
   const auto size = static_cast<int64_t>(win * win);
+  const bool avg = op.kind == isa::PoolKind::avg;
+  std::vector<const int8_t*> window(win * win);
+  std::vector<int64_t> v(c);
   for (uint64_t img = 0; img < g_.batch; ++img)
     for (uint64_t oy = 0; oy < os.h; ++oy)
-      for (uint64_t ox = 0; ox < os.w; ++ox)
+      for (uint64_t ox = 0; ox < os.w; ++ox) {
+        for (uint64_t r = 0; r < win; ++r)
+          for (uint64_t q = 0; q < win; ++q) window[r * win + q] = in.at(img, (oy * st + r) * is.w + ox * st + q);
+        std::fill(v.begin(), v.end(), avg ? 0 : -128);
+        for (const int8_t* e : window)
+          for (uint64_t ch = 0; ch < c; ++ch) v[ch] = avg ? v[ch] + e[ch] : std::max(v[ch], int64_t{e[ch]});
+        int8_t* o = out.at(img, oy * os.w + ox);
         for (uint64_t ch = 0; ch < c; ++ch) {
-          int64_t v = op.kind == isa::PoolKind::avg ? 0 : -128;
-          for (uint64_t r = 0; r < win; ++r)
-            for (uint64_t q = 0; q < win; ++q) {
-              const int64_t e = in.at(img, (oy * st + r) * is.w + ox * st + q)[ch];
-              v = op.kind == isa::PoolKind::avg ? v + e : std::max(v, e);
-            }
-          if (op.kind == isa::PoolKind::avg) {
-            const int64_t q = (2 * (v < 0 ? -v : v) + size) / (2 * size);  // |v| / size, half away
-            v = v < 0 ? -q : q;
+          int64_t x = v[ch];
+          if (avg) {
+            const int64_t q = (2 * (x < 0 ? -x : x) + size) / (2 * size);  // |x| / size, half away
+            x = x < 0 ? -q : q;
           }
-          out.at(img, oy * os.w + ox)[ch] = static_cast<int8_t>(v);
+          o[ch] = static_cast<int8_t>(x);
         }
+      }
 }
 
 // r = op(a, b) on int8 or int16 values in int32 (|a b| <= 2^30), y = round_half_away(r x mult /

@@ -175,9 +175,10 @@ WeightTile weight_tile(const MachineState& s, const isa::Instruction& rw, uint64
 inline int64_t round_half_away_shift(int64_t x, unsigned shift) {
   if (shift == 0) return x;
   if (shift > 64) return 0;  // |x| <= 2^63 is below one half of 2^shift
-  __extension__ using u128 = unsigned __int128;
-  const u128 mag = x < 0 ? 0 - static_cast<uint64_t>(x) : static_cast<uint64_t>(x);
-  const auto q = static_cast<int64_t>((mag + (u128{1} << (shift - 1))) >> shift);
+  // (|x| + 2^(shift-1)) >> shift without the carry out of 64 bits: |x| >> shift, plus one when
+  // the remainder is half of 2^shift or more (bit shift - 1 set).
+  const uint64_t mag = x < 0 ? 0 - static_cast<uint64_t>(x) : static_cast<uint64_t>(x);
+  const auto q = static_cast<int64_t>(shift == 64 ? mag >> 63 : (mag >> shift) + ((mag >> (shift - 1)) & 1));
   return x < 0 ? -q : q;
 }
 int32_t apply_func(isa::Func func, int64_t y, int64_t clip, bool out_unsigned);  // incl. saturation

@@ -97,6 +97,35 @@ TEST_CASE("round_half_away_shift rounds ties away from zero on both sides", "[st
   CHECK(round_half_away_shift(INT64_MIN, 65) == 0);
 }
 
+// round_half_away_shift works in 64 bits (|x| >> shift plus the bit below): held against the
+// plain definition, (|x| + 2^(shift-1)) >> shift in 128 bits, on every shift and values around
+// each power of two, the extremes and random ones.
+TEST_CASE("round_half_away_shift equals the 128-bit definition", "[state]") {
+  __extension__ using u128 = unsigned __int128;
+  const auto plain = [](int64_t x, unsigned shift) -> int64_t {
+    if (shift == 0) return x;
+    if (shift > 64) return 0;
+    const u128 mag = x < 0 ? 0 - static_cast<uint64_t>(x) : static_cast<uint64_t>(x);
+    const auto q = static_cast<int64_t>((mag + (u128{1} << (shift - 1))) >> shift);
+    return x < 0 ? -q : q;
+  };
+  std::vector<int64_t> xs{0, 1, -1, INT64_MAX, INT64_MIN, INT64_MAX - 1, INT64_MIN + 1};
+  for (unsigned b = 0; b < 63; ++b)
+    for (int64_t d = -2; d <= 2; ++d) {
+      const int64_t p = (int64_t{1} << b) + d;
+      xs.push_back(p), xs.push_back(-p), xs.push_back(p + (p >> 1)), xs.push_back(-(p + (p >> 1)));
+    }
+  uint64_t state = 88172645463325252ull;  // xorshift64
+  for (int i = 0; i < 2000; ++i) {
+    state ^= state << 13, state ^= state >> 7, state ^= state << 17;
+    xs.push_back(static_cast<int64_t>(state) >> (state % 64));
+  }
+  uint64_t differ = 0;
+  for (const int64_t x : xs)
+    for (unsigned shift = 0; shift <= 66; ++shift) differ += round_half_away_shift(x, shift) != plain(x, shift);
+  CHECK(differ == 0);
+}
+
 TEST_CASE("apply_func: each function, then saturation to int8 or uint8", "[state]") {
   CHECK(apply_func(Func::identity, 200, 127, false) == 127);
   CHECK(apply_func(Func::identity, -200, 127, false) == -128);
