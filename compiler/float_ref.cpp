@@ -84,6 +84,11 @@ TPUSIM_TAP_CLONES __attribute__((optimize("fp-contract=off"))) void tap_wide(flo
                                                                              uint64_t nonzero) {
   TPUSIM_TAP_LOOP(kTapVecs)
 }
+TPUSIM_TAP_CLONES __attribute__((optimize("fp-contract=off"))) void tap_four(float* acc, const float* w, uint64_t wld,
+                                                                             const uint32_t* k, const float* v,
+                                                                             uint64_t nonzero) {
+  TPUSIM_TAP_LOOP(4)
+}
 TPUSIM_TAP_CLONES __attribute__((optimize("fp-contract=off"))) void tap_one(float* acc, const float* w, uint64_t wld,
                                                                             const uint32_t* k, const float* v,
                                                                             uint64_t nonzero) {
@@ -184,7 +189,9 @@ Data convolve(const Data& x, const ConvGeometry& g, uint64_t batch, const float*
           if (nonzero == 0) continue;
           float* a = &acc[i * n];
           for (uint64_t j0 = 0; j0 < wide; j0 += kTapVecs * kLanes) tap_wide(a + j0, tap + j0, n, ks.data(), vs.data(), nonzero);
-          for (uint64_t j0 = wide; j0 < whole; j0 += kLanes) tap_one(a + j0, tap + j0, n, ks.data(), vs.data(), nonzero);
+          uint64_t j0 = wide;
+          for (; j0 + 4 * kLanes <= whole; j0 += 4 * kLanes) tap_four(a + j0, tap + j0, n, ks.data(), vs.data(), nonzero);
+          for (; j0 < whole; j0 += kLanes) tap_one(a + j0, tap + j0, n, ks.data(), vs.data(), nonzero);
           if (whole < n)
             for (uint64_t t = 0; t < nonzero; ++t) multiply_add(a + whole, tap + ks[t] * n + whole, vs[t], n - whole);
         }

@@ -21,6 +21,7 @@
 #include "compiler/onnx.h"
 #include "compiler/reference.h"
 #include "compiler/scalesim.h"
+#include "compiler/seeded_draws.h"
 #include "isa/error.h"
 #include "isa/file_io.h"
 #include "isa/text.h"
@@ -761,12 +762,13 @@ uint64_t bias_count(const Layer& l) {
 }
 
 std::vector<float> generate_weights(const Layer& l, const Shape& in, uint64_t seed, size_t position) {
-  SeededUniform rng(seed, weight_stream(position));
   std::vector<float> w;
   w.reserve(weight_count(l, in));
+  SeededDraws rng(seed, weight_stream(position));  // (one stream for all of a stacked LSTM's layers)
   auto draw = [&](uint64_t count, double fan_in, double fan_out) {
     const double bound = std::sqrt(6.0 / (fan_in + fan_out));
-    for (uint64_t i = 0; i < count; ++i) w.push_back(rng.uniform(bound));
+    w.resize(w.size() + count);
+    rng.fill(bound, w.data() + w.size() - count, count);
   };
   const double kernel = double(l.kernel_h * l.kernel_w);
   switch (l.type) {
@@ -800,16 +802,14 @@ std::vector<float> expand_groups(const std::vector<float>& grouped, uint64_t kh,
 }
 
 std::vector<float> generate_bias(const Layer& l, uint64_t seed, size_t position) {
-  SeededUniform rng(seed, bias_stream(position));
   std::vector<float> b(bias_count(l));
-  for (float& v : b) v = rng.uniform(0.1);
+  SeededDraws(seed, bias_stream(position)).fill(0.1, b.data(), b.size());
   return b;
 }
 
 std::vector<float> generate_input(const Shape& shape, uint64_t batch, uint64_t seed, size_t index) {
-  SeededUniform rng(seed, input_stream(index));
   std::vector<float> v(batch * shape.elements());
-  for (float& x : v) x = rng.uniform(1.0);
+  SeededDraws(seed, input_stream(index)).fill(1.0, v.data(), v.size());
   return v;
 }
 

@@ -366,19 +366,22 @@ void vec_elements(isa::VecOp op, const uint8_t* a, const uint8_t* b, uint8_t* ou
 }
 
 void pool_window(std::span<const uint8_t* const> window, bool avg, uint8_t* out, uint64_t width) {
+  // Max in int8, sums in int32 (at most 15 x 15 x 128 in magnitude): the loops vectorise.
   constexpr uint64_t kBlock = 256;
-  std::array<int64_t, kBlock> v;
+  std::array<int32_t, kBlock> v;
   for (uint64_t first = 0; first < width; first += kBlock) {
     const uint64_t n = std::min(kBlock, width - first);
     std::fill_n(v.begin(), n, avg ? 0 : -128);
-    for (const uint8_t* row : window)
-      for (uint64_t i = 0; i < n; ++i) {
-        const int64_t x = static_cast<int8_t>(row[first + i]);
-        v[i] = avg ? v[i] + x : std::max(v[i], x);
-      }
-    for (uint64_t i = 0; i < n; ++i)
-      out[first + i] =
-          static_cast<uint8_t>(avg ? divide_half_away(v[i], static_cast<int64_t>(window.size())) : v[i]);
+    if (avg) {
+      for (const uint8_t* row : window)
+        for (uint64_t i = 0; i < n; ++i) v[i] += static_cast<int8_t>(row[first + i]);
+      for (uint64_t i = 0; i < n; ++i)
+        out[first + i] = static_cast<uint8_t>(divide_half_away(v[i], static_cast<int64_t>(window.size())));
+    } else {
+      for (const uint8_t* row : window)
+        for (uint64_t i = 0; i < n; ++i) v[i] = std::max<int32_t>(v[i], static_cast<int8_t>(row[first + i]));
+      for (uint64_t i = 0; i < n; ++i) out[first + i] = static_cast<uint8_t>(v[i]);
+    }
   }
 }
 

@@ -328,17 +328,18 @@ TEST_CASE("a 16-bit tensor's planes join into its values, and quant_error of 16-
   CHECK(e.relative == Approx(0.004 / 3.004).epsilon(1e-4));
 }
 
-// The float reference's convolution kernel (register blocks of 8 positions x 16 columns, the last
-// columns one position at a time) against the plainest loops in the same order: the bias, then
-// each tap (r, q) and channel k in turn, a product and a sum each rounded to float, an input of
-// zero skipped (so -0 accumulators and zero inputs behave as in the plain loops). Odd shapes:
-// channels and units around the block widths, padding, stride 2, a batch not a multiple of 8.
+// The float reference's convolution kernel (a position's nonzero inputs per tap, its columns in
+// register blocks of 128, 64 and 16 floats, the last ones with multiply_add) against the plainest
+// loops in the same order: the bias, then each tap (r, q) and channel k in turn, a product and a
+// sum each rounded to float, an input of zero skipped (so -0 accumulators and zero inputs behave
+// as in the plain loops). Odd shapes: units around the block widths, padding, stride 2, batches.
 TEST_CASE("float reference: convolutions equal the plainest loops bit for bit", "[reference]") {
   struct Case {
     uint64_t h, w, c, kh, stride, pad, units, batch;
   };
   const Case cases[] = {{5, 7, 3, 3, 1, 1, 16, 3},  {6, 6, 5, 3, 2, 1, 37, 2}, {4, 4, 17, 1, 1, 0, 33, 5},
-                        {3, 5, 1, 2, 1, 0, 15, 1},  {8, 8, 32, 3, 1, 1, 64, 1}, {2, 2, 8, 2, 1, 1, 1, 9}};
+                        {3, 5, 1, 2, 1, 0, 15, 1},  {8, 8, 32, 3, 1, 1, 64, 1}, {2, 2, 8, 2, 1, 1, 1, 9},
+                        {4, 4, 6, 3, 1, 1, 200, 2}, {3, 3, 4, 1, 1, 0, 264, 3}};
   std::mt19937 rng(7);
   std::uniform_real_distribution<float> u(-1.0f, 1.0f);
   for (const Case& cs : cases) {
