@@ -580,3 +580,27 @@ TEST_CASE("random small models: golden output within a few percent of the float 
     }
   }
 }
+
+// Weights quantize with round half away from zero (std::round), ties included: the quantizer's
+// vectorised rounding (trunc, then one step out when the exact remainder is half or more) on
+// weights whose scaled values are exact ties, near-ties and large, against std::round. The
+// input's scale 0.5 and the largest |w| 127 make the per-tensor weight scale exactly w / 1.
+TEST_CASE("weights round half away from zero, exact ties included", "[quantize]") {
+  const std::vector<float> w = {127.0f, 63.5f,  -63.5f, 0.5f,  -0.5f,  2.5f,   -2.5f,  1.5f,   -1.5f,
+                                0.49999997f, -0.49999997f, 126.5f, -126.5f, 3.4999998f, 100.25f, -0.0f};
+  Builder b(vec(static_cast<uint64_t>(w.size())), 1, 9);
+  b.m.inputs[0].scale = 0.5;
+  b.dense(model_input(0), 1);
+  b.last().use_bias = false;
+  b.last().weights = w;
+  b.m.per_channel = false;
+  const QGraph g = quantize(b.m);
+  const auto& op = std::get<MatmulOp>(g.ops[0]);
+  REQUIRE(op.weights.size() == w.size());
+  for (size_t i = 0; i < w.size(); ++i) {
+    INFO("w = " << w[i]);
+    CHECK(int{op.weights[i]} == static_cast<int>(std::clamp(std::round(double(w[i])), -127.0, 127.0)));
+  }
+  CHECK(int{op.weights[1]} == 64);  // 63.5
+  CHECK(int{op.weights[4]} == -1);  // -0.5
+}
