@@ -271,13 +271,21 @@ void Golden::exec(const MatmulOp& op) {
     acc.resize(count * n);
     if (gemm) gemm_block(p0, count, acc.data(), rows);
     else plain_block(p0, count, acc.data());
+    // (the op's fields in locals: the int8 stores could alias them, so they would be reloaded)
+    const int32_t* bias = op.bias.empty() ? nullptr : op.bias.data();
+    const uint16_t* mult = op.mult.data();
+    const uint8_t* shift = op.shift.data();
+    const bool per_column = op.mult.size() != 1;
+    const isa::Func func = op.func;
+    const int64_t clip = op.clip;
     for (uint64_t i = 0; i < count; ++i) {
       int8_t* o = out.at((p0 + i) / out.count, (p0 + i) % out.count);
+      const uint32_t* row = &acc[i * n];
       for (uint64_t j = 0; j < n; ++j) {
-        const size_t q = op.mult.size() == 1 ? 0 : j;
-        const int64_t x = static_cast<int32_t>(acc[i * n + j]) + int64_t{op.bias.empty() ? 0 : op.bias[j]};
-        const int64_t y = sim::round_half_away_shift(x * op.mult[q], op.shift[q]);
-        out.store(o + j, out.saturate(op.func, y, op.clip));
+        const size_t q = per_column ? j : 0;
+        const int64_t x = static_cast<int32_t>(row[j]) + int64_t{bias ? bias[j] : 0};
+        const int64_t y = sim::round_half_away_shift(x * mult[q], shift[q]);
+        out.store(o + j, out.saturate(func, y, clip));
       }
     }
   });
