@@ -12,13 +12,12 @@ namespace {
 // Bits of the sync mask (isa::kUnitMaskValues): host 0, weights 1, matrix 2, act 3.
 constexpr uint64_t kStationBit[] = {1u << 0, 1u << 2, 1u << 3};
 
-boost::icl::discrete_interval<uint64_t> interval(const RowSpan& r) {
-  return boost::icl::discrete_interval<uint64_t>::right_open(r.first, r.first + r.rows);
-}
+std::span<const RowSpan> view(const Emitter::Spans& v) { return {v.data(), v.size()}; }
 
-bool intersects(const boost::icl::interval_set<uint64_t>& set, const std::vector<RowSpan>& spans) {
+bool intersects(const sim::RowSet& set, std::span<const RowSpan> spans) {
+  if (set.empty()) return false;
   for (const RowSpan& r : spans)
-    if (r.rows && boost::icl::intersects(set, interval(r))) return true;
+    if (set.intersects(r.first, r.rows)) return true;
   return false;
 }
 
@@ -40,7 +39,7 @@ isa::Instruction& Emitter::append(Opcode op) {
   return code_.emplace_back(isa::make_instruction(op));
 }
 
-void Emitter::touch(Station st, const std::vector<RowSpan>& reads, const std::vector<RowSpan>& writes) {
+void Emitter::touch(Station st, std::span<const RowSpan> reads, std::span<const RowSpan> writes) {
   uint64_t mask = 0;
   for (int other = 0; other < kStations; ++other) {
     if (other == st) continue;
@@ -56,13 +55,11 @@ void Emitter::touch(Station st, const std::vector<RowSpan>& reads, const std::ve
         writes_[other].clear();
       }
   }
-  for (const RowSpan& r : reads)
-    if (r.rows) reads_[st].add(interval(r));
-  for (const RowSpan& r : writes)
-    if (r.rows) {
-      writes_[st].add(interval(r));
-      written_.add(interval(r));
-    }
+  for (const RowSpan& r : reads) reads_[st].add(r.first, r.rows);
+  for (const RowSpan& r : writes) {
+    writes_[st].add(r.first, r.rows);
+    written_.add(r.first, r.rows);
+  }
 }
 
 void Emitter::setcfg(isa::ConfigReg reg, uint64_t value, uint64_t& current) {
@@ -79,7 +76,8 @@ void Emitter::host_dma(bool write, uint64_t host, uint64_t ub, uint64_t rows, ui
     parts_.push_back({host, ub, rows, row_bytes, stride, key_});
     return;
   }
-  const bool latest = stream_need({{ub, rows}});
+  const RowSpan span[1]{{ub, rows}};
+  const bool latest = stream_need(span);
   emit_dma(write, host, ub, rows, row_bytes, stride);
   stream_next(latest);
 }
@@ -87,11 +85,11 @@ void Emitter::host_dma(bool write, uint64_t host, uint64_t ub, uint64_t rows, ui
 void Emitter::emit_dma(bool write, uint64_t host, uint64_t ub, uint64_t rows, uint64_t row_bytes, uint64_t stride) {
   setcfg(isa::ConfigReg::host_stride, stride, host_stride_);
   setcfg(isa::ConfigReg::host_row_bytes, row_bytes, host_row_bytes_);
-  const RowSpan span{ub, rows};
+  const RowSpan span[1]{{ub, rows}};
   if (write)
-    touch(kHost, {span}, {});
+    touch(kHost, span, {});
   else
-    touch(kHost, {}, {span});
+    touch(kHost, {}, span);
   isa::Instruction& in = append(write ? Opcode::write_host : Opcode::read_host);
   in[Field::host] = host;
   in[Field::ub] = ub;
@@ -137,7 +135,7 @@ int64_t Emitter::stream_part(const RowSpan& span) const {
   return -1;
 }
 
-bool Emitter::stream_need(const std::vector<RowSpan>& spans) {
+bool Emitter::stream_need(std::span<const RowSpan> spans) {
   if (collecting_ || parts_.empty()) return false;
   int64_t need = -1;
   for (const RowSpan& s : spans) need = std::max(need, stream_part(s));
@@ -191,7 +189,7 @@ void Emitter::matmul(isa::Instruction inst, bool switches, TileFetch fetch, cons
   }
   const uint64_t rows = inst[Field::rows], repeat = inst[Field::repeat], stride = inst[Field::stride];
   ++instructions_;
-  std::vector<RowSpan> reads;  // (sim/pack.h: the UB rows each group reads)
+  Spans reads;  // (sim/pack.h: the UB rows each group reads)
   if (repeat == 1 || stride == rows) {
     const sim::UbSpan a = sim::matmul_group_reads(pack_, inst, 0), b = sim::matmul_group_reads(pack_, inst, repeat - 1);
     reads.push_back({a.first, b.first + b.rows - a.first});
@@ -207,8 +205,8 @@ void Emitter::matmul(isa::Instruction inst, bool switches, TileFetch fetch, cons
   bool needed = false;
   if (pace_)
     for (const RowSpan& r : reads) needed = needed || stream_part(r) >= 0;
-  const bool latest = stream_need(reads);
-  touch(kMatrix, reads, {});
+  const bool latest = stream_need(view(reads));
+  touch(kMatrix, view(reads), {});
   work_.vectors += sim::stream_cycles(pack_, arch_, rows * repeat);  // (both passes of 16-bit inputs)
   work_.switches += switches;
   if (switches) work_.weight_bytes += fetch.rows ? uint64_t(fetch.rows) * fetch.cols : arch_.tile_bytes();
@@ -244,7 +242,7 @@ void Emitter::activation(const isa::Instruction& inst, std::vector<RowSpan> read
     setcfg(isa::ConfigReg::vec_high_b, planes_want_.b, planes_.b);
     setcfg(isa::ConfigReg::vec_high_out, planes_want_.out, planes_.out);
   }
-  std::vector<RowSpan> writes{write};
+  Spans writes{write};
   if (inst.opcode == Opcode::activate && planes_.act) writes.push_back({write.first + planes_.act, write.rows});
   if (inst.opcode == Opcode::vector) {  // reads: src's rows, then src_b's (not for pass)
     if (planes_.out) writes.push_back({write.first + planes_.out, write.rows});
@@ -252,10 +250,10 @@ void Emitter::activation(const isa::Instruction& inst, std::vector<RowSpan> read
     if (n > 0 && planes_.a) reads.push_back({reads[0].first + planes_.a, reads[0].rows});
     if (n > 1 && planes_.b) reads.push_back({reads[1].first + planes_.b, reads[1].rows});
   }
-  std::vector<RowSpan> spans = reads;
+  Spans spans(reads.begin(), reads.end());
   spans.insert(spans.end(), writes.begin(), writes.end());
-  const bool latest = stream_need(spans);
-  touch(kAct, reads, writes);
+  const bool latest = stream_need(view(spans));
+  touch(kAct, reads, view(writes));
   ++work_.activations;
   if (inst.opcode == Opcode::pool)
     for (const RowSpan& r : reads) work_.act_rows += r.rows;
@@ -266,7 +264,7 @@ void Emitter::activation(const isa::Instruction& inst, std::vector<RowSpan> read
 }
 
 void Emitter::zero(RowSpan rows) {
-  if (rows.rows == 0 || !boost::icl::intersects(written_, interval(rows))) return;
+  if (rows.rows == 0 || !written_.intersects(rows.first, rows.rows)) return;
   const sim::Planes want = planes_want_;  // an 8-bit vec, whatever the ops around it use
   planes_want_ = {};
   // vec reads and writes at most 65535 rows at a time (the rows field).

@@ -14,15 +14,17 @@
 //     starts on the rows already loaded while the host link moves the next ones.
 #pragma once
 
-#include <boost/icl/interval_set.hpp>
+#include <boost/container/small_vector.hpp>
 #include <array>
 #include <cstdint>
 #include <deque>
+#include <span>
 #include <vector>
 
 #include "isa/instruction.h"
 #include "sim/arch.h"
 #include "sim/pack.h"
+#include "sim/row_set.h"
 #include "sim/state.h"
 
 namespace tpusim::compiler {
@@ -40,6 +42,8 @@ struct TileFetch {
 
 class Emitter {
  public:
+  // An instruction's UB spans: a few, kept without an allocation.
+  using Spans = boost::container::small_vector<RowSpan, 4>;
   // `code` false: a measuring emitter (a try of the lowering's piece search, lower.cpp): it
   // decides everything as a full one does (registers, syncs, stream parts, work counters) but
   // stores no instruction; finish() returns nothing. `reserve`: instructions to make room for (a
@@ -126,13 +130,13 @@ class Emitter {
 
  private:
   enum Station { kHost, kMatrix, kAct, kStations };
-  using Rows = boost::icl::interval_set<uint64_t>;
-  void touch(Station st, const std::vector<RowSpan>& reads, const std::vector<RowSpan>& writes);
+  using Rows = sim::RowSet;
+  void touch(Station st, std::span<const RowSpan> reads, std::span<const RowSpan> writes);
   void setcfg(isa::ConfigReg reg, uint64_t value, uint64_t& current);
   void emit_dma(bool write, uint64_t host, uint64_t ub, uint64_t rows, uint64_t row_bytes, uint64_t stride);
   // Emits the parts an instruction touching `spans` needs; true when it needs the latest one
   // emitted (the caller then emits the next part after it: stream_next()).
-  bool stream_need(const std::vector<RowSpan>& spans);
+  bool stream_need(std::span<const RowSpan> spans);
   // A stream by steps: after a switching matmul (`needed`: it needed a part), the paced part.
   void stream_pace(bool needed);
   void stream_next(bool needed_latest);

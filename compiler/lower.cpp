@@ -36,6 +36,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstring>
 #include <functional>
@@ -330,9 +331,22 @@ class Lowering {
   WeightImage image_;
   std::vector<uint8_t> tables_;
   std::unordered_multimap<uint64_t, uint64_t> table_index_;
-  std::map<std::tuple<const MatmulOp*, uint64_t, uint64_t, size_t, uint64_t, uint64_t, uint64_t, uint64_t>, TileFetch>
-      tile_cache_;
-  std::map<std::tuple<const MatmulOp*, uint64_t, uint64_t, uint64_t, uint64_t, uint64_t>, TileFetch> packed_cache_;
+  // Tiles built so far, by (op, and the numbers that name the tile within it): looked up once per
+  // switching matmul (over a million times for CNN1 on a 64 x 64 array), so hashed.
+  struct TileKey {
+    const MatmulOp* op;
+    std::array<uint64_t, 7> at;
+    bool operator==(const TileKey&) const = default;
+  };
+  struct TileKeyHash {
+    size_t operator()(const TileKey& k) const {
+      uint64_t h = reinterpret_cast<uintptr_t>(k.op) * 0x9E3779B97F4A7C15ull;
+      for (uint64_t v : k.at) h = (h ^ v) * 0x100000001B3ull + (h >> 29);
+      return size_t(h ^ (h >> 32));
+    }
+  };
+  std::unordered_map<TileKey, TileFetch, TileKeyHash> tile_cache_, packed_cache_;
+  std::unordered_map<TileKey, uint64_t, TileKeyHash> table_cache_;  // table_row's answers
   uint64_t table_rows_ = 0, table_base_ = 0, block_ = 0, macs_ = 0;
   std::vector<std::pair<int, size_t>> perchan_;  // (op, n) pairs needing a table, in order
   // How well each layer (meta.layers index) maps: the manifest's meta.mapping.
@@ -449,7 +463,7 @@ uint64_t Lowering::store(std::vector<uint8_t>& image, std::unordered_multimap<ui
 TileFetch Lowering::tile_address(const MatmulOp& m, const LaneTile& n, size_t input, uint64_t r, uint64_t s,
                                 const LaneTile& k, int plane) {
   // Every piece of the batch uses the same tiles: built and looked up in the image once.
-  const auto key = std::make_tuple(&m, n.slice, n.lane, input * 2 + size_t(plane), r, s, k.slice, k.lane);
+  const TileKey key{&m, {n.slice, n.lane, input * 2 + size_t(plane), r, s, k.slice, k.lane}};
   if (const auto it = tile_cache_.find(key); it != tile_cache_.end()) return it->second;
   uint64_t k_offset = 0;
   for (size_t j = 0; j < input; ++j) k_offset += g_.tensors[m.inputs[j].tensor].shape.c;
@@ -488,6 +502,9 @@ TileFetch Lowering::tile_address(const MatmulOp& m, const LaneTile& n, size_t in
 uint64_t Lowering::table_row(const MatmulOp& m, const LaneTile& n, uint64_t groups) {
   const uint64_t cols = arch_.array_cols, row_bytes = arch_.ub_row_bytes();
   const uint64_t rows = div_up(7 * cols, row_bytes), n0 = n.slice * lanes_ + n.lane;
+  // (Built once per N tile, in run()'s first loop; every activate after looks it up.)
+  const TileKey key{&m, {n0, groups, 0, 0, 0, 0, 0}};
+  if (const auto it = table_cache_.find(key); it != table_cache_.end()) return it->second;
   std::vector<uint8_t> t(rows * row_bytes, 0);
   const uint64_t used = groups > 1 ? groups * m.n : std::min(cols, m.n - n0);
   for (uint64_t c = 0; c < used; ++c) {
@@ -500,7 +517,7 @@ uint64_t Lowering::table_row(const MatmulOp& m, const LaneTile& n, uint64_t grou
     t[4 * cols + 2 * c + 1] = static_cast<uint8_t>(mult >> 8);
     t[6 * cols + c] = shift;
   }
-  return table_base_ + store(tables_, table_index_, t) / row_bytes;
+  return table_cache_[key] = table_base_ + store(tables_, table_index_, t) / row_bytes;
 }
 
 // Accumulator base for a pass of `rows` rows: alternating halves; a pass larger than half
@@ -1145,7 +1162,7 @@ std::optional<Packing> Lowering::packing_for(const MatmulOp& m, uint64_t batch) 
 // A packed convolution's weight tile for kernel rows r0 .. r0+kh-1 (packing.h): row (u*kh + rr)*C + c,
 // column p*N + j (P > 1) or j - n0 (P = 1, N tile n) holds W[r0+rr][u - p*stride][c][j].
 TileFetch Lowering::packed_tile(const MatmulOp& m, const LaneTile& n, const Packing& pk, uint64_t r0, uint64_t kh) {
-  const auto key = std::make_tuple(&m, n.slice, n.lane, pk.p, pk.u, r0 * 65536 + kh);
+  const TileKey key{&m, {n.slice, n.lane, pk.p, pk.u, r0, kh, 0}};
   if (const auto it = packed_cache_.find(key); it != packed_cache_.end()) return it->second;
   const uint64_t C = m.k, M = arch_.array_cols, n0 = pk.p > 1 ? 0 : n.slice * lanes_ + n.lane;
   const uint64_t cols = pk.p > 1 ? m.n : std::min(M, m.n - n0);
@@ -2030,14 +2047,16 @@ bool has_pool(const QGraph& g, const sim::Arch& arch, const LowerOptions& option
 // the unified buffer. For the buffer, the piece count is searched: a piece that does not fit gives
 // a guess in proportion to the largest free block (a lower bound on the pieces: the other live
 // tensors shrink with the piece too, so the guess is pessimistic), then a bisection between the
-// most pieces known not to fit and the fewest known to fit. A failing try stops at the tensor
+// most pieces known not to fit and the fewest known to fit (the guess counting as a fit until it
+// is tried: it is tried only when no count between fits). A failing try stops at the tensor
 // that does not fit, so most tries are cheap; at most log2(batch) + 2 lowerings in all.
 // When one sample does not fit, tensors are moved to host memory one connected group at a time
 // (hold_in_host) and their ops run in bands of rows: one more lowering per group moved.
-// Only the first try (often the answer) and tries in bands make code; the others measure
-// (Lowering's `code`), and the schedule chosen is lowered once more with code unless its try made
-// it: a program is never held twice (CNN1 on a 64 x 64 array with 256 accumulator rows takes
-// three tries of over a million instructions each).
+// Only the first try (often the answer), tries in bands and the piece schedule's try (when no
+// program is held) make code; the others measure (Lowering's `code`), and the schedule chosen is
+// lowered once more with code unless its try made it: a program is never held twice (CNN1 on a
+// 64 x 64 array with 256 accumulator rows: a failing try, a measuring try of the single loop in
+// 2 pieces and the piece schedule's try with code, over a million instructions each).
 isa::Program lower(const QGraph& graph, const sim::Arch& arch, const LowerOptions& options) {
   if (graph.batch == 0) throw InputError(fmt::format("model {}: batch 0: a model needs at least one sample", graph.name));
   uint64_t limit = std::min(graph.batch, arch.acc_entries / 2);
@@ -2060,6 +2079,9 @@ isa::Program lower(const QGraph& graph, const sim::Arch& arch, const LowerOption
   double best_estimate = 0;
   uint64_t best_n = 0;
   uint64_t n = pieces_for(limit);
+  // The proportional guess (pieces) while nothing fits yet: the bisection's upper end, tried last
+  // (its mid points first: a count between that fits makes the guess's own try unneeded).
+  uint64_t guess_n = 0;
   std::vector<bool> in_host(graph.tensors.size(), false);  // tensors streamed in bands (hold_in_host)
   const size_t ops = graph.ops.size(), tensors = graph.tensors.size();
   for (;;) {
@@ -2082,15 +2104,17 @@ isa::Program lower(const QGraph& graph, const sim::Arch& arch, const LowerOption
       }
       if (piece == 1) throw InputError(fmt::format("{} (even for a single sample)", e.what()));
       too_few = std::max(too_few, pieces_for(piece));
-      if (!best) {  // no fitting piece yet: the proportional guess
+      // No fitting piece yet: the proportional guess from this failure, unless one stands that
+      // is still above it (a mid point below the guess failed: the guess stays the upper end).
+      if (!best && pieces_for(piece) >= guess_n) {
         const uint64_t guess = std::clamp<uint64_t>(piece * e.largest / std::max<uint64_t>(e.needed, 1), 1, piece - 1);
-        n = std::max(pieces_for(guess), too_few + 1);
-        continue;
+        guess_n = std::max(pieces_for(guess), too_few + 1);
       }
     }
-    // Bisect over piece counts strictly between too_few and best_n, skipping counts that give
-    // the same piece size as a count already tried.
-    uint64_t lo = too_few, hi = best_n;
+    // Bisect over piece counts strictly between too_few and best_n (or the guess, taken to fit
+    // until tried), skipping counts that give the same piece size as a count already tried; with
+    // no fit yet and nothing left between, the guess itself.
+    uint64_t lo = too_few, hi = best ? best_n : guess_n;
     for (;;) {
       if (hi - lo <= 1) break;
       n = lo + (hi - lo) / 2;
@@ -2104,7 +2128,10 @@ isa::Program lower(const QGraph& graph, const sim::Arch& arch, const LowerOption
       }
       break;
     }
-    if (hi - lo <= 1) break;
+    if (hi - lo <= 1) {
+      if (best) break;
+      n = hi;
+    }
   }
   // In pieces (and not in bands): the piece schedule (schedule.h) where its estimate beats the
   // single loop's. A segment that does not fit after all (the plan's row count is per sample and
@@ -2120,12 +2147,16 @@ isa::Program lower(const QGraph& graph, const sim::Arch& arch, const LowerOption
   ScheduleProblem problem = std::move(*best_problem);
   PieceSchedule plan = plan_pieces(problem, arch, tensors);
   for (int tries = 0; plan.segments.size() > 1 && tries < 8; ++tries) {
-    Lowering l(graph, arch, plan, options, {}, false);
+    // The plan's try makes code (the program, when its estimate wins) unless the single loop's
+    // program is held already: one program at a time. (Room for twice the single loop's
+    // instructions: what is never written takes no memory.)
+    const bool code = !best->program;
+    Lowering l(graph, arch, plan, options, {}, code, code ? 2 * best->instructions : 0);
     try {
-      l.run();
+      isa::Program p = l.run();
       if (l.estimate() < best_estimate) {
         best.reset();  // (its program, if its try made one, is not needed)
-        Fit f{plan, {}, std::nullopt, l.instructions()};
+        Fit f{plan, {}, code ? std::optional(std::move(p)) : std::nullopt, l.instructions()};
         return with_code(f);
       }
       break;

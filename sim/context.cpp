@@ -69,12 +69,7 @@ void Context::note_ub(uint64_t first_row, uint64_t rows) {
   if (rows == 0) return;
   // The rows not touched before count: the cardinality kept up to date without a walk over the
   // whole set per instruction (quadratic in a program of a million instructions).
-  const auto span = boost::icl::discrete_interval<uint64_t>::right_open(first_row, first_row + rows);
-  uint64_t seen = 0;
-  for (auto [it, end] = ub_touched.equal_range(span); it != end; ++it)
-    seen += boost::icl::cardinality(*it & span);
-  ub_touched.add(span);
-  result.ub_peak_rows += rows - seen;
+  result.ub_peak_rows += rows - ub_touched.add(first_row, rows);
 }
 
 void Context::note_acc(uint64_t first_row, uint64_t rows) {

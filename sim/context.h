@@ -2,7 +2,6 @@
 // records, per-unit completion tracking and the abort path. Internal to sim/.
 #pragma once
 
-#include <boost/icl/interval_set.hpp>
 #include <deque>
 #include <functional>
 #include <optional>
@@ -14,6 +13,7 @@
 #include "sim/arch.h"
 #include "sim/machine.h"
 #include "sim/pack.h"
+#include "sim/row_set.h"
 #include "sim/state.h"
 #include "sim/trace.h"
 
@@ -121,7 +121,7 @@ class Context {
   uint64_t lowest_unstarted() const;
   void note_ub(uint64_t first_row, uint64_t rows);
   void note_acc(uint64_t first_row, uint64_t rows);
-  boost::icl::interval_set<uint64_t> ub_touched;  // every UB row an instruction used this run
+  RowSet ub_touched;  // every UB row an instruction used this run
   void reset_run();
 };
 

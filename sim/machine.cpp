@@ -127,8 +127,10 @@ std::string deadlock_message(const Context& ctx) {
 void finish_counters(Context& ctx) {
   RunResult& r = ctx.result;
   MatrixCounters& m = r.matrix;
-  std::sort(ctx.matrix_spans.begin(), ctx.matrix_spans.end(),
-            [](const Span& a, const Span& b) { return a.begin < b.begin; });
+  // (Matmuls start in program order: the spans come sorted but for the rare exception.)
+  const auto by_begin = [](const Span& a, const Span& b) { return a.begin < b.begin; };
+  if (!std::is_sorted(ctx.matrix_spans.begin(), ctx.matrix_spans.end(), by_begin))
+    std::sort(ctx.matrix_spans.begin(), ctx.matrix_spans.end(), by_begin);
   // Non-matrix: the cycles no matrix span covers (spans never overlap: each is a matmul
   // streaming or waiting for its tile, one matmul at a time).
   uint64_t covered = 0, until = 0;

@@ -10,11 +10,11 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdlib>
 #include <chrono>
 #include <cstring>
-#include <deque>
 #include <iostream>
 #include <map>
 #include <new>
@@ -27,6 +27,7 @@
 #include "sim/machine.h"
 #include "sim/parallel.h"
 #include "sim/report.h"
+#include "tools/sweep/schedule.h"
 
 extern char** environ;
 
@@ -205,12 +206,14 @@ bool run_points(const Spec& spec, const std::vector<const Point*>& todo, unsigne
                 const std::function<bool()>& stop) {
   signal(SIGPIPE, SIG_IGN);  // a worker that died shows as a failed write, not our death
   const std::string exe = self_executable();
-  std::deque<const Point*> queue(todo.begin(), todo.end());
   std::vector<Worker> workers(std::min<size_t>(jobs, todo.size()));
   // (0: the worker's default, when TPUSIM_THREADS says how many.)
   const unsigned threads =
       std::getenv("TPUSIM_THREADS") ? 0 : std::max<unsigned>(1, available_cpus() / std::max<unsigned>(1, jobs));
   for (Worker& w : workers) w = spawn(exe);
+  // (While the workers start: the points' costs, longest first, each model kept on one worker
+  // where that pays; schedule.h.)
+  Scheduler queue(todo, estimate_costs(spec, todo), workers.size());
   const auto stopping = [&] { return stop && stop(); };
   std::set<const Point*> retried;  // points whose worker a termination signal killed once
   const auto died = [&](Worker& w) {
@@ -227,11 +230,12 @@ bool run_points(const Spec& spec, const std::vector<const Point*>& todo, unsigne
     if (p && terminated && retried.insert(p).second) {
       fmt::print(stderr, "\nsweep: the worker running point {} was {}; running it again\n", p->index,
                  describe_exit(status));
-      queue.push_front(p);
+      queue.put_back(p);
     } else if (p)
       done(PointResult{p, &spec, nullptr,
                        fmt::format("the worker process {} while running this point", describe_exit(status)),
                        0});
+    queue.restart(static_cast<size_t>(&w - workers.data()));
     if (!queue.empty()) w = spawn(exe);
   };
   const auto kill_all = [&] {
@@ -247,8 +251,10 @@ bool run_points(const Spec& spec, const std::vector<const Point*>& todo, unsigne
     }
     for (Worker& w : workers)
       while (w.pid > 0 && !w.busy && !queue.empty()) {
-        const Point* p = queue.front();
-        queue.pop_front();
+        const bool others_busy = std::any_of(workers.begin(), workers.end(),
+                                             [&](const Worker& o) { return &o != &w && o.busy; });
+        const Point* p = queue.next(static_cast<size_t>(&w - workers.data()), others_busy);
+        if (!p) break;
         if (!send(w, spec, *p, threads)) {
           w.busy = p;
           died(w);

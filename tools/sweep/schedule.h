@@ -1,0 +1,64 @@
+// The order in which a sweep's workers take its points (workers.cpp).
+//
+// Two costs matter on a few cores: the longest points must start first, or the sweep ends with
+// one worker still on a long point while the others wait (longest-processing-time-first); and a
+// worker prepares each model it runs (parses it, and where its program depends on calibrated
+// scales generates its weights and runs the float reference: LSTM0 takes about half a second),
+// so the points of a model that is dear to prepare stay on the worker that prepared it unless
+// moving one shortens the sweep.
+//
+// Costs are estimates in seconds, from the model's shapes and the point's machine (the matmul
+// instructions and weight tiles its lowering emits); only their order and rough size matter. The
+// order changes no result: every point is compiled and simulated alone, and the results are
+// stored by point number.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "tools/sweep/spec.h"
+
+namespace tpusim::tools::sweep {
+
+struct PointCost {
+  double run = 0;      // compiling for the point's machine and simulating
+  double prepare = 0;  // preparing its model, once per worker (0 for a program)
+  std::string model;   // the worker's cache key: the points that share a preparation
+};
+
+// One estimate per point of `todo`. A model description or SCALE-Sim topology is parsed (without
+// its data: LoadOptions::timing_only) to count its tiles; a file that does not parse, an ONNX
+// model or a program gets a default (its point then fails or runs in the worker as usual).
+std::vector<PointCost> estimate_costs(const Spec& spec, const std::vector<const Point*>& todo);
+
+class Scheduler {
+ public:
+  Scheduler(std::vector<const Point*> todo, std::vector<PointCost> costs, size_t workers);
+  // The next point for worker w (which is idle), nullptr when none should go to it now: no point
+  // left, or only points of models other workers prepared whose preparation would cost more than
+  // sharing them saves. `others_busy`: whether another worker is running a point (when none is,
+  // a point is always given, so the sweep cannot stall).
+  const Point* next(size_t w, bool others_busy);
+  // Point p goes back to the queue (its worker died); worker w starts afresh (prepared nothing).
+  void put_back(const Point* p);
+  void restart(size_t w);
+  bool empty() const { return left_ == 0; }
+
+ private:
+  struct Item {
+    const Point* point;
+    PointCost cost;
+    bool taken = false;
+  };
+  void take(size_t w, size_t i);
+  std::vector<Item> items_;                     // longest first
+  std::vector<std::set<std::string>> prepared_;  // per worker: the models it holds
+  std::map<std::string, double> remaining_;     // per model: the run cost of its points not taken
+  size_t left_ = 0;
+};
+
+}  // namespace tpusim::tools::sweep
