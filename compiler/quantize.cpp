@@ -179,8 +179,9 @@ TPUSIM_QUANT_CLONES __attribute__((optimize("fp-contract=off"))) void quantize_r
                                                                                   double qmax, int32_t* q) {
   for (uint64_t j = 0; j < n; ++j) {
     const double x = w[j] * scale / acc[j], t = std::trunc(x);
-    const double r = std::fabs(x - t) >= 0.5 ? t + std::copysign(1.0, x) : t;
-    q[j] = static_cast<int32_t>(std::clamp(r, -qmax, qmax));
+    const double away = std::fabs(x - t) >= 0.5 ? 1.0 : 0.0;  // (a select, not a branch: weights are random)
+    const double r = t + std::copysign(away, x);                // (adding a zero of t's sign keeps t)
+    q[j] = static_cast<int32_t>(std::min(std::max(r, -qmax), qmax));
   }
 }
 
