@@ -1,0 +1,116 @@
+// The sweep's point order (tools/sweep/schedule.h): longest first, a model's points on the worker
+// that prepared it unless sharing them pays, and every point handed out exactly once.
+#include "tools/sweep/schedule.h"
+
+#include <catch2/catch.hpp>
+#include <set>
+
+#include "tools/sweep/spec.h"
+
+using namespace tpusim::tools::sweep;
+
+namespace {
+
+// Points with hand-set costs: (model, run seconds, preparation seconds).
+struct Fixture {
+  std::vector<Point> points;
+  std::vector<PointCost> costs;
+  Fixture(std::initializer_list<std::tuple<const char*, double, double>> spec) {
+    points.resize(spec.size());
+    for (const auto& [model, run, prepare] : spec) {
+      points[costs.size()].index = costs.size();
+      costs.push_back({run, prepare, model});
+    }
+  }
+  std::vector<const Point*> todo() const {
+    std::vector<const Point*> t;
+    for (const Point& p : points) t.push_back(&p);
+    return t;
+  }
+};
+
+}  // namespace
+
+TEST_CASE("schedule: the longest point first, then the dearest of each worker's models") {
+  // Model a (0.01 s to prepare): points of 1.0, 0.2 and 0.1 s; model b (0.5 s to prepare): two of
+  // 0.05 s.
+  Fixture f({{"a", 0.2, 0.01}, {"b", 0.05, 0.5}, {"a", 1.0, 0.01}, {"b", 0.05, 0.5}, {"a", 0.1, 0.01}});
+  Scheduler s(f.todo(), f.costs, 2);
+  // Worker 0: the 1.0 s point (1.01 with a's preparation).
+  CHECK(s.next(0, false)->index == 2);
+  // Worker 1: a is worker 0's; b's first point (0.55 with its preparation; ties in point order).
+  CHECK(s.next(1, true)->index == 1);
+  // Worker 1 again: its own model's point before any of a's.
+  CHECK(s.next(1, true)->index == 3);
+  // Then a's 0.2 s point: preparing a here (0.01 s) costs less than the 0.3 s left of a.
+  CHECK(s.next(1, true)->index == 0);
+  CHECK(s.next(0, true)->index == 4);
+  CHECK(s.empty());
+  CHECK(s.next(0, false) == nullptr);
+}
+
+TEST_CASE("schedule: a model dear to prepare stays on its worker while it runs") {
+  Fixture f({{"a", 1.0, 0.01}, {"b", 0.05, 0.5}, {"b", 0.05, 0.5}});
+  Scheduler s(f.todo(), f.costs, 2);
+  CHECK(s.next(0, false)->index == 0);
+  CHECK(s.next(1, true)->index == 1);
+  // Worker 0: only b's point 2 is left, b is worker 1's and would cost 0.5 s to prepare here,
+  // more than the 0.05 s left of it: worker 0 waits while worker 1 runs.
+  CHECK(s.next(0, true) == nullptr);
+  CHECK_FALSE(s.empty());
+  // With no other worker running, it is given anyway (a sweep never stalls).
+  CHECK(s.next(0, false)->index == 2);
+  CHECK(s.empty());
+}
+
+TEST_CASE("schedule: a cheap model's points are shared when that shortens the sweep") {
+  // One model: four 1 s points, 0.1 s to prepare: the second worker takes them as well.
+  Fixture f({{"m", 1.0, 0.1}, {"m", 1.0, 0.1}, {"m", 1.0, 0.1}, {"m", 1.0, 0.1}});
+  Scheduler s(f.todo(), f.costs, 2);
+  std::set<uint64_t> seen;
+  seen.insert(s.next(0, false)->index);
+  const Point* p = s.next(1, true);  // 0.1 + 1.0 < the 3.0 s left of m: shared
+  REQUIRE(p);
+  seen.insert(p->index);
+  seen.insert(s.next(0, true)->index);
+  seen.insert(s.next(1, true)->index);
+  CHECK(seen == std::set<uint64_t>{0, 1, 2, 3});
+  CHECK(s.empty());
+}
+
+TEST_CASE("schedule: a point put back (its worker died) is handed out again, the worker starts afresh") {
+  Fixture f({{"a", 0.3, 0.5}, {"a", 0.2, 0.5}});
+  Scheduler s(f.todo(), f.costs, 2);
+  const Point* p = s.next(0, false);
+  CHECK(p->index == 0);
+  CHECK(s.next(1, true) == nullptr);  // a is worker 0's; 0.5 + 0.2 > the 0.2 s left of it
+  s.put_back(p);
+  s.restart(0);  // worker 0 died: it holds nothing now
+  CHECK(s.next(1, false)->index == 0);
+  CHECK(s.next(1, true)->index == 1);  // worker 1 holds a now
+  CHECK(s.empty());
+}
+
+TEST_CASE("schedule: estimates from the model's shapes order the paper apps' points") {
+  const Spec spec = load_spec(TPUSIM_SOURCE_DIR "/workloads/sweeps/paper-matrix.toml");
+  std::vector<const Point*> todo;
+  for (const Point& p : spec.points) todo.push_back(&p);
+  const std::vector<PointCost> costs = estimate_costs(spec, todo);
+  REQUIRE(costs.size() == todo.size());
+  // The dearest point is CNN1 on the 64 x 64 array with 256 accumulator rows (1.15M instructions).
+  size_t top = 0;
+  for (size_t i = 0; i < costs.size(); ++i)
+    if (costs[i].run > costs[top].run) top = i;
+  CHECK(todo[top]->workload->name == "cnn1");
+  CHECK(todo[top]->arch.array_rows == 64);
+  CHECK(todo[top]->arch.acc_entries == 256);
+  // LSTM0 and LSTM1 need their data for a timing compile (their residual adds): dearer to prepare
+  // than the CNNs, whose timing compiles compute none.
+  double lstm0 = 0, cnn1 = 0;
+  for (size_t i = 0; i < costs.size(); ++i) {
+    if (todo[i]->workload->name == "lstm0") lstm0 = costs[i].prepare;
+    if (todo[i]->workload->name == "cnn1") cnn1 = costs[i].prepare;
+    CHECK(costs[i].model.find(todo[i]->workload->path.string()) == 0);
+  }
+  CHECK(lstm0 > 4 * cnn1);
+}
