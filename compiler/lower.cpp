@@ -340,13 +340,33 @@ class Lowering {
   };
   struct TileKeyHash {
     size_t operator()(const TileKey& k) const {
-      uint64_t h = reinterpret_cast<uintptr_t>(k.op) * 0x9E3779B97F4A7C15ull;
-      for (uint64_t v : k.at) h = (h ^ v) * 0x100000001B3ull + (h >> 29);
-      return size_t(h ^ (h >> 32));
+      // Each number mixed in whole (splitmix64's finaliser): keys differ in small numbers only.
+      const auto mix = [](uint64_t x) {
+        x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
+        x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
+        return x ^ (x >> 31);
+      };
+      uint64_t h = mix(reinterpret_cast<uintptr_t>(k.op));
+      for (uint64_t v : k.at) h = mix(h + 0x9E3779B97F4A7C15ull + v);
+      return size_t(h);
     }
   };
   std::unordered_map<TileKey, TileFetch, TileKeyHash> tile_cache_, packed_cache_;
   std::unordered_map<TileKey, uint64_t, TileKeyHash> table_cache_;  // table_row's answers
+  // The tiles of the N tile being lowered, by the pass's tile number and plane: its passes (one
+  // per chunk of rows) fetch the same tiles, found here without a search of tile_cache_.
+  std::optional<TileFetch>& pass_fetch(const MatmulOp& m, const LaneTile& n, size_t slot) {
+    if (pass_op_ != &m || pass_n_ != std::pair(n.slice, n.lane)) {
+      pass_op_ = &m;
+      pass_n_ = {n.slice, n.lane};
+      pass_fetches_.clear();
+    }
+    if (slot >= pass_fetches_.size()) pass_fetches_.resize(slot + 1);
+    return pass_fetches_[slot];
+  }
+  const MatmulOp* pass_op_ = nullptr;
+  std::pair<uint64_t, uint64_t> pass_n_;
+  std::vector<std::optional<TileFetch>> pass_fetches_;
   uint64_t table_rows_ = 0, table_base_ = 0, block_ = 0, macs_ = 0;
   std::vector<std::pair<int, size_t>> perchan_;  // (op, n) pairs needing a table, in order
   // How well each layer (meta.layers index) maps: the manifest's meta.mapping.
@@ -656,7 +676,9 @@ void Lowering::pass(size_t i, const MatmulOp& m, const LaneTile& n, const std::v
           // setcfg mm_weight_hi = 1, accumulating (docs/timing.md, "16-bit operands").
           const int planes = m.wide_weights() ? 2 : 1;
           for (int plane = 0; plane < planes; ++plane) {
-            const TileFetch waddr = tile_address(m, n, input, r, s, k, plane);
+            std::optional<TileFetch>& memo = pass_fetch(m, n, 2 * t + size_t(plane));
+            if (!memo) memo = tile_address(m, n, input, r, s, k, plane);
+            const TileFetch waddr = *memo;
             sim::PackRegs regs = dense_read(storage_[m.inputs[input].tensor], k);
             regs.mm_weight_hi = uint64_t(plane);
             // A 16-bit input: both byte planes streamed, half speed (docs/timing.md).
