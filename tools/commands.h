@@ -109,6 +109,7 @@ int cmd_compare(const CompareArgs& args);  // tools/compare.cpp
 struct ValidateArgs {
   std::string arch_file, workloads, json_out, csv_out;  // workloads: default workloads/tpu-v1
   std::vector<std::string> sets, apps;                   // apps: default all six
+  std::vector<std::string> mapper;                       // --mapper KEY=on|off, as for run
   bool markdown = false, quiet = false;
   // Limits (0: not checked); any exceeded makes the exit code 1.
   double max_tops_error = 0, max_mean_tops_error = 0, max_share_error = 0, max_counter_error = 0;

@@ -266,6 +266,7 @@ extern "C" int sc_main(int argc, char** argv) {
   va->add_option("--app", val.apps, "only this app (repeatable): mlp0, mlp1, lstm0, lstm1, cnn0 or cnn1");
   va->add_option("--arch", val.arch_file, "architecture file (JSON, docs/arch.md); default: tpu-v1");
   va->add_option("--set", val.sets, "override one architecture parameter, KEY=VALUE (repeatable)");
+  va->add_option("--mapper", val.mapper, tools::mapper_option_help());
   va->add_flag("--markdown", val.markdown, "print the table as markdown (docs/validation.md, the README)");
   va->add_option("--json", val.json_out, "write the comparison here as JSON (- for standard output)");
   va->add_option("--csv", val.csv_out, "write the comparison here as CSV, one row per app (- for standard output)");

@@ -77,10 +77,12 @@ double round_to(double v, int digits) {
 
 // One app: simulate, then the comparison as a JSON object (the documented keys of
 // docs/validation.md, "Machine-readable form").
-ojson validate_app(const PaperApp& p, const fs::path& file, const sim::Arch& arch) {
+ojson validate_app(const PaperApp& p, const fs::path& file, const sim::Arch& arch,
+                   const compiler::LowerOptions& mapper) {
   if (!fs::exists(file)) throw InputError(fmt::format("{}: workload not found (--workloads)", file.string()));
   compiler::LoadOptions o;
   o.timing_only = true;
+  o.mapper = mapper;
   const compiler::Compiled c = compiler::compile_file(file, arch, o);
   sim::RunOptions ro;
   ro.engine = sim::Engine::timing;
@@ -242,6 +244,8 @@ std::string csv(const ojson& doc) {
 
 int cmd_validate(const ValidateArgs& args) {
   const sim::Arch arch = resolve_arch(nullptr, args.arch_file, args.sets, "validate");
+  compiler::LowerOptions mapper;
+  for (const std::string& m : args.mapper) compiler::set_mapper_switch(mapper, m, "--mapper");
   std::vector<const PaperApp*> chosen;
   if (args.apps.empty())
     for (const PaperApp& p : kPaper) chosen.push_back(&p);
@@ -253,12 +257,13 @@ int cmd_validate(const ValidateArgs& args) {
   }
   ojson doc;
   doc["machine"] = sim::machine_name(arch);
+  if (!(mapper == compiler::LowerOptions{})) doc["mapper"] = compiler::mapper_to_json(mapper);
   doc["paper"] = "Jouppi et al., In-Datacenter Performance Analysis of a Tensor Processing Unit, ISCA 2017, Table 3";
   doc["apps"] = ojson::array();
   const fs::path dir = args.workloads.empty() ? fs::path("workloads/tpu-v1") : fs::path(args.workloads);
   for (const PaperApp* p : chosen) {
     if (!args.quiet) fmt::print(stderr, "validate: {}\n", p->name);
-    doc["apps"].push_back(validate_app(*p, dir / (std::string(p->name) + ".toml"), arch));
+    doc["apps"].push_back(validate_app(*p, dir / (std::string(p->name) + ".toml"), arch, mapper));
   }
   bool failed = false;
   doc["summary"] = summarize(doc["apps"], {args.max_tops_error, args.max_mean_tops_error, args.max_share_error,

@@ -61,4 +61,15 @@ rc=$?
 set -e
 [[ $rc -eq 1 ]] || fail "exit code $rc with an exceeded limit"
 grep -q '^FAIL max_counter_error_points: ' "$out/f.txt" || fail "no FAIL line"
-echo "ok: keys, paper figures, errors, CSV, limits"
+# --mapper compiles the apps with a technique off (as run --mapper): CNN0 with its board loaded
+# whole takes its 483,763 cycles (docs/compiler.md, "Input streaming"), and the JSON says so.
+"$tpusim" validate -q --workloads "$root/workloads/tpu-v1" --app cnn0 --mapper stream=off --json "$out/m.json" >/dev/null
+[[ "$(jq -c '.mapper' "$out/m.json")" == '{"stream":false}' ]] || fail "mapper key: $(jq -c '.mapper' "$out/m.json")"
+[[ "$(jq '.apps[0].cycles' "$out/m.json")" == 483763 ]] || fail "cnn0 with stream=off: $(jq '.apps[0].cycles' "$out/m.json")"
+set +e
+"$tpusim" validate -q --workloads "$root/workloads/tpu-v1" --app cnn0 --mapper bogus=off >/dev/null 2>"$out/e.txt"
+rc=$?
+set -e
+[[ $rc -eq 2 ]] || fail "exit code $rc for an unknown mapper switch"
+grep -q "unknown mapper switch" "$out/e.txt" || fail "mapper error: $(cat "$out/e.txt")"
+echo "ok: keys, paper figures, errors, CSV, limits, mapper"
