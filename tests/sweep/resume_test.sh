@@ -99,47 +99,66 @@ clock_mhz = [500, 700, 900, 1100]
 host_gbps = [5, 10.74]
 weight_mem_latency_cycles = [100, 200, 300, 400]
 SPEC
-setsid "$tpusim" sweep slow.toml -j 1 -o slow.csv 2>int.log &
-sweep_pid=$!
-wait_for_stored slow.db || fail "no point stored within 120 s: $(cat int.log)"
-kill -INT -- -"$sweep_pid"
-rc=0
-wait "$sweep_pid" || rc=$?
+# Points are a few ms each, so on a loaded machine the sweep can finish before the interrupt lands
+# (the poller did not get a core in time): that attempt proves nothing and is run again, up to 5
+# times; a sweep that stops on SIGINT is checked as below.
+for attempt in 1 2 3 4 5; do
+  rm -f slow.csv slow.db slow.jsonl int.log
+  setsid "$tpusim" sweep slow.toml -j 1 -o slow.csv 2>int.log &
+  sweep_pid=$!
+  wait_for_stored slow.db || fail "no point stored within 120 s: $(cat int.log)"
+  kill -INT -- -"$sweep_pid" 2>/dev/null || true
+  rc=0
+  wait "$sweep_pid" || rc=$?
+  stored=$(python3 -c 'import sqlite3,sys; print(sqlite3.connect(sys.argv[1]).execute("select count(*) from results").fetchone()[0])' slow.db)
+  if ((stored == 192)); then
+    echo "attempt $attempt: the sweep finished before the interrupt; again"
+    continue
+  fi
+  break
+done
 cat int.log
 [[ $rc == 130 ]] || fail "Ctrl-C: exit $rc, not 130"
-stored=$(python3 -c 'import sqlite3,sys; print(sqlite3.connect(sys.argv[1]).execute("select count(*) from results").fetchone()[0])' slow.db)
 grep -q "stopped by SIGINT after $stored points this run; $stored points stored, --resume to continue" int.log ||
   fail "no 'N points stored, --resume to continue' message for $stored points"
-((stored < 192)) || fail "the sweep finished before the interrupt: make it slower"
+((stored < 192)) || fail "the sweep finished before the interrupt in 5 attempts: make it slower"
 ! grep -q ",failed," slow.csv || fail "an interrupted point was stored as failed"
 "$tpusim" sweep slow.toml -j 2 -o slow.csv --resume 2>resume.log
 grep -q "$((192 - stored)) points run in .*, $stored already done; 192 stored" resume.log || fail "resume after Ctrl-C: $(cat resume.log)"
 ! grep -q ",failed," slow.csv || fail "failed points after resuming"
 echo "ok: Ctrl-C after $stored points, resumed to 192"
 # A worker killed by SIGTERM (not the sweep): its point runs again in a new worker rather than
-# being stored as failed. 8 points of the paper's LSTM1 (about 150 ms each here, so the worker is
-# almost always busy with a point); the worker is killed once the first point is stored.
+# being stored as failed. 16 points of the paper's LSTM1 (the first about 0.2 s with the model's
+# preparation, the others about 10 ms each here); the worker is killed once the first point is stored.
 cat >term.toml <<SPEC
 [sweep]
 name = "term"
 engine = "timing"
 workloads = ["$src/workloads/tpu-v1/lstm1.toml"]
 [grid]
-weight_mem_gbps = [17, 34]
+weight_mem_gbps = [17, 34, 68, 136]
 clock_mhz = [700, 900]
 host_gbps = [5, 10.74]
 SPEC
-"$tpusim" sweep term.toml -j 1 -o term.csv 2>term.log &
-sweeper=$!
-wait_for_stored term.db || fail "no point stored within 120 s: $(cat term.log)"
-worker=$(cat "/proc/$sweeper/task/$sweeper/children" 2>/dev/null | awk '{print $1}')
-[[ -n $worker ]] || fail "no worker process found under the sweep ($sweeper): $(cat term.log)"
-kill -TERM "$worker" || fail "the worker $worker was gone before the kill: $(cat term.log)"
+# As above, a sweep that ends before the worker is found and killed is run again (up to 5 times).
+for attempt in 1 2 3 4 5; do
+  rm -f term.csv term.db term.jsonl term.log
+  "$tpusim" sweep term.toml -j 1 -o term.csv 2>term.log &
+  sweeper=$!
+  wait_for_stored term.db || fail "no point stored within 120 s: $(cat term.log)"
+  worker=$(cat "/proc/$sweeper/task/$sweeper/children" 2>/dev/null | awk '{print $1}')
+  if [[ -n $worker ]] && kill -TERM "$worker" 2>/dev/null; then
+    break
+  fi
+  wait "$sweeper" || fail "the sweep failed: $(cat term.log)"
+  echo "attempt $attempt: the sweep's worker was gone before the kill; again"
+  ((attempt < 5)) || fail "the worker was gone before the kill in 5 attempts: make the points slower"
+done
 wait "$sweeper" || fail "the sweep failed after its worker was killed: $(cat term.log)"
 cat term.log
 grep -q "the worker running point [0-9]* was killed by signal 15 (Terminated); running it again" term.log ||
   fail "no word of the killed worker"
-grep -q "8 points run in" term.log || fail "not every point ran"
+grep -q "16 points run in" term.log || fail "not every point ran"
 ! grep -q ",failed," term.csv || fail "the killed worker's point was stored as failed: $(grep ,failed, term.csv | head -1)"
 echo "ok: a worker killed by SIGTERM had its point run again"
 echo "all resume checks passed"
