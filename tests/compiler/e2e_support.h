@@ -121,6 +121,18 @@ inline sim::Arch square(uint64_t n, uint64_t ub_rows = 32768, uint64_t acc = 256
   return a;
 }
 
+// A rows x cols array with 8192 UB rows and room for 65,536 tiles in weight memory (the random
+// streaming tests' machine).
+inline sim::Arch rect(uint64_t rows, uint64_t cols) {
+  sim::Arch a = square(8);
+  a.array_rows = rows;
+  a.array_cols = cols;
+  a.name = "test-" + std::to_string(rows) + "x" + std::to_string(cols);
+  a.ub_bytes = 8192 * a.ub_row_bytes();
+  a.weight_mem_bytes = a.tile_bytes() * 65536;
+  return a;
+}
+
 inline compiler::Model load(const std::string& rel, std::optional<uint64_t> batch = std::nullopt) {
   compiler::LoadOptions o;
   o.batch = batch;

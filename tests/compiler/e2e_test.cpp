@@ -197,12 +197,7 @@ TEST_CASE("random models with their input streamed run bit-exact on every engine
   for (int i = 0; i < 18; ++i) {
     const std::string text = random_description(rng, 700 + i);
     const auto& s = sizes[i % 6];
-    sim::Arch a = square(8);
-    a.array_rows = s[0];
-    a.array_cols = s[1];
-    a.name = "test-" + std::to_string(s[0]) + "x" + std::to_string(s[1]);
-    a.ub_bytes = 8192 * a.ub_row_bytes();
-    a.weight_mem_bytes = a.tile_bytes() * 65536;
+    sim::Arch a = rect(s[0], s[1]);
     a.host_latency_cycles = 1 + i % 3;  // cheap DMA starts: most inputs stream
     INFO("model " << i << " on " << a.array_rows << " x " << a.array_cols << ":\n" << text);
     compiler::Model m = compiler::parse_model(text, "random.toml", ".");
@@ -235,12 +230,7 @@ TEST_CASE("random convolution chains with their input streamed into two layers r
   int chained = 0;
   for (int i = 0; i < 24; ++i) {
     const auto& s = sizes[i % 4];
-    sim::Arch a = square(8);
-    a.array_rows = s[0];
-    a.array_cols = s[1];
-    a.name = "test-" + std::to_string(s[0]) + "x" + std::to_string(s[1]);
-    a.ub_bytes = 8192 * a.ub_row_bytes();
-    a.weight_mem_bytes = a.tile_bytes() * 65536;
+    sim::Arch a = rect(s[0], s[1]);
     a.weight_mem_gbps = 16;
     a.host_latency_cycles = 1 + i % 2;
     std::ostringstream d;

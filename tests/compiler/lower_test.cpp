@@ -23,6 +23,14 @@ const isa::Instruction& nth(const isa::Program& p, Opcode op, size_t n) {
   return p.code.front();
 }
 
+// The fast engine's timing of the n-th instruction of kind op in prog (run as runs).
+sim::InstructionTiming at(const isa::Program& prog, const EngineRuns& runs, Opcode op, size_t n) {
+  for (size_t i = 0; i < prog.code.size(); ++i)
+    if (prog.code[i].opcode == op && n-- == 0) return runs.fast.timeline[i];
+  FAIL("no such instruction");
+  return sim::InstructionTiming{};
+}
+
 // Index of the first setcfg of register `reg` in p.
 size_t index_of_setcfg(const isa::Program& p, isa::ConfigReg reg) {
   for (size_t i = 0; i < p.code.size(); ++i)
@@ -741,12 +749,6 @@ TEST_CASE("a streamed input: the first convolution starts on the rows already lo
     else if (in.opcode == Opcode::matmul) order += 'M';
   CHECK(order == "HSMHMMMSMHMMMMSMM");
   const EngineRuns r = run_all(p, arch8x8()), rq = run_all(q, arch8x8());
-  const auto at = [&](const isa::Program& prog, const EngineRuns& runs, Opcode op, size_t n) {
-    for (size_t i = 0; i < prog.code.size(); ++i)
-      if (prog.code[i].opcode == op && n-- == 0) return runs.fast.timeline[i];
-    FAIL("no such instruction");
-    return sim::InstructionTiming{};
-  };
   // A part of 16 rows x 8 bytes takes 10 + 128 = 138 cycles, part 2 (8 rows) 10 + 64 = 74.
   // Part 0 starts at 9 (after 4 rw, a tag and 2 setcfg, then its own issue cycle): [9, 147). The
   // sync holds issue until 147; the first matmul issues then and starts at 148; part 1 issues
@@ -833,12 +835,6 @@ TEST_CASE("an input read step by step is loaded step by step, the next step's DM
     else if (in.opcode == Opcode::activate) order += 'A';
   CHECK(order == "HSMHSMHAMMAMHMASMMMMHMAMMHMMMAMMMMMASMMMMMAMMMMMAMMMMMA");
   const EngineRuns r = run_all(p, arch8x8()), rq = run_all(q, arch8x8());
-  const auto at = [&](const isa::Program& prog, const EngineRuns& runs, Opcode op, size_t n) {
-    for (size_t i = 0; i < prog.code.size(); ++i)
-      if (prog.code[i].opcode == op && n-- == 0) return runs.fast.timeline[i];
-    FAIL("no such instruction");
-    return sim::InstructionTiming{};
-  };
   // A part takes 10 + 4 x 8 = 42 cycles. Part 0 [9, 51) (after 4 rw, 2 tags, 2 setcfg); the
   // first matmul starts at 52 and part 1 issues right after it: [53, 95); step 0's second K
   // tile's matmul starts at 96, and step 1's first part [97, 139) right after it; its second,
@@ -915,12 +911,6 @@ TEST_CASE("a streamed input: the second convolution's chunks run between the fir
   CHECK(count(p, Opcode::matmul, Field::switch_weights, 1) == 24);
   CHECK(count(q, Opcode::matmul, Field::switch_weights, 1) == 12);
   const EngineRuns r = run_all(p, arch8x8()), rq = run_all(q, arch8x8());
-  const auto at = [&](const isa::Program& prog, const EngineRuns& runs, Opcode op, size_t n) {
-    for (size_t i = 0; i < prog.code.size(); ++i)
-      if (prog.code[i].opcode == op && n-- == 0) return runs.fast.timeline[i];
-    FAIL("no such instruction");
-    return sim::InstructionTiming{};
-  };
   // Part 0 (10 + 160 cycles) from 9 (4 rw, 2 tags, 2 setcfg, its issue cycle): [9, 179); part 1
   // issues right after conv1's first matmul (180): [181, 351). conv1's first chunk (3 matmuls of
   // 3 rows x 4 samples) ends at 237 and its 3 acts of 4 rows (2 + 4 x 2 cycles each) at 267.
