@@ -320,6 +320,7 @@ int cmd_run(const RunArgs& r) {
   if (r.output_bits) options.output_bits = static_cast<uint8_t>(r.output_bits);
   // The timing engine has no memories: its compile computes no data (LoadOptions::timing_only).
   options.timing_only = r.engine == "timing" && !r.full_compile;
+  if (options.timing_only) keep_freed_memory(true);
   // Only --labels needs the float model after the compile (the check reuses the calibration's output).
   options.release_float_parameters = r.labels.empty();
   // A model's golden output depends only on the quantized graph: it is computed beside the
