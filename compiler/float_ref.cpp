@@ -56,10 +56,11 @@ TPUSIM_REF_CLONES __attribute__((optimize("fp-contract=off"))) void multiply_add
 // (the tap's nonzero inputs, k ascending), for the columns of `vecs` vectors of kLanes floats:
 // each element's products and sums in the same order as one multiply_add per input, each rounded
 // alone (no fused multiply-add), so the floats are the same. The accumulators stay in registers
-// over the whole tap (multiply_add reads and writes them once per input).
+// over the whole tap (multiply_add reads and writes them once per input). Rows and accumulators
+// are only float-aligned: vectors move in and out by memcpy (unaligned loads and stores; a cast to
+// an under-aligned vector type is undefined behaviour, and UBSan under clang says so).
 constexpr uint64_t kLanes = 16, kTapVecs = 8;
 using Floats = float __attribute__((vector_size(kLanes * sizeof(float))));
-using FloatsUnaligned = float __attribute__((vector_size(kLanes * sizeof(float)), aligned(4)));
 
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
 #define TPUSIM_TAP_CLONES __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
@@ -70,14 +71,17 @@ using FloatsUnaligned = float __attribute__((vector_size(kLanes * sizeof(float))
 // (a macro, not a lambda or template: the loop must be inside the clones and fp-contract=off)
 #define TPUSIM_TAP_LOOP(VECS)                                                                  \
   Floats a[VECS];                                                                              \
-  for (uint64_t q = 0; q < VECS; ++q) a[q] = *reinterpret_cast<const FloatsUnaligned*>(acc + q * kLanes); \
+  for (uint64_t q = 0; q < VECS; ++q) __builtin_memcpy(&a[q], acc + q * kLanes, sizeof(Floats)); \
   for (uint64_t t = 0; t < nonzero; ++t) {                                                     \
     const float* row = w + k[t] * wld;                                                         \
     const Floats vb = Floats{} + v[t];                                                         \
-    for (uint64_t q = 0; q < VECS; ++q)                                                        \
-      a[q] += vb * *reinterpret_cast<const FloatsUnaligned*>(row + q * kLanes);                \
+    for (uint64_t q = 0; q < VECS; ++q) {                                                      \
+      Floats wq;                                                                               \
+      __builtin_memcpy(&wq, row + q * kLanes, sizeof(Floats));                                 \
+      a[q] += vb * wq;                                                                         \
+    }                                                                                          \
   }                                                                                            \
-  for (uint64_t q = 0; q < VECS; ++q) *reinterpret_cast<FloatsUnaligned*>(acc + q * kLanes) = a[q];
+  for (uint64_t q = 0; q < VECS; ++q) __builtin_memcpy(acc + q * kLanes, &a[q], sizeof(Floats));
 
 TPUSIM_TAP_CLONES __attribute__((optimize("fp-contract=off"))) void tap_wide(float* acc, const float* w, uint64_t wld,
                                                                              const uint32_t* k, const float* v,
