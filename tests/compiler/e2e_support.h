@@ -121,8 +121,18 @@ inline sim::Arch square(uint64_t n, uint64_t ub_rows = 32768, uint64_t acc = 256
   return a;
 }
 
+// wide_test's and wide_inputs_test's LSTM: 2 stacked layers of 5 units over 4 steps of 6 features
+// at batch 3, then a dense layer of 3 with 8-bit weights; `quantization` is a [quantization] table
+// (or empty) and `key` a line added to the lstm layer (or empty).
+inline compiler::Model wide_lstm_model(const std::string& quantization, const std::string& key) {
+  return compiler::parse_model("[model]\nname = \"wide_lstm\"\nbatch = 3\ninput = [4, 6]\n" + quantization +
+                                   "\n[[layer]]\nname = \"lstm\"\ntype = \"lstm\"\nunits = 5\nstack = 2\n" + key +
+                                   "\n[[layer]]\nname = \"scores\"\ntype = \"dense\"\nunits = 3\nweight_bits = 8\n",
+                               "wide_lstm.toml", ".");
+}
+
 // A rows x cols array with 8192 UB rows and room for 65,536 tiles in weight memory (the random
-// streaming tests' machine).
+// tests' machine).
 inline sim::Arch rect(uint64_t rows, uint64_t cols) {
   sim::Arch a = square(8);
   a.array_rows = rows;

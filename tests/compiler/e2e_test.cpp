@@ -61,9 +61,7 @@ TEST_CASE("random LSTMs with 16-bit gates and cell run bit-exact on every engine
       << "\nstack = " << pick(1, 2) << "\nreturn_sequences = " << (pick(0, 1) ? "true" : "false")
       << "\n[[layer]]\ntype = \"dense\"\nunits = " << pick(1, 10) << "\n";
     const auto& s = sizes[i % 4];
-    sim::Arch a = square(s[0]);
-    a.array_cols = s[1];
-    a.ub_bytes = 8192 * a.ub_row_bytes();
+    const sim::Arch a = rect(s[0], s[1]);
     INFO("model " << i << ":\n" << d.str());
     compiler::Model m = compiler::parse_model(d.str(), "random.toml", ".");
     // elements = "int8" is precision = "int8" (every tensor int8).

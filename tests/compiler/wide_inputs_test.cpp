@@ -75,15 +75,6 @@ compiler::Model mlp(const std::string& quantization, const std::string& hidden_k
       "mlp.toml", ".");
 }
 
-compiler::Model lstm_model(const std::string& quantization, const std::string& key) {
-  return compiler::parse_model(
-      fmt::format("[model]\nname = \"wide_lstm\"\nbatch = 3\ninput = [4, 6]\n{}\n[[layer]]\nname = \"lstm\"\n"
-                  "type = \"lstm\"\nunits = 5\nstack = 2\n{}\n[[layer]]\nname = \"scores\"\ntype = \"dense\"\n"
-                  "units = 3\nweight_bits = 8\n",
-                  quantization, key),
-      "wide_lstm.toml", ".");
-}
-
 const compiler::QTensor& named(const compiler::QGraph& g, const std::string& name) {
   for (const compiler::QTensor& t : g.tensors)
     if (t.name == name) return t;
@@ -210,7 +201,7 @@ TEST_CASE("a layer's output_bits = 16: its readers' matmuls read both planes, bi
 
 TEST_CASE("an lstm with 16-bit precision gives its h 16 bits: the gates and the next layer read it at half speed",
           "[wide]") {
-  const compiler::Model wide = lstm_model("", "weight_bits = 16");
+  const compiler::Model wide = wide_lstm_model("", "weight_bits = 16");
   compiler::Compiled c = compiler::compile_model(wide, square(8));
   // Stacked layer 0's h sequence (read by its own gates and by layer 1), layer 1's steps 0..2 and
   // its last h (the lstm's output), read by scores: all 16-bit, scale 1/32767.
@@ -236,7 +227,7 @@ TEST_CASE("an lstm with 16-bit precision gives its h 16 bits: the gates and the 
   run_checked(c, square(8));
   // precision int8 keeps the automatic choices int8 (gates, cell), the layer's key still widens
   // its weights and h; the runners' hard int8 (Model::wide_elements false) keeps every tensor int8.
-  compiler::Model int8 = lstm_model("[quantization]\nprecision = \"int8\"", "weight_bits = 16");
+  compiler::Model int8 = wide_lstm_model("[quantization]\nprecision = \"int8\"", "weight_bits = 16");
   const compiler::QGraph g8 = compiler::prepare_model(int8).graph;
   CHECK(named(g8, "lstm.l0.h").bits == 16);
   CHECK(named(g8, "lstm.l0.t1.f").bits == 8);
@@ -301,9 +292,7 @@ TEST_CASE("random models feeding 16-bit tensors to matmuls run bit-exact on ever
           << (pick(0, 2) ? 16 : 8) << "\n";
     }
     const auto& s = sizes[i % 5];
-    sim::Arch a = square(s[0]);
-    a.array_cols = s[1];
-    a.ub_bytes = 8192 * a.ub_row_bytes();
+    const sim::Arch a = rect(s[0], s[1]);
     INFO("model " << i << ":\n" << d.str());
     compiler::Model m = compiler::parse_model(d.str(), "random.toml", ".");
     compiler::Compiled c = compiler::compile_model(m, a);

@@ -284,14 +284,6 @@ TEST_CASE("wide_mlp.toml: the automatic precision gives fc1 16-bit weights, bit-
 // of 6 features, 5 units: per stacked layer 4 x 4 - 1 = 15 gate matmuls (no f gate at step 0),
 // the two stacked layers' 30 and the scores layer's 1.
 TEST_CASE("an lstm layer's gate weights go 16-bit by weight_bits or precision, bit-exact on every engine", "[wide]") {
-  const auto lstm = [](const std::string& quantization, const std::string& key) {
-    return compiler::parse_model(
-        fmt::format("[model]\nname = \"wide_lstm\"\nbatch = 3\ninput = [4, 6]\n{}\n[[layer]]\nname = \"lstm\"\n"
-                    "type = \"lstm\"\nunits = 5\nstack = 2\n{}\n[[layer]]\nname = \"scores\"\ntype = \"dense\"\n"
-                    "units = 3\nweight_bits = 8\n",
-                    quantization, key),
-        "wide_lstm.toml", ".");
-  };
   const auto wide_gates = [](const compiler::Model& m) {
     const compiler::QGraph g = compiler::quantize(m);
     uint64_t gates = 0, wide = 0;
@@ -301,12 +293,12 @@ TEST_CASE("an lstm layer's gate weights go 16-bit by weight_bits or precision, b
     CHECK(gates == 30);
     return wide;
   };
-  const compiler::Model by_key = lstm("", "weight_bits = 16"), by_precision = lstm("[quantization]\nprecision = \"wide\"", "");
+  const compiler::Model by_key = wide_lstm_model("", "weight_bits = 16"), by_precision = wide_lstm_model("[quantization]\nprecision = \"wide\"", "");
   CHECK(wide_gates(by_key) == 30);
   CHECK(wide_gates(by_precision) == 30);
-  CHECK(wide_gates(lstm("", "")) == 0);  // automatic: int8 gates
-  CHECK(wide_gates(lstm("[quantization]\nprecision = \"wide\"", "weight_bits = 8")) == 0);
-  const uint64_t narrow_cycles = check_model(lstm("", ""), square(8), false);
+  CHECK(wide_gates(wide_lstm_model("", "")) == 0);  // automatic: int8 gates
+  CHECK(wide_gates(wide_lstm_model("[quantization]\nprecision = \"wide\"", "weight_bits = 8")) == 0);
+  const uint64_t narrow_cycles = check_model(wide_lstm_model("", ""), square(8), false);
   const uint64_t wide_cycles = check_model(by_key, square(8), true);
   CHECK(wide_cycles > narrow_cycles);  // two matmuls per gate tile
 }
