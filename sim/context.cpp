@@ -17,9 +17,11 @@ bool Context::wait_until(uint64_t cycle) {
   return !aborted;
 }
 
-bool Context::wait_for(const sc_core::sc_event& e) {
+bool Context::wait_for(Waitable& w) {
   if (aborted) return false;
-  sc_core::wait(e);
+  ++w.waiters_;
+  sc_core::wait(w.event_);
+  --w.waiters_;
   return !aborted;
 }
 
@@ -55,7 +57,7 @@ void Context::wake_all() {
 void Context::complete(isa::Unit unit, uint64_t index, uint64_t end) {
   timeline[index].end = end;
   ++completed[int(unit)];
-  completed_events[int(unit)].notify(sc_core::SC_ZERO_TIME);
+  completed_events[int(unit)].notify();
   if (progress) progress->complete(end);
 }
 

@@ -21,6 +21,35 @@ namespace tpusim::sim {
 
 class StationQueue;
 
+// Told when a station takes an instruction from its queue (the control unit: issue waiting for
+// room in that queue goes on at once, in the popping station's process).
+class PopListener {
+ public:
+  virtual void popped(const StationQueue& queue) = 0;
+
+ protected:
+  ~PopListener() = default;
+};
+
+// An event units wait on, notified only while a process waits on it. Every wait on one is a loop
+// on a condition checked before waiting (a queue empty, a unit busy, the FIFO full), so a
+// notification with no process waiting would wake nobody; skipping it saves the kernel a delta
+// cycle (or a timed entry) per instruction. A process that begins to wait after the condition
+// changed sees the new condition and does not wait.
+class Waitable {
+ public:
+  void notify(const sc_core::sc_time& delay) {
+    if (waiters_) event_.notify(delay);
+  }
+  void notify() { notify(sc_core::SC_ZERO_TIME); }
+  sc_core::sc_event& event() { return event_; }  // the abort path notifies it unconditionally
+
+ private:
+  friend class Context;
+  sc_core::sc_event event_;
+  int waiters_ = 0;
+};
+
 // An interval of cycles [begin, end).
 struct Span {
   uint64_t begin = 0, end = 0;
@@ -66,6 +95,7 @@ class Context {
   std::vector<Span> matrix_spans;                     // the matrix unit streaming or stalled on weights
   uint64_t next_issue = 0;                            // index the control unit issues next
   std::array<const StationQueue*, 4> queues{};        // host, weights, matrix, activation
+  PopListener* pop_listener = nullptr;                // the control unit
   sc_core::sc_event start_event;                      // a run begins
   bool halted = false;
   std::optional<std::string> error;
@@ -78,22 +108,36 @@ class Context {
   // Every event a process waits on; an abort notifies them all so that each process wakes,
   // sees `aborted` and unwinds (waits stay single-event: no or-lists to allocate).
   std::vector<sc_core::sc_event*> waitables;
+  void add_waitable(Waitable& w) { waitables.push_back(&w.event()); }
 
   // Per-unit completion: instructions issued to and completed by each station.
   std::array<uint64_t, kUnitCount> issued{}, completed{};
-  std::array<sc_core::sc_event, kUnitCount> completed_events;  // the unit completed one
+  std::array<Waitable, kUnitCount> completed_events;  // the unit completed one
 
   // What each unit is blocked on right now, for deadlock messages: a format string taking the
   // instruction index and one more number; null when not blocked (formatted only on deadlock).
+  // A unit that knows when its wait begins and ends (a matmul that will wait for a shift already
+  // decided) says so at once and waits for its start: blocked only during [from, until).
   struct Blocked {
     const char* what = nullptr;
     uint64_t index = 0, extra = 0;
+    uint64_t from = 0, until = UINT64_MAX;
   };
   std::array<Blocked, kUnitCount> blocked;
   void block(isa::Unit unit, const char* what, uint64_t index, uint64_t extra = 0) {
     blocked[int(unit)] = {what, index, extra};
   }
+  void block_during(isa::Unit unit, const char* what, uint64_t index, uint64_t from, uint64_t until) {
+    blocked[int(unit)] = {what, index, 0, from, until};
+  }
   void unblock(isa::Unit unit) { blocked[int(unit)].what = nullptr; }
+  // What `unit` waits for now (null: nothing).
+  const Blocked* blocked_now(int unit) const {
+    const Blocked& b = blocked[unit];
+    if (!b.what) return nullptr;
+    const uint64_t t = now();
+    return t >= b.from && t < b.until ? &b : nullptr;
+  }
 
   const isa::Instruction& inst(uint64_t i) const { return program->code[i]; }
   bool data() const { return state != nullptr; }
@@ -106,7 +150,7 @@ class Context {
   // the caller returns to its idle loop. (No exceptions cross a SystemC coroutine: AddressSanitizer
   // cannot follow an unwind across its stack switches.)
   [[nodiscard]] bool wait_until(uint64_t cycle);
-  [[nodiscard]] bool wait_for(const sc_core::sc_event& e);
+  [[nodiscard]] bool wait_for(Waitable& w);
   // Ends the run with "instruction INDEX (its text): MESSAGE" (of the errors raised in the first
   // failing cycle, the one of the lowest instruction index); the caller then returns.
   void fail(uint64_t index, const std::string& message);
@@ -135,7 +179,8 @@ class StationQueue {
     uint64_t available;
   };
   explicit StationQueue(Context& ctx) : ctx_(ctx) {
-    ctx.waitables.insert(ctx.waitables.end(), {&pushed_, &popped_});
+    ctx.add_waitable(pushed_);
+    ctx.add_waitable(popped_);
   }
   void reset(uint64_t capacity) {
     entries_.clear();
@@ -155,9 +200,10 @@ class StationQueue {
   }
   void pop() {
     entries_.pop_front();
-    popped_.notify(sc_core::SC_ZERO_TIME);
+    popped_.notify();
+    if (ctx_.pop_listener) ctx_.pop_listener->popped(*this);
   }
-  const sc_core::sc_event& popped() const { return popped_; }
+  Waitable& popped() { return popped_; }
   uint64_t front_index() const { return entries_.empty() ? UINT64_MAX : entries_.front().index; }
   const std::deque<Entry>& entries() const { return entries_; }  // the debugger's view
 
@@ -165,7 +211,7 @@ class StationQueue {
   Context& ctx_;
   std::deque<Entry> entries_;
   uint64_t capacity_ = 1;
-  sc_core::sc_event pushed_, popped_;
+  Waitable pushed_, popped_;
 };
 
 }  // namespace tpusim::sim

@@ -12,8 +12,15 @@ using isa::Unit;
 ControlUnit::ControlUnit(sc_core::sc_module_name name, Context& ctx, Hazards& hazards,
                          WeightPath& weight_path)
     : sc_module(name), ctx_(ctx), hazards_(hazards), weight_path_(weight_path) {
+  ctx.add_waitable(resume_);
   SC_HAS_PROCESS(ControlUnit);
   SC_THREAD(run);
+}
+
+void ControlUnit::reset() {
+  t_ = next_ = 0;
+  waiting_ = nullptr;
+  failed_ = false;
 }
 
 void ControlUnit::run() {
@@ -32,26 +39,69 @@ bool ControlUnit::wait_idle(uint64_t unit_mask, bool weights_landed) {
   return !weights_landed || ctx_.wait_until(weight_path_.last_landing());
 }
 
-bool ControlUnit::issue_to_station(uint64_t index, Unit unit) {
+// Issues instructions from next_ at t_ for as long as none needs to wait: station instructions
+// whose queue has room, nop, tag and setcfg. Stops at a full queue (waiting_ names it), at a
+// sync, barrier or halt (next_ is it), or when the run failed.
+ControlUnit::Stop ControlUnit::issue_ahead() {
+  const uint64_t issue = ctx_.arch.issue_cycles;
   sc_core::sc_port<Station>* ports[] = {nullptr, &host, &weights, &matrix, &activation};
-  StationQueue& q = (*ports[int(unit)])->queue();
-  // Only this process fills the queue and stations only empty it, so a queue with room now has
-  // room at the issue cycle `t_` (>= now) too; a full one is waited for.
-  while (q.full()) {
-    ctx_.block(Unit::control, "issue of instruction {0} waits for a free slot in its station's queue", index);
-    if (!ctx_.wait_for(q.popped())) return false;
-    t_ = std::max(t_, ctx_.now());
+  for (; next_ < ctx_.code_size; ++next_) {
+    const uint64_t i = next_;
+    ctx_.next_issue = i;
+    const isa::Instruction& in = ctx_.inst(i);
+    const Unit unit = isa::spec(in.opcode).unit;
+    if (unit != Unit::control) {
+      StationQueue& q = (*ports[int(unit)])->queue();
+      // Only issue fills the queue and stations only empty it, so a queue with room now has room
+      // at the issue cycle `t_` (>= now) too; a full one is waited for.
+      if (q.full()) {
+        ctx_.block(Unit::control, "issue of instruction {0} waits for a free slot in its station's queue", i);
+        waiting_ = &q;
+        return Stop::queue_full;
+      }
+      ctx_.unblock(Unit::control);
+      ctx_.timeline[i].issue = t_;
+      ctx_.regs_at[i] = static_cast<uint32_t>(ctx_.reg_values.size() - 1);
+      ++ctx_.issued[int(unit)];
+      hazards_.issued(i);
+      const auto next = ctx_.later(i, t_, issue, "issue (issue_cycles)");
+      if (!next) return Stop::failed;
+      t_ = *next;
+      q.push({i, t_}, ctx_.at(t_) - sc_core::sc_time_stamp());
+      continue;
+    }
+    if (in.opcode == Opcode::sync || in.opcode == Opcode::barrier || in.opcode == Opcode::halt) return Stop::control;
+    InstructionTiming& rec = ctx_.timeline[i];
+    rec.issue = rec.start = t_;
+    const auto issued = ctx_.later(i, t_, issue, "issue (issue_cycles)");
+    if (!issued) return Stop::failed;
+    if (in.opcode == Opcode::set_config) {
+      Context::IssueRegs next = ctx_.reg_values.back();
+      if (!set_pack_register(next.pack, in)) switch (static_cast<isa::ConfigReg>(in[Field::reg])) {
+          case isa::ConfigReg::host_stride: next.stride = in[Field::value]; break;
+          case isa::ConfigReg::host_row_bytes: next.row_bytes = in[Field::value]; break;
+          case isa::ConfigReg::act_lane: next.act_lane = in[Field::value]; break;
+          default:
+            if (!next.act_pool.set(static_cast<isa::ConfigReg>(in[Field::reg]), in[Field::value]))
+              next.planes.set(static_cast<isa::ConfigReg>(in[Field::reg]), in[Field::value]);
+            break;
+        }
+      if (!(next == ctx_.reg_values.back())) ctx_.reg_values.push_back(next);
+    }  // (nop, tag: nothing more)
+    ctx_.unblock(Unit::control);
+    rec.end = t_ = *issued;
   }
-  ctx_.unblock(Unit::control);
-  ctx_.timeline[index].issue = t_;
-  ctx_.regs_at[index] = static_cast<uint32_t>(ctx_.reg_values.size() - 1);
-  ++ctx_.issued[int(unit)];
-  hazards_.issued(index);
-  const auto next = ctx_.later(index, t_, ctx_.arch.issue_cycles, "issue (issue_cycles)");
-  if (!next) return false;
-  t_ = *next;
-  q.push({index, t_}, ctx_.at(t_) - sc_core::sc_time_stamp());
-  return true;
+  return Stop::failed;  // (unreachable: the program ends with halt)
+}
+
+void ControlUnit::popped(const StationQueue& queue) {
+  if (waiting_ != &queue || ctx_.aborted) return;
+  waiting_ = nullptr;
+  t_ = std::max(t_, ctx_.now());
+  const Stop stop = issue_ahead();
+  if (stop == Stop::queue_full) return;  // waiting again (waiting_ is set)
+  failed_ = stop == Stop::failed;
+  resume_.notify();  // a sync, barrier or halt (or the failure) for the control unit's process
 }
 
 // Issue runs ahead of simulated time: `t_` is the cycle the next instruction issues at, and the
@@ -59,6 +109,9 @@ bool ControlUnit::issue_to_station(uint64_t index, Unit unit) {
 void ControlUnit::issue_all() {
   const uint64_t issue = ctx_.arch.issue_cycles;
   t_ = ctx_.now();
+  next_ = 0;
+  waiting_ = nullptr;
+  failed_ = false;
   // A sync mask (sync_mask_bit) as a set of isa::Unit bits, as wait_idle takes it.
   auto unit_bits = [](uint64_t mask) {
     uint64_t bits = 0;
@@ -66,60 +119,44 @@ void ControlUnit::issue_all() {
       if (mask & sync_mask_bit(Unit(u))) bits |= uint64_t{1} << u;
     return bits;
   };
-  for (uint64_t i = 0; i < ctx_.code_size; ++i) {
-    ctx_.next_issue = i;
-    const isa::Instruction& in = ctx_.inst(i);
-    const Unit unit = isa::spec(in.opcode).unit;
-    if (unit != Unit::control) {
-      if (!issue_to_station(i, unit)) return;
-      continue;
+  for (;;) {
+    const Stop stop = issue_ahead();
+    if (stop == Stop::failed) return;
+    if (stop == Stop::queue_full) {
+      // The station that frees the slot issues on (popped) and wakes this process only when
+      // issue reaches a sync, barrier or halt, or fails.
+      while (waiting_)
+        if (!ctx_.wait_for(resume_)) return;
+      if (failed_) return;
     }
+    // next_ is a sync, barrier or halt.
+    const uint64_t i = next_;
+    const isa::Instruction& in = ctx_.inst(i);
     const uint64_t t = t_;
     InstructionTiming& rec = ctx_.timeline[i];
     rec.issue = rec.start = t;
     const auto issued = ctx_.later(i, t, issue, "issue (issue_cycles)");
     if (!issued) return;
     uint64_t end = *issued;
-    const bool waits = in.opcode == Opcode::sync || in.opcode == Opcode::barrier || in.opcode == Opcode::halt;
-    if (waits && !ctx_.wait_until(t)) return;
-    switch (in.opcode) {
-      case Opcode::set_config: {
-        Context::IssueRegs next = ctx_.reg_values.back();
-        if (!set_pack_register(next.pack, in)) switch (static_cast<isa::ConfigReg>(in[Field::reg])) {
-            case isa::ConfigReg::host_stride: next.stride = in[Field::value]; break;
-            case isa::ConfigReg::host_row_bytes: next.row_bytes = in[Field::value]; break;
-            case isa::ConfigReg::act_lane: next.act_lane = in[Field::value]; break;
-            default:
-              if (!next.act_pool.set(static_cast<isa::ConfigReg>(in[Field::reg]), in[Field::value]))
-                next.planes.set(static_cast<isa::ConfigReg>(in[Field::reg]), in[Field::value]);
-              break;
-          }
-        if (!(next == ctx_.reg_values.back())) ctx_.reg_values.push_back(next);
-        break;
+    if (!ctx_.wait_until(t)) return;
+    if (in.opcode == Opcode::sync) {
+      const uint64_t mask = in[Field::units];
+      ctx_.block(Unit::control, "instruction {0} (sync) waits for units {1:#x}", i, mask);
+      if (!wait_idle(unit_bits(mask), false)) return;
+      // Issue held beyond the sync's own issue cycles: RAW stall when it waits for the
+      // activation unit, input stall when for the host interface only.
+      const uint64_t idle = ctx_.now();
+      if (idle > end) {
+        if (mask & sync_mask_bit(Unit::activation)) ctx_.sync_act.push_back({end, idle});
+        else if (mask & sync_mask_bit(Unit::host_dma)) ctx_.sync_host.push_back({end, idle});
+        if (ctx_.trace && (mask & (sync_mask_bit(Unit::activation) | sync_mask_bit(Unit::host_dma))))
+          ctx_.trace->sync_wait(i, end, idle, mask & sync_mask_bit(Unit::activation));
       }
-      case Opcode::sync: {
-        const uint64_t mask = in[Field::units];
-        ctx_.block(Unit::control, "instruction {0} (sync) waits for units {1:#x}", i, mask);
-        if (!wait_idle(unit_bits(mask), false)) return;
-        // Issue held beyond the sync's own issue cycles: RAW stall when it waits for the
-        // activation unit, input stall when for the host interface only.
-        const uint64_t idle = ctx_.now();
-        if (idle > end) {
-          if (mask & sync_mask_bit(Unit::activation)) ctx_.sync_act.push_back({end, idle});
-          else if (mask & sync_mask_bit(Unit::host_dma)) ctx_.sync_host.push_back({end, idle});
-          if (ctx_.trace && (mask & (sync_mask_bit(Unit::activation) | sync_mask_bit(Unit::host_dma))))
-            ctx_.trace->sync_wait(i, end, idle, mask & sync_mask_bit(Unit::activation));
-        }
-        end = std::max(end, idle);
-        break;
-      }
-      case Opcode::barrier:
-      case Opcode::halt:
-        ctx_.block(Unit::control, "instruction {0} (barrier or halt) waits for every unit", i);
-        if (!wait_idle(~uint64_t{0}, true)) return;
-        end = std::max(end, ctx_.now());
-        break;
-      default: break;  // nop, tag
+      end = std::max(end, idle);
+    } else {  // barrier, halt
+      ctx_.block(Unit::control, "instruction {0} (barrier or halt) waits for every unit", i);
+      if (!wait_idle(~uint64_t{0}, true)) return;
+      end = std::max(end, ctx_.now());
     }
     ctx_.unblock(Unit::control);
     rec.end = t_ = end;
@@ -131,6 +168,7 @@ void ControlUnit::issue_all() {
       sc_core::sc_pause();
       return;
     }
+    ++next_;
   }
 }
 

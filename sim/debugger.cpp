@@ -214,8 +214,8 @@ std::vector<StationView> DebugSession::stations() const {
   const Context& ctx = run_->units().ctx;
   for (int u = 0; u < kUnitCount; ++u) {
     v[u].unit = isa::Unit(u);
-    const Context::Blocked& b = ctx.blocked[u];
-    if (b.what) v[u].blocked = fmt::format(fmt::runtime(b.what), b.index, b.extra);
+    if (const Context::Blocked* b = ctx.blocked_now(u))
+      v[u].blocked = fmt::format(fmt::runtime(b->what), b->index, b->extra);
   }
   for (uint64_t i : running_) v[int(isa::spec(program_.code[i].opcode).unit)].running.push_back(i);
   for (int u = 1; u < kUnitCount; ++u)

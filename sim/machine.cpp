@@ -34,7 +34,8 @@ class Machine : public sc_core::sc_module {
     matrix.weights(weights);
     weights.on_shift = [this](const FetchedTile& f, uint64_t s) { matrix.shift_started(f, s); };
     ctx.queues = {&host.queue(), &weights.queue(), &matrix.queue(), &activation.queue()};
-    for (sc_core::sc_event& e : ctx.completed_events) ctx.waitables.push_back(&e);
+    ctx.pop_listener = &control;
+    for (Waitable& w : ctx.completed_events) ctx.add_waitable(w);
     SC_HAS_PROCESS(Machine);
     SC_METHOD(abort);
     sensitive << ctx.abort_request;
@@ -52,6 +53,7 @@ class Machine : public sc_core::sc_module {
     weights.reset();
     matrix.reset(array);
     activation.reset();
+    control.reset();
   }
 };
 
@@ -119,8 +121,9 @@ void check_array_model(const ArrayModel& array, const Arch& arch, Engine engine)
 
 std::string deadlock_message(const Context& ctx) {
   std::string why;
-  for (const Context::Blocked& b : ctx.blocked)
-    if (b.what) why += (why.empty() ? "" : "; ") + fmt::format(fmt::runtime(b.what), b.index, b.extra);
+  for (int u = 0; u < kUnitCount; ++u)
+    if (const Context::Blocked* b = ctx.blocked_now(u))
+      why += (why.empty() ? "" : "; ") + fmt::format(fmt::runtime(b->what), b->index, b->extra);
   return fmt::format("deadlock at cycle {}: {}", ctx.now(), why.empty() ? "no unit can make progress" : why);
 }
 

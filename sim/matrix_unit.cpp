@@ -36,7 +36,7 @@ struct MatrixUnit::Stream {
 
 MatrixUnit::MatrixUnit(sc_core::sc_module_name name, Context& ctx, Hazards& hazards)
     : sc_module(name), weights("weights"), ctx_(ctx), hazards_(hazards), queue_(ctx) {
-  ctx.waitables.push_back(&work_event_);
+  ctx.add_waitable(work_event_);
   SC_HAS_PROCESS(MatrixUnit);
   SC_THREAD(run);
   SC_METHOD(retire);
@@ -82,28 +82,44 @@ void MatrixUnit::run() {
   }
 }
 
+// A matmul starts at t0 = max(ready, s + rows): ready when it is available, the port is free and
+// no earlier activate reads its accumulator rows; s when its tile begins shifting into the
+// shadow slot (with switch). The unit waits once, for t0, wherever both are known early: an
+// accumulator interlock free now stays free (only earlier activates count, and they only
+// complete), and a decided shift does not move.
 void MatrixUnit::serve() {
   for (;;) {
     const StationQueue::Entry* e = queue_.front();
-    if (!e || !ctx_.wait_until(std::max(e->available, port_free_))) return;
+    if (!e) return;
     const uint64_t i = e->index;
+    uint64_t ready = std::max({ctx_.now(), e->available, port_free_});
     const isa::Instruction& in = ctx_.inst(i);
-    while (hazards_.acc_busy(i)) {
-      ctx_.block(isa::Unit::matrix, "instruction {0} waits for activates reading its accumulator rows", i);
-      if (!ctx_.wait_for(ctx_.completed_events[int(isa::Unit::activation)])) return;
+    if (hazards_.acc_busy(i)) {
+      if (!ctx_.wait_until(ready)) return;
+      while (hazards_.acc_busy(i)) {
+        ctx_.block(isa::Unit::matrix, "instruction {0} waits for activates reading its accumulator rows", i);
+        if (!ctx_.wait_for(ctx_.completed_events[int(isa::Unit::activation)])) return;
+      }
+      ready = ctx_.now();
     }
-    const uint64_t ready = ctx_.now();
     uint64_t t0 = ready, landed = ready;
     if (in[Field::switch_weights]) {
-      ctx_.block(isa::Unit::matrix, "instruction {0} (matmul with switch) waits for its weight tile", i);
+      static constexpr const char* kWaitsForTile = "instruction {0} (matmul with switch) waits for its weight tile";
       uint64_t s = 0;
-      const FetchedTile* shadow = weights->wait_shadow(s);
-      if (!shadow) return;
+      const FetchedTile* shadow = weights->wait_shadow(s, false);
+      if (!shadow) {  // not decided yet: wait from `ready` for the shift to be decided
+        if (!ctx_.wait_until(ready)) return;
+        ctx_.block(isa::Unit::matrix, kWaitsForTile, i);
+        shadow = weights->wait_shadow(s, true);
+        if (!shadow) return;
+      }
       landed = shadow->landed;
-      t0 = std::max(ctx_.now(), s + ctx_.arch.array_rows);  // the whole tile shifted in
+      // Blocked until the shift begins, then shifting until t0 (the whole tile shifted in).
+      ctx_.block_during(isa::Unit::matrix, kWaitsForTile, i, ready, s);
+      t0 = std::max({ctx_.now(), ready, s + ctx_.arch.array_rows});
     }  // (without switch: the active tile; check_weight_order made sure there is one)
-    ctx_.unblock(isa::Unit::matrix);
     if (!ctx_.wait_until(t0)) return;
+    ctx_.unblock(isa::Unit::matrix);
     account_wait(ready, landed, t0);
     if (ctx_.trace) ctx_.trace->weight_wait(i, ready, landed, t0);
     queue_.pop();
@@ -122,7 +138,7 @@ bool MatrixUnit::start_matmul(uint64_t i, uint64_t t0) {
   if (!hazards_.started(i, isa::Unit::matrix, t0, t0 + stream, ctx_.lowest_unstarted())) return false;
   if (in[Field::switch_weights]) {
     uint64_t s = 0;
-    active_ = *weights->wait_shadow(s);  // loaded: serve() waited for it
+    active_ = *weights->wait_shadow(s, false);  // loaded: serve() waited for it
     active_spans_.reset();
     weights->switched(t0 + period - 1);  // with the first vector's wavefront
     if (ctx_.engine == Engine::fast) {
@@ -165,7 +181,7 @@ bool MatrixUnit::start_matmul(uint64_t i, uint64_t t0) {
         gather_vector(pack, a, in, v, row_of, st->inputs.data() + (p * B + v) * a.array_rows);
     }
     streams_.push_back(std::move(st));
-    work_event_.notify(sc_core::SC_ZERO_TIME);
+    work_event_.notify();
   } else {
     if (ctx_.engine == Engine::fast)
       for (uint64_t p = 0; p < planes; ++p) fast_pass(i, p, accumulate || p > 0);
@@ -245,7 +261,7 @@ std::vector<MatrixUnit::InFlight> MatrixUnit::in_flight() const {
 void MatrixUnit::shift_started(const FetchedTile& tile, uint64_t s) {
   if (ctx_.engine != Engine::stepped) return;
   shifts_.push_back({tile, s});
-  work_event_.notify(sc_core::SC_ZERO_TIME);
+  work_event_.notify();
 }
 
 // Stepped engine: cycle c is stepped at time c + 1, once every station has said what enters

@@ -48,9 +48,10 @@ struct FetchedTile {
 // What the matrix unit asks of the weight path.
 class WeightSource : public virtual sc_core::sc_interface {
  public:
-  // Waits until the shadow slot holds a tile whose shift has begun; returns it (shift start
-  // in `shift_start`) without taking it. Null when the run ended.
-  virtual const FetchedTile* wait_shadow(uint64_t& shift_start) = 0;
+  // The next shadow tile, once its shift is decided (it may begin later, at `shift_start`),
+  // without taking it. `wait`: waits for the decision (null when the run ended); else null when
+  // not decided yet.
+  virtual const FetchedTile* wait_shadow(uint64_t& shift_start, bool wait) = 0;
   // The matrix unit made the shadow tile active with a matmul starting at t0.
   virtual void switched(uint64_t t0) = 0;
 };
@@ -59,35 +60,51 @@ class WeightSource : public virtual sc_core::sc_interface {
 // requests are sent), the off-chip weight memory (a bandwidth-latency pipe), the weight FIFO
 // (weight_fifo_tiles slots, each held from request until its tile has shifted out) and the
 // shadow slot of the array (a tile shifts in one row per cycle, top row first).
+//
+// The shift needs no process of its own: the FIFO's head tile starts shifting at
+// s = max(its landing, the cycle the slot is free), both known as soon as the tile was requested
+// and the previous shadow tile switched into the array, so the path decides s at that moment
+// (decide_shift) and the state follows it in time: the slot reads as loaded from s
+// (shadow()), the head's FIFO slot frees at s + array_rows (settle()). Processes waiting on
+// either are woken at that cycle, as a shift process waiting for it would have woken them.
 class WeightPath : public sc_core::sc_module, public Station, public WeightSource {
  public:
   WeightPath(sc_core::sc_module_name name, Context& ctx);
   StationQueue& queue() override { return queue_; }
-  const FetchedTile* wait_shadow(uint64_t& shift_start) override;
+  const FetchedTile* wait_shadow(uint64_t& shift_start, bool wait) override;
   void switched(uint64_t t0) override;
   void reset();
   uint64_t last_landing() const { return last_landing_; }
-  // The stepped engine's hook: a tile begins shifting into the shadow at cycle s.
+  // The stepped engine's hook: a tile begins shifting into the shadow at cycle s (called at s).
   std::function<void(const FetchedTile&, uint64_t s)> on_shift;
   // The debugger's view: requested tiles in order (the front one shifts first; it stays here
   // until its shift ends), the shadow slot (null when empty) and when its shift began.
-  const std::deque<FetchedTile>& fifo() const { return fifo_; }
-  const FetchedTile* shadow() const { return shadow_loaded_ ? &shadow_ : nullptr; }
+  std::vector<FetchedTile> fifo() const;
+  const FetchedTile* shadow() const {
+    return shadow_decided_ && ctx_.now() >= shadow_shift_start_ ? &shadow_ : nullptr;
+  }
   uint64_t shadow_shift_start() const { return shadow_shift_start_; }
 
  private:
   void fetch();  // the weight fetch station (a thread: one fetch_run() per run)
-  void shift();  // moves tiles from the FIFO head into the shadow slot (shift_run())
   void fetch_run();
-  void shift_run();
+  void decide_shift();  // the shadow slot is free and the FIFO holds a tile: when it shifts
+  void settle();        // frees the head's slot once its shift has ended
+  void shift_hook();    // a method at a shift's start: on_shift and the trace (when either wants it)
+  bool head_shifted() const { return release_pending_ && ctx_.now() >= release_at_; }
   Context& ctx_;
   StationQueue queue_;
   std::deque<FetchedTile> fifo_;  // requested tiles, in order; front is the next to shift
   uint64_t slots_used_ = 0, mem_free_ = 0, last_landing_ = 0;
-  bool shadow_loaded_ = false;
+  bool shadow_decided_ = false;  // shadow_ shifts (or has shifted) in from shadow_shift_start_
   FetchedTile shadow_;
   uint64_t shadow_shift_start_ = 0, shadow_free_at_ = 0;
-  sc_core::sc_event fifo_event_, slot_event_, shadow_event_;
+  bool release_pending_ = false;  // the FIFO's front is shadow_, its slot frees at release_at_
+  uint64_t release_at_ = 0;
+  uint64_t xfer_bytes_ = 0, xfer_cycles_ = 0;  // the last transfer_cycles asked (tiles repeat sizes)
+  size_t next_use_ = 0;                        // where the next tile's use likely is in ctx_.tile_uses
+  Waitable slot_event_, shadow_event_;
+  sc_core::sc_event hook_event_;
 };
 
 // The matrix unit: the systolic data setup, the array (active and shadow tiles) and the
@@ -140,7 +157,8 @@ class MatrixUnit : public sc_core::sc_module, public Station {
   std::vector<int32_t> scratch_;   // fast engine: a shifted byte-plane pass's column sums
   uint64_t port_free_ = 0;
   std::deque<std::pair<uint64_t, uint64_t>> retiring_;  // (index, end)
-  sc_core::sc_event retire_event_, work_event_;
+  sc_core::sc_event retire_event_;
+  Waitable work_event_;
   // stepped engine
   std::unique_ptr<SystolicArray> own_array_;
   ArrayModel* array_ = nullptr;  // own_array_ or the run's RunOptions::array
@@ -170,20 +188,32 @@ class ActivationUnit : public sc_core::sc_module, public Station {
 // The control unit: issues the program in order, one instruction per issue_cycles, into the
 // stations' queues (stalling while a queue is full); runs nop/tag/setcfg itself; holds issue
 // at sync/barrier/halt until the named units are idle.
-class ControlUnit : public sc_core::sc_module {
+//
+// Issue stalled on a full queue resumes in the cycle that queue's station takes an
+// instruction from it (popped(), called by the station): the issue that follows runs there,
+// in the station's process, up to the next full queue, sync, barrier or halt; only then does
+// the control unit's own process take over (a sync waits for units, which a station cannot do).
+class ControlUnit : public sc_core::sc_module, public PopListener {
  public:
   sc_core::sc_port<Station> host, weights, matrix, activation;
   ControlUnit(sc_core::sc_module_name name, Context& ctx, Hazards& hazards, WeightPath& weight_path);
+  void popped(const StationQueue& queue) override;
+  void reset();
 
  private:
+  enum class Stop { queue_full, control, failed };
   void run();
   void issue_all();
-  bool issue_to_station(uint64_t index, isa::Unit unit);  // false: the run ended
+  Stop issue_ahead();  // issues from next_ until a full queue, a sync/barrier/halt or a failure
   bool wait_idle(uint64_t unit_mask, bool weights_landed);
   Context& ctx_;
   Hazards& hazards_;
   WeightPath& weight_path_;
-  uint64_t t_ = 0;  // the cycle the next instruction issues at (see issue_all)
+  uint64_t t_ = 0;     // the cycle the next instruction issues at (see issue_all)
+  uint64_t next_ = 0;  // the next instruction to issue
+  const StationQueue* waiting_ = nullptr;  // issue waits for room in this queue
+  bool failed_ = false;                    // issue failed (in a station's process)
+  Waitable resume_;                        // issue_ahead stopped in a station's process
 };
 
 }  // namespace tpusim::sim

@@ -10,18 +10,23 @@ namespace tpusim::sim {
 using isa::Field;
 
 WeightPath::WeightPath(sc_core::sc_module_name name, Context& ctx) : sc_module(name), ctx_(ctx), queue_(ctx) {
-  ctx.waitables.insert(ctx.waitables.end(), {&fifo_event_, &slot_event_, &shadow_event_});
+  for (Waitable* w : {&slot_event_, &shadow_event_}) ctx.add_waitable(*w);
   SC_HAS_PROCESS(WeightPath);
   SC_THREAD(fetch);
-  SC_THREAD(shift);
+  SC_METHOD(shift_hook);
+  sensitive << hook_event_;
+  dont_initialize();
 }
 
 void WeightPath::reset() {
   queue_.reset(ctx_.arch.station_queue_depth);
   fifo_.clear();
   slots_used_ = mem_free_ = last_landing_ = 0;
-  shadow_loaded_ = false;
-  shadow_shift_start_ = shadow_free_at_ = 0;
+  shadow_decided_ = release_pending_ = false;
+  xfer_bytes_ = xfer_cycles_ = 0;
+  next_use_ = 0;
+  shadow_shift_start_ = shadow_free_at_ = release_at_ = 0;
+  hook_event_.cancel();
 }
 
 // One tile request per cycle, each holding a FIFO slot. The memory moves one tile at a time at
@@ -45,13 +50,20 @@ void WeightPath::fetch_run() {
     const Arch& a = ctx_.arch;
     // A partial tile (tile_rows x tile_cols, docs/isa.md) moves only its stored bytes.
     const TileBox box = tile_box(a, in);
-    const uint64_t xfer = transfer_cycles(box.bytes(), a.weight_mem_gbps, a.clock_mhz);
+    if (box.bytes() != xfer_bytes_) {
+      xfer_bytes_ = box.bytes();
+      xfer_cycles_ = transfer_cycles(xfer_bytes_, a.weight_mem_gbps, a.clock_mhz);
+    }
+    const uint64_t xfer = xfer_cycles_;
     uint64_t request = start;
     for (uint64_t t = 0; t < in[Field::tiles]; ++t) {
+      settle();
       while (slots_used_ == a.weight_fifo_tiles) {
         ctx_.block(isa::Unit::weight_fetch,
                    "instruction {0} (rw) waits for a free weight FIFO slot for its tile {1}", i, t);
-        if (!ctx_.wait_for(slot_event_)) return;
+        // The head's shift decided: its slot frees at release_at_; else a switch must come first.
+        if (!(release_pending_ ? ctx_.wait_until(release_at_) : ctx_.wait_for(slot_event_))) return;
+        settle();
       }
       ctx_.unblock(isa::Unit::weight_fetch);
       request = std::max(ctx_.now(), t ? request + 1 : start);
@@ -71,7 +83,11 @@ void WeightPath::fetch_run() {
       f.tile.set_box(box, a);
       if (!ctx_.program->weights_not_computed) f.tile.data = ctx_.program->weights.data() + f.tile.waddr;
       if (!ctx_.tile_uses.empty()) {  // the compiler's (isa::WeightTileUse), else the nonzero bytes'
-        const isa::WeightTileUse& u = isa::tile_use_at(ctx_.tile_uses, f.tile.waddr);
+        // (Programs mostly fetch tiles in address order: try the one after the last first.)
+        const std::vector<isa::WeightTileUse>& uses = ctx_.tile_uses;
+        if (next_use_ >= uses.size() || uses[next_use_].waddr != f.tile.waddr)
+          next_use_ = isa::tile_index_at(uses, f.tile.waddr);
+        const isa::WeightTileUse& u = uses[next_use_++];
         f.use = {std::min<uint32_t>(u.rows, uint32_t(box.rows)), std::min<uint32_t>(u.cols, uint32_t(box.cols))};
       } else {
         f.use = tile_use(f.tile.data, box.rows, box.cols);
@@ -80,7 +96,7 @@ void WeightPath::fetch_run() {
       last_landing_ = std::max(last_landing_, f.landed);
       if (ctx_.trace) ctx_.trace->tile_requested(i, request, begin, mem_free_, f.landed);
       fifo_.push_back(f);
-      fifo_event_.notify(sc_core::SC_ZERO_TIME);
+      if (!shadow_decided_) decide_shift();
     }
     const uint64_t end = request + 1;
     ctx_.result.unit_busy[int(isa::Unit::weight_fetch)] += end - start;
@@ -92,49 +108,59 @@ void WeightPath::fetch_run() {
 // A landed tile at the FIFO head starts shifting into the shadow slot as soon as the slot is
 // free: empty, and every cell of the array has copied the previous shadow tile (a switch at t0
 // reaches cell (k, j) at t0 + k + j; shadow row r is rewritten at the end of cycle s + r, so
-// s >= t0 + cols - 1), and the previous shift is over (one row per cycle, rows cycles).
-void WeightPath::shift() {
-  for (;;) {
-    sc_core::wait(ctx_.start_event);
-    shift_run();
+// s >= t0 + cols - 1), and the previous shift is over (one row per cycle, rows cycles; its tile
+// became active at t0 >= s_prev + rows). Called when the slot empties (switched) and when a tile
+// joins the FIFO while it is empty: that cycle is when both became true, and s is then known.
+void WeightPath::decide_shift() {
+  settle();  // (the previous head's shift ended by the switch that emptied the slot)
+  if (fifo_.empty()) return;
+  const uint64_t now = ctx_.now(), rows = ctx_.arch.array_rows;
+  shadow_ = fifo_.front();
+  const uint64_t s = std::max({now, shadow_.landed, shadow_free_at_});
+  shadow_decided_ = true;
+  shadow_shift_start_ = s;
+  release_pending_ = true;
+  release_at_ = s + rows;
+  // A matmul waiting for the shadow learns s at once; the fetch station waiting for a slot
+  // resumes when this one frees.
+  const sc_core::sc_time stamp = sc_core::sc_time_stamp();
+  shadow_event_.notify();
+  slot_event_.notify(ctx_.at(release_at_) - stamp);
+  if (on_shift || ctx_.trace) {
+    if (s == now) shift_hook();
+    else hook_event_.notify(ctx_.at(s) - stamp);
   }
 }
 
-void WeightPath::shift_run() {
-  const uint64_t rows = ctx_.arch.array_rows;
-  for (;;) {
-    while (fifo_.empty())
-      if (!ctx_.wait_for(fifo_event_)) return;
-    while (shadow_loaded_)
-      if (!ctx_.wait_for(shadow_event_)) return;
-    const FetchedTile f = fifo_.front();
-    // (The previous shift is over by then: its tile became active at t0 >= s_prev + rows.)
-    const uint64_t s = std::max({ctx_.now(), f.landed, shadow_free_at_});
-    if (!ctx_.wait_until(s)) return;
-    shadow_ = f;
-    shadow_loaded_ = true;
-    shadow_shift_start_ = s;
-    shadow_event_.notify(sc_core::SC_ZERO_TIME);
-    if (on_shift) on_shift(f, s);
-    if (ctx_.trace) ctx_.trace->tile_shift(s, s + rows);
-    if (!ctx_.wait_until(s + rows)) return;
-    fifo_.pop_front();
-    --slots_used_;
-    slot_event_.notify(sc_core::SC_ZERO_TIME);
-  }
+void WeightPath::settle() {
+  if (!head_shifted()) return;
+  fifo_.pop_front();
+  --slots_used_;
+  release_pending_ = false;
 }
 
-const FetchedTile* WeightPath::wait_shadow(uint64_t& shift_start) {
-  while (!shadow_loaded_)
-    if (!ctx_.wait_for(shadow_event_)) return nullptr;
+void WeightPath::shift_hook() {
+  if (ctx_.aborted || !shadow_decided_) return;
+  const uint64_t s = shadow_shift_start_;
+  if (on_shift) on_shift(shadow_, s);
+  if (ctx_.trace) ctx_.trace->tile_shift(s, s + ctx_.arch.array_rows);
+}
+
+std::vector<FetchedTile> WeightPath::fifo() const {
+  return {fifo_.begin() + (head_shifted() ? 1 : 0), fifo_.end()};
+}
+
+const FetchedTile* WeightPath::wait_shadow(uint64_t& shift_start, bool wait) {
+  while (!shadow_decided_)
+    if (!wait || !ctx_.wait_for(shadow_event_)) return nullptr;
   shift_start = shadow_shift_start_;
   return &shadow_;
 }
 
 void WeightPath::switched(uint64_t t0) {
-  shadow_loaded_ = false;
+  shadow_decided_ = false;
   shadow_free_at_ = t0 + ctx_.arch.array_cols - 1;
-  shadow_event_.notify(sc_core::SC_ZERO_TIME);
+  decide_shift();
 }
 
 }  // namespace tpusim::sim
