@@ -74,6 +74,7 @@ void Emitter::tag(uint64_t value) { append(Opcode::debug_tag)[Field::tag] = valu
 void Emitter::host_dma(bool write, uint64_t host, uint64_t ub, uint64_t rows, uint64_t row_bytes, uint64_t stride) {
   if (collecting_ && !write) {
     parts_.push_back({host, ub, rows, row_bytes, stride, key_});
+    indexed_ = false;
     return;
   }
   const RowSpan span[1]{{ub, rows}};
@@ -103,6 +104,7 @@ void Emitter::stream_end(bool by_steps) {
   key_ = 0;
   if (by_steps && !parts_.empty()) {
     std::stable_sort(parts_.begin(), parts_.end(), [](const Part& a, const Part& b) { return a.key < b.key; });
+    indexed_ = false;
     // One part's DMA (its start and its bytes over the host link) against one whole tile's
     // fetch from weight memory: the switching matmuls to wait between two paced parts.
     uint64_t bytes = 0;
@@ -124,15 +126,50 @@ void Emitter::emit_part() {
 void Emitter::stream_flush() {
   while (emitted_ < parts_.size()) emit_part();
   parts_.clear();
+  indexed_ = false;
   emitted_ = arrived_ = 0;
   pace_ = since_ = step_ = 0;
 }
 
+void Emitter::index_parts() const {
+  piece_first_.clear();
+  for (const Part& p : parts_)
+    if (p.rows) piece_first_.push_back(p.ub), piece_first_.push_back(p.ub + p.rows);
+  std::sort(piece_first_.begin(), piece_first_.end());
+  piece_first_.erase(std::unique(piece_first_.begin(), piece_first_.end()), piece_first_.end());
+  piece_part_.assign(piece_first_.size(), -1);
+  empty_parts_.clear();
+  // In part order, each part over the pieces it writes: the last writer of a piece stays.
+  for (size_t i = 0; i < parts_.size(); ++i) {
+    if (!parts_[i].rows) {
+      empty_parts_.push_back(i);
+      continue;
+    }
+    auto j = static_cast<size_t>(std::lower_bound(piece_first_.begin(), piece_first_.end(), parts_[i].ub) -
+                                 piece_first_.begin());
+    for (; piece_first_[j] < parts_[i].ub + parts_[i].rows; ++j) piece_part_[j] = static_cast<int64_t>(i);
+  }
+  indexed_ = true;
+}
+
 int64_t Emitter::stream_part(const RowSpan& span) const {
-  for (size_t i = parts_.size(); i-- > arrived_;)
-    if (span.rows && span.first < parts_[i].ub + parts_[i].rows && parts_[i].ub < span.first + span.rows)
-      return static_cast<int64_t>(i);
-  return -1;
+  // The last part that writes a row of `span`, if it has not arrived (a sync waited for the
+  // parts before arrived_ only).
+  if (!span.rows || parts_.empty()) return -1;
+  if (!indexed_) index_parts();
+  auto j = std::upper_bound(piece_first_.begin(), piece_first_.end(), span.first) - piece_first_.begin();
+  if (j > 0) --j;
+  int64_t last = -1;
+  for (auto k = static_cast<size_t>(j); k < piece_first_.size() && piece_first_[k] < span.first + span.rows; ++k)
+    last = std::max(last, piece_part_[k]);
+  // (A part of no rows counts where its first row lies strictly inside the span, as the plain
+  // overlap test of the two ranges has it.)
+  for (auto k = empty_parts_.rbegin(); k != empty_parts_.rend() && static_cast<int64_t>(*k) > last; ++k)
+    if (span.first < parts_[*k].ub && parts_[*k].ub < span.first + span.rows) {
+      last = static_cast<int64_t>(*k);
+      break;
+    }
+  return last >= static_cast<int64_t>(arrived_) ? last : -1;
 }
 
 bool Emitter::stream_need(std::span<const RowSpan> spans) {

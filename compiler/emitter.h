@@ -170,6 +170,15 @@ class Emitter {
     uint64_t host, ub, rows, row_bytes, stride, key;
   };
   std::vector<Part> parts_;      // the stream's read_host DMAs, in order
+  // stream_part's index of parts_ (rebuilt when parts_ changed): the UB rows they write, cut at
+  // every part's first and end row, each piece with the last part that writes it (-1: none).
+  // A query is a binary search, not a scan of the parts (an LSTM's input sequence on a 64 x 64
+  // array: hundreds of parts, asked about row by row, stream_split).
+  void index_parts() const;
+  mutable std::vector<uint64_t> piece_first_;  // ascending; the last is an end (its part -1)
+  mutable std::vector<int64_t> piece_part_;
+  mutable std::vector<size_t> empty_parts_;  // parts of no rows, ascending
+  mutable bool indexed_ = false;
   size_t emitted_ = 0;           // parts emitted so far
   size_t arrived_ = 0;           // parts a sync on the host has waited for
   bool collecting_ = false;      // between stream_begin() and stream_end()

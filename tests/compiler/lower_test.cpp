@@ -3,6 +3,7 @@
 #include <catch2/catch.hpp>
 #include <set>
 
+#include "compiler/emitter.h"
 #include "graph_builder.h"
 #include "isa/error.h"
 
@@ -938,6 +939,52 @@ TEST_CASE("a streamed input: the second convolution's chunks run between the fir
   CHECK(at(q, rq, Opcode::read_host, 0).end == 339);
   CHECK(rq.fast.cycles == 1137);
   CHECK(r.fast.matrix.input_stall < rq.fast.matrix.input_stall);
+}
+
+// Emitter::stream_part answers from an index of the stream's parts; here against its definition,
+// a scan of the parts from the last down to the first not yet arrived, on random parts (some
+// overlapping, some empty) and random spans, while reads of the stream make parts arrive.
+TEST_CASE("the stream's part for a span is the last one not arrived that writes one of its rows") {
+  std::mt19937_64 rng(18);
+  for (int round = 0; round < 20; ++round) {
+    const sim::Arch arch;
+    compiler::Emitter em(arch, 4, false);
+    struct Part {
+      uint64_t ub, rows;
+    };
+    std::vector<Part> parts(1 + rng() % 40);
+    em.stream_begin();
+    for (Part& pt : parts) {
+      pt = {rng() % 1000, rng() % 7 == 0 ? 0 : 1 + rng() % 60};
+      em.host_dma(false, 0, pt.ub, pt.rows, 256, 256);
+    }
+    em.stream_end();
+    // The emitter's protocol (emitter.h): part 0 is emitted at the end of the stream; a read
+    // of a part's rows emits the parts up to it, and its sync on the host makes them arrive;
+    // reading the latest part emitted emits the next.
+    size_t emitted = 1, arrived = 0;
+    const auto plain = [&](uint64_t first, uint64_t rows) -> int64_t {
+      for (size_t i = parts.size(); i-- > arrived;)
+        if (rows && first < parts[i].ub + parts[i].rows && parts[i].ub < first + rows) return int64_t(i);
+      return -1;
+    };
+    for (int q = 0; q < 200; ++q) {
+      const uint64_t first = rng() % 1100, rows = rng() % 5 == 0 ? rng() % 300 : rng() % 4;
+      const int64_t want = plain(first, rows);
+      REQUIRE(em.stream_part({first, rows}) == want);
+      if (q % 10 != 9 || want < 0) continue;
+      isa::Instruction v = isa::make_instruction(Opcode::vector);
+      v[Field::op] = uint64_t(isa::VecOp::pass);
+      v[Field::src] = first, v[Field::ub] = 5000, v[Field::rows] = rows;
+      em.activation(v, {{first, rows}}, {5000, rows});  // (its write: rows no part touches)
+      emitted = std::max(emitted, size_t(want) + 1);
+      // (a sync on the host when it reads rows a part emitted since the last one wrote: not
+      // where the part it needed writes no rows and no other does)
+      for (size_t i = arrived; i < emitted; ++i)
+        if (parts[i].rows && first < parts[i].ub + parts[i].rows && parts[i].ub < first + rows) arrived = emitted;
+      if (size_t(want) + 1 == emitted && emitted < parts.size()) ++emitted;
+    }
+  }
 }
 
 }  // namespace tpusim::test
