@@ -182,6 +182,16 @@ class Lowering {
     sched_.resident.resize(g.tensors.size(), false);
   }
   isa::Program run();
+  // Whether the schedule fits the unified buffer, as run() would find, without lowering the ops:
+  // every tensor allocated and released where run() does it (loads, transfers, the ops' outputs,
+  // the pools that refuse a piece), the ops' matmuls, activates and vecs not emitted. Throws
+  // DoesNotFit (segment() then names where) exactly when run() would. (Ops in bands, which
+  // allocate as they go, and a chain, which allocates op i + 1's output early, are lowered as
+  // run() lowers them.) Construct with code false.
+  void check_fit() {
+    fit_only_ = true;
+    run();
+  }
   // What the planner needs (schedule.h), after run(): the work each op emitted (the last entry:
   // everything outside ops: loads, copies, output), and the problem for plan_pieces.
   const std::vector<Emitter::Work>& op_work() const { return op_work_; }
@@ -383,6 +393,10 @@ class Lowering {
   std::vector<bool> in_host_;      // tensors held in host memory (banded ops read and write them)
   std::vector<uint64_t> host_of_;  // their host addresses for the piece being lowered
   uint64_t bands_ = 0;             // bands lowered (meta.bands)
+  bool fit_only_ = false;          // check_fit(): allocations only
+  // A pool's input stored with more UB rows per pixel than the pool instruction takes (a dense
+  // layout's rows per pixel: a smaller piece may fit).
+  void check_pool_rows(size_t i, const PoolOp& p) const;
 };
 
 // The (input channel, output channel) pairs of K channels [k0, k0 + kn) and N channels [n0, n0 +
@@ -1310,6 +1324,15 @@ void Lowering::lower_packed(size_t i, const MatmulOp& m, const Packing& pk, uint
     }
 }
 
+void Lowering::check_pool_rows(size_t i, const PoolOp& p) const {
+  const Storage& in = storage_[p.input.tensor];
+  if (in.pixel_rows() > 255)
+    throw DoesNotFit(fmt::format("model {}: layer {}: pool of {} UB rows per pixel exceeds the pool instruction's "
+                                 "limit 255",
+                                 g_.name, g_.op_layer.at(i), in.pixel_rows()),
+                     in.pixel_rows(), 255, -1);
+}
+
 void Lowering::lower(size_t i, const PoolOp& p) {
   const Storage& in = storage_[p.input.tensor];
   const Storage& out = storage_[p.output.tensor];
@@ -1323,11 +1346,7 @@ void Lowering::lower(size_t i, const PoolOp& p) {
     if (value > max) fail(i, fmt::format("pool {} {} exceeds the pool instruction's limit {}", what, value, max));
   };
   if (in.q != out.q) fail(i, "pooling between a dense and a plain layout");
-  if (in.pixel_rows() > 255)  // (a dense layout's rows per pixel: a smaller piece may fit)
-    throw DoesNotFit(fmt::format("model {}: layer {}: pool of {} UB rows per pixel exceeds the pool instruction's "
-                                 "limit 255",
-                                 g_.name, g_.op_layer.at(i), in.pixel_rows()),
-                     in.pixel_rows(), 255, -1);
+  check_pool_rows(i, p);
   limit("window", p.window, 15);
   limit("stride", p.stride, 15);
   limit("input width", in.stored_w(), 4095);
@@ -1937,7 +1956,7 @@ isa::Program Lowering::run() {
         } else if (const auto f = fusion_for(i)) {  // the pooled map instead of the convolution's
           const PoolOp& pool = std::get<PoolOp>(g_.ops[f->pool]);
           if (!placed_[pool.output.tensor]) allocate(pool.output.tensor, i);
-          lower_fused(i, std::get<MatmulOp>(g_.ops[i]), *f);
+          if (!fit_only_) lower_fused(i, std::get<MatmulOp>(g_.ops[i]), *f);
           fused_away_[f->pool] = true;
           stats_[layer_].fusion = fmt::format("pools as it writes: {} {}x{} stride {} ({})",
                                               pool.kind == isa::PoolKind::max ? "max" : "avg", pool.window,
@@ -1949,12 +1968,15 @@ isa::Program Lowering::run() {
               [&](const auto& op) {
                 if (first_def_[op.output.tensor] == static_cast<int64_t>(i) && !placed_[op.output.tensor])
                   allocate(op.output.tensor, i);
+                // (check_fit: a chain is lowered, as it allocates op i + 1's output early; it
+                // decides from shapes and the stream just begun, as run() does)
                 if constexpr (std::is_same_v<std::decay_t<decltype(op)>, MatmulOp>)
                   if (streamed && lower_chain(i, enter)) {
                     chained = true;
                     return;
                   }
-                lower(i, op);
+                if (!fit_only_) lower(i, op);
+                else if constexpr (std::is_same_v<std::decay_t<decltype(op)>, PoolOp>) check_pool_rows(i, op);
               },
               g_.ops[i]);
         }
@@ -2008,6 +2030,7 @@ isa::Program Lowering::run() {
         whole_[t].reset();
       }
   }
+  if (fit_only_) return p;
   layers.push_back("(end)");
   em_.tag(layers.size() - 1);
   p.code = em_.finish();
@@ -2070,15 +2093,17 @@ bool has_pool(const QGraph& g, const sim::Arch& arch, const LowerOptions& option
 // a guess in proportion to the largest free block (a lower bound on the pieces: the other live
 // tensors shrink with the piece too, so the guess is pessimistic), then a bisection between the
 // most pieces known not to fit and the fewest known to fit (the guess counting as a fit until it
-// is tried: it is tried only when no count between fits). A failing try stops at the tensor
-// that does not fit, so most tries are cheap; at most log2(batch) + 2 lowerings in all.
+// is tried: it is tried only when no count between fits). Every try, of the single loop or of
+// the piece schedule, is first checked to fit (Lowering::check_fit: the allocations without the
+// ops' instructions), and only a schedule that fits is lowered: at most log2(batch) + 2
+// lowerings in all, and a try that does not fit costs about a thousandth of one.
 // When one sample does not fit, tensors are moved to host memory one connected group at a time
 // (hold_in_host) and their ops run in bands of rows: one more lowering per group moved.
 // Only the first try (often the answer), tries in bands and the piece schedule's try (when no
 // program is held) make code; the others measure (Lowering's `code`), and the schedule chosen is
 // lowered once more with code unless its try made it: a program is never held twice (CNN1 on a
-// 64 x 64 array with 256 accumulator rows: a failing try, a measuring try of the single loop in
-// 2 pieces and the piece schedule's try with code, over a million instructions each).
+// 64 x 64 array with 256 accumulator rows: a measuring try of the single loop in 16 pieces and
+// the piece schedule's try with code, over a million instructions each; five checks that fail).
 isa::Program lower(const QGraph& graph, const sim::Arch& arch, const LowerOptions& options) {
   if (graph.batch == 0) throw InputError(fmt::format("model {}: batch 0: a model needs at least one sample", graph.name));
   uint64_t limit = std::min(graph.batch, arch.acc_entries / 2);
@@ -2110,6 +2135,8 @@ isa::Program lower(const QGraph& graph, const sim::Arch& arch, const LowerOption
     const uint64_t piece = piece_for(n);
     try {
       const bool code = std::exchange(first, false) || std::find(in_host.begin(), in_host.end(), true) != in_host.end();
+      // (A piece that does not fit is found without lowering it: check_fit.)
+      Lowering(graph, arch, single_loop(ops, tensors, piece), options, in_host, false).check_fit();
       Lowering l(graph, arch, single_loop(ops, tensors, piece), options, in_host, code);
       isa::Program p = l.run();
       best = Fit{single_loop(ops, tensors, piece), in_host, code ? std::optional(std::move(p)) : std::nullopt,
@@ -2169,30 +2196,43 @@ isa::Program lower(const QGraph& graph, const sim::Arch& arch, const LowerOption
   ScheduleProblem problem = std::move(*best_problem);
   PieceSchedule plan = plan_pieces(problem, arch, tensors);
   for (int tries = 0; plan.segments.size() > 1 && tries < 8; ++tries) {
-    // The plan's try makes code (the program, when its estimate wins) unless the single loop's
-    // program is held already: one program at a time. (Room for twice the single loop's
-    // instructions: what is never written takes no memory.)
-    const bool code = !best->program;
-    Lowering l(graph, arch, plan, options, {}, code, code ? 2 * best->instructions : 0);
-    try {
-      isa::Program p = l.run();
-      if (l.estimate() < best_estimate) {
-        best.reset();  // (its program, if its try made one, is not needed)
-        Fit f{plan, {}, code ? std::optional(std::move(p)) : std::nullopt, l.instructions()};
-        return with_code(f);
+    // The segment that does not fit, if one does not (check_fit: found without lowering).
+    std::optional<size_t> misfit;
+    {
+      Lowering f(graph, arch, plan, options, {}, false);
+      try {
+        f.check_fit();
+      } catch (const DoesNotFit&) {
+        misfit = f.segment();
       }
-      break;
-    } catch (const DoesNotFit&) {
-      // The segment needed more rows than the plan counted for its ops (fragmentation, zero
-      // borders, dense layouts counted per sample): count them a quarter higher and plan again, so
-      // that the planner may cut the segment elsewhere as well as give it more pieces (giving the
-      // whole segment more pieces cost a model whose first layers need pieces its later layers'
-      // whole batch: CNN1's FC layers then fetched their weights once per piece).
-      const PieceSegment& sg = plan.segments.at(l.segment());
-      if (sg.piece == 1) break;
-      for (size_t i = sg.first; i < sg.end; ++i) problem.ops[i].rows += (problem.ops[i].rows + 3) / 4;
-      plan = plan_pieces(problem, arch, tensors);
     }
+    if (!misfit) {
+      // The plan's try makes code (the program, when its estimate wins) unless the single loop's
+      // program is held already: one program at a time. (Room for twice the single loop's
+      // instructions: what is never written takes no memory.)
+      const bool code = !best->program;
+      Lowering l(graph, arch, plan, options, {}, code, code ? 2 * best->instructions : 0);
+      try {
+        isa::Program p = l.run();
+        if (l.estimate() < best_estimate) {
+          best.reset();  // (its program, if its try made one, is not needed)
+          Fit f{plan, {}, code ? std::optional(std::move(p)) : std::nullopt, l.instructions()};
+          return with_code(f);
+        }
+        break;
+      } catch (const DoesNotFit&) {
+        misfit = l.segment();  // (check_fit finds what run() does: not expected)
+      }
+    }
+    // The segment needed more rows than the plan counted for its ops (fragmentation, zero
+    // borders, dense layouts counted per sample): count them a quarter higher and plan again, so
+    // that the planner may cut the segment elsewhere as well as give it more pieces (giving the
+    // whole segment more pieces cost a model whose first layers need pieces its later layers'
+    // whole batch: CNN1's FC layers then fetched their weights once per piece).
+    const PieceSegment& sg = plan.segments.at(*misfit);
+    if (sg.piece == 1) break;
+    for (size_t i = sg.first; i < sg.end; ++i) problem.ops[i].rows += (problem.ops[i].rows + 3) / 4;
+    plan = plan_pieces(problem, arch, tensors);
   }
   return with_code(*best);
 }
