@@ -167,8 +167,9 @@ Data convolve(const Data& x, const ConvGeometry& g, uint64_t batch, const float*
   sim::parallel_for((positions + kBlock - 1) / kBlock, [&](uint64_t block) {
     thread_local std::vector<float> acc, vs;
     thread_local std::vector<uint32_t> ks;
+    uint64_t nonzeros[kBlock];
     acc.resize(kBlock * n);
-    vs.resize(g.c), ks.resize(g.c);
+    vs.resize(kBlock * g.c), ks.resize(kBlock * g.c);
     const float* px[kBlock];
     const uint64_t p0 = block * kBlock, count = std::min(kBlock, positions - p0);
     for (uint64_t i = 0; i < count; ++i)
@@ -182,23 +183,33 @@ Data convolve(const Data& x, const ConvGeometry& g, uint64_t batch, const float*
           px[i] = inside ? &x[((img * g.h + iy - g.pad) * g.w + ix - g.pad) * g.c] : nullptr;
         }
         const float* tap = w + (r * g.kw + q) * g.c * n;
-        // Per position, its nonzero inputs for this tap (zeros add nothing: skipped, as always),
-        // then its columns in register blocks, the last n % kLanes columns with multiply_add.
+        // Per position, its nonzero inputs for this tap (zeros add nothing: skipped, as always);
+        // then the columns in register blocks, the last n % kLanes columns with multiply_add, each
+        // block for every position in turn: the block's weight rows (a few hundred KB) are read
+        // from memory once for the positions, not once per position. (Each accumulator's products
+        // and sums in the same order either way: the same floats.)
         const uint64_t wide = n - n % (kTapVecs * kLanes), whole = n - n % kLanes;
         for (uint64_t i = 0; i < count; ++i) {
-          uint64_t nonzero = 0;
+          uint64_t& nonzero = nonzeros[i];
+          nonzero = 0;
+          uint32_t* ki = &ks[i * g.c];
+          float* vi = &vs[i * g.c];
           if (px[i])
             for (uint64_t k = 0; k < g.c; ++k)
-              if (px[i][k] != 0.0f) ks[nonzero] = uint32_t(k), vs[nonzero++] = px[i][k];
-          if (nonzero == 0) continue;
-          float* a = &acc[i * n];
-          for (uint64_t j0 = 0; j0 < wide; j0 += kTapVecs * kLanes) tap_wide(a + j0, tap + j0, n, ks.data(), vs.data(), nonzero);
-          uint64_t j0 = wide;
-          for (; j0 + 4 * kLanes <= whole; j0 += 4 * kLanes) tap_four(a + j0, tap + j0, n, ks.data(), vs.data(), nonzero);
-          for (; j0 < whole; j0 += kLanes) tap_one(a + j0, tap + j0, n, ks.data(), vs.data(), nonzero);
-          if (whole < n)
-            for (uint64_t t = 0; t < nonzero; ++t) multiply_add(a + whole, tap + ks[t] * n + whole, vs[t], n - whole);
+              if (px[i][k] != 0.0f) ki[nonzero] = uint32_t(k), vi[nonzero++] = px[i][k];
         }
+        const auto each = [&](uint64_t j0, auto kernel) {
+          for (uint64_t i = 0; i < count; ++i)
+            if (nonzeros[i]) kernel(&acc[i * n] + j0, tap + j0, n, &ks[i * g.c], &vs[i * g.c], nonzeros[i]);
+        };
+        for (uint64_t j0 = 0; j0 < wide; j0 += kTapVecs * kLanes) each(j0, tap_wide);
+        uint64_t j0 = wide;
+        for (; j0 + 4 * kLanes <= whole; j0 += 4 * kLanes) each(j0, tap_four);
+        for (; j0 < whole; j0 += kLanes) each(j0, tap_one);
+        if (whole < n)
+          for (uint64_t i = 0; i < count; ++i)
+            for (uint64_t t = 0; t < nonzeros[i]; ++t)
+              multiply_add(&acc[i * n] + whole, tap + ks[i * g.c + t] * n + whole, vs[i * g.c + t], n - whole);
       }
     for (uint64_t i = 0; i < count; ++i)
       for (uint64_t j = 0; j < n; ++j) out[(p0 + i) * n + j] = activate(act, acc[i * n + j]);
@@ -348,7 +359,7 @@ Data LayerRun::lstm(std::vector<double>& cell_max) const {
 
 }  // namespace
 
-FloatRun run_float_detailed(const Model& model) {
+FloatRun run_float_detailed(const Model& model, const std::function<void(size_t layer, bool done)>& around) {
   if (model.inputs.empty()) throw InputError(model.source + ": the model has no input");
   for (const ModelInput& input : model.inputs)
     if (input.data.size() != model.batch * input.shape.elements())
@@ -359,6 +370,7 @@ FloatRun run_float_detailed(const Model& model) {
   run.outputs.resize(model.layers.size());
   run.lstm_cell_max.resize(model.layers.size());
   for (size_t li = 0; li < model.layers.size(); ++li) {
+    if (around) around(li, false);
     const Layer& layer = model.layers[li];
     LayerRun r{model, layer, {}, {}};
     for (int entry : layer.inputs) {
@@ -388,6 +400,7 @@ FloatRun run_float_detailed(const Model& model) {
         for (size_t i = 0; i < out.size(); ++i) out[i] = activate(layer.activation, (*r.x[0])[i]);
         break;
     }
+    if (around) around(li, true);
   }
   return run;
 }

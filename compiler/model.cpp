@@ -763,6 +763,12 @@ uint64_t bias_count(const Layer& l) {
 
 std::vector<float> generate_weights(const Layer& l, const Shape& in, uint64_t seed, size_t position) {
   std::vector<float> w;
+  generate_weights(l, in, seed, position, w);
+  return w;
+}
+
+void generate_weights(const Layer& l, const Shape& in, uint64_t seed, size_t position, std::vector<float>& w) {
+  w.clear();
   w.reserve(weight_count(l, in));
   SeededDraws rng(seed, weight_stream(position));  // (one stream for all of a stacked LSTM's layers)
   auto draw = [&](uint64_t count, double fan_in, double fan_out) {
@@ -787,7 +793,6 @@ std::vector<float> generate_weights(const Layer& l, const Shape& in, uint64_t se
       break;
     default: break;
   }
-  return w;
 }
 
 std::vector<float> expand_groups(const std::vector<float>& grouped, uint64_t kh, uint64_t kw, uint64_t in_c,

@@ -112,6 +112,8 @@ uint64_t bias_count(const Layer& layer);
 // Glorot-uniform weights for `layer` reading `in` (lstm: per stacked layer, fan_in = in_l +
 // units, fan_out = units), drawn in the layout order of graph.h.
 std::vector<float> generate_weights(const Layer& layer, const Shape& in, uint64_t seed, size_t position);
+// The same into `w` (its contents replaced; its memory reused where large enough).
+void generate_weights(const Layer& layer, const Shape& in, uint64_t seed, size_t position, std::vector<float>& w);
 // A grouped conv2d's weights [kh][kw][in_c / groups][units] (ONNX/PyTorch's grouped layout, as
 // .npy weights files and the seeded generator give them) spread into the dense block-diagonal
 // layout of graph.h: zeros where input channel and filter are in different groups.

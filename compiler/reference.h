@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -23,7 +24,10 @@ struct FloatRun {
   // step of each stacked layer (empty but for lstm): each step's cell state has its own scale.
   std::vector<std::vector<double>> lstm_cell_max;
 };
-FloatRun run_float_detailed(const Model& model);
+// `around(i, false)` is called before layer i runs and `around(i, true)` after it (when given):
+// a timing-only compile that calibrates generates each layer's seeded weights there and drops
+// them after (compile.cpp), so that one layer's weights are held at a time, not the model's.
+FloatRun run_float_detailed(const Model& model, const std::function<void(size_t layer, bool done)>& around = {});
 
 // The shape an entry of layer.inputs names (model input i's, or an earlier layer's output).
 // Throws InputError naming the layer when the entry names neither.
