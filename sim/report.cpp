@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <array>
 #include <map>
 #include <vector>
 
@@ -173,12 +174,21 @@ nlohmann::ordered_json make_report(const ReportInput& in) {
   const Arch& a = *in.arch;
   const double seconds = double(r.cycles) / (a.clock_mhz * 1e6);
   const uint64_t batch = program_batch(*in.program);
-  std::map<std::string, uint64_t> counts, cycles;
+  // Per opcode first (a program of a million instructions: no string per instruction), then by
+  // mnemonic for the opcodes the program has.
+  std::array<uint64_t, 256> op_counts{}, op_cycles{};
   for (uint64_t i = 0; i < r.timeline.size(); ++i) {
-    const std::string m(isa::spec(in.program->code[i].opcode).mnemonic);
-    ++counts[m];
-    cycles[m] += r.timeline[i].end - r.timeline[i].start;
+    const auto op = static_cast<uint8_t>(in.program->code[i].opcode);
+    ++op_counts[op];
+    op_cycles[op] += r.timeline[i].end - r.timeline[i].start;
   }
+  std::map<std::string, uint64_t> counts, cycles;
+  for (size_t op = 0; op < op_counts.size(); ++op)
+    if (op_counts[op]) {
+      const std::string m(isa::spec(static_cast<isa::Opcode>(op)).mnemonic);
+      counts[m] = op_counts[op];
+      cycles[m] = op_cycles[op];
+    }
   const MatrixCounters& m = r.matrix;
   nlohmann::ordered_json breakdown = {
       {"array_active", frac(double(m.array_active), r.cycles)},
