@@ -158,6 +158,36 @@ bool without_values(const QGraph& g) {
   });
 }
 
+// A tile of a matmul op: the op and the numbers that name the tile within it.
+struct TileKey {
+  const MatmulOp* op;
+  std::array<uint64_t, 7> at;
+  bool operator==(const TileKey&) const = default;
+};
+struct TileKeyHash {
+  size_t operator()(const TileKey& k) const {
+    // Each number mixed in whole (splitmix64's finaliser): keys differ in small numbers only.
+    const auto mix = [](uint64_t x) {
+      x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
+      x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
+      return x ^ (x >> 31);
+    };
+    uint64_t h = mix(reinterpret_cast<uintptr_t>(k.op));
+    for (uint64_t v : k.at) h = mix(h + 0x9E3779B97F4A7C15ull + v);
+    return size_t(h);
+  }
+};
+
+// The tiles of compiler-built weights (MatmulOp::weight_id < 0: weights from a file, a concat's
+// identity weights) that lower()'s tries have built: their bytes depend on the op, the tile and
+// the machine, not on the schedule, so every try of one compile shares them (weight_image.h
+// ContentTiles), the plain tiles and the packed ones (packing.h) by their keys.
+struct BuiltTiles {
+  explicit BuiltTiles(const sim::Arch& arch) : tiles(arch.array_rows, arch.array_cols) {}
+  ContentTiles tiles;
+  std::unordered_map<TileKey, size_t, TileKeyHash> plain, packed;  // -> the tile's number
+};
+
 class Lowering {
  public:
   // Lowers the graph's batch by `schedule` (schedule.h: segments of ops, each in pieces).
@@ -165,8 +195,9 @@ class Lowering {
   // of one sample, one segment). `code` false: a measuring try (Emitter): the same fit, work and
   // estimate, but no instructions stored (run()'s program has no code).
   // `reserve`: the instructions a measuring try of the same schedule counted.
-  Lowering(const QGraph& g, const sim::Arch& arch, PieceSchedule schedule, const LowerOptions& options,
-           std::vector<bool> in_host = {}, bool code = true, uint64_t reserve = 0)
+  // `built`: the compile's compiler-built tiles, shared by its tries.
+  Lowering(const QGraph& g, const sim::Arch& arch, BuiltTiles& built, PieceSchedule schedule,
+           const LowerOptions& options, std::vector<bool> in_host = {}, bool code = true, uint64_t reserve = 0)
       : g_(g),
         arch_(arch),
         options_(options),
@@ -177,6 +208,7 @@ class Lowering {
         em_(arch, arch.weight_fifo_tiles, code, reserve ? reserve + arch.weight_fifo_tiles : 0),
         alloc_(0, 1),
         image_(arch.array_rows, arch.array_cols, !without_values(g), options.partial_tiles),
+        built_(built),
         in_host_(std::move(in_host)) {
     in_host_.resize(g.tensors.size(), false);
     sched_.resident.resize(g.tensors.size(), false);
@@ -339,28 +371,11 @@ class Lowering {
   std::vector<bool> dense_;  // tensors stored dense when the piece's batch allows (plan_storage)
   std::vector<int64_t> first_def_, last_use_;
   WeightImage image_;
+  BuiltTiles& built_;
   std::vector<uint8_t> tables_;
   std::unordered_multimap<uint64_t, uint64_t> table_index_;
   // Tiles built so far, by (op, and the numbers that name the tile within it): looked up once per
   // switching matmul (over a million times for CNN1 on a 64 x 64 array), so hashed.
-  struct TileKey {
-    const MatmulOp* op;
-    std::array<uint64_t, 7> at;
-    bool operator==(const TileKey&) const = default;
-  };
-  struct TileKeyHash {
-    size_t operator()(const TileKey& k) const {
-      // Each number mixed in whole (splitmix64's finaliser): keys differ in small numbers only.
-      const auto mix = [](uint64_t x) {
-        x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
-        x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
-        return x ^ (x >> 31);
-      };
-      uint64_t h = mix(reinterpret_cast<uintptr_t>(k.op));
-      for (uint64_t v : k.at) h = mix(h + 0x9E3779B97F4A7C15ull + v);
-      return size_t(h);
-    }
-  };
   std::unordered_map<TileKey, TileFetch, TileKeyHash> tile_cache_, packed_cache_;
   std::unordered_map<TileKey, uint64_t, TileKeyHash> table_cache_;  // table_row's answers
   // The tiles of the N tile being lowered, by the pass's tile number and plane: its passes (one
@@ -510,9 +525,13 @@ TileFetch Lowering::tile_address(const MatmulOp& m, const LaneTile& n, size_t in
     }
   };
   if (m.weight_id < 0) {
-    std::vector<uint8_t> tile(arch_.tile_bytes(), 0);
-    fill(tile.data());
-    return tile_cache_[key] = fetch_of(image_.content(tile));
+    auto [at, added] = built_.plain.try_emplace(key, 0);
+    if (added) {
+      std::vector<uint8_t> tile(arch_.tile_bytes(), 0);
+      fill(tile.data());
+      at->second = built_.tiles.number(std::move(tile));
+    }
+    return tile_cache_[key] = fetch_of(image_.content(built_.tiles, at->second));
   }
   // Seeded weights: tile row `row` holds weight row k_offset + k0 + row of kernel position (r, s),
   // columns n0 .. n0 + cols - 1, a group's channels only (group_pairs).
@@ -1216,9 +1235,13 @@ TileFetch Lowering::packed_tile(const MatmulOp& m, const LaneTile& n, const Pack
         }
   };
   if (m.weight_id < 0) {
-    std::vector<uint8_t> tile(arch_.tile_bytes(), 0);
-    fill(tile.data());
-    return packed_cache_[key] = fetch_of(image_.content(tile));
+    auto [at, added] = built_.packed.try_emplace(key, 0);
+    if (added) {
+      std::vector<uint8_t> tile(arch_.tile_bytes(), 0);
+      fill(tile.data());
+      at->second = built_.tiles.number(std::move(tile));
+    }
+    return packed_cache_[key] = fetch_of(image_.content(built_.tiles, at->second));
   }
   // Seeded weights: row (u kh + rr) C + c holds, in column block p, channel c's group's columns
   // where kernel column u - p x stride exists.
@@ -1776,8 +1799,9 @@ isa::Program Lowering::run() {
     const QTensor& qt = g_.tensors[g_.inputs[j]];
     const std::string name = g_.inputs.size() == 1 ? "input" : fmt::format("input{}", j);
     input_host.push_back(region(name, false, g_.batch * qt.shape.elements(), qt.scale));
-    // A timing-only compile has no input values (LoadOptions::timing_only): no initial contents.
-    if (!g_.input_data.at(j).empty())
+    // A timing-only compile has no input values (LoadOptions::timing_only): no initial contents;
+    // nor does a try that makes no code (its program is not kept).
+    if (!g_.input_data.at(j).empty() && em_.stores_code())
       p.host_regions.back().init = to_tpu_order(g_.input_data.at(j), qt.shape, g_.batch, lanes_, piece_);
   }
   const QTensor& out = g_.tensors.at(g_.output);
@@ -2121,6 +2145,7 @@ isa::Program lower(const QGraph& graph, const sim::Arch& arch, const LowerOption
     uint64_t instructions = 0;
   };
   std::optional<Fit> best;
+  BuiltTiles built(arch);  // (shared by every try)
   bool first = true;
   std::optional<ScheduleProblem> best_problem;
   double best_estimate = 0;
@@ -2136,8 +2161,8 @@ isa::Program lower(const QGraph& graph, const sim::Arch& arch, const LowerOption
     try {
       const bool code = std::exchange(first, false) || std::find(in_host.begin(), in_host.end(), true) != in_host.end();
       // (A piece that does not fit is found without lowering it: check_fit.)
-      Lowering(graph, arch, single_loop(ops, tensors, piece), options, in_host, false).check_fit();
-      Lowering l(graph, arch, single_loop(ops, tensors, piece), options, in_host, code);
+      Lowering(graph, arch, built, single_loop(ops, tensors, piece), options, in_host, false).check_fit();
+      Lowering l(graph, arch, built, single_loop(ops, tensors, piece), options, in_host, code);
       isa::Program p = l.run();
       best = Fit{single_loop(ops, tensors, piece), in_host, code ? std::optional(std::move(p)) : std::nullopt,
                  l.instructions()};
@@ -2187,7 +2212,7 @@ isa::Program lower(const QGraph& graph, const sim::Arch& arch, const LowerOption
   // ignores fragmentation) runs in one more piece, a few times at most.
   const auto with_code = [&](Fit& f) {
     if (f.program) return std::move(*f.program);
-    Lowering l(graph, arch, f.schedule, options, f.in_host, true, f.instructions);
+    Lowering l(graph, arch, built, f.schedule, options, f.in_host, true, f.instructions);
     return l.run();
   };
   if (!options.piece_schedule || best_n <= 1 ||
@@ -2199,7 +2224,7 @@ isa::Program lower(const QGraph& graph, const sim::Arch& arch, const LowerOption
     // The segment that does not fit, if one does not (check_fit: found without lowering).
     std::optional<size_t> misfit;
     {
-      Lowering f(graph, arch, plan, options, {}, false);
+      Lowering f(graph, arch, built, plan, options, {}, false);
       try {
         f.check_fit();
       } catch (const DoesNotFit&) {
@@ -2211,7 +2236,7 @@ isa::Program lower(const QGraph& graph, const sim::Arch& arch, const LowerOption
       // program is held already: one program at a time. (Room for twice the single loop's
       // instructions: what is never written takes no memory.)
       const bool code = !best->program;
-      Lowering l(graph, arch, plan, options, {}, code, code ? 2 * best->instructions : 0);
+      Lowering l(graph, arch, built, plan, options, {}, code, code ? 2 * best->instructions : 0);
       try {
         isa::Program p = l.run();
         if (l.estimate() < best_estimate) {

@@ -75,10 +75,17 @@ PieceSchedule plan_pieces(const ScheduleProblem& pr, const sim::Arch& arch, size
   for (size_t j = 1; j < n; ++j)
     if (pr.ops[j].cut_before) cuts.push_back(j);
   cuts.push_back(n);
-  const auto resident_rows = [&](size_t j) {
-    uint64_t r = 0;
-    for (const CrossingTensor& t : pr.crossing[j]) r += t.rows * B;
-    return r;
+  std::vector<uint64_t> resident_rows(n + 1, 0);  // per position: its crossing tensors' rows, whole batch
+  for (size_t j = 0; j <= n && j < pr.crossing.size(); ++j)
+    for (const CrossingTensor& t : pr.crossing[j]) resident_rows[j] += t.rows * B;
+  // move_cycles of each tensor crossing position j, per piece and resident or not, computed once
+  // (the search asks for the same ones for every segment it tries from or to j).
+  std::vector<std::map<std::pair<uint64_t, bool>, std::vector<double>>> moves(n + 1);
+  const auto moves_at = [&](size_t j, uint64_t piece, bool resident) -> const std::vector<double>& {
+    auto [it, added] = moves[j].try_emplace({piece, resident});
+    if (added)
+      for (const CrossingTensor& t : pr.crossing[j]) it->second.push_back(move_cycles(t, B, piece, resident, arch));
+    return it->second;
   };
   // Prefix sums of op cycles per piece count, built when first needed.
   std::map<uint64_t, std::vector<double>> prefix;
@@ -98,15 +105,16 @@ PieceSchedule plan_pieces(const ScheduleProblem& pr, const sim::Arch& arch, size
     bool from_resident = false;
     uint64_t from_piece = 0, piece = 0;
   };
-  // key: (cut index, resident, piece of the segment ending there)
-  std::map<std::tuple<size_t, bool, uint64_t>, State> best;
-  best[{0, false, 0}] = State{0.0, 0, false, 0, 0};
+  // Per cut index, key (resident, piece of the segment ending there), in that order.
+  std::vector<std::map<std::pair<bool, uint64_t>, State>> best(cuts.size());
+  best[0][{false, 0}] = State{0.0, 0, false, 0, 0};
   for (size_t ca = 0; ca + 1 < cuts.size(); ++ca) {
     const size_t a = cuts[ca];
-    for (auto it = best.lower_bound({ca, false, 0}); it != best.end() && std::get<0>(it->first) == ca; ++it) {
-      const auto [ca_, ma, pl] = it->first;
+    for (auto it = best[ca].begin(); it != best[ca].end(); ++it) {
+      const auto [ma, pl] = it->first;
       const double base = it->second.cost;
-      const uint64_t rin = ma ? resident_rows(a) : 0;
+      const uint64_t rin = ma ? resident_rows[a] : 0;
+      const std::vector<double>* from_moves = a > 0 ? &moves_at(a, pl, ma) : nullptr;
       uint64_t maxd = 1;
       bool pool = false;
       for (size_t cb = ca + 1; cb < cuts.size(); ++cb) {
@@ -118,7 +126,7 @@ PieceSchedule plan_pieces(const ScheduleProblem& pr, const sim::Arch& arch, size
           if (b == n && mb) continue;
           // Over the whole batch, a resident tensor is the segment's own storage of it (in the
           // rows per sample already); in pieces, the whole batch's copy comes on top.
-          const uint64_t rout = mb ? resident_rows(b) : 0;
+          const uint64_t rout = mb ? resident_rows[b] : 0;
           uint64_t fit = B;
           if (B > limit || B * maxd > pr.free_rows) {
             if (rin + rout >= pr.free_rows) continue;
@@ -127,10 +135,11 @@ PieceSchedule plan_pieces(const ScheduleProblem& pr, const sim::Arch& arch, size
           if (fit == 0) continue;
           const uint64_t pieces = div_up(B, fit), piece = div_up(B, pieces);
           double cost = base + ops_cost(a, b, pieces);
-          if (a > 0)
-            for (const CrossingTensor& t : pr.crossing[a])
-              cost += move_cycles(t, B, pl, ma, arch) + move_cycles(t, B, piece, ma, arch);
-          State& s = best[{cb, mb, piece}];
+          if (a > 0) {
+            const std::vector<double>& to_moves = moves_at(a, piece, ma);
+            for (size_t k = 0; k < to_moves.size(); ++k) cost += (*from_moves)[k] + to_moves[k];
+          }
+          State& s = best[cb][{mb, piece}];
           if (cost < s.cost) s = State{cost, ca, ma, pl, piece};
         }
       }
@@ -139,13 +148,13 @@ PieceSchedule plan_pieces(const ScheduleProblem& pr, const sim::Arch& arch, size
   // The cheapest end, then back along the cuts.
   const State* end = nullptr;
   std::tuple<size_t, bool, uint64_t> key;
-  for (const auto& [k, s] : best)
-    if (std::get<0>(k) == cuts.size() - 1 && (!end || s.cost < end->cost)) end = &s, key = k;
+  for (const auto& [k, s] : best.back())
+    if (!end || s.cost < end->cost) end = &s, key = {cuts.size() - 1, k.first, k.second};
   PieceSchedule sched;
   sched.resident.assign(tensors, false);
   std::vector<std::pair<size_t, bool>> modes;  // (position, resident) of each cut
   while (std::get<0>(key) > 0) {
-    const State& s = best.at(key);
+    const State& s = best.at(std::get<0>(key)).at({std::get<1>(key), std::get<2>(key)});
     sched.segments.insert(sched.segments.begin(),
                           PieceSegment{cuts[s.from_cut], cuts[std::get<0>(key)], s.piece});
     if (s.from_cut > 0) modes.push_back({cuts[s.from_cut], s.from_resident});

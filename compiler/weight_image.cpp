@@ -54,14 +54,19 @@ WeightImage::Stored WeightImage::append(isa::WeightTileUse u, const std::vector<
   return at;
 }
 
-WeightImage::Stored WeightImage::content(const std::vector<uint8_t>& tile) {
+size_t ContentTiles::number(std::vector<uint8_t> tile) {
   const uint64_t h = bytes_hash(tile);
-  for (auto [it, end] = content_index_.equal_range(h); it != end; ++it)
-    if (content_bytes_.at(it->second.waddr) == tile) return it->second;
-  const Stored at = append(tile_use_of(tile.data(), rows_, cols_), tile);
-  content_bytes_[at.waddr] = tile;
-  content_index_.emplace(h, at);
-  return at;
+  for (auto [it, end] = by_hash_.equal_range(h); it != end; ++it)
+    if (tiles_[it->second].bytes == tile) return it->second;
+  const isa::WeightTileUse u = tile_use_of(tile.data(), rows_, cols_);
+  tiles_.push_back({std::move(tile), u});
+  by_hash_.emplace(h, tiles_.size() - 1);
+  return tiles_.size() - 1;
+}
+
+WeightImage::Stored WeightImage::content(const ContentTiles& tiles, size_t n) {
+  if (const auto it = content_.find(n); it != content_.end()) return it->second;
+  return content_[n] = append(tiles.use(n), tiles.bytes(n));
 }
 
 void WeightImage::finish(isa::Program& p) {

@@ -23,6 +23,28 @@
 
 namespace tpusim::compiler {
 
+// Tiles known by their contents (every tile not of seeded weights), numbered so that two tiles
+// get the same number exactly when their bytes are equal, each tile's useful cells found once.
+// One per compile, kept across the lowering's tries (lower.cpp): a tile is built, hashed and
+// compared once, not once per try (CNN1's concat tiles on a 1024 x 1024 array: 1 MiB each).
+class ContentTiles {
+ public:
+  ContentTiles(uint64_t rows, uint64_t cols) : rows_(rows), cols_(cols) {}
+  // The number of the tile with these bytes (rows x cols of them): an earlier tile's when equal.
+  size_t number(std::vector<uint8_t> tile);
+  const std::vector<uint8_t>& bytes(size_t n) const { return tiles_.at(n).bytes; }
+  const isa::WeightTileUse& use(size_t n) const { return tiles_.at(n).use; }
+
+ private:
+  struct Tile {
+    std::vector<uint8_t> bytes;
+    isa::WeightTileUse use;
+  };
+  uint64_t rows_, cols_;
+  std::vector<Tile> tiles_;
+  std::unordered_multimap<uint64_t, size_t> by_hash_;  // hash of a tile's bytes -> its number
+};
+
 class WeightImage {
  public:
   // with_bytes false: a timing-only compile's image (no seeded weight has a value).
@@ -51,8 +73,8 @@ class WeightImage {
     }
     return seeded_[key] = append(u, tile);
   }
-  // The tile with these bytes (rows x cols of them), appended unless already there.
-  Stored content(const std::vector<uint8_t>& tile);
+  // Tile n of `tiles` (stored once per distinct contents), appended unless already there.
+  Stored content(const ContentTiles& tiles, size_t n);
   uint64_t bytes() const { return size_; }
   uint64_t tiles() const { return uses_.size(); }
   // Moves the image into `p`: its bytes, or (without) its size; and the tiles' useful cells.
@@ -69,8 +91,7 @@ class WeightImage {
   std::vector<uint8_t> bytes_;               // with bytes: the image
   std::vector<isa::WeightTileUse> uses_;     // each tile's useful cells and address (meta.tile_uses)
   std::map<Key, Stored> seeded_;
-  std::unordered_multimap<uint64_t, Stored> content_index_;  // hash of a content tile -> where it is
-  std::map<uint64_t, std::vector<uint8_t>> content_bytes_;   // content tiles' full bytes by address
+  std::unordered_map<size_t, Stored> content_;  // content tiles by their ContentTiles number
 };
 
 // A hash of `bytes` for the in-memory indexes that find an identical tile or table (never stored):

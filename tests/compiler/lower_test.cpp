@@ -4,6 +4,7 @@
 #include <set>
 
 #include "compiler/emitter.h"
+#include "compiler/weight_image.h"
 #include "graph_builder.h"
 #include "isa/error.h"
 
@@ -985,6 +986,34 @@ TEST_CASE("the stream's part for a span is the last one not arrived that writes 
       if (size_t(want) + 1 == emitted && emitted < parts.size()) ++emitted;
     }
   }
+}
+
+// Compiler-built tiles are numbered by contents once per compile (ContentTiles) and stored once
+// per number in each try's weight image: equal bytes, one number and one stored tile; other bytes,
+// another; each with its useful box (a 4 x 4 array, compact storage).
+TEST_CASE("content tiles: equal bytes get one number and one place in the image, others their own") {
+  compiler::ContentTiles tiles(4, 4);
+  std::vector<uint8_t> a(16, 0), b(16, 0);
+  a[0 * 4 + 1] = 5, a[2 * 4 + 0] = 7;  // rows 0..2, columns 0..1: a 3 x 2 box, 2 cells
+  b[3 * 4 + 3] = 1;                    // the whole 4 x 4 box, 1 cell
+  const size_t na = tiles.number(a), nb = tiles.number(b), na2 = tiles.number(a);
+  CHECK(na == na2);
+  CHECK(na != nb);
+  CHECK(tiles.use(na).rows == 3);
+  CHECK(tiles.use(na).cols == 2);
+  CHECK(tiles.use(na).spans == 2);
+  CHECK(tiles.use(nb).rows == 4);
+  CHECK(tiles.use(nb).cols == 4);
+  CHECK(tiles.bytes(nb) == b);
+  compiler::WeightImage image(4, 4, true, true);
+  const auto sa = image.content(tiles, na), sb = image.content(tiles, nb), sa2 = image.content(tiles, na2);
+  CHECK(sa.waddr == 0);
+  CHECK(sa.rows == 3);
+  CHECK(sa.cols == 2);
+  CHECK(sb.waddr == 6);  // after a's 3 x 2 box
+  CHECK(sa2.waddr == sa.waddr);
+  CHECK(image.tiles() == 2);
+  CHECK(image.bytes() == 6 + 16);
 }
 
 }  // namespace tpusim::test
