@@ -252,11 +252,11 @@ void Emitter::matmul(isa::Instruction inst, bool switches, TileFetch fetch, cons
   if (switches) stream_pace(needed);
 }
 
-void Emitter::activation(const isa::Instruction& inst, std::vector<RowSpan> reads, RowSpan write) {
+void Emitter::activation(const isa::Instruction& inst, Spans reads, RowSpan write) {
   activation(inst, std::move(reads), write, act_lane_);
 }
 
-void Emitter::activation(const isa::Instruction& inst, std::vector<RowSpan> reads, RowSpan write, uint64_t act_lane) {
+void Emitter::activation(const isa::Instruction& inst, Spans reads, RowSpan write, uint64_t act_lane) {
   if (inst.opcode == Opcode::activate) {
     setcfg(isa::ConfigReg::act_lane, act_lane, act_lane_);
     setcfg(isa::ConfigReg::act_groups, scatter_want_.first, pack_.act_groups);
@@ -290,7 +290,7 @@ void Emitter::activation(const isa::Instruction& inst, std::vector<RowSpan> read
   Spans spans(reads.begin(), reads.end());
   spans.insert(spans.end(), writes.begin(), writes.end());
   const bool latest = stream_need(view(spans));
-  touch(kAct, reads, view(writes));
+  touch(kAct, view(reads), view(writes));
   ++work_.activations;
   if (inst.opcode == Opcode::pool)
     for (const RowSpan& r : reads) work_.act_rows += r.rows;

@@ -80,8 +80,8 @@ class Emitter {
   void planes(const sim::Planes& planes) { planes_want_ = planes; }
   // act, vec and pool (the activation unit). `act_lane` is the UB row byte an act writes from
   // (a setcfg when it changes); vec and pool ignore it.
-  void activation(const isa::Instruction& inst, std::vector<RowSpan> reads, RowSpan write, uint64_t act_lane);
-  void activation(const isa::Instruction& inst, std::vector<RowSpan> reads, RowSpan write);
+  void activation(const isa::Instruction& inst, Spans reads, RowSpan write, uint64_t act_lane);
+  void activation(const isa::Instruction& inst, Spans reads, RowSpan write);
   // Zeroes UB rows (vec sub of the rows with themselves) unless they were never written.
   void zero(RowSpan rows);
   // sync on every unit with outstanding UB accesses, then halt; returns the program's code with

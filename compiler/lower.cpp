@@ -299,7 +299,9 @@ class Lowering {
   // Input streaming: `steps` cut where their groups (rows, for a step of one group) reach into a
   // later part of the input being streamed (emitter.h), so that each matmul waits only for the
   // parts it reads; unchanged when nothing is streamed or the steps gather (packed, dense).
-  std::vector<MatmulStep> stream_split(const std::vector<MatmulStep>& steps, const sim::PackRegs& regs) const;
+  // (`steps` itself when unchanged, else `out` filled.)
+  const std::vector<MatmulStep>& stream_split(const std::vector<MatmulStep>& steps, const sim::PackRegs& regs,
+                                              std::vector<MatmulStep>& out) const;
   std::vector<std::vector<MatmulStep>> conv_steps(const MatmulOp& m, uint64_t y0, uint64_t y1, uint64_t x0,
                                                   uint64_t x1) const;
   std::optional<Packing> packing_for(const MatmulOp& m, uint64_t batch) const;
@@ -309,10 +311,17 @@ class Lowering {
     if (at.rows == arch_.array_rows && at.cols == arch_.array_cols) return {at.waddr, 0, 0};
     return {at.waddr, at.rows, at.cols};
   }
-  std::vector<LaneTile> k_tiles(const View& v) const {
-    return lane_tiles(g_.tensors[v.tensor].shape.c, lanes_, arch_.array_rows);
+  // (Asked for per pass: each channel count's tiles computed once.)
+  const std::vector<LaneTile>& k_tiles(const View& v) const {
+    return tiles_of(g_.tensors[v.tensor].shape.c, arch_.array_rows);
   }
-  std::vector<LaneTile> n_tiles(const MatmulOp& m) const { return lane_tiles(m.n, lanes_, arch_.array_cols); }
+  const std::vector<LaneTile>& n_tiles(const MatmulOp& m) const { return tiles_of(m.n, arch_.array_cols); }
+  const std::vector<LaneTile>& tiles_of(uint64_t channels, uint64_t side) const {
+    auto [it, added] = lane_tiles_.try_emplace({channels, side});
+    if (added) it->second = lane_tiles(channels, lanes_, side);
+    return it->second;
+  }
+  mutable std::map<std::pair<uint64_t, uint64_t>, std::vector<LaneTile>> lane_tiles_;  // (channels, side) ->
   // Dense layouts (layout.h): the 1 x 1 dense gather a matmul reads K tile k of `st` with (the
   // caller sets a packed convolution's gather over it), none when `st` is not dense; and the
   // act_dense registers for activates writing `st`.
@@ -378,20 +387,18 @@ class Lowering {
   // switching matmul (over a million times for CNN1 on a 64 x 64 array), so hashed.
   std::unordered_map<TileKey, TileFetch, TileKeyHash> tile_cache_, packed_cache_;
   std::unordered_map<TileKey, uint64_t, TileKeyHash> table_cache_;  // table_row's answers
-  // The tiles of the N tile being lowered, by the pass's tile number and plane: its passes (one
-  // per chunk of rows) fetch the same tiles, found here without a search of tile_cache_.
-  std::optional<TileFetch>& pass_fetch(const MatmulOp& m, const LaneTile& n, size_t slot) {
-    if (pass_op_ != &m || pass_n_ != std::pair(n.slice, n.lane)) {
+  // The tiles of each N tile of the op being lowered, by the pass's tile number and plane: its
+  // passes (one per chunk of rows, the chunks' passes taken N tile by N tile or chunk by chunk)
+  // fetch the same tiles, found here without a search of tile_cache_ per tile.
+  std::vector<std::optional<TileFetch>>& pass_fetches(const MatmulOp& m, const LaneTile& n) {
+    if (pass_op_ != &m) {
       pass_op_ = &m;
-      pass_n_ = {n.slice, n.lane};
       pass_fetches_.clear();
     }
-    if (slot >= pass_fetches_.size()) pass_fetches_.resize(slot + 1);
-    return pass_fetches_[slot];
+    return pass_fetches_[{n.slice, n.lane}];
   }
   const MatmulOp* pass_op_ = nullptr;
-  std::pair<uint64_t, uint64_t> pass_n_;
-  std::vector<std::optional<TileFetch>> pass_fetches_;
+  std::map<std::pair<uint64_t, uint64_t>, std::vector<std::optional<TileFetch>>> pass_fetches_;
   uint64_t table_rows_ = 0, table_base_ = 0, block_ = 0, macs_ = 0;
   std::vector<std::pair<int, size_t>> perchan_;  // (op, n) pairs needing a table, in order
   // How well each layer (meta.layers index) maps: the manifest's meta.mapping.
@@ -691,10 +698,12 @@ void Lowering::pass(size_t i, const MatmulOp& m, const LaneTile& n, const std::v
                     const std::vector<Segment>& segments, uint64_t acc_rows, const PooledBands* pooled) {
   (void)i;
   const uint64_t base = next_block(acc_rows);
+  std::vector<std::optional<TileFetch>>& memos = pass_fetches(m, n);
+  std::vector<MatmulStep> split;  // (stream_split's, when it cuts)
   size_t t = 0, computed = 0;  // weight tiles of the pass, and those computed (not all zero)
   uint64_t k_offset = 0;        // the input's first channel among the K (inputs concatenated)
   for (size_t input = 0; input < m.inputs.size(); k_offset += g_.tensors[m.inputs[input++].tensor].shape.c) {
-    const std::vector<LaneTile> kt = k_tiles(m.inputs[input]);
+    const std::vector<LaneTile>& kt = k_tiles(m.inputs[input]);
     for (uint64_t r = 0; r < m.kernel_h; ++r)
       for (uint64_t s = 0; s < m.kernel_w; ++s)
         for (const LaneTile& k : kt) {
@@ -709,7 +718,8 @@ void Lowering::pass(size_t i, const MatmulOp& m, const LaneTile& n, const std::v
           // setcfg mm_weight_hi = 1, accumulating (docs/timing.md, "16-bit operands").
           const int planes = m.wide_weights() ? 2 : 1;
           for (int plane = 0; plane < planes; ++plane) {
-            std::optional<TileFetch>& memo = pass_fetch(m, n, 2 * t + size_t(plane));
+            if (memos.size() <= 2 * t + size_t(plane)) memos.resize(2 * t + size_t(plane) + 1);
+            std::optional<TileFetch>& memo = memos[2 * t + size_t(plane)];
             if (!memo) memo = tile_address(m, n, input, r, s, k, plane);
             const TileFetch waddr = *memo;
             sim::PackRegs regs = dense_read(storage_[m.inputs[input].tensor], k);
@@ -717,7 +727,7 @@ void Lowering::pass(size_t i, const MatmulOp& m, const LaneTile& n, const std::v
             // A 16-bit input: both byte planes streamed, half speed (docs/timing.md).
             regs.mm_in_hi = storage_[m.inputs[input].tensor].high();
             bool first = true;
-            for (const MatmulStep& st : stream_split(steps[t], regs)) {
+            for (const MatmulStep& st : stream_split(steps[t], regs, split)) {
               isa::Instruction in = isa::make_instruction(Opcode::matmul);
               in[Field::ub] = st.ub;
               in[Field::acc] = base + st.acc_offset;
@@ -743,10 +753,10 @@ void Lowering::pass(size_t i, const MatmulOp& m, const LaneTile& n, const std::v
   else activate(m, n, base, segments);
 }
 
-std::vector<MatmulStep> Lowering::stream_split(const std::vector<MatmulStep>& steps,
-                                               const sim::PackRegs& regs) const {
+const std::vector<MatmulStep>& Lowering::stream_split(const std::vector<MatmulStep>& steps,
+                                                      const sim::PackRegs& regs, std::vector<MatmulStep>& out) const {
   if (!em_.streaming() || regs.gathers() || regs.dense_rows > 1 || regs.mm_in_hi) return steps;
-  std::vector<MatmulStep> out;
+  out.clear();
   for (const MatmulStep& st : steps) {
     // Units: the step's groups, or its rows when it has one group; each unit's latest part.
     const bool by_rows = st.repeat <= 1;
@@ -810,7 +820,7 @@ void Lowering::emit_activate(const MatmulOp& m, uint64_t qtable, uint64_t acc, u
     in[Field::mult] = m.mult.at(0);
     in[Field::shift] = m.shift.at(0);
   }
-  std::vector<RowSpan> reads;
+  Emitter::Spans reads;
   if (perchan) reads.push_back({qtable, div_up(7 * arch_.array_cols, arch_.ub_row_bytes())});
   em_.planes({storage_[m.output.tensor].high(), 0, 0, 0});
   em_.activation(in, reads, written, lane);
@@ -1427,7 +1437,7 @@ void Lowering::lower(size_t i, const VectorOp& v) {
       in[Field::rows] = len * pr;
       in[Field::mult] = v.mult;
       in[Field::shift] = v.shift;
-      std::vector<RowSpan> reads{{in[Field::src], len * pr}};
+      Emitter::Spans reads{{in[Field::src], len * pr}};
       if (two) reads.push_back({in[Field::src_b], len * pr});
       em_.planes({0, a.high(), two ? b.high() : 0, o.high()});
       em_.activation(in, reads, {in[Field::ub], len * pr});
