@@ -317,16 +317,36 @@ void Emitter::zero(RowSpan rows) {
   planes_want_ = want;
 }
 
+void Emitter::interrupt() {
+  append(Opcode::interrupt);
+  ++segments_;
+  // It waits for every station: no sync needed after it for what came before. (An input stream's
+  // parts keep their bookkeeping: a stream by steps paces its next parts by the step that reads
+  // them, so a part emitted before the int is still waited for by a sync, which finds it long
+  // arrived, and still moves the stream's step on.)
+  for (int s = 0; s < kStations; ++s) reads_[s].clear(), writes_[s].clear();
+  if (!code_on_) return;
+  dropped_.insert(dropped_.end(), unfilled_.begin(), unfilled_.end());
+  unfilled_.clear();
+  for (uint64_t i = 0; i < prefetch_; ++i) {
+    unfilled_.push_back(code_.size());
+    code_.push_back(isa::make_instruction(Opcode::read_weights));
+  }
+}
+
 std::vector<isa::Instruction> Emitter::finish() {
   stream_flush();
   append(Opcode::halt);
   if (!code_on_) return {};
-  // Drop the placeholders no fetch filled (at most `prefetch`), moving the code after them down.
-  if (!unfilled_.empty()) {
-    size_t to = unfilled_.front();
+  // Drop the placeholders no fetch filled (at most `prefetch` at the end, and those before each
+  // interrupt), moving the code after them down.
+  dropped_.insert(dropped_.end(), unfilled_.begin(), unfilled_.end());
+  unfilled_.clear();
+  if (!dropped_.empty()) {
+    size_t to = dropped_.front(), d = 0;
     for (size_t from = to; from < code_.size(); ++from) {
-      if (!unfilled_.empty() && unfilled_.front() == from) {
-        unfilled_.pop_front();
+      if (d < dropped_.size() && dropped_[d] == from) {
+        ++d;
         continue;
       }
       code_[to++] = code_[from];

@@ -87,6 +87,12 @@ class Emitter {
   // sync on every unit with outstanding UB accesses, then halt; returns the program's code with
   // the read_weights in place.
   std::vector<isa::Instruction> finish();
+  // Ends a program segment (a step of a loop the host drives): `int`, which drains the machine
+  // and holds issue for the host's launch of the next segment. No read_weights is hoisted across
+  // it: the placeholders for the fetches after it that were placed before it are dropped, and
+  // the next segment starts its own prefetch as a program does.
+  void interrupt();
+  uint64_t host_segments() const { return segments_; }
 
   uint64_t weight_fetches() const { return fetches_; }
   // Instructions emitted so far but the read_weights placed at the start (a measuring emitter
@@ -166,6 +172,8 @@ class Emitter {
   // filled (the last `prefetch`).
   uint64_t fetches_ = 0;            // switching matmuls so far
   std::deque<size_t> unfilled_;     // placeholders not yet filled, in code order
+  std::vector<size_t> dropped_;     // placeholders an interrupt() left unfilled, in code order
+  uint64_t segments_ = 1;           // program segments (interrupt() starts one)
   struct Part {
     uint64_t host, ub, rows, row_bytes, stride, key;
   };

@@ -244,6 +244,10 @@ struct QGraph {
   std::vector<int> inputs;            // tensor index of each model input (Model::inputs order)
   std::vector<std::vector<int8_t>> input_data;  // for each input: batch x shape, NHWC, quantized
   int output = -1;                    // tensor index of the model's output (the last layer's)
+  // The ops that begin a step of a loop the host drives (each LSTM layer-step's first gate, in
+  // order): with the mapper's host_loop, the lowering starts a program segment at each but the
+  // first (docs/compiler.md, "Host-driven loops").
+  std::vector<size_t> loop_steps;
 };
 
 }  // namespace tpusim::compiler

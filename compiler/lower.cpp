@@ -370,6 +370,7 @@ class Lowering {
   PieceSchedule sched_;
   std::vector<size_t> seg_of_;  // each op's segment of the schedule
   size_t segment_ = 0;          // the segment being lowered (segment())
+  bool loop_started_ = false;   // a step of a host-driven loop was lowered (the next one interrupts)
   std::vector<bool> live_;      // tensors holding UB rows now (released at their last use)
   std::vector<std::optional<Storage>> whole_;  // resident tensors' whole-batch storage, while held
   std::vector<Emitter::Work> op_work_;         // per op, then the rest (op_work())
@@ -1950,6 +1951,11 @@ isa::Program Lowering::run() {
         stats_[layer_].piece = sg.piece;
       };
       for (size_t i = sg.first; i < sg.end; ++i) {
+        // A step of a loop the host drives: a program segment of its own (but the first).
+        if (options_.host_loop && std::binary_search(g_.loop_steps.begin(), g_.loop_steps.end(), i)) {
+          if (loop_started_) em_.interrupt();
+          loop_started_ = true;
+        }
         enter_layer(i);
         // Ops lowered together (lower_chain: op i + 1's chunks interleaved with op i's): the work
         // of each run of one op's instructions is counted to that op.
@@ -2080,6 +2086,7 @@ isa::Program Lowering::run() {
   p.meta["macs"] = macs_;
   p.meta["weight_tiles"] = tiles;
   p.meta["weight_fetches"] = em_.weight_fetches();
+  if (em_.host_segments() > 1) p.meta["host_segments"] = em_.host_segments();
   const bool segmented = sched_.segments.size() > 1;
   if (segmented) {
     nlohmann::json segs = nlohmann::json::array();

@@ -34,6 +34,11 @@ struct LowerOptions {
   // box and fetch it with rw tile_rows / tile_cols, so only its used cells cross the weight memory
   // link (docs/compiler.md "Partial tiles"); off: every tile stored and fetched whole.
   bool partial_tiles = true;
+  // Run a recurrent layer's time loop as the host drives it (docs/compiler.md "Host-driven loops"):
+  // the machine has no branches, so each layer-step is a program segment of its own, ended by `int`
+  // (interrupt host) and launched by the host; off: one program, the loop unrolled, weight tiles
+  // prefetched across steps.
+  bool host_loop = true;
   bool operator==(const LowerOptions&) const = default;
 };
 
@@ -58,6 +63,9 @@ inline constexpr MapperSwitch kMapperSwitches[] = {
      "\"Input streaming\")"},
     {"partial", &LowerOptions::partial_tiles,
      "store partial weight tiles compactly and fetch only their used cells (docs/compiler.md \"Partial tiles\")"},
+    {"host_loop", &LowerOptions::host_loop,
+     "run each LSTM layer-step as a program segment the host launches, ended by `int` (docs/compiler.md "
+     "\"Host-driven loops\")"},
 };
 
 // Sets one switch from "KEY=VALUE" (VALUE: on/off, true/false, 1/0). Throws InputError naming

@@ -915,6 +915,7 @@ void Quantizer::lstm() {
       int gate[4] = {-1, -1, -1, -1};
       for (int g = 0; g < 4; ++g) {
         if (t == 0 && g == 1) continue;  // f multiplies c_{-1} = 0
+        if (g == 0) g_.loop_steps.push_back(g_.ops.size());  // (the layer-step's first gate)
         gate[g] = add_tensor(fmt::format("{}.{}", step, gate_name[g]), vec_of(u), sg, name, bits);
         MatmulOp op = t == 0 ? first[g] : full[g];
         op.inputs = {View{x, t, 1}};

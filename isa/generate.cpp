@@ -107,8 +107,8 @@ std::string isa_markdown() {
       "Integer semantics: `round_half_away` rounds to nearest, ties away from zero; results "
       "saturate to the output type's range. Requantization computes in 64 bits, so no "
       "intermediate overflows.\n\n"
-      "Not modelled from the paper's list: the alternate host read/write and interrupt-host "
-      "instructions (the simulator's host is a memory image, with nothing to interrupt).\n\n"
+      "Not modelled from the paper's list: the alternate host read/write instructions (the "
+      "simulator's host is a memory image).\n\n"
       "## Summary\n\n| opcode | mnemonic | paper name | unit | operands |\n|---|---|---|---|---|\n";
   for (const OpcodeSpec& s : kOpcodes) {
     std::string ops;

@@ -36,6 +36,7 @@ enum class Opcode : uint8_t {
   barrier = 0x03,
   set_config = 0x04,
   debug_tag = 0x05,
+  interrupt = 0x06,
   read_host = 0x10,
   write_host = 0x11,
   read_weights = 0x20,
@@ -478,6 +479,21 @@ inline constexpr OpcodeSpec kOpcodes[] = {
      "nothing (registers are read at issue)"},
     {Opcode::debug_tag, "tag", "Debug tag", Unit::control, layout::kDebugTag,
      "No effect on the machine; marks a point in traces and the debugger (e.g. a layer start).", "nothing"},
+    {Opcode::interrupt,
+     "int",
+     "Interrupt host",
+     Unit::control,
+     {},
+     "Ends a program segment: the TPU has no branches, so a loop whose steps the host drives (a recurrence "
+     "whose step count is known at run time) runs as segments the host launches one after another. Holds "
+     "issue until every unit is idle and every weight fetch has landed (as `barrier`), then interrupts the "
+     "host, whose driver takes the interrupt, downloads the next segment (the instructions after this one "
+     "through the next `int` or `halt`) over the host link into the instruction buffer and launches it: "
+     "issue resumes host_driver_us x clock_mhz + host_latency_cycles + transfer_cycles(its instructions x "
+     "16 bytes, host_gbps) cycles after the drain (docs/timing.md, \"Host model\"). No effect on data; "
+     "memories, the weight FIFO and configuration registers stay as they are. The held cycles count as "
+     "host_launch, part of non_matrix.",
+     "all units idle and all weight fetches landed, then the host's launch of the next segment"},
     {Opcode::read_host, "rhm", "Read_Host_Memory", Unit::host_dma, layout::kReadHost,
      "Copies `rows` rows from host memory at `host` (rows `host_stride` bytes apart, "
      "`host_row_bytes` bytes each) into UB rows ub .. ub+rows-1.",

@@ -86,6 +86,7 @@ void Context::reset_run() {
   result = RunResult{};
   sync_act.clear();
   sync_host.clear();
+  host_launch.clear();
   matrix_spans.clear();
   next_issue = 0;
   halted = aborted = false;

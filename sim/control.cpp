@@ -1,6 +1,7 @@
-// The control unit (units.h): in-order issue, sync, barrier, halt.
+// The control unit (units.h): in-order issue, sync, barrier, int, halt.
 #include <fmt/format.h>
 
+#include "sim/host_model.h"
 #include "sim/units.h"
 
 namespace tpusim::sim {
@@ -70,7 +71,9 @@ ControlUnit::Stop ControlUnit::issue_ahead() {
       q.push({i, t_}, ctx_.at(t_) - sc_core::sc_time_stamp());
       continue;
     }
-    if (in.opcode == Opcode::sync || in.opcode == Opcode::barrier || in.opcode == Opcode::halt) return Stop::control;
+    if (in.opcode == Opcode::sync || in.opcode == Opcode::barrier || in.opcode == Opcode::halt ||
+        in.opcode == Opcode::interrupt)
+      return Stop::control;
     InstructionTiming& rec = ctx_.timeline[i];
     rec.issue = rec.start = t_;
     const auto issued = ctx_.later(i, t_, issue, "issue (issue_cycles)");
@@ -92,6 +95,27 @@ ControlUnit::Stop ControlUnit::issue_ahead() {
     rec.end = t_ = *issued;
   }
   return Stop::failed;  // (unreachable: the program ends with halt)
+}
+
+// `int` i, its own issue cycles ending at `end`: drained as barrier, then issue held for the
+// host's launch of the next segment (host_model.h launch_cycles): `end` moves past both.
+bool ControlUnit::host_launch(uint64_t i, uint64_t& end) {
+  ctx_.block(Unit::control, "instruction {0} (int) waits for every unit", i);
+  if (!wait_idle(~uint64_t{0}, true)) return false;
+  uint64_t length = 0;  // the next segment: through the next int or halt
+  while (i + 1 + length < ctx_.code_size) {
+    const Opcode op = ctx_.inst(i + 1 + length++).opcode;
+    if (op == Opcode::interrupt || op == Opcode::halt) break;
+  }
+  const uint64_t from = std::max(end, ctx_.now());
+  const auto resumed = ctx_.later(i, from, launch_cycles(ctx_.arch, length), "int (the host's launch)");
+  if (!resumed) return false;
+  ctx_.host_launch.push_back({from, *resumed});
+  if (ctx_.trace) ctx_.trace->sync_wait(i, from, *resumed, HoldKind::host_launch);
+  ctx_.block(Unit::control, "instruction {0} (int) holds issue for the host's launch until cycle {1}", i, *resumed);
+  if (!ctx_.wait_until(*resumed)) return false;
+  end = *resumed;
+  return true;
 }
 
 void ControlUnit::popped(const StationQueue& queue) {
@@ -150,9 +174,12 @@ void ControlUnit::issue_all() {
         if (mask & sync_mask_bit(Unit::activation)) ctx_.sync_act.push_back({end, idle});
         else if (mask & sync_mask_bit(Unit::host_dma)) ctx_.sync_host.push_back({end, idle});
         if (ctx_.trace && (mask & (sync_mask_bit(Unit::activation) | sync_mask_bit(Unit::host_dma))))
-          ctx_.trace->sync_wait(i, end, idle, mask & sync_mask_bit(Unit::activation));
+          ctx_.trace->sync_wait(i, end, idle,
+                                mask & sync_mask_bit(Unit::activation) ? HoldKind::raw : HoldKind::input);
       }
       end = std::max(end, idle);
+    } else if (in.opcode == Opcode::interrupt) {
+      if (!host_launch(i, end)) return;
     } else {  // barrier, halt
       ctx_.block(Unit::control, "instruction {0} (barrier or halt) waits for every unit", i);
       if (!wait_idle(~uint64_t{0}, true)) return;

@@ -144,6 +144,7 @@ void finish_counters(Context& ctx) {
   m.non_matrix = r.cycles - covered;
   m.raw_stall = uncovered(ctx.sync_act, ctx.matrix_spans);
   m.input_stall = uncovered(ctx.sync_host, ctx.matrix_spans);
+  m.host_launch = uncovered(ctx.host_launch, ctx.matrix_spans);
   r.unit_busy[int(isa::Unit::control)] = r.cycles;
   r.timeline = std::move(ctx.timeline);
 }

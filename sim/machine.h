@@ -58,7 +58,7 @@ struct InstructionTiming {
 
 // The TPU paper's hardware counters (Table 3), as cycle counts; fractions are these over
 // `cycles`. array_active + weight_stall + weight_shift + non_matrix == cycles;
-// raw_stall and input_stall are parts of non_matrix.
+// raw_stall, input_stall and host_launch are parts of non_matrix.
 struct MatrixCounters {
   uint64_t array_active = 0;     // cycles an input vector entered the array
   double useful_mac_cycles = 0;  // array_active weighted by the fraction of cells holding useful weights
@@ -67,6 +67,7 @@ struct MatrixCounters {
   uint64_t non_matrix = 0;       // everything else
   uint64_t raw_stall = 0;        // non_matrix cycles while issue waits on a sync naming `act`
   uint64_t input_stall = 0;      // non_matrix cycles while issue waits on a sync naming `host` only
+  uint64_t host_launch = 0;      // non_matrix cycles while issue is held by `int` for the host's launch
   bool operator==(const MatrixCounters&) const = default;
 };
 

@@ -47,6 +47,7 @@ bool step(MachineState& s, const isa::Instruction& inst, uint64_t index, Weights
     case Opcode::nop:
     case Opcode::sync:
     case Opcode::barrier:
+    case Opcode::interrupt:  // (the host launches the next segment: no effect on data)
     case Opcode::debug_tag: break;
   }
   return true;

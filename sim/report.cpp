@@ -112,6 +112,9 @@ constexpr ReportKey kBreakdown[] = {
      "part of non_matrix: issue held by a `sync` naming `act` while no matmul streams or waits for its "
      "tile (a matmul behind the sync that also waits for its tile counts here, not as weight_stall)"},
     {"input_stall", "number", "part of non_matrix: the same for a `sync` naming `host` (not `act`)"},
+    {"host_launch", "number",
+     "part of non_matrix: issue held by `int` (interrupt host) after its drain, for the host's launch of the "
+     "next program segment (docs/timing.md, \"Host model\")"},
 };
 
 double frac(double x, uint64_t cycles) { return cycles ? x / double(cycles) : 0.0; }
@@ -199,6 +202,7 @@ nlohmann::ordered_json make_report(const ReportInput& in) {
       {"non_matrix", frac(double(m.non_matrix), r.cycles)},
       {"raw_stall", frac(double(m.raw_stall), r.cycles)},
       {"input_stall", frac(double(m.input_stall), r.cycles)},
+      {"host_launch", frac(double(m.host_launch), r.cycles)},
   };
   nlohmann::ordered_json busy = nlohmann::ordered_json::object();
   for (int u = 0; u < kUnitCount; ++u)
@@ -216,7 +220,7 @@ nlohmann::ordered_json make_report(const ReportInput& in) {
   j["tops"] = seconds > 0 ? 2.0 * double(r.macs) / seconds / 1e12 : 0.0;
   j["inferences_per_second"] = seconds > 0 ? double(batch) / seconds : 0.0;
   j["batch"] = batch;
-  const BatchLatency latency = batch_latency(a, r.cycles, in.program->code.size());
+  const BatchLatency latency = batch_latency(a, r.cycles, segment_length(in.program->code, 0));
   j["latency_seconds"] = latency.total();
   j["host_overhead_seconds"] = latency.host_overhead();
   j["macs"] = r.macs;
@@ -330,8 +334,8 @@ std::string format_report(const nlohmann::ordered_json& j) {
                    pct("array_active"), pct("useful_macs"), pct("unused_macs"));
   s += fmt::format("  weight stall  {:6.2f}%\n  weight shift  {:6.2f}%\n", pct("weight_stall"),
                    pct("weight_shift"));
-  s += fmt::format("  non-matrix    {:6.2f}%   (RAW stall {:.2f}%, input stall {:.2f}%)\n", pct("non_matrix"),
-                   pct("raw_stall"), pct("input_stall"));
+  s += fmt::format("  non-matrix    {:6.2f}%   (RAW stall {:.2f}%, input stall {:.2f}%, host launch {:.2f}%)\n",
+                   pct("non_matrix"), pct("raw_stall"), pct("input_stall"), pct("host_launch"));
   s += "\nunits busy  ";
   for (const auto& [unit, f] : j["units_busy"].items())
     if (unit != "control") s += fmt::format(" {} {:.1f}%", unit, 100.0 * f.get<double>());

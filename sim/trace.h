@@ -41,6 +41,10 @@ struct CellRange {
 inline constexpr std::array<std::string_view, 5> kCellRegisters = {"weight", "shadow", "x", "x_valid",
                                                                    "psum"};
 
+// Why issue was held (TraceRecorder::sync_wait): a sync naming `act` (RAW), one naming `host` only
+// (input), or an `int` for the host's launch of the next segment.
+enum class HoldKind : uint8_t { raw, input, host_launch };
+
 class TraceRecorder {
  public:
   // ---- hooks: the units call these during the run -------------------------------------------
@@ -63,9 +67,10 @@ class TraceRecorder {
   void weight_wait(uint64_t index, uint64_t from, uint64_t landed, uint64_t t0) {
     weight_waits.push_back({index, from, landed, t0});
   }
-  // Issue was held by sync `index` during [begin, end), waiting on `act` (raw) or on `host` only.
-  void sync_wait(uint64_t index, uint64_t begin, uint64_t end, bool raw) {
-    sync_waits.push_back({index, begin, end, raw});
+  // Issue was held by sync `index` during [begin, end), waiting on `act` (raw) or on `host` only,
+  // or by int `index` for the host's launch of the next segment.
+  void sync_wait(uint64_t index, uint64_t begin, uint64_t end, HoldKind kind) {
+    sync_waits.push_back({index, begin, end, kind});
   }
   // The stepped engine stepped the array in `cycle`: the traced cells' registers now hold what
   // they hold during cycle + 1 (read through ArrayModel::registers: the C++ array's, or the
@@ -88,7 +93,7 @@ class TraceRecorder {
   };
   struct SyncWait {
     uint64_t index, begin, end;
-    bool raw;
+    HoldKind kind;
   };
   // A traced cell's register took `value` from cycle `cycle` on. `signal` = cell number (in
   // cell_ranges order, row-major within a range) x kCellRegisters.size() + register.

@@ -75,7 +75,8 @@ class LogWriter {
   void stalls() {
     for (const MatrixSpan& s : m_.matrix_spans) {
       if (s.kind == MatrixKind::active || !m_.passes(s.index)) continue;
-      const std::string_view unit = s.kind == MatrixKind::raw_stall || s.kind == MatrixKind::input_stall
+      const std::string_view unit = s.kind == MatrixKind::raw_stall || s.kind == MatrixKind::input_stall ||
+                                            s.kind == MatrixKind::host_launch
                                         ? std::string_view("control")
                                         : std::string_view("matrix");
       const std::string_view name = kMatrixKindNames[size_t(s.kind)];

@@ -115,7 +115,9 @@ void TraceModel::build_matrix_spans() {
   matrix_spans = matrix;
   size_t c = 0;
   for (const TraceRecorder::SyncWait& s : in.recorder->sync_waits) {
-    const MatrixKind kind = s.raw ? MatrixKind::raw_stall : MatrixKind::input_stall;
+    const MatrixKind kind = s.kind == HoldKind::raw     ? MatrixKind::raw_stall
+                            : s.kind == HoldKind::input ? MatrixKind::input_stall
+                                                        : MatrixKind::host_launch;
     while (c < matrix.size() && matrix[c].end <= s.begin) ++c;
     uint64_t at = s.begin;
     for (size_t k = c; k < matrix.size() && matrix[k].begin < s.end; ++k) {

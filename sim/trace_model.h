@@ -13,11 +13,11 @@
 namespace tpusim::sim {
 
 // A cycle of the matrix unit's accounting (docs/timing.md, Counters): every cycle of a run is
-// one of active, weight stall, weight shift or non-matrix; RAW and input stalls are parts of
-// non-matrix.
-enum class MatrixKind : uint8_t { active, weight_stall, weight_shift, raw_stall, input_stall };
-inline constexpr std::array<std::string_view, 5> kMatrixKindNames = {
-    "array active", "weight stall", "weight shift", "RAW stall", "input stall"};
+// one of active, weight stall, weight shift or non-matrix; RAW and input stalls and host launches
+// are parts of non-matrix.
+enum class MatrixKind : uint8_t { active, weight_stall, weight_shift, raw_stall, input_stall, host_launch };
+inline constexpr std::array<std::string_view, 6> kMatrixKindNames = {
+    "array active", "weight stall", "weight shift", "RAW stall", "input stall", "host launch"};
 
 struct MatrixSpan {
   MatrixKind kind;

@@ -99,7 +99,8 @@ class VcdBuilder {
     for (uint64_t i = 0; i < m_.timeline.size(); ++i) {
       const isa::Opcode op = m_.inst(i).opcode;
       const uint64_t from = m_.timeline[i].issue + m_.arch.issue_cycles;
-      if ((op == isa::Opcode::sync || op == isa::Opcode::barrier || op == isa::Opcode::halt) &&
+      if ((op == isa::Opcode::sync || op == isa::Opcode::barrier || op == isa::Opcode::halt ||
+           op == isa::Opcode::interrupt) &&
           m_.timeline[i].end > from)
         waits.push_back({from, m_.timeline[i].end, i});
     }
@@ -164,7 +165,7 @@ class VcdBuilder {
     }
     const uint32_t index = add("matrix", "streaming_index", 32, kX);
     const uint32_t kind = add("matrix", "cycle_kind", 3, 0);
-    std::array<uint32_t, 5> wire{};
+    std::array<uint32_t, kMatrixKindNames.size()> wire{};
     for (size_t k = 0; k < wire.size(); ++k) {
       std::string name(kMatrixKindNames[k]);
       std::replace(name.begin(), name.end(), ' ', '_');

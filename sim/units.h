@@ -206,6 +206,7 @@ class ControlUnit : public sc_core::sc_module, public PopListener {
   void issue_all();
   Stop issue_ahead();  // issues from next_ until a full queue, a sync/barrier/halt or a failure
   bool wait_idle(uint64_t unit_mask, bool weights_landed);
+  bool host_launch(uint64_t index, uint64_t& end);  // int: false: the run ended
   Context& ctx_;
   Hazards& hazards_;
   WeightPath& weight_path_;

@@ -116,7 +116,7 @@ Instruction assemble_one(const std::string& text) {
 TEST_CASE("the opcode table has the documented opcodes and mnemonics", "[isa][encoding]") {
   const std::vector<std::pair<std::string, int>> expected = {
       {"nop", 0x00}, {"halt", 0x01}, {"sync", 0x02}, {"barrier", 0x03}, {"setcfg", 0x04},
-      {"tag", 0x05}, {"rhm", 0x10},  {"whm", 0x11},  {"rw", 0x20},      {"matmul", 0x30},
+      {"tag", 0x05}, {"int", 0x06},  {"rhm", 0x10},  {"whm", 0x11},  {"rw", 0x20},      {"matmul", 0x30},
       {"act", 0x40}, {"vec", 0x41},  {"pool", 0x42}};
   REQUIRE(kOpcodeCount == static_cast<int>(expected.size()));
   for (size_t i = 0; i < expected.size(); ++i) {

@@ -160,7 +160,7 @@ Simulated simulate_at(const fs::path& model, uint64_t batch, const sim::Arch& ar
   sim::RunOptions opt;
   opt.engine = sim::Engine::timing;
   const uint64_t cycles = sim::simulate(c.program, arch, opt).cycles;
-  return {gpu::graph_work(c.graph), sim::batch_latency(arch, cycles, c.program.code.size()).total()};
+  return {gpu::graph_work(c.graph), sim::batch_latency(arch, cycles, sim::segment_length(c.program.code, 0)).total()};
 }
 
 void simulate(std::vector<Group>& groups, const sim::Arch& arch, const CompareArgs& a) {

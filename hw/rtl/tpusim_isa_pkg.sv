@@ -12,6 +12,7 @@ package tpusim_isa_pkg;
     OP_BARRIER = 8'h03,
     OP_SETCFG = 8'h04,
     OP_TAG = 8'h05,
+    OP_INT = 8'h06,
     OP_RHM = 8'h10,
     OP_WHM = 8'h11,
     OP_RW = 8'h20,

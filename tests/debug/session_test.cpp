@@ -10,6 +10,7 @@
 #include "compiler/model.h"
 #include "isa/assembler.h"
 #include "sim/debugger.h"
+#include "sim/host_model.h"
 #include "sim/reference.h"
 
 using namespace tpusim;
@@ -75,6 +76,23 @@ TEST_CASE("a debugged run of matmul.s ends as simulate() does on the stepped eng
   require_same(debug_to_end(p, arch, 0, expected), expected);
   require_same(debug_to_end(p, arch, 1, expected), expected);
   require_same(debug_to_end(p, arch, 97, expected), expected);
+}
+
+TEST_CASE("a debugged run through int shows the host's launch holding issue, and ends as simulate() does") {
+  sim::Arch arch = small_arch();
+  arch.host_driver_us = 0.1;
+  const isa::Program p = isa::assemble(".model \"int\"\nnop\nint\nnop\nhalt\n", "int.s");
+  const sim::RunResult expected = sim::simulate(p, arch, {sim::Engine::stepped, 0});
+  require_same(debug_to_end(p, arch, 1, expected), expected);
+  require_same(debug_to_end(p, arch, 0, expected), expected);
+  // int issues at 1, its issue cycle ends at 2 (nothing to drain), and issue is held for the launch
+  // until timeline[1].end; halfway there the control unit says so.
+  const uint64_t resumed = expected.timeline[1].end;
+  CHECK(resumed == 2 + sim::launch_cycles(arch, 2));
+  sim::DebugSession s(p, arch);
+  s.advance(resumed / 2);
+  CHECK(s.stations()[0].blocked == "instruction 1 (int) holds issue for the host's launch until cycle " +
+                                      std::to_string(resumed));
 }
 
 TEST_CASE("a debugged run of a compiled model, cycle by cycle, ends as simulate() does") {

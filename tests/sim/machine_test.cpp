@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include "machine_support.h"
+#include "sim/host_model.h"
 
 using namespace tpusim;
 using namespace tpusim::test;
@@ -36,6 +37,45 @@ TEST_CASE("lone matmul - weight stall and weight shift and fill and drain", "[ma
   CHECK(r.fast.matrix.non_matrix == 22 - 3 - 6 - 4);
   CHECK(r.fast.weight_mem_busy == 4);
   CHECK(r.stepped.array_steps > 0);
+}
+
+// `int` (interrupt host) drains the machine as barrier, then holds issue for the host's launch
+// of the next segment: host_driver_us x clock + host_latency_cycles + the segment's download.
+TEST_CASE("int - drain, then the host's launch of the next segment", "[machine]") {
+  sim::Arch a = small_arch();
+  a.host_driver_us = 0.05;  // 50 cycles at 1000 MHz
+  const isa::Program p = assemble(kTile + R"(
+    rw waddr=w, tiles=1
+    matmul ub=0, acc=0, rows=3, switch
+    int
+    nop
+    int
+    halt)");
+  const auto r = run_all(p, a);
+  // rw and matmul as in the lone matmul above: the matmul ends at 22.
+  // int 2: issued 2, its issue cycle ends 3; every unit is idle at 22 (the drain); then the host:
+  // driver 50 + download of the next segment (nop, int: 2 x 16 bytes at 1 byte/cycle = 32, + 10)
+  // = 92: issue resumes at 22 + 92 = 114. nop: [114, 115). int 4: issued 115, nothing to drain,
+  // held from the end of its issue cycle, 116, for 50 + (halt: 16 bytes) 16 + 10 = 76: to 192.
+  // halt: issued 192, ends 193.
+  CHECK(r.fast.timeline[1] == InstructionTiming{1, 12, 22});
+  CHECK(r.fast.timeline[2] == InstructionTiming{2, 2, 114});
+  CHECK(r.fast.timeline[3] == InstructionTiming{114, 114, 115});
+  CHECK(r.fast.timeline[4] == InstructionTiming{115, 115, 192});
+  CHECK(r.fast.timeline[5] == InstructionTiming{192, 192, 193});
+  CHECK(r.fast.cycles == 193);
+  // Host launch: [22, 114) and [116, 192) = 92 + 76 cycles, in non-matrix, not RAW or input stall.
+  CHECK(r.fast.matrix.host_launch == 92 + 76);
+  CHECK(r.fast.matrix.raw_stall == 0);
+  CHECK(r.fast.matrix.input_stall == 0);
+  CHECK(r.fast.matrix.non_matrix == 193 - 3 - 6 - 4);
+  // The segments the host launches: the first (rw, matmul, int) is the batch's download
+  // (host_model.h); the others' downloads are in the held cycles.
+  CHECK(sim::segment_length(p.code, 0) == 3);
+  CHECK(sim::segment_length(p.code, 3) == 2);
+  CHECK(sim::segment_length(p.code, 5) == 1);
+  CHECK(sim::launch_cycles(a, 2) == 92);
+  CHECK(sim::launch_cycles(a, 1) == 76);
 }
 
 TEST_CASE("back-to-back matmuls on one tile stream without a gap", "[machine]") {
