@@ -14,6 +14,7 @@
 #include "../sim/machine_support.h"
 #include "isa/assembler.h"
 #include "isa/disassembler.h"
+#include "sim/host_model.h"
 #include "vcd_reader.h"
 
 using namespace tpusim;
@@ -147,12 +148,19 @@ TEST_CASE("chrome trace: the matrix-cycle slices add up to the report's counters
     CHECK(sum("weight shift") == m.weight_shift);
     CHECK(sum("RAW stall") == m.raw_stall);
     CHECK(sum("input stall") == m.input_stall);
+    CHECK(sum("host launch") == m.host_launch);
   }
   // The programs between them have every kind.
   const auto mlp2 = run_file("mlp2.s");
   CHECK(mlp2->result.matrix.raw_stall > 0);
   CHECK(mlp2->result.matrix.input_stall > 0);
   CHECK(mlp2->result.matrix.weight_stall > 0);
+  // int: the host's launch of the next segment (nop, halt: 2 instructions), after the drain.
+  const auto held = run_traced(isa::assemble(".model \"int\"\nnop\nint\nnop\nhalt\n", "int.s"),
+                               sim::arch_preset("tpu-v1"), Engine::timing);
+  const auto sums = matrix_cycle_sums(chrome(*held));
+  CHECK(sums.at("host launch") == sim::launch_cycles(held->arch, 2));  // 7,000 + 700 + 3
+  CHECK(held->result.matrix.host_launch == 7703);
 }
 
 TEST_CASE("chrome trace: counters for the weight FIFO and the UB", "[trace]") {
