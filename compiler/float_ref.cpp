@@ -158,8 +158,10 @@ struct ConvGeometry {
 // w[r][q][k][j]), zero outside the map, accumulated in float. Output positions go in blocks of
 // kBlock that share each weight row while it is in cache (large layers would otherwise stream
 // their weights once per position).
+// `init` (when given): each position's accumulators start from its n values there instead of the
+// bias (a sum continued over more inputs: the same floats as one sum over all of them).
 Data convolve(const Data& x, const ConvGeometry& g, uint64_t batch, const float* w, const float* b,
-              Activation act) {
+              Activation act, const float* init = nullptr) {
   constexpr uint64_t kBlock = 16;
   const uint64_t n = g.n, per_image = g.oh * g.ow, positions = batch * per_image;
   Data out(positions * n);
@@ -173,7 +175,7 @@ Data convolve(const Data& x, const ConvGeometry& g, uint64_t batch, const float*
     const float* px[kBlock];
     const uint64_t p0 = block * kBlock, count = std::min(kBlock, positions - p0);
     for (uint64_t i = 0; i < count; ++i)
-      for (uint64_t j = 0; j < n; ++j) acc[i * n + j] = b ? b[j] : 0.0f;
+      for (uint64_t j = 0; j < n; ++j) acc[i * n + j] = init ? init[(p0 + i) * n + j] : b ? b[j] : 0.0f;
     for (uint64_t r = 0; r < g.kh; ++r)
       for (uint64_t q = 0; q < g.kw; ++q) {
         for (uint64_t i = 0; i < count; ++i) {  // each position's input pixel for this tap
@@ -325,25 +327,36 @@ Data LayerRun::lstm(std::vector<double>& cell_max) const {
   const uint64_t n = batch();
   for (uint64_t l = 0; l < stack; ++l) {
     const uint64_t rows = in_c + u;
-    const ConvGeometry gate{n, 1, rows, 1, 1, 1, 0, n, 1, u};  // every sample's [x_t, h_{t-1}] at once
-    Data next(n * steps * u), xh(n * rows, 0.0f), z[4];
+    // A gate's sum over [x_t, h_{t-1}] is its sum over x_t (the bias, then the x rows in order),
+    // continued over h_{t-1}: the x parts of every step and sample are known before the steps run,
+    // so they go first, as one layer over all of them (its weight rows read once, not once per
+    // step), then each step continues them over its h. The same products and sums in the same
+    // order as one sum per step: the same floats.
+    const ConvGeometry x_part{n * steps, 1, in_c, 1, 1, 1, 0, n * steps, 1, u};  // positions (sample, step)
+    const ConvGeometry h_part{n, 1, u, 1, 1, 1, 0, n, 1, u};                     // every sample's h_{t-1}
+    Data zx[4];
+    for (uint64_t g = 0; g < 4; ++g)
+      zx[g] = convolve(seq, x_part, 1, &layer.weights[offset + g * rows * u],
+                       layer.bias.empty() ? nullptr : &layer.bias[(l * 4 + g) * u], Activation::none);
+    Data next(n * steps * u), h(n * u, 0.0f), z[4], from(n * u);
     std::vector<double> c(n * u, 0.0);
     for (uint64_t t = 0; t < steps; ++t) {
-      for (uint64_t img = 0; img < n; ++img) std::copy_n(&seq[(img * steps + t) * in_c], in_c, &xh[img * rows]);
-      for (uint64_t g = 0; g < 4; ++g)
-        z[g] = convolve(xh, gate, 1, &layer.weights[offset + g * rows * u],
-                        layer.bias.empty() ? nullptr : &layer.bias[(l * 4 + g) * u], Activation::none);
+      for (uint64_t g = 0; g < 4; ++g) {
+        for (uint64_t img = 0; img < n; ++img) std::copy_n(&zx[g][(img * steps + t) * u], u, &from[img * u]);
+        z[g] = convolve(h, h_part, 1, &layer.weights[offset + g * rows * u + in_c * u], nullptr, Activation::none,
+                        from.data());
+      }
       for (uint64_t img = 0; img < n; ++img)
         for (uint64_t j = 0; j < u; ++j) {
           const uint64_t e = img * u + j;
           const double i = sigmoid(z[0][e]), f = sigmoid(z[1][e]), g = std::tanh(z[2][e]), o = sigmoid(z[3][e]);
           const double fc = f * c[e], ig = i * g;
           c[e] = fc + ig;
-          const auto h = static_cast<float>(o * std::tanh(c[e]));
+          const auto ht = static_cast<float>(o * std::tanh(c[e]));
           double& top = cell_max[l * steps + t];
           top = std::max({top, std::abs(c[e]), std::abs(fc), std::abs(ig)});
-          next[(img * steps + t) * u + j] = h;
-          xh[img * rows + in_c + j] = h;  // h_{t-1} of the next step
+          next[(img * steps + t) * u + j] = ht;
+          h[img * u + j] = ht;  // h_{t-1} of the next step
         }
     }
     seq = std::move(next);

@@ -290,6 +290,69 @@ TEST_CASE("float reference: one LSTM step by hand", "[reference]") {
   CHECK(run.lstm_cell_max[0][0] == Approx(i * g));
 }
 
+// The LSTM's definition in plain loops, float sums in the reference's order: per gate the bias,
+// then x_t's nonzero inputs, then h_{t-1}'s, each product rounded and then the sum (the reference
+// runs the x parts of every step first and continues each over its h: it must give these floats,
+// bit for bit). Stacked layers, several steps and samples, some zero inputs, a column count that
+// is not a multiple of the vector width.
+TEST_CASE("float reference: a stacked LSTM gives the plain loops' floats bit for bit", "[reference]") {
+  const uint64_t steps = 3, in_c = 37, u = 150, stack = 2, batch = 2;
+  std::mt19937_64 rng(18);
+  std::uniform_real_distribution<float> d(-1.0f, 1.0f);
+  std::vector<float> x(batch * steps * in_c);
+  for (float& v : x) v = rng() % 5 == 0 ? 0.0f : d(rng);
+  Model m = one_input(seq(steps, in_c), x, std::nullopt, batch);
+  Layer l = make_layer("lstm", LayerType::lstm, {model_input(0)}, seq(steps, u));
+  l.units = u;
+  l.stack = stack;
+  l.return_sequences = true;
+  l.weights.resize(4 * (in_c + u) * u + (stack - 1) * 4 * (u + u) * u);
+  for (float& v : l.weights) v = d(rng) * 0.2f;
+  l.bias.resize(stack * 4 * u);
+  for (float& v : l.bias) v = d(rng) * 0.1f;
+  m.layers.push_back(l);
+  const std::vector<float> got = run_float(m)[0];
+  std::vector<float> in = x, out;
+  uint64_t c_in = in_c, offset = 0;
+  for (uint64_t s = 0; s < stack; ++s) {
+    const uint64_t rows = c_in + u;
+    out.assign(batch * steps * u, 0.0f);
+    for (uint64_t n = 0; n < batch; ++n) {
+      std::vector<float> h(u, 0.0f);
+      std::vector<double> c(u, 0.0);
+      for (uint64_t t = 0; t < steps; ++t) {
+        std::vector<float> z[4];
+        for (uint64_t g = 0; g < 4; ++g) {
+          z[g].assign(u, 0.0f);
+          for (uint64_t j = 0; j < u; ++j) {
+            float a = l.bias[(s * 4 + g) * u + j];
+            for (uint64_t k = 0; k < rows; ++k) {
+              const float v = k < c_in ? in[(n * steps + t) * c_in + k] : h[k - c_in];
+              if (v == 0.0f) continue;
+              const volatile float p = v * l.weights[offset + (g * rows + k) * u + j];  // (no fused multiply-add)
+              a = a + p;
+            }
+            z[g][j] = a;
+          }
+        }
+        for (uint64_t j = 0; j < u; ++j) {
+          const auto sig = [](double v) { return 1.0 / (1.0 + std::exp(-v)); };
+          // (g: the float tanh of the float sum, as the reference takes it)
+          const double i = sig(z[0][j]), f = sig(z[1][j]), g = std::tanh(z[2][j]), o = sig(z[3][j]);
+          c[j] = f * c[j] + i * g;
+          h[j] = static_cast<float>(o * std::tanh(c[j]));
+          out[(n * steps + t) * u + j] = h[j];
+        }
+      }
+    }
+    in = out;
+    offset += 4 * rows * u;
+    c_in = u;
+  }
+  REQUIRE(got.size() == out.size());
+  CHECK(std::memcmp(got.data(), out.data(), out.size() * sizeof(float)) == 0);
+}
+
 TEST_CASE("float reference: bad parameters name the layer", "[reference]") {
   Model m = one_input(vec(2), {1, 2}, std::nullopt);
   Layer d = make_layer("fc1", LayerType::dense, {model_input(0)}, vec(3));
