@@ -200,14 +200,15 @@ class Lowering {
            const LowerOptions& options, std::vector<bool> in_host = {}, bool code = true, uint64_t reserve = 0)
       : g_(g),
         arch_(arch),
-        options_(options),
+        options_(resolve(options, arch)),
+        mapper_(mapper_to_json(options)),
         lanes_(slice_width(arch)),
         piece_(schedule.io_piece),
         batch_(schedule.io_piece),
         sched_(std::move(schedule)),
         em_(arch, arch.weight_fifo_tiles, code, reserve ? reserve + arch.weight_fifo_tiles : 0),
         alloc_(0, 1),
-        image_(arch.array_rows, arch.array_cols, !without_values(g), options.partial_tiles),
+        image_(arch.array_rows, arch.array_cols, !without_values(g), *options_.partial_tiles),
         built_(built),
         in_host_(std::move(in_host)) {
     in_host_.resize(g.tensors.size(), false);
@@ -364,7 +365,8 @@ class Lowering {
 
   const QGraph& g_;
   const sim::Arch& arch_;
-  const LowerOptions options_;
+  const LowerOptions options_;  // every switch resolved for arch_ (lower_options.h)
+  const nlohmann::json mapper_;   // the switches given, for meta.mapper
   const uint64_t lanes_, piece_;
   uint64_t batch_;  // samples in the piece being lowered
   PieceSchedule sched_;
@@ -641,7 +643,7 @@ void Lowering::plan_storage() {
   dense_.assign(nt, false);
   for (size_t t = 0; t < nt; ++t) {
     const uint64_t c = g_.tensors[t].shape.c;
-    dense_[t] = options_.dense && !in_host_[t] && narrow(c, arch_) && storage_[t].planes == 1;  // (8-bit only)
+    dense_[t] = *options_.dense && !in_host_[t] && narrow(c, arch_) && storage_[t].planes == 1;  // (8-bit only)
   }
   tie_dense();
 }
@@ -972,7 +974,7 @@ uint64_t Lowering::layer_tiles(const MatmulOp& m) const {
 // budget) in one segment of the piece schedule, op i + 1 reading only op i's output, which only
 // op i writes. Shapes only (a timing-only compile decides as a full one).
 bool Lowering::chain_candidate(size_t i) const {
-  if (!options_.stream_input || i + 1 >= g_.ops.size() || seg_of_.at(i) != seg_of_.at(i + 1)) return false;
+  if (!*options_.stream_input || i + 1 >= g_.ops.size() || seg_of_.at(i) != seg_of_.at(i + 1)) return false;
   const auto* a = std::get_if<MatmulOp>(&g_.ops[i]);
   const auto* b = std::get_if<MatmulOp>(&g_.ops[i + 1]);
   if (!a || !b) return false;
@@ -1115,7 +1117,7 @@ std::vector<std::vector<MatmulStep>> Lowering::conv_steps(const MatmulOp& m, uin
 //     UB rows the separate pool would read (window^2 per pooled row and slice).
 std::optional<Lowering::Fusion> Lowering::fusion_for(size_t i) const {
   const auto* m = std::get_if<MatmulOp>(&g_.ops[i]);
-  if (!options_.fuse_pools || !m || i + 1 >= g_.ops.size()) return std::nullopt;
+  if (!*options_.fuse_pools || !m || i + 1 >= g_.ops.size()) return std::nullopt;
   const auto* p = std::get_if<PoolOp>(&g_.ops[i + 1]);
   const int t = m->output.tensor;
   if (!p || seg_of_.at(i) != seg_of_.at(i + 1) || p->input.tensor != t || t == g_.output || in_host_[t] ||
@@ -1216,7 +1218,7 @@ void Lowering::activate_pooled(const MatmulOp& m, const PoolOp& p, const LaneTil
 // How convolution m packs for a piece of `batch` samples (the budget as lower() computes it).
 // (Not for 16-bit weights: their convolutions run unpacked, a tile pair per kernel position.)
 std::optional<Packing> Lowering::packing_for(const MatmulOp& m, uint64_t batch) const {
-  if (!options_.pack || m.inputs.size() != 1 || (m.kernel_h == 1 && m.kernel_w == 1 && m.stride == 1 && m.pad == 0))
+  if (!*options_.pack || m.inputs.size() != 1 || (m.kernel_h == 1 && m.kernel_w == 1 && m.stride == 1 && m.pad == 0))
     return std::nullopt;
   if (m.wide_weights() || storage_[m.inputs[0].tensor].planes > 1) return std::nullopt;  // (nor 16-bit inputs)
   const Shape& is = g_.tensors[m.inputs[0].tensor].shape;
@@ -1589,7 +1591,7 @@ std::vector<int> Lowering::touched(size_t i) const {
 // more slices than k, or stored padded (one DMA per image row already), keeps its DMAs as they are.
 uint64_t Lowering::stream_parts(size_t i, int t) const {
   const auto* m = std::get_if<MatmulOp>(&g_.ops[i]);
-  if (!options_.stream_input || !m || in_host_[t]) return 1;
+  if (!*options_.stream_input || !m || in_host_[t]) return 1;
   const auto vectors = [&](const MatmulOp& op) {
     return double(pixels(op.output) * batch_) * double(layer_tiles(op));
   };
@@ -1625,7 +1627,7 @@ uint64_t Lowering::stream_parts(size_t i, int t) const {
 // host_latency_cycles more (steps - 1 per slice), which the later steps' weight streaming hides.
 bool Lowering::stream_by_steps(size_t i, int t) const {
   const auto* m = std::get_if<MatmulOp>(&g_.ops[i]);
-  if (!options_.stream_input || !m || in_host_[t] || g_.tensors[t].shape.pixels() < 2) return false;
+  if (!*options_.stream_input || !m || in_host_[t] || g_.tensors[t].shape.pixels() < 2) return false;
   bool reads = false;
   for (const View& v : m->inputs)
     if (v.tensor == t) {
@@ -1952,7 +1954,7 @@ isa::Program Lowering::run() {
       };
       for (size_t i = sg.first; i < sg.end; ++i) {
         // A step of a loop the host drives: a program segment of its own (but the first).
-        if (options_.host_loop && std::binary_search(g_.loop_steps.begin(), g_.loop_steps.end(), i)) {
+        if (*options_.host_loop && std::binary_search(g_.loop_steps.begin(), g_.loop_steps.end(), i)) {
           if (loop_started_) em_.interrupt();
           loop_started_ = true;
         }
@@ -2079,7 +2081,7 @@ isa::Program Lowering::run() {
   p.meta["compiler"] = "tpusim compile (compiler/lower.cpp)";
   p.meta["batch"] = g_.batch;
   p.meta["batch_piece"] = piece_;
-  if (!(options_ == LowerOptions{})) p.meta["mapper"] = mapper_to_json(options_);
+  if (!mapper_.empty()) p.meta["mapper"] = mapper_;
   p.meta["bands"] = bands_;
   p.meta["lanes"] = lanes_;
   p.meta["layers"] = layers;
@@ -2120,9 +2122,10 @@ isa::Program Lowering::run() {
 // tensors can be dense (they hold batch / q UB rows per pixel; Lowering refuses a piece whose
 // rows per pixel exceed 255 as not fitting, and the piece search tries smaller pieces).
 bool has_pool(const QGraph& g, const sim::Arch& arch, const LowerOptions& options) {
+  const bool dense = *resolve(options, arch).dense;
   return std::any_of(g.ops.begin(), g.ops.end(), [&](const auto& op) {
     const auto* p = std::get_if<PoolOp>(&op);
-    return p && !(options.dense && narrow(g.tensors[p->input.tensor].shape.c, arch));
+    return p && !(dense && narrow(g.tensors[p->input.tensor].shape.c, arch));
   });
 }
 
@@ -2232,7 +2235,7 @@ isa::Program lower(const QGraph& graph, const sim::Arch& arch, const LowerOption
     Lowering l(graph, arch, built, f.schedule, options, f.in_host, true, f.instructions);
     return l.run();
   };
-  if (!options.piece_schedule || best_n <= 1 ||
+  if (!*resolve(options, arch).piece_schedule || best_n <= 1 ||
       std::find(in_host.begin(), in_host.end(), true) != in_host.end())
     return with_code(*best);
   ScheduleProblem problem = std::move(*best_problem);

@@ -21,7 +21,24 @@ const MapperSwitch* find(std::string_view key) {
   return nullptr;
 }
 
+// Whether a switch given as `options` says it should be recorded (mapper_to_json, describe).
+bool recorded(const LowerOptions& options, const MapperSwitch& m) {
+  const std::optional<bool>& v = options.*(m.field);
+  return v && (!*v || m.arch_default);
+}
+
 }  // namespace
+
+bool switch_on(const LowerOptions& options, const MapperSwitch& m, const sim::Arch& arch) {
+  if (const std::optional<bool>& v = options.*(m.field)) return *v;
+  return m.arch_default ? arch.*(m.arch_default) != 0 : true;
+}
+
+LowerOptions resolve(const LowerOptions& options, const sim::Arch& arch) {
+  LowerOptions r;
+  for (const MapperSwitch& m : kMapperSwitches) r.*(m.field) = switch_on(options, m, arch);
+  return r;
+}
 
 void set_mapper_switch(LowerOptions& options, std::string_view key, std::string_view value, std::string_view where) {
   const MapperSwitch* m = find(key);
@@ -42,9 +59,8 @@ void set_mapper_switch(LowerOptions& options, std::string_view key_value, std::s
 
 nlohmann::json mapper_to_json(const LowerOptions& options) {
   nlohmann::json j = nlohmann::json::object();
-  const LowerOptions defaults;
   for (const MapperSwitch& m : kMapperSwitches)
-    if (options.*(m.field) != defaults.*(m.field)) j[std::string(m.key)] = options.*(m.field);
+    if (recorded(options, m)) j[std::string(m.key)] = *(options.*(m.field));
   return j;
 }
 
@@ -61,10 +77,8 @@ LowerOptions mapper_from_json(const nlohmann::json& j, std::string_view where) {
 
 std::string describe(const LowerOptions& options) {
   std::string s;
-  const LowerOptions defaults;
   for (const MapperSwitch& m : kMapperSwitches)
-    if (options.*(m.field) != defaults.*(m.field))
-      s += fmt::format("{}{}={}", s.empty() ? "" : ", ", m.key, options.*(m.field) ? "on" : "off");
+    if (recorded(options, m)) s += fmt::format("{}{}={}", s.empty() ? "" : ", ", m.key, *(options.*(m.field)) ? "on" : "off");
   return s;
 }
 

@@ -1,51 +1,59 @@
-// The mapper's switches: which of the compiler's mapping techniques a compile may use. All on by
-// default; an architect turns one off to measure what it buys on a design point (`tpusim run
-// --mapper pack=off`, `tpusim compile --mapper ...`, a sweep's `mapper.pack` axis; docs/compiler.md
-// "Mapper switches"). The table below is the one list of them: the CLI's help, the sweep spec, the
-// program's meta and the report read it (docs/compiler.md repeats it by hand).
+// The mapper's switches: which of the compiler's mapping techniques a compile may use. A switch not
+// given takes its default: on, or, for a technique that the machine's own software may lack, the
+// architecture parameter that says whether it has it (`pieces`: sim::Arch::driver_piece_schedule,
+// 0 on tpu-v1). An architect turns one off (or on) to measure what it buys on a design point
+// (`tpusim run --mapper pack=off`, `tpusim compile --mapper ...`, a sweep's `mapper.pack` axis;
+// docs/compiler.md "Mapper switches"). The table below is the one list of them: the CLI's help,
+// the sweep spec, the program's meta and the report read it (docs/compiler.md repeats it by hand).
 #pragma once
 
+#include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 
 #include "nlohmann/json_fwd.hpp"
+#include "sim/arch.h"
 
 namespace tpusim::compiler {
 
 struct LowerOptions {
+  // Each switch: nullopt when not given (its default, kMapperSwitches), else the value given.
   // Fuse a pool into the activates of the convolution before it where the shapes allow
   // (docs/compiler.md "Fusion"); off: every pool is its own instruction.
-  bool fuse_pools = true;
+  std::optional<bool> fuse_pools = std::nullopt;
   // Pack kernel positions and output pixels of narrow convolutions onto the array's rows through
   // the data setup's gather (docs/compiler.md "Packing"); off: one weight tile per kernel position.
-  bool pack = true;
+  std::optional<bool> pack = std::nullopt;
   // A batch in pieces runs by the piece schedule (docs/compiler.md "The piece schedule": only the
   // layers that need pieces run in them, where the cycle estimate says so); off: the whole model
-  // once per piece.
-  bool piece_schedule = true;
+  // once per piece. Not given: the architecture's driver_piece_schedule (sim/arch.h).
+  std::optional<bool> piece_schedule = std::nullopt;
   // Store narrow tensors dense, several samples per UB row (docs/compiler.md "Dense layouts");
   // off: one UB row per (pixel, sample).
-  bool dense = true;
+  std::optional<bool> dense = std::nullopt;
   // Stream a model input into its first layer (docs/compiler.md "Input streaming"): its DMA in
   // parts, the first layer's matmuls starting on the rows already loaded; off: the whole input is
   // loaded before the first layer starts.
-  bool stream_input = true;
+  std::optional<bool> stream_input = std::nullopt;
   // Store a partial weight tile (fewer used rows or columns than the array) compactly as its used
   // box and fetch it with rw tile_rows / tile_cols, so only its used cells cross the weight memory
   // link (docs/compiler.md "Partial tiles"); off: every tile stored and fetched whole.
-  bool partial_tiles = true;
+  std::optional<bool> partial_tiles = std::nullopt;
   // Run a recurrent layer's time loop as the host drives it (docs/compiler.md "Host-driven loops"):
   // the machine has no branches, so each layer-step is a program segment of its own, ended by `int`
   // (interrupt host) and launched by the host; off: one program, the loop unrolled, weight tiles
   // prefetched across steps.
-  bool host_loop = true;
+  std::optional<bool> host_loop = std::nullopt;
   bool operator==(const LowerOptions&) const = default;
 };
 
 struct MapperSwitch {
   std::string_view key;
-  bool LowerOptions::*field;
+  std::optional<bool> LowerOptions::*field;
   std::string_view doc;
+  // The architecture parameter (0 or 1) that gives the switch's default; null: on by default.
+  uint64_t sim::Arch::*arch_default = nullptr;
 };
 inline constexpr MapperSwitch kMapperSwitches[] = {
     {"fuse", &LowerOptions::fuse_pools,
@@ -55,7 +63,8 @@ inline constexpr MapperSwitch kMapperSwitches[] = {
      "(docs/compiler.md \"Packing\")"},
     {"pieces", &LowerOptions::piece_schedule,
      "run only the layers that need pieces of a batch in pieces, the rest over the whole batch "
-     "(docs/compiler.md \"The piece schedule\")"},
+     "(docs/compiler.md \"The piece schedule\"; default: the architecture's driver_piece_schedule, off on tpu-v1)",
+     &sim::Arch::driver_piece_schedule},
     {"dense", &LowerOptions::dense,
      "store narrow tensors dense, several samples per UB row (docs/compiler.md \"Dense layouts\")"},
     {"stream", &LowerOptions::stream_input,
@@ -68,17 +77,24 @@ inline constexpr MapperSwitch kMapperSwitches[] = {
      "\"Host-driven loops\")"},
 };
 
+// Switch `m`'s value in a compile for `arch`: the value given, else its default.
+bool switch_on(const LowerOptions& options, const MapperSwitch& m, const sim::Arch& arch);
+// Every switch given its value for `arch` (what the lowering reads: each field then has a value).
+LowerOptions resolve(const LowerOptions& options, const sim::Arch& arch);
+
 // Sets one switch from "KEY=VALUE" (VALUE: on/off, true/false, 1/0). Throws InputError naming
 // `where`, the text and what was expected (the known keys, the closest one).
 void set_mapper_switch(LowerOptions& options, std::string_view key_value, std::string_view where);
 // Sets switch `key` to the text `value` (as above, key and value apart).
 void set_mapper_switch(LowerOptions& options, std::string_view key, std::string_view value, std::string_view where);
 
-// The switches that differ from the default, {"pack": false, ...} (empty: all on); and back.
+// The switches given that matter whatever the machine, {"pack": false, "pieces": true, ...}: a
+// switch on by default when given off, a switch whose default is the architecture's whenever
+// given (empty: none); and back.
 nlohmann::json mapper_to_json(const LowerOptions& options);
 LowerOptions mapper_from_json(const nlohmann::json& j, std::string_view where);
 
-// "pack=off, fuse=off" or "" when all are on: for keys and messages.
+// "pack=off, pieces=on" for the same switches, or "" when there are none: for keys and messages.
 std::string describe(const LowerOptions& options);
 
 }  // namespace tpusim::compiler

@@ -43,6 +43,14 @@ namespace tpusim::sim {
     "program and takes its completion interrupt (the host model of a batch's latency: sim/host_model.h)",   \
     "our choice: the paper gives no per-batch figure (Table 5: only the host's share of time); about one "  \
     "accelerator launch through a driver (~5 us) and one completion interrupt (~5 us) over PCIe")            \
+  X(driver_piece_schedule, uint64_t, 0, "0 or 1",                                                            \
+    "how the host software runs a batch whose live tensors do not fit the unified buffer whole: 0, the "     \
+    "whole model once per piece of the batch (every weight tile fetched once per piece); 1, each run of "    \
+    "layers in the largest pieces that fit, the rest over the whole batch (the compiler's piece schedule, "  \
+    "docs/compiler.md); a model's `--mapper pieces=on|off` overrides it",                                   \
+    "the paper's counters: CNN1 waits for or shifts weights 35% of its cycles (Table 3), about 200 MB of "   \
+    "tiles a batch at 34 GB/s, twice Table 1's 100M weights: its FC weights fetched once per piece, not "    \
+    "once a batch as Table 1's 'intensity 32' would have them (docs/validation.md)")                         \
   X(activation_lanes, uint64_t, 256, "elements/cycle",                                                       \
     "values the activation unit reads, computes and writes per cycle",                                       \
     "paper: 256-byte paths at 700 MHz (about 167 GiB/s)")                                                    \

@@ -58,9 +58,10 @@ constexpr ReportKey kKeys[] = {
      "and inputs\", docs/compiler.md); null for a program without "
      "that metadata"},
     {"mapper", "object",
-     "the compiler's mapping techniques turned off for this program (its `meta.mapper`, e.g. `{\"pack\": false}` "
-     "from `--mapper pack=off`; docs/compiler.md \"Mapper switches\"); {} when all were on or the program "
-     "was not compiled from a model"},
+     "the compiler's mapping techniques turned off for this program, and `pieces` whenever it was given (its "
+     "default is the architecture's `driver_piece_schedule`) (the program's `meta.mapper`, e.g. `{\"pack\": false}` "
+     "from `--mapper pack=off`, `{\"pieces\": true}` from `--mapper pieces=on`; docs/compiler.md \"Mapper "
+     "switches\"); {} when none was given or the program was not compiled from a model"},
     {"mapping_warnings", "array",
      "one sentence per layer that maps badly: it computes at least 1% of the model's array MACs and less than "
      "10% of them are useful (narrow tensors, few input channels per tile); empty when none"},

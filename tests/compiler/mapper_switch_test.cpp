@@ -20,16 +20,17 @@ TEST_CASE("mapper switches: KEY=VALUE text, JSON of the switches that are off, r
   CHECK(compiler::describe(o).empty());
   CHECK(compiler::mapper_to_json(o) == nlohmann::json::object());
   compiler::set_mapper_switch(o, "pack=off", "--mapper");
-  CHECK_FALSE(o.pack);
-  CHECK(o.fuse_pools);
+  CHECK(o.pack == false);
+  CHECK_FALSE(o.fuse_pools.has_value());  // not given: its default
   compiler::set_mapper_switch(o, "fuse=0", "--mapper");
-  CHECK_FALSE(o.fuse_pools);
+  CHECK(o.fuse_pools == false);
   // The table's order, whatever the order they were set in.
   CHECK(compiler::describe(o) == "fuse=off, pack=off");
   CHECK(compiler::mapper_to_json(o) == nlohmann::json{{"fuse", false}, {"pack", false}});
   CHECK(compiler::mapper_from_json(compiler::mapper_to_json(o), "meta.mapper") == o);
   compiler::set_mapper_switch(o, "pack", "true", "sweep");
-  CHECK(o.pack);
+  CHECK(o.pack == true);
+  // A switch on by default, given on: nothing to record.
   CHECK(compiler::mapper_to_json(o) == nlohmann::json{{"fuse", false}});
 
   const auto message = [](auto f) {
@@ -50,6 +51,29 @@ TEST_CASE("mapper switches: KEY=VALUE text, JSON of the switches that are off, r
         "meta.mapper: pack: 0: expected true or false");
   CHECK(message([&] { compiler::mapper_from_json(nlohmann::json::array(), "meta.mapper"); }) ==
         "meta.mapper: expected an object of mapper switches");
+}
+
+TEST_CASE("the pieces switch defaults to the machine's driver_piece_schedule, and a switch given wins") {
+  const compiler::MapperSwitch& pieces = compiler::kMapperSwitches[2];
+  REQUIRE(pieces.key == "pieces");
+  sim::Arch tpu_v1;  // its software runs the whole model once per piece (sim/arch.h)
+  REQUIRE(tpu_v1.driver_piece_schedule == 0);
+  sim::Arch scheduled;
+  scheduled.driver_piece_schedule = 1;
+  LowerOptions o;
+  CHECK_FALSE(compiler::switch_on(o, pieces, tpu_v1));
+  CHECK(compiler::switch_on(o, pieces, scheduled));
+  CHECK(compiler::resolve(o, tpu_v1) == LowerOptions{true, true, false, true, true, true, true});
+  CHECK(compiler::resolve(o, scheduled) == LowerOptions{true, true, true, true, true, true, true});
+  compiler::set_mapper_switch(o, "pieces=on", "--mapper");
+  CHECK(compiler::switch_on(o, pieces, tpu_v1));
+  // Given either way, it is recorded: its default depends on the machine.
+  CHECK(compiler::mapper_to_json(o) == nlohmann::json{{"pieces", true}});
+  CHECK(compiler::describe(o) == "pieces=on");
+  CHECK(compiler::mapper_from_json(compiler::mapper_to_json(o), "meta.mapper") == o);
+  compiler::set_mapper_switch(o, "pieces=off", "--mapper");
+  CHECK_FALSE(compiler::switch_on(o, pieces, scheduled));
+  CHECK(compiler::mapper_to_json(o) == nlohmann::json{{"pieces", false}});
 }
 
 TEST_CASE("pack=off: one weight tile per kernel position, bit-exact, and the program says so") {

@@ -96,6 +96,27 @@ TEST_CASE("only the layer that needs pieces runs in pieces: the fc layers fetch 
   }
 }
 
+TEST_CASE("a machine whose driver runs the whole model once per piece (tpu-v1's) gets the single loop unless a compile asks") {
+  // The first case's model and machine (300 UB rows: 2 pieces of 2), the machine's software without
+  // the piece schedule (driver_piece_schedule = 0, as tpu-v1's): the single loop, 2 x 66 = 132
+  // fetches, no segments; `--mapper pieces=on` (given, so it wins) the schedule's 67, and the
+  // program records the switch, since its default depends on the machine.
+  ConvFc m;
+  sim::Arch a = arch8(300);
+  a.driver_piece_schedule = 0;
+  const isa::Program loop = lower_and_check(m.b.g, a, whole_input());
+  CHECK_FALSE(loop.meta.contains("piece_segments"));
+  CHECK(loop.meta["mapper"] == nlohmann::json{{"stream", false}});  // (whole_input's)
+  CHECK(loop.meta["batch_piece"] == 2);
+  CHECK(loop.meta["weight_fetches"] == 132);
+  CHECK(run_all(loop, a).timing.cycles == 84542);  // the single loop's, as on arch8(300) with pieces=off
+  const isa::Program p = lower_and_check(m.b.g, a, whole_input({.piece_schedule = true}));
+  CHECK(p.meta["weight_fetches"] == 67);
+  CHECK(p.meta["piece_segments"].size() == 2);
+  CHECK(p.meta["mapper"] == nlohmann::json{{"pieces", true}, {"stream", false}});
+  CHECK(run_all(p, a).timing.cycles == 46779);
+}
+
 TEST_CASE("a second input read after a cut loads from its host pieces into the whole batch, bit-exact") {
   // conv (1x1 on 8 x 8 x 8) -> fc1 (4 x 4 kernel, stride 4: 2 x 2 x 8) -> add a second model input
   // (2 x 2 x 8) -> fc2 (2 x 2 kernel). The inputs' host regions hold pieces of the first segment's

@@ -53,6 +53,7 @@ sim::Arch arch_for(const uint8_t* data, size_t size) {
   a.ub_bytes = 4096 * a.ub_row_bytes();
   a.acc_entries = 256;
   a.weight_mem_bytes = a.tile_bytes() * 65536;
+  a.driver_piece_schedule = size % 2;  // both ways a batch in pieces runs (sim/arch.h)
   return a;
 }
 

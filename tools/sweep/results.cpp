@@ -87,10 +87,11 @@ Cell cell_of(const ojson& v, ColumnType t) {
   return v.dump();
 }
 
-// A mapper switch's column: "on" or "off" as the point set it (compiler/lower_options.h).
-std::string mapper_cell(const compiler::LowerOptions& o, std::string_view key) {
+// A mapper switch's column: "on" or "off" as the point set it, else its default on the point's
+// machine (compiler/lower_options.h).
+std::string mapper_cell(const compiler::LowerOptions& o, const sim::Arch& arch, std::string_view key) {
   for (const compiler::MapperSwitch& m : compiler::kMapperSwitches)
-    if (m.key == key) return o.*(m.field) ? "on" : "off";
+    if (m.key == key) return compiler::switch_on(o, m, arch) ? "on" : "off";
   return "";
 }
 
@@ -131,7 +132,7 @@ Row make_row(const PointResult& r) {
     } else if (n == "status") row.emplace_back(std::string(ok ? "ok" : "failed"));
     else if (n == "error") row.push_back(ok ? Cell{} : Cell{r.error});
     else if (arch.contains(n)) row.push_back(cell_of(arch[n], c.type));
-    else if (n.starts_with("mapper.")) row.emplace_back(mapper_cell(p.mapper, n.substr(7)));
+    else if (n.starts_with("mapper.")) row.emplace_back(mapper_cell(p.mapper, p.arch, n.substr(7)));
     else if (!ok) row.emplace_back();
     else if (const ojson* v = lookup(r.report, n)) row.push_back(cell_of(*v, c.type));
     else if (n.starts_with("instructions.") || n.starts_with("instruction_cycles."))
