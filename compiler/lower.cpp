@@ -386,22 +386,25 @@ class Lowering {
   BuiltTiles& built_;
   std::vector<uint8_t> tables_;
   std::unordered_multimap<uint64_t, uint64_t> table_index_;
-  // Tiles built so far, by (op, and the numbers that name the tile within it): looked up once per
-  // switching matmul (over a million times for CNN1 on a 64 x 64 array), so hashed.
-  std::unordered_map<TileKey, TileFetch, TileKeyHash> tile_cache_, packed_cache_;
+  // Packed tiles built so far, by (op, and the numbers that name the tile within it).
+  std::unordered_map<TileKey, TileFetch, TileKeyHash> packed_cache_;
   std::unordered_map<TileKey, uint64_t, TileKeyHash> table_cache_;  // table_row's answers
-  // The tiles of each N tile of the op being lowered, by the pass's tile number and plane: its
-  // passes (one per chunk of rows, the chunks' passes taken N tile by N tile or chunk by chunk)
-  // fetch the same tiles, found here without a search of tile_cache_ per tile.
+  // The tiles of each op and N tile, by the pass's tile number and plane: its passes (one per
+  // chunk of rows, the chunks' passes taken N tile by N tile or chunk by chunk, and again in every
+  // piece of the batch) fetch the same tiles, found here without a search per tile.
+  // Kept for the whole lowering (a tile's number within a pass depends on the op, the N tile and
+  // the machine only): tile_address is asked once per tile.
+  using PassFetches = std::map<std::pair<uint64_t, uint64_t>, std::vector<std::optional<TileFetch>>>;
   std::vector<std::optional<TileFetch>>& pass_fetches(const MatmulOp& m, const LaneTile& n) {
     if (pass_op_ != &m) {
       pass_op_ = &m;
-      pass_fetches_.clear();
+      pass_op_fetches_ = &pass_fetches_[&m];  // (node-based: stays valid as the map grows)
     }
-    return pass_fetches_[{n.slice, n.lane}];
+    return (*pass_op_fetches_)[{n.slice, n.lane}];
   }
   const MatmulOp* pass_op_ = nullptr;
-  std::map<std::pair<uint64_t, uint64_t>, std::vector<std::optional<TileFetch>>> pass_fetches_;
+  PassFetches* pass_op_fetches_ = nullptr;
+  std::unordered_map<const MatmulOp*, PassFetches> pass_fetches_;
   uint64_t table_rows_ = 0, table_base_ = 0, block_ = 0, macs_ = 0;
   std::vector<std::pair<int, size_t>> perchan_;  // (op, n) pairs needing a table, in order
   // How well each layer (meta.layers index) maps: the manifest's meta.mapping.
@@ -521,9 +524,9 @@ uint64_t Lowering::store(std::vector<uint8_t>& image, std::unordered_multimap<ui
 // A 16-bit layer's tile is two: its weights' low bytes (plane 0) and high bytes (plane 1).
 TileFetch Lowering::tile_address(const MatmulOp& m, const LaneTile& n, size_t input, uint64_t r, uint64_t s,
                                 const LaneTile& k, int plane) {
-  // Every piece of the batch uses the same tiles: built and looked up in the image once.
+  // Every piece of the batch uses the same tiles: built and looked up in the image once (asked
+  // once per tile: pass_fetches keeps the answers).
   const TileKey key{&m, {n.slice, n.lane, input * 2 + size_t(plane), r, s, k.slice, k.lane}};
-  if (const auto it = tile_cache_.find(key); it != tile_cache_.end()) return it->second;
   uint64_t k_offset = 0;
   for (size_t j = 0; j < input; ++j) k_offset += g_.tensors[m.inputs[j].tensor].shape.c;
   const uint64_t n0 = n.slice * lanes_ + n.lane, cols = std::min(arch_.array_cols, m.n - n0);
@@ -541,7 +544,7 @@ TileFetch Lowering::tile_address(const MatmulOp& m, const LaneTile& n, size_t in
       fill(tile.data());
       at->second = built_.tiles.number(std::move(tile));
     }
-    return tile_cache_[key] = fetch_of(image_.content(built_.tiles, at->second));
+    return fetch_of(image_.content(built_.tiles, at->second));
   }
   // Seeded weights: tile row `row` holds weight row k_offset + k0 + row of kernel position (r, s),
   // columns n0 .. n0 + cols - 1, a group's channels only (group_pairs).
@@ -557,7 +560,7 @@ TileFetch Lowering::tile_address(const MatmulOp& m, const LaneTile& n, size_t in
     return u;
   };
   const WeightImage::Key id{0, uint64_t(m.weight_id), uint64_t(plane), r, s, k_offset + k0, row0, k.count, n0, cols};
-  return tile_cache_[key] = fetch_of(image_.seeded(id, fill, use));
+  return fetch_of(image_.seeded(id, fill, use));
 }
 
 // The UB row of N tile n's per-column table (bias, multiplier, shift for array_cols columns).
