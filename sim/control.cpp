@@ -102,11 +102,7 @@ ControlUnit::Stop ControlUnit::issue_ahead() {
 bool ControlUnit::host_launch(uint64_t i, uint64_t& end) {
   ctx_.block(Unit::control, "instruction {0} (int) waits for every unit", i);
   if (!wait_idle(~uint64_t{0}, true)) return false;
-  uint64_t length = 0;  // the next segment: through the next int or halt
-  while (i + 1 + length < ctx_.code_size) {
-    const Opcode op = ctx_.inst(i + 1 + length++).opcode;
-    if (op == Opcode::interrupt || op == Opcode::halt) break;
-  }
+  const uint64_t length = segment_length(ctx_.program->code, i + 1);  // through the next int or halt
   const uint64_t from = std::max(end, ctx_.now());
   const auto resumed = ctx_.later(i, from, launch_cycles(ctx_.arch, length), "int (the host's launch)");
   if (!resumed) return false;
