@@ -736,7 +736,7 @@ toml::table parse_toml(std::string_view text, const std::string& source) {
 
 // ---- generated values -----------------------------------------------------------------------------
 
-SeededUniform::SeededUniform(uint64_t seed, uint64_t stream) : engine_(seed + stream * 0x9E3779B97F4A7C15ull) {}
+SeededUniform::SeededUniform(uint64_t seed, uint64_t stream) : engine_(stream_seed(seed, stream)) {}
 
 uint64_t weight_count(const Layer& l, const Shape& in) {
   switch (l.type) {

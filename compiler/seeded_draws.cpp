@@ -47,7 +47,7 @@ TPUSIM_DRAW_CLONES __attribute__((optimize("fp-contract=off"))) void scale(const
 }  // namespace
 
 SeededDraws::SeededDraws(uint64_t seed, uint64_t stream) {
-  state_[0] = seed + stream * 0x9E3779B97F4A7C15ull;  // SeededUniform's seeding
+  state_[0] = stream_seed(seed, stream);  // as SeededUniform's engine
   for (int i = 1; i < kWords; ++i)
     state_[i] = 6364136223846793005ull * (state_[i - 1] ^ (state_[i - 1] >> 62)) + uint64_t(i);
 }

@@ -8,6 +8,10 @@
 
 namespace tpusim::compiler {
 
+// The 64-bit seed of stream `stream` of a model's seed: SeededUniform's std::mt19937_64 and
+// SeededDraws both start from it.
+constexpr uint64_t stream_seed(uint64_t seed, uint64_t stream) { return seed + stream * 0x9E3779B97F4A7C15ull; }
+
 class SeededDraws {
  public:
   SeededDraws(uint64_t seed, uint64_t stream);

@@ -257,7 +257,8 @@ int cmd_validate(const ValidateArgs& args) {
   }
   ojson doc;
   doc["machine"] = sim::machine_name(arch);
-  if (!(mapper == compiler::LowerOptions{})) doc["mapper"] = compiler::mapper_to_json(mapper);
+  // (As meta.mapper: a switch given at its fixed default, e.g. `--mapper pack=on`, is not recorded.)
+  if (const nlohmann::json m = compiler::mapper_to_json(mapper); !m.empty()) doc["mapper"] = m;
   doc["paper"] = "Jouppi et al., In-Datacenter Performance Analysis of a Tensor Processing Unit, ISCA 2017, Table 3";
   doc["apps"] = ojson::array();
   const fs::path dir = args.workloads.empty() ? fs::path("workloads/tpu-v1") : fs::path(args.workloads);

@@ -78,7 +78,7 @@ TEST_CASE("a wider array pays: cnn0 on 64x256 takes at most half of 64x64's cycl
 // (MLP0 466,890 and MLP1 124,803, CNN0 483,763 and CNN1 10,743,354 before input streaming,
 // docs/compiler.md: their inputs now stream into the first layer by slices or board rows; CNN0
 // 472,283 before its board streamed into the second layer as well.)
-//   LSTM0 2712 tiles x 1350 = 3,661,200; + 32,370 as one program (+ 339,288 in segments, below)
+//   LSTM0 2712 tiles x 1350 = 3,661,200; + 32,370 as one program, + 339,288 in segments (below)
 //   LSTM1 2124 tile fetches of 600 x 600 matrices on 3 x 3 tiles (256, 256, 88 rows and columns),
 //          97.56 MB a batch: 2,009,700 cycles on the bus; + 77,409 (mostly step 0's 29 input DMAs,
 //          one per slice, that its first gate waits for one at a time: 3.7%). (1520 whole tiles x

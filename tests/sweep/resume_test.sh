@@ -118,10 +118,10 @@ for attempt in 1 2 3 4 5; do
   break
 done
 cat int.log
+((stored < 192)) || fail "the sweep finished before the interrupt in 5 attempts: make it slower"
 [[ $rc == 130 ]] || fail "Ctrl-C: exit $rc, not 130"
 grep -q "stopped by SIGINT after $stored points this run; $stored points stored, --resume to continue" int.log ||
   fail "no 'N points stored, --resume to continue' message for $stored points"
-((stored < 192)) || fail "the sweep finished before the interrupt in 5 attempts: make it slower"
 ! grep -q ",failed," slow.csv || fail "an interrupted point was stored as failed"
 "$tpusim" sweep slow.toml -j 2 -o slow.csv --resume 2>resume.log
 grep -q "$((192 - stored)) points run in .*, $stored already done; 192 stored" resume.log || fail "resume after Ctrl-C: $(cat resume.log)"

@@ -156,7 +156,7 @@ TEST_CASE("chrome trace: the matrix-cycle slices add up to the report's counters
   CHECK(mlp2->result.matrix.input_stall > 0);
   CHECK(mlp2->result.matrix.weight_stall > 0);
   // int: the host's launch of the next segment (nop, halt: 2 instructions), after the drain.
-  const auto held = run_traced(isa::assemble(".model \"int\"\nnop\nint\nnop\nhalt\n", "int.s"),
+  const auto held = run_traced(test::assemble("nop\nint\nnop\nhalt\n"),
                                sim::arch_preset("tpu-v1"), Engine::timing);
   const auto sums = matrix_cycle_sums(chrome(*held));
   CHECK(sums.at("host launch") == sim::launch_cycles(held->arch, 2));  // 7,000 + 700 + 3

@@ -152,7 +152,7 @@ std::string json_line(const PointResult& r) {
   const ojson arch = sim::arch_to_json(p.arch);
   for (const sim::ParamInfo& i : sim::arch_params()) params[std::string(i.name)] = arch[std::string(i.name)];
   params["batch"] = p.batch ? ojson(*p.batch) : ojson(nullptr);
-  params["mapper"] = compiler::mapper_to_json(p.mapper);  // the switches that are off
+  params["mapper"] = compiler::mapper_to_json(p.mapper);  // the switches given off, and any given whose default is the machine's
   ojson j = {{"point", p.index},
              {"workload", p.workload->name},
              {"workload_file", p.workload->file},

@@ -87,7 +87,8 @@ std::vector<PointCost> estimate_costs(const Spec& spec, const std::vector<const 
   std::vector<PointCost> out;
   out.reserve(todo.size());
   for (const Point* p : todo) {
-    // As the worker keys the models it keeps (workers.cpp run_request).
+    // One key per model a worker prepares and keeps: its file and batch (workers.cpp run_request
+    // keys its cache the same way, plus the compile kind, which is one per sweep).
     const std::string key = p->workload->path.string() + "\n" + (p->batch ? std::to_string(*p->batch) : "");
     auto it = shapes.find(key);
     if (it == shapes.end())
