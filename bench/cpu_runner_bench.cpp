@@ -126,6 +126,7 @@ int main(int argc, char** argv) {
   bool exact = true;
   tpusim::compiler::LoadOptions int8;
   int8.int8_elements = true;  // the runner's kernels are int8
+  int8.mapper.concat_inplace = false;  // the plan reads a concat as its parts
   for (const std::string& path : models) {
     const tpusim::compiler::QGraph graph =
         tpusim::compiler::prepare_file(std::string(TPUSIM_SOURCE_DIR) + "/" + path, int8).graph;

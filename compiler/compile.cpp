@@ -107,7 +107,7 @@ bool timing_needs_data(const Model& model) {
   return adds || precision_needs_calibration(model);
 }
 
-Compiled prepare_model(Model model, bool timing_only) {
+Compiled prepare_model(Model model, bool timing_only, const LowerOptions& mapper) {
   Compiled c;
   const auto t0 = std::chrono::steady_clock::now();
   // A timing-only compile (LoadOptions::timing_only) calibrates nothing, unless its program
@@ -138,7 +138,7 @@ Compiled prepare_model(Model model, bool timing_only) {
   if (timing_only)
     for (Layer& l : model.layers)
       if (l.seeded_weights) std::vector<float>().swap(l.weights);
-  c.graph = quantize(model, calibration);
+  c.graph = quantize(model, calibration, concat_inplace(mapper));
   // The float output on the calibration samples, for check_output's quantization error.
   if (!timing_only && model.calibration.empty() && !calibration.outputs.empty())
     c.float_output = std::move(calibration.outputs.back());
@@ -153,7 +153,7 @@ Compiled prepare_file(const std::filesystem::path& path, const LoadOptions& opti
   Model m = load_model(path, options);
   if (options.phase) *options.phase = "calibrating and quantizing";
   const double parse = since(t0);
-  Compiled c = prepare_model(std::move(m), options.timing_only);
+  Compiled c = prepare_model(std::move(m), options.timing_only, options.mapper);
   c.parse_seconds = parse;
   return c;
 }

@@ -46,7 +46,8 @@ Compiled compile_model(Model model, const sim::Arch& arch);
 // compile_file's do.
 Compiled prepare_file(const std::filesystem::path& path, const LoadOptions& options = {});
 // timing_only: quantized without the float reference's calibration (LoadOptions::timing_only).
-Compiled prepare_model(Model model, bool timing_only = false);
+// `mapper`: the switches the quantizer reads (concat_inplace); lower_for must be given the same.
+Compiled prepare_model(Model model, bool timing_only = false, const LowerOptions& mapper = {});
 // Whether a timing-only compile of `model` must still generate its seeded weights and run the float
 // reference, because its program depends on calibrated scales: an add layer (which operand is
 // rescaled), or a layer with weights from a file whose automatic precision needs the layers'

@@ -141,8 +141,9 @@ class Golden {
     return static_cast<size_t>(t);
   }
 
-  Span span(const View& v) {
+  Span span(const View& v, bool channels_from = false) {
     const size_t i = tensor_index(v.tensor, where_);
+    if (v.channel0 && !channels_from) fail(where_, "only a matmul's output view may start at a channel ({})", v.channel0);
     const Shape& s = g_.tensors[i].shape;
     const uint64_t count = v.pixels ? v.pixels : s.pixels() - std::min(v.pixel0, s.pixels());
     if (v.pixel0 + count > s.pixels() || count == 0)
@@ -163,7 +164,10 @@ void Golden::check(const MatmulOp& op, const std::vector<Span>& in, const Span& 
   uint64_t k = 0;
   for (const Span& s : in) k += s.c;
   if (in.empty() || k != op.k) fail(where_, "inputs have {} channels, K is {}", k, op.k);
-  if (out.c != op.n) fail(where_, "output has {} channels, N is {}", out.c, op.n);
+  // (A concat written in place: the output view is channels [channel0, channel0 + N) of the joined tensor.)
+  const uint64_t c0 = op.output.channel0;
+  if (g_.concat_inplace ? c0 + op.n > out.c : out.c != op.n)
+    fail(where_, "output has {} channels from channel {}, N is {}", out.c - std::min(c0, out.c), c0, op.n);
   if (op.weights.size() != op.kernel_h * op.kernel_w * op.k * op.n)
     fail(where_, "{} weights, expected {} x {} x {} x {}", op.weights.size(), op.kernel_h, op.kernel_w, op.k, op.n);
   if (op.wide_weights() && op.weights_hi.size() != op.weights.size())
@@ -182,9 +186,10 @@ void Golden::check(const MatmulOp& op, const std::vector<Span>& in, const Span& 
 // per tensor when bias is empty and mult has one entry, which is the same arithmetic with
 // bias 0). Positions go in blocks that share each weight row while it is in cache.
 void Golden::exec(const MatmulOp& op) {
+  const uint64_t c0 = op.output.channel0;
   std::vector<Span> in;
   for (const View& v : op.inputs) in.push_back(span(v));
-  const Span out = span(op.output);
+  const Span out = span(op.output, true);
   check(op, in, out);
   // 16-bit inputs (setcfg mm_in_hi on the machine): each element read from its two byte planes.
   const bool wide_in = std::any_of(in.begin(), in.end(), [](const Span& s) { return s.high != 0; });
@@ -279,7 +284,7 @@ void Golden::exec(const MatmulOp& op) {
     const isa::Func func = op.func;
     const int64_t clip = op.clip;
     for (uint64_t i = 0; i < count; ++i) {
-      int8_t* o = out.at((p0 + i) / out.count, (p0 + i) % out.count);
+      int8_t* o = out.at((p0 + i) / out.count, (p0 + i) % out.count) + c0;
       const uint32_t* row = &acc[i * n];
       for (uint64_t j = 0; j < n; ++j) {
         const size_t q = per_column ? j : 0;

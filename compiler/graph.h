@@ -160,9 +160,14 @@ struct QTensor {
 
 // A contiguous range of a tensor's pixels (all of them when pixels == 0): an LSTM step reads
 // pixel t of its input sequence and writes pixel t of its output sequence.
+// A MatmulOp's output view may also start at a channel: its N output channels are channels
+// [channel0, channel0 + N) of the tensor, the tensor's other channels written by other ops (a
+// concat written in place: each branch writes its channels at their offset in the joined tensor,
+// docs/compiler.md "Concatenation"). Every other view has channel0 = 0 and covers all channels.
 struct View {
   int tensor = -1;
   uint64_t pixel0 = 0, pixels = 0;
+  uint64_t channel0 = 0;
 };
 
 // dense, conv2d, an LSTM gate: out[n][y][x][j] = func(requant(sum + bias[j])) where
@@ -248,6 +253,11 @@ struct QGraph {
   // order): with the mapper's host_loop, the lowering starts a program segment at each but the
   // first (docs/compiler.md, "Host-driven loops").
   std::vector<size_t> loop_steps;
+  // How the quantizer joined its concats (the mapper's concat_inplace, lower_options.h): true,
+  // each concat is one tensor its branches write in place (MatmulOp outputs at a channel0; parts
+  // that cannot be written so are copied in by an identity MatmulOp); false, a concat is the list
+  // of its parts, read part by part, joined by an identity MatmulOp for readers that need it.
+  bool concat_inplace = false;
 };
 
 }  // namespace tpusim::compiler

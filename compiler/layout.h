@@ -83,8 +83,12 @@ inline uint64_t slice_width(const sim::Arch& arch) { return arch.ub_row_bytes();
 // that would pass the row's end is moved back to end at it (lane = width - tile): it then also
 // covers channels of the tile before it, which for an N tile means it writes them again with the
 // same values, and for a K tile means their weight rows are left zero.
+// An N tile of a matmul that writes into a concat's joined tensor (compiler/lower.cpp) is cut at
+// the joined tensor's slice boundaries instead: it holds and writes `cols` columns (0: every one
+// up to the array's), slice x width + lane being the op's first column, first = lane.
 struct LaneTile {
   uint64_t slice = 0, lane = 0, first = 0, count = 0;
+  uint64_t cols = 0;
 };
 // The tiles covering `channels` channels stored in slices of `width`, `tile` elements per tile
 // (tile <= width), slice by slice.

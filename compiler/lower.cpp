@@ -69,6 +69,20 @@ bool narrow(uint64_t c, const sim::Arch& arch) {
 
 // Whether a matmul's activate requantizes per column (bias, or one multiplier per channel): it
 // then reads its N tile's table from the UB (table_row) instead of the instruction's fields.
+// The N tiles of a matmul of n columns writing channels [channel0, channel0 + n) of a concat's
+// joined tensor (slices of `lanes`): at most `cols` columns each, cut where the joined tensor's
+// slices end, so that each tile's columns go to one slice, from byte (channel0 + first column) mod
+// lanes (LaneTile::cols).
+std::vector<LaneTile> joined_n_tiles(uint64_t n, uint64_t channel0, uint64_t lanes, uint64_t cols) {
+  std::vector<LaneTile> out;
+  for (uint64_t a = 0; a < n;) {
+    const uint64_t w = std::min({cols, lanes - (channel0 + a) % lanes, n - a});
+    out.push_back({a / lanes, a % lanes, a % lanes, w, w});
+    a += w;
+  }
+  return out;
+}
+
 bool per_column(const MatmulOp& m) { return !m.bias.empty() || m.mult.size() > 1; }
 
 // Allocation of UB rows from either end: first fit from the bottom, or last fit from the top.
@@ -151,6 +165,17 @@ struct DoesNotFit : InputError {
 
 // Whether the graph's seeded weights have no values (a timing-only compile): its weight image
 // then has no bytes (weight_image.h).
+// The switches a lowering of g runs with: concat_inplace is the graph's (the quantizer's choice,
+// QGraph::concat_inplace); given otherwise, it is an error.
+LowerOptions with_graph(LowerOptions o, const QGraph& g) {
+  if (o.concat_inplace && *o.concat_inplace != g.concat_inplace)
+    throw InputError(fmt::format("model {}: quantized with concat_inplace={}, lowered with concat_inplace={}: the "
+                                 "switch changes the quantized graph; give it when the model is compiled",
+                                 g.name, g.concat_inplace ? "on" : "off", *o.concat_inplace ? "on" : "off"));
+  if (g.concat_inplace || o.concat_inplace) o.concat_inplace = g.concat_inplace;
+  return o;
+}
+
 bool without_values(const QGraph& g) {
   return std::any_of(g.ops.begin(), g.ops.end(), [](const QOp& op) {
     const auto* m = std::get_if<MatmulOp>(&op);
@@ -200,8 +225,8 @@ class Lowering {
            const LowerOptions& options, std::vector<bool> in_host = {}, bool code = true, uint64_t reserve = 0)
       : g_(g),
         arch_(arch),
-        options_(resolve(options, arch)),
-        mapper_(mapper_to_json(options)),
+        options_(resolve(with_graph(options, g), arch)),
+        mapper_(mapper_to_json(with_graph(options, g))),
         lanes_(slice_width(arch)),
         piece_(schedule.io_piece),
         batch_(schedule.io_piece),
@@ -316,7 +341,19 @@ class Lowering {
   const std::vector<LaneTile>& k_tiles(const View& v) const {
     return tiles_of(g_.tensors[v.tensor].shape.c, arch_.array_rows);
   }
-  const std::vector<LaneTile>& n_tiles(const MatmulOp& m) const { return tiles_of(m.n, arch_.array_cols); }
+  const std::vector<LaneTile>& n_tiles(const MatmulOp& m) const {
+    if (!joined_.at(m.output.tensor)) return tiles_of(m.n, arch_.array_cols);
+    auto [it, added] = joined_tiles_.try_emplace(&m);
+    if (added) it->second = joined_n_tiles(m.n, m.output.channel0, lanes_, arch_.array_cols);
+    return it->second;
+  }
+  mutable std::unordered_map<const MatmulOp*, std::vector<LaneTile>> joined_tiles_;
+  // The columns N tile n of m holds: array_cols, fewer for the last or a tile cut at a joined
+  // tensor's slice boundary.
+  uint64_t tile_cols(const MatmulOp& m, const LaneTile& n) const {
+    const uint64_t n0 = n.slice * lanes_ + n.lane, c = std::min(arch_.array_cols, m.n - n0);
+    return n.cols ? std::min(c, n.cols) : c;
+  }
   const std::vector<LaneTile>& tiles_of(uint64_t channels, uint64_t side) const {
     auto [it, added] = lane_tiles_.try_emplace({channels, side});
     if (added) it->second = lane_tiles(channels, lanes_, side);
@@ -381,6 +418,9 @@ class Lowering {
   std::vector<Storage> storage_;
   std::vector<bool> placed_;
   std::vector<bool> dense_;  // tensors stored dense when the piece's batch allows (plan_storage)
+  // Concats' joined tensors: written by matmuls at a channel offset (View::channel0) or of fewer
+  // channels than the tensor's (a concat written in place; plan_storage).
+  std::vector<bool> joined_;
   std::vector<int64_t> first_def_, last_use_;
   WeightImage image_;
   BuiltTiles& built_;
@@ -529,7 +569,7 @@ TileFetch Lowering::tile_address(const MatmulOp& m, const LaneTile& n, size_t in
   const TileKey key{&m, {n.slice, n.lane, input * 2 + size_t(plane), r, s, k.slice, k.lane}};
   uint64_t k_offset = 0;
   for (size_t j = 0; j < input; ++j) k_offset += g_.tensors[m.inputs[j].tensor].shape.c;
-  const uint64_t n0 = n.slice * lanes_ + n.lane, cols = std::min(arch_.array_cols, m.n - n0);
+  const uint64_t n0 = n.slice * lanes_ + n.lane, cols = tile_cols(m, n);
   const uint64_t k0 = k.slice * lanes_ + k.lane, row0 = k.first - k.lane, M = arch_.array_cols;
   const auto fill = [&](uint8_t* tile) {
     for (uint64_t row = row0; row < row0 + k.count; ++row) {
@@ -572,7 +612,7 @@ uint64_t Lowering::table_row(const MatmulOp& m, const LaneTile& n, uint64_t grou
   const TileKey key{&m, {n0, groups, 0, 0, 0, 0, 0}};
   if (const auto it = table_cache_.find(key); it != table_cache_.end()) return it->second;
   std::vector<uint8_t> t(rows * row_bytes, 0);
-  const uint64_t used = groups > 1 ? groups * m.n : std::min(cols, m.n - n0);
+  const uint64_t used = groups > 1 ? groups * m.n : tile_cols(m, n);
   for (uint64_t c = 0; c < used; ++c) {
     const uint64_t j = groups > 1 ? c % m.n : n0 + c;
     const uint32_t bias = m.bias.empty() ? 0 : static_cast<uint32_t>(m.bias[j]);
@@ -616,6 +656,10 @@ void Lowering::plan_storage() {
     if (v.tensor < 0 || static_cast<size_t>(v.tensor) >= nt) fail(i, "reads a tensor that does not exist");
     last_use_[v.tensor] = static_cast<int64_t>(i);
   };
+  joined_.assign(nt, false);
+  const auto unsplit = [&](const View& v, size_t i) {
+    if (v.channel0) fail(i, "only a matmul's output may start at a channel");
+  };
   const auto def = [&](const View& v, size_t i) {
     if (v.tensor < 0 || static_cast<size_t>(v.tensor) >= nt) fail(i, "writes a tensor that does not exist");
     if (first_def_[v.tensor] < 0) first_def_[v.tensor] = static_cast<int64_t>(i);
@@ -628,14 +672,26 @@ void Lowering::plan_storage() {
           if constexpr (std::is_same_v<T, MatmulOp>) {
             for (const View& v : op.inputs) use(v, i);
             if (op.pad) storage_[op.inputs.at(0).tensor].pad = std::max(storage_[op.inputs[0].tensor].pad, op.pad);
+            def(op.output, i);
+            if (op.output.channel0 || g_.tensors[op.output.tensor].shape.c != op.n) {
+              if (!g_.concat_inplace) fail(i, "writes part of a tensor's channels in a graph not written in place");
+              joined_[op.output.tensor] = true;
+            }
+            for (const View& v : op.inputs) unsplit(v, i);
           } else if constexpr (std::is_same_v<T, PoolOp>) {
             if (wide(op.input) || wide(op.output)) fail(i, "a pool reads or writes a 16-bit tensor: pools are int8");
             use(op.input, i);
+            unsplit(op.input, i);
           } else {
             use(op.a, i);
             if (op.op != isa::VecOp::pass) use(op.b, i);
+            unsplit(op.a, i);
+            unsplit(op.b, i);
           }
-          def(op.output, i);
+          if constexpr (!std::is_same_v<T, MatmulOp>) {
+            def(op.output, i);
+            unsplit(op.output, i);
+          }
         },
         g_.ops[i]);
   }
@@ -646,7 +702,13 @@ void Lowering::plan_storage() {
   dense_.assign(nt, false);
   for (size_t t = 0; t < nt; ++t) {
     const uint64_t c = g_.tensors[t].shape.c;
-    dense_[t] = *options_.dense && !in_host_[t] && narrow(c, arch_) && storage_[t].planes == 1;  // (8-bit only)
+    dense_[t] = *options_.dense && !in_host_[t] && narrow(c, arch_) && storage_[t].planes == 1 &&  // (8-bit only)
+                !joined_[t];
+    if (joined_[t] && in_host_[t])
+      throw InputError(fmt::format("model {}: concat {} is written in place (mapper concat_inplace) and would be held "
+                                   "in host memory and streamed in bands, which a tensor written by several layers "
+                                   "cannot be; compile with --mapper concat_inplace=off",
+                                   g_.name, g_.tensors[t].name));
   }
   tie_dense();
 }
@@ -715,7 +777,7 @@ void Lowering::pass(size_t i, const MatmulOp& m, const LaneTile& n, const std::v
         for (const LaneTile& k : kt) {
           // A tile whose K rows and N columns are in different groups is all zero: not computed.
           const uint64_t k_first = k_offset + k.slice * lanes_ + k.first, n0 = n.slice * lanes_ + n.lane;
-          if (group_pairs(m, k_first, k.count, n0, std::min(arch_.array_cols, m.n - n0)) == 0) {
+          if (group_pairs(m, k_first, k.count, n0, tile_cols(m, n)) == 0) {
             ++t;
             continue;
           }
@@ -795,16 +857,23 @@ const std::vector<MatmulStep>& Lowering::stream_split(const std::vector<MatmulSt
 }
 
 // Activates a pass's rows (accumulator block `base`) into N tile n's slice of the output.
+// Into a concat's joined tensor (joined_), the tile's `cols` columns go to channel channel0 + its
+// first column: one slice (the tiles are cut at its boundaries), written with act_groups = 1 and
+// act_group_cols = cols from that channel's byte, keeping the other branches' bytes.
 void Lowering::activate(const MatmulOp& m, const LaneTile& n, uint64_t base, const std::vector<Segment>& segments) {
   const Storage& out = storage_[m.output.tensor];
   const bool perchan = per_column(m);
   const uint64_t qtable = perchan ? table_row(m, n) : 0;
+  const uint64_t channel = m.output.channel0 + n.slice * lanes_ + n.lane;
+  const uint64_t slice = n.cols ? channel / lanes_ : n.slice, lane = n.cols ? channel % lanes_ : n.lane;
   dense_write(out);
+  if (n.cols) em_.scatter(1, n.cols);
   for (const Segment& seg : segments)
-    for (const Run& run : runs(out, n.slice, m.output.pixel0 + seg.pixel, seg.pixels)) {
+    for (const Run& run : runs(out, slice, m.output.pixel0 + seg.pixel, seg.pixels)) {
       emit_activate(m, qtable, base + seg.acc_offset + (run.pixel - m.output.pixel0 - seg.pixel) * batch_, run.row,
-                    run.pixels * batch_, {run.row, run.pixels * batch_}, n.lane);
+                    run.pixels * batch_, {run.row, run.pixels * batch_}, lane);
     }
+  if (n.cols) em_.scatter(0, 0);
 }
 
 // One activate of `rows` accumulator rows from `acc` into UB row `ub` with m's function and
@@ -838,7 +907,8 @@ void Lowering::check_matmul(size_t i, const MatmulOp& m) const {
   const Shape& os = storage_[m.output.tensor].shape;
   uint64_t ksum = 0;
   for (const View& v : m.inputs) ksum += g_.tensors[v.tensor].shape.c;
-  if (ksum != m.k || os.c != m.n ||
+  const bool fits = joined_.at(m.output.tensor) ? m.output.channel0 + m.n <= os.c : os.c == m.n;
+  if (ksum != m.k || !fits ||
       (!m.no_values && (m.weights.size() != m.kernel_h * m.kernel_w * m.k * m.n ||
                         (m.wide_weights() && m.weights_hi.size() != m.weights.size()))))
     fail(i, fmt::format("weights of {} x {} x {} x {} do not match inputs of {} channels and an output of {}",
@@ -990,7 +1060,7 @@ bool Lowering::chain_candidate(size_t i) const {
            pixels(o) == os.pixels() && (os.h - 1) * m.stride + m.kernel_h <= is.h + 2 * m.pad &&
            (os.w - 1) * m.stride + m.kernel_w <= is.w + 2 * m.pad && !m.wide_weights() &&
            storage_[v.tensor].planes == 1 && storage_[o.tensor].planes == 1 && !in_host_[v.tensor] &&
-           !in_host_[o.tensor] && conv_budget(m).first > 0 && !packing_for(m, batch_);
+           !in_host_[o.tensor] && !joined_[o.tensor] && conv_budget(m).first > 0 && !packing_for(m, batch_);
   };
   const int t = a->output.tensor;
   if (!conv(*a) || !conv(*b) || b->inputs[0].tensor != t || b->output.tensor == t ||
@@ -1123,7 +1193,7 @@ std::optional<Lowering::Fusion> Lowering::fusion_for(size_t i) const {
   if (!*options_.fuse_pools || !m || i + 1 >= g_.ops.size()) return std::nullopt;
   const auto* p = std::get_if<PoolOp>(&g_.ops[i + 1]);
   const int t = m->output.tensor;
-  if (!p || seg_of_.at(i) != seg_of_.at(i + 1) || p->input.tensor != t || t == g_.output || in_host_[t] ||
+  if (!p || seg_of_.at(i) != seg_of_.at(i + 1) || p->input.tensor != t || t == g_.output || in_host_[t] || joined_[t] ||
       in_host_[p->output.tensor] || in_host_[m->inputs.at(0).tensor] ||
       last_use_[t] != static_cast<int64_t>(i + 1) || first_def_[t] != static_cast<int64_t>(i))
     return std::nullopt;
@@ -1224,6 +1294,7 @@ std::optional<Packing> Lowering::packing_for(const MatmulOp& m, uint64_t batch) 
   if (!*options_.pack || m.inputs.size() != 1 || (m.kernel_h == 1 && m.kernel_w == 1 && m.stride == 1 && m.pad == 0))
     return std::nullopt;
   if (m.wide_weights() || storage_[m.inputs[0].tensor].planes > 1) return std::nullopt;  // (nor 16-bit inputs)
+  if (joined_.at(m.output.tensor)) return std::nullopt;  // (a packed activate scatters or writes whole tiles)
   const Shape& is = g_.tensors[m.inputs[0].tensor].shape;
   const Shape& os = g_.tensors[m.output.tensor].shape;
   const uint64_t total = os.h * os.w * batch, budget = total <= arch_.acc_entries ? total : arch_.acc_entries / 2;

@@ -24,14 +24,20 @@ const MapperSwitch* find(std::string_view key) {
 // Whether a switch given as `options` says it should be recorded (mapper_to_json, describe).
 bool recorded(const LowerOptions& options, const MapperSwitch& m) {
   const std::optional<bool>& v = options.*(m.field);
-  return v && (!*v || m.arch_default);
+  return v && (*v != m.default_on || m.arch_default);
 }
 
 }  // namespace
 
 bool switch_on(const LowerOptions& options, const MapperSwitch& m, const sim::Arch& arch) {
   if (const std::optional<bool>& v = options.*(m.field)) return *v;
-  return m.arch_default ? arch.*(m.arch_default) != 0 : true;
+  return m.arch_default ? arch.*(m.arch_default) != 0 : m.default_on;
+}
+
+bool concat_inplace(const LowerOptions& options) {
+  for (const MapperSwitch& m : kMapperSwitches)
+    if (m.field == &LowerOptions::concat_inplace) return options.concat_inplace.value_or(m.default_on);
+  return false;
 }
 
 LowerOptions resolve(const LowerOptions& options, const sim::Arch& arch) {

@@ -45,6 +45,13 @@ struct LowerOptions {
   // (interrupt host) and launched by the host; off: one program, the loop unrolled, weight tiles
   // prefetched across steps.
   std::optional<bool> host_loop = std::nullopt;
+  // Write a concat's branches in place (docs/compiler.md "Concatenation"): the joined tensor is
+  // allocated before its first branch runs, each branch's activates write its channels at their
+  // offset in it, and its readers take dense K tiles over the joined channels, with no identity
+  // copy; off: a concat is the list of its parts, each on K tiles of its own, joined by an
+  // identity matmul for a reader that needs it. It changes the quantized graph (QGraph::
+  // concat_inplace), so it is read when the model is quantized as well as when it is lowered.
+  std::optional<bool> concat_inplace = std::nullopt;
   bool operator==(const LowerOptions&) const = default;
 };
 
@@ -52,8 +59,9 @@ struct MapperSwitch {
   std::string_view key;
   std::optional<bool> LowerOptions::*field;
   std::string_view doc;
-  // The architecture parameter (0 or 1) that gives the switch's default; null: on by default.
+  // The architecture parameter (0 or 1) that gives the switch's default; null: `default_on`.
   uint64_t sim::Arch::*arch_default = nullptr;
+  bool default_on = true;
 };
 inline constexpr MapperSwitch kMapperSwitches[] = {
     {"fuse", &LowerOptions::fuse_pools,
@@ -75,10 +83,17 @@ inline constexpr MapperSwitch kMapperSwitches[] = {
     {"host_loop", &LowerOptions::host_loop,
      "run each LSTM layer-step as a program segment the host launches, ended by `int` (docs/compiler.md "
      "\"Host-driven loops\")"},
+    {"concat_inplace", &LowerOptions::concat_inplace,
+     "write a concat's branches in place in one joined tensor, read with dense K tiles, no identity copies "
+     "(docs/compiler.md \"Concatenation\")",
+     nullptr, false},
 };
 
 // Switch `m`'s value in a compile for `arch`: the value given, else its default.
 bool switch_on(const LowerOptions& options, const MapperSwitch& m, const sim::Arch& arch);
+// Whether concats are written in place (the concat_inplace switch, which has no architecture
+// default: the quantizer reads it before any machine is chosen).
+bool concat_inplace(const LowerOptions& options);
 // Every switch given its value for `arch` (what the lowering reads: each field then has a value).
 LowerOptions resolve(const LowerOptions& options, const sim::Arch& arch);
 

@@ -96,6 +96,16 @@
 //   model's output need the joined tensor: it is built once, before the first such reader, by a
 //   MatmulOp over the parts with identity weights and requantization 1 (x 1 / 2^0: exact), the
 //   op recorded under the concat layer's name.
+// Written in place instead (the mapper's concat_inplace, QGraph::concat_inplace): a concat is one
+// tensor, "NAME", at the same scale S, which its branches write: a dense or conv2d layer that only
+// the concat reads and whose stage leaves its scale free (none, relu, relu6; no given scale, 8
+// bits) writes its MatmulOp's output to channels [offset, offset + N) of it (View::channel0, the
+// tensor added when its first writer is quantized), and a nested concat that only the concat
+// reads and that has its scale puts its own inputs there the same way. Every other input (a pool,
+// an activation layer, a model input, a tensor other layers read too, a sigmoid/tanh branch, a
+// layer of a given scale) is copied in at the concat by a MatmulOp with identity weights over its
+// own channels, requantized from its scale to S (the pass above and the copy in one). Readers read
+// the joined tensor like any other: no parts, no copy for the model's output or a padded reader.
 //
 // Every op records its layer (QGraph::op_layer); ops are in execution order; tensor names are
 // unique (a clash with an input's name gets a ".N" suffix).
@@ -197,7 +207,8 @@ Shape seq_of(uint64_t steps, uint64_t c) { return Shape{2, steps, 1, c}; }
 
 class Quantizer {
  public:
-  Quantizer(const Model& m, const FloatRun& run) : m_(m), run_(run), tensor_of_(m.layers.size(), -1) {
+  Quantizer(const Model& m, const FloatRun& run, bool inplace)
+      : m_(m), run_(run), inplace_(inplace), tensor_of_(m.layers.size(), -1) {
     if (run.outputs.size() != m.layers.size() || run.lstm_cell_max.size() != m.layers.size())
       throw std::invalid_argument("quantize: the float run is not of this model");
   }
@@ -206,8 +217,19 @@ class Quantizer {
  private:
   const Model& m_;
   const FloatRun& run_;
+  const bool inplace_;  // concats written in place (QGraph::concat_inplace)
   QGraph g_;
   std::vector<int> tensor_of_;  // each layer's output tensor; a flatten layer's: its input's
+  // Concats written in place: the layer's output goes to channels [offset, ...) of the joined
+  // tensor of concat layer `root` (planned by plan_concats; `placed` once the layer wrote there).
+  struct Dest {
+    size_t root = 0;
+    uint64_t offset = 0;
+  };
+  std::vector<std::optional<Dest>> dest_;
+  std::vector<bool> placed_;
+  std::vector<int> joined_;  // a root concat's joined tensor (-1 until its first writer)
+  int joined(size_t root);
   // A concat layer's parts (and those of a pool or activation applied part by part): the layer's
   // tensor is these, joined along channels, until materialize() builds it (tensor_of_ then >= 0).
   std::vector<std::vector<int>> parts_;
@@ -314,6 +336,16 @@ int Quantizer::materialize(size_t layer) {
   return tensor_of_[layer] = out;
 }
 
+// Whether layer L's output can be written straight into a concat's joined tensor: a concat (its
+// inputs then go there), or a dense or conv2d layer whose only op is its MatmulOp and whose stage
+// leaves the scale free (no given scale, none/relu/relu6, 8 bits). Anything else is copied in.
+bool writes_in_place(const Layer& L) {
+  if (L.scale || (L.output_bits && *L.output_bits != 8)) return false;
+  if (L.type == LayerType::concat) return true;
+  return (L.type == LayerType::dense || L.type == LayerType::conv2d) &&
+         (L.activation == Activation::none || L.activation == Activation::relu || L.activation == Activation::relu6);
+}
+
 // Each concat's scale, and the scale it asks of the layers it reads: from the last layer back, so
 // that a concat read by another concat (directly, or through pools and relu/none activations,
 // which keep their input's scale) takes the outer one's scale unless its own values need more.
@@ -322,6 +354,15 @@ void Quantizer::plan_concats() {
   parts_.assign(n, {});
   concat_scale_.assign(n, 0.0);
   wanted_.assign(n, 0.0);
+  dest_.assign(n, std::nullopt);
+  placed_.assign(n, false);
+  joined_.assign(n, -1);
+  // Each layer's readers (an input slot each; the last layer's: the model's output as well).
+  std::vector<size_t> readers(n, 0);
+  for (const Layer& L : m_.layers)
+    for (int e : L.inputs)
+      if (!is_model_input(e)) ++readers[static_cast<size_t>(e)];
+  if (n) ++readers[n - 1];
   for (size_t i = n; i-- > 0;) {
     const Layer& L = m_.layers[i];
     const bool given = L.scale && *L.scale > 0 && std::isfinite(*L.scale);
@@ -338,12 +379,61 @@ void Quantizer::plan_concats() {
     for (int e : L.inputs)
       if (!is_model_input(e) && wanted_[static_cast<size_t>(e)] == 0)
         wanted_[static_cast<size_t>(e)] = concat_scale_[i];
+    if (!inplace_) continue;
+    // Written in place: a nested concat at its outer one's scale goes into the outer's joined
+    // tensor (its root's); each input read by this concat alone that can write there does so.
+    if (dest_[i] && concat_scale_[i] != concat_scale_[dest_[i]->root]) dest_[i].reset();
+    const Dest at = dest_[i] ? *dest_[i] : Dest{i, 0};
+    uint64_t off = at.offset;
+    for (int e : L.inputs) {
+      const uint64_t c = is_model_input(e) ? m_.inputs[static_cast<size_t>(model_input_index(e))].shape.c
+                                           : m_.layers[static_cast<size_t>(e)].out.c;
+      if (!is_model_input(e) && readers[static_cast<size_t>(e)] == 1 && writes_in_place(m_.layers[static_cast<size_t>(e)]))
+        dest_[static_cast<size_t>(e)] = Dest{at.root, off};
+      off += c;
+    }
   }
+}
+
+// The joined tensor of root concat `root`, added when its first writer needs it.
+int Quantizer::joined(size_t root) {
+  if (joined_[root] < 0) {
+    const Layer& R = m_.layers[root];
+    joined_[root] = add_tensor(R.name, R.out, concat_scale_[root], R.name);
+  }
+  return joined_[root];
 }
 
 void Quantizer::concat() {
   const Layer& L = layer();
   const double s = concat_scale_[li_];
+  if (inplace_) {
+    // Every input not written in place already is copied in: an identity MatmulOp from its tensor
+    // to its channels of the joined tensor, requantized from its scale to the concat's.
+    const Dest at = dest_[li_] ? *dest_[li_] : Dest{li_, 0};
+    uint64_t off = at.offset;
+    for (int entry : L.inputs) {
+      const bool in_place = !is_model_input(entry) && placed_[static_cast<size_t>(entry)];
+      const int t = in_place ? -1 : source(entry);
+      const uint64_t c = in_place ? m_.layers[static_cast<size_t>(entry)].out.c : shape_of(t).c;
+      if (!in_place) {
+        MatmulOp op;
+        op.k = op.n = c;
+        op.weights.assign(c * c, 0);
+        for (uint64_t j = 0; j < c; ++j) op.weights[j * c + j] = 1;
+        const Requant q = requant(scale_of(t) / concat_scale_[at.root]);
+        op.mult = {q.mult};
+        op.shift = {q.shift};
+        op.inputs.push_back(View{t});
+        op.output = View{joined(at.root), 0, 0, off};
+        emit(std::move(op));
+      }
+      off += c;
+    }
+    if (dest_[li_]) placed_[li_] = true;  // (inside its root's tensor: only the root concat reads it)
+    else tensor_of_[li_] = joined(li_);
+    return;
+  }
   std::vector<int> out;
   for (int entry : L.inputs) {
     std::vector<int> ts = parts(entry) ? *parts(entry) : std::vector<int>{source(entry)};
@@ -628,7 +718,7 @@ double Quantizer::lstm_error(bool wide) const {
   FloatRun fr;
   fr.outputs.assign(run_.outputs.begin(), run_.outputs.begin() + std::ptrdiff_t(li_ + 1));
   fr.lstm_cell_max.assign(run_.lstm_cell_max.begin(), run_.lstm_cell_max.begin() + std::ptrdiff_t(li_ + 1));
-  const QGraph q = Quantizer(t, fr).run();
+  const QGraph q = Quantizer(t, fr, inplace_).run();
   GoldenOptions o;
   o.output_only = true;
   const QTensor& out = q.tensors[size_t(q.output)];
@@ -776,6 +866,14 @@ void Quantizer::dense_or_conv() {
   op.kernel_w = kw;
   if (L.type == LayerType::conv2d) op.stride = L.stride, op.pad = L.pad, op.groups = L.groups;
   for (int t : ins) op.inputs.push_back(View{t});
+  // A branch of a concat written in place, at the concat's scale: its channels of the joined tensor.
+  if (const std::optional<Dest>& d = dest_[li_];
+      d && !L.scale && out_bits_ == 8 && st.scale == concat_scale_[d->root]) {
+    op.output = View{joined(d->root), 0, 0, d->offset};
+    emit(std::move(op));
+    placed_[li_] = true;
+    return;
+  }
   const int out = begin_output(L.out, st);
   op.output = View{out};
   emit(std::move(op));
@@ -964,6 +1062,7 @@ QGraph Quantizer::run() && {
     g_.input_data.push_back(std::move(q));
   }
   plan_concats();
+  g_.concat_inplace = inplace_;
   for (li_ = 0; li_ < m_.layers.size(); ++li_) {
     const Layer& L = layer();
     if (L.scale && (!(*L.scale > 0) || !std::isfinite(*L.scale))) fail(fmt::format("scale {} is not positive", *L.scale));
@@ -1017,8 +1116,12 @@ bool precision_needs_calibration(const Model& model) {
   return false;
 }
 
-QGraph quantize(const Model& model) { return quantize(model, run_float_detailed(model)); }
+QGraph quantize(const Model& model, bool concat_inplace) {
+  return quantize(model, run_float_detailed(model), concat_inplace);
+}
 
-QGraph quantize(const Model& model, const FloatRun& calibration) { return Quantizer(model, calibration).run(); }
+QGraph quantize(const Model& model, const FloatRun& calibration, bool concat_inplace) {
+  return Quantizer(model, calibration, concat_inplace).run();
+}
 
 }  // namespace tpusim::compiler

@@ -44,6 +44,7 @@ bool measure(const std::string& path, uint64_t batch, const Options& o, gpu::Res
   compiler::LoadOptions lo;
   if (batch) lo.batch = batch;
   lo.int8_elements = true;  // the kernels are int8 (an LSTM's cell is int16 on the simulator)
+  lo.mapper.concat_inplace = false;  // the plan reads a concat as its parts (gpu/plan.cpp: no output at a channel)
   // The simulator's own pipeline, so the weights, inputs and scales are the ones it runs (the
   // program it lowers for tpu-v1 is not used).
   const compiler::QGraph graph = compiler::compile_file(path, tpusim::sim::Arch{}, lo).graph;

@@ -92,6 +92,9 @@ void Planner::check(const compiler::MatmulOp& op, const std::vector<PixelView>& 
   if (in.empty() || k != op.k) fail_op("inputs have {} channels, K is {}", k, op.k);
   if (in.size() > static_cast<size_t>(kMaxGemmInputs))
     fail_op("{} inputs, the GPU runner takes at most {}", in.size(), kMaxGemmInputs);
+  if (op.output.channel0 || (out.c != op.n && g_.concat_inplace))
+    fail_op("writes channels {}.. of a concat written in place: the runners read a concat as its parts (quantize "
+            "with the mapper's concat_inplace off)", op.output.channel0);
   if (out.c != op.n) fail_op("output has {} channels, N is {}", out.c, op.n);
   if (op.weights.size() != op.kernel_h * op.kernel_w * op.k * op.n)
     fail_op("{} weights, expected {} x {} x {} x {}", op.weights.size(), op.kernel_h, op.kernel_w, op.k, op.n);

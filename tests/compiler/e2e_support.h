@@ -8,6 +8,9 @@
 #include <random>
 #include <sstream>
 #include <string>
+#include <vector>
+
+#include <fmt/format.h>
 
 #include "compiler/model.h"
 #include "graph_builder.h"
@@ -23,7 +26,7 @@ inline const fs::path kWorkloads = fs::path(TPUSIM_SOURCE_DIR) / "workloads";
 inline uint64_t check_model(compiler::Model model, const sim::Arch& arch, bool all_engines,
                             const compiler::LowerOptions& options = {}) {
   const std::string name = model.name;
-  compiler::Compiled c = compiler::prepare_model(std::move(model));
+  compiler::Compiled c = compiler::prepare_model(std::move(model), false, options);
   compiler::lower_for(c, arch, options);
   REQUIRE(isa::check_program(c.program).empty());
   INFO(name << " on " << arch.name << " (" << arch.array_rows << "x" << arch.array_cols << ")");
@@ -110,6 +113,100 @@ inline std::string random_description(std::mt19937& rng, int index) {
   }
   if (pick(0, 1)) head << "[quantization]\nweights = \"per_tensor\"\n";
   return head.str() + d.str();
+}
+
+// A random description built around concats (docs/compiler.md "Concatenation"): a map input and
+// 1 to 3 modules, each joining 2 to 4 branches of 1 to 40 channels (narrower and wider than the
+// random arrays' tiles, so that branches straddle K and N tile and UB slice boundaries): 1 x 1 and
+// 3 x 3 "same" convolutions (any activation, sometimes 16-bit weights), the module's input itself,
+// a pool branch (Inception's 3 x 3 stride-1 average and a padded 1 x 1 projection), a nested
+// concat of two branches; or a reduction (a 2 x 2 stride-2 convolution beside a 2 x 2 stride-2 max
+// pool). The modules' concats are read by the next module's convolutions, a pool, an activation,
+// a strided or padded 3 x 3 convolution, a flatten and a dense layer, or are the model's output.
+inline std::string random_concat_description(std::mt19937& rng, int index) {
+  const auto pick = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
+  const char* acts[] = {"none", "relu", "relu6", "sigmoid", "tanh"};
+  std::ostringstream d;
+  int h = pick(4, 8), w = pick(4, 8), c = pick(1, 20);
+  d << "[model]\nname = \"concat" << index << "\"\nbatch = " << pick(1, 4) << "\nseed = " << pick(1, 1000)
+    << "\ninput = [" << h << ", " << w << ", " << c << "]\n";
+  std::string x = "input";  // the module's input
+  int n = 0;                // layers named so far
+  const auto conv = [&](const std::string& in, int filters, int k, const std::string& extra) {
+    const std::string name = fmt::format("l{}", n++);
+    d << "[[layer]]\nname = \"" << name << "\"\ntype = \"conv2d\"\ninput = \"" << in << "\"\nfilters = " << filters
+      << "\nkernel = " << k << "\nactivation = \"" << acts[pick(0, 9) < 8 ? pick(0, 2) : pick(3, 4)] << "\"\n"
+      << (pick(0, 5) == 0 ? "weight_bits = 16\n" : "") << extra;
+    return name;
+  };
+  const auto layer = [&](const std::string& body) {
+    const std::string name = fmt::format("l{}", n++);
+    d << "[[layer]]\nname = \"" << name << "\"\n" << body;
+    return name;
+  };
+  const int modules = pick(1, 3);
+  bool last_is_concat = false;
+  for (int m = 0; m < modules; ++m) {
+    std::vector<std::string> branches;
+    int joined = 0;
+    if (pick(0, 3) == 0 && h >= 4 && w >= 4) {  // a reduction
+      const int c1 = pick(1, 40);
+      branches.push_back(conv(x, c1, 2, "stride = 2\n"));
+      branches.push_back(layer(fmt::format("type = \"max_pool\"\ninput = \"{}\"\nsize = 2\nstride = 2\n", x)));
+      joined = c1 + c;
+      h = (h - 2) / 2 + 1;
+      w = (w - 2) / 2 + 1;
+    } else {
+      for (int b = 0, nb = pick(2, 4); b < nb; ++b) {
+        const int kind = pick(0, 5), cb = pick(1, 40);
+        if (kind == 0) {
+          branches.push_back(conv(x, cb, 1, ""));
+          joined += cb;
+        } else if (kind == 1) {
+          branches.push_back(conv(conv(x, pick(1, 24), 1, ""), cb, 3, "padding = \"same\"\n"));
+          joined += cb;
+        } else if (kind == 2 && h >= 3 && w >= 3) {
+          const std::string pool = layer(fmt::format("type = \"avg_pool\"\ninput = \"{}\"\nsize = 3\nstride = 1\n", x));
+          branches.push_back(conv(pool, cb, 1, "padding = 1\n"));
+          joined += cb;
+        } else if (kind == 3 && x != "input") {
+          branches.push_back(x);  // the module's input itself (read by the other branches too)
+          joined += c;
+        } else {  // a nested concat of two 1 x 1 branches
+          const int c2 = pick(1, 40);
+          const std::string a = conv(x, cb, 1, ""), e = conv(x, c2, 1, "");
+          branches.push_back(layer(fmt::format("type = \"concat\"\ninputs = [\"{}\", \"{}\"]\n", a, e)));
+          joined += cb + c2;
+        }
+      }
+    }
+    std::ostringstream list;
+    for (size_t b = 0; b < branches.size(); ++b) list << (b ? ", " : "") << '"' << branches[b] << '"';
+    x = layer(fmt::format("type = \"concat\"\ninputs = [{}]\n", list.str()));
+    c = joined;
+    last_is_concat = true;
+    const int reader = pick(0, 5);
+    if (reader == 0 && h >= 2 && w >= 2) {
+      const int s = pick(1, 2);
+      x = layer(fmt::format("type = \"max_pool\"\nsize = 2\nstride = {}\n", s));
+      h = (h - 2) / s + 1;
+      w = (w - 2) / s + 1;
+      last_is_concat = false;
+    } else if (reader == 1) {
+      x = layer("type = \"activation\"\nactivation = \"relu\"\n");
+      last_is_concat = false;
+    } else if (reader == 2 && h >= 3 && w >= 3) {  // a strided or padded 3 x 3 convolution
+      const int s = pick(1, 2), p = pick(0, 1);
+      c = pick(1, 40);
+      x = conv(x, c, 3, fmt::format("stride = {}\npadding = {}\n", s, p));
+      h = (h + 2 * p - 3) / s + 1;
+      w = (w + 2 * p - 3) / s + 1;
+      last_is_concat = false;
+    }
+  }
+  if (!last_is_concat || pick(0, 1))
+    d << "[[layer]]\ntype = \"flatten\"\n[[layer]]\ntype = \"dense\"\nunits = " << pick(1, 12) << "\n";
+  return d.str();
 }
 
 inline sim::Arch square(uint64_t n, uint64_t ub_rows = 32768, uint64_t acc = 256) {

@@ -42,9 +42,9 @@ TEST_CASE("mapper switches: KEY=VALUE text, JSON of the switches that are off, r
     return std::string("no error");
   };
   CHECK(message([&] { compiler::set_mapper_switch(o, "packing=off", "--mapper"); }) ==
-        "--mapper: 'packing': unknown mapper switch; expected one of fuse, pack, pieces, dense, stream, partial, host_loop");
+        "--mapper: 'packing': unknown mapper switch; expected one of fuse, pack, pieces, dense, stream, partial, host_loop, concat_inplace");
   CHECK(message([&] { compiler::set_mapper_switch(o, "pack", "--mapper"); }) ==
-        "--mapper: 'pack': expected KEY=on|off with KEY one of fuse, pack, pieces, dense, stream, partial, host_loop");
+        "--mapper: 'pack': expected KEY=on|off with KEY one of fuse, pack, pieces, dense, stream, partial, host_loop, concat_inplace");
   CHECK(message([&] { compiler::set_mapper_switch(o, "pack=yes please", "--mapper"); }) ==
         "--mapper: pack: 'yes please': expected on or off (true/false, 1/0)");
   CHECK(message([&] { compiler::mapper_from_json(nlohmann::json{{"pack", 0}}, "meta.mapper"); }) ==

@@ -6,7 +6,8 @@
 // paths resolve under a folder that does not exist. A model that parses is then compiled for a
 // small array whose shape the input's first and last bytes pick (4..64 rows and columns, square or
 // not, dividing each other or not: compiler/layout.h LaneTile), with a small unified buffer and
-// accumulators so that batches run in pieces: the back end must either refuse the model with an
+// accumulators so that batches run in pieces, its concats written in place or kept as parts (the
+// mapper's concat_inplace, from the input's size): the back end must either refuse the model with an
 // InputError or produce a program the ISA's static checks accept, in pieces of at most the batch.
 // (Models beyond 2^24 MACs are not compiled: see kMaxCompiledMacs.)
 #include <cstddef>
@@ -74,12 +75,13 @@ double approximate_macs(const Model& m) {
 // 8.5 s (a libFuzzer timeout, not a finding; a Release build compiles it in 0.15 s).
 constexpr double kMaxCompiledMacs = double(uint64_t{1} << 24);
 
-void check_lowered(Model m, const sim::Arch& arch) {
+void check_lowered(Model m, const sim::Arch& arch, const LowerOptions& mapper) {
   if (approximate_macs(m) > kMaxCompiledMacs) return;
   const uint64_t batch = m.batch;
   Compiled c;
   try {
-    c = compile_model(std::move(m), arch);
+    c = prepare_model(std::move(m), false, mapper);
+    lower_for(c, arch, mapper);
   } catch (const InputError&) {
     return;
   }
@@ -99,16 +101,18 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     options.max_values = uint64_t{1} << 20;
     const std::string text(reinterpret_cast<const char*>(data), size);
     const sim::Arch arch = arch_for(data, size);
+    LowerOptions mapper;  // concats written in place or kept as parts, as another bit of the size picks
+    mapper.concat_inplace = (size / 2) % 2 == 1;
     try {
       Model m = parse_model(text, "fuzz.toml", "/nonexistent-tpusim-fuzz", options);
       check(m);
-      check_lowered(std::move(m), arch);
+      check_lowered(std::move(m), arch, mapper);
     } catch (const InputError&) {
     }
     try {
       Model m = import_scalesim(text, "fuzz.csv", options);
       check(m);
-      check_lowered(std::move(m), arch);
+      check_lowered(std::move(m), arch, mapper);
     } catch (const InputError&) {
     }
   });

@@ -79,14 +79,17 @@ ojson run_request(const json& req) {
     o.timing_only = engine == sim::Engine::timing && !req.value("full_compile", false);
     static bool kept = false;  // (keep_freed_memory: only while the points are timing-only)
     if (std::exchange(kept, o.timing_only) != o.timing_only) keep_freed_memory(o.timing_only);
-    const std::string key = path + "\n" + req.at("batch").dump() + (o.timing_only ? "\ntiming" : "");
+    // (The mapper's concat_inplace changes the quantized graph: a model is kept per value.)
+    o.mapper = compiler::mapper_from_json(req.value("mapper", json::object()), "point");
+    const std::string key = path + "\n" + req.at("batch").dump() + (o.timing_only ? "\ntiming" : "") +
+                            (compiler::concat_inplace(o.mapper) ? "\nconcat_inplace" : "");
     auto it = cache.find(key);
     if (it == cache.end()) {
       if (!o.timing_only) cache.clear();  // free the previous model first
       it = cache.emplace(key, compiler::prepare_file(path, o)).first;
     }
     compiled = &it->second;
-    compiler::lower_for(*compiled, arch, compiler::mapper_from_json(req.value("mapper", json::object()), "point"));
+    compiler::lower_for(*compiled, arch, o.mapper);
   } else {
     loaded = path.ends_with(".s") ? isa::assemble_file(path) : isa::load_program(path);
   }

@@ -1,0 +1,215 @@
+// Concats written in place (the mapper's concat_inplace, docs/compiler.md "Concatenation"): the
+// joined tensor allocated before its first branch runs, each branch's activates writing its
+// channels at their offset (N tiles cut at the joined tensor's slice boundaries), readers taking
+// dense K tiles over the joined channels, no identity copies; a part that cannot be written so (a
+// pool, the model's input, a tensor other layers read too, a sigmoid branch) copied in by an
+// identity matmul of its own channels. Exact tile and MAC counts for a small case, bit-exact
+// random models on every engine and on arrays of every shape, the timing-only compile's timing,
+// small/inception.toml.
+#include <catch2/catch.hpp>
+#include <fstream>
+
+#include <nlohmann/json.hpp>
+
+#include "e2e_support.h"
+#include "isa/error.h"
+
+namespace tpusim::test {
+
+namespace {
+
+compiler::LowerOptions inplace(bool on) {
+  compiler::LowerOptions o;
+  o.concat_inplace = on;
+  return o;
+}
+
+compiler::Compiled compile(const std::string& text, const sim::Arch& arch, bool on, bool timing_only = false) {
+  compiler::LoadOptions lo;
+  lo.timing_only = timing_only;
+  compiler::Compiled c = compiler::prepare_model(compiler::parse_model(text, "concat.toml", ".", lo), timing_only, inplace(on));
+  compiler::lower_for(c, arch, inplace(on));
+  return c;
+}
+
+// Four 1 x 1 branches of 5 channels over a 4 x 4 x 8 map (batch 2), joined (20 channels) and read
+// by a 1 x 1 convolution to 16.
+const char* kFourBranches = R"([model]
+name = "four"
+batch = 2
+input = [4, 4, 8]
+[[layer]]
+name = "a"
+type = "conv2d"
+input = "input"
+filters = 5
+kernel = 1
+activation = "relu"
+[[layer]]
+name = "b"
+type = "conv2d"
+input = "input"
+filters = 5
+kernel = 1
+activation = "relu"
+[[layer]]
+name = "c"
+type = "conv2d"
+input = "input"
+filters = 5
+kernel = 1
+activation = "relu"
+[[layer]]
+name = "d"
+type = "conv2d"
+input = "input"
+filters = 5
+kernel = 1
+activation = "relu"
+[[layer]]
+name = "joined"
+type = "concat"
+inputs = ["a", "b", "c", "d"]
+[[layer]]
+name = "r"
+type = "conv2d"
+filters = 16
+kernel = 1
+)";
+
+uint64_t setcfgs(const isa::Program& p, isa::ConfigReg reg, uint64_t value) {
+  uint64_t n = 0;
+  for (const isa::Instruction& in : p.code)
+    n += in.opcode == isa::Opcode::set_config && in[isa::Field::reg] == uint64_t(reg) && in[isa::Field::value] == value;
+  return n;
+}
+
+}  // namespace
+
+TEST_CASE("a concat written in place: its branches' N tiles cut at the slice boundary, its reader's dense K tiles") {
+  // On a 16 x 16 array (slices of 16 channels), a pass streams 4 x 4 pixels x batch 2 = 32 vectors.
+  // Each branch reads 8 channels (one K tile) and writes 5 columns.
+  // Off: each branch one N tile (4 tiles); r reads the four parts, one K tile each: 4 tiles.
+  // In place: a, b, c write channels 0-4, 5-9, 10-14 of slice 0 (one N tile each, act_group_cols 5
+  // at act_lane 0, 5, 10); d writes channel 15 (slice 0, lane 15) and 16-19 (slice 1, lane 0): 2 N
+  // tiles of 1 and 4 columns. r reads 20 channels: ceil(20 / 16) = 2 K tiles.
+  const sim::Arch arch = square(16);
+  const compiler::Compiled off = compile(kFourBranches, arch, false), on = compile(kFourBranches, arch, true);
+  const nlohmann::json& mo = off.program.meta["mapping"];
+  const nlohmann::json& mi = on.program.meta["mapping"];
+  REQUIRE(mo.size() == 5);  // a, b, c, d, r (the concat emits nothing)
+  REQUIRE(mi.size() == 5);
+  for (int l = 0; l < 3; ++l) {
+    CHECK(mo[l]["weight_tiles"] == 1);
+    CHECK(mi[l]["weight_tiles"] == 1);
+  }
+  CHECK(mo[3]["weight_tiles"] == 1);
+  CHECK(mi[3]["weight_tiles"] == 2);
+  CHECK(mo[4]["weight_tiles"] == 4);
+  CHECK(mi[4]["weight_tiles"] == 2);
+  // Array MACs: tiles x 32 vectors x 256 cells; useful ones unchanged (r: 20 x 16 x 32 = 10,240).
+  CHECK(mo[4]["array_macs"] == 4 * 32 * 256);
+  CHECK(mi[4]["array_macs"] == 2 * 32 * 256);
+  CHECK(mi[3]["array_macs"] == 2 * 32 * 256);
+  CHECK(mo[4]["macs"] == 20 * 16 * 32);
+  CHECK(mi[4]["macs"] == 20 * 16 * 32);
+  CHECK(off.program.meta["weight_tiles"] == 8);
+  CHECK(on.program.meta["weight_tiles"] == 7);
+  // The scattered writes (a setcfg only where the register changes): act_groups = 1 before a's
+  // first activate, kept through d's (r's activates set it back to 0); act_group_cols 5 for a, b
+  // and c, then 1 and 4 for d's two tiles.
+  CHECK(setcfgs(off.program, isa::ConfigReg::act_groups, 1) == 0);
+  CHECK(setcfgs(on.program, isa::ConfigReg::act_groups, 1) == 1);
+  CHECK(setcfgs(on.program, isa::ConfigReg::act_groups, 0) == 1);
+  CHECK(setcfgs(on.program, isa::ConfigReg::act_group_cols, 5) == 1);
+  CHECK(setcfgs(on.program, isa::ConfigReg::act_group_cols, 1) == 1);
+  CHECK(setcfgs(on.program, isa::ConfigReg::act_group_cols, 4) == 1);
+  CHECK(on.program.meta["mapper"] == nlohmann::json{{"concat_inplace", true}});
+  CHECK_FALSE(off.program.meta.contains("mapper"));
+  // The joined tensor is one tensor of the quantized graph, written by four ops at channels 0, 5, 10, 15.
+  REQUIRE(on.graph.concat_inplace);
+  std::vector<uint64_t> offsets;
+  for (const compiler::QOp& op : on.graph.ops)
+    if (const auto* m = std::get_if<compiler::MatmulOp>(&op); m && m->n == 5) offsets.push_back(m->output.channel0);
+  CHECK(offsets == std::vector<uint64_t>{0, 5, 10, 15});
+  // Both bit-exact on every engine, in place faster.
+  const uint64_t cycles_off = check_model(compiler::parse_model(kFourBranches, "f.toml", "."), arch, true, inplace(false));
+  const uint64_t cycles_on = check_model(compiler::parse_model(kFourBranches, "f.toml", "."), arch, true, inplace(true));
+  CHECK(cycles_on < cycles_off);
+}
+
+TEST_CASE("a concat written in place needs the same switch when quantized and when lowered") {
+  compiler::Compiled c = compiler::prepare_model(compiler::parse_model(kFourBranches, "f.toml", "."));
+  try {
+    compiler::lower_for(c, square(16), inplace(true));
+    FAIL("lowered a graph quantized with concat_inplace=off with concat_inplace=on");
+  } catch (const InputError& e) {
+    CHECK(std::string(e.what()).find("quantized with concat_inplace=off, lowered with concat_inplace=on") !=
+          std::string::npos);
+  }
+  // Not given: the graph's.
+  compiler::Compiled d = compiler::prepare_model(compiler::parse_model(kFourBranches, "f.toml", "."), false, inplace(true));
+  compiler::lower_for(d, square(16));
+  CHECK(d.program.meta["mapper"] == nlohmann::json{{"concat_inplace", true}});
+}
+
+TEST_CASE("random concat models run bit-exact on every engine with concats in place and as parts, on arrays of every shape") {
+  std::mt19937 rng(1313);
+  std::uniform_int_distribution<uint64_t> side(4, 64);
+  int copies = 0, cut = 0;
+  for (int i = 0; i < 20; ++i) {
+    const std::string text = random_concat_description(rng, i);
+    sim::Arch a = i % 5 == 4 ? rect(64, 64) : rect(side(rng), side(rng));
+    a.weight_fifo_tiles = 1 + i % 4;
+    INFO("model " << i << " on " << a.array_rows << " x " << a.array_cols << ":\n" << text);
+    compiler::Model m;
+    try {
+      m = compiler::parse_model(text, "random.toml", ".");
+    } catch (const InputError& e) {
+      INFO(e.what());
+      FAIL("the generator wrote a description the parser refuses");
+    }
+    check_model(m, a, true, inplace(false));
+    check_model(m, a, true, inplace(true));
+    // The timing-only compile times it exactly as the full one.
+    const compiler::Compiled full = compile(text, a, true), timing = compile(text, a, true, true);
+    const sim::RunResult rf = sim::simulate(full.program, a, {sim::Engine::timing, 0});
+    const sim::RunResult rt = sim::simulate(timing.program, a, {sim::Engine::timing, 0});
+    CHECK(rf.cycles == rt.cycles);
+    CHECK(rf.matrix == rt.matrix);
+    CHECK(full.program.code.size() == timing.program.code.size());
+    for (const compiler::QOp& op : full.graph.ops)
+      if (const auto* mm = std::get_if<compiler::MatmulOp>(&op)) {
+        copies += mm->weight_id < 0;
+        cut += mm->output.channel0 % a.ub_row_bytes() + mm->n > a.ub_row_bytes();
+      }
+  }
+  // The generator reaches both kinds of part and branches that straddle a slice boundary.
+  CHECK(copies > 0);
+  CHECK(cut > 0);
+}
+
+TEST_CASE("small/inception.toml in place: bit-exact on every engine, its pool branches' copies gone") {
+  const std::string text = [] {
+    std::ifstream f(kWorkloads / "small/inception.toml");
+    std::stringstream s;
+    s << f.rdbuf();
+    return s.str();
+  }();
+  const sim::Arch arch = square(16);
+  const compiler::Compiled off = compile(text, arch, false), on = compile(text, arch, true);
+  const auto copies = [](const compiler::QGraph& g) {  // (identity matmuls: the model's own weights are seeded)
+    int n = 0;
+    for (const compiler::QOp& op : g.ops)
+      if (const auto* m = std::get_if<compiler::MatmulOp>(&op)) n += m->weight_id < 0;
+    return n;
+  };
+  CHECK(copies(off.graph) == 1);  // m2_pool's parts joined for its padded projection
+  CHECK(copies(on.graph) == 0);
+  CHECK(on.program.meta["weight_tiles"] < off.program.meta["weight_tiles"]);
+  check_model(load("small/inception.toml"), arch, true, inplace(true));
+  check_model(load("small/inception.toml", 2), sim::Arch{}, false, inplace(true));
+  check_model(load("small/inception.toml"), rect(8, 24), true, inplace(true));
+}
+
+}  // namespace tpusim::test
