@@ -63,8 +63,8 @@ TEST_CASE("the pieces switch defaults to the machine's driver_piece_schedule, an
   LowerOptions o;
   CHECK_FALSE(compiler::switch_on(o, pieces, tpu_v1));
   CHECK(compiler::switch_on(o, pieces, scheduled));
-  CHECK(compiler::resolve(o, tpu_v1) == LowerOptions{true, true, false, true, true, true, true});
-  CHECK(compiler::resolve(o, scheduled) == LowerOptions{true, true, true, true, true, true, true});
+  CHECK(compiler::resolve(o, tpu_v1) == LowerOptions{true, true, false, true, true, true, true, false});
+  CHECK(compiler::resolve(o, scheduled) == LowerOptions{true, true, true, true, true, true, true, false});
   compiler::set_mapper_switch(o, "pieces=on", "--mapper");
   CHECK(compiler::switch_on(o, pieces, tpu_v1));
   // Given either way, it is recorded: its default depends on the machine.
