@@ -806,9 +806,12 @@ void Lowering::pass(size_t i, const MatmulOp& m, const LaneTile& n, const std::v
               in[Field::switch_weights] = first;
               in[Field::accumulate] = computed > 0 || plane > 0;
               em_.matmul(in, first, waddr, regs, planes == 2 && plane == 0);
-              macs_ += st.rows * st.repeat * useful;
-              stats_[layer_].macs += st.rows * st.repeat * useful;
-              stats_[layer_].array_macs += st.rows * st.repeat * arch_.tile_bytes();
+              // Counted as the machine counts them (docs/report.md): 8-bit multiply-accumulates,
+              // each byte-plane pass of a 16-bit input streamed.
+              const uint64_t vectors = st.rows * st.repeat * (regs.mm_in_hi ? 2 : 1);
+              macs_ += vectors * useful;
+              stats_[layer_].macs += vectors * useful;
+              stats_[layer_].array_macs += vectors * arch_.tile_bytes();
               stats_[layer_].tiles += first;
               first = false;
             }

@@ -48,7 +48,8 @@ constexpr ReportKey kKeys[] = {
     {"layers", "array or null",
      "a compiled model's layers as the compiler mapped them (the program's `meta.mapping`), in program order: "
      "per layer `layer` (name), `macs` (useful multiply-accumulates), `array_macs` (computed: streamed vectors "
-     "x array_rows x array_cols), `useful_share` (macs / array_macs), `weight_tiles` (tiles switched in), "
+     "x array_rows x array_cols; both 8-bit, each byte-plane pass of a 16-bit input or weight counted, as "
+     "`macs` and `array_macs` above, so the layers' add up to the run's), `useful_share` (macs / array_macs), `weight_tiles` (tiles switched in), "
      "`ub_bytes` (UB rows held during the layer x the row width, per-column tables included), for a batch run in "
      "pieces `piece` (the samples per piece the layer runs in: its segment's, docs/compiler.md), for a packed "
      "convolution `packing` (docs/compiler.md: pixels per vector, gathered input pixels and kernel rows), and "

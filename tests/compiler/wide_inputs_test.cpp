@@ -144,6 +144,19 @@ TEST_CASE("a matmul reading a 16-bit tensor streams both byte planes: half speed
     }
     CHECK(wide_matmuls == 2);  // fc2's two K tiles
     CHECK(pw.meta["mapping"][1]["precision"] == "16-bit inputs");
+    // The mapping counts fc2's MACs as the machine does, each byte-plane pass: 2 tiles x 2 planes
+    // x 3 vectors x 64 cells computed (fc2's 12 x 6 weights on 8 x 8 tiles: 8 x 6 + 4 x 6 useful
+    // cells a vector, x 2 planes x 3 vectors = 432 useful).
+    CHECK(pw.meta["mapping"][1]["array_macs"] == 2 * 2 * 3 * 64);
+    CHECK(pw.meta["mapping"][1]["macs"] == (8 * 6 + 4 * 6) * 2 * 3);
+    CHECK(pn.meta["mapping"][1]["array_macs"] == 2 * 3 * 64);
+    for (const auto& [p, r] : {std::pair{&pn, &rn}, std::pair{&pw, &rw}}) {
+      uint64_t macs = 0, array_macs = 0;
+      for (const auto& l : p->meta["mapping"]) macs += l["macs"].get<uint64_t>(), array_macs += l["array_macs"].get<uint64_t>();
+      CHECK(macs == r->macs);
+      CHECK(array_macs == r->array_macs);
+      CHECK(p->meta["macs"] == r->macs);
+    }
     // The output region holds both planes of a 16-bit output: 2 x 3 x 6 bytes.
     for (const isa::HostRegion& h : pw.host_regions)
       if (h.name == "output") CHECK(h.bytes == (wide_out ? 2u : 1u) * 3 * 6);
@@ -161,6 +174,8 @@ TEST_CASE("16-bit inputs with 16-bit weights: quarter speed, bit-exact on every 
   // planes x 2 vectors = 16.
   CHECK(r.matrix.array_active == 12 + 16);
   CHECK(p.meta["mapping"][1]["precision"] == "16-bit weights and inputs");
+  CHECK(p.meta["mapping"][1]["array_macs"] == 16 * 64);  // every pass counted, as the machine's
+  CHECK(p.meta["macs"] == r.macs);
 }
 
 TEST_CASE("the model's output at 16 bits: twice the calibrated range, bit-exact on every engine", "[wide]") {
