@@ -1,7 +1,7 @@
 // The mapper's switches: which of the compiler's mapping techniques a compile may use. A switch not
 // given takes its default: on, or, for a technique that the machine's own software may lack, the
 // architecture parameter that says whether it has it (`pieces`: sim::Arch::driver_piece_schedule,
-// 0 on tpu-v1). An architect turns one off (or on) to measure what it buys on a design point
+// 0 on tpu-v1; `host_loop`: sim::Arch::driver_host_loop, 1 on tpu-v1). An architect turns one off (or on) to measure what it buys on a design point
 // (`tpusim run --mapper pack=off`, `tpusim compile --mapper ...`, a sweep's `mapper.pack` axis;
 // docs/compiler.md "Mapper switches"). The table below is the one list of them: the CLI's help,
 // the sweep spec, the program's meta and the report read it (docs/compiler.md repeats it by hand).
@@ -43,7 +43,7 @@ struct LowerOptions {
   // Run a recurrent layer's time loop as the host drives it (docs/compiler.md "Host-driven loops"):
   // the machine has no branches, so each layer-step is a program segment of its own, ended by `int`
   // (interrupt host) and launched by the host; off: one program, the loop unrolled, weight tiles
-  // prefetched across steps.
+  // prefetched across steps. Not given: the architecture's driver_host_loop (sim/arch.h).
   std::optional<bool> host_loop = std::nullopt;
   // Write a concat's branches in place (docs/compiler.md "Concatenation"): the joined tensor is
   // allocated before its first branch runs, each branch's activates write its channels at their
@@ -82,7 +82,8 @@ inline constexpr MapperSwitch kMapperSwitches[] = {
      "store partial weight tiles compactly and fetch only their used cells (docs/compiler.md \"Partial tiles\")"},
     {"host_loop", &LowerOptions::host_loop,
      "run each LSTM layer-step as a program segment the host launches, ended by `int` (docs/compiler.md "
-     "\"Host-driven loops\")"},
+     "\"Host-driven loops\"; default: the architecture's driver_host_loop, on on tpu-v1)",
+     &sim::Arch::driver_host_loop},
     {"concat_inplace", &LowerOptions::concat_inplace,
      "write a concat's branches in place in one joined tensor, read with dense K tiles, no identity copies "
      "(docs/compiler.md \"Concatenation\")",

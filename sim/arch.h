@@ -51,6 +51,14 @@ namespace tpusim::sim {
     "the paper's counters: CNN1 waits for or shifts weights 35% of its cycles (Table 3), about 200 MB of "   \
     "tiles a batch at 34 GB/s, twice Table 1's 100M weights: its FC weights fetched once per piece, not "    \
     "once a batch as Table 1's 'intensity 32' would have them (docs/validation.md)")                         \
+  X(driver_host_loop, uint64_t, 1, "0 or 1",                                                                 \
+    "how the host software runs a recurrent layer's time loop: 1, each layer-step a program segment of its "  \
+    "own, ended by `int` and launched by the host (the compiler's host-driven loops, docs/compiler.md); 0, "  \
+    "one program, the loop unrolled and weight tiles prefetched across steps; a model's `--mapper "           \
+    "host_loop=on|off` overrides it",                                                                        \
+    "the paper: the TPU has no branches, its instructions come from the host (section 2), so the host drives " \
+    "a recurrence: LSTM0 is weight-bound 82.1% of its cycles, not the 96.3% of one unrolled program "        \
+    "(docs/validation.md, \"A program per LSTM layer and step\")")                                            \
   X(activation_lanes, uint64_t, 256, "elements/cycle",                                                       \
     "values the activation unit reads, computes and writes per cycle",                                       \
     "paper: 256-byte paths at 700 MHz (about 167 GiB/s)")                                                    \

@@ -61,4 +61,18 @@ TEST_CASE("host_loop: an LSTM's layer-steps are segments the host launches, off:
   CHECK(r_off.matrix.host_launch == 0);
 }
 
+TEST_CASE("host_loop's default is the machine's driver_host_loop; a switch given wins", "[host_loop]") {
+  sim::Arch on_chip = square(8);  // a machine whose software runs the loop as one program
+  on_chip.driver_host_loop = 0;
+  const compiler::Compiled unrolled = compiled(on_chip, {});
+  CHECK(count(unrolled.program, Opcode::interrupt) == 0);
+  CHECK_FALSE(unrolled.program.meta.contains("mapper"));  // the machine's default: nothing given
+  // The same code as host_loop=off on tpu-v1's setting of the parameter (square(8) keeps 1).
+  REQUIRE(square(8).driver_host_loop == 1);
+  CHECK(unrolled.program.code == compiled(square(8), compiler::LowerOptions{.host_loop = false}).program.code);
+  const compiler::Compiled given = compiled(on_chip, compiler::LowerOptions{.host_loop = true});
+  CHECK(count(given.program, Opcode::interrupt) == 7);  // 8 layer-steps, as above
+  CHECK(given.program.meta["mapper"] == nlohmann::json{{"host_loop", true}});
+}
+
 }  // namespace tpusim::test

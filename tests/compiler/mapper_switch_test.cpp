@@ -76,6 +76,29 @@ TEST_CASE("the pieces switch defaults to the machine's driver_piece_schedule, an
   CHECK(compiler::mapper_to_json(o) == nlohmann::json{{"pieces", false}});
 }
 
+TEST_CASE("the host_loop switch defaults to the machine's driver_host_loop, and a switch given wins") {
+  const compiler::MapperSwitch& host_loop = compiler::kMapperSwitches[6];
+  REQUIRE(host_loop.key == "host_loop");
+  sim::Arch tpu_v1;  // no branches: its host drives a recurrence a step at a time (sim/arch.h)
+  REQUIRE(tpu_v1.driver_host_loop == 1);
+  sim::Arch looping;  // a machine whose loop runs on chip, as one program
+  looping.driver_host_loop = 0;
+  LowerOptions o;
+  CHECK(compiler::switch_on(o, host_loop, tpu_v1));
+  CHECK_FALSE(compiler::switch_on(o, host_loop, looping));
+  CHECK(compiler::resolve(o, looping) == LowerOptions{true, true, false, true, true, true, false, false});
+  CHECK(compiler::mapper_to_json(o).empty());
+  compiler::set_mapper_switch(o, "host_loop=on", "--mapper");
+  CHECK(compiler::switch_on(o, host_loop, looping));
+  // Given either way, it is recorded: its default depends on the machine.
+  CHECK(compiler::mapper_to_json(o) == nlohmann::json{{"host_loop", true}});
+  CHECK(compiler::describe(o) == "host_loop=on");
+  CHECK(compiler::mapper_from_json(compiler::mapper_to_json(o), "meta.mapper") == o);
+  compiler::set_mapper_switch(o, "host_loop=off", "--mapper");
+  CHECK_FALSE(compiler::switch_on(o, host_loop, tpu_v1));
+  CHECK(compiler::mapper_to_json(o) == nlohmann::json{{"host_loop", false}});
+}
+
 TEST_CASE("pack=off: one weight tile per kernel position, bit-exact, and the program says so") {
   // The packing test's first case (lower_test.cpp): a 1-channel 3x3 convolution on a 6x6 map with
   // 2 filters, batch 1, on a 16 x 16 array. Packed it is one tile (2 pixels per vector); with
