@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <array>
 #include <map>
+#include <utility>
 #include <vector>
 
 #include "sim/energy.h"
@@ -27,6 +28,13 @@ constexpr ReportKey kKeys[] = {
     {"inferences_per_second", "number",
      "batch / seconds, with batch from the program's `.meta batch` (else 1)"},
     {"batch", "integer", "inferences per run of the program"},
+    {"pieces", "object or null",
+     "how a batch whose live tensors do not fit the unified buffer whole runs (docs/compiler.md \"The piece "
+     "schedule\"): `piece` (samples per piece: the program's `meta.batch_piece`; the last piece may be smaller), "
+     "`pieces` (batch / piece, rounded up), `schedule`: `whole model` (the whole model once per piece, as tpu-v1's "
+     "driver runs it) or `piece schedule` (each run of layers in its own pieces, with `segments`: per run "
+     "`first_layer`, `last_layer`, `piece`, `pieces`, the program's `meta.piece_segments`); null when the batch "
+     "runs in one piece or the program does not say"},
     {"latency_seconds", "number",
      "one batch as a serving host sees it (sim/host_model.h, docs/timing.md \"Host model\"): `seconds` (the "
      "program's own input and output DMA over the host link included) + `host_overhead_seconds`"},
@@ -143,6 +151,38 @@ nlohmann::ordered_json layers_of(const isa::Program& p) {
   return out;
 }
 
+// The program's pieces of the batch (meta.batch_piece, meta.piece_segments), or null for one piece.
+nlohmann::ordered_json pieces_of(const isa::Program& p, uint64_t batch) {
+  const auto piece = p.meta.find("batch_piece");
+  const auto segments = p.meta.find("piece_segments");
+  const bool scheduled = segments != p.meta.end() && segments->is_array();
+  if (piece == p.meta.end() || !piece->is_number_unsigned()) return nullptr;
+  const uint64_t n = piece->get<uint64_t>();
+  if (n == 0 || (n >= batch && !scheduled)) return nullptr;
+  nlohmann::ordered_json j = {{"piece", n}, {"pieces", (batch + n - 1) / n},
+                              {"schedule", scheduled ? "piece schedule" : "whole model"}};
+  if (scheduled) j["segments"] = *segments;
+  return j;
+}
+
+// "batch 32 in 2 pieces of 16 (the whole model once per piece)", or for a piece schedule each
+// run of layers with its pieces: "batch 256 by the piece schedule: conv1..fc1 in 5 pieces of 52,
+// fc2..fc3 over the whole batch".
+std::string describe_pieces(const nlohmann::ordered_json& p, uint64_t batch) {
+  if (p["schedule"] == "whole model")
+    return fmt::format("batch {} in {} pieces of {} (the whole model once per piece)", batch,
+                       p["pieces"].get<uint64_t>(), p["piece"].get<uint64_t>());
+  std::string s = fmt::format("batch {} by the piece schedule:", batch);
+  std::string_view sep = " ";
+  for (const auto& g : p["segments"]) {
+    const std::string first = g.value("first_layer", ""), last = g.value("last_layer", "");
+    const uint64_t n = g.value("pieces", uint64_t{1});
+    s += fmt::format("{}{} ", std::exchange(sep, ", "), first == last ? first : first + ".." + last);
+    s += n > 1 ? fmt::format("in {} pieces of {}", n, g.value("piece", uint64_t{0})) : "over the whole batch";
+  }
+  return s;
+}
+
 // The layers that compute at least 1% of the array MACs with less than 10% of them useful.
 nlohmann::ordered_json warnings_of(const nlohmann::ordered_json& layers) {
   nlohmann::ordered_json out = nlohmann::ordered_json::array();
@@ -222,6 +262,7 @@ nlohmann::ordered_json make_report(const ReportInput& in) {
   j["tops"] = seconds > 0 ? 2.0 * double(r.macs) / seconds / 1e12 : 0.0;
   j["inferences_per_second"] = seconds > 0 ? double(batch) / seconds : 0.0;
   j["batch"] = batch;
+  j["pieces"] = pieces_of(*in.program, batch);
   const BatchLatency latency = batch_latency(a, r.cycles, segment_length(in.program->code, 0));
   j["latency_seconds"] = latency.total();
   j["host_overhead_seconds"] = latency.host_overhead();
@@ -287,6 +328,8 @@ std::string format_report(const nlohmann::ordered_json& j) {
   s += fmt::format("throughput   {:.2f} TOPS of {:.1f} peak, {:.0f} inferences/s (batch {})\n",
                    j["tops"].get<double>(), peak, j["inferences_per_second"].get<double>(),
                    j["batch"].get<uint64_t>());
+  if (j["pieces"].is_object())
+    s += fmt::format("pieces       {}\n", describe_pieces(j["pieces"], j["batch"].get<uint64_t>()));
   s += fmt::format("latency      {:.3f} us per batch with the host ({:.3f} us driver and instruction download)\n",
                    j["latency_seconds"].get<double>() * 1e6, j["host_overhead_seconds"].get<double>() * 1e6);
   s += fmt::format("MACs         {} useful of {} computed\n", j["macs"].get<uint64_t>(),

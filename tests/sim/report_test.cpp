@@ -89,6 +89,34 @@ TEST_CASE("batch comes from the program's metadata", "[report]") {
   CHECK(sim::program_batch(p) == 1);
 }
 
+TEST_CASE("pieces: how a batch that does not fit whole runs, from the program's metadata", "[report]") {
+  isa::Program p = isa::assemble_file(std::string(TPUSIM_SOURCE_DIR) + "/workloads/asm/matmul.s");
+  const sim::Arch arch;
+  const sim::RunResult r = sim::simulate(p, arch, {sim::Engine::timing, 0});
+  CHECK(report_of(p, arch, r)["pieces"].is_null());  // no metadata: nothing said
+  p.meta["batch"] = 32;
+  p.meta["batch_piece"] = 32;
+  CHECK(report_of(p, arch, r)["pieces"].is_null());  // one piece
+  // The whole model once per piece (tpu-v1's driver): 32 / 12 = 3 pieces, the last of 8.
+  p.meta["batch_piece"] = 12;
+  auto j = report_of(p, arch, r);
+  CHECK(j["pieces"].dump() == R"({"piece":12,"pieces":3,"schedule":"whole model"})");
+  CHECK_THAT(sim::format_report(j),
+             Catch::Contains("\npieces       batch 32 in 3 pieces of 12 (the whole model once per piece)\n"));
+  // The piece schedule: each run of layers in its own pieces (meta.piece_segments, compiler/lower.cpp).
+  p.meta["batch_piece"] = 16;
+  p.meta["piece_segments"] = nlohmann::json::parse(
+      R"([{"first_layer":"conv1","last_layer":"fc1","piece":16,"pieces":2},)"
+      R"({"first_layer":"fc2","last_layer":"fc2","piece":32,"pieces":1}])");
+  j = report_of(p, arch, r);
+  CHECK(j["pieces"]["schedule"] == "piece schedule");
+  CHECK(j["pieces"]["pieces"] == 2);
+  CHECK(j["pieces"]["segments"] == p.meta["piece_segments"]);
+  CHECK_THAT(sim::format_report(j),
+             Catch::Contains("\npieces       batch 32 by the piece schedule: conv1..fc1 in 2 pieces of 16, fc2 over "
+                             "the whole batch\n"));
+}
+
 TEST_CASE("docs/report.md is generated from the schema", "[report]") {
   std::ifstream f(std::string(TPUSIM_SOURCE_DIR) + "/docs/report.md");
   std::stringstream text;

@@ -39,6 +39,9 @@ std::vector<Column> members(std::string_view key) {
     add("static", ColumnType::real);
   } else if (key == "quantization_error") {
     for (std::string_view m : {"max_abs", "relative", "rms"}) add(m, ColumnType::real);
+  } else if (key == "pieces") {  // (its `segments`: the JSON lines and the database keep them)
+    for (std::string_view m : {"piece", "pieces"}) add(m, ColumnType::integer);
+    add("schedule", ColumnType::text);
   } else if (key == "accuracy") {
     add("samples", ColumnType::integer);
     for (std::string_view m : {"top1_float", "top1_int8"}) add(m, ColumnType::real);
