@@ -320,6 +320,7 @@ void Emitter::zero(RowSpan rows) {
 void Emitter::interrupt() {
   append(Opcode::interrupt);
   ++segments_;
+  ++work_.launches;
   // It waits for every station: no sync needed after it for what came before. (An input stream's
   // parts keep their bookkeeping: a stream by steps paces its next parts by the step that reads
   // them, so a part emitted before the int is still waited for by a sync, which finds it long

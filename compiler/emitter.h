@@ -127,10 +127,10 @@ class Emitter {
   // compiler/schedule.h): matmul vector cycles (rows x repeat x the cycles a gathered vector
   // takes, sim/pack.h) and tile switches, activation-unit
   // instructions and the rows they process (act/vec: rows; pool: rows read), host DMAs and bytes,
-  // weight bytes fetched (a partial tile's stored box only).
+  // weight bytes fetched (a partial tile's stored box only), host launches (`int`: interrupt()).
   struct Work {
     uint64_t vectors = 0, switches = 0, activations = 0, act_rows = 0, dmas = 0, dma_bytes = 0;
-    uint64_t weight_bytes = 0;
+    uint64_t weight_bytes = 0, launches = 0;
   };
   const Work& work() const { return work_; }
 

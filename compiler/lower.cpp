@@ -1953,6 +1953,7 @@ isa::Program Lowering::run() {
     to.dmas += now.dmas - before.dmas;
     to.dma_bytes += now.dma_bytes - before.dma_bytes;
     to.weight_bytes += now.weight_bytes - before.weight_bytes;
+    to.launches += now.launches - before.launches;
   };
   Emitter::Work mark = em_.work();
   for (size_t si = 0; si < sched_.segments.size(); ++si) {

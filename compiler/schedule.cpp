@@ -6,6 +6,8 @@
 #include <map>
 #include <tuple>
 
+#include "sim/host_model.h"
+
 namespace tpusim::compiler {
 
 namespace {
@@ -22,6 +24,7 @@ Emitter::Work in_pieces(const Emitter::Work& w, uint64_t measured, uint64_t n) {
   r.switches = div_up(w.switches * n, measured);
   r.weight_bytes = div_up(w.weight_bytes * n, measured);
   r.activations = div_up(w.activations * n, measured);
+  r.launches = div_up(w.launches * n, measured);  // (each piece runs the loop's steps again)
   return r;
 }
 
@@ -58,7 +61,11 @@ double op_cycles(const Emitter::Work& w, const sim::Arch& a) {
                      double(w.activations * a.activation_latency_cycles);
   const double host =
       double(w.dmas * a.host_latency_cycles) + (w.dma_bytes ? xfer(double(w.dma_bytes), a.host_gbps, a) : 0);
-  return matrix + act + host;
+  // A host-driven loop's launches (mapper host_loop: an LSTM's layer-steps), each the driver's time
+  // and a download's start-up; the segments' instructions are downloaded whatever the pieces, so
+  // the download's bytes are left out (sim/host_model.h, launch_cycles).
+  const double launches = double(w.launches) * double(sim::launch_cycles(a, 0));
+  return matrix + act + host + launches;
 }
 
 // Dynamic programme over the cut positions. State after a cut at position b: (b, whether the

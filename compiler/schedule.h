@@ -15,10 +15,12 @@
 // The estimate (cycles), per op, from what the op's lowering emitted (Emitter::Work):
 //   max(matmul vectors + switches x array_rows, switches x tile fetch) + activation rows x
 //   ceil(W / activation_lanes) + activation instructions x activation_latency_cycles + host DMAs x
-//   host_latency_cycles + xfer(DMA bytes, host_gbps),
+//   host_latency_cycles + xfer(DMA bytes, host_gbps) + host launches (`int`, a host-driven loop's
+//   layer-steps) x (host_driver_us x clock + host_latency_cycles),
 // i.e. streaming and weight fetching overlap (the weight FIFO), the other units add. For an op run
-// in n pieces instead of the n* it was measured with, switches and activation instructions scale
-// by n / n*; vectors and rows are the batch's whatever the pieces.
+// in n pieces instead of the n* it was measured with, switches, activation instructions and
+// launches (each piece runs the loop's steps again) scale by n / n*; vectors and rows are the
+// batch's whatever the pieces.
 #pragma once
 
 #include <cstdint>

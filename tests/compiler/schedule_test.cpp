@@ -2,6 +2,7 @@
 // need pieces in pieces; the rest run over the whole batch and fetch their weights once.
 #include <catch2/catch.hpp>
 
+#include "compiler/schedule.h"
 #include "graph_builder.h"
 
 namespace tpusim::test {
@@ -223,6 +224,21 @@ TEST_CASE("random models at batches that do not fit run by piece schedules, bit-
   // (6 before the estimate counted a partial tile's fetch as its stored bytes only).
   CHECK(segmented == 21);
   CHECK(resident == 7);
+}
+
+TEST_CASE("the estimate counts a host-driven loop's launches") {
+  // tpu-v1's host: host_driver_us 10 us at 700 MHz = 7,000 cycles + host_latency_cycles 700 per `int`.
+  const sim::Arch a;
+  compiler::Emitter::Work w;
+  CHECK(compiler::op_cycles(w, a) == 0);
+  w.launches = 3;
+  CHECK(compiler::op_cycles(w, a) == 3 * (7000 + 700));
+  // The emitter counts each `int` it emits as a launch of the op it falls in.
+  compiler::Emitter em(a, a.weight_fifo_tiles);
+  em.interrupt();
+  em.interrupt();
+  CHECK(em.work().launches == 2);
+  CHECK(em.host_segments() == 3);
 }
 
 }  // namespace tpusim::test
