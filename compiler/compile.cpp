@@ -114,25 +114,23 @@ Compiled prepare_model(Model model, bool timing_only, const LowerOptions& mapper
   // depends on calibrated scales (timing_needs_data): then the seeded weights it left out are
   // generated and the float reference runs.
   const bool data = !timing_only || timing_needs_data(model);
-  if (data && !timing_only) generate_seeded_weights(model);
+  if (!timing_only) generate_seeded_weights(model);
   // Timing-only, calibrated: each seeded layer's weights are generated just before the float run
   // reaches the layer and dropped after it, into one buffer: a layer's weights at a time (LSTM0:
-  // 42 MB, not 208 MB, and the same pages for every layer rather than fresh ones).
+  // 42 MB, not 208 MB, and the same pages for every layer rather than fresh ones). (A full
+  // compile generated them all above.)
   std::vector<float> scratch;
   const auto around = [&](size_t i, bool done) {
     Layer& l = model.layers[i];
-    if (!l.seeded_weights) return;
+    if (!timing_only || !l.seeded_weights) return;
     if (!done && l.weights.empty()) {
       generate_weights(l, source_shape(model, l, l.inputs.at(0)), model.seed, i + 1, scratch);
       l.weights.swap(scratch);
     } else if (done) {
-      l.weights.swap(scratch);
-      l.weights.clear();
+      l.weights.swap(scratch);  // the buffer back for the next layer; the layer's is the empty one
     }
   };
-  FloatRun calibration = !data          ? placeholder_calibration(model)
-                         : timing_only ? calibration_run(model, around)
-                                       : calibration_run(model);
+  FloatRun calibration = data ? calibration_run(model, around) : placeholder_calibration(model);
   // Calibrated or not, a timing-only compile quantizes no seeded weight and builds no weight
   // image: they go once the float run has set the scales.
   if (timing_only)
