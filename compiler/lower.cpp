@@ -226,7 +226,6 @@ class Lowering {
       : g_(g),
         arch_(arch),
         options_(resolve(with_graph(options, g), arch)),
-        mapper_(mapper_to_json(with_graph(options, g))),
         lanes_(slice_width(arch)),
         piece_(schedule.io_piece),
         batch_(schedule.io_piece),
@@ -403,7 +402,6 @@ class Lowering {
   const QGraph& g_;
   const sim::Arch& arch_;
   const LowerOptions options_;  // every switch resolved for arch_ (lower_options.h)
-  const nlohmann::json mapper_;   // the switches given, for meta.mapper
   const uint64_t lanes_, piece_;
   uint64_t batch_;  // samples in the piece being lowered
   PieceSchedule sched_;
@@ -566,7 +564,6 @@ TileFetch Lowering::tile_address(const MatmulOp& m, const LaneTile& n, size_t in
                                 const LaneTile& k, int plane) {
   // Every piece of the batch uses the same tiles: built and looked up in the image once (asked
   // once per tile: pass_fetches keeps the answers).
-  const TileKey key{&m, {n.slice, n.lane, input * 2 + size_t(plane), r, s, k.slice, k.lane}};
   uint64_t k_offset = 0;
   for (size_t j = 0; j < input; ++j) k_offset += g_.tensors[m.inputs[j].tensor].shape.c;
   const uint64_t n0 = n.slice * lanes_ + n.lane, cols = tile_cols(m, n);
@@ -578,6 +575,7 @@ TileFetch Lowering::tile_address(const MatmulOp& m, const LaneTile& n, size_t in
     }
   };
   if (m.weight_id < 0) {
+    const TileKey key{&m, {n.slice, n.lane, input * 2 + size_t(plane), r, s, k.slice, k.lane}};
     auto [at, added] = built_.plain.try_emplace(key, 0);
     if (added) {
       std::vector<uint8_t> tile(arch_.tile_bytes(), 0);
@@ -2159,7 +2157,6 @@ isa::Program Lowering::run() {
   p.meta["compiler"] = "tpusim compile (compiler/lower.cpp)";
   p.meta["batch"] = g_.batch;
   p.meta["batch_piece"] = piece_;
-  if (!mapper_.empty()) p.meta["mapper"] = mapper_;
   p.meta["bands"] = bands_;
   p.meta["lanes"] = lanes_;
   p.meta["layers"] = layers;
@@ -2308,10 +2305,13 @@ isa::Program lower(const QGraph& graph, const sim::Arch& arch, const LowerOption
   // In pieces (and not in bands): the piece schedule (schedule.h) where its estimate beats the
   // single loop's. A segment that does not fit after all (the plan's row count is per sample and
   // ignores fragmentation) runs in one more piece, a few times at most.
+  // The program chosen, with the switches given (meta.mapper: lower_options.h, mapper_to_json).
   const auto with_code = [&](Fit& f) {
-    if (f.program) return std::move(*f.program);
-    Lowering l(graph, arch, built, f.schedule, options, f.in_host, true, f.instructions);
-    return l.run();
+    isa::Program p = f.program ? std::move(*f.program)
+                               : Lowering(graph, arch, built, f.schedule, options, f.in_host, true, f.instructions).run();
+    if (nlohmann::json mapper = mapper_to_json(with_graph(options, graph)); !mapper.empty())
+      p.meta["mapper"] = std::move(mapper);
+    return p;
   };
   if (!*resolve(options, arch).piece_schedule || best_n <= 1 ||
       std::find(in_host.begin(), in_host.end(), true) != in_host.end())
