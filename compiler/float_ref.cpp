@@ -13,6 +13,7 @@
 #include "compiler/reference.h"
 #include "isa/error.h"
 #include "sim/parallel.h"
+#include "sim/target_clones.h"
 
 namespace tpusim::compiler {
 
@@ -39,16 +40,11 @@ namespace {
 using Data = std::vector<float>;
 
 // The inner loops, compiled for x86-64-v3 (AVX2, FMA) and baseline x86-64, chosen when the
-// program loads (as sim/activation.cpp does).
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
-#define TPUSIM_REF_CLONES __attribute__((target_clones("arch=x86-64-v3", "default")))
-#else
-#define TPUSIM_REF_CLONES
-#endif
+// program loads (sim/target_clones.h).
 
 // a[j] += v x row[j] for j < n, a product rounded and then a sum rounded on every target (no
 // fused multiply-add), so calibrated scales and hence compiled programs do not depend on the host.
-TPUSIM_REF_CLONES __attribute__((optimize("fp-contract=off"))) void multiply_add(float* __restrict a, const float* __restrict row, float v, uint64_t n) {
+TPUSIM_CLONES_V3 __attribute__((optimize("fp-contract=off"))) void multiply_add(float* __restrict a, const float* __restrict row, float v, uint64_t n) {
   for (uint64_t j = 0; j < n; ++j) a[j] += v * row[j];
 }
 
@@ -61,12 +57,6 @@ TPUSIM_REF_CLONES __attribute__((optimize("fp-contract=off"))) void multiply_add
 // an under-aligned vector type is undefined behaviour, and UBSan under clang says so).
 constexpr uint64_t kLanes = 16, kTapVecs = 8;
 using Floats = float __attribute__((vector_size(kLanes * sizeof(float))));
-
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
-#define TPUSIM_TAP_CLONES __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
-#else
-#define TPUSIM_TAP_CLONES
-#endif
 
 // (a macro, not a lambda or template: the loop must be inside the clones and fp-contract=off)
 #define TPUSIM_TAP_LOOP(VECS)                                                                  \
@@ -83,19 +73,19 @@ using Floats = float __attribute__((vector_size(kLanes * sizeof(float))));
   }                                                                                            \
   for (uint64_t q = 0; q < VECS; ++q) __builtin_memcpy(acc + q * kLanes, &a[q], sizeof(Floats));
 
-TPUSIM_TAP_CLONES __attribute__((optimize("fp-contract=off"))) void tap_wide(float* acc, const float* w, uint64_t wld,
-                                                                             const uint32_t* k, const float* v,
-                                                                             uint64_t nonzero) {
+TPUSIM_CLONES __attribute__((optimize("fp-contract=off"))) void tap_wide(float* acc, const float* w, uint64_t wld,
+                                                                         const uint32_t* k, const float* v,
+                                                                         uint64_t nonzero) {
   TPUSIM_TAP_LOOP(kTapVecs)
 }
-TPUSIM_TAP_CLONES __attribute__((optimize("fp-contract=off"))) void tap_four(float* acc, const float* w, uint64_t wld,
-                                                                             const uint32_t* k, const float* v,
-                                                                             uint64_t nonzero) {
+TPUSIM_CLONES __attribute__((optimize("fp-contract=off"))) void tap_four(float* acc, const float* w, uint64_t wld,
+                                                                         const uint32_t* k, const float* v,
+                                                                         uint64_t nonzero) {
   TPUSIM_TAP_LOOP(4)
 }
-TPUSIM_TAP_CLONES __attribute__((optimize("fp-contract=off"))) void tap_one(float* acc, const float* w, uint64_t wld,
-                                                                            const uint32_t* k, const float* v,
-                                                                            uint64_t nonzero) {
+TPUSIM_CLONES __attribute__((optimize("fp-contract=off"))) void tap_one(float* acc, const float* w, uint64_t wld,
+                                                                        const uint32_t* k, const float* v,
+                                                                        uint64_t nonzero) {
   TPUSIM_TAP_LOOP(1)
 }
 #undef TPUSIM_TAP_LOOP

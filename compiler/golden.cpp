@@ -25,6 +25,7 @@
 #include "sim/gemm.h"
 #include "sim/parallel.h"
 #include "sim/state.h"
+#include "sim/target_clones.h"
 
 namespace tpusim::compiler {
 namespace {
@@ -32,20 +33,15 @@ namespace {
 using Tensors = std::vector<std::vector<int8_t>>;
 
 // The inner loops, compiled for x86-64-v3 (AVX2, FMA) and baseline x86-64, chosen when the
-// program loads (as sim/activation.cpp does).
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
-#define TPUSIM_REF_CLONES __attribute__((target_clones("arch=x86-64-v3", "default")))
-#else
-#define TPUSIM_REF_CLONES
-#endif
+// program loads (sim/target_clones.h).
 
 // a[j] += v x row[j] for j < n, in int32 with wrap-around.
-TPUSIM_REF_CLONES void multiply_add(uint32_t* __restrict a, const int8_t* __restrict row, int32_t v, uint64_t n) {
+TPUSIM_CLONES_V3 void multiply_add(uint32_t* __restrict a, const int8_t* __restrict row, int32_t v, uint64_t n) {
   for (uint64_t j = 0; j < n; ++j) a[j] += static_cast<uint32_t>(v * int32_t{row[j]});
 }
 
 // a[j] += v x row[j] for j < n, in int32 with wrap-around: 16-bit weights (|v x row[j]| <= 2^30).
-TPUSIM_REF_CLONES void multiply_add_wide(uint32_t* __restrict a, const int32_t* __restrict row, int32_t v, uint64_t n) {
+TPUSIM_CLONES_V3 void multiply_add_wide(uint32_t* __restrict a, const int32_t* __restrict row, int32_t v, uint64_t n) {
   for (uint64_t j = 0; j < n; ++j) a[j] += static_cast<uint32_t>(v * row[j]);
 }
 

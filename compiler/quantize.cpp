@@ -126,6 +126,7 @@
 #include "compiler/reference.h"
 #include "isa/error.h"
 #include "sim/parallel.h"
+#include "sim/target_clones.h"
 
 namespace tpusim::compiler {
 
@@ -174,19 +175,13 @@ void for_row_ranges(uint64_t rows, F f) {
   });
 }
 
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
-#define TPUSIM_QUANT_CLONES __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
-#else
-#define TPUSIM_QUANT_CLONES
-#endif
-
 // q[j] = clamp(round(w[j] x scale / acc[j]), -qmax, qmax) for j < n, round half away from zero
 // as std::round: trunc(x), one further from zero when |x - trunc(x)| (exact) is half or more.
 // (std::round is a library call on baseline x86-64; trunc is one instruction from x86-64-v2 on,
 // so the clones vectorise.) The same doubles and the same operations as the plain expression.
-TPUSIM_QUANT_CLONES __attribute__((optimize("fp-contract=off"))) void quantize_row(const float* w, double scale,
-                                                                                  const double* acc, uint64_t n,
-                                                                                  double qmax, int32_t* q) {
+TPUSIM_CLONES __attribute__((optimize("fp-contract=off"))) void quantize_row(const float* w, double scale,
+                                                                            const double* acc, uint64_t n,
+                                                                            double qmax, int32_t* q) {
   for (uint64_t j = 0; j < n; ++j) {
     const double x = w[j] * scale / acc[j], t = std::trunc(x);
     const double away = std::fabs(x - t) >= 0.5 ? 1.0 : 0.0;  // (a select, not a branch: weights are random)

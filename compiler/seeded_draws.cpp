@@ -4,14 +4,10 @@
 
 #include <algorithm>
 
+#include "sim/target_clones.h"
+
 namespace tpusim::compiler {
 namespace {
-
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
-#define TPUSIM_DRAW_CLONES __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
-#else
-#define TPUSIM_DRAW_CLONES
-#endif
 
 constexpr int kN = 312, kM = 156;
 constexpr uint64_t kMatrix = 0xB5026F5AA96619E9ull, kUpper = ~uint64_t{0} << 31, kLower = ~kUpper;
@@ -24,7 +20,7 @@ inline uint64_t twist(uint64_t a, uint64_t b, uint64_t c) {
 // The state's next 312 words (word i from words i, i + 1 and i + 156 mod 312, the later ones
 // from words already replaced: three loops, none wrapping around), then each word tempered and
 // its top 53 bits made a double in [0, 1).
-TPUSIM_DRAW_CLONES void refill(uint64_t* mt, double* u) {
+TPUSIM_CLONES void refill(uint64_t* mt, double* u) {
   for (int i = 0; i < kN - kM; ++i) mt[i] = twist(mt[i], mt[i + 1], mt[i + kM]);
   for (int i = kN - kM; i < kN - 1; ++i) mt[i] = twist(mt[i], mt[i + 1], mt[i + kM - kN]);
   mt[kN - 1] = twist(mt[kN - 1], mt[0], mt[kM - 1]);
@@ -39,8 +35,8 @@ TPUSIM_DRAW_CLONES void refill(uint64_t* mt, double* u) {
 }
 
 // out[i] = float(bound x (2 u[i] - 1)), each operation rounded alone as SeededUniform's are.
-TPUSIM_DRAW_CLONES __attribute__((optimize("fp-contract=off"))) void scale(const double* u, double bound, float* out,
-                                                                           int n) {
+TPUSIM_CLONES __attribute__((optimize("fp-contract=off"))) void scale(const double* u, double bound, float* out,
+                                                                      int n) {
   for (int i = 0; i < n; ++i) out[i] = float(bound * (2.0 * u[i] - 1.0));
 }
 

@@ -13,14 +13,14 @@
 
 #include "sim/activation_math.h"
 #include "sim/state.h"
+#include "sim/target_clones.h"
 
 namespace tpusim::sim {
 
 // Defining TPUSIM_ACT_PORTABLE compiles the loops for the compiler's target only (to test that
 // code).
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && !defined(TPUSIM_ACT_PORTABLE)
-#define TPUSIM_ACT_X86 1
-#define TPUSIM_ACT_CLONES __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
+#if TPUSIM_HAS_CLONES && !defined(TPUSIM_ACT_PORTABLE)
+#define TPUSIM_ACT_CLONES TPUSIM_CLONES
 #else
 #define TPUSIM_ACT_CLONES
 #endif

@@ -15,15 +15,10 @@
 #include <stdexcept>
 #include <string>
 
+#include "sim/target_clones.h"
+
 namespace tpusim::sim {
 namespace {
-
-// The x86 kernels are compiled for AVX-512BW, AVX2 and the baseline, chosen at load time.
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
-#define TPUSIM_ARRAY_CLONES __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
-#else
-#define TPUSIM_ARRAY_CLONES
-#endif
 
 // Raw view of the registers the hot loop touches. psum is accessed as uint32 so the int32 sum
 // wraps without undefined behaviour (int32_t and uint32_t may alias).
@@ -57,7 +52,8 @@ inline void switch_multiply_add_row(uint32_t* __restrict out, const uint32_t* __
 }
 
 // Every row's psum' and weight', bottom row first (in place).
-TPUSIM_ARRAY_CLONES void update_cells(const Cells& c) {
+// The x86 kernels are compiled for AVX-512BW, AVX2 and the baseline, chosen at load time.
+TPUSIM_CLONES void update_cells(const Cells& c) {
   for (size_t k = c.rows; k-- > 0;) {
     uint32_t* out = c.psum + k * c.cols;
     const uint32_t* above = k == 0 ? c.zero_row : out - c.cols;
