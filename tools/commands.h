@@ -57,9 +57,6 @@ struct RunArgs {
   unsigned threads = 0;     // sim::set_threads (sim/parallel.h); 0: the CPUs this process may use
 };
 int cmd_run(const RunArgs& args);        // tools/run.cpp
-// Timing-only work (tools/sweep/workers.cpp, for the sweep library that the Python module links): freed memory stays with the process for the next allocation
-// (no large block mapped apart, none given back), or glibc's initial thresholds again.
-void keep_freed_memory(bool keep);
 
 struct CompileArgs {
   std::string model, output, arch_file, input, calibrate, precision;

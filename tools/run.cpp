@@ -25,6 +25,7 @@
 #include "sim/report.h"
 #include "sim/trace.h"
 #include "tools/commands.h"
+#include "tools/freed_memory.h"
 #include "tools/program_to_run.h"
 #include "tools/run_progress.h"
 #include "tools/run_traces.h"
