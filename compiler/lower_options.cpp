@@ -81,11 +81,25 @@ LowerOptions mapper_from_json(const nlohmann::json& j, std::string_view where) {
   return o;
 }
 
-std::string describe(const LowerOptions& options) {
+namespace {
+
+// "KEY=on|off, ..." for the switches `which` picks.
+template <typename Pick>
+std::string describe_if(const LowerOptions& options, Pick which) {
   std::string s;
   for (const MapperSwitch& m : kMapperSwitches)
-    if (recorded(options, m)) s += fmt::format("{}{}={}", s.empty() ? "" : ", ", m.key, *(options.*(m.field)) ? "on" : "off");
+    if (which(m)) s += fmt::format("{}{}={}", s.empty() ? "" : ", ", m.key, *(options.*(m.field)) ? "on" : "off");
   return s;
+}
+
+}  // namespace
+
+std::string describe(const LowerOptions& options) {
+  return describe_if(options, [&](const MapperSwitch& m) { return recorded(options, m); });
+}
+
+std::string describe_given(const LowerOptions& options) {
+  return describe_if(options, [&](const MapperSwitch& m) { return (options.*(m.field)).has_value(); });
 }
 
 }  // namespace tpusim::compiler

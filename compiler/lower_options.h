@@ -112,5 +112,7 @@ LowerOptions mapper_from_json(const nlohmann::json& j, std::string_view where);
 
 // "pack=off, pieces=on" for the same switches, or "" when there are none: for keys and messages.
 std::string describe(const LowerOptions& options);
+// Every switch given, at its default or not ("pack=on, fuse=off"), or "": for messages.
+std::string describe_given(const LowerOptions& options);
 
 }  // namespace tpusim::compiler

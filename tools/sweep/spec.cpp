@@ -454,9 +454,9 @@ void expand(const Reader& r, const Expansion& x, Spec& spec) {
         r.fail(line, "sweep", "batch", std::to_string(*p.batch),
                fmt::format("batch applies to models, and workload {} is a program", w.file));
       }
-      if (!compiler::describe(p.mapper).empty() && !w.is_model) {  // (a switch given at its default: nothing to apply)
+      if (p.mapper != compiler::LowerOptions{} && !w.is_model) {  // (any switch given, as tpusim run refuses --mapper)
         const int line = c.empty() ? x.base.front().line : c.front().line;
-        r.fail(line, "sweep", "mapper", compiler::describe(p.mapper),
+        r.fail(line, "sweep", "mapper", compiler::describe_given(p.mapper),
                fmt::format("mapper switches apply to models, and workload {} is a program", w.file));
       }
       p.key = point_key(spec, p);
