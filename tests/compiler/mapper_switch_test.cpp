@@ -53,50 +53,37 @@ TEST_CASE("mapper switches: KEY=VALUE text, JSON of the switches that are off, r
         "meta.mapper: expected an object of mapper switches");
 }
 
-TEST_CASE("the pieces switch defaults to the machine's driver_piece_schedule, and a switch given wins") {
-  const compiler::MapperSwitch& pieces = compiler::kMapperSwitches[2];
-  REQUIRE(pieces.key == "pieces");
-  sim::Arch tpu_v1;  // its software runs the whole model once per piece (sim/arch.h)
+TEST_CASE("pieces and host_loop default to the machine's parameter, and a switch given wins") {
+  // tpu-v1's software runs the whole model once per piece, and drives a recurrence a step at a
+  // time (it has no branches): driver_piece_schedule 0, driver_host_loop 1 (sim/arch.h).
+  const sim::Arch tpu_v1;
   REQUIRE(tpu_v1.driver_piece_schedule == 0);
-  sim::Arch scheduled;
-  scheduled.driver_piece_schedule = 1;
-  LowerOptions o;
-  CHECK_FALSE(compiler::switch_on(o, pieces, tpu_v1));
-  CHECK(compiler::switch_on(o, pieces, scheduled));
-  CHECK(compiler::resolve(o, tpu_v1) == LowerOptions{true, true, false, true, true, true, true, false});
-  CHECK(compiler::resolve(o, scheduled) == LowerOptions{true, true, true, true, true, true, true, false});
-  compiler::set_mapper_switch(o, "pieces=on", "--mapper");
-  CHECK(compiler::switch_on(o, pieces, tpu_v1));
-  // Given either way, it is recorded: its default depends on the machine.
-  CHECK(compiler::mapper_to_json(o) == nlohmann::json{{"pieces", true}});
-  CHECK(compiler::describe(o) == "pieces=on");
-  CHECK(compiler::mapper_from_json(compiler::mapper_to_json(o), "meta.mapper") == o);
-  compiler::set_mapper_switch(o, "pieces=off", "--mapper");
-  CHECK_FALSE(compiler::switch_on(o, pieces, scheduled));
-  CHECK(compiler::mapper_to_json(o) == nlohmann::json{{"pieces", false}});
-}
-
-TEST_CASE("the host_loop switch defaults to the machine's driver_host_loop, and a switch given wins") {
-  const compiler::MapperSwitch& host_loop = compiler::kMapperSwitches[6];
-  REQUIRE(host_loop.key == "host_loop");
-  sim::Arch tpu_v1;  // no branches: its host drives a recurrence a step at a time (sim/arch.h)
   REQUIRE(tpu_v1.driver_host_loop == 1);
-  sim::Arch looping;  // a machine whose loop runs on chip, as one program
-  looping.driver_host_loop = 0;
-  LowerOptions o;
-  CHECK(compiler::switch_on(o, host_loop, tpu_v1));
-  CHECK_FALSE(compiler::switch_on(o, host_loop, looping));
-  CHECK(compiler::resolve(o, looping) == LowerOptions{true, true, false, true, true, true, false, false});
-  CHECK(compiler::mapper_to_json(o).empty());
-  compiler::set_mapper_switch(o, "host_loop=on", "--mapper");
-  CHECK(compiler::switch_on(o, host_loop, looping));
-  // Given either way, it is recorded: its default depends on the machine.
-  CHECK(compiler::mapper_to_json(o) == nlohmann::json{{"host_loop", true}});
-  CHECK(compiler::describe(o) == "host_loop=on");
-  CHECK(compiler::mapper_from_json(compiler::mapper_to_json(o), "meta.mapper") == o);
-  compiler::set_mapper_switch(o, "host_loop=off", "--mapper");
-  CHECK_FALSE(compiler::switch_on(o, host_loop, tpu_v1));
-  CHECK(compiler::mapper_to_json(o) == nlohmann::json{{"host_loop", false}});
+  CHECK(compiler::resolve(LowerOptions{}, tpu_v1) == LowerOptions{true, true, false, true, true, true, true, false});
+  std::vector<std::string_view> keys;
+  for (const compiler::MapperSwitch& m : compiler::kMapperSwitches) {
+    if (!m.arch_default) continue;
+    keys.push_back(m.key);
+    INFO(m.key);
+    sim::Arch without = tpu_v1, with = tpu_v1;
+    without.*(m.arch_default) = 0;
+    with.*(m.arch_default) = 1;
+    LowerOptions o;
+    CHECK_FALSE(compiler::switch_on(o, m, without));
+    CHECK(compiler::switch_on(o, m, with));
+    CHECK(compiler::mapper_to_json(o).empty());
+    const std::string key(m.key);
+    compiler::set_mapper_switch(o, key + "=on", "--mapper");
+    CHECK(compiler::switch_on(o, m, without));
+    // Given either way, it is recorded: its default depends on the machine.
+    CHECK(compiler::mapper_to_json(o) == nlohmann::json{{key, true}});
+    CHECK(compiler::describe(o) == key + "=on");
+    CHECK(compiler::mapper_from_json(compiler::mapper_to_json(o), "meta.mapper") == o);
+    compiler::set_mapper_switch(o, key + "=off", "--mapper");
+    CHECK_FALSE(compiler::switch_on(o, m, with));
+    CHECK(compiler::mapper_to_json(o) == nlohmann::json{{key, false}});
+  }
+  CHECK(keys == std::vector<std::string_view>{"pieces", "host_loop"});
 }
 
 TEST_CASE("pack=off: one weight tile per kernel position, bit-exact, and the program says so") {
