@@ -152,16 +152,28 @@ nlohmann::ordered_json layers_of(const isa::Program& p) {
 }
 
 // The program's pieces of the batch (meta.batch_piece, meta.piece_segments), or null for one piece.
+// (A program's metadata is the user's to write: what does not have the compiler's form is left out.)
 nlohmann::ordered_json pieces_of(const isa::Program& p, uint64_t batch) {
-  const auto piece = p.meta.find("batch_piece");
-  const auto segments = p.meta.find("piece_segments");
-  const bool scheduled = segments != p.meta.end() && segments->is_array();
-  if (piece == p.meta.end() || !piece->is_number_unsigned()) return nullptr;
-  const uint64_t n = piece->get<uint64_t>();
+  const auto count = [](const nlohmann::json& j, const char* key) {
+    const auto it = j.find(key);
+    return it != j.end() && it->is_number_integer() && it->get<int64_t>() >= 1 ? it->get<uint64_t>() : 0;
+  };
+  const uint64_t n = count(p.meta, "batch_piece");
+  nlohmann::ordered_json segments = nlohmann::ordered_json::array();
+  if (const auto it = p.meta.find("piece_segments"); it != p.meta.end() && it->is_array())
+    for (const auto& g : *it) {
+      const auto name = [&](const char* key) {
+        return g.contains(key) && g[key].is_string() ? g[key].get<std::string>() : std::string();
+      };
+      if (!g.is_object() || !count(g, "piece") || !count(g, "pieces")) return nullptr;
+      segments.push_back({{"first_layer", name("first_layer")}, {"last_layer", name("last_layer")},
+                          {"piece", count(g, "piece")}, {"pieces", count(g, "pieces")}});
+    }
+  const bool scheduled = !segments.empty();
   if (n == 0 || (n >= batch && !scheduled)) return nullptr;
   nlohmann::ordered_json j = {{"piece", n}, {"pieces", (batch + n - 1) / n},
                               {"schedule", scheduled ? "piece schedule" : "whole model"}};
-  if (scheduled) j["segments"] = *segments;
+  if (scheduled) j["segments"] = std::move(segments);
   return j;
 }
 
@@ -175,10 +187,10 @@ std::string describe_pieces(const nlohmann::ordered_json& p, uint64_t batch) {
   std::string s = fmt::format("batch {} by the piece schedule:", batch);
   std::string_view sep = " ";
   for (const auto& g : p["segments"]) {
-    const std::string first = g.value("first_layer", ""), last = g.value("last_layer", "");
-    const uint64_t n = g.value("pieces", uint64_t{1});
+    const std::string first = g["first_layer"].get<std::string>(), last = g["last_layer"].get<std::string>();
+    const uint64_t n = g["pieces"].get<uint64_t>();
     s += fmt::format("{}{} ", std::exchange(sep, ", "), first == last ? first : first + ".." + last);
-    s += n > 1 ? fmt::format("in {} pieces of {}", n, g.value("piece", uint64_t{0})) : "over the whole batch";
+    s += n > 1 ? fmt::format("in {} pieces of {}", n, g["piece"].get<uint64_t>()) : "over the whole batch";
   }
   return s;
 }

@@ -115,6 +115,12 @@ TEST_CASE("pieces: how a batch that does not fit whole runs, from the program's 
   CHECK_THAT(sim::format_report(j),
              Catch::Contains("\npieces       batch 32 by the piece schedule: conv1..fc1 in 2 pieces of 16, fc2 over "
                              "the whole batch\n"));
+  // Metadata not of the compiler's form (a program's meta is the user's to write): nothing said.
+  p.meta["piece_segments"] = nlohmann::json::array({1});
+  CHECK(report_of(p, arch, r)["pieces"].is_null());
+  p.meta.erase("piece_segments");
+  p.meta["batch_piece"] = "twelve";
+  CHECK(report_of(p, arch, r)["pieces"].is_null());
 }
 
 TEST_CASE("docs/report.md is generated from the schema", "[report]") {
