@@ -55,6 +55,7 @@ sim::Arch arch_for(const uint8_t* data, size_t size) {
   a.acc_entries = 256;
   a.weight_mem_bytes = a.tile_bytes() * 65536;
   a.driver_piece_schedule = size % 2;  // both ways a batch in pieces runs (sim/arch.h)
+  a.driver_host_loop = size / 2 % 2;     // both ways a recurrence runs: host-driven or one program
   return a;
 }
 
