@@ -61,7 +61,7 @@ TEST_CASE("host_loop: an LSTM's layer-steps are segments the host launches, off:
   CHECK(r_off.matrix.host_launch == 0);
 }
 
-TEST_CASE("host_loop's default is the machine's driver_host_loop; a switch given wins", "[host_loop]") {
+TEST_CASE("host_loop's default is the machine's driver_host_loop, and a switch given wins", "[host_loop]") {
   sim::Arch on_chip = square(8);  // a machine whose software runs the loop as one program
   on_chip.driver_host_loop = 0;
   const compiler::Compiled unrolled = compiled(on_chip, {});
