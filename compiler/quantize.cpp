@@ -900,7 +900,11 @@ void Quantizer::elementwise(bool mul) {
   int a = source(L.inputs.at(0)), b = source(L.inputs.at(1));
   if (!mul && scale_of(a) != scale_of(b)) {  // align: the finer operand to the coarser scale
     if (scale_of(a) > scale_of(b)) std::swap(a, b);
-    const int r = add_tensor(L.name + ".rescale", shape_of(a), scale_of(b), L.name);
+    // int8 where a's whole range fits at b's scale, else int16: a 16-bit b's scale (2 x its
+    // range / 32767) holds in int8 only 1/258 of b's range, and would saturate a.
+    const double a_top = (bits_of(a) == 16 ? 32767.0 : 127.0) * scale_of(a);
+    const int r = add_tensor(L.name + ".rescale", shape_of(a), scale_of(b), L.name,
+                             a_top <= 127.0 * scale_of(b) ? 8 : 16);
     emit(vector(isa::VecOp::pass, a, a, View{r}, scale_of(a) / scale_of(b)));
     a = r;
   }
