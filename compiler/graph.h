@@ -253,11 +253,12 @@ struct QGraph {
   // order): with the mapper's host_loop, the lowering starts a program segment at each but the
   // first (docs/compiler.md, "Host-driven loops").
   std::vector<size_t> loop_steps;
-  // How the quantizer joined its concats (the mapper's concat_inplace, lower_options.h): true,
-  // each concat is one tensor its branches write in place (MatmulOp outputs at a channel0; parts
-  // that cannot be written so are copied in by an identity MatmulOp); false, a concat is the list
-  // of its parts, read part by part, joined by an identity MatmulOp for readers that need it.
-  bool concat_inplace = false;
+  // How the quantizer joined its concats (the mapper's concat_inplace, lower_options.h, on by
+  // default): true, each concat is one tensor its branches write in place (MatmulOp outputs at a
+  // channel0; parts that cannot be written so are copied in by an identity MatmulOp); false, a
+  // concat is the list of its parts, read part by part, joined by an identity MatmulOp for readers
+  // that need it. (A graph without concats is the same either way.)
+  bool concat_inplace = true;
 };
 
 }  // namespace tpusim::compiler

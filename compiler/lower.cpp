@@ -172,7 +172,7 @@ LowerOptions with_graph(LowerOptions o, const QGraph& g) {
     throw InputError(fmt::format("model {}: quantized with concat_inplace={}, lowered with concat_inplace={}: the "
                                  "switch changes the quantized graph; give it when the model is compiled",
                                  g.name, g.concat_inplace ? "on" : "off", *o.concat_inplace ? "on" : "off"));
-  if (g.concat_inplace || o.concat_inplace) o.concat_inplace = g.concat_inplace;
+  o.concat_inplace = g.concat_inplace;  // (recorded in meta.mapper when not the default)
   return o;
 }
 
@@ -692,6 +692,23 @@ void Lowering::plan_storage() {
           }
         },
         g_.ops[i]);
+  }
+  // A joined tensor's writers cover its channels once each (every pixel they write: a concat's
+  // branches write whole maps), so no channel is left unwritten or written twice.
+  {
+    std::vector<std::vector<std::pair<uint64_t, uint64_t>>> spans(nt);
+    for (size_t i = 0; i < g_.ops.size(); ++i)
+      if (const auto* m = std::get_if<MatmulOp>(&g_.ops[i]); m && joined_[m->output.tensor])
+        spans[m->output.tensor].push_back({m->output.channel0, m->output.channel0 + m->n});
+    for (size_t t = 0; t < nt; ++t) {
+      if (!joined_[t]) continue;
+      std::sort(spans[t].begin(), spans[t].end());
+      uint64_t next = 0;
+      for (const auto& [a, b] : spans[t]) next = a == next ? b : UINT64_MAX;
+      if (next != g_.tensors[t].shape.c)
+        throw InputError(fmt::format("model {}: tensor {}: its writers do not cover its {} channels once each", g_.name,
+                                     g_.tensors[t].name, g_.tensors[t].shape.c));
+    }
   }
   // Dense layouts (layout.h) for every tensor narrow enough (a field of c <= lanes / 2 bytes; one
   // K and one N tile, so that matmuls read it from byte 0 and activates write it from byte 0) that
@@ -1295,11 +1312,14 @@ std::optional<Packing> Lowering::packing_for(const MatmulOp& m, uint64_t batch) 
   if (!*options_.pack || m.inputs.size() != 1 || (m.kernel_h == 1 && m.kernel_w == 1 && m.stride == 1 && m.pad == 0))
     return std::nullopt;
   if (m.wide_weights() || storage_[m.inputs[0].tensor].planes > 1) return std::nullopt;  // (nor 16-bit inputs)
-  if (joined_.at(m.output.tensor)) return std::nullopt;  // (a packed activate scatters or writes whole tiles)
   const Shape& is = g_.tensors[m.inputs[0].tensor].shape;
   const Shape& os = g_.tensors[m.output.tensor].shape;
   const uint64_t total = os.h * os.w * batch, budget = total <= arch_.acc_entries ? total : arch_.acc_entries / 2;
-  return choose_packing({is.c, m.n, m.kernel_h, m.kernel_w, m.stride, os.h, os.w, batch}, arch_, budget);
+  std::optional<Packing> pk = choose_packing({is.c, m.n, m.kernel_h, m.kernel_w, m.stride, os.h, os.w, batch}, arch_, budget);
+  // Into a concat's joined tensor, several pixels per vector scatter each pixel's N channels to
+  // one slice from the branch's first channel: not for a branch that straddles a slice boundary.
+  if (pk && pk->p > 1 && joined_.at(m.output.tensor) && m.output.channel0 % lanes_ + m.n > lanes_) return std::nullopt;
+  return pk;
 }
 
 // A packed convolution's weight tile for kernel rows r0 .. r0+kh-1 (packing.h): row (u*kh + rr)*C + c,
@@ -1308,7 +1328,7 @@ TileFetch Lowering::packed_tile(const MatmulOp& m, const LaneTile& n, const Pack
   const TileKey key{&m, {n.slice, n.lane, pk.p, pk.u, r0, kh, 0}};
   if (const auto it = packed_cache_.find(key); it != packed_cache_.end()) return it->second;
   const uint64_t C = m.k, M = arch_.array_cols, n0 = pk.p > 1 ? 0 : n.slice * lanes_ + n.lane;
-  const uint64_t cols = pk.p > 1 ? m.n : std::min(M, m.n - n0);
+  const uint64_t cols = pk.p > 1 ? m.n : tile_cols(m, n);
   const auto fill = [&](uint8_t* tile) {
     for (uint64_t u = 0; u < pk.u; ++u)
       for (uint64_t rr = 0; rr < kh; ++rr)
@@ -1425,11 +1445,13 @@ void Lowering::lower_packed(size_t i, const MatmulOp& m, const Packing& pk, uint
       }
       const bool perchan = per_column(m);
       const uint64_t qtable = perchan ? table_row(m, n, P) : 0;
+      // (Into a concat's joined tensor: the branch's slice, from its first channel's byte.)
+      const uint64_t slice = m.output.channel0 / lanes_, lane = m.output.channel0 % lanes_;
       for (uint64_t y = c.y0; y < c.y1; ++y)
         for (uint64_t g = c.g0; g < c.g1; ++g) {
           em_.scatter(pixels_of(g), m.n);
-          const uint64_t ub = out.row(0, y, g * P);
-          emit_activate(m, qtable, base + ((y - c.y0) * groups + g - c.g0) * B, ub, B, {ub, B}, 0);
+          const uint64_t ub = out.row(slice, y, g * P);
+          emit_activate(m, qtable, base + ((y - c.y0) * groups + g - c.g0) * B, ub, B, {ub, B}, lane);
         }
       em_.scatter(0, 0);
     }

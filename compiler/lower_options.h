@@ -49,7 +49,7 @@ struct LowerOptions {
   // allocated before its first branch runs, each branch's activates write its channels at their
   // offset in it, and its readers take dense K tiles over the joined channels, with no identity
   // copy; off: a concat is the list of its parts, each on K tiles of its own, joined by an
-  // identity matmul for a reader that needs it. It changes the quantized graph (QGraph::
+  // identity matmul for a reader that needs it (what the compiler did before; on by default). It changes the quantized graph (QGraph::
   // concat_inplace), so it is read when the model is quantized as well as when it is lowered.
   std::optional<bool> concat_inplace = std::nullopt;
   bool operator==(const LowerOptions&) const = default;
@@ -86,8 +86,7 @@ inline constexpr MapperSwitch kMapperSwitches[] = {
      &sim::Arch::driver_host_loop},
     {"concat_inplace", &LowerOptions::concat_inplace,
      "write a concat's branches in place in one joined tensor, read with dense K tiles, no identity copies "
-     "(docs/compiler.md \"Concatenation\")",
-     nullptr, false},
+     "(docs/compiler.md \"Concatenation\")"},
 };
 
 // Switch `m`'s value in a compile for `arch`: the value given, else its default.

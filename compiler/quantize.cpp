@@ -80,7 +80,7 @@
 //
 // A flatten layer has no tensor, so a scale given for it is not used.
 //
-// concat -> no op and, as long as no reader needs one, no tensor of its own: the joined tensor
+// concat, as parts (concat_inplace off) -> no op and, as long as no reader needs one, no tensor of its own: the joined tensor
 // is the list of its parts (the inputs' tensors, a nested concat's parts in place), all at one
 // scale S = the concat's (given, else the larger of the scale calibrated on its float output and
 // the scale a concat reading it asks). Every layer a concat reads (or reads through pools and
@@ -96,7 +96,7 @@
 //   model's output need the joined tensor: it is built once, before the first such reader, by a
 //   MatmulOp over the parts with identity weights and requantization 1 (x 1 / 2^0: exact), the
 //   op recorded under the concat layer's name.
-// Written in place instead (the mapper's concat_inplace, QGraph::concat_inplace): a concat is one
+// Written in place instead (the mapper's concat_inplace, on by default; QGraph::concat_inplace): a concat is one
 // tensor, "NAME", at the same scale S, which its branches write: a dense or conv2d layer that only
 // the concat reads and whose stage leaves its scale free (none, relu, relu6; no given scale, 8
 // bits) writes its MatmulOp's output to channels [offset, offset + N) of it (View::channel0, the

@@ -23,9 +23,9 @@ Requant requant_for(double factor);
 // Scales: given in the description, else calibrated from the float reference run on the
 // model's inputs (max |x| / 127). Throws InputError naming the layer when a layer cannot be
 // quantized.
-// `concat_inplace`: concats written in place (the mapper switch, lower_options.h; QGraph::
-// concat_inplace), else kept as lists of their parts.
-QGraph quantize(const Model& model, bool concat_inplace = false);
+// `concat_inplace`: concats written in place (the mapper switch, lower_options.h, on by default;
+// QGraph::concat_inplace), else kept as lists of their parts.
+QGraph quantize(const Model& model, bool concat_inplace = true);
 
 // Whether quantizing `model` needs a real float run even where its scales do not (a timing-only
 // compile, LoadOptions::timing_only): its automatic precision (Model::precision) cannot rule out
@@ -34,6 +34,6 @@ bool precision_needs_calibration(const Model& model);
 
 // The same, calibrated on a float run the caller already has (run_float_detailed(model)), so
 // that a pipeline which also reports the quantization error runs the float reference once.
-QGraph quantize(const Model& model, const FloatRun& calibration, bool concat_inplace = false);
+QGraph quantize(const Model& model, const FloatRun& calibration, bool concat_inplace = true);
 
 }  // namespace tpusim::compiler

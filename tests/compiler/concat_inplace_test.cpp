@@ -124,8 +124,8 @@ TEST_CASE("a concat written in place: its branches' N tiles cut at the slice bou
   CHECK(setcfgs(on.program, isa::ConfigReg::act_group_cols, 5) == 1);
   CHECK(setcfgs(on.program, isa::ConfigReg::act_group_cols, 1) == 1);
   CHECK(setcfgs(on.program, isa::ConfigReg::act_group_cols, 4) == 1);
-  CHECK(on.program.meta["mapper"] == nlohmann::json{{"concat_inplace", true}});
-  CHECK_FALSE(off.program.meta.contains("mapper"));
+  CHECK(off.program.meta["mapper"] == nlohmann::json{{"concat_inplace", false}});
+  CHECK_FALSE(on.program.meta.contains("mapper"));  // (on by default)
   // The joined tensor is one tensor of the quantized graph, written by four ops at channels 0, 5, 10, 15.
   REQUIRE(on.graph.concat_inplace);
   std::vector<uint64_t> offsets;
@@ -139,7 +139,7 @@ TEST_CASE("a concat written in place: its branches' N tiles cut at the slice bou
 }
 
 TEST_CASE("a concat written in place needs the same switch when quantized and when lowered") {
-  compiler::Compiled c = compiler::prepare_model(compiler::parse_model(kFourBranches, "f.toml", "."));
+  compiler::Compiled c = compiler::prepare_model(compiler::parse_model(kFourBranches, "f.toml", "."), false, inplace(false));
   try {
     compiler::lower_for(c, square(16), inplace(true));
     FAIL("lowered a graph quantized with concat_inplace=off with concat_inplace=on");
@@ -148,9 +148,14 @@ TEST_CASE("a concat written in place needs the same switch when quantized and wh
           std::string::npos);
   }
   // Not given: the graph's.
-  compiler::Compiled d = compiler::prepare_model(compiler::parse_model(kFourBranches, "f.toml", "."), false, inplace(true));
+  compiler::Compiled d = compiler::prepare_model(compiler::parse_model(kFourBranches, "f.toml", "."), false, inplace(false));
   compiler::lower_for(d, square(16));
-  CHECK(d.program.meta["mapper"] == nlohmann::json{{"concat_inplace", true}});
+  CHECK(d.program.meta["mapper"] == nlohmann::json{{"concat_inplace", false}});
+  // On by default, in both halves.
+  compiler::Compiled e = compiler::prepare_model(compiler::parse_model(kFourBranches, "f.toml", "."));
+  REQUIRE(e.graph.concat_inplace);
+  compiler::lower_for(e, square(16));
+  CHECK_FALSE(e.program.meta.contains("mapper"));
 }
 
 TEST_CASE("random concat models run bit-exact on every engine with concats in place and as parts, on arrays of every shape") {

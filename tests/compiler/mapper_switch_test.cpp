@@ -59,7 +59,7 @@ TEST_CASE("pieces and host_loop default to the machine's parameter, and a switch
   const sim::Arch tpu_v1;
   REQUIRE(tpu_v1.driver_piece_schedule == 0);
   REQUIRE(tpu_v1.driver_host_loop == 1);
-  CHECK(compiler::resolve(LowerOptions{}, tpu_v1) == LowerOptions{true, true, false, true, true, true, true, false});
+  CHECK(compiler::resolve(LowerOptions{}, tpu_v1) == LowerOptions{true, true, false, true, true, true, true, true});
   std::vector<std::string_view> keys;
   for (const compiler::MapperSwitch& m : compiler::kMapperSwitches) {
     if (!m.arch_default) continue;

@@ -122,13 +122,22 @@ TEST_CASE("onnx: Concat joins branches along channels, read where they are") {
   CHECK(m.layers[2].out == map_shape(6, 6, 9));
   CHECK(m.layers[4].inputs == std::vector<int>{3, 2});
   CHECK(m.layers[4].out == map_shape(6, 6, 15));
-  const QGraph g = quantize(m);
-  // No copy: mix reads the branches as two inputs, the pools run part by part (3: mix, branch_a,
-  // branch_b) and the head reads the three pooled parts.
+  const QGraph g = quantize(m, false);
+  // As parts (the mapper's concat_inplace off), no copy: mix reads the branches as two inputs, the
+  // pools run part by part (3: mix, branch_a, branch_b) and the head reads the three pooled parts.
   CHECK(g.ops.size() == 2 + 1 + 3 + 1);
   const auto& head = std::get<MatmulOp>(g.ops.back());
   CHECK(head.inputs.size() == 3);
   CHECK(head.k == 15);
+  // Written in place (the default): the branches write join's channels 0..8, mix writes join2's
+  // 0..5 and join (read by mix too) is copied to its 6..14; one pool over join2, the head reads it.
+  const QGraph p = quantize(m);
+  CHECK(p.ops.size() == 2 + 1 + 1 + 1 + 1);
+  const auto& copy = std::get<MatmulOp>(p.ops[3]);
+  CHECK((copy.output.channel0 == 6 && copy.n == 9));
+  const auto& h = std::get<MatmulOp>(p.ops.back());
+  CHECK(h.inputs.size() == 1);
+  CHECK(h.k == 15);
 }
 
 TEST_CASE("onnx: quantized graphs keep their scales") {

@@ -143,15 +143,20 @@ size_t count_ops(const QGraph& g) {
   return static_cast<size_t>(std::count_if(g.ops.begin(), g.ops.end(), [](const QOp& op) { return std::holds_alternative<T>(op); }));
 }
 
-// Every op reads only pixels written before it and writes each pixel once; names are unique;
-// every op has its layer; the output is written in full.
+// Every op reads only pixels written before it (all their channels) and writes each pixel's
+// channels once (a concat written in place: each branch its channels of the joined tensor); names
+// are unique; every op has its layer; the output is written in full.
 void check_structure(const QGraph& g) {
   REQUIRE(g.op_layer.size() == g.ops.size());
   std::set<std::string> names;
   for (const QTensor& t : g.tensors) CHECK(names.insert(t.name).second);
-  std::vector<std::vector<int>> written(g.tensors.size());
-  for (size_t i = 0; i < g.tensors.size(); ++i) written[i].assign(g.tensors[i].shape.pixels(), 0);
-  for (int t : g.inputs) std::fill(written[static_cast<size_t>(t)].begin(), written[static_cast<size_t>(t)].end(), 1);
+  // Channels written per pixel (as ranges: each channel at most once).
+  std::vector<std::vector<std::vector<bool>>> written(g.tensors.size());
+  for (size_t i = 0; i < g.tensors.size(); ++i)
+    written[i].assign(g.tensors[i].shape.pixels(), std::vector<bool>(g.tensors[i].shape.c, false));
+  for (int t : g.inputs)
+    for (auto& px : written[static_cast<size_t>(t)]) px.assign(px.size(), true);
+  const auto full = [](const std::vector<bool>& px) { return std::all_of(px.begin(), px.end(), [](bool b) { return b; }); };
   const auto range = [&](const View& v) {
     REQUIRE(v.tensor >= 0);
     REQUIRE(static_cast<size_t>(v.tensor) < g.tensors.size());
@@ -160,26 +165,35 @@ void check_structure(const QGraph& g) {
   };
   const auto read = [&](const View& v) {
     const auto [a, b] = range(v);
-    for (uint64_t p = a; p < b; ++p) CHECK(written[static_cast<size_t>(v.tensor)].at(p) == 1);
+    for (uint64_t p = a; p < b; ++p) CHECK(full(written[static_cast<size_t>(v.tensor)].at(p)));
   };
-  const auto write = [&](const View& v) {
+  // Channels [c0, c0 + n) of the view's pixels (n = 0: all of them).
+  const auto write = [&](const View& v, uint64_t n) {
     const auto [a, b] = range(v);
-    for (uint64_t p = a; p < b; ++p) CHECK(++written[static_cast<size_t>(v.tensor)].at(p) == 1);
+    for (uint64_t p = a; p < b; ++p) {
+      std::vector<bool>& px = written[static_cast<size_t>(v.tensor)].at(p);
+      const uint64_t c1 = n ? v.channel0 + n : px.size();
+      REQUIRE(c1 <= px.size());
+      for (uint64_t c = v.channel0; c < c1; ++c) {
+        CHECK_FALSE(px[c]);
+        px[c] = true;
+      }
+    }
   };
   for (const QOp& op : g.ops) {
     if (const auto* m = std::get_if<MatmulOp>(&op)) {
       for (const View& v : m->inputs) read(v);
-      write(m->output);
+      write(m->output, m->n);
     } else if (const auto* p = std::get_if<PoolOp>(&op)) {
       read(p->input);
-      write(p->output);
+      write(p->output, 0);
     } else if (const auto* v = std::get_if<VectorOp>(&op)) {
       read(v->a);
       if (v->op != isa::VecOp::pass) read(v->b);
-      write(v->output);
+      write(v->output, 0);
     }
   }
-  for (int w : written.at(static_cast<size_t>(g.output))) CHECK(w == 1);
+  for (const auto& px : written.at(static_cast<size_t>(g.output))) CHECK(full(px));
 }
 
 QuantError error_of(const Model& m) {
@@ -324,7 +338,7 @@ TEST_CASE("concat: branches at one scale, read as the parts of a 1 x 1 matmul, p
   const int d = b.conv(p, 5, 1, 1, 0, Activation::relu);
   const int cat2 = b.concat({d, p});      // 4 x 4 x 17
   b.conv(cat2, 3, 3, 1, 0);                // 2 x 2 x 3
-  const QGraph g = quantize(b.m);
+  const QGraph g = quantize(b.m, false);  // (as parts: the mapper's concat_inplace off)
   check_structure(g);
   // 3 branch convs, 3 pools (one per part), conv d, the identity matmul joining cat2, the 3x3 conv.
   REQUIRE(g.ops.size() == 9);
@@ -375,7 +389,7 @@ TEST_CASE("concat: a part at another scale is requantized, and a concat as the o
   const int a = b.dense(model_input(0), 4, Activation::sigmoid);  // scale 1/127, fixed by its stage
   const int d = b.dense(model_input(0), 3, Activation::relu);
   b.concat({a, d, model_input(0)});
-  const QGraph g = quantize(b.m);
+  const QGraph g = quantize(b.m, false);  // (as parts: the mapper's concat_inplace off)
   check_structure(g);
   // dense a, dense d (at the concat's scale), then the concat: a's pass to its scale, the input's, the join.
   REQUIRE(g.ops.size() == 5);
@@ -389,6 +403,77 @@ TEST_CASE("concat: a part at another scale is requantized, and a concat as the o
   const auto f = run_float(b.m);
   const auto golden = run_golden(g);
   CHECK(quant_error(f.back(), golden[g.output], s).relative < 0.02);
+}
+
+TEST_CASE("concat written in place: branches write their channels of one tensor, other parts are copied in", "[quantize]") {
+  // The first case above, in place (the mapper's concat_inplace, the default): a, b, c write
+  // channels 0, 4 and 10 of concat4; one pool reads it whole; d writes channels 0..4 of concat7,
+  // the pool's output (read by d too) is copied to its channels 5..16; the 3x3 conv reads concat7.
+  Builder b(map(5, 5, 3), 2, 11);
+  const int a = b.conv(model_input(0), 4, 1, 1, 0, Activation::relu);
+  const int br = b.conv(model_input(0), 6, 3, 1, 1, Activation::relu);
+  const int c = b.conv(model_input(0), 2, 1, 1, 0, Activation::relu);
+  const int cat = b.concat({a, br, c});
+  const int p = b.pool(cat, false, 2, 1);
+  const int d = b.conv(p, 5, 1, 1, 0, Activation::relu);
+  const int cat2 = b.concat({d, p});
+  b.conv(cat2, 3, 3, 1, 0);
+  (void)cat2;
+  const QGraph g = quantize(b.m);
+  check_structure(g);
+  REQUIRE(g.concat_inplace);
+  REQUIRE(g.ops.size() == 7);  // 3 branches, the pool, d, the pool's copy, the 3x3 conv
+  for (int i = 0; i < 3; ++i) {
+    const auto& m = std::get<MatmulOp>(g.ops[i]);
+    CHECK(g.tensors[m.output.tensor].name == "concat4");
+    CHECK(m.output.channel0 == std::vector<uint64_t>{0, 4, 10}[i]);
+  }
+  const auto& pool = std::get<PoolOp>(g.ops[3]);
+  CHECK(g.tensors[pool.input.tensor].name == "concat4");
+  CHECK(g.tensors[pool.input.tensor].shape == map(5, 5, 12));
+  const auto& md = std::get<MatmulOp>(g.ops[4]);
+  REQUIRE(md.inputs.size() == 1);
+  CHECK(md.inputs[0].tensor == pool.output.tensor);
+  CHECK(g.tensors[md.output.tensor].name == "concat7");
+  CHECK(md.output.channel0 == 0);
+  const auto& copy = std::get<MatmulOp>(g.ops[5]);
+  CHECK(g.op_layer[5] == "concat7");
+  CHECK(copy.inputs[0].tensor == pool.output.tensor);
+  CHECK(copy.output.tensor == md.output.tensor);
+  CHECK(copy.output.channel0 == 5);
+  CHECK((copy.k == 12 && copy.n == 12));
+  CHECK(copy.mult == std::vector<uint16_t>{1});  // (the pool keeps the concat's scale: an exact copy)
+  CHECK(copy.shift == std::vector<uint8_t>{0});
+  for (uint64_t i = 0; i < 12; ++i)
+    for (uint64_t j = 0; j < 12; ++j) CHECK(copy.weights[i * 12 + j] == (i == j ? 1 : 0));
+  CHECK(std::get<MatmulOp>(g.ops[6]).inputs[0].tensor == md.output.tensor);
+  // The same values as the graph of parts.
+  const QGraph parts = quantize(b.m, false);
+  CHECK(run_golden(g)[g.output] == run_golden(parts)[parts.output]);
+}
+
+TEST_CASE("concat written in place: a sigmoid branch and the model's input are copied in, requantized", "[quantize]") {
+  Builder b(vec(6), 3, 5);
+  b.m.inputs[0].scale = 1.0 / 64;
+  const int a = b.dense(model_input(0), 4, Activation::sigmoid);
+  const int d = b.dense(model_input(0), 3, Activation::relu);
+  b.concat({a, d, model_input(0)});
+  const QGraph g = quantize(b.m);
+  check_structure(g);
+  // dense a (its own tensor), dense d into channels 4..6, then a's copy (channels 0..3) and the
+  // input's (7..12), each requantized from its scale to the concat's by its copy.
+  REQUIRE(g.ops.size() == 4);
+  CHECK(std::get<MatmulOp>(g.ops[1]).output.channel0 == 4);
+  const auto& ca = std::get<MatmulOp>(g.ops[2]);
+  const auto& ci = std::get<MatmulOp>(g.ops[3]);
+  CHECK((ca.output.channel0 == 0 && ca.k == 4));
+  CHECK((ci.output.channel0 == 7 && ci.k == 6));
+  CHECK(g.tensors[g.output].name == "concat3");
+  const double s = g.tensors[g.output].scale;
+  const Requant q = requant_for(g.tensors[ci.inputs[0].tensor].scale / s);
+  CHECK((ci.mult[0] == q.mult && ci.shift[0] == q.shift));
+  const QGraph parts = quantize(b.m, false);
+  CHECK(run_golden(g)[g.output] == run_golden(parts)[parts.output]);
 }
 
 TEST_CASE("per-tensor without bias: one mult and no bias, otherwise N of each", "[quantize]") {
