@@ -115,6 +115,10 @@ Compiled prepare_model(Model model, bool timing_only, const LowerOptions& mapper
   // generated and the float reference runs.
   const bool data = !timing_only || timing_needs_data(model);
   if (!timing_only) generate_seeded_weights(model);
+  // A timing-only load generated no input values (ModelInput::seeded): the calibration needs them.
+  for (size_t i = 0; data && i < model.inputs.size(); ++i)
+    if (ModelInput& in = model.inputs[i]; in.seeded && in.data.empty())
+      in.data = generate_input(in.shape, model.batch, model.seed, i);
   // Timing-only, calibrated: each seeded layer's weights are generated just before the float run
   // reaches the layer and dropped after it, into one buffer: a layer's weights at a time (LSTM0:
   // 42 MB, not 208 MB, and the same pages for every layer rather than fresh ones). (A full
@@ -137,6 +141,10 @@ Compiled prepare_model(Model model, bool timing_only, const LowerOptions& mapper
     for (Layer& l : model.layers)
       if (l.seeded_weights) std::vector<float>().swap(l.weights);
   c.graph = quantize(model, calibration, concat_inplace(mapper));
+  // Nor does its program hold the input's values (the timing engine reads none): each lowering
+  // would reorder them into the program's input region.
+  if (timing_only)
+    for (std::vector<int8_t>& d : c.graph.input_data) std::vector<int8_t>().swap(d);
   // The float output on the calibration samples, for check_output's quantization error.
   if (!timing_only && model.calibration.empty() && !calibration.outputs.empty())
     c.float_output = std::move(calibration.outputs.back());

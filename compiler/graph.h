@@ -100,6 +100,9 @@ struct ModelInput {
   Shape shape;                   // per sample
   std::vector<float> data;       // batch x shape.elements(), NHWC (given or seeded)
   std::optional<double> scale;   // quantization scale given in the description
+  // Generated from the model's seed (no input file). A timing-only load (LoadOptions::timing_only)
+  // leaves `data` empty; prepare_model generates it only where a calibration runs.
+  bool seeded = false;
 };
 
 // Which layers get 16-bit weights (and tensors) where their description does not say

@@ -695,10 +695,12 @@ void fill_parameters(LayerSpec& s, const Shape& in, const Model& m, size_t posit
   if (l.bias.empty() && l.use_bias) l.bias = generate_bias(l, m.seed, position);
 }
 
-void fill_input(Model& m, const InputSpec& spec, const std::filesystem::path& base_dir, const std::string& source) {
+void fill_input(Model& m, const InputSpec& spec, const std::filesystem::path& base_dir, const std::string& source,
+                bool timing_only) {
   ModelInput& in = m.inputs[0];
   if (!spec.file) {
-    in.data = generate_input(in.shape, m.batch, m.seed, 0);
+    in.seeded = true;
+    if (!timing_only) in.data = generate_input(in.shape, m.batch, m.seed, 0);
     return;
   }
   NpyArray a;
@@ -885,7 +887,7 @@ Model parse_model(std::string_view text, const std::string& source, const std::f
   check_compile_memory(m, source, parameters, activations, options);
   for (size_t i = 0; i < specs.size(); ++i)
     fill_parameters(specs[i], shapes.input_shape(specs[i].layer.inputs[0]), m, i + 1, base_dir);
-  fill_input(m, input, base_dir, source);
+  fill_input(m, input, base_dir, source, options.timing_only);
   for (LayerSpec& s : specs) m.layers.push_back(std::move(s.layer));
   if (!options.timing_only) generate_seeded_weights(m);
   return m;
