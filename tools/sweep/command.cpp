@@ -134,6 +134,8 @@ int cmd_sweep(const SweepArgs& a) {
   const io::FileLock lock(out.db,
                           "another sweep is writing these results now; wait for it to finish, or give this "
                           "one another -o (a finished or killed sweep holds no lock: --resume it)");
+  const unsigned jobs = a.jobs ? a.jobs : available_cpus();
+  prestart_workers(static_cast<unsigned>(std::min<size_t>(jobs, mine.size())));
   ResultStore store(out.db);
   if (!a.resume && !a.retry_failed && fs::exists(out.db) && store.meta().size() && store.count() > 0)
     throw InputError(
@@ -158,7 +160,6 @@ int cmd_sweep(const SweepArgs& a) {
   write_atomically(out.jsonl, store.jsonl());
   std::ofstream csv(out.csv, std::ios::app | std::ios::binary),
       jsonl(out.jsonl, std::ios::app | std::ios::binary);
-  const unsigned jobs = a.jobs ? a.jobs : available_cpus();
   ProgressBar bar(fmt::format("sweep {}", spec.name), mine.size(), mine.size() - todo.size());
   bar.draw(true);
   const StopSignals signals;

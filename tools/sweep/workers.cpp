@@ -163,6 +163,22 @@ void stop_worker(Worker& w) {
   w = Worker{};
 }
 
+// Stops them all: every worker is told first (its stdin closes), then each is waited for, so that
+// they exit (and give back their memory) at the same time.
+void stop_workers(std::vector<Worker>& workers) {
+  for (Worker& w : workers) {
+    if (w.to >= 0) close(w.to);
+    w.to = -1;
+  }
+  for (Worker& w : workers) stop_worker(w);
+}
+
+// Workers started by prestart_workers, not yet taken by run_points.
+std::vector<Worker>& prestarted() {
+  static std::vector<Worker> workers;
+  return workers;
+}
+
 bool send(Worker& w, const Spec& spec, const Point& p, unsigned threads) {
   const std::string line = request(spec, p, threads).dump() + "\n";
   for (size_t off = 0; off < line.size();) {
@@ -203,6 +219,11 @@ PointResult answer(const Spec& spec, const Point& p, const std::string& line) {
 
 void set_worker_executable(const std::string& path) { worker_executable_override() = path; }
 
+void prestart_workers(unsigned count) {
+  const std::string exe = self_executable();
+  while (prestarted().size() < count) prestarted().push_back(spawn(exe));
+}
+
 unsigned available_cpus() {
   cpu_set_t set;
   if (sched_getaffinity(0, sizeof set, &set) == 0) return std::max(1, CPU_COUNT(&set));
@@ -215,10 +236,16 @@ bool run_points(const Spec& spec, const std::vector<const Point*>& todo, unsigne
   signal(SIGPIPE, SIG_IGN);  // a worker that died shows as a failed write, not our death
   const std::string exe = self_executable();
   std::vector<Worker> workers(std::min<size_t>(jobs, todo.size()));
+  // Those prestart_workers started first (they have been starting up while this process opened the
+  // database), the others now; prestarted workers beyond the count needed are stopped.
+  std::vector<Worker> early = std::exchange(prestarted(), {});
+  for (size_t i = 0; i < workers.size() && i < early.size(); ++i) workers[i] = std::exchange(early[i], Worker{});
+  stop_workers(early);
   // (0: the worker's default, when TPUSIM_THREADS says how many.)
   const unsigned threads =
       std::getenv("TPUSIM_THREADS") ? 0 : std::max<unsigned>(1, available_cpus() / std::max<unsigned>(1, jobs));
-  for (Worker& w : workers) w = spawn(exe);
+  for (Worker& w : workers)
+    if (w.pid < 0) w = spawn(exe);
   // (While the workers start: the points' costs, longest first, each model kept on one worker
   // where that pays; schedule.h.)
   Scheduler queue(todo, estimate_costs(spec, todo), workers.size());
@@ -249,7 +276,7 @@ bool run_points(const Spec& spec, const std::vector<const Point*>& todo, unsigne
   const auto kill_all = [&] {
     for (Worker& w : workers)
       if (w.pid > 0) kill(w.pid, SIGKILL);
-    for (Worker& w : workers) stop_worker(w);
+    stop_workers(workers);
   };
   // Idle workers take their next points.
   const auto dispatch = [&] {
@@ -309,7 +336,7 @@ bool run_points(const Spec& spec, const std::vector<const Point*>& todo, unsigne
       last_tick = now;
     }
   }
-  for (Worker& w : workers) stop_worker(w);
+  stop_workers(workers);
   return true;
 }
 

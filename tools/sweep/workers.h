@@ -31,6 +31,11 @@ bool run_points(const Spec& spec, const std::vector<const Point*>& todo, unsigne
                 const std::function<void(const PointResult&)>& done, const std::function<void()>& tick,
                 const std::function<bool()>& stop = {});
 
+// Starts `count` workers now, for the next run_points to use (a worker's start, a process loading
+// its libraries, then overlaps the caller's work before the points are known: opening the results
+// database, which waits for the disk). Workers it does not need are stopped.
+void prestart_workers(unsigned count);
+
 // The executable run_points starts as `EXE sweep worker`: this process's own (the default), or the
 // tpusim executable for a process that is not tpusim (the Python module).
 void set_worker_executable(const std::string& path);
