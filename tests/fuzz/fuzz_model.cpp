@@ -55,7 +55,7 @@ sim::Arch arch_for(const uint8_t* data, size_t size) {
   a.acc_entries = 256;
   a.weight_mem_bytes = a.tile_bytes() * 65536;
   a.driver_piece_schedule = size % 2;  // both ways a batch in pieces runs (sim/arch.h)
-  a.driver_host_loop = size / 2 % 2;     // both ways a recurrence runs: host-driven or one program
+  a.driver_host_loop = size / 2 % 2;  // both ways a recurrence runs: host-driven or one program
   return a;
 }
 
@@ -102,8 +102,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     options.max_values = uint64_t{1} << 20;
     const std::string text(reinterpret_cast<const char*>(data), size);
     const sim::Arch arch = arch_for(data, size);
-    LowerOptions mapper;  // concats written in place or kept as parts, as another bit of the size picks
-    mapper.concat_inplace = (size / 2) % 2 == 1;
+    LowerOptions mapper;  // concats written in place or kept as parts, as a third bit of the size picks
+    mapper.concat_inplace = (size / 4) % 2 == 1;  // (bits 0 and 1 pick the driver's switches: arch_for)
     try {
       Model m = parse_model(text, "fuzz.toml", "/nonexistent-tpusim-fuzz", options);
       check(m);
