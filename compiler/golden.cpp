@@ -160,9 +160,10 @@ void Golden::check(const MatmulOp& op, const std::vector<Span>& in, const Span& 
   uint64_t k = 0;
   for (const Span& s : in) k += s.c;
   if (in.empty() || k != op.k) fail(where_, "inputs have {} channels, K is {}", k, op.k);
-  // (A concat written in place: the output view is channels [channel0, channel0 + N) of the joined tensor.)
+  // (A concat written in place: the output view is channels [channel0, channel0 + N) of the joined tensor;
+  // otherwise the output is the whole tensor, from channel 0.)
   const uint64_t c0 = op.output.channel0;
-  if (g_.concat_inplace ? c0 + op.n > out.c : out.c != op.n)
+  if (c0 + op.n > out.c || (!g_.concat_inplace && (c0 != 0 || out.c != op.n)))
     fail(where_, "output has {} channels from channel {}, N is {}", out.c - std::min(c0, out.c), c0, op.n);
   if (op.weights.size() != op.kernel_h * op.kernel_w * op.k * op.n)
     fail(where_, "{} weights, expected {} x {} x {} x {}", op.weights.size(), op.kernel_h, op.kernel_w, op.k, op.n);

@@ -210,6 +210,52 @@ TEST_CASE("golden matmul: per-column table with biases, relux clip, two inputs c
   CHECK(output_of(g) == std::vector<int8_t>{15, -30});
 }
 
+TEST_CASE("golden matmul: an output view from channel0 > 0 only where concats are written in place", "[reference]") {
+  // x = {2} -> y [2 channels], N = 1, w = {3}: acc = 6, x 1 / 2^0 = 6 into channel channel0 of y.
+  QGraph g;
+  g.tensors = {QTensor{"x", vec(1), 1, "x"}, QTensor{"y", vec(2), 1, "y"}};
+  g.inputs = {0};
+  g.input_data = {{2}};
+  g.output = 1;
+  MatmulOp op;
+  op.inputs = {View{0}};
+  op.output = View{1};
+  op.output.channel0 = 1;
+  op.k = 1;
+  op.n = 1;
+  op.weights = {3};
+  op.mult = {1};
+  op.shift = {0};
+  g.ops = {op};
+  g.op_layer = {"y"};
+  // Not in place: the output must be the whole tensor from channel 0 (out.c == N and channel0 == 0):
+  // N = 1 from channel 1 of a 2-channel y is rejected.
+  g.concat_inplace = false;
+  CHECK_THROWS_AS(run_golden(g), InputError);
+  // N = 1 from channel 1 of a 1-channel y (out.c == N, channel0 > 0) would write past y: rejected
+  // either way.
+  g.tensors[1] = QTensor{"y", vec(1), 1, "y"};
+  CHECK_THROWS_AS(run_golden(g), InputError);
+  g.concat_inplace = true;
+  CHECK_THROWS_AS(run_golden(g), InputError);
+  g.tensors[1] = QTensor{"y", vec(2), 1, "y"};
+  // In place: channels [1, 2) of y are written, channel 0 is left 0.
+  g.concat_inplace = true;
+  CHECK(output_of(g) == std::vector<int8_t>{0, 6});
+  // Channels [1, 3) run past y's 2 channels: rejected either way.
+  auto& wide = std::get<MatmulOp>(g.ops[0]);
+  wide.n = 2;
+  wide.weights = {3, 3};
+  wide.mult = {1, 1};
+  wide.shift = {0, 0};
+  CHECK_THROWS_AS(run_golden(g), InputError);
+  g.concat_inplace = false;
+  CHECK_THROWS_AS(run_golden(g), InputError);
+  // Channel 0, N = 2, not in place: accepted, y = {6, 6}.
+  wide.output.channel0 = 0;
+  CHECK(output_of(g) == std::vector<int8_t>{6, 6});
+}
+
 TEST_CASE("golden vec: sigmoid and tanh read Q7.8 and write Q0.7, views select pixels", "[reference]") {
   // pass x 16 of pixel 0, then pixel 1, of a 2-pixel sequence {{0, 16}, {-16, 100}}: y = 0, 256,
   // -256, 1600 read as y / 256: sigmoid(0) = 0.5 -> 63.5 -> 64, sigmoid(1) -> 127 x 0.731 = 92.8
