@@ -3,8 +3,12 @@
 #include "tools/sweep/schedule.h"
 
 #include <catch2/catch.hpp>
+#include <map>
+#include <optional>
 #include <set>
+#include <string>
 
+#include "compiler/lower_options.h"
 #include "tools/sweep/spec.h"
 
 using namespace tpusim::tools::sweep;
@@ -113,4 +117,36 @@ TEST_CASE("schedule: estimates from the model's shapes order the paper apps' poi
     CHECK(costs[i].model.find(todo[i]->workload->path.string()) == 0);
   }
   CHECK(lstm0 > 4 * cnn1);
+}
+
+TEST_CASE("schedule: points share a model key unless their batch or concat_inplace differ (workers key their cache so)") {
+  // 2 concat_inplace x 2 pack x 2 batches = 8 points of one workload: pack acts only in the
+  // lowering (one prepared model serves both values), concat_inplace changes the quantized graph
+  // and the batch the model: 4 keys, 2 points each.
+  const Spec spec = parse_spec(R"(
+[sweep]
+name = "keys"
+engine = "timing"
+workloads = ["../small/lenet5.toml"]
+[grid]
+batch = [1, 2]
+mapper.pack = ["on", "off"]
+mapper.concat_inplace = ["on", "off"]
+)",
+                               TPUSIM_SOURCE_DIR "/workloads/sweeps/keys.toml");
+  std::vector<const Point*> todo;
+  for (const Point& p : spec.points) todo.push_back(&p);
+  REQUIRE(todo.size() == 8);
+  const std::vector<PointCost> costs = estimate_costs(spec, todo);
+  std::map<std::string, int> per_key;
+  for (size_t i = 0; i < todo.size(); ++i) {
+    CHECK(costs[i].model == model_key(*todo[i]));
+    ++per_key[costs[i].model];
+    const std::string path = todo[i]->workload->path.string();
+    CHECK(costs[i].model == model_key(path, todo[i]->batch, tpusim::compiler::concat_inplace(todo[i]->mapper)));
+  }
+  CHECK(per_key.size() == 4);
+  for (const auto& [key, n] : per_key) CHECK(n == 2);
+  CHECK(model_key("m.toml", 2, true) == "m.toml\n2\nconcat_inplace");
+  CHECK(model_key("m.toml", std::nullopt, false) == "m.toml\n");
 }

@@ -82,14 +82,21 @@ PointCost estimate(const ModelShape& s, const Point& p, bool full_compile) {
 
 }  // namespace
 
+std::string model_key(const std::string& path, std::optional<uint64_t> batch, bool concat_inplace) {
+  return path + "\n" + (batch ? std::to_string(*batch) : "") + (concat_inplace ? "\nconcat_inplace" : "");
+}
+
+std::string model_key(const Point& p) {
+  return model_key(p.workload->path.string(), p.batch, compiler::concat_inplace(p.mapper));
+}
+
 std::vector<PointCost> estimate_costs(const Spec& spec, const std::vector<const Point*>& todo) {
   std::map<std::string, ModelShape> shapes;
   std::vector<PointCost> out;
   out.reserve(todo.size());
   for (const Point* p : todo) {
-    // One key per model a worker prepares and keeps: its file and batch (workers.cpp run_request
-    // keys its cache the same way, plus the compile kind, which is one per sweep).
-    const std::string key = p->workload->path.string() + "\n" + (p->batch ? std::to_string(*p->batch) : "");
+    // One key per model a worker prepares and keeps (workers.cpp run_request keys its cache the same way).
+    const std::string key = model_key(*p);
     auto it = shapes.find(key);
     if (it == shapes.end())
       it = shapes.emplace(key, p->workload->is_model ? shape_of(p->workload->path, p->batch) : ModelShape{}).first;

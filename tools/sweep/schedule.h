@@ -16,6 +16,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -29,6 +30,13 @@ struct PointCost {
   double prepare = 0;  // preparing its model, once per worker (0 for a program)
   std::string model;   // the worker's cache key: the points that share a preparation
 };
+
+// The key of the model a worker prepares for a point and keeps (workers.cpp's cache, and the points
+// the scheduler keeps on one worker): its file, its batch, and the mapper's concat_inplace, which
+// changes the quantized graph (the other switches act only when it is lowered). A worker's cache
+// adds the compile kind, which is one per sweep.
+std::string model_key(const std::string& path, std::optional<uint64_t> batch, bool concat_inplace);
+std::string model_key(const Point& p);
 
 // One estimate per point of `todo`. A model description or SCALE-Sim topology is parsed (without
 // its data: LoadOptions::timing_only) to count its tiles; a file that does not parse, an ONNX

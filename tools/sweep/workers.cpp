@@ -79,10 +79,11 @@ ojson run_request(const json& req) {
     o.timing_only = engine == sim::Engine::timing && !req.value("full_compile", false);
     static bool kept = false;  // (keep_freed_memory: only while the points are timing-only)
     if (std::exchange(kept, o.timing_only) != o.timing_only) keep_freed_memory(o.timing_only);
-    // (The mapper's concat_inplace changes the quantized graph: a model is kept per value.)
+    // (The mapper's concat_inplace changes the quantized graph: a model is kept per value, as the
+    // scheduler keys it: model_key.)
     o.mapper = compiler::mapper_from_json(req.value("mapper", json::object()), "point");
-    const std::string key = path + "\n" + req.at("batch").dump() + (o.timing_only ? "\ntiming" : "") +
-                            (compiler::concat_inplace(o.mapper) ? "\nconcat_inplace" : "");
+    const std::string key =
+        model_key(path, o.batch, compiler::concat_inplace(o.mapper)) + (o.timing_only ? "\ntiming" : "");
     auto it = cache.find(key);
     if (it == cache.end()) {
       if (!o.timing_only) cache.clear();  // free the previous model first
