@@ -377,7 +377,17 @@ void Quantizer::plan_concats() {
     if (!inplace_) continue;
     // Written in place: a nested concat at its outer one's scale goes into the outer's joined
     // tensor (its root's); each input read by this concat alone that can write there does so.
-    if (dest_[i] && concat_scale_[i] != concat_scale_[dest_[i]->root]) dest_[i].reset();
+    // The rule must not depend on the calibration data (a timing-only compile calibrates on
+    // placeholders and must map as the full compile does). With neither scale given the two are
+    // equal by construction (the nested concat's outputs are among its root's, and it takes the
+    // root's scale as its wanted one); with a given scale on either, calibration decides whether
+    // the calibrated one lands on the given value, so only two equal given scales keep it in place.
+    if (dest_[i]) {
+      const Layer& root = m_.layers[dest_[i]->root];
+      const bool root_given = root.scale && *root.scale > 0 && std::isfinite(*root.scale);
+      if ((given || root_given) && !(given && root_given && *L.scale == *root.scale)) dest_[i].reset();
+      else if (concat_scale_[i] != concat_scale_[dest_[i]->root]) dest_[i].reset();
+    }
     const Dest at = dest_[i] ? *dest_[i] : Dest{i, 0};
     uint64_t off = at.offset;
     for (int e : L.inputs) {
