@@ -13,6 +13,7 @@
 #include <fmt/format.h>
 
 #include "compiler/model.h"
+#include "isa/error.h"
 #include "graph_builder.h"
 
 namespace tpusim::test {
@@ -20,6 +21,18 @@ namespace tpusim::test {
 namespace fs = std::filesystem;
 
 inline const fs::path kWorkloads = fs::path(TPUSIM_SOURCE_DIR) / "workloads";
+
+// A generated description parsed; a description the parser refuses fails the test (the generator's
+// bug), with the parser's message.
+inline compiler::Model parse_generated(const std::string& text) {
+  try {
+    return compiler::parse_model(text, "random.toml", ".");
+  } catch (const InputError& e) {
+    INFO(e.what());
+    FAIL("the generator wrote a description the parser refuses");
+  }
+  return {};
+}
 
 // Compiles `model` (with the mapper `options`), runs it on the given engines and checks the output against the golden
 // reference; returns the fast engine's cycles.
