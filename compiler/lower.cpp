@@ -448,6 +448,7 @@ class Lowering {
   // How well each layer (meta.layers index) maps: the manifest's meta.mapping.
   struct LayerStats {
     uint64_t macs = 0, array_macs = 0, tiles = 0, ub_rows = 0;
+    uint64_t model_macs = 0;  // the model's MACs, each once: the first byte-plane pass of a 16-bit operand
     std::string packing;  // how its convolution packs (packing.h), empty when it does not
     std::string precision;  // "16-bit weights" for a layer with 16-bit weights, else empty
     std::string fusion;   // the pool fused into its activates, or the layer its pool is fused into
@@ -827,6 +828,7 @@ void Lowering::pass(size_t i, const MatmulOp& m, const LaneTile& n, const std::v
               macs_ += vectors * useful;
               stats_[layer_].macs += vectors * useful;
               stats_[layer_].array_macs += vectors * arch_.tile_bytes();
+              if (plane == 0) stats_[layer_].model_macs += st.rows * st.repeat * useful;
               stats_[layer_].tiles += first;
               first = false;
             }
@@ -1428,6 +1430,7 @@ void Lowering::lower_packed(size_t i, const MatmulOp& m, const Packing& pk, uint
               (gb - ga) * B * pixels * kh * m.kernel_w * group_pairs(m, 0, C, n.slice * lanes_ + n.first, n.count);
           macs_ += useful;
           stats_[layer_].macs += useful;
+          stats_[layer_].model_macs += useful;  // (a packed convolution is 8-bit: one pass)
           stats_[layer_].array_macs += (gb - ga) * B * arch_.tile_bytes();
           stats_[layer_].tiles += first;
           first = false;
@@ -2201,6 +2204,7 @@ isa::Program Lowering::run() {
     mapping.push_back({{"layer", layers[l]},
                        {"macs", stats_[l].macs},
                        {"array_macs", stats_[l].array_macs},
+                       {"model_macs", stats_[l].model_macs},
                        {"weight_tiles", stats_[l].tiles},
                        {"ub_bytes", stats_[l].ub_rows * arch_.ub_row_bytes()}});
   for (size_t l = 1; l < stats_.size(); ++l)

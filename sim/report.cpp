@@ -57,7 +57,9 @@ constexpr ReportKey kKeys[] = {
      "a compiled model's layers as the compiler mapped them (the program's `meta.mapping`), in program order: "
      "per layer `layer` (name), `macs` (useful multiply-accumulates), `array_macs` (computed: streamed vectors "
      "x array_rows x array_cols; both 8-bit, each byte-plane pass of a 16-bit input or weight counted, as "
-     "`macs` and `array_macs` above, so the layers' add up to the run's), `useful_share` (macs / array_macs), `weight_tiles` (tiles switched in), "
+     "`macs` and `array_macs` above, so the layers' add up to the run's), `model_macs` (the model's "
+     "multiply-accumulates the layer computes, each once whatever its operands' width: `macs` of the first "
+     "byte-plane pass; what the model's TOPS counts), `useful_share` (macs / array_macs), `weight_tiles` (tiles switched in), "
      "`ub_bytes` (UB rows held during the layer x the row width, per-column tables included), for a batch run in "
      "pieces `piece` (the samples per piece the layer runs in: its segment's, docs/compiler.md), for a packed "
      "convolution `packing` (docs/compiler.md: pixels per vector, gathered input pixels and kernel rows), and "
@@ -140,6 +142,7 @@ nlohmann::ordered_json layers_of(const isa::Program& p) {
     out.push_back({{"layer", l.value("layer", "")},
                    {"macs", macs},
                    {"array_macs", array},
+                   {"model_macs", l.value("model_macs", macs)},
                    {"useful_share", array ? double(macs) / double(array) : 0.0},
                    {"weight_tiles", l.value("weight_tiles", uint64_t{0})},
                    {"ub_bytes", l.value("ub_bytes", uint64_t{0})}});

@@ -70,22 +70,14 @@ constexpr std::array<Share, 7> kShares = {{
 // finer counters, held to their own tolerance.
 constexpr size_t kBreakdownShares = 4;
 
-// The model's multiply-accumulates in a report: its layers' (the compiler's mapping), each
-// counted once. The report's `macs` and the layers' count 8-bit MACs, every byte-plane pass of a
-// 16-bit input or weight (docs/report.md); a layer's `precision` says which of its operands are
-// 16-bit, for all its matmuls (the compiler widens an LSTM's int8 x to its 16-bit h's width, and
-// refuses a 16-bit tensor where a concat joins it). Without the mapping: the report's `macs`.
+// The model's multiply-accumulates in a report: its layers' `model_macs` (the compiler's mapping:
+// each MAC once, whatever its operands' width, counted where the lowering counts its passes).
+// Without the mapping: the report's `macs`.
 double model_macs(const ojson& report) {
   const ojson& layers = report["layers"];
   if (!layers.is_array()) return report["macs"].get<double>();
   double sum = 0;
-  for (const ojson& l : layers) {
-    const std::string precision = l.contains("precision") ? l["precision"].get<std::string>() : "";
-    const double passes = precision == "16-bit weights and inputs"                          ? 4.0
-                          : precision == "16-bit weights" || precision == "16-bit inputs" ? 2.0
-                                                                                          : 1.0;
-    sum += l["macs"].get<double>() / passes;
-  }
+  for (const ojson& l : layers) sum += l["model_macs"].get<double>();
   return sum;
 }
 

@@ -149,6 +149,9 @@ TEST_CASE("a matmul reading a 16-bit tensor streams both byte planes: half speed
     // cells a vector, x 2 planes x 3 vectors = 432 useful).
     CHECK(pw.meta["mapping"][1]["array_macs"] == 2 * 2 * 3 * 64);
     CHECK(pw.meta["mapping"][1]["macs"] == (8 * 6 + 4 * 6) * 2 * 3);
+    // The model's MACs, each once whatever the width: the 8-bit program's (216 = 72 cells x 3).
+    CHECK(pw.meta["mapping"][1]["model_macs"] == (8 * 6 + 4 * 6) * 3);
+    CHECK(pn.meta["mapping"][1]["model_macs"] == pn.meta["mapping"][1]["macs"]);
     CHECK(pn.meta["mapping"][1]["array_macs"] == 2 * 3 * 64);
     for (const auto& [p, r] : {std::pair{&pn, &rn}, std::pair{&pw, &rw}}) {
       uint64_t macs = 0, array_macs = 0;
@@ -175,6 +178,8 @@ TEST_CASE("16-bit inputs with 16-bit weights: quarter speed, bit-exact on every 
   CHECK(r.matrix.array_active == 12 + 16);
   CHECK(p.meta["mapping"][1]["precision"] == "16-bit weights and inputs");
   CHECK(p.meta["mapping"][1]["array_macs"] == 16 * 64);  // every pass counted, as the machine's
+  // The model's MACs once: a quarter of the four passes' useful MACs.
+  CHECK(p.meta["mapping"][1]["model_macs"].get<uint64_t>() * 4 == p.meta["mapping"][1]["macs"].get<uint64_t>());
   CHECK(p.meta["macs"] == r.macs);
 }
 
