@@ -695,7 +695,8 @@ void Lowering::plan_storage() {
         g_.ops[i]);
   }
   // A joined tensor's writers cover its channels once each (every pixel they write: a concat's
-  // branches write whole maps), so no channel is left unwritten or written twice.
+  // branches write whole maps), so no channel is left unwritten or written twice. The quantizer
+  // builds them so: a failure is the compiler's bug, not the model's.
   {
     std::vector<std::vector<std::pair<uint64_t, uint64_t>>> spans(nt);
     for (size_t i = 0; i < g_.ops.size(); ++i)
@@ -707,8 +708,8 @@ void Lowering::plan_storage() {
       uint64_t next = 0;
       for (const auto& [a, b] : spans[t]) next = a == next ? b : UINT64_MAX;
       if (next != g_.tensors[t].shape.c)
-        throw InputError(fmt::format("model {}: tensor {}: its writers do not cover its {} channels once each", g_.name,
-                                     g_.tensors[t].name, g_.tensors[t].shape.c));
+        throw std::logic_error(fmt::format("model {}: tensor {}: its writers do not cover its {} channels once each",
+                                           g_.name, g_.tensors[t].name, g_.tensors[t].shape.c));
     }
   }
   // Dense layouts (layout.h) for every tensor narrow enough (a field of c <= lanes / 2 bytes; one
