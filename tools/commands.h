@@ -111,6 +111,7 @@ struct ValidateArgs {
   std::vector<std::string> sets, apps;                   // apps: default all six
   std::vector<std::string> mapper;                       // --mapper KEY=on|off, as for run
   bool markdown = false, quiet = false;
+  bool bounds = false;  // --bounds: what Table 1 allows (no simulation), not the comparison
   // Limits (0: not checked); any exceeded makes the exit code 1.
   double max_tops_error = 0, max_mean_tops_error = 0, max_share_error = 0, max_counter_error = 0;
 };

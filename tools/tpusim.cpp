@@ -271,6 +271,9 @@ extern "C" int sc_main(int argc, char** argv) {
   va->add_option("--json", val.json_out, "write the comparison here as JSON (- for standard output)");
   va->add_option("--csv", val.csv_out, "write the comparison here as CSV, one row per app (- for standard output)");
   va->add_flag("-q,--quiet", val.quiet, "no progress lines on standard error");
+  va->add_flag("--bounds", val.bounds,
+               "no simulation: the active share and useful fraction Table 1 allows each weight-bound app on "
+               "this machine, beside the paper's (docs/validation.md, \"What Table 1 allows\")");
   const auto limit = [&](const char* name, double& v, const char* what) {
     va->add_option(name, v, what)->check(CLI::Validator(
         [](std::string& text) -> std::string {

@@ -30,25 +30,29 @@ using ojson = nlohmann::ordered_json;
 // Table 3 ("Factors limiting TPU performance of the NN workload based on hardware performance
 // counters"): rows 1 to 8 as percentages of all cycles, row 9 in TeraOps/s (92 peak).
 struct PaperApp {
-  const char* name;        // the workload file's stem (workloads/tpu-v1/NAME.toml)
-  const char* label;       // as the paper writes it
-  double active;           // row 1: array active cycles
-  double useful;           // row 2: useful MACs in the 64K matrix (% of peak)
-  double unused;           // row 3: unused MACs
-  double weight_stall;     // row 4: weight stall cycles
-  double weight_shift;     // row 5: weight shift cycles
-  double non_matrix;       // row 6: non-matrix cycles
-  double raw_stall;        // row 7: RAW stalls
-  double input_stall;      // row 8: input data stalls
-  double tops;             // row 9: TeraOps/s
+  const char* name;     // the workload file's stem (workloads/tpu-v1/NAME.toml)
+  const char* label;    // as the paper writes it
+  double active;        // row 1: array active cycles
+  double useful;        // row 2: useful MACs in the 64K matrix (% of peak)
+  double unused;        // row 3: unused MACs
+  double weight_stall;  // row 4: weight stall cycles
+  double weight_shift;  // row 5: weight shift cycles
+  double non_matrix;    // row 6: non-matrix cycles
+  double raw_stall;     // row 7: RAW stalls
+  double input_stall;   // row 8: input data stalls
+  double tops;          // row 9: TeraOps/s
+  // Table 1 ("Six NN applications ... that represent 95% of the TPU's workload"): the batch size
+  // and the operational intensity (TPU ops per weight byte, as multiply-accumulates).
+  unsigned batch;
+  double intensity;
 };
 constexpr std::array<PaperApp, 6> kPaper = {{
-    {"mlp0", "MLP0", 12.7, 12.5, 0.3, 53.9, 15.9, 17.5, 3.3, 6.1, 12.3},
-    {"mlp1", "MLP1", 10.6, 9.4, 1.2, 44.2, 13.4, 31.9, 8.4, 8.8, 9.7},
-    {"lstm0", "LSTM0", 8.2, 8.2, 0.0, 58.1, 15.8, 17.9, 14.6, 5.1, 3.7},
-    {"lstm1", "LSTM1", 10.5, 6.3, 4.2, 62.1, 17.1, 10.3, 10.6, 2.4, 2.8},
-    {"cnn0", "CNN0", 78.2, 78.2, 0.0, 0.0, 0.0, 21.8, 3.6, 3.4, 86.0},
-    {"cnn1", "CNN1", 46.2, 22.5, 23.7, 28.1, 7.0, 18.7, 23.1, 0.6, 14.1},
+    {"mlp0", "MLP0", 12.7, 12.5, 0.3, 53.9, 15.9, 17.5, 3.3, 6.1, 12.3, 200, 200},
+    {"mlp1", "MLP1", 10.6, 9.4, 1.2, 44.2, 13.4, 31.9, 8.4, 8.8, 9.7, 168, 168},
+    {"lstm0", "LSTM0", 8.2, 8.2, 0.0, 58.1, 15.8, 17.9, 14.6, 5.1, 3.7, 64, 64},
+    {"lstm1", "LSTM1", 10.5, 6.3, 4.2, 62.1, 17.1, 10.3, 10.6, 2.4, 2.8, 96, 96},
+    {"cnn0", "CNN0", 78.2, 78.2, 0.0, 0.0, 0.0, 21.8, 3.6, 3.4, 86.0, 8, 2888},
+    {"cnn1", "CNN1", 46.2, 22.5, 23.7, 28.1, 7.0, 18.7, 23.1, 0.6, 14.1, 32, 1750},
 }};
 
 // The compared shares: report breakdown key, paper field, column title.
@@ -132,6 +136,175 @@ ojson validate_app(const PaperApp& p, const fs::path& file, const sim::Arch& arc
   }
   j["shares"] = shares;
   return j;
+}
+
+// What Table 1 allows (docs/validation.md, "What Table 1 allows"): no simulation, only Table 1,
+// Table 3 and the machine. For an app whose every weight fetch serves its batch once per pass
+// (Table 1's intensity equal to its batch: the MLPs and LSTMs), each tile load streams at most
+// V = passes x batch vectors (passes: 1 with 8-bit inputs, 2 with 16-bit ones, the paper's half
+// speed), so on this machine
+//   (link)  whole-tile loads: active share <= 100 V / L, L = tile bytes x clock / weight bandwidth
+//           (1349.3 cycles on tpu-v1): each load holds the weight memory L cycles;
+//   (shift) any loads: active <= V / (R - max(0, V - (M - 1))) x weight shift: a load's R-cycle
+//           shift begins no earlier than M - 1 cycles after the previous matmul's start (the
+//           shadow tile is free once the switch wavefront has crossed it, docs/timing.md), so it
+//           overlaps at most V - (M - 1) of that matmul's V stream cycles and the matmul that
+//           waits for it is held the rest (a shift done while the array idles for another
+//           reason counts as non-matrix, not shift: the bound assumes none, as the paper's
+//           shift share of the weight-bound cycles, R / L in all four apps, says).
+// With each breakdown share within kShareTolerance points of the paper's, the active share is in
+// [A - t, min(A + t, bounds)], and the TOPS target within kTopsTolerance percent asks for a useful
+// fraction u of the active cycles (row 2 = active x u) in [0.9 r / A_max, 1.1 r / A_min], r the
+// target as a share of the peak: row 2, or row 9 / peak x passes (row 9 counts each multiply once).
+constexpr double kShareTolerance = 3.0;  // issue 13's Done-when: breakdown shares within 3 points,
+constexpr double kTopsTolerance = 10.0;  // no app's TOPS error beyond 10%
+
+ojson useful_range(double target_share, double a_min, double a_max) {
+  const double lo = (1 - kTopsTolerance / 100) * target_share / a_max;
+  const double hi = std::min(1.0, (1 + kTopsTolerance / 100) * target_share / a_min);
+  if (lo > hi) return nullptr;
+  return ojson::array({lo, hi});
+}
+
+ojson bounds_app(const PaperApp& p, const sim::Arch& arch) {
+  const double rows = double(arch.array_rows), cols = double(arch.array_cols);
+  const double tile_cycles = double(arch.tile_bytes()) * arch.clock_mhz / (arch.weight_mem_gbps * 1000.0);
+  const double peak = 2.0 * rows * cols * arch.clock_mhz / 1e6;  // TOPS
+  ojson j;
+  j["app"] = p.name;
+  j["batch"] = p.batch;
+  j["intensity"] = p.intensity;
+  j["paper"] = {{"array_active", p.active},
+                {"useful_macs", p.useful},
+                {"weight_shift", p.weight_shift},
+                {"tops", p.tops},
+                {"useful_fraction", p.useful / p.active}};
+  if (p.intensity != double(p.batch) || p.weight_stall <= 0) {
+    j["readings"] = nullptr;
+    j["why_none"] = p.weight_stall <= 0
+                        ? "the paper's counters show no weight stall: no tile load bounds it"
+                        : "convolution tiles stream many vectors per sample (intensity above the batch)";
+    return j;
+  }
+  j["tile_cycles"] = tile_cycles;
+  const double a_min = p.active - kShareTolerance;
+  ojson readings = ojson::array();
+  for (const unsigned passes : {1u, 2u}) {
+    const double v = double(passes) * p.batch;
+    const double exposed = rows - std::max(0.0, v - (cols - 1));
+    ojson r;
+    r["input_bits"] = 8 * passes;
+    r["vectors_per_load"] = v;
+    r["active_max_by_link"] = 100.0 * v / tile_cycles;
+    r["active_per_shift_cycle"] = exposed > 0 ? ojson(v / exposed) : ojson(nullptr);
+    const double by_shift = exposed > 0 ? v / exposed * (p.weight_shift + kShareTolerance) : 100.0;
+    r["active_max_by_shift"] = by_shift;
+    r["active_window"] = ojson::array({a_min, p.active + kShareTolerance});
+    const double row2 = p.useful, row9 = 100.0 * passes * p.tops / peak;  // as shares of the peak
+    const double u = p.useful / p.active;
+    for (const char* tiles : {"whole", "partial"}) {
+      // Hard: the active window, and the weight memory's time for whole tiles.
+      double hard_max = p.active + kShareTolerance;
+      if (tiles[0] == 'w') hard_max = std::min(hard_max, r["active_max_by_link"].get<double>());
+      const double a_max = std::min(hard_max, by_shift);  // with no shift hidden in other waits
+      ojson t;
+      t["active_max"] = a_max;
+      t["useful_fraction_row2"] = a_min <= a_max ? useful_range(row2, a_min, a_max) : ojson(nullptr);
+      t["useful_fraction_row9"] = a_min <= a_max ? useful_range(row9, a_min, a_max) : ojson(nullptr);
+      // With the paper's useful fraction u: the active share a TOPS target within 10% asks for
+      // (row 2 = active x u), the least of it in the window, and the weight shift cycles that
+      // active share needs beyond the paper's shift share + 3 (shifts done in other waits).
+      ojson need = nullptr;
+      for (const double target : {row2, row9}) {
+        const double lo = std::max(a_min, (1 - kTopsTolerance / 100) * target / u);
+        const double hi = std::min(hard_max, (1 + kTopsTolerance / 100) * target / u);
+        if (lo > hi) continue;
+        const double hidden =
+            exposed > 0 ? std::max(0.0, lo / (v / exposed) - (p.weight_shift + kShareTolerance)) : 0.0;
+        if (need.is_null() || hidden < need["hidden_shift_points"].get<double>())
+          need = {{"active_min", lo}, {"hidden_shift_points", hidden}};
+      }
+      t["at_paper_useful_fraction"] = need;
+      t["verdict"] = need.is_null() ? "excluded"
+                     : need["hidden_shift_points"].get<double>() > 0
+                         ? "only with shifts hidden in other waits"
+                         : "not excluded";
+      r[std::string(tiles) + "_tiles"] = t;
+    }
+    readings.push_back(r);
+  }
+  j["readings"] = readings;
+  return j;
+}
+
+std::string bounds_table(const ojson& doc, bool markdown) {
+  const std::vector<std::string> head = {"app",
+                                         "inputs, tiles",
+                                         "vectors a load",
+                                         "active <= (link)",
+                                         "active per shift cycle",
+                                         "active <= (shift + 3)",
+                                         "useful fraction for TOPS +-10% (row 2; row 9)",
+                                         "at the paper's useful fraction",
+                                         "the paper's shares"};
+  auto range = [](const ojson& r) {
+    return r.is_null() ? std::string("none")
+                       : fmt::format("{:.2f}-{:.2f}", r[0].get<double>(), r[1].get<double>());
+  };
+  std::vector<std::vector<std::string>> rows;
+  for (const ojson& a : doc["bounds"]) {
+    if (a["readings"].is_null()) {
+      rows.push_back({a["app"].get<std::string>(), "-", "-", "-", "-", "-", "-", "-",
+                      "no bound: " + a["why_none"].get<std::string>()});
+      continue;
+    }
+    const double u = a["paper"]["useful_fraction"].get<double>();
+    for (const ojson& r : a["readings"])
+      for (const char* tiles : {"whole", "partial"}) {
+        const ojson& t = r[std::string(tiles) + "_tiles"];
+        const ojson& need = t["at_paper_useful_fraction"];
+        const std::string at =
+            need.is_null()
+                ? fmt::format("u = {:.2f}: no active share in the window", u)
+                : fmt::format("u = {:.2f}: active >= {:.2f}, {:.1f} points of shift hidden", u,
+                              need["active_min"].get<double>(), need["hidden_shift_points"].get<double>());
+        rows.push_back({a["app"].get<std::string>(),
+                        fmt::format("{}-bit, {}", r["input_bits"].get<int>(), tiles),
+                        fmt::format("{:.0f}", r["vectors_per_load"].get<double>()),
+                        tiles[0] == 'w' ? fmt::format("{:.2f}", r["active_max_by_link"].get<double>()) : "-",
+                        r["active_per_shift_cycle"].is_null()
+                            ? std::string("-")
+                            : fmt::format("{:.3f}", r["active_per_shift_cycle"].get<double>()),
+                        fmt::format("{:.2f}", r["active_max_by_shift"].get<double>()),
+                        range(t["useful_fraction_row2"]) + "; " + range(t["useful_fraction_row9"]), at,
+                        t["verdict"].get<std::string>()});
+      }
+  }
+  std::string out;
+  std::vector<size_t> w(head.size());
+  for (size_t i = 0; i < head.size(); ++i) {
+    w[i] = head[i].size();
+    for (const auto& r : rows) w[i] = std::max(w[i], r[i].size());
+  }
+  auto line = [&](const std::vector<std::string>& cells) {
+    std::string l;
+    if (markdown) {
+      l = "|";
+      for (const std::string& c : cells) l += " " + c + " |";
+    } else {
+      for (size_t i = 0; i < cells.size(); ++i) l += (i ? "  " : "") + fmt::format("{:<{}}", cells[i], w[i]);
+      while (!l.empty() && l.back() == ' ') l.pop_back();
+    }
+    out += l + "\n";
+  };
+  line(head);
+  if (markdown) {
+    out += "|";
+    for (size_t i = 0; i < head.size(); ++i) out += i < 2 || i + 3 > head.size() ? "---|" : "---:|";
+    out += "\n";
+  }
+  for (const auto& r : rows) line(r);
+  return out;
 }
 
 struct Limits {
@@ -274,6 +447,24 @@ int cmd_validate(const ValidateArgs& args) {
     if (it == kPaper.end())
       throw InputError(fmt::format("--app: unknown app '{}' (expected one of mlp0, mlp1, lstm0, lstm1, cnn0 or cnn1)", name));
     chosen.push_back(&*it);
+  }
+  if (args.bounds) {
+    if (!args.csv_out.empty() || !args.mapper.empty() || !args.workloads.empty() || args.max_tops_error > 0 ||
+        args.max_mean_tops_error > 0 || args.max_share_error > 0 || args.max_counter_error > 0)
+      throw InputError(
+          "--bounds: runs no simulation, so --csv, --mapper, --workloads and --max-* do not apply to it");
+    ojson doc;
+    doc["machine"] = sim::machine_name(arch);
+    doc["paper"] =
+        "Jouppi et al., In-Datacenter Performance Analysis of a Tensor Processing Unit, ISCA 2017, "
+        "Tables 1 and 3";
+    doc["share_tolerance_points"] = kShareTolerance;
+    doc["tops_tolerance_percent"] = kTopsTolerance;
+    doc["bounds"] = ojson::array();
+    for (const PaperApp* p : chosen) doc["bounds"].push_back(bounds_app(*p, arch));
+    if (!args.json_out.empty()) write_text(args.json_out, doc.dump(2) + "\n");
+    if (args.json_out != "-") write_text("-", bounds_table(doc, args.markdown));
+    return 0;
   }
   ojson doc;
   doc["machine"] = sim::machine_name(arch);

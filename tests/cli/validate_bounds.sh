@@ -1,0 +1,83 @@
+#!/usr/bin/env bash
+# validate_bounds.sh TPUSIM OUT_DIR: `tpusim validate --bounds` (docs/validation.md, "What Table 1
+# allows") computes, without simulating, the active share each weight-bound paper app can have on
+# the machine and the useful fraction its TOPS target then asks for. Every figure is recomputed
+# here from the JSON's inputs (Table 1's batch, Table 3's rows, the machine), the verdicts the
+# docs draw from them are pinned, and a design point with twice the weight bandwidth moves the
+# link bound.
+set -eu
+tpusim=$1 out=$2
+mkdir -p "$out"
+fail() { echo "FAIL: $*"; exit 1; }
+"$tpusim" validate --bounds --json "$out/b.json" >"$out/b.txt"
+[[ "$(jq -c 'keys_unsorted' "$out/b.json")" == \
+  '["machine","paper","share_tolerance_points","tops_tolerance_percent","bounds"]' ]] || fail "top-level keys"
+[[ "$(jq -r '[.bounds[].app] | join(",")' "$out/b.json")" == "mlp0,mlp1,lstm0,lstm1,cnn0,cnn1" ]] || fail "apps"
+# Table 1: batch and intensity (MACs per weight byte).
+[[ "$(jq -c '[.bounds[] | [.batch, .intensity]]' "$out/b.json")" == \
+  '[[200,200],[168,168],[64,64],[96,96],[8,2888],[32,1750]]' ]] || fail "Table 1"
+# A whole 256 x 256 tile over the 34 GB/s weight memory at 700 MHz: 65,536 x 700 / 34,000 cycles.
+jq -e '.bounds[0].tile_cycles - 65536 * 700 / 34000 | fabs < 1e-9' "$out/b.json" >/dev/null || fail "tile cycles"
+# CNN0 (no weight stall) and CNN1 (intensity above its batch) get no bound.
+jq -e '.bounds[4].readings == null and .bounds[5].readings == null' "$out/b.json" >/dev/null || fail "CNNs"
+# Every figure recomputed: V = passes x batch; link bound 100 V / L; the shift bound V / (256 -
+# max(0, V - 255)) x (shift + 3); the useful-fraction ranges [0.9 r / A_max, min(1, 1.1 r / A_min)]
+# (r: row 2, or row 9 / peak x passes, in percent of the 91.7504-TOPS peak); at the paper's useful
+# fraction u = row 2 / row 1 the least active share in both windows and the shift it needs.
+recompute='
+  def near(a; b): if a == null or b == null then a == b else ((a - b) | fabs) < 1e-9 end;
+  def range(r; lo; hi): ((0.9 * r / hi)) as $l | ([1, 1.1 * r / lo] | min) as $h
+    | if $l > $h then null else [$l, $h] end;
+  all(.bounds[] | select(.readings != null); . as $a
+    | $a.paper as $p | ($p.useful_macs / $p.array_active) as $u
+    | all($a.readings[]; . as $r
+      | ($r.input_bits / 8) as $passes | ($passes * $a.batch) as $v
+      | (256 - ([0, $v - 255] | max)) as $exposed
+      | ($p.array_active - 3) as $amin
+      | near($r.vectors_per_load; $v)
+        and near($r.active_max_by_link; 100 * $v / $a.tile_cycles)
+        and near($r.active_per_shift_cycle; $v / $exposed)
+        and near($r.active_max_by_shift; $v / $exposed * ($p.weight_shift + 3))
+        and all(["whole", "partial"][]; . as $tiles | $r[$tiles + "_tiles"] as $t
+          | ([$p.array_active + 3] + (if $tiles == "whole" then [$r.active_max_by_link] else [] end) | min) as $hard
+          | ([$hard, $r.active_max_by_shift] | min) as $amax
+          | (100 * $passes * $p.tops / 91.7504) as $row9
+          | near($t.active_max; $amax)
+          and (if $amin <= $amax then near($t.useful_fraction_row2[0]; range($p.useful_macs; $amin; $amax)[0])
+                 and near($t.useful_fraction_row9[1]; range($row9; $amin; $amax)[1])
+               else $t.useful_fraction_row2 == null end)
+          and ([($p.useful_macs, $row9) as $target
+                | ([$amin, 0.9 * $target / $u] | max) as $lo | ([$hard, 1.1 * $target / $u] | min) as $hi
+                | select($lo <= $hi) | {active_min: $lo, hidden: ([0, $lo / ($v / $exposed) - ($p.weight_shift + 3)] | max)}]
+               | sort_by(.hidden) | .[0]) as $need
+          | if $need == null then $t.at_paper_useful_fraction == null and $t.verdict == "excluded"
+            else near($t.at_paper_useful_fraction.active_min; $need.active_min)
+              and near($t.at_paper_useful_fraction.hidden_shift_points; $need.hidden)
+              and $t.verdict == (if $need.hidden > 0 then "only with shifts hidden in other waits" else "not excluded" end) end)))'
+jq -e "$recompute" "$out/b.json" >/dev/null || fail "a bound differs from its arithmetic"
+# The verdicts docs/validation.md draws. LSTM0 at 8 bits: 64 vectors a load give at most
+# 64 / 256 x (15.8 + 3) = 4.70% active, below the paper's 8.2 - 3; at 16 bits (128 a load) 9.40.
+jq -e '.bounds[2].readings[0].partial_tiles.active_max - 4.7 | fabs < 1e-9' "$out/b.json" >/dev/null || fail "LSTM0 8-bit"
+[[ "$(jq -r '[.bounds[2].readings[] | .whole_tiles.verdict, .partial_tiles.verdict] | join("/")' "$out/b.json")" == \
+  "excluded/only with shifts hidden in other waits/not excluded/not excluded" ]] || fail "LSTM0 verdicts"
+# LSTM1 at 8 bits: whole tiles at most 100 x 96 / 1349.27 = 7.11% active (< 7.5); partial tiles at
+# the paper's useful fraction 6.3 / 10.5 = 0.6 need active >= 0.9 x 6.3 / 0.6 = 9.45, i.e.
+# 9.45 / 0.375 = 25.2 shift cycles a hundred, 5.1 points beyond the paper's 17.1 + 3; at 16 bits none.
+jq -e '(.bounds[3].readings[0].whole_tiles.active_max - 9600 / (65536 * 700 / 34000) | fabs) < 1e-9 and
+       (.bounds[3].readings[0].partial_tiles.at_paper_useful_fraction.hidden_shift_points - 5.1 | fabs) < 1e-9 and
+       (.bounds[3].readings[0].partial_tiles.at_paper_useful_fraction.active_min - 9.45 | fabs) < 1e-9' \
+  "$out/b.json" >/dev/null || fail "LSTM1 8-bit"
+[[ "$(jq -r '[.bounds[3].readings[] | .whole_tiles.verdict, .partial_tiles.verdict] | join("/")' "$out/b.json")" == \
+  "excluded/only with shifts hidden in other waits/not excluded/not excluded" ]] || fail "LSTM1 verdicts"
+# The MLPs: the paper's shares allowed at 8 bits, whole tiles.
+[[ "$(jq -r '[.bounds[0,1].readings[0].whole_tiles.verdict] | join("/")' "$out/b.json")" == "not excluded/not excluded" ]] ||
+  fail "MLP verdicts"
+# The text table has a row per app, reading and tile kind (16 + 2 unbounded CNNs) under its header.
+[[ "$(wc -l <"$out/b.txt")" -eq 19 ]] || fail "text table rows"
+grep -q '^lstm1  8-bit, whole ' "$out/b.txt" || fail "text table row"
+# Another machine: twice the weight bandwidth halves L, so LSTM1's 8-bit whole tiles may reach 14.23%.
+"$tpusim" validate --bounds --app lstm1 --set weight_mem_gbps=68 --json "$out/b68.json" >/dev/null
+jq -e '.machine == "tpu-v1 weight_mem_gbps=68" and
+       (.bounds[0].readings[0].active_max_by_link - 9600 / (65536 * 700 / 68000) | fabs) < 1e-9' \
+  "$out/b68.json" >/dev/null || fail "--set weight_mem_gbps=68"
+echo "ok"
