@@ -150,3 +150,20 @@ mapper.concat_inplace = ["on", "off"]
   CHECK(model_key("m.toml", 2, true) == "m.toml\n2\nconcat_inplace");
   CHECK(model_key("m.toml", std::nullopt, false) == "m.toml\n");
 }
+
+TEST_CASE("schedule: a point queued behind a busy worker is one of its models', longest first") {
+  // Model a (cheap to prepare): points of 1.0, 0.3 and 0.2 s; model b: 0.5 and 0.4 s; a program: 0.1 s.
+  Fixture f({{"a", 1.0, 0.01}, {"b", 0.5, 0.01}, {"a", 0.3, 0.01}, {"b", 0.4, 0.01}, {"a", 0.2, 0.01}, {"", 0.1, 0}});
+  Scheduler s(f.todo(), f.costs, 2);
+  CHECK(s.next(0, false)->index == 0);  // worker 0 holds a
+  // Queued behind worker 0: a's next point, not b's longer one (b is nobody's yet: which worker
+  // prepares it is decided when one is idle).
+  CHECK(s.queued(0)->index == 2);
+  CHECK(s.next(1, true)->index == 1);  // worker 1 holds b
+  CHECK(s.queued(1)->index == 3);
+  CHECK(s.queued(1)->index == 5);      // b has no point left; a program needs no model
+  CHECK(s.queued(1) == nullptr);       // only a's point 4 is left: worker 0's
+  CHECK(s.queued(0)->index == 4);
+  CHECK(s.empty());
+  CHECK(s.queued(0) == nullptr);
+}

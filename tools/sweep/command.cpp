@@ -165,11 +165,15 @@ int cmd_sweep(const SweepArgs& a) {
   const StopSignals signals;
   const bool complete = run_points(
       spec, todo, jobs,
-      [&](const PointResult& r) {
-        store.record(r);
-        csv << csv_line(make_row(r)) << std::flush;
-        jsonl << json_line(r) << '\n' << std::flush;
-        bar.point_done(r.report.is_null());
+      [&](const std::vector<PointResult>& results) {
+        store.record(results);
+        for (const PointResult& r : results) {
+          csv << csv_line(make_row(r));
+          jsonl << json_line(r) << '\n';
+          bar.point_done(r.report.is_null());
+        }
+        csv << std::flush;
+        jsonl << std::flush;
       },
       [&] { bar.draw(); }, [] { return g_signal != 0; });
   bar.finish();

@@ -160,6 +160,17 @@ const Point* Scheduler::next(size_t w, bool others_busy) {
   return it.point;
 }
 
+const Point* Scheduler::queued(size_t w) {
+  for (size_t i = 0; i < items_.size(); ++i) {  // (longest first)
+    const Item& it = items_[i];
+    if (!it.taken && (it.cost.model.empty() || prepared_[w].contains(it.cost.model))) {
+      take(w, i);
+      return it.point;
+    }
+  }
+  return nullptr;
+}
+
 void Scheduler::put_back(const Point* p) {
   for (Item& it : items_)
     if (it.point == p && it.taken) {

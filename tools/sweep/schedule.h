@@ -51,6 +51,11 @@ class Scheduler {
   // sharing them saves. `others_busy`: whether another worker is running a point (when none is,
   // a point is always given, so the sweep cannot stall).
   const Point* next(size_t w, bool others_busy);
+  // A point to queue behind the one worker w is running, so that it goes on without waiting for
+  // this process (workers.cpp): the dearest point of a model w holds, or of a program; nullptr
+  // when there is none. (Which worker prepares which model is decided only when one is idle, as
+  // above, with every point run so far counted.)
+  const Point* queued(size_t w);
   // Point p goes back to the queue (its worker died); worker w starts afresh (prepared nothing).
   void put_back(const Point* p);
   void restart(size_t w);

@@ -260,23 +260,32 @@ std::set<std::string> ResultStore::finished_keys() {
   return keys;
 }
 
-void ResultStore::record(const PointResult& r) {
-  const Row row = make_row(r);
+void ResultStore::record(const std::vector<PointResult>& points) {
+  if (points.empty()) return;
   std::string params;
-  for (size_t i = 1; i <= row.size() + 5; ++i) params += fmt::format("{}?{}", i > 1 ? ", " : "", i);
-  Statement s(
-      db_,
+  for (size_t i = 1; i <= columns().size() + 5; ++i) params += fmt::format("{}?{}", i > 1 ? ", " : "", i);
+  const std::string insert =
       fmt::format("INSERT INTO results({}, key, host_seconds, point_seconds, finished, json) VALUES ({})",
-                  column_list(), params),
-      path_.string());
-  int i = 1;
-  for (const Cell& c : row) s.bind(i++, c);
-  s.bind(i++, r.point->key);
-  s.bind(i++, host_seconds(r));
-  s.bind(i++, r.point_seconds);
-  s.bind(i++, utc_now());
-  s.bind(i++, json_line(r));
-  s.step();  // autocommit: the point's own transaction
+                  column_list(), params);
+  exec("BEGIN IMMEDIATE");
+  try {
+    for (const PointResult& r : points) {
+      const Row row = make_row(r);
+      Statement s(db_, insert, path_.string());
+      int i = 1;
+      for (const Cell& c : row) s.bind(i++, c);
+      s.bind(i++, r.point->key);
+      s.bind(i++, host_seconds(r));
+      s.bind(i++, r.point_seconds);
+      s.bind(i++, utc_now());
+      s.bind(i++, json_line(r));
+      s.step();
+    }
+  } catch (...) {
+    sqlite3_exec(db_, "ROLLBACK", nullptr, nullptr, nullptr);
+    throw;
+  }
+  exec("COMMIT");
 }
 
 std::string ResultStore::csv() {

@@ -7,8 +7,9 @@
 //     identity, spec.h), `host_seconds` (wall time of the simulation), `point_seconds` (wall time
 //     of the whole point in its worker, compiling included), `finished` (UTC time) and
 //     `json` (the JSON Lines record, the whole report included).
-// Each point is one transaction (record()), so a sweep killed at any moment leaves every point
-// that finished before it, and nothing half-written.
+// Points are stored in transactions (record()) of the points that finished while the last one was
+// written, so a sweep killed at any moment leaves every point stored before it, and nothing
+// half-written (a point answered but not yet stored runs again on --resume).
 #pragma once
 
 #include <filesystem>
@@ -46,7 +47,7 @@ class ResultStore {
   std::set<std::string> finished_keys();
   std::map<std::string, std::string> meta();
 
-  void record(const PointResult& r);  // one transaction
+  void record(const std::vector<PointResult>& points);  // one transaction
 
   // Every stored row, ordered by point: the CSV (header first) and the JSON Lines.
   std::string csv();

@@ -3,8 +3,9 @@
 // SystemC elaborates its design once per process, and sim::simulate may be called again and again
 // in one process, but never from two threads at once. So the parallel unit is a process: the
 // sweep starts `jobs` copies of its own executable as `tpusim sweep worker` (a hidden subcommand)
-// and keeps each busy with one point at a time (the next point goes to whichever worker finishes
-// first, so long and short points balance). The protocol is JSON Lines over pipes:
+// and keeps each busy with one point at a time, and one more of a model it holds queued behind it
+// (the next point of a new model goes to whichever worker is idle first, so long and short points
+// balance). The protocol is JSON Lines over pipes:
 //   parent -> worker stdin:  {"point", "path", "arch": {every parameter}, "batch", "engine", "max_cycles"}
 //   worker -> parent:        {"point", "report": {...}} or {"point", "error": "message"}
 // A worker compiles the workload for the point's architecture, simulates it and answers; a model
@@ -21,14 +22,15 @@
 
 namespace tpusim::tools::sweep {
 
-// Runs `todo` on `jobs` workers; `done` is called in this process as each point finishes, `tick`
-// about five times a second (progress). When `stop` turns true (Ctrl-C, SIGTERM) the workers are
+// Runs `todo` on `jobs` workers; `done` is called in this process with the points that finished
+// (in the order they did) since its last call, and `tick` about five times a second (progress),
+// both on a thread of their own, one call at a time: the workers get their next points meanwhile. When `stop` turns true (Ctrl-C, SIGTERM) the workers are
 // killed and the points they were running are left undone (not failed), for --resume; returns
 // false then, true when every point ran. Workers ignore SIGINT (a terminal's Ctrl-C reaches the
 // whole process group; the sweep decides), and a worker killed by SIGTERM, SIGINT or SIGHUP has
 // its point run again once by another worker before it counts as failed.
 bool run_points(const Spec& spec, const std::vector<const Point*>& todo, unsigned jobs,
-                const std::function<void(const PointResult&)>& done, const std::function<void()>& tick,
+                const std::function<void(const std::vector<PointResult>&)>& done, const std::function<void()>& tick,
                 const std::function<bool()>& stop = {});
 
 // Starts `count` workers now, for the next run_points to use (a worker's start, a process loading
