@@ -20,6 +20,7 @@
 #include <variant>
 
 #include "gpu/device.h"
+#include "gpu/provenance.h"
 
 namespace tpusim::gpu {
 namespace {
@@ -37,71 +38,91 @@ void check_lt(cublasStatus_t s, const char* what, const char* file, int line) {
 #define CUDA_CHECK(x) check_cuda((x), #x, __FILE__, __LINE__)
 #define LT_CHECK(x) check_lt((x), #x, __FILE__, __LINE__)
 
-constexpr unsigned kThreads = 256;
-unsigned blocks_for(uint64_t work) {
-  return static_cast<unsigned>(std::clamp<uint64_t>((work + kThreads - 1) / kThreads, 1, 65535));
+// Every kernel but the flush works on a [rows][columns] problem: a block is 8 warps, each warp
+// one row at a time (threadIdx.y), its 32 lanes across the row's columns (threadIdx.x), so a
+// row's indexing (its sample and pixel: 64-bit divisions) is done once per warp and row, and
+// each lane's work is a coalesced load and store. A step's output table (OutputTable: 4 KB, the
+// function over y in [-2048, 2047]) lives in device memory and is read through the L1 cache; as
+// a by-value kernel parameter indexed per element it made the requantize kernel, on an H200,
+// take 6 to 50 times as long as the GEMM before it (ncu, 2026-11-28).
+constexpr unsigned kLanes = 32, kRowsPerBlock = 8;
+const dim3 kBlock(kLanes, kRowsPerBlock);
+// x_blocks blocks across the columns, enough blocks down the rows (each loops if capped).
+dim3 grid_for(uint64_t rows, uint64_t x_blocks) {
+  const uint64_t y = (rows + kRowsPerBlock - 1) / kRowsPerBlock;
+  return dim3(static_cast<unsigned>(std::clamp<uint64_t>(x_blocks, 1, 65535)),
+              static_cast<unsigned>(std::clamp<uint64_t>(y, 1, 65535)));
 }
+uint64_t column_blocks(uint64_t columns) { return (columns + kLanes - 1) / kLanes; }
 
+__device__ uint64_t first_row() { return blockIdx.y * uint64_t{kRowsPerBlock} + threadIdx.y; }
+__device__ uint64_t row_stride() { return gridDim.y * uint64_t{kRowsPerBlock}; }
 struct InputPointers {
   const int8_t* p[kMaxGemmInputs];
 };
 
-// X[row][col .. col + 3], four bytes per thread (k_pad is a multiple of 4).
-__global__ void gather_kernel(Im2colGeometry g, InputPointers in, int8_t* x) {
-  const uint64_t quads = g.k_pad / 4, total = g.rows * quads;
-  for (uint64_t i = blockIdx.x * uint64_t{blockDim.x} + threadIdx.x; i < total; i += uint64_t{gridDim.x} * blockDim.x) {
-    const uint64_t row = i / quads, col = (i % quads) * 4;
-    char4 v;
-    int8_t b[4];
-    for (int q = 0; q < 4; ++q) {
-      const GatherSource s = gather_source(g, row, col + q);
-      b[q] = s.which < 0 ? int8_t{0} : in.p[s.which][s.offset];
+// X[row][0 .. k_pad) by runs (gather_run): unit u = part x chunks + chunk is kGatherChunk bytes
+// of one part's run, units spread over blockIdx.x; unit 0 also zeroes k .. k_pad - 1.
+constexpr uint64_t kGatherChunk = 32 * kLanes;  // a multiple of 4 x kLanes
+__global__ void gather_kernel(Im2colGeometry g, InputPointers in, uint64_t chunks, int8_t* x) {
+  const uint64_t units = gather_parts(g) * chunks;
+  for (uint64_t unit = blockIdx.x; unit < units; unit += gridDim.x) {
+    const uint64_t part = unit / chunks, chunk = unit % chunks;
+    for (uint64_t row = first_row(); row < g.rows; row += row_stride()) {
+      int8_t* xr = x + row * g.k_pad;
+      if (unit == 0 && g.k + threadIdx.x < g.k_pad) xr[g.k + threadIdx.x] = 0;
+      const GatherRun run = gather_run(g, row, part);
+      const uint64_t end = std::min(run.length, (chunk + 1) * kGatherChunk);
+      const int8_t* from = run.which < 0 ? nullptr : in.p[run.which] + run.offset;
+      if (run.length % 4 == 0 && run.col % 4 == 0 && run.offset % 4 == 0) {
+        // Four bytes a lane: the run starts and ends on a word in X (k_pad is a multiple of 4)
+        // and in its tensor (cudaMalloc aligns each tensor to 256 bytes).
+        int32_t* to = reinterpret_cast<int32_t*>(xr + run.col);
+        const int32_t* words = reinterpret_cast<const int32_t*>(from);
+        for (uint64_t w = chunk * kGatherChunk / 4 + threadIdx.x; w < end / 4; w += kLanes) to[w] = words ? words[w] : 0;
+        continue;
+      }
+      for (uint64_t b = chunk * kGatherChunk + threadIdx.x; b < end; b += kLanes) xr[run.col + b] = from ? from[b] : 0;
     }
-    v.x = b[0];
-    v.y = b[1];
-    v.z = b[2];
-    v.w = b[3];
-    reinterpret_cast<char4*>(x + row * g.k_pad)[col / 4] = v;
   }
 }
 
 __global__ void requantize_kernel(const int32_t* c, uint64_t m, uint64_t n, uint64_t n_pad,
-                                  const ColumnQuant* columns, OutputTable table, ScatterGeometry sg, int8_t* out) {
-  __shared__ OutputTable t;
-  for (unsigned i = threadIdx.x; i < OutputTable::kSize; i += blockDim.x) t.value[i] = table.value[i];
-  __syncthreads();
-  const uint64_t total = m * n;
-  for (uint64_t i = blockIdx.x * uint64_t{blockDim.x} + threadIdx.x; i < total; i += uint64_t{gridDim.x} * blockDim.x) {
-    const uint64_t row = i / n, j = i % n;
-    out[scatter_offset(sg, row, j)] = requantize(c[row * n_pad + j], columns[j], t);
+                                  const ColumnQuant* columns, const OutputTable* table, ScatterGeometry sg,
+                                  int8_t* out) {
+  for (uint64_t row = first_row(); row < m; row += row_stride()) {
+    int8_t* o = out + scatter_offset(sg, row, 0);  // scatter_offset is row's base + j
+    const int32_t* cr = c + row * n_pad;
+    for (uint64_t j = blockIdx.x * uint64_t{kLanes} + threadIdx.x; j < n; j += gridDim.x * uint64_t{kLanes})
+      o[j] = requantize(cr[j], columns[j], *table);
   }
 }
 
 __global__ void pool_kernel(PoolStep s, const int8_t* in, int8_t* out) {
-  for (uint64_t i = blockIdx.x * uint64_t{blockDim.x} + threadIdx.x; i < s.elements;
-       i += uint64_t{gridDim.x} * blockDim.x) {
-    const uint64_t ch = i % s.c, ox = i / s.c % s.out_w, oy = i / (s.c * s.out_w) % s.out_h;
-    const uint64_t img = i / (s.c * s.out_w * s.out_h);
-    int64_t v = s.avg ? 0 : -128;
-    for (uint64_t r = 0; r < s.window; ++r)
-      for (uint64_t q = 0; q < s.window; ++q) {
-        const int64_t e = in[((img * s.in_h + oy * s.stride + r) * s.in_w + ox * s.stride + q) * s.c + ch];
-        v = s.avg ? v + e : (e > v ? e : v);
-      }
-    out[i] = s.avg ? pool_average(v, static_cast<int64_t>(s.window * s.window)) : static_cast<int8_t>(v);
+  const uint64_t rows = s.elements / s.c;  // batch x out_h x out_w
+  for (uint64_t row = first_row(); row < rows; row += row_stride()) {
+    const uint64_t ox = row % s.out_w, oy = row / s.out_w % s.out_h, img = row / (s.out_w * s.out_h);
+    const int8_t* window = in + ((img * s.in_h + oy * s.stride) * s.in_w + ox * s.stride) * s.c;
+    for (uint64_t ch = blockIdx.x * uint64_t{kLanes} + threadIdx.x; ch < s.c; ch += gridDim.x * uint64_t{kLanes}) {
+      int64_t v = s.avg ? 0 : -128;
+      for (uint64_t r = 0; r < s.window; ++r)
+        for (uint64_t q = 0; q < s.window; ++q) {
+          const int64_t e = window[(r * s.in_w + q) * s.c + ch];
+          v = s.avg ? v + e : (e > v ? e : v);
+        }
+      out[row * s.c + ch] = s.avg ? pool_average(v, static_cast<int64_t>(s.window * s.window)) : static_cast<int8_t>(v);
+    }
   }
 }
 
-__global__ void vector_kernel(VectorStep s, const int8_t* a, const int8_t* b, int8_t* out) {
-  __shared__ OutputTable t;
-  for (unsigned i = threadIdx.x; i < OutputTable::kSize; i += blockDim.x) t.value[i] = s.table.value[i];
-  __syncthreads();
-  const uint64_t per_sample = s.out.pixels * s.out.c;
-  for (uint64_t i = blockIdx.x * uint64_t{blockDim.x} + threadIdx.x; i < s.elements;
-       i += uint64_t{gridDim.x} * blockDim.x) {
-    const uint64_t img = i / per_sample, p = i % per_sample / s.out.c, ch = i % s.out.c;
-    out[view_offset(s.out, img, p, ch)] =
-        vector_element(s.op, a[view_offset(s.a, img, p, ch)], b[view_offset(s.b, img, p, ch)], s.mult, s.shift, t);
+__global__ void vector_kernel(VectorStep s, const OutputTable* table, const int8_t* a, const int8_t* b, int8_t* out) {
+  const uint64_t rows = s.elements / s.out.c;  // batch x pixels
+  for (uint64_t row = first_row(); row < rows; row += row_stride()) {
+    const uint64_t img = row / s.out.pixels, p = row % s.out.pixels;  // view_offset is linear in ch
+    const int8_t *ar = a + view_offset(s.a, img, p, 0), *br = b + view_offset(s.b, img, p, 0);
+    int8_t* o = out + view_offset(s.out, img, p, 0);
+    for (uint64_t ch = blockIdx.x * uint64_t{kLanes} + threadIdx.x; ch < s.out.c; ch += gridDim.x * uint64_t{kLanes})
+      o[ch] = vector_element(s.op, ar[ch], br[ch], s.mult, s.shift, *table);
   }
 }
 
@@ -121,16 +142,12 @@ double int8_ops_per_sm_clock(int major, int minor) {
 
 std::string version_text(int v) { return std::to_string(v / 1000) + "." + std::to_string(v % 1000 / 10); }
 
-// The kernel module's version from /proc/driver/nvidia/version ("... Kernel Module  550.54.15 ...").
+// The kernel module's version from /proc/driver/nvidia/version (gpu/provenance.h).
 std::string kernel_driver_version() {
   std::ifstream f("/proc/driver/nvidia/version");
   std::string line;
   if (!std::getline(f, line)) return "unknown";
-  const auto at = line.find("Kernel Module");
-  if (at == std::string::npos) return line;
-  const auto start = line.find_first_not_of(' ', at + 13);
-  if (start == std::string::npos) return line;
-  return line.substr(start, line.find(' ', start) - start);
+  return kernel_module_version(line);
 }
 
 }  // namespace
@@ -190,6 +207,7 @@ struct DeviceModel::Impl {
     cublasLtMatmulAlgo_t algo{};
     int8_t* w = nullptr;
     ColumnQuant* columns = nullptr;
+    OutputTable* table = nullptr;  // the step's table in device memory (matmul and vector steps)
   };
 
   const GpuPlan& plan;
@@ -230,7 +248,12 @@ struct DeviceModel::Impl {
     CUDA_CHECK(cudaMalloc(&workspace, workspace_bytes));
     gemms.resize(plan.steps.size());
     for (size_t i = 0; i < plan.steps.size(); ++i)
-      if (const auto* m = std::get_if<MatmulStep>(&plan.steps[i])) prepare(*m, gemms[i]);
+      if (const auto* m = std::get_if<MatmulStep>(&plan.steps[i])) {
+        prepare(*m, gemms[i]);
+        upload_table(m->table, gemms[i]);
+      } else if (const auto* v = std::get_if<VectorStep>(&plan.steps[i])) {
+        upload_table(v->table, gemms[i]);
+      }
     for (size_t i = 0; i < plan.inputs.size(); ++i) {
       int8_t* h = nullptr;
       CUDA_CHECK(cudaMallocHost(&h, std::max<size_t>(plan.input_data[i].size(), 4)));
@@ -255,6 +278,7 @@ struct DeviceModel::Impl {
       if (g.c) cublasLtMatrixLayoutDestroy(g.c);
       cudaFree(g.w);
       cudaFree(g.columns);
+      cudaFree(g.table);
     }
     for (int8_t* t : tensors) cudaFree(t);
     for (int8_t* h : pinned_inputs) cudaFreeHost(h);
@@ -269,6 +293,10 @@ struct DeviceModel::Impl {
     if (stream) cudaStreamDestroy(stream);
   }
 
+  void upload_table(const OutputTable& table, Gemm& g) {
+    CUDA_CHECK(cudaMalloc(&g.table, sizeof(OutputTable)));
+    CUDA_CHECK(cudaMemcpy(g.table, &table, sizeof(OutputTable), cudaMemcpyHostToDevice));
+  }
   void prepare(const MatmulStep& m, Gemm& g) {
     CUDA_CHECK(cudaMalloc(&g.w, m.weights.size()));
     CUDA_CHECK(cudaMemcpy(g.w, m.weights.data(), m.weights.size(), cudaMemcpyHostToDevice));
@@ -302,26 +330,32 @@ struct DeviceModel::Impl {
     if (!m.direct) {
       InputPointers in{};
       for (int i = 0; i < m.gather.inputs; ++i) in.p[i] = tensors[static_cast<size_t>(m.input_tensor[i])];
-      gather_kernel<<<blocks_for(m.m * m.k_pad / 4), kThreads, 0, stream>>>(m.gather, in, gathered);
+      uint64_t longest = 1;
+      for (int i = 0; i < m.gather.inputs; ++i) longest = std::max(longest, m.gather.input[i].c);
+      const uint64_t chunks = (longest + kGatherChunk - 1) / kGatherChunk;
+      gather_kernel<<<grid_for(m.m, gather_parts(m.gather) * chunks), kBlock, 0, stream>>>(m.gather, in, chunks,
+                                                                                          gathered);
       CUDA_CHECK(cudaGetLastError());
       x = gathered;
     }
     const int32_t alpha = 1, beta = 0;
     LT_CHECK(cublasLtMatmul(lt, g.desc, &alpha, g.w, g.a, x, g.b, &beta, accumulators, g.c, accumulators, g.c,
                             &g.algo, workspace, workspace_bytes, stream));
-    requantize_kernel<<<blocks_for(m.m * m.n), kThreads, 0, stream>>>(
-        accumulators, m.m, m.n, m.n_pad, g.columns, m.table, m.scatter, tensors[static_cast<size_t>(m.output_tensor)]);
+    requantize_kernel<<<grid_for(m.m, column_blocks(m.n)), kBlock, 0, stream>>>(
+        accumulators, m.m, m.n, m.n_pad, g.columns, g.table, m.scatter, tensors[static_cast<size_t>(m.output_tensor)]);
     CUDA_CHECK(cudaGetLastError());
   }
   void run(const PoolStep& p, const Gemm&) {
-    pool_kernel<<<blocks_for(p.elements), kThreads, 0, stream>>>(p, tensors[static_cast<size_t>(p.input_tensor)],
+    if (p.elements == 0) return;
+    pool_kernel<<<grid_for(p.elements / p.c, column_blocks(p.c)), kBlock, 0, stream>>>(p, tensors[static_cast<size_t>(p.input_tensor)],
                                                                   tensors[static_cast<size_t>(p.output_tensor)]);
     CUDA_CHECK(cudaGetLastError());
   }
-  void run(const VectorStep& v, const Gemm&) {
-    vector_kernel<<<blocks_for(v.elements), kThreads, 0, stream>>>(v, tensors[static_cast<size_t>(v.a_tensor)],
-                                                                    tensors[static_cast<size_t>(v.b_tensor)],
-                                                                    tensors[static_cast<size_t>(v.output_tensor)]);
+  void run(const VectorStep& v, const Gemm& g) {
+    if (v.elements == 0) return;
+    vector_kernel<<<grid_for(v.elements / v.out.c, column_blocks(v.out.c)), kBlock, 0, stream>>>(
+        v, g.table, tensors[static_cast<size_t>(v.a_tensor)], tensors[static_cast<size_t>(v.b_tensor)],
+        tensors[static_cast<size_t>(v.output_tensor)]);
     CUDA_CHECK(cudaGetLastError());
   }
 

@@ -1,6 +1,7 @@
 // The host model of the GPU pipeline (host_exec.h).
 #include "gpu/host_exec.h"
 
+#include <algorithm>
 #include <variant>
 
 namespace tpusim::gpu {
@@ -54,10 +55,14 @@ void run(const VectorStep& s, Tensors& t) {
 std::vector<int8_t> gather_rows(const MatmulStep& step, const Tensors& tensors) {
   const Im2colGeometry& g = step.gather;
   std::vector<int8_t> x(g.rows * g.k_pad, 0);
+  // By runs, as the CUDA gather kernel walks it (tests/gpu/plan_test.cpp holds the runs against
+  // gather_source, byte by byte).
   for (uint64_t row = 0; row < g.rows; ++row)
-    for (uint64_t col = 0; col < g.k; ++col) {
-      const GatherSource src = gather_source(g, row, col);
-      if (src.which >= 0) x[row * g.k_pad + col] = tensors[static_cast<size_t>(step.input_tensor[src.which])][src.offset];
+    for (uint64_t part = 0; part < gather_parts(g); ++part) {
+      const GatherRun run = gather_run(g, row, part);
+      if (run.which < 0) continue;
+      const int8_t* from = &tensors[static_cast<size_t>(step.input_tensor[run.which])][run.offset];
+      std::copy(from, from + run.length, &x[row * g.k_pad + run.col]);
     }
   return x;
 }

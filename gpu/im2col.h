@@ -64,6 +64,44 @@ constexpr GatherSource gather_source(const Im2colGeometry& g, uint64_t row, uint
   return s;
 }
 
+// The same gather by runs, as the CUDA kernel walks it (and the host model, so its tests cover
+// the indexing the kernel uses): row `row` of X is `gather_parts` runs, one per kernel position
+// (r, q) of a convolution (the input's c channels of one pixel) or one per input of a 1 x 1
+// gather (that input's c channels at its col0). Run `part` fills X[row][col .. col + length) with
+// input `which`'s bytes from `offset` on, or with zeros when which < 0 (a padded position). The
+// runs cover columns [0, k) exactly once; k .. k_pad - 1 stay zero. Each per-row division is done
+// once per run, not once per byte as gather_source does.
+struct GatherRun {
+  int which = -1;
+  uint64_t offset = 0, col = 0, length = 0;
+};
+
+constexpr uint64_t gather_parts(const Im2colGeometry& g) {
+  return g.conv ? g.k / g.input[0].c : static_cast<uint64_t>(g.inputs);
+}
+
+constexpr GatherRun gather_run(const Im2colGeometry& g, uint64_t row, uint64_t part) {
+  GatherRun run;
+  const uint64_t sample = row / g.out_pixels, p = row % g.out_pixels;
+  if (!g.conv) {
+    const GatherInput& in = g.input[part];
+    run.which = static_cast<int>(part);
+    run.col = in.col0;
+    run.length = in.c;
+    run.offset = (sample * in.tensor_pixels + in.pixel0 + p) * in.c;
+    return run;
+  }
+  const GatherInput& in = g.input[0];
+  run.col = part * in.c;
+  run.length = in.c;
+  const uint64_t r = part / g.kernel_w, q = part % g.kernel_w;
+  const uint64_t iy = (p / g.out_w) * g.stride + r, ix = (p % g.out_w) * g.stride + q;  // padded
+  if (iy < g.pad || ix < g.pad || iy - g.pad >= g.in_h || ix - g.pad >= g.in_w) return run;  // zeros
+  run.which = 0;
+  run.offset = (sample * in.tensor_pixels + in.pixel0 + (iy - g.pad) * g.in_w + (ix - g.pad)) * in.c;
+  return run;
+}
+
 // Where the requantized C[row][j] goes: the output view's tensor, byte offset.
 struct ScatterGeometry {
   uint64_t out_pixels = 0;     // the output view's pixels per sample

@@ -2,8 +2,10 @@
 
 #include <unistd.h>
 
+#include <cctype>
 #include <chrono>
 #include <ctime>
+#include <sstream>
 
 namespace tpusim::gpu {
 
@@ -37,6 +39,15 @@ Provenance provenance(int argc, const char* const* argv) {
   char host[256] = {};
   if (gethostname(host, sizeof host - 1) == 0) p.host = host;
   return p;
+}
+
+std::string kernel_module_version(const std::string& line) {
+  const auto at = line.find("Kernel Module");
+  if (at == std::string::npos) return line;
+  std::istringstream words(line.substr(at + 13));
+  for (std::string w; words >> w;)
+    if (std::isdigit(static_cast<unsigned char>(w[0])) && w.find('.') != std::string::npos) return w;
+  return line;
 }
 
 }  // namespace tpusim::gpu

@@ -19,4 +19,10 @@ Provenance provenance(int argc, const char* const* argv);
 // quotes with each ' written as '\''.
 std::string shell_quote(const std::string& s);
 
+// The NVIDIA kernel module's version from the first line of /proc/driver/nvidia/version: the
+// first token after "Kernel Module" that starts with a digit and holds a '.' ("NVIDIA UNIX
+// x86_64 Kernel Module  550.54.15  Tue Mar ..." and "NVIDIA UNIX Open Kernel Module for x86_64
+// 580.159.04  Release Build ..." both give the version); the whole line when there is none.
+std::string kernel_module_version(const std::string& line);
+
 }  // namespace tpusim::gpu

@@ -4,6 +4,7 @@
 // workloads.
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <filesystem>
 #include <random>
@@ -80,8 +81,33 @@ struct Builder {
 View whole(int t) { return {t, 0, 0}; }
 
 // The plan's host model and the golden reference agree on every tensor.
+// The CUDA gather walks X by runs (gather_run), the host model too; every row's runs must cover
+// columns [0, k) once each and read the byte gather_source names, on every gather of the plan.
+void require_runs_match_sources(const gpu::GpuPlan& plan) {
+  for (const gpu::Step& s : plan.steps) {
+    const auto* m = std::get_if<gpu::MatmulStep>(&s);
+    if (!m || m->direct) continue;
+    const gpu::Im2colGeometry& g = m->gather;
+    for (uint64_t row = 0; row < g.rows; ++row) {
+      std::vector<int> seen(g.k, 0);
+      for (uint64_t part = 0; part < gpu::gather_parts(g); ++part) {
+        const gpu::GatherRun run = gpu::gather_run(g, row, part);
+        for (uint64_t b = 0; b < run.length; ++b) {
+          REQUIRE(run.col + b < g.k);
+          ++seen[run.col + b];
+          const gpu::GatherSource src = gpu::gather_source(g, row, run.col + b);
+          REQUIRE(src.which == run.which);
+          if (run.which >= 0) REQUIRE(src.offset == run.offset + b);
+        }
+      }
+      REQUIRE(std::count(seen.begin(), seen.end(), 1) == static_cast<long>(g.k));
+    }
+  }
+}
+
 void require_same_as_golden(const QGraph& g) {
   const gpu::GpuPlan plan = gpu::make_plan(g);
+  require_runs_match_sources(plan);
   const auto host = gpu::run_plan_on_host(plan);
   const auto golden = compiler::run_golden(g);
   REQUIRE(host.size() == golden.size());

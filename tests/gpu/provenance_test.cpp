@@ -21,3 +21,15 @@ TEST_CASE("provenance: the command is shell-quoted where it needs it, the date i
   CHECK(std::regex_match(p.date, std::regex(R"(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ)")));
   CHECK(!p.host.empty());
 }
+
+TEST_CASE("provenance: the kernel module's version is read from both forms of /proc/driver/nvidia/version") {
+  using tpusim::gpu::kernel_module_version;
+  // The proprietary module's line, and the open module's as an H200 machine printed it
+  // (2026-11-28; the first runner read "for" from it).
+  CHECK(kernel_module_version("NVRM version: NVIDIA UNIX x86_64 Kernel Module  550.54.15  Tue Mar  5 22:23:04 UTC "
+                              "2024") == "550.54.15");
+  CHECK(kernel_module_version("NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  580.159.04  Release Build  "
+                              "(nixbld@)  ") == "580.159.04");
+  CHECK(kernel_module_version("something else") == "something else");
+  CHECK(kernel_module_version("NVIDIA Kernel Module for x86_64") == "NVIDIA Kernel Module for x86_64");
+}
