@@ -156,6 +156,7 @@ struct Simulated {
 Simulated simulate_at(const fs::path& model, uint64_t batch, const sim::Arch& arch) {
   compiler::LoadOptions lo;
   lo.batch = batch;
+  lo.timing_only = true;  // cycles and shapes only: no weight values (the cycles are a full compile's)
   const compiler::Compiled c = compiler::compile_file(model, arch, lo);
   sim::RunOptions opt;
   opt.engine = sim::Engine::timing;
