@@ -13,6 +13,7 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <fstream>
 #include <stdexcept>
@@ -416,6 +417,11 @@ Timing DeviceModel::time(bool end_to_end, bool flush_l2, bool graph, const Timin
   Impl& d = *impl_;
   for (uint64_t i = 0; i < o.warmup; ++i) d.launch(end_to_end, graph);
   CUDA_CHECK(cudaStreamSynchronize(d.stream));
+  const auto warm_start = std::chrono::steady_clock::now();
+  while (std::chrono::duration<double>(std::chrono::steady_clock::now() - warm_start).count() < o.warmup_seconds) {
+    for (int i = 0; i < 4; ++i) d.launch(end_to_end, graph);
+    CUDA_CHECK(cudaStreamSynchronize(d.stream));
+  }
   std::vector<double> per_batch;
   for (uint64_t r = 0; r < o.repeats; ++r) {
     double ms = 0;

@@ -109,6 +109,11 @@ int main(int argc, char** argv) {
                  "CUDA graphs: auto (for batches up to --graph-max-batch), on, off or both")
       ->check(CLI::IsMember({"auto", "on", "off", "both"}));
   app.add_option("--graph-max-batch", o.graph_max_batch, "largest batch --graphs auto launches as a graph");
+  o.timing.warmup_seconds = 0.2;
+  app.add_option("--warmup-seconds", o.timing.warmup_seconds,
+                 "after --warmup, untimed batches go on until this many seconds have passed, so that an "
+                 "idle GPU's clocks have risen (default 0.2)")
+      ->check(CLI::Range(0.0, 3600.0));
   app.add_option("--peak-tops", o.peak_tops,
                  "the device's dense int8 peak, when the runner does not know it");
   if (const int rc = gpu::parse_runner_args(app, argc, argv); rc >= 0) return rc;

@@ -11,6 +11,8 @@ namespace tpusim::gpu {
 
 struct TimingOptions {
   uint64_t warmup = 10;      // untimed batches first
+  double warmup_seconds = 0;  // then more untimed batches until this long has passed (tpusim-gpu:
+                              // an idle GPU's clocks take time to rise; docs/gpu.md, "Timing")
   uint64_t iterations = 20;  // batches per timed repeat
   uint64_t repeats = 7;      // the median repeat is reported
 };
