@@ -45,7 +45,7 @@ void check_lt(cublasStatus_t s, const char* what, const char* file, int line) {
 // each lane's work is a coalesced load and store. A step's output table (OutputTable: 4 KB, the
 // function over y in [-2048, 2047]) lives in device memory and is read through the L1 cache; as
 // a by-value kernel parameter indexed per element it made the requantize kernel, on an H200,
-// take 6 to 50 times as long as the GEMM before it (ncu, 2026-11-28).
+// take 6 to 22 times as long as the GEMMs (ncu, 2026-11-28).
 constexpr unsigned kLanes = 32, kRowsPerBlock = 8;
 const dim3 kBlock(kLanes, kRowsPerBlock);
 // x_blocks blocks across the columns, enough blocks down the rows (each loops if capped).
