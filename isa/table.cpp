@@ -1,12 +1,24 @@
 #include "isa/table.h"
 
+#include <array>
+
 namespace tpusim::isa {
 
-const OpcodeSpec* find_opcode(uint8_t byte) {
-  for (const OpcodeSpec& s : kOpcodes)
-    if (static_cast<uint8_t>(s.opcode) == byte) return &s;
-  return nullptr;
-}
+namespace {
+
+// kOpcodes' entry for each opcode byte (null: none), so that the simulator's and the compiler's
+// lookups per instruction (spec(), isa::encode) are an index, not a search of the table.
+struct OpcodeIndex {
+  std::array<const OpcodeSpec*, 256> by_byte{};
+  constexpr OpcodeIndex() {
+    for (const OpcodeSpec& s : kOpcodes) by_byte[static_cast<uint8_t>(s.opcode)] = &s;
+  }
+};
+constexpr OpcodeIndex kOpcodeIndex;
+
+}  // namespace
+
+const OpcodeSpec* find_opcode(uint8_t byte) { return kOpcodeIndex.by_byte[byte]; }
 
 const OpcodeSpec* find_mnemonic(std::string_view mnemonic) {
   for (const OpcodeSpec& s : kOpcodes)

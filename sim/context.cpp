@@ -38,9 +38,7 @@ void Context::fail(uint64_t index, const std::string& message) {
   if (first) abort_request.notify(period);
 }
 
-std::optional<uint64_t> Context::later(uint64_t index, uint64_t a, uint64_t b, const char* what) {
-  uint64_t sum = 0;
-  if (!__builtin_add_overflow(a, b, &sum) && sum <= horizon) return sum;
+std::optional<uint64_t> Context::overflow(uint64_t index, uint64_t a, uint64_t b, const char* what) {
   fail(index,
        fmt::format(
            "simulated time overflow: {} ends at cycle {} + {}, past cycle {}, the last a run can reach "

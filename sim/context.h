@@ -142,7 +142,10 @@ class Context {
 
   const isa::Instruction& inst(uint64_t i) const { return program->code[i]; }
   bool data() const { return state != nullptr; }
-  uint64_t now() const { return (sc_core::sc_time_stamp().value() - base.value()) / period.value(); }
+  // sc_time_stamp(), read in place: the kernel's clock, which no process moves (this process's one
+  // simulation context keeps it in one place for its whole life).
+  const sc_core::sc_time& stamp() const { return *clock_; }
+  uint64_t now() const { return (stamp().value() - base.value()) / period.value(); }
   sc_core::sc_time at(uint64_t cycle) const {
     return sc_core::sc_time::from_value(base.value() + period.value() * cycle);
   }
@@ -158,8 +161,18 @@ class Context {
   // a + b cycles, checked: when the sum overflows or passes `horizon`, fails instruction `index`
   // ("simulated time overflow", naming `what` and the figures) and returns nullopt. Every time
   // built from a latency, a bandwidth or an instruction count goes through here.
-  [[nodiscard]] std::optional<uint64_t> later(uint64_t index, uint64_t a, uint64_t b, const char* what);
+  [[nodiscard]] std::optional<uint64_t> later(uint64_t index, uint64_t a, uint64_t b, const char* what) {
+    uint64_t sum = 0;
+    if (!__builtin_add_overflow(a, b, &sum) && sum <= horizon) [[likely]]
+      return sum;
+    return overflow(index, a, b, what);
+  }
   void wake_all();  // notify every waitable event (abort)
+ private:
+  std::optional<uint64_t> overflow(uint64_t index, uint64_t a, uint64_t b, const char* what);  // later()'s failure
+  const sc_core::sc_time* clock_ = &sc_core::sc_time_stamp();
+
+ public:
 
   void complete(isa::Unit unit, uint64_t index, uint64_t end);
   bool idle(isa::Unit unit) const { return completed[int(unit)] == issued[int(unit)]; }

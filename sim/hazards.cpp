@@ -14,12 +14,12 @@ namespace {
 // Matmul input groups (pack.h matmul_group_reads: with their gathers' reach, in UB rows for dense
 // reads), merged when contiguous; beyond 64 separate groups, one bounding range (conservative: it
 // can only report a conflict that the exact ranges would not).
-std::vector<RowRange> matmul_reads(const isa::Instruction& inst, const PackRegs& pack) {
+Accesses::Spans matmul_reads(const isa::Instruction& inst, const PackRegs& pack) {
   const uint64_t rows = inst[Field::rows], repeat = inst[Field::repeat], stride = inst[Field::stride];
   const UbSpan first = matmul_group_reads(pack, inst, 0), last = matmul_group_reads(pack, inst, repeat - 1);
   if (repeat == 1 || stride == rows || repeat > 64 || stride < rows + pack.reach())
     return {{first.first, last.first + last.rows - first.first}};
-  std::vector<RowRange> r;
+  Accesses::Spans r;
   for (uint64_t g = 0; g < repeat; ++g) {
     const UbSpan s = matmul_group_reads(pack, inst, g);
     r.push_back({s.first, s.rows});
@@ -29,7 +29,7 @@ std::vector<RowRange> matmul_reads(const isa::Instruction& inst, const PackRegs&
 
 bool overlap(const RowRange& a, const RowRange& b) { return a.first < b.end() && b.first < a.end(); }
 
-bool overlap(const std::vector<RowRange>& a, const std::vector<RowRange>& b) {
+bool overlap(const Accesses::Spans& a, const Accesses::Spans& b) {
   for (const RowRange& x : a)
     for (const RowRange& y : b)
       if (overlap(x, y)) return true;

@@ -9,6 +9,12 @@
 // reading the rows it would overwrite.
 #pragma once
 
+// (GCC 12 at -O3 warns of an overread in boost's small_vector move, on a size it cannot bound:
+// a false positive, silenced for the header only.)
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wstringop-overread"
+#include <boost/container/small_vector.hpp>
+#pragma GCC diagnostic pop
 #include <array>
 #include <cstdint>
 #include <deque>
@@ -27,7 +33,9 @@ struct RowRange {
 // `act_pool`: the fused-pooling registers an activate runs under (an activate with pooling
 // writes only its pooled map's rows; track_act_pool follows them through a program).
 struct Accesses {
-  std::vector<RowRange> ub_reads, ub_writes;
+  // (A few spans each, kept without an allocation: the machine asks for every instruction's.)
+  using Spans = boost::container::small_vector<RowRange, 4>;
+  Spans ub_reads, ub_writes;
   RowRange acc;  // rows 0 when none
 };
 // `pack`: the packing registers the instruction was issued with (a gathering matmul reads, a

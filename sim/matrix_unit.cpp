@@ -186,7 +186,7 @@ bool MatrixUnit::start_matmul(uint64_t i, uint64_t t0) {
     if (ctx_.engine == Engine::fast)
       for (uint64_t p = 0; p < planes; ++p) fast_pass(i, p, accumulate || p > 0);
     retiring_.push_back({i, end});
-    if (retiring_.size() == 1) retire_event_.notify(ctx_.at(end) - sc_core::sc_time_stamp());
+    if (retiring_.size() == 1) retire_event_.notify(ctx_.at(end) - ctx_.stamp());
   }
   port_free_ = t0 + stream;
   // Busy: the union of [t0, end) over matmuls (their drains overlap the next ones' streaming).
@@ -249,7 +249,7 @@ void MatrixUnit::retire() {
     hazards_.completed(i);
     ctx_.complete(isa::Unit::matrix, i, end);
   }
-  if (!retiring_.empty()) retire_event_.notify(ctx_.at(retiring_.front().second) - sc_core::sc_time_stamp());
+  if (!retiring_.empty()) retire_event_.notify(ctx_.at(retiring_.front().second) - ctx_.stamp());
 }
 
 std::vector<MatrixUnit::InFlight> MatrixUnit::in_flight() const {

@@ -123,7 +123,7 @@ void WeightPath::decide_shift() {
   release_at_ = s + rows;
   // A matmul waiting for the shadow learns s at once; the fetch station waiting for a slot
   // resumes when this one frees.
-  const sc_core::sc_time stamp = sc_core::sc_time_stamp();
+  const sc_core::sc_time stamp = ctx_.stamp();
   shadow_event_.notify();
   slot_event_.notify(ctx_.at(release_at_) - stamp);
   if (on_shift || ctx_.trace) {
