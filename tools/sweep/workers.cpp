@@ -433,7 +433,12 @@ bool run_points(const Spec& spec, const std::vector<const Point*>& todo, unsigne
     std::vector<Worker*> owner;
     for (Worker& w : workers)
       if (w.busy()) fds.push_back({w.from, POLLIN, 0}), owner.push_back(&w);
-    if (fds.empty()) break;
+    // No worker busy: every point was run, or a write to a worker failed (it had died) and the
+    // fresh worker that replaced it has yet to be given a point (the next dispatch does).
+    if (fds.empty()) {
+      if (queue.empty()) break;
+      continue;
+    }
     const int n = poll(fds.data(), fds.size(), 200);
     if (n < 0 && errno != EINTR) throw std::runtime_error(fmt::format("poll: {}", strerror(errno)));
     for (size_t i = 0; n > 0 && i < fds.size(); ++i) {
@@ -472,8 +477,28 @@ int worker_main() {
   const int answers = dup(1);
   dup2(2, 1);
   FILE* out = fdopen(answers, "w");
+  // For tests (tests/sweep/resume_test.sh): TPUSIM_SWEEP_TEST_SIGTERM=N:FILE makes the first
+  // worker to be given its Nth point (the one that creates FILE) kill itself with SIGTERM instead
+  // of running it, as Slurm or a user might, at a moment that does not depend on timing.
+  unsigned term_at = 0;
+  std::string term_file;
+  if (const char* t = std::getenv("TPUSIM_SWEEP_TEST_SIGTERM")) {
+    const std::string v = t;
+    if (const size_t colon = v.find(':'); colon != std::string::npos) {
+      term_at = static_cast<unsigned>(std::strtoul(v.substr(0, colon).c_str(), nullptr, 10));
+      term_file = v.substr(colon + 1);
+    }
+  }
+  unsigned given = 0;
   std::string line;
   while (std::getline(std::cin, line)) {
+    if (++given == term_at) {
+      const int fd = open(term_file.c_str(), O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, 0644);
+      if (fd >= 0) {
+        close(fd);
+        raise(SIGTERM);
+      }
+    }
     ojson reply;
     const auto start = std::chrono::steady_clock::now();
     try {
