@@ -10,11 +10,15 @@
 #pragma once
 
 // (GCC 12 at -O3 warns of an overread in boost's small_vector move, on a size it cannot bound:
-// a false positive, silenced for the header only.)
+// a false positive, silenced for the header only; clang has no such warning.)
+#if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wstringop-overread"
+#endif
 #include <boost/container/small_vector.hpp>
+#if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic pop
+#endif
 #include <array>
 #include <cstdint>
 #include <deque>
