@@ -155,15 +155,42 @@ TEST_CASE("schedule: a point queued behind a busy worker is one of its models', 
   // Model a (cheap to prepare): points of 1.0, 0.3 and 0.2 s; model b: 0.5 and 0.4 s; a program: 0.1 s.
   Fixture f({{"a", 1.0, 0.01}, {"b", 0.5, 0.01}, {"a", 0.3, 0.01}, {"b", 0.4, 0.01}, {"a", 0.2, 0.01}, {"", 0.1, 0}});
   Scheduler s(f.todo(), f.costs, 2);
+  // (Each queued point is asked for as if behind the 0.1 s point 5: the points left after it keep
+  // the other worker busy for that long, but for the last, below.)
+  const Point* short_point = &f.points[5];
   CHECK(s.next(0, false)->index == 0);  // worker 0 holds a
   // Queued behind worker 0: a's next point, not b's longer one (b is nobody's yet: which worker
   // prepares it is decided when one is idle).
-  CHECK(s.queued(0)->index == 2);
+  CHECK(s.queued(0, short_point)->index == 2);
   CHECK(s.next(1, true)->index == 1);  // worker 1 holds b
-  CHECK(s.queued(1)->index == 3);
-  CHECK(s.queued(1)->index == 5);      // b has no point left; a program needs no model
-  CHECK(s.queued(1) == nullptr);       // only a's point 4 is left: worker 0's
-  CHECK(s.queued(0)->index == 4);
+  CHECK(s.queued(1, short_point)->index == 3);
+  CHECK(s.queued(1, short_point)->index == 5);  // b has no point left; a program needs no model
+  CHECK(s.queued(1, short_point) == nullptr);   // only a's point 4 is left: worker 0's
+  // Queued, it would leave worker 1 nothing to do while worker 0 runs its point: it waits for an
+  // idle worker (worker 0's: a's last point stays with the worker that prepared a).
+  CHECK(s.queued(0, short_point) == nullptr);
+  CHECK(s.next(1, true) == nullptr);
+  CHECK(s.next(0, true)->index == 4);
   CHECK(s.empty());
-  CHECK(s.queued(0) == nullptr);
+  CHECK(s.queued(0, short_point) == nullptr);
+}
+
+TEST_CASE("schedule: nothing is queued behind a long point when the other workers would run out of work") {
+  // Programs of 1.0, 0.3 and 0.2 s on 2 workers. Queueing the 0.3 s point behind the 1.0 s one
+  // would end the sweep at 1.3 s, worker 1 idle after 0.2 s; unqueued, worker 1 runs 0.3 then
+  // 0.2, and the sweep ends at 1.0 s.
+  Fixture f({{"", 1.0, 0}, {"", 0.3, 0}, {"", 0.2, 0}});
+  Scheduler s(f.todo(), f.costs, 2);
+  CHECK(s.next(0, false)->index == 0);
+  CHECK(s.queued(0, &f.points[0]) == nullptr);  // 0.3 + 0.2 left < 1.0 x 1 other worker
+  CHECK(s.next(1, true)->index == 1);
+  CHECK(s.queued(1, &f.points[1]) == nullptr);  // 0 left after the 0.2 s point < 0.3
+  CHECK(s.queued(0, &f.points[0]) == nullptr);
+  CHECK(s.next(1, true)->index == 2);
+  CHECK(s.empty());
+  // One worker: nobody else can idle, so its next point is always queued.
+  Scheduler one(f.todo(), f.costs, 1);
+  CHECK(one.next(0, false)->index == 0);
+  CHECK(one.queued(0, &f.points[0])->index == 1);
+  CHECK(one.queued(0, &f.points[0])->index == 2);
 }

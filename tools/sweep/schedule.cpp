@@ -113,7 +113,11 @@ Scheduler::Scheduler(std::vector<const Point*> todo, std::vector<PointCost> cost
   // Longest first; among equals, in point order.
   std::stable_sort(items_.begin(), items_.end(),
                    [](const Item& a, const Item& b) { return a.cost.run > b.cost.run; });
-  for (const Item& it : items_) remaining_[it.cost.model] += it.cost.run;
+  for (const Item& it : items_) {
+    remaining_[it.cost.model] += it.cost.run;
+    remaining_all_ += it.cost.run;
+    run_[it.point] = it.cost.run;
+  }
   left_ = items_.size();
 }
 
@@ -122,6 +126,7 @@ void Scheduler::take(size_t w, size_t i) {
   it.taken = true;
   --left_;
   remaining_[it.cost.model] -= it.cost.run;
+  remaining_all_ -= it.cost.run;
   if (!it.cost.model.empty()) prepared_[w].insert(it.cost.model);
 }
 
@@ -160,10 +165,15 @@ const Point* Scheduler::next(size_t w, bool others_busy) {
   return it.point;
 }
 
-const Point* Scheduler::queued(size_t w) {
+const Point* Scheduler::queued(size_t w, const Point* running) {
+  // The other workers must have work for as long as w's current point runs (at most its estimate;
+  // their own running points not counted), or one of them could be left idle while this point waits.
+  const auto r = run_.find(running);
+  const double others_need = (r == run_.end() ? 0 : r->second) * double(prepared_.size() - 1);
   for (size_t i = 0; i < items_.size(); ++i) {  // (longest first)
     const Item& it = items_[i];
     if (!it.taken && (it.cost.model.empty() || prepared_[w].contains(it.cost.model))) {
+      if (remaining_all_ - it.cost.run < others_need) return nullptr;
       take(w, i);
       return it.point;
     }
@@ -177,6 +187,7 @@ void Scheduler::put_back(const Point* p) {
       it.taken = false;
       ++left_;
       remaining_[it.cost.model] += it.cost.run;
+      remaining_all_ += it.cost.run;
       return;
     }
 }

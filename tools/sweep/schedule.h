@@ -51,11 +51,13 @@ class Scheduler {
   // sharing them saves. `others_busy`: whether another worker is running a point (when none is,
   // a point is always given, so the sweep cannot stall).
   const Point* next(size_t w, bool others_busy);
-  // A point to queue behind the one worker w is running, so that it goes on without waiting for
-  // this process (workers.cpp): the dearest point of a model w holds, or of a program; nullptr
-  // when there is none. (Which worker prepares which model is decided only when one is idle, as
-  // above, with every point run so far counted.)
-  const Point* queued(size_t w);
+  // A point to queue behind `running`, the one worker w is running, so that it goes on without
+  // waiting for this process (workers.cpp): the dearest point of a model w holds, or of a program;
+  // nullptr when there is none, or when the points left after it would not keep the other workers
+  // busy for `running`'s estimated time (a queued point cannot be taken back: near the end of a
+  // sweep it would wait behind a long point while another worker idles). (Which worker prepares
+  // which model is decided only when one is idle, as above, with every point run so far counted.)
+  const Point* queued(size_t w, const Point* running);
   // Point p goes back to the queue (its worker died); worker w starts afresh (prepared nothing).
   void put_back(const Point* p);
   void restart(size_t w);
@@ -71,6 +73,8 @@ class Scheduler {
   std::vector<Item> items_;                     // longest first
   std::vector<std::set<std::string>> prepared_;  // per worker: the models it holds
   std::map<std::string, double> remaining_;     // per model: the run cost of its points not taken
+  std::map<const Point*, double> run_;          // per point: its run cost
+  double remaining_all_ = 0;                    // the run cost of every point not taken
   size_t left_ = 0;
 };
 

@@ -411,7 +411,7 @@ bool run_points(const Spec& spec, const std::vector<const Point*>& todo, unsigne
     if (waiting) return;
     for (Worker& w : workers)
       while (w.pid > 0 && w.busy() && w.sent.size() < kDepth && !queue.empty()) {
-        const Point* p = queue.queued(static_cast<size_t>(&w - workers.data()));
+        const Point* p = queue.queued(static_cast<size_t>(&w - workers.data()), w.sent.front());
         if (!p) break;
         give(w, p);
       }
