@@ -168,7 +168,7 @@ int main(int argc, char** argv) {
                a / b <= kTarget ? "within 2x" : "OVER 2x", 100 * diff.equal_share, diff.max_abs);
     out["models"].push_back({{"workload", graph.name},
                              {"batch", graph.batch},
-                             {"macs", plan.macs},
+                             {"gemm_macs", plan.gemm_macs},
                              {"batches", batches},
                              {"runner_seconds", a},
                              {"onednn_seconds", b},

@@ -3,6 +3,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 namespace tpusim::compiler {
 
 std::string Shape::str() const {
@@ -43,5 +45,37 @@ const char* activation_name(Activation a) {
   }
   return "?";
 }
+
+MatmulWork& MatmulWork::operator+=(const MatmulWork& o) {
+  model_macs += o.model_macs;
+  gemm_macs += o.gemm_macs;
+  model_weights += o.model_weights;
+  gemm_weights += o.gemm_weights;
+  return *this;
+}
+
+MatmulWork matmul_work(const QGraph& graph, const MatmulOp& op) {
+  MatmulWork w;
+  const size_t t = static_cast<size_t>(op.output.tensor);
+  if (op.output.tensor < 0 || t >= graph.tensors.size()) return w;
+  const uint64_t pixels = graph.tensors[t].shape.pixels();
+  const uint64_t count = op.output.pixels ? op.output.pixels : pixels - std::min(op.output.pixel0, pixels);
+  const uint64_t positions = op.kernel_h * op.kernel_w;
+  w.gemm_weights = positions * op.k * op.n;
+  w.gemm_macs = graph.batch * count * w.gemm_weights;
+  if (op.copy) return w;
+  w.model_weights = positions * (op.groups > 1 ? op.k / op.groups : op.k) * op.n;
+  w.model_macs = graph.batch * count * w.model_weights;
+  return w;
+}
+
+MatmulWork graph_matmul_work(const QGraph& graph) {
+  MatmulWork w;
+  for (const QOp& op : graph.ops)
+    if (const auto* m = std::get_if<MatmulOp>(&op)) w += matmul_work(graph, *m);
+  return w;
+}
+
+uint64_t model_macs(const QGraph& graph) { return graph_matmul_work(graph).model_macs; }
 
 }  // namespace tpusim::compiler

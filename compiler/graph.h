@@ -216,6 +216,10 @@ struct MatmulOp {
   // back end lays out the weight image's tiles without their bytes.
   bool no_values = false;
   bool wide = false;  // with no_values: 16-bit weights
+  // An identity copy the quantizer adds to join a concat (a part copied into a joined tensor
+  // written in place, or the joined tensor built from the parts, quantize.cpp): it moves data and
+  // does none of the model's arithmetic (work() counts it as GEMM MACs, never as model MACs).
+  bool copy = false;
   bool wide_weights() const { return no_values ? wide : !weights_hi.empty(); }
   // Weight i ([kernel_h][kernel_w][K][N] order) as an integer, 8 or 16 bits.
   int32_t weight(uint64_t i) const {
@@ -263,5 +267,26 @@ struct QGraph {
   // that need it. (A graph without concats is the same either way.)
   bool concat_inplace = true;
 };
+
+// The work of a MatmulOp per batch, from the graph alone (docs/report.md, "The model's MACs"):
+// - model_macs: the model's multiply-accumulates, each once: batch x output pixels x kernel_h x
+//   kernel_w x K / groups x N (a convolution's zero-padding taps included, as the usual count
+//   does; a 16-bit operand's product once); 0 for an identity copy (MatmulOp::copy). The same for
+//   every mapping of the model: concats in place or as parts, int8 or 16-bit elements.
+// - gemm_macs: what a dense GEMM of the op computes: batch x output pixels x kernel_h x kernel_w x
+//   K x N (a grouped convolution's zero blocks and the identity copies included): mapping-dependent.
+// - model_weights: kernel_h x kernel_w x K / groups x N, 0 for a copy (an LSTM gate's op at every
+//   step counts its weights again: docs/workloads.md, "MACs per weight byte").
+// - gemm_weights: kernel_h x kernel_w x K x N, as the GEMM holds them (copies included).
+struct MatmulWork {
+  uint64_t model_macs = 0, gemm_macs = 0, model_weights = 0, gemm_weights = 0;
+  MatmulWork& operator+=(const MatmulWork& o);
+};
+MatmulWork matmul_work(const QGraph& graph, const MatmulOp& op);
+// The sum over the graph's MatmulOps.
+MatmulWork graph_matmul_work(const QGraph& graph);
+// THE model's MACs per batch: graph_matmul_work(graph).model_macs. compare's TOPS and its check of
+// reference data, the GPU and CPU runners' `model_macs` and `tops` all count this.
+uint64_t model_macs(const QGraph& graph);
 
 }  // namespace tpusim::compiler

@@ -829,7 +829,8 @@ void Lowering::pass(size_t i, const MatmulOp& m, const LaneTile& n, const std::v
               macs_ += vectors * useful;
               stats_[layer_].macs += vectors * useful;
               stats_[layer_].array_macs += vectors * arch_.tile_bytes();
-              if (plane == 0) stats_[layer_].model_macs += st.rows * st.repeat * useful;
+              // (an identity copy joins a concat: data movement, none of the model's MACs)
+              if (plane == 0 && !m.copy) stats_[layer_].model_macs += st.rows * st.repeat * useful;
               stats_[layer_].tiles += first;
               first = false;
             }
@@ -1431,7 +1432,7 @@ void Lowering::lower_packed(size_t i, const MatmulOp& m, const Packing& pk, uint
               (gb - ga) * B * pixels * kh * m.kernel_w * group_pairs(m, 0, C, n.slice * lanes_ + n.first, n.count);
           macs_ += useful;
           stats_[layer_].macs += useful;
-          stats_[layer_].model_macs += useful;  // (a packed convolution is 8-bit: one pass)
+          if (!m.copy) stats_[layer_].model_macs += useful;  // (a packed convolution is 8-bit: one pass)
           stats_[layer_].array_macs += (gb - ga) * B * arch_.tile_bytes();
           stats_[layer_].tiles += first;
           first = false;

@@ -319,6 +319,7 @@ int Quantizer::materialize(size_t layer) {
   const std::vector<int>& ps = parts_[layer];
   MatmulOp op;
   op.k = op.n = L.out.c;
+  op.copy = true;
   op.weights.assign(op.k * op.n, 0);
   for (uint64_t j = 0; j < op.n; ++j) op.weights[j * op.n + j] = 1;
   op.mult = {1};
@@ -424,6 +425,7 @@ void Quantizer::concat() {
       if (!in_place) {
         MatmulOp op;
         op.k = op.n = c;
+        op.copy = true;
         op.weights.assign(c * c, 0);
         for (uint64_t j = 0; j < c; ++j) op.weights[j * c + j] = 1;
         const Requant q = requant(scale_of(t) / concat_scale_[at.root]);

@@ -44,10 +44,7 @@ struct Measured {
 
 // One model at one batch: plan, check, time.
 Measured measure(const std::string& path, uint64_t batch, const Options& o, bool check, bool quiet = false) {
-  compiler::LoadOptions lo;
-  if (batch) lo.batch = batch;
-  lo.int8_elements = true;  // the kernels are int8 (an LSTM's cell is int16 on the simulator)
-  lo.mapper.concat_inplace = false;  // the plan reads a concat as its parts (gpu/plan.cpp: no output at a channel)
+  const compiler::LoadOptions lo = gpu::runner_load_options(batch ? std::optional<uint64_t>(batch) : std::nullopt);
   const compiler::QGraph graph = compiler::prepare_file(path, lo).graph;
   const gpu::GpuPlan plan = gpu::make_plan(graph);
   gpu::CpuModel model(plan, o.threads);
@@ -71,7 +68,8 @@ Measured measure(const std::string& path, uint64_t batch, const Options& o, bool
   r.latency_p99_seconds = t.p99;
   r.engine =
       fmt::format("onednn {}.{}.{}", dnnl_version()->major, dnnl_version()->minor, dnnl_version()->patch);
-  r.macs = plan.macs;
+  r.model_macs = plan.model_macs;
+  r.gemm_macs = plan.gemm_macs;
   r.weight_bytes = plan.weight_bytes;
   r.threads = uint64_t(o.threads);
   r.warmup = o.timing.warmup;
@@ -102,7 +100,7 @@ Measured measure(const std::string& path, uint64_t batch, const Options& o, bool
                "  {:.4g} ms per batch (median; p99 {:.4g} ms), {:.0f} inferences/s, {:.3f} TOPS, {:.0f}% in "
                "oneDNN matmuls\n",
                t.median * 1e3, t.p99 * 1e3, r.inferences_per_second,
-               2.0 * double(plan.macs) / t.median / 1e12, 100 * std::min(1.0, matmul_share));
+               2.0 * double(plan.model_macs) / t.median / 1e12, 100 * std::min(1.0, matmul_share));
   return m;
 }
 

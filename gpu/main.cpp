@@ -41,10 +41,7 @@ std::vector<std::string> choices(const std::string& value, const std::string& a,
 
 // One model at one batch: check, then every requested timing. Returns false when the output differs.
 bool measure(const std::string& path, uint64_t batch, const Options& o, gpu::ResultsFile& out) {
-  compiler::LoadOptions lo;
-  if (batch) lo.batch = batch;
-  lo.int8_elements = true;  // the kernels are int8 (an LSTM's cell is int16 on the simulator)
-  lo.mapper.concat_inplace = false;  // the plan reads a concat as its parts (gpu/plan.cpp: no output at a channel)
+  const compiler::LoadOptions lo = gpu::runner_load_options(batch ? std::optional<uint64_t>(batch) : std::nullopt);
   // The simulator's own pipeline, so the weights, inputs and scales are the ones it runs (the
   // program it lowers for tpu-v1 is not used).
   const compiler::QGraph graph = compiler::compile_file(path, tpusim::sim::Arch{}, lo).graph;
@@ -80,8 +77,9 @@ bool measure(const std::string& path, uint64_t batch, const Options& o, gpu::Res
         m.repeats = t.repeats;
         m.iterations = t.iterations;
         m.inferences_per_second = double(graph.batch) / t.median;
-        m.tops = 2.0 * double(plan.macs) / t.median / 1e12;
-        m.macs = plan.macs;
+        m.tops = 2.0 * double(plan.model_macs) / t.median / 1e12;
+        m.model_macs = plan.model_macs;
+        m.gemm_macs = plan.gemm_macs;
         m.weight_bytes = plan.weight_bytes;
         m.output_matches_reference = matches;
         fmt::print(stderr,

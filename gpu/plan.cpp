@@ -163,7 +163,7 @@ MatmulStep Planner::step(const compiler::MatmulOp& op) {
   s.func = op.func;
   s.clip = op.clip;
   s.macs = s.m * s.k * s.n;
-  plan_.macs += s.macs;
+  plan_.gemm_macs += s.macs;
   plan_.weight_bytes += s.k * s.n;
   return s;
 }
@@ -215,21 +215,18 @@ VectorStep Planner::step(const compiler::VectorOp& op) {
 
 }  // namespace
 
-GpuPlan make_plan(const compiler::QGraph& graph) { return Planner(graph).run(); }
+GpuPlan make_plan(const compiler::QGraph& graph) {
+  GpuPlan plan = Planner(graph).run();
+  plan.model_macs = compiler::model_macs(graph);
+  return plan;
+}
 
-GraphWork graph_work(const compiler::QGraph& graph) {
-  GraphWork w;
-  for (const compiler::QOp& op : graph.ops)
-    if (const auto* m = std::get_if<compiler::MatmulOp>(&op)) {
-      const size_t t = static_cast<size_t>(m->output.tensor);
-      if (t >= graph.tensors.size()) continue;
-      const uint64_t pixels = graph.tensors[t].shape.pixels();
-      const uint64_t count = m->output.pixels ? m->output.pixels : pixels - std::min(m->output.pixel0, pixels);
-      const uint64_t weights = m->kernel_h * m->kernel_w * m->k * m->n;
-      w.macs += graph.batch * count * weights;
-      w.weight_bytes += weights;
-    }
-  return w;
+compiler::LoadOptions runner_load_options(std::optional<uint64_t> batch) {
+  compiler::LoadOptions lo;
+  lo.batch = batch;
+  lo.int8_elements = true;
+  lo.mapper.concat_inplace = false;
+  return lo;
 }
 
 OutputTable output_table(isa::Func func, uint8_t clip) {

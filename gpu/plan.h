@@ -10,10 +10,12 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <variant>
 #include <vector>
 
+#include "compiler/model.h"
 #include "gpu/im2col.h"
 #include "gpu/integer_ops.h"
 #include "isa/table.h"
@@ -78,23 +80,24 @@ struct GpuPlan {
   int output = -1;
   std::vector<Step> steps;
   std::vector<std::string> step_layer;  // the description layer of each step
-  uint64_t macs = 0;          // sum of the matmul steps' macs (the model's MACs per batch)
+  // The model's MACs per batch (compiler::model_macs: what the runners' TOPS count).
+  uint64_t model_macs = 0;
+  // Sum of the matmul steps' macs: what the GEMMs compute, the identity copies that join concats
+  // (concats are read as parts here) and a grouped convolution's zero blocks included; equal to
+  // compiler::graph_matmul_work(graph).gemm_macs.
+  uint64_t gemm_macs = 0;
   uint64_t weight_bytes = 0;  // sum of the matmul weights (k x n each, unpadded): read per batch
 };
+
+// How the runners (tpusim-gpu, tpusim-cpu) load a model: int8 elements (their kernels are int8;
+// an LSTM's cell is int16 on the simulator) and concats as parts (the plan has no output at a
+// channel). compare reads a results file's gemm_macs against this graph.
+compiler::LoadOptions runner_load_options(std::optional<uint64_t> batch);
 
 // Throws InputError naming the op when the graph is malformed (as run_golden would) or a matmul
 // has more than kMaxGemmInputs inputs.
 GpuPlan make_plan(const compiler::QGraph& graph);
 
-// The model's work per batch, from the graph alone (no packing): MACs = sum over matmuls of
-// batch x output pixels x kernel_h x kernel_w x K x N (zero padding of convolutions included,
-// as the GEMM computes it); weight bytes = sum of kernel_h x kernel_w x K x N (an LSTM gate's
-// weights count once per unrolled step: docs/workloads.md, "MACs per weight byte"). Equal to
-// make_plan's macs and weight_bytes.
-struct GraphWork {
-  uint64_t macs = 0, weight_bytes = 0;
-};
-GraphWork graph_work(const compiler::QGraph& graph);
 
 // table.value[b - OutputTable::kLo] = sim::apply_func(func, b, clip, false) for b in
 // [OutputTable::kLo, OutputTable::kHi] (the curves' input range, isa::kCurveInputMin..Max).

@@ -33,6 +33,8 @@ const std::vector<std::string> kRowKeys = {"workload",
                                            "l2",
                                            "cuda_graph",
                                            "engine",
+                                           "model_macs",
+                                           "gemm_macs",
                                            "macs",
                                            "weight_bytes",
                                            "output_matches_reference",
@@ -81,7 +83,9 @@ ReferenceData from_gpu_results(const ResultsFile& f, const std::string& path) {
     r.l2 = m.l2;
     r.cuda_graph = m.cuda_graph;
     r.engine = m.engine;
-    r.macs = m.macs;
+    r.model_macs = m.model_macs;
+    r.gemm_macs = m.gemm_macs;
+    r.macs = m.legacy_macs;
     r.weight_bytes = m.weight_bytes;
     r.output_matches_reference = m.output_matches_reference;
     d.rows.push_back(r);
@@ -139,7 +143,11 @@ ReferenceRow read_row(const JsonReader& r) {
   row.l2 = r.choice("l2", {"warm", "flushed"}, false);
   if (r.has("cuda_graph")) row.cuda_graph = r.flag("cuda_graph");
   row.engine = r.text("engine", false);
+  row.model_macs = r.count("model_macs", 0, false);
+  row.gemm_macs = r.count("gemm_macs", 0, false);
   row.macs = r.count("macs", 0, false);
+  if (row.macs && (row.model_macs || row.gemm_macs))
+    r.fail("macs", "the earlier name of gemm_macs (files before model_macs): give model_macs and gemm_macs");
   row.weight_bytes = r.count("weight_bytes", 0, false);
   if (r.has("output_matches_reference") && !r.at("output_matches_reference").is_null())
     row.output_matches_reference = r.flag("output_matches_reference");
@@ -283,6 +291,8 @@ std::string reference_json(const ReferenceData& d) {
     if (!r.l2.empty()) row["l2"] = r.l2;
     if (r.cuda_graph) row["cuda_graph"] = *r.cuda_graph;
     if (!r.engine.empty()) row["engine"] = r.engine;
+    if (r.model_macs) row["model_macs"] = r.model_macs;
+    if (r.gemm_macs) row["gemm_macs"] = r.gemm_macs;
     if (r.macs) row["macs"] = r.macs;
     if (r.weight_bytes) row["weight_bytes"] = r.weight_bytes;
     if (r.output_matches_reference) row["output_matches_reference"] = *r.output_matches_reference;

@@ -44,7 +44,11 @@ struct ReferenceRow {
   std::string l2;                    // GPU runner: "warm" or "flushed"
   std::optional<bool> cuda_graph;
   std::string engine;                   // "cublaslt", "onednn", ...
-  uint64_t macs = 0, weight_bytes = 0;  // per batch, as counted by the runner (0: not given)
+  // Per batch, as counted by the runner (0: not given): model_macs the model's MACs
+  // (compiler::model_macs), gemm_macs those its GEMMs computed (copies and padding included),
+  // weight_bytes the weight bytes they read. macs: a file written before model_macs
+  // (2026-11-28), the runner's GEMM count then (of the graph gpu::runner_load_options gives).
+  uint64_t model_macs = 0, gemm_macs = 0, macs = 0, weight_bytes = 0;
   uint64_t threads = 0, warmup = 0, repeats = 0, iterations = 0;  // how it was measured (0: not said)
   std::optional<bool> output_matches_reference;
   std::string where;  // published: the table or figure ("Table 4")

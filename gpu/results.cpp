@@ -47,7 +47,8 @@ json measurement_json(const Measurement& m) {
             {"iterations", m.iterations},
             {"inferences_per_second", m.inferences_per_second},
             {"tops", m.tops},
-            {"macs", m.macs},
+            {"model_macs", m.model_macs},
+            {"gemm_macs", m.gemm_macs},
             {"weight_bytes", m.weight_bytes}};
   j["output_matches_reference"] =
       m.output_matches_reference ? json(*m.output_matches_reference) : json(nullptr);
@@ -92,7 +93,13 @@ Measurement read_measurement(const Reader& r) {
   m.iterations = r.count("iterations", 1);
   m.inferences_per_second = r.number("inferences_per_second");
   m.tops = r.number("tops");
-  m.macs = r.count("macs");
+  // A file written before model_macs has "macs" (the GEMMs' count) instead.
+  if (r.has("model_macs") || !r.has("macs")) {
+    m.model_macs = r.count("model_macs");
+    m.gemm_macs = r.count("gemm_macs");
+  } else {
+    m.legacy_macs = r.count("macs");
+  }
   m.weight_bytes = r.count("weight_bytes");
   const json& ok = r.at("output_matches_reference");
   if (!ok.is_null() && !ok.is_boolean())
@@ -122,19 +129,19 @@ std::string results_csv(const ResultsFile& f) {
   std::string s =
       "kind,device,compute_capability,driver_version,cuda_runtime_version,sm_clock_mhz,memory_clock_mhz,"
       "memory_gbps,peak_int8_tops,date,workload,model,batch,engine,timing,l2,cuda_graph,latency_seconds,"
-      "latency_seconds_min,latency_seconds_max,repeats,iterations,inferences_per_second,tops,macs,weight_"
+      "latency_seconds_min,latency_seconds_max,repeats,iterations,inferences_per_second,tops,model_macs,gemm_macs,weight_"
       "bytes,"
       "output_matches_reference,command\n";
   const DeviceInfo& d = f.device;
   for (const Measurement& m : f.results)
     s += fmt::format(
-        "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{:.9g},{:.9g},{:.9g},{},{},{:.9g},{:.9g},{},{},{}"
+        "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{:.9g},{:.9g},{:.9g},{},{},{:.9g},{:.9g},{},{},{},{}"
         ",{}\n",
         f.kind, csv_field(d.name), d.compute_capability, d.driver_version, d.cuda_runtime_version,
         d.sm_clock_mhz, d.memory_clock_mhz, d.memory_gbps, d.peak_int8_tops, f.date, csv_field(m.workload),
         csv_field(m.model), m.batch, m.engine, m.timing, m.l2, m.cuda_graph ? "true" : "false",
         m.latency_seconds, m.latency_seconds_min, m.latency_seconds_max, m.repeats, m.iterations,
-        m.inferences_per_second, m.tops, m.macs, m.weight_bytes,
+        m.inferences_per_second, m.tops, m.model_macs, m.gemm_macs, m.weight_bytes,
         m.output_matches_reference ? (*m.output_matches_reference ? "true" : "false") : "",
         csv_field(f.command));
   return s;

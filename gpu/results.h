@@ -43,9 +43,16 @@ struct Measurement {
   double latency_seconds_min = 0, latency_seconds_max = 0;
   uint64_t repeats = 0, iterations = 0;  // repeats x iterations timed batches, after warm-up
   double inferences_per_second = 0;      // batch / latency_seconds
-  double tops = 0;                       // 2 x macs / latency_seconds / 10^12
-  uint64_t macs = 0;                     // the model's MACs per batch (gpu/plan.h)
-  uint64_t weight_bytes = 0;             // int8 weight bytes read per batch
+  double tops = 0;                       // 2 x model_macs / latency_seconds / 10^12
+  // The model's MACs per batch (compiler::model_macs: each once, whatever the mapping).
+  uint64_t model_macs = 0;
+  // The MACs the GEMMs computed per batch (compiler::MatmulWork::gemm_macs of the runner's graph:
+  // the identity copies that join concats and a grouped convolution's zero blocks included).
+  uint64_t gemm_macs = 0;
+  // Files written before model_macs (2026-11-28): their "macs", the runner's gemm_macs then (and
+  // their "tops" 2 x macs / latency); 0 in newer files, which do not write it.
+  uint64_t legacy_macs = 0;
+  uint64_t weight_bytes = 0;             // int8 weight bytes the GEMMs read per batch
   std::optional<bool> output_matches_reference;  // against compiler::run_golden; empty: not checked
 };
 

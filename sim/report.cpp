@@ -42,7 +42,8 @@ constexpr ReportKey kKeys[] = {
      "the host's serial time around the program per batch: host_driver_us + the download of the program's "
      "instructions over the host link (host_latency_cycles + transfer of instructions x 16 bytes at host_gbps)"},
     {"macs", "integer",
-     "useful multiply-accumulates: per matmul, vectors x the used rows x used cols of its tile (the bounding "
+     "useful multiply-accumulates the array computed (a mapping's figure: the identity copies that join a "
+     "concat's parts included; the model's own are the layers' `model_macs`): per matmul, vectors x the used rows x used cols of its tile (the bounding "
      "box of its weights: the compiler's program says which cells hold weights, in meta.tile_uses, a weight "
      "that rounds to zero included; a program without it, e.g. assembled by hand, counts its nonzero cells); "
      "for a gathering matmul (a packed convolution's block-Toeplitz tile), vectors x the sum over the tile's "
@@ -58,8 +59,10 @@ constexpr ReportKey kKeys[] = {
      "per layer `layer` (name), `macs` (useful multiply-accumulates), `array_macs` (computed: streamed vectors "
      "x array_rows x array_cols; both 8-bit, each byte-plane pass of a 16-bit input or weight counted, as "
      "`macs` and `array_macs` above, so the layers' add up to the run's), `model_macs` (the model's "
-     "multiply-accumulates the layer computes, each once whatever its operands' width: `macs` of the first "
-     "byte-plane pass; what the model's TOPS counts), `useful_share` (macs / array_macs), `weight_tiles` (tiles switched in), "
+     "multiply-accumulates the layer computes, each once whatever its operands' width and however the compiler "
+     "maps it: `macs` of the first byte-plane pass, the identity copies that join a concat's parts not counted, "
+     "so a concat's own row has 0; the layers' sum is the model's MACs, compiler::model_macs, what "
+     "`tpusim validate`'s model TOPS, `tpusim compare` and the GPU and CPU runners count), `useful_share` (macs / array_macs), `weight_tiles` (tiles switched in), "
      "`ub_bytes` (UB rows held during the layer x the row width, per-column tables included), for a batch run in "
      "pieces `piece` (the samples per piece the layer runs in: its segment's, docs/compiler.md), for a packed "
      "convolution `packing` (docs/compiler.md: pixels per vector, gathered input pixels and kernel rows), and "

@@ -4,8 +4,8 @@
 // Every row keeps its source. For each workload and batch that reference data name, compare
 // compiles the model for the architecture (tpu-v1 unless --arch/--set) at that batch and runs the
 // timing engine (or takes the time from a `tpusim run --report` file given with --tpu-report):
-// that is the "simulated" row. TOPS count the same work on every row, the model's MACs from its
-// quantized graph (gpu::graph_work) times the row's inferences per second.
+// that is the "simulated" row. TOPS count the same work on every row: the model's MACs
+// (compiler::model_macs, each once whatever the mapping) times the row's inferences per second.
 #include "tools/compare.h"
 
 #include <fmt/format.h>
@@ -44,7 +44,7 @@ struct Group {
   std::string workload, model;  // model: "" when no reference row names one and none is found
   uint64_t batch = 0;
   std::vector<Entry> entries;
-  gpu::GraphWork work;
+  compiler::MatmulWork work;
   std::optional<double> tpu_seconds;  // simulated latency of one batch with the host (sim/host_model.h)
   double latency_limit = 0;           // > 0: this batch is the latency sweep's answer for this limit
   std::string sweep_note;
@@ -150,7 +150,7 @@ fs::path model_path(const std::string& model, const CompareArgs& a) {
 // The model compiled for `arch` at `batch` and run on the timing engine; `seconds` is the latency
 // of one batch with the host (sim/host_model.h: what `tpusim run` reports as latency_seconds).
 struct Simulated {
-  gpu::GraphWork work;
+  compiler::MatmulWork work;
   double seconds = 0;
 };
 Simulated simulate_at(const fs::path& model, uint64_t batch, const sim::Arch& arch) {
@@ -161,7 +161,34 @@ Simulated simulate_at(const fs::path& model, uint64_t batch, const sim::Arch& ar
   sim::RunOptions opt;
   opt.engine = sim::Engine::timing;
   const uint64_t cycles = sim::simulate(c.program, arch, opt).cycles;
-  return {gpu::graph_work(c.graph), sim::batch_latency(arch, cycles, sim::segment_length(c.program.code, 0)).total()};
+  return {compiler::graph_matmul_work(c.graph), sim::batch_latency(arch, cycles, sim::segment_length(c.program.code, 0)).total()};
+}
+
+// Whether each entry's file counted the model compare simulates: its model_macs against the
+// model's (compiler::model_macs), else (a file written before model_macs) its macs, the runner's
+// GEMM count then, against the GEMM MACs of the graph the runners build (gpu::runner_load_options):
+// the same figure on both sides, so a mapping difference (a concat in place or copied, int8 or
+// 16-bit elements) never warns, and another model (other shapes, other batch) does.
+void check_macs(const Group& g, const fs::path& model) {
+  std::optional<uint64_t> runner_gemm;
+  for (const Entry& e : g.entries) {
+    const gpu::ReferenceRow& r = e.row;
+    if (r.model_macs && r.model_macs != g.work.model_macs)
+      fmt::print(stderr,
+                 "warning: {} batch {}: {} counts {} model MACs per batch, the model here {}: a different model?\n",
+                 g.workload, g.batch, e.file->path, r.model_macs, g.work.model_macs);
+    if (r.model_macs || !r.macs) continue;
+    if (!runner_gemm) {
+      compiler::LoadOptions lo = gpu::runner_load_options(g.batch);
+      lo.timing_only = true;  // shapes only
+      runner_gemm = compiler::graph_matmul_work(compiler::prepare_file(model, lo).graph).gemm_macs;
+    }
+    if (r.macs != *runner_gemm)
+      fmt::print(stderr,
+                 "warning: {} batch {}: {} counts {} MACs per batch (\"macs\": its runner's GEMMs, before "
+                 "model_macs), the model here {} (its model MACs {}): a different model?\n",
+                 g.workload, g.batch, e.file->path, r.macs, *runner_gemm, g.work.model_macs);
+  }
 }
 
 void simulate(std::vector<Group>& groups, const sim::Arch& arch, const CompareArgs& a) {
@@ -181,19 +208,15 @@ void simulate(std::vector<Group>& groups, const sim::Arch& arch, const CompareAr
     if (given != reports.end()) {
       compiler::LoadOptions lo;
       lo.batch = g.batch;
-      g.work = gpu::graph_work(compiler::quantize(compiler::load_model(model, lo)));
+      lo.timing_only = true;  // shapes only
+      g.work = compiler::graph_matmul_work(compiler::prepare_file(model, lo).graph);
       g.tpu_seconds = given->second;
     } else {
       const Simulated r = simulate_at(model, g.batch, arch);
       g.work = r.work;
       g.tpu_seconds = r.seconds;
     }
-    for (const Entry& e : g.entries)
-      if (e.row.macs && e.row.macs != g.work.macs)
-        fmt::print(
-            stderr,
-            "warning: {} batch {}: {} counts {} MACs per batch, the model here {}: a different model?\n",
-            g.workload, g.batch, e.file->path, e.row.macs, g.work.macs);
+    check_macs(g, model);
   }
 }
 
@@ -258,7 +281,7 @@ json null_if_zero(double v) { return v > 0 ? json(v) : json(nullptr); }
 
 json row_json(const Group& g, const std::string& source, const std::string& device, double ips,
               double latency, double peak, double gbps) {
-  const double macs_per_inference = g.batch ? double(g.work.macs) / double(g.batch) : 0;
+  const double macs_per_inference = g.batch ? double(g.work.model_macs) / double(g.batch) : 0;
   const double tops = 2 * macs_per_inference * ips / 1e12;
   json r = {{"workload", g.workload},
             {"batch", g.batch},
@@ -266,14 +289,14 @@ json row_json(const Group& g, const std::string& source, const std::string& devi
             {"device", device},
             {"latency_seconds", null_if_zero(latency)},
             {"inferences_per_second", ips},
-            {"tops", g.work.macs ? json(tops) : json(nullptr)},
+            {"tops", g.work.model_macs ? json(tops) : json(nullptr)},
             {"peak_tops", null_if_zero(peak)},
-            {"utilization", g.work.macs && peak > 0 ? json(tops / peak) : json(nullptr)},
+            {"utilization", g.work.model_macs && peak > 0 ? json(tops / peak) : json(nullptr)},
             {"memory_gbps", null_if_zero(gbps)},
-            {"macs", g.work.macs},
-            {"weight_bytes", g.work.weight_bytes},
+            {"macs", g.work.model_macs},
+            {"weight_bytes", g.work.model_weights},
             {"macs_per_weight_byte",
-             g.work.weight_bytes ? double(g.work.macs) / double(g.work.weight_bytes) : 0.0}};
+             g.work.model_weights ? double(g.work.model_macs) / double(g.work.model_weights) : 0.0}};
   r["speedup_of_simulated"] =
       g.tpu_seconds && source != "simulated" ? json(double(g.batch) / *g.tpu_seconds / ips) : json(nullptr);
   return r;

@@ -74,17 +74,6 @@ constexpr std::array<Share, 7> kShares = {{
 // finer counters, held to their own tolerance.
 constexpr size_t kBreakdownShares = 4;
 
-// The model's multiply-accumulates in a report: its layers' `model_macs` (the compiler's mapping:
-// each MAC once, whatever its operands' width, counted where the lowering counts its passes).
-// Without the mapping: the report's `macs`.
-double model_macs(const ojson& report) {
-  const ojson& layers = report["layers"];
-  if (!layers.is_array()) return report["macs"].get<double>();
-  double sum = 0;
-  for (const ojson& l : layers) sum += l["model_macs"].get<double>();
-  return sum;
-}
-
 double round_to(double v, int digits) {
   const double s = std::pow(10.0, digits);
   return std::round(v * s) / s;
@@ -109,7 +98,9 @@ ojson validate_app(const PaperApp& p, const fs::path& file, const sim::Arch& arc
   // two); row 9 the application's operations per second (the model's, each multiply once).
   const double sim_tops = report["tops"].get<double>();
   const double seconds = report["seconds"].get<double>();
-  const double model_tops = seconds > 0 ? 2.0 * model_macs(report) / seconds / 1e12 : 0.0;
+  // The model's MACs (compiler::model_macs: each once, whatever the mapping; the report's layers'
+  // model_macs add up to it).
+  const double model_tops = seconds > 0 ? 2.0 * double(compiler::model_macs(c.graph)) / seconds / 1e12 : 0.0;
   const double row2_tops = p.useful / 100.0 * peak;
   // The paper's row 9 and its counters disagree for some apps (it says so): the target is the
   // nearer of row 9 (against the model's rate) and row 2's useful-MAC share times the peak

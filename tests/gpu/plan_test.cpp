@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <random>
 
+#include "compiler/compile.h"
 #include "compiler/model.h"
 #include "compiler/quantize.h"
 #include "compiler/reference.h"
@@ -200,7 +201,8 @@ TEST_CASE("a dense layer over a whole tensor with K a multiple of 4 reads its in
   const gpu::GpuPlan plan = gpu::make_plan(b.g);
   CHECK(std::get<gpu::MatmulStep>(plan.steps[0]).direct);
   CHECK_FALSE(std::get<gpu::MatmulStep>(plan.steps[1]).direct);
-  CHECK(plan.macs == 5 * (16 * 9 + 9 * 3));
+  CHECK(plan.gemm_macs == 5 * (16 * 9 + 9 * 3));
+  CHECK(plan.model_macs == plan.gemm_macs);
   CHECK(plan.weight_bytes == 16 * 9 + 9 * 3);
   require_same_as_golden(b.g);
 }
@@ -268,7 +270,7 @@ TEST_CASE("the small workloads run bit for bit as the golden reference", "[gpu][
                       Catch::Contains("is 16-bit: the runners' kernels are int8"));
 }
 
-TEST_CASE("graph_work counts what the plan computes", "[gpu][plan]") {
+TEST_CASE("the graph's GEMM MACs are what the plan computes", "[gpu][plan]") {
   Builder b(3);
   const int x = b.input(compiler::sequence_shape(4, 6));
   const int y = b.tensor(compiler::sequence_shape(4, 8));
@@ -276,11 +278,24 @@ TEST_CASE("graph_work counts what the plan computes", "[gpu][plan]") {
   const int map = b.input(compiler::map_shape(5, 5, 2));
   const int conv = b.tensor(compiler::map_shape(3, 3, 4));
   b.add(b.matmul({whole(map)}, whole(conv), 3, 3, false, isa::Func::relu));
-  const gpu::GraphWork w = gpu::graph_work(b.g);
+  const compiler::MatmulWork w = compiler::graph_matmul_work(b.g);
   // 4 steps x batch 3 x 6 x 8, then batch 3 x 9 pixels x 3 x 3 x 2 x 4.
-  CHECK(w.macs == 4 * 3 * 6 * 8 + 3 * 9 * 3 * 3 * 2 * 4);
-  CHECK(w.weight_bytes == 4 * 6 * 8 + 3 * 3 * 2 * 4);
+  CHECK(w.gemm_macs == 4 * 3 * 6 * 8 + 3 * 9 * 3 * 3 * 2 * 4);
+  CHECK(w.model_macs == w.gemm_macs);  // no copies, no groups
+  CHECK(w.gemm_weights == 4 * 6 * 8 + 3 * 3 * 2 * 4);
   const gpu::GpuPlan plan = gpu::make_plan(b.g);
-  CHECK(plan.macs == w.macs);
-  CHECK(plan.weight_bytes == w.weight_bytes);
+  CHECK(plan.gemm_macs == w.gemm_macs);
+  CHECK(plan.model_macs == w.model_macs);
+  CHECK(plan.weight_bytes == w.gemm_weights);
+}
+
+TEST_CASE("the runners count the model's MACs, their GEMMs the parts' copies besides", "[gpu][plan]") {
+  // small/inception.toml as the runners load it (concats as parts, int8): the model's 3,894,080
+  // MACs (tests/compiler/model_macs_test.cpp), and the GEMMs compute the identity copy that joins
+  // m2_pool's parts for the padded m2_proj besides (batch 4 x 6 x 6 pixels x 52 x 52 = 389,376).
+  const auto path = std::filesystem::path(TPUSIM_SOURCE_DIR) / "workloads/small/inception.toml";
+  const gpu::GpuPlan plan = gpu::make_plan(compiler::prepare_file(path, gpu::runner_load_options(std::nullopt)).graph);
+  CHECK(plan.model_macs == 3894080);
+  CHECK(plan.gemm_macs == 3894080 + 4 * 36 * 52 * 52);
+  CHECK(plan.weight_bytes == 15920 + 52 * 52);
 }

@@ -40,7 +40,8 @@ gpu::ResultsFile sample() {
   m.iterations = 20;
   m.inferences_per_second = 320000;
   m.tops = 0.15024128;
-  m.macs = 3756032;
+  m.model_macs = 3756032;
+  m.gemm_macs = 3756032;
   m.weight_bytes = 234752;
   m.output_matches_reference = true;
   f.results = {m, m};
@@ -66,7 +67,7 @@ TEST_CASE("results as CSV: a header and one row per measurement", "[gpu][results
   CHECK(csv.rfind("kind,device,compute_capability,", 0) == 0);
   CHECK(csv.find("\ntest-fixture,\"Fixture GPU, not real\",9.0,") != std::string::npos);
   CHECK(csv.find(",mnist_mlp,workloads/small/mnist_mlp.toml,16,cublaslt,end_to_end,warm,true,5e-05,4e-05,6e-05,7,20,"
-                 "320000,0.15024128,3756032,234752,true,") != std::string::npos);
+                 "320000,0.15024128,3756032,3756032,234752,true,") != std::string::npos);
   CHECK(std::count(csv.begin(), csv.end(), '\n') == 3);
 }
 
