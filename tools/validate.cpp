@@ -238,6 +238,16 @@ ojson bounds_app(const PaperApp& p, const sim::Arch& arch) {
   return j;
 }
 
+// Each column's width for a plain-text table: its widest cell, the heading included.
+std::vector<size_t> column_widths(const std::vector<std::string>& head, const std::vector<std::vector<std::string>>& rows) {
+  std::vector<size_t> w(head.size());
+  for (size_t i = 0; i < head.size(); ++i) {
+    w[i] = head[i].size();
+    for (const auto& r : rows) w[i] = std::max(w[i], r[i].size());
+  }
+  return w;
+}
+
 std::string bounds_table(const ojson& doc, bool markdown) {
   const std::vector<std::string> head = {"app",
                                          "inputs, tiles",
@@ -282,11 +292,7 @@ std::string bounds_table(const ojson& doc, bool markdown) {
       }
   }
   std::string out;
-  std::vector<size_t> w(head.size());
-  for (size_t i = 0; i < head.size(); ++i) {
-    w[i] = head[i].size();
-    for (const auto& r : rows) w[i] = std::max(w[i], r[i].size());
-  }
+  const std::vector<size_t> w = column_widths(head, rows);
   auto line = [&](const std::vector<std::string>& cells) {
     std::string l;
     if (markdown) {
@@ -405,11 +411,7 @@ std::string table(const ojson& doc, bool markdown) {
     out += "\n";
     for (const auto& r : rows) line(r);
   } else {
-    std::vector<size_t> w(head.size());
-    for (size_t i = 0; i < head.size(); ++i) {
-      w[i] = head[i].size();
-      for (const auto& r : rows) w[i] = std::max(w[i], r[i].size());
-    }
+    const std::vector<size_t> w = column_widths(head, rows);
     auto line = [&](const std::vector<std::string>& cells) {
       std::string l;
       for (size_t i = 0; i < cells.size(); ++i)
