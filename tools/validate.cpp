@@ -292,7 +292,7 @@ std::string bounds_table(const ojson& doc, bool markdown) {
       }
   }
   std::string out;
-  const std::vector<size_t> w = column_widths(head, rows);
+  std::vector<size_t> w = column_widths(head, rows);
   auto line = [&](const std::vector<std::string>& cells) {
     std::string l;
     if (markdown) {
@@ -324,10 +324,7 @@ std::string bounds_table(const ojson& doc, bool markdown) {
   const std::vector<std::string> head2 = {"app", "weight memory busy at row 9 (%)",
                                           "paper: active + stall + shift (%)", "paper: stall (%)",
                                           "weight memory busy in non-matrix cycles, at least (points)"};
-  for (size_t i = 0; i < head2.size(); ++i) {
-    w[i] = head2[i].size();
-    for (const auto& r : rows) w[i] = std::max(w[i], r[i].size());
-  }
+  w = column_widths(head2, rows);
   line(head2);
   if (markdown) out += "|---|---:|---:|---:|---:|\n";
   for (const auto& r : rows) line(r);
