@@ -448,7 +448,6 @@ class Lowering {
   // How well each layer (meta.layers index) maps: the manifest's meta.mapping.
   struct LayerStats {
     uint64_t macs = 0, array_macs = 0, tiles = 0, ub_rows = 0;
-    uint64_t model_macs = 0;  // the model's MACs, each once: the first byte-plane pass of a 16-bit operand
     std::string packing;  // how its convolution packs (packing.h), empty when it does not
     std::string precision;  // "16-bit weights" for a layer with 16-bit weights, else empty
     std::string fusion;   // the pool fused into its activates, or the layer its pool is fused into
@@ -829,8 +828,6 @@ void Lowering::pass(size_t i, const MatmulOp& m, const LaneTile& n, const std::v
               macs_ += vectors * useful;
               stats_[layer_].macs += vectors * useful;
               stats_[layer_].array_macs += vectors * arch_.tile_bytes();
-              // (an identity copy joins a concat: data movement, none of the model's MACs)
-              if (plane == 0 && !m.copy) stats_[layer_].model_macs += st.rows * st.repeat * useful;
               stats_[layer_].tiles += first;
               first = false;
             }
@@ -1432,7 +1429,6 @@ void Lowering::lower_packed(size_t i, const MatmulOp& m, const Packing& pk, uint
               (gb - ga) * B * pixels * kh * m.kernel_w * group_pairs(m, 0, C, n.slice * lanes_ + n.first, n.count);
           macs_ += useful;
           stats_[layer_].macs += useful;
-          if (!m.copy) stats_[layer_].model_macs += useful;  // (a packed convolution is 8-bit: one pass)
           stats_[layer_].array_macs += (gb - ga) * B * arch_.tile_bytes();
           stats_[layer_].tiles += first;
           first = false;
@@ -2201,12 +2197,19 @@ isa::Program Lowering::run() {
                       {"pieces", div_up(g_.batch, sg.piece)}});
     p.meta["piece_segments"] = std::move(segs);
   }
+  // Each layer's model MACs, from the graph (compiler::matmul_work: the one definition), not
+  // from the passes the lowering emitted.
+  std::vector<uint64_t> model_macs(stats_.size(), 0);
+  for (size_t i = 0; i < g_.ops.size(); ++i)
+    if (const auto* m = std::get_if<MatmulOp>(&g_.ops[i]))
+      if (const auto it = layer_index.find(g_.op_layer[i]); it != layer_index.end())
+        model_macs[it->second] += matmul_work(g_, *m).model_macs;
   nlohmann::json mapping = nlohmann::json::array();
   for (size_t l = 1; l < stats_.size(); ++l)
     mapping.push_back({{"layer", layers[l]},
                        {"macs", stats_[l].macs},
                        {"array_macs", stats_[l].array_macs},
-                       {"model_macs", stats_[l].model_macs},
+                       {"model_macs", model_macs[l]},
                        {"weight_tiles", stats_[l].tiles},
                        {"ub_bytes", stats_[l].ub_rows * arch_.ub_row_bytes()}});
   for (size_t l = 1; l < stats_.size(); ++l)
