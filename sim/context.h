@@ -168,12 +168,6 @@ class Context {
     return overflow(index, a, b, what);
   }
   void wake_all();  // notify every waitable event (abort)
- private:
-  std::optional<uint64_t> overflow(uint64_t index, uint64_t a, uint64_t b, const char* what);  // later()'s failure
-  const sc_core::sc_time* clock_ = &sc_core::sc_time_stamp();
-
- public:
-
   void complete(isa::Unit unit, uint64_t index, uint64_t end);
   bool idle(isa::Unit unit) const { return completed[int(unit)] == issued[int(unit)]; }
   uint64_t lowest_unstarted() const;
@@ -181,6 +175,9 @@ class Context {
   void note_acc(uint64_t first_row, uint64_t rows);
   RowSet ub_touched;  // every UB row an instruction used this run
   void reset_run();
+ private:
+  std::optional<uint64_t> overflow(uint64_t index, uint64_t a, uint64_t b, const char* what);  // later()'s failure
+  const sc_core::sc_time* clock_ = &sc_core::sc_time_stamp();
 };
 
 // A station's instruction queue: indices the control unit issued, in order, with the cycle each

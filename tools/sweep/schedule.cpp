@@ -116,7 +116,6 @@ Scheduler::Scheduler(std::vector<const Point*> todo, std::vector<PointCost> cost
   for (const Item& it : items_) {
     remaining_[it.cost.model] += it.cost.run;
     remaining_all_ += it.cost.run;
-    run_[it.point] = it.cost.run;
   }
   left_ = items_.size();
 }
@@ -168,8 +167,8 @@ const Point* Scheduler::next(size_t w, bool others_busy) {
 const Point* Scheduler::queued(size_t w, const Point* running) {
   // The other workers must have work for as long as w's current point runs (at most its estimate;
   // their own running points not counted), or one of them could be left idle while this point waits.
-  const auto r = run_.find(running);
-  const double others_need = (r == run_.end() ? 0 : r->second) * double(prepared_.size() - 1);
+  const auto r = std::find_if(items_.begin(), items_.end(), [&](const Item& it) { return it.point == running; });
+  const double others_need = (r == items_.end() ? 0 : r->cost.run) * double(prepared_.size() - 1);
   for (size_t i = 0; i < items_.size(); ++i) {  // (longest first)
     const Item& it = items_[i];
     if (!it.taken && (it.cost.model.empty() || prepared_[w].contains(it.cost.model))) {

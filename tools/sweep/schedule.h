@@ -73,7 +73,6 @@ class Scheduler {
   std::vector<Item> items_;                     // longest first
   std::vector<std::set<std::string>> prepared_;  // per worker: the models it holds
   std::map<std::string, double> remaining_;     // per model: the run cost of its points not taken
-  std::map<const Point*, double> run_;          // per point: its run cost
   double remaining_all_ = 0;                    // the run cost of every point not taken
   size_t left_ = 0;
 };

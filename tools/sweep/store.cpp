@@ -115,6 +115,18 @@ void ResultStore::exec(const std::string& sql) {
   }
 }
 
+template <class F>
+void ResultStore::transaction(F&& f) {
+  exec("BEGIN IMMEDIATE");
+  try {
+    f();
+    exec("COMMIT");
+  } catch (...) {
+    sqlite3_exec(db_, "ROLLBACK", nullptr, nullptr, nullptr);
+    throw;
+  }
+}
+
 void ResultStore::create(const std::map<std::string, std::string>& meta) {
   std::string ddl =
       "CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value TEXT NOT NULL);\n"
@@ -124,17 +136,17 @@ void ResultStore::create(const std::map<std::string, std::string>& meta) {
         fmt::format("{} {}{}, ", quoted(c.name), sql_type(c.type), c.name == "point" ? " PRIMARY KEY" : "");
   ddl +=
       "key TEXT NOT NULL UNIQUE, host_seconds REAL, point_seconds REAL, finished TEXT, json TEXT NOT NULL);";
-  exec("BEGIN IMMEDIATE");
-  exec(ddl);
-  if (this->meta().empty()) {
-    for (const auto& [k, v] : meta) {
-      Statement one(db_, "INSERT INTO meta(key, value) VALUES (?1, ?2)", path_.string());
-      one.bind(1, k);
-      one.bind(2, v);
-      one.step();
+  transaction([&] {
+    exec(ddl);
+    if (this->meta().empty()) {
+      for (const auto& [k, v] : meta) {
+        Statement one(db_, "INSERT INTO meta(key, value) VALUES (?1, ?2)", path_.string());
+        one.bind(1, k);
+        one.bind(2, v);
+        one.step();
+      }
     }
-  }
-  exec("COMMIT");
+  });
   check_columns();
 }
 
@@ -193,8 +205,7 @@ void ResultStore::attach_spec(const Spec& spec) {
         moved.push_back({s.integer(0), it->second, s.text(2)});
     }
   }
-  exec("BEGIN IMMEDIATE");
-  try {
+  transaction([&] {
     for (const auto& [k, v] :
          std::map<std::string, std::string>{{"spec_name", spec.name},
                                             {"spec_file", spec.path.string()},
@@ -222,28 +233,19 @@ void ResultStore::attach_spec(const Spec& spec) {
       s.bind(3, int64_t{-1} - m.point);
       s.step();
     }
-    exec("COMMIT");
-  } catch (...) {
-    sqlite3_exec(db_, "ROLLBACK", nullptr, nullptr, nullptr);
-    throw;
-  }
+  });
 }
 
 uint64_t ResultStore::forget_failed(const std::set<std::string>& keys) {
   uint64_t dropped = 0;
-  exec("BEGIN IMMEDIATE");
-  try {
+  transaction([&] {
     for (const std::string& key : keys) {
       Statement s(db_, "DELETE FROM results WHERE key = ?1 AND status = 'failed'", path_.string());
       s.bind(1, key);
       s.step();
       dropped += static_cast<uint64_t>(sqlite3_changes(db_));
     }
-    exec("COMMIT");
-  } catch (...) {
-    sqlite3_exec(db_, "ROLLBACK", nullptr, nullptr, nullptr);
-    throw;
-  }
+  });
   return dropped;
 }
 
@@ -267,8 +269,7 @@ void ResultStore::record(const std::vector<PointResult>& points) {
   const std::string insert =
       fmt::format("INSERT INTO results({}, key, host_seconds, point_seconds, finished, json) VALUES ({})",
                   column_list(), params);
-  exec("BEGIN IMMEDIATE");
-  try {
+  transaction([&] {
     for (const PointResult& r : points) {
       const Row row = make_row(r);
       Statement s(db_, insert, path_.string());
@@ -281,11 +282,7 @@ void ResultStore::record(const std::vector<PointResult>& points) {
       s.bind(i++, json_line(r));
       s.step();
     }
-  } catch (...) {
-    sqlite3_exec(db_, "ROLLBACK", nullptr, nullptr, nullptr);
-    throw;
-  }
-  exec("COMMIT");
+  });
 }
 
 std::string ResultStore::csv() {

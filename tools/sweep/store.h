@@ -61,6 +61,9 @@ class ResultStore {
 
  private:
   void exec(const std::string& sql);
+  // f() inside BEGIN IMMEDIATE .. COMMIT; rolled back when f or the commit throws.
+  template <class F>
+  void transaction(F&& f);
   void check_columns();
   std::filesystem::path path_;
   sqlite3* db_ = nullptr;

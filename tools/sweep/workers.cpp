@@ -169,6 +169,14 @@ Worker spawn(const std::string& exe) {
   return w;
 }
 
+// Closes each worker's stdin: a worker exits when its input ends.
+void close_inputs(std::vector<Worker>& workers) {
+  for (Worker& w : workers) {
+    if (w.to >= 0) close(w.to);
+    w.to = -1;
+  }
+}
+
 void stop_worker(Worker& w) {
   if (w.to >= 0) close(w.to);
   if (w.from >= 0) close(w.from);
@@ -180,10 +188,7 @@ void stop_worker(Worker& w) {
 // Stops them all: every worker is told first (its stdin closes), then each is waited for, so that
 // they exit (and give back their memory) at the same time.
 void stop_workers(std::vector<Worker>& workers) {
-  for (Worker& w : workers) {
-    if (w.to >= 0) close(w.to);
-    w.to = -1;
-  }
+  close_inputs(workers);
   for (Worker& w : workers) stop_worker(w);
 }
 
@@ -461,10 +466,7 @@ bool run_points(const Spec& spec, const std::vector<const Point*>& todo, unsigne
   }
   // The workers are told to end (their stdin closes) and exit, giving back their memory, while the
   // last answers are stored.
-  for (Worker& w : workers) {
-    if (w.to >= 0) close(w.to);
-    w.to = -1;
-  }
+  close_inputs(workers);
   storer.finish();
   stop_workers(workers);
   return true;
