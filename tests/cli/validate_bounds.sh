@@ -43,9 +43,10 @@ recompute='
           | ([$hard, $r.active_max_by_shift] | min) as $amax
           | (100 * $passes * $p.tops / 91.7504) as $row9
           | near($t.active_max; $amax)
-          and (if $amin <= $amax then near($t.useful_fraction_row2[0]; range($p.useful_macs; $amin; $amax)[0])
-                 and near($t.useful_fraction_row9[1]; range($row9; $amin; $amax)[1])
-               else $t.useful_fraction_row2 == null end)
+          and (if $amin <= $amax then range($p.useful_macs; $amin; $amax) as $r2 | range($row9; $amin; $amax) as $r9
+                 | near($t.useful_fraction_row2[0]; $r2[0]) and near($t.useful_fraction_row2[1]; $r2[1])
+                 and near($t.useful_fraction_row9[0]; $r9[0]) and near($t.useful_fraction_row9[1]; $r9[1])
+               else $t.useful_fraction_row2 == null and $t.useful_fraction_row9 == null end)
           and ([($p.useful_macs, $row9) as $target
                 | ([$amin, 0.9 * $target / $u] | max) as $lo | ([$hard, 1.1 * $target / $u] | min) as $hi
                 | select($lo <= $hi) | {active_min: $lo, hidden: ([0, $lo / ($v / $exposed) - ($p.weight_shift + 3)] | max)}]

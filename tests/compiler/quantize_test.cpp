@@ -418,7 +418,6 @@ TEST_CASE("concat written in place: branches write their channels of one tensor,
   const int d = b.conv(p, 5, 1, 1, 0, Activation::relu);
   const int cat2 = b.concat({d, p});
   b.conv(cat2, 3, 3, 1, 0);
-  (void)cat2;
   const QGraph g = quantize(b.m);
   check_structure(g);
   REQUIRE(g.concat_inplace);

@@ -240,7 +240,6 @@ TEST_CASE("golden matmul: an output view from channel0 > 0 only where concats ar
   CHECK_THROWS_AS(run_golden(g), InputError);
   g.tensors[1] = QTensor{"y", vec(2), 1, "y"};
   // In place: channels [1, 2) of y are written, channel 0 is left 0.
-  g.concat_inplace = true;
   CHECK(output_of(g) == std::vector<int8_t>{0, 6});
   // Channels [1, 3) run past y's 2 channels: rejected either way.
   auto& wide = std::get<MatmulOp>(g.ops[0]);
