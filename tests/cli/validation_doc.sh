@@ -6,29 +6,27 @@
 # --markdown` between its own markers.
 set -eu
 tpusim=$1 root=$2
-want=$("$tpusim" validate -q --markdown --workloads "$root/workloads/tpu-v1")
 status=0
-for doc in docs/validation.md README.md; do
-  have=$(sed -n '/^<!-- tpusim validate --markdown: begin/,/^<!-- tpusim validate --markdown: end/p' "$root/$doc" | sed '1d;$d')
+# check_table DOC MARKER WANT REGENERATE: DOC's lines between "<!-- MARKER: begin" and
+# "<!-- MARKER: end" are WANT; else says how to regenerate them.
+check_table() {
+  local doc=$1 marker=$2 want=$3 regenerate=$4 have
+  have=$(sed -n "/^<!-- $marker: begin/,/^<!-- $marker: end/p" "$root/$doc" | sed '1d;$d')
   if [[ -z "$have" ]]; then
-    echo "FAIL: $doc has no table between the tpusim validate markers"
+    echo "FAIL: $doc has no table between the $marker markers"
     status=1
   elif [[ "$want" != "$have" ]]; then
-    echo "FAIL: $doc's table is stale; regenerate it with: tpusim validate -q --markdown"
+    echo "FAIL: $doc's $marker table is stale; regenerate it with: $regenerate"
     diff <(echo "$have") <(echo "$want") || true
     status=1
   else
-    echo "ok: $doc's table is current"
+    echo "ok: $doc's $marker table is current"
   fi
+}
+want=$("$tpusim" validate -q --markdown --workloads "$root/workloads/tpu-v1")
+for doc in docs/validation.md README.md; do
+  check_table "$doc" "tpusim validate --markdown" "$want" "tpusim validate -q --markdown"
 done
-want=$("$tpusim" validate --bounds --markdown)
-have=$(sed -n '/^<!-- tpusim validate --bounds --markdown: begin/,/^<!-- tpusim validate --bounds --markdown: end/p' \
-  "$root/docs/validation.md" | sed '1d;$d')
-if [[ "$want" != "$have" ]]; then
-  echo "FAIL: docs/validation.md's bounds table is stale or missing; regenerate it with: tpusim validate --bounds --markdown"
-  diff <(echo "$have") <(echo "$want") || true
-  status=1
-else
-  echo "ok: docs/validation.md's bounds table is current"
-fi
+check_table docs/validation.md "tpusim validate --bounds --markdown" "$("$tpusim" validate --bounds --markdown)" \
+  "tpusim validate --bounds --markdown"
 exit $status
