@@ -13,6 +13,7 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <fstream>
@@ -65,6 +66,23 @@ struct InputPointers {
 // X[row][0 .. k_pad) by runs (gather_run): unit u = part x chunks + chunk is kGatherChunk bytes
 // of one part's run, units spread over blockIdx.x; unit 0 also zeroes k .. k_pad - 1.
 constexpr uint64_t kGatherChunk = 32 * kLanes;  // a multiple of 4 x kLanes
+// Holds the stream until the host opens the gate (gate[0] != 0) or timeout_ns have passed, so that
+// the host can queue a timed interval's launches while the GPU waits: the interval then measures
+// the GPU's work alone, not the host's launch rate (small kernels launched one by one are
+// otherwise launch-bound). An expired gate counts itself in gate[1]. gate is mapped host memory.
+__global__ void gate_kernel(volatile int* gate, uint64_t timeout_ns) {
+  uint64_t t0 = 0, t = 0;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t0));
+  while (gate[0] == 0) {
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+    if (t - t0 > timeout_ns) {
+      gate[1] = gate[1] + 1;
+      return;
+    }
+    __nanosleep(500);
+  }
+}
+
 __global__ void gather_kernel(Im2colGeometry g, InputPointers in, uint64_t chunks, int8_t* x) {
   const uint64_t units = gather_parts(g) * chunks;
   for (uint64_t unit = blockIdx.x; unit < units; unit += gridDim.x) {
@@ -226,6 +244,8 @@ struct DeviceModel::Impl {
   size_t flush_bytes = 0;
   cudaEvent_t start = nullptr, stop = nullptr;
   cudaGraphExec_t graphs[2] = {nullptr, nullptr};  // [end_to_end]
+  volatile int* gate_host = nullptr;  // [0]: open, [1]: gates expired (mapped pinned memory)
+  int* gate_device = nullptr;
 
   explicit Impl(const GpuPlan& p) : plan(p) {
     CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
@@ -267,6 +287,12 @@ struct DeviceModel::Impl {
     CUDA_CHECK(cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, dev));
     flush_bytes = std::max<size_t>(size_t{2} * static_cast<size_t>(l2), size_t{1} << 20);
     CUDA_CHECK(cudaMalloc(&flush, flush_bytes));
+    void* g = nullptr;
+    CUDA_CHECK(cudaHostAlloc(&g, 2 * sizeof(int), cudaHostAllocMapped));
+    gate_host = static_cast<volatile int*>(g);
+    gate_host[0] = 1;
+    gate_host[1] = 0;
+    CUDA_CHECK(cudaHostGetDevicePointer(reinterpret_cast<void**>(&gate_device), g, 0));
   }
 
   ~Impl() {  // no throwing here: errors at teardown are ignored
@@ -288,6 +314,7 @@ struct DeviceModel::Impl {
     cudaFree(accumulators);
     cudaFree(workspace);
     cudaFree(flush);
+    cudaFreeHost(const_cast<int*>(gate_host));
     cudaEventDestroy(start);
     cudaEventDestroy(stop);
     if (lt) cublasLtDestroy(lt);
@@ -394,6 +421,21 @@ struct DeviceModel::Impl {
     if (use_graph) CUDA_CHECK(cudaGraphLaunch(graph(end_to_end), stream));
     else batch(end_to_end);
   }
+  // Closes the gate and queues the kernel that waits for it (see gate_kernel); open_gate() lets
+  // the stream run. 200 ms is far more than queuing an interval's launches takes (CNN1's 20
+  // batches: a few thousand launches, tens of ms), unless the launch queue fills first: then the
+  // gate expires and the host keeps launching while the GPU runs (counted, and reported).
+  void close_gate() {
+    gate_host[0] = 0;
+    std::atomic_thread_fence(std::memory_order_seq_cst);
+    gate_kernel<<<1, 1, 0, stream>>>(const_cast<int*>(reinterpret_cast<volatile int*>(gate_device)),
+                                     uint64_t{200'000'000});
+    CUDA_CHECK(cudaGetLastError());
+  }
+  void open_gate() {
+    std::atomic_thread_fence(std::memory_order_seq_cst);
+    gate_host[0] = 1;
+  }
   float elapsed_ms() {
     CUDA_CHECK(cudaEventSynchronize(stop));
     float ms = 0;
@@ -423,19 +465,24 @@ Timing DeviceModel::time(bool end_to_end, bool flush_l2, bool graph, const Timin
     CUDA_CHECK(cudaStreamSynchronize(d.stream));
   }
   std::vector<double> per_batch;
+  const int expired_before = d.gate_host[1];
   for (uint64_t r = 0; r < o.repeats; ++r) {
     double ms = 0;
     if (!flush_l2) {
+      d.close_gate();
       CUDA_CHECK(cudaEventRecord(d.start, d.stream));
       for (uint64_t i = 0; i < o.iterations; ++i) d.launch(end_to_end, graph);
       CUDA_CHECK(cudaEventRecord(d.stop, d.stream));
+      d.open_gate();
       ms = d.elapsed_ms();
     } else {
       for (uint64_t i = 0; i < o.iterations; ++i) {
+        d.close_gate();
         CUDA_CHECK(cudaMemsetAsync(d.flush, static_cast<int>(i & 0xff), d.flush_bytes, d.stream));
         CUDA_CHECK(cudaEventRecord(d.start, d.stream));
         d.launch(end_to_end, graph);
         CUDA_CHECK(cudaEventRecord(d.stop, d.stream));
+        d.open_gate();
         ms += d.elapsed_ms();
       }
     }
@@ -448,6 +495,7 @@ Timing DeviceModel::time(bool end_to_end, bool flush_l2, bool graph, const Timin
   t.max = per_batch.back();
   t.repeats = o.repeats;
   t.iterations = o.iterations;
+  t.gates_expired = static_cast<uint64_t>(d.gate_host[1] - expired_before);
   return t;
 }
 

@@ -82,6 +82,12 @@ bool measure(const std::string& path, uint64_t batch, const Options& o, gpu::Res
         m.gemm_macs = plan.gemm_macs;
         m.weight_bytes = plan.weight_bytes;
         m.output_matches_reference = matches;
+        m.launches_queued_ahead = t.gates_expired == 0;
+        if (t.gates_expired > 0)
+          fmt::print(stderr,
+                     "  warning: {} of the timed intervals began before the host had queued all of their "
+                     "launches (a 200 ms gate expired): the time may include launch gaps\n",
+                     t.gates_expired);
         fmt::print(stderr,
                    "  {:<10} L2 {:<7} graph {:<3}: {:.4g} ms per batch, {:.0f} inferences/s, {:.2f} TOPS\n",
                    timing, l2, use_graph ? "yes" : "no", t.median * 1e3, m.inferences_per_second, m.tops);

@@ -52,6 +52,7 @@ json measurement_json(const Measurement& m) {
             {"weight_bytes", m.weight_bytes}};
   j["output_matches_reference"] =
       m.output_matches_reference ? json(*m.output_matches_reference) : json(nullptr);
+  if (m.launches_queued_ahead) j["launches_queued_ahead"] = *m.launches_queued_ahead;
   return j;
 }
 
@@ -105,6 +106,7 @@ Measurement read_measurement(const Reader& r) {
   if (!ok.is_null() && !ok.is_boolean())
     r.fail("output_matches_reference", "expected true, false or null, got {}", ok.dump());
   if (ok.is_boolean()) m.output_matches_reference = ok.get<bool>();
+  if (r.has("launches_queued_ahead")) m.launches_queued_ahead = r.flag("launches_queued_ahead");
   return m;
 }
 
@@ -131,19 +133,19 @@ std::string results_csv(const ResultsFile& f) {
       "memory_gbps,peak_int8_tops,date,workload,model,batch,engine,timing,l2,cuda_graph,latency_seconds,"
       "latency_seconds_min,latency_seconds_max,repeats,iterations,inferences_per_second,tops,model_macs,gemm_macs,weight_"
       "bytes,"
-      "output_matches_reference,command\n";
+      "output_matches_reference,launches_queued_ahead,command\n";
   const DeviceInfo& d = f.device;
   for (const Measurement& m : f.results)
     s += fmt::format(
         "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{:.9g},{:.9g},{:.9g},{},{},{:.9g},{:.9g},{},{},{},{}"
-        ",{}\n",
+        ",{},{}\n",
         f.kind, csv_field(d.name), d.compute_capability, d.driver_version, d.cuda_runtime_version,
         d.sm_clock_mhz, d.memory_clock_mhz, d.memory_gbps, d.peak_int8_tops, f.date, csv_field(m.workload),
         csv_field(m.model), m.batch, m.engine, m.timing, m.l2, m.cuda_graph ? "true" : "false",
         m.latency_seconds, m.latency_seconds_min, m.latency_seconds_max, m.repeats, m.iterations,
         m.inferences_per_second, m.tops, m.model_macs, m.gemm_macs, m.weight_bytes,
         m.output_matches_reference ? (*m.output_matches_reference ? "true" : "false") : "",
-        csv_field(f.command));
+        m.launches_queued_ahead ? (*m.launches_queued_ahead ? "true" : "false") : "", csv_field(f.command));
   return s;
 }
 

@@ -54,6 +54,11 @@ struct Measurement {
   uint64_t legacy_macs = 0;
   uint64_t weight_bytes = 0;             // int8 weight bytes the GEMMs read per batch
   std::optional<bool> output_matches_reference;  // against compiler::run_golden; empty: not checked
+  // GPU runner: true when every timed interval began only after the host had queued all of its
+  // launches (a gate kernel held the stream meanwhile), so the time is the GPU's alone; false when
+  // a gate expired first (launch gaps may be inside); empty in files written before the gate
+  // (2026-11-28, first run) and from the CPU runner.
+  std::optional<bool> launches_queued_ahead;
 };
 
 struct ResultsFile {

@@ -21,6 +21,9 @@ struct Timing {
   double median = 0, min = 0, max = 0;  // seconds per batch over the repeats
   double p99 = 0;                       // 99th percentile of single batches (CPU runner; 0: not measured)
   uint64_t repeats = 0, iterations = 0;
+  // tpusim-gpu: timed intervals whose gate expired before the host had queued their launches
+  // (docs/gpu.md, "Timing"); 0: every interval measured the GPU's work alone.
+  uint64_t gates_expired = 0;
 };
 
 // The q-quantile (0..1) of `v` by the nearest-rank method (the smallest value with at least

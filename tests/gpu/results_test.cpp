@@ -47,6 +47,7 @@ gpu::ResultsFile sample() {
   f.results = {m, m};
   f.results[1].timing = "device";
   f.results[1].output_matches_reference.reset();
+  f.results[0].launches_queued_ahead = false;
   return f;
 }
 
@@ -59,6 +60,10 @@ TEST_CASE("results survive a JSON round trip", "[gpu][results]") {
   REQUIRE(g.results.size() == 2);
   CHECK(g.results[0].output_matches_reference == std::optional<bool>(true));
   CHECK_FALSE(g.results[1].output_matches_reference.has_value());
+  // Written only when known (the GPU runner's gate); absent in older files and the CPU runner's.
+  CHECK(g.results[0].launches_queued_ahead == std::optional<bool>(false));
+  CHECK_FALSE(g.results[1].launches_queued_ahead.has_value());
+  CHECK(gpu::results_json(f).find("\"launches_queued_ahead\": false") != std::string::npos);
   CHECK(g.device.name == "Fixture GPU, not real");
 }
 
@@ -67,7 +72,8 @@ TEST_CASE("results as CSV: a header and one row per measurement", "[gpu][results
   CHECK(csv.rfind("kind,device,compute_capability,", 0) == 0);
   CHECK(csv.find("\ntest-fixture,\"Fixture GPU, not real\",9.0,") != std::string::npos);
   CHECK(csv.find(",mnist_mlp,workloads/small/mnist_mlp.toml,16,cublaslt,end_to_end,warm,true,5e-05,4e-05,6e-05,7,20,"
-                 "320000,0.15024128,3756032,3756032,234752,true,") != std::string::npos);
+                 "320000,0.15024128,3756032,3756032,234752,true,false,build/tpusim-gpu") != std::string::npos);
+  CHECK(csv.find(",234752,,,build/tpusim-gpu") != std::string::npos);  // the second row: neither known
   CHECK(std::count(csv.begin(), csv.end(), '\n') == 3);
 }
 
@@ -96,6 +102,8 @@ TEST_CASE("malformed results name the file and the field", "[gpu][results]") {
                       "r.json: format: \"other/2\", expected \"tpusim-gpu-results/1\"");
   REQUIRE_THROWS_WITH(gpu::parse_results(replace(text, "\"test-fixture\"", "\"guessed\""), "r.json"),
                       "r.json: kind: \"guessed\" is not one of \"measured\", \"test-fixture\"");
+  REQUIRE_THROWS_WITH(gpu::parse_results(replace(text, "\"launches_queued_ahead\": false", "\"launches_queued_ahead\": 1"), "r.json"),
+                      "r.json: results[0]: launches_queued_ahead: expected true or false, got 1");
   REQUIRE_THROWS_WITH(gpu::load_results("no/such/file.json"),
                       "no/such/file.json: cannot open: No such file or directory");
 }
