@@ -107,3 +107,19 @@ TEST_CASE("malformed results name the file and the field", "[gpu][results]") {
   REQUIRE_THROWS_WITH(gpu::load_results("no/such/file.json"),
                       "no/such/file.json: cannot open: No such file or directory");
 }
+
+TEST_CASE("a results file from before model_macs reads its macs as the GEMMs' count", "[gpu][results]") {
+  std::string text = gpu::results_json(sample());
+  const auto replace_all = [](std::string s, const std::string& from, const std::string& to) {
+    for (size_t at = s.find(from); at != std::string::npos; at = s.find(from, at + to.size())) s.replace(at, from.size(), to);
+    return s;
+  };
+  // The first H200 files (2026-11-28) wrote "macs" (the runner's GEMM MACs) and neither newer key.
+  text = replace_all(text, "\"model_macs\": 3756032,\n", "");
+  text = replace_all(text, "\"gemm_macs\": 3756032,", "\"macs\": 4000000,");
+  const gpu::ResultsFile g = gpu::parse_results(text, "old.json");
+  REQUIRE(g.results.size() == 2);
+  CHECK(g.results[0].legacy_macs == 4000000);
+  CHECK(g.results[0].model_macs == 0);
+  CHECK(g.results[0].gemm_macs == 0);
+}
