@@ -54,6 +54,15 @@ constexpr ReportKey kKeys[] = {
      "all cell multiply-accumulates: vectors streamed x array_rows x array_cols (array_active cycles x "
      "array_rows x array_cols, but for the cycles a gathering matmul waits for its next vector); 8-bit, "
      "each byte-plane pass of a 16-bit matmul counted (as `macs`)"},
+    {"model_macs", "integer or null",
+     "the model's multiply-accumulates per batch, each once whatever its operands' width and however the "
+     "compiler maps it: the sum of the layers' `model_macs` below (compiler::model_macs, what `tpusim compare` "
+     "and the GPU and CPU runners count); null for a program without the compiler's layer mapping (e.g. "
+     "assembled by hand)"},
+    {"model_tops", "number or null",
+     "2 x model_macs / seconds / 10^12: the model's TeraOps/s (the TPU paper's row 9 kind; `tops` above counts "
+     "the array's 8-bit MACs, each byte-plane pass of a 16-bit matmul, and a concat's identity copies); null "
+     "with model_macs"},
     {"layers", "array or null",
      "a compiled model's layers as the compiler mapped them (the program's `meta.mapping`), in program order: "
      "per layer `layer` (name), `macs` (useful multiply-accumulates), `array_macs` (computed: streamed vectors "
@@ -286,7 +295,17 @@ nlohmann::ordered_json make_report(const ReportInput& in) {
   j["host_overhead_seconds"] = latency.host_overhead();
   j["macs"] = r.macs;
   j["array_macs"] = r.array_macs;
-  j["layers"] = layers_of(*in.program);
+  nlohmann::ordered_json layers = layers_of(*in.program);
+  if (layers.is_array()) {
+    uint64_t model_macs = 0;
+    for (const auto& l : layers) model_macs += l["model_macs"].get<uint64_t>();
+    j["model_macs"] = model_macs;
+    j["model_tops"] = seconds > 0 ? 2.0 * double(model_macs) / seconds / 1e12 : 0.0;
+  } else {
+    j["model_macs"] = nullptr;
+    j["model_tops"] = nullptr;
+  }
+  j["layers"] = std::move(layers);
   const auto mapper = in.program->meta.find("mapper");
   j["mapper"] = mapper != in.program->meta.end() && mapper->is_object() ? nlohmann::ordered_json(*mapper)
                                                                         : nlohmann::ordered_json::object();
