@@ -318,6 +318,43 @@ TEST_CASE("sync on an activate that waits for a weight-stalled matmul - weight s
   CHECK(r.fast.matrix.non_matrix == 21);
 }
 
+// Issue held at a full activation queue, ahead of a matmul that reads what the queued activates
+// write, is non-matrix but neither RAW nor input stall: only a sync's hold is named
+// (docs/timing.md, "Counters"; docs/validation.md, "What holds the idle matrix unit", measures
+// such holds on the paper's apps and why they are not counted as RAW stalls).
+TEST_CASE("issue held at a full activation queue - non-matrix, not RAW stall", "[machine]") {
+  sim::Arch a = small_arch();
+  a.station_queue_depth = 1;
+  const auto r = run_all(assemble(kTile + R"(
+    rw     waddr=w, tiles=1
+    act    acc=0, ub=8, rows=16, func=relu
+    act    acc=0, ub=24, rows=4, func=relu
+    act    acc=0, ub=28, rows=4, func=relu
+    sync   units=act
+    matmul ub=24, acc=16, rows=2, switch
+    halt)"),
+                         a);
+  // The tile is usable at 8 and shifted in by 12. act 1: issued 1, starts 2 (leaving the queue),
+  // takes 2 + 16 rows x 1 = 18: ends 20. act 2: issued 2, queued until the unit is free: starts
+  // 20, ends 20 + 2 + 4 = 26. act 3: its queue (depth 1) holds act 2 until 20, so issue waits
+  // [3, 20): issued 20, starts 26, ends 32. sync act: issued 21, holds issue [22, 32). matmul
+  // (reads rows 24..25, act 2's): issued 32, starts 33, ends 33 + 2 + 7 = 42 = halt's end.
+  CHECK(r.fast.timeline[1] == InstructionTiming{1, 2, 20});
+  CHECK(r.fast.timeline[2] == InstructionTiming{2, 20, 26});
+  CHECK(r.fast.timeline[3] == InstructionTiming{20, 26, 32});
+  CHECK(r.fast.timeline[4] == InstructionTiming{21, 21, 32});
+  CHECK(r.fast.timeline[5] == InstructionTiming{32, 33, 42});
+  CHECK(r.fast.cycles == 42);
+  // Array active [33, 35) = 2, no weight stall or shift: non-matrix 42 - 2 = 40. Of it, the
+  // sync's hold [22, 32) = 10 is RAW stall; the full queue's [3, 20) = 17 is counted by neither.
+  CHECK(r.fast.matrix.array_active == 2);
+  CHECK(r.fast.matrix.weight_stall == 0);
+  CHECK(r.fast.matrix.weight_shift == 0);
+  CHECK(r.fast.matrix.non_matrix == 40);
+  CHECK(r.fast.matrix.raw_stall == 10);
+  CHECK(r.fast.matrix.input_stall == 0);
+}
+
 TEST_CASE("activation unit durations - activate and per-channel table and vector and pool", "[machine]") {
   const auto r = run_all(assemble(kTile + R"(
     rw     waddr=w, tiles=1
