@@ -91,7 +91,7 @@ class Context {
   const IssueRegs& regs(uint64_t index) const { return reg_values[regs_at[index]]; }
   const PackRegs& pack(uint64_t index) const { return regs(index).pack; }
   RunResult result;                                   // counters filled by the units
-  std::vector<Span> sync_act, sync_host;              // issue blocked on act / host only
+  std::vector<Span> sync_act, sync_host;              // issue blocked on act / host only (syncs, int's drain)
   std::vector<Span> host_launch;                      // issue held by int for the host's launch
   std::vector<Span> matrix_spans;                     // the matrix unit streaming or stalled on weights
   uint64_t next_issue = 0;                            // index the control unit issues next

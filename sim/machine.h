@@ -65,8 +65,8 @@ struct MatrixCounters {
   uint64_t weight_stall = 0;     // a matmul waiting for its tile to arrive from weight memory
   uint64_t weight_shift = 0;     // a matmul waiting for its tile to shift into the shadow slot
   uint64_t non_matrix = 0;       // everything else
-  uint64_t raw_stall = 0;        // non_matrix cycles while issue waits on a sync naming `act`
-  uint64_t input_stall = 0;      // non_matrix cycles while issue waits on a sync naming `host` only
+  uint64_t raw_stall = 0;        // non_matrix cycles while issue waits on a sync naming `act` (or int's drain)
+  uint64_t input_stall = 0;      // non_matrix cycles while issue waits on a sync naming `host` only (or int's)
   uint64_t host_launch = 0;      // non_matrix cycles while issue is held by `int` for the host's launch
   bool operator==(const MatrixCounters&) const = default;
 };

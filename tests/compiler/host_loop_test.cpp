@@ -47,7 +47,8 @@ TEST_CASE("host_loop: an LSTM's layer-steps are segments the host launches, off:
   const uint64_t cycles_on = check_model(wide_lstm_model("", ""), a, true);
   const uint64_t cycles_off = check_model(wide_lstm_model("", ""), a, true, compiler::LowerOptions{.host_loop = false});
   // The held cycles: at each int, the driver and the next segment's download (host_model.h),
-  // exactly; counted as host_launch, part of non-matrix, none as RAW stall.
+  // exactly; counted as host_launch, part of non-matrix (the drain before it is RAW stall:
+  // tests/sim/machine_test.cpp).
   const sim::RunResult r = sim::simulate(on.program, a, {sim::Engine::timing, 0});
   uint64_t held = 0;
   for (uint64_t i = 0; i < on.program.code.size(); ++i)

@@ -65,8 +65,12 @@ TEST_CASE("int - drain, then the host's launch of the next segment", "[machine]"
   CHECK(r.fast.timeline[5] == InstructionTiming{192, 192, 193});
   CHECK(r.fast.cycles == 193);
   // Host launch: [22, 114) and [116, 192) = 92 + 76 cycles, in non-matrix, not RAW or input stall.
+  // int 2's drain (docs/timing.md, "Counters": from the segment's last matmul until the matrix
+  // and activation units are idle, as a sync on them) is [12, 22): RAW stall where no matmul
+  // streams or waits, the matmul's fill and drain [15, 22) = 7 (it waited for its tile [2, 8), its
+  // shift [8, 12), streamed [12, 15)). int 4's segment has no matmul: its drain is empty.
   CHECK(r.fast.matrix.host_launch == 92 + 76);
-  CHECK(r.fast.matrix.raw_stall == 0);
+  CHECK(r.fast.matrix.raw_stall == 7);
   CHECK(r.fast.matrix.input_stall == 0);
   CHECK(r.fast.matrix.non_matrix == 193 - 3 - 6 - 4);
   // The segments the host launches: the first (rw, matmul, int) is the batch's download
@@ -212,6 +216,42 @@ TEST_CASE("a partial tile computes as the whole tile with zeros outside its box"
   // The partial tile moves 6 bytes (2 cycles) instead of 16 (4): the whole tile's run is longer.
   CHECK(a.fast.weight_mem_busy == 4 + 2);
   CHECK(b.fast.weight_mem_busy == 4 + 4);
+}
+
+// An int's drain is counted as a sync naming the units it waits for: from the segment's last
+// matmul until the matrix and activation units are idle (what the segment computed, which the
+// next one reads): RAW stall; then a host DMA still under way: input stall. Then the host's launch.
+TEST_CASE("int - its drain as RAW stall, then input stall, then the host's launch", "[machine]") {
+  sim::Arch a = small_arch();
+  a.host_driver_us = 0.05;  // 50 cycles at 1000 MHz
+  const auto r = run_all(assemble(kTile + R"(
+    .input  x, 0, 8, init=random(2)
+    .output y, 16, 8
+    rw     waddr=w, tiles=1
+    rhm    host=x, ub=0, rows=2
+    sync   units=host
+    matmul ub=0, acc=0, rows=2, switch
+    act    acc=0, ub=8, rows=2, func=relu, shift=4
+    whm    host=y, ub=4, rows=2
+    int
+    halt)"),
+                         a);
+  // As in the test below up to the act: rhm [2, 20), sync host holds issue [3, 20), matmul
+  // issued 20, streams [21, 23), ends 30; act issued 21, [30, 34). whm (rows no one writes):
+  // issued 22, starts 23, 10 + 8 bytes: ends 41. int: issued 23, its issue cycle ends 24; the
+  // matrix and activation units are idle at 34, the host DMA at 41; then the host: 50 + the
+  // next segment's download (halt: 16 bytes) 16 + 10 = 76: issue resumes at 41 + 76 = 117.
+  CHECK(r.fast.timeline[5] == InstructionTiming{22, 23, 41});
+  CHECK(r.fast.timeline[6] == InstructionTiming{23, 23, 117});
+  CHECK(r.fast.cycles == 118);
+  // RAW: from the segment's last matmul, [21, 34), less its stream [21, 23): 11 (the activate
+  // waiting for the matmul's fill and drain, then running; the int's own issue cycle included).
+  // Input: the sync's [3, 20) = 17 and the drain's [34, 41) = 7. Host launch: [41, 117) = 76.
+  CHECK(r.fast.matrix.raw_stall == 11);
+  CHECK(r.fast.matrix.input_stall == 17 + 7);
+  CHECK(r.fast.matrix.host_launch == 76);
+  CHECK(r.fast.matrix.array_active == 2);
+  CHECK(r.fast.matrix.non_matrix == 118 - 2);
 }
 
 TEST_CASE("DMA and activate and syncs - input stall and RAW stall", "[machine]") {
