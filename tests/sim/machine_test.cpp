@@ -359,8 +359,8 @@ TEST_CASE("sync on an activate that waits for a weight-stalled matmul - weight s
 }
 
 // Issue held at a full activation queue, ahead of a matmul that reads what the queued activates
-// write, is non-matrix but neither RAW nor input stall: only a sync's hold is named
-// (docs/timing.md, "Counters"; docs/validation.md, "What holds the idle matrix unit", measures
+// write, is non-matrix but neither RAW nor input stall: only a sync's hold (or a segment's drain
+// before `int`) is named (docs/timing.md, "Counters"; docs/validation.md, "What holds the idle matrix unit", measures
 // such holds on the paper's apps and why they are not counted as RAW stalls).
 TEST_CASE("issue held at a full activation queue - non-matrix, not RAW stall", "[machine]") {
   sim::Arch a = small_arch();
