@@ -37,8 +37,10 @@ std::string utc_now() {
   return fmt::format("{:%Y-%m-%dT%H:%M:%SZ}", fmt::gmtime(std::chrono::system_clock::to_time_t(now)));
 }
 
+}  // namespace
+
 // A prepared statement, finalized on scope exit.
-class Statement {
+class ResultStore::Statement {
  public:
   Statement(sqlite3* db, const std::string& sql, const std::string& where) : db_(db), where_(where) {
     if (sqlite3_prepare_v2(db, sql.c_str(), -1, &s_, nullptr) != SQLITE_OK) fail();
@@ -79,6 +81,12 @@ class Statement {
     const auto* t = reinterpret_cast<const char*>(sqlite3_column_text(s_, i));
     return t ? std::string(t, static_cast<size_t>(sqlite3_column_bytes(s_, i))) : std::string();
   }
+  // Ready to run again: the statement back at its start (releasing what a step held, an error
+  // included) and every parameter unbound.
+  void reset() {
+    sqlite3_reset(s_);
+    sqlite3_clear_bindings(s_);
+  }
   [[noreturn]] void fail() const {
     throw InputError(fmt::format("{}: SQLite: {}", where_, sqlite3_errmsg(db_)));
   }
@@ -88,8 +96,6 @@ class Statement {
   sqlite3_stmt* s_ = nullptr;
   std::string where_;
 };
-
-}  // namespace
 
 ResultStore::ResultStore(const std::filesystem::path& path, bool read_only) : path_(path) {
   const int flags = read_only ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE;
@@ -104,7 +110,10 @@ ResultStore::ResultStore(const std::filesystem::path& path, bool read_only) : pa
   exec("PRAGMA synchronous=FULL");
 }
 
-ResultStore::~ResultStore() { sqlite3_close(db_); }
+ResultStore::~ResultStore() {
+  insert_.reset();  // (finalized first: SQLite does not close a connection with statements open)
+  sqlite3_close(db_);
+}
 
 void ResultStore::exec(const std::string& sql) {
   char* err = nullptr;
@@ -264,15 +273,25 @@ std::set<std::string> ResultStore::finished_keys() {
 
 void ResultStore::record(const std::vector<PointResult>& points) {
   if (points.empty()) return;
-  std::string params;
-  for (size_t i = 1; i <= columns().size() + 5; ++i) params += fmt::format("{}?{}", i > 1 ? ", " : "", i);
-  const std::string insert =
-      fmt::format("INSERT INTO results({}, key, host_seconds, point_seconds, finished, json) VALUES ({})",
-                  column_list(), params);
+  if (!insert_) {
+    std::string params;
+    for (size_t i = 1; i <= columns().size() + 5; ++i) params += fmt::format("{}?{}", i > 1 ? ", " : "", i);
+    insert_ = std::make_unique<Statement>(
+        db_,
+        fmt::format("INSERT INTO results({}, key, host_seconds, point_seconds, finished, json) VALUES ({})",
+                    column_list(), params),
+        path_.string());
+  }
+  Statement& s = *insert_;
   transaction([&] {
     for (const PointResult& r : points) {
+      // Reset whether the point was stored or its step threw (a failed step leaves the statement
+      // holding its error until reset; the transaction then rolls back).
+      struct Reset {
+        Statement& s;
+        ~Reset() { s.reset(); }
+      } reset{s};
       const Row row = make_row(r);
-      Statement s(db_, insert, path_.string());
       int i = 1;
       for (const Cell& c : row) s.bind(i++, c);
       s.bind(i++, r.point->key);

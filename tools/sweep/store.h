@@ -65,8 +65,12 @@ class ResultStore {
   template <class F>
   void transaction(F&& f);
   void check_columns();
+  class Statement;  // a prepared statement (store.cpp)
   std::filesystem::path path_;
   sqlite3* db_ = nullptr;
+  // record()'s INSERT, prepared on its first call (the results table exists by then) and reused:
+  // reset and its bindings cleared after each point, stored or not.
+  std::unique_ptr<Statement> insert_;
 };
 
 }  // namespace tpusim::tools::sweep

@@ -1,0 +1,44 @@
+// The sweep's results database (tools/sweep/store.h): record() stores each batch in one
+// transaction, through one INSERT prepared per store and reused.
+#include "tools/sweep/store.h"
+
+#include <algorithm>
+#include <catch2/catch.hpp>
+#include <set>
+
+#include "isa/error.h"
+
+using namespace tpusim::tools::sweep;
+
+TEST_CASE("store: a batch that fails is rolled back and the reused INSERT stores the next") {
+  const Spec spec = parse_spec(
+      "[sweep]\nworkloads = [\"../asm/matmul.s\"]\nengine = \"fast\"\n[grid]\nclock_mhz = [700, 800, 900]\n",
+      TPUSIM_SOURCE_DIR "/workloads/sweeps/test.toml");
+  REQUIRE(spec.points.size() == 3);
+  ResultStore store(":memory:");
+  store.attach_spec(spec);
+  const auto failed = [&](size_t i) { return PointResult{&spec.points[i], &spec, nullptr, "boom " + std::to_string(i), 0.5}; };
+
+  store.record({failed(0)});
+  CHECK(store.count() == 1);
+  // Point 1, then point 0 again: its key is taken (UNIQUE), the step fails, and the whole batch
+  // is rolled back (point 1 not stored either).
+  CHECK_THROWS_AS(store.record({failed(1), failed(0)}), tpusim::InputError);
+  CHECK(store.count() == 1);
+  // The same statement, reset after the failed step, stores the next batch (its parameters
+  // rebound: nothing of the failed batch's is left in the row).
+  store.record({failed(2), failed(1)});
+  CHECK(store.count() == 3);
+  CHECK(store.finished_keys() == std::set<std::string>{spec.points[0].key, spec.points[1].key, spec.points[2].key});
+  const auto lines = parse_csv(store.csv(), "csv");
+  REQUIRE(lines.size() == 4);  // header and three points, in point order
+  const auto error = std::find(lines[0].begin(), lines[0].end(), "error") - lines[0].begin();
+  const auto status = std::find(lines[0].begin(), lines[0].end(), "status") - lines[0].begin();
+  REQUIRE(size_t(error) < lines[0].size());
+  REQUIRE(size_t(status) < lines[0].size());
+  for (size_t i = 1; i < 4; ++i) {
+    CHECK(lines[i][0] == std::to_string(i - 1));
+    CHECK(lines[i][status] == "failed");
+    CHECK(lines[i][error] == "boom " + std::to_string(i - 1));
+  }
+}
