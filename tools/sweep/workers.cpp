@@ -479,9 +479,10 @@ int worker_main() {
   const int answers = dup(1);
   dup2(2, 1);
   FILE* out = fdopen(answers, "w");
-  // For tests (tests/sweep/resume_test.sh): TPUSIM_SWEEP_TEST_SIGTERM=N:FILE makes the first
-  // worker to be given its Nth point (the one that creates FILE) kill itself with SIGTERM instead
-  // of running it, as Slurm or a user might, at a moment that does not depend on timing.
+  // A test hook, not a user option (tests/sweep/resume_test.sh; docs/sweeps.md, "How it works"):
+  // TPUSIM_SWEEP_TEST_SIGTERM=N:FILE makes the first worker to be given its Nth point (the one
+  // that creates FILE) kill itself with SIGTERM instead of running it, as Slurm or a user might,
+  // at a moment that does not depend on timing.
   unsigned term_at = 0;
   std::string term_file;
   if (const char* t = std::getenv("TPUSIM_SWEEP_TEST_SIGTERM")) {
