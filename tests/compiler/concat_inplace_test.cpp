@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "e2e_support.h"
+#include "model_text.h"
 #include "isa/error.h"
 
 namespace tpusim::test {
@@ -27,8 +28,9 @@ compiler::LowerOptions inplace(bool on) {
 compiler::Compiled compile(const std::string& text, const sim::Arch& arch, bool on, bool timing_only = false) {
   compiler::LoadOptions lo;
   lo.timing_only = timing_only;
-  compiler::Compiled c = compiler::prepare_model(compiler::parse_model(text, "concat.toml", ".", lo), timing_only, inplace(on));
-  compiler::lower_for(c, arch, inplace(on));
+  lo.mapper = inplace(on);
+  compiler::Compiled c = prepare_text(text, lo);
+  compiler::lower_for(c, arch, lo.mapper);
   return c;
 }
 
@@ -139,7 +141,9 @@ TEST_CASE("a concat written in place: its branches' N tiles cut at the slice bou
 }
 
 TEST_CASE("a concat written in place needs the same switch when quantized and when lowered") {
-  compiler::Compiled c = compiler::prepare_model(compiler::parse_model(kFourBranches, "f.toml", "."), false, inplace(false));
+  compiler::LoadOptions off;
+  off.mapper = inplace(false);
+  compiler::Compiled c = prepare_text(kFourBranches, off);
   try {
     compiler::lower_for(c, square(16), inplace(true));
     FAIL("lowered a graph quantized with concat_inplace=off with concat_inplace=on");
@@ -148,11 +152,11 @@ TEST_CASE("a concat written in place needs the same switch when quantized and wh
           std::string::npos);
   }
   // Not given: the graph's.
-  compiler::Compiled d = compiler::prepare_model(compiler::parse_model(kFourBranches, "f.toml", "."), false, inplace(false));
+  compiler::Compiled d = prepare_text(kFourBranches, off);
   compiler::lower_for(d, square(16));
   CHECK(d.program.meta["mapper"] == nlohmann::json{{"concat_inplace", false}});
   // On by default, in both halves.
-  compiler::Compiled e = compiler::prepare_model(compiler::parse_model(kFourBranches, "f.toml", "."));
+  compiler::Compiled e = prepare_text(kFourBranches);
   REQUIRE(e.graph.concat_inplace);
   compiler::lower_for(e, square(16));
   CHECK_FALSE(e.program.meta.contains("mapper"));
@@ -206,15 +210,9 @@ filters = 16
 kernel = 1
 )";
   };
-  auto copies = [](const compiler::Compiled& c) {
-    int n = 0;
-    for (const compiler::QOp& op : c.graph.ops)
-      if (const auto* mm = std::get_if<compiler::MatmulOp>(&op)) n += mm->weight_id < 0;
-    return n;
-  };
   const sim::Arch a = square(16);
   const compiler::Compiled free_full = compile(text(""), a, true);
-  const int free_copies = copies(free_full);
+  const int free_copies = identity_copies(free_full.graph);
   for (const char* s : {"0.0001", "0.003", "0.008", "0.01", "0.02", "0.05", "0.1", "1.0"}) {
     INFO("outer scale " << s);
     const std::string t = text(std::string("scale = ") + s);
@@ -224,7 +222,7 @@ kernel = 1
     CHECK(sim::simulate(full.program, a, {sim::Engine::timing, 0}).cycles ==
           sim::simulate(timing.program, a, {sim::Engine::timing, 0}).cycles);
     // The nested concat goes to a tensor of its own and is copied into the outer one.
-    CHECK(copies(full) == free_copies + 1);
+    CHECK(identity_copies(full.graph) == free_copies + 1);
     // Bit-exact against the golden reference on every engine (not close to the float model: the
     // given scales are far from the data's on purpose).
     EngineRuns r = run_all(full.program, a);
@@ -254,11 +252,10 @@ TEST_CASE("random concat models run bit-exact on every engine with concats in pl
     CHECK(rf.cycles == rt.cycles);
     CHECK(rf.matrix == rt.matrix);
     CHECK(full.program.code.size() == timing.program.code.size());
+    copies += identity_copies(full.graph);
     for (const compiler::QOp& op : full.graph.ops)
-      if (const auto* mm = std::get_if<compiler::MatmulOp>(&op)) {
-        copies += mm->weight_id < 0;
+      if (const auto* mm = std::get_if<compiler::MatmulOp>(&op))
         cut += mm->output.channel0 % a.ub_row_bytes() + mm->n > a.ub_row_bytes();
-      }
   }
   // The generator reaches both kinds of part and branches that straddle a slice boundary.
   CHECK(copies > 0);
@@ -274,14 +271,8 @@ TEST_CASE("small/inception.toml in place: bit-exact on every engine, its pool br
   }();
   const sim::Arch arch = square(16);
   const compiler::Compiled off = compile(text, arch, false), on = compile(text, arch, true);
-  const auto copies = [](const compiler::QGraph& g) {  // (identity matmuls: the model's own weights are seeded)
-    int n = 0;
-    for (const compiler::QOp& op : g.ops)
-      if (const auto* m = std::get_if<compiler::MatmulOp>(&op)) n += m->weight_id < 0;
-    return n;
-  };
-  CHECK(copies(off.graph) == 1);  // m2_pool's parts joined for its padded projection
-  CHECK(copies(on.graph) == 0);
+  CHECK(identity_copies(off.graph) == 1);  // m2_pool's parts joined for its padded projection
+  CHECK(identity_copies(on.graph) == 0);
   CHECK(on.program.meta["weight_tiles"] < off.program.meta["weight_tiles"]);
   check_model(load("small/inception.toml"), arch, true, inplace(true));
   check_model(load("small/inception.toml", 2), sim::Arch{}, false, inplace(true));

@@ -8,6 +8,7 @@
 #include "compiler/compile.h"
 #include "compiler/graph.h"
 #include "compiler/model.h"
+#include "model_text.h"
 
 namespace tpusim::test {
 namespace {
@@ -96,8 +97,7 @@ TEST_CASE("a concat part copied in, a grouped convolution: model MACs each once,
   for (const bool on : {true, false}) {
     CAPTURE(on);
     const compiler::LoadOptions lo = options(on, false, false);
-    const compiler::QGraph g =
-        compiler::prepare_model(compiler::parse_model(kInputPart, "input_part.toml", ".", lo), false, lo.mapper).graph;
+    const compiler::QGraph g = prepare_text(kInputPart, lo).graph;
     const compiler::MatmulWork w = compiler::graph_matmul_work(g);
     CHECK(w.model_macs == 9600);
     CHECK(w.gemm_macs == (on ? 19712 : 23936));

@@ -205,6 +205,25 @@ QuantError error_of(const Model& m) {
   return quant_error(f.back(), tensor_values(golden[static_cast<size_t>(g.output)], out.bits), out.scale);
 }
 
+// The two concat tests' model: input 5x5x3 -> conv 1x1 (4, relu) = a, conv 3x3 pad 1 (6, relu) = b,
+// conv 1x1 (2, relu) = c; concat [a, b, c] (12); then max pool 2 (part by part: 4 x 4 x 12), conv
+// 1x1 (5) reading the pool; then a concat of that conv and the pool (4 x 4 x 17), read by a 3x3
+// conv (2 x 2 x 3, which needs the joined tensor: materialized).
+struct TwoConcats {
+  Builder b{map(5, 5, 3), 2, 11};
+  int cat = 0, cat2 = 0;
+  TwoConcats() {
+    const int a = b.conv(model_input(0), 4, 1, 1, 0, Activation::relu);
+    const int br = b.conv(model_input(0), 6, 3, 1, 1, Activation::relu);
+    const int c = b.conv(model_input(0), 2, 1, 1, 0, Activation::relu);
+    cat = b.concat({a, br, c});
+    const int p = b.pool(cat, false, 2, 1);
+    const int d = b.conv(p, 5, 1, 1, 0, Activation::relu);
+    cat2 = b.concat({d, p});
+    b.conv(cat2, 3, 3, 1, 0);
+  }
+};
+
 }  // namespace
 
 TEST_CASE("requant_for: exact powers of two and integers, best 16-bit precision, limits", "[quantize]") {
@@ -325,19 +344,8 @@ TEST_CASE("dense after flatten: one MatmulOp whose kernel is the whole map", "[q
 }
 
 TEST_CASE("concat: branches at one scale, read as the parts of a 1 x 1 matmul, pooled part by part", "[quantize]") {
-  // input 5x5x3 -> conv 1x1 (4, relu) = a, conv 3x3 pad 1 (6, relu) = b, conv 1x1 (2, relu) = c;
-  // concat [a, b, c] (12);
-  // then max pool 2 (part by part), conv 1x1 (5) reading the pooled parts; then a concat of that
-  // conv and the pool, read by a 3x3 conv (which needs the joined tensor: materialized).
-  Builder b(map(5, 5, 3), 2, 11);
-  const int a = b.conv(model_input(0), 4, 1, 1, 0, Activation::relu);
-  const int br = b.conv(model_input(0), 6, 3, 1, 1, Activation::relu);
-  const int c = b.conv(model_input(0), 2, 1, 1, 0, Activation::relu);
-  const int cat = b.concat({a, br, c});
-  const int p = b.pool(cat, false, 2, 1);  // 4 x 4 x 12
-  const int d = b.conv(p, 5, 1, 1, 0, Activation::relu);
-  const int cat2 = b.concat({d, p});      // 4 x 4 x 17
-  b.conv(cat2, 3, 3, 1, 0);                // 2 x 2 x 3
+  const TwoConcats t;
+  const Builder& b = t.b;
   const QGraph g = quantize(b.m, false);  // (as parts: the mapper's concat_inplace off)
   check_structure(g);
   // 3 branch convs, 3 pools (one per part), conv d, the identity matmul joining cat2, the 3x3 conv.
@@ -353,7 +361,7 @@ TEST_CASE("concat: branches at one scale, read as the parts of a 1 x 1 matmul, p
     return t / 127;
   };
   for (int i = 0; i < 3; ++i)
-    CHECK(g.tensors[std::get<MatmulOp>(g.ops[i]).output.tensor].scale == std::max(top(cat), top(cat2)));
+    CHECK(g.tensors[std::get<MatmulOp>(g.ops[i]).output.tensor].scale == std::max(top(t.cat), top(t.cat2)));
   // conv d reads the three pooled parts as its inputs: K = 4 + 6 + 2, no copy.
   const auto& md = std::get<MatmulOp>(g.ops[6]);
   REQUIRE(md.inputs.size() == 3);
@@ -409,15 +417,8 @@ TEST_CASE("concat written in place: branches write their channels of one tensor,
   // The first case above, in place (the mapper's concat_inplace, the default): a, b, c write
   // channels 0, 4 and 10 of concat4; one pool reads it whole; d writes channels 0..4 of concat7,
   // the pool's output (read by d too) is copied to its channels 5..16; the 3x3 conv reads concat7.
-  Builder b(map(5, 5, 3), 2, 11);
-  const int a = b.conv(model_input(0), 4, 1, 1, 0, Activation::relu);
-  const int br = b.conv(model_input(0), 6, 3, 1, 1, Activation::relu);
-  const int c = b.conv(model_input(0), 2, 1, 1, 0, Activation::relu);
-  const int cat = b.concat({a, br, c});
-  const int p = b.pool(cat, false, 2, 1);
-  const int d = b.conv(p, 5, 1, 1, 0, Activation::relu);
-  const int cat2 = b.concat({d, p});
-  b.conv(cat2, 3, 3, 1, 0);
+  const TwoConcats t;
+  const Builder& b = t.b;
   const QGraph g = quantize(b.m);
   check_structure(g);
   REQUIRE(g.concat_inplace);

@@ -9,6 +9,7 @@
 #include "compiler/weight_image.h"
 #include "e2e_support.h"
 #include "isa/disassembler.h"
+#include "model_text.h"
 #include "sim/report.h"
 
 namespace tpusim::test {
@@ -144,8 +145,7 @@ TEST_CASE("a timing-only compile times exactly as the full compile on random mod
     INFO("model " << i << ":\n" << text);
     compiler::LoadOptions timing;
     timing.timing_only = true;
-    compiler::Compiled a = compiler::prepare_model(compiler::parse_model(text, "random.toml", "."));
-    compiler::Compiled b = compiler::prepare_model(compiler::parse_model(text, "random.toml", ".", timing), true);
+    compiler::Compiled a = prepare_text(text), b = prepare_text(text, timing);
     compiler::lower_for(a, arch);
     compiler::lower_for(b, arch);
     check_same_timing(a, b, arch);
