@@ -21,6 +21,22 @@ namespace tpusim::sim {
 
 class StationQueue;
 
+// The matrix unit's completions on the fast and timing engines, applied lazily: a matmul's end is
+// known at its start, so it is completed (Hazards::completed, Context::complete) only when a unit
+// looks at the matrix unit's completions, at or after that end (retire_due), and a timed event
+// fires at an end only while a unit waits for it (wake_at_next_end). Without a waiter no event is
+// scheduled per matmul; with one, it is woken in the same cycle (and delta cycle) as when every
+// end had its event. (The stepped engine observes its ends and completes them as they happen.)
+class MatrixRetire {
+ public:
+  virtual void retire_due() = 0;        // completes every matmul whose end is <= now
+  virtual void wake_at_next_end() = 0;  // the caller waits on completed_events[matrix] next
+  virtual void drain() = 0;             // every pending end gets its event (the run stopped early)
+
+ protected:
+  ~MatrixRetire() = default;
+};
+
 // Told when a station takes an instruction from its queue (the control unit: issue waiting for
 // room in that queue goes on at once, in the popping station's process).
 class PopListener {
@@ -97,6 +113,7 @@ class Context {
   uint64_t next_issue = 0;                            // index the control unit issues next
   std::array<const StationQueue*, 4> queues{};        // host, weights, matrix, activation
   PopListener* pop_listener = nullptr;                // the control unit
+  MatrixRetire* matrix_retire = nullptr;              // the matrix unit
   sc_core::sc_event start_event;                      // a run begins
   bool halted = false;
   std::optional<std::string> error;
@@ -170,6 +187,11 @@ class Context {
   void wake_all();  // notify every waitable event (abort)
   void complete(isa::Unit unit, uint64_t index, uint64_t end);
   bool idle(isa::Unit unit) const { return completed[int(unit)] == issued[int(unit)]; }
+  // Waits for the next completion of `unit` (the matrix unit's first arranges for its event).
+  [[nodiscard]] bool wait_completion(isa::Unit unit) {
+    if (unit == isa::Unit::matrix) matrix_retire->wake_at_next_end();
+    return wait_for(completed_events[int(unit)]);
+  }
   uint64_t lowest_unstarted() const;
   void note_ub(uint64_t first_row, uint64_t rows);
   void note_acc(uint64_t first_row, uint64_t rows);

@@ -155,8 +155,11 @@ void Hazards::issued(uint64_t index) {
 }
 
 void Hazards::completed(uint64_t index) {
-  std::erase_if(acc_writers_, [&](const auto& w) { return w.first == index; });
-  std::erase_if(acc_readers_, [&](const auto& w) { return w.first == index; });
+  // Each matmul or activate is in its list once; they complete mostly in issue order, so the one
+  // sought is usually at the front.
+  auto& list = ctx_.inst(index).opcode == Opcode::matmul ? acc_writers_ : acc_readers_;
+  const auto it = std::find_if(list.begin(), list.end(), [&](const auto& w) { return w.first == index; });
+  if (it != list.end()) list.erase(it);
 }
 
 bool Hazards::acc_busy(uint64_t index) const {

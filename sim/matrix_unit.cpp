@@ -49,6 +49,7 @@ void MatrixUnit::reset(ArrayModel* array) {
   queue_.reset(ctx_.arch.station_queue_depth);
   port_free_ = 0;
   retiring_.clear();
+  wake_ = drain_ = false;
   streams_.clear();
   shifts_.clear();
   busy_until_ = 0;
@@ -186,7 +187,7 @@ bool MatrixUnit::start_matmul(uint64_t i, uint64_t t0) {
     if (ctx_.engine == Engine::fast)
       for (uint64_t p = 0; p < planes; ++p) fast_pass(i, p, accumulate || p > 0);
     retiring_.push_back({i, end});
-    if (retiring_.size() == 1) retire_event_.notify(ctx_.at(end) - ctx_.stamp());
+    if (retiring_.size() == 1 && (wake_ || drain_)) notify_retire();
   }
   port_free_ = t0 + stream;
   // Busy: the union of [t0, end) over matmuls (their drains overlap the next ones' streaming).
@@ -237,19 +238,44 @@ void MatrixUnit::fast_pass(uint64_t i, uint64_t p, bool add) {
       acc[e] = int32_t((uint32_t(scratch_[e]) << shift) + (add ? uint32_t(acc[e]) : 0u));
 }
 
-// A method, not a thread: woken at the front matmul's end (ends come in order).
+// A method, not a thread: woken at the front matmul's end (ends come in order) while a unit
+// waits for it (wake_at_next_end) or the run drains (drain), never otherwise.
 void MatrixUnit::retire() {
   if (ctx_.aborted) {
     retiring_.clear();
     return;
   }
-  while (!retiring_.empty() && retiring_.front().second <= ctx_.now()) {
+  retire_due();
+  wake_ = false;  // the waiter, woken by the completion, asks again if it still waits
+  if (drain_ && !retiring_.empty()) notify_retire();
+}
+
+void MatrixUnit::retire_due() {
+  const uint64_t now = ctx_.now();
+  while (!retiring_.empty() && retiring_.front().second <= now) {
     const auto [i, end] = retiring_.front();
     retiring_.pop_front();
     hazards_.completed(i);
     ctx_.complete(isa::Unit::matrix, i, end);
   }
-  if (!retiring_.empty()) retire_event_.notify(ctx_.at(retiring_.front().second) - ctx_.stamp());
+}
+
+// (Every end <= now has been completed when this is called: the front's end is later.)
+void MatrixUnit::notify_retire() {
+  retire_event_.notify(ctx_.at(std::max(retiring_.front().second, ctx_.now())) - ctx_.stamp());
+}
+
+// Called by a unit about to wait for a completion, after it looked (retire_due ran at this cycle,
+// in its own process or in retire()).
+void MatrixUnit::wake_at_next_end() {
+  wake_ = true;
+  if (!retiring_.empty()) notify_retire();  // (else the next start_matmul notifies)
+}
+
+void MatrixUnit::drain() {
+  drain_ = true;
+  retire_due();  // (what ended by now, as if each end had had its event)
+  if (!retiring_.empty()) notify_retire();
 }
 
 std::vector<MatrixUnit::InFlight> MatrixUnit::in_flight() const {

@@ -114,11 +114,15 @@ class WeightPath : public sc_core::sc_module, public Station, public WeightSourc
 // is read from the UB during [t0 + v*D, t0 + v*D + D) and enters the array in the last of them.
 // With 16-bit inputs (setcfg mm_in_hi) B counts both byte-plane passes' vectors (2 x rows x
 // repeat); the accumulators add each pass's sums shifted by its plane's weight (pack.h).
-class MatrixUnit : public sc_core::sc_module, public Station {
+class MatrixUnit : public sc_core::sc_module, public Station, public MatrixRetire {
  public:
   sc_core::sc_port<WeightSource> weights;
   MatrixUnit(sc_core::sc_module_name name, Context& ctx, Hazards& hazards);
   StationQueue& queue() override { return queue_; }
+  void retire_due() override;
+  void wake_at_next_end() override;
+  void drain() override;
+  bool retire_pending() const { return !retiring_.empty(); }
   // `array`: the stepped engine's array for this run (RunOptions::array), or null for the
   // built-in SystolicArray.
   void reset(ArrayModel* array);
@@ -139,7 +143,8 @@ class MatrixUnit : public sc_core::sc_module, public Station {
   struct Stream;  // a matmul in the array (stepped engine)
   void run();     // takes matmuls from the queue, decides t0 (serve() per run)
   void serve();
-  void retire();  // fast/timing (a method): completes matmuls at their closed-form end
+  void retire();  // fast/timing (a method): completes matmuls at their closed-form end, when asked
+  void notify_retire();  // retire_event_ at the front matmul's end
   void step();    // stepped: moves every register every cycle while the array has work
   void step_run();
   bool step_cycle(uint64_t c);  // false: the run failed
@@ -156,8 +161,10 @@ class MatrixUnit : public sc_core::sc_module, public Station {
   std::vector<uint8_t> gathered_;  // fast engine: a gathering matmul's input vectors
   std::vector<int32_t> scratch_;   // fast engine: a shifted byte-plane pass's column sums
   uint64_t port_free_ = 0;
-  std::deque<std::pair<uint64_t, uint64_t>> retiring_;  // (index, end)
+  std::deque<std::pair<uint64_t, uint64_t>> retiring_;  // (index, end), ends in order
   sc_core::sc_event retire_event_;
+  bool wake_ = false;   // a unit waits for the next end: retire_event_ fires there
+  bool drain_ = false;  // every end fires retire_event_ (MatrixRetire::drain)
   Waitable work_event_;
   // stepped engine
   std::unique_ptr<SystolicArray> own_array_;

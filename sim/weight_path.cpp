@@ -126,7 +126,8 @@ void WeightPath::decide_shift() {
   const sc_core::sc_time stamp = ctx_.stamp();
   shadow_event_.notify();
   slot_event_.notify(ctx_.at(release_at_) - stamp);
-  if (on_shift || ctx_.trace) {
+  // (on_shift feeds the stepped engine's array; the other engines have no use for the event.)
+  if ((on_shift && ctx_.engine == Engine::stepped) || ctx_.trace) {
     if (s == now) shift_hook();
     else hook_event_.notify(ctx_.at(s) - stamp);
   }
@@ -142,7 +143,7 @@ void WeightPath::settle() {
 void WeightPath::shift_hook() {
   if (ctx_.aborted || !shadow_decided_) return;
   const uint64_t s = shadow_shift_start_;
-  if (on_shift) on_shift(shadow_, s);
+  if (on_shift && ctx_.engine == Engine::stepped) on_shift(shadow_, s);
   if (ctx_.trace) ctx_.trace->tile_shift(s, s + ctx_.arch.array_rows);
 }
 
