@@ -58,6 +58,7 @@ class Waitable {
     if (waiters_) event_.notify(delay);
   }
   void notify() { notify(sc_core::SC_ZERO_TIME); }
+  bool waited() const { return waiters_ != 0; }  // (a notification's time need not be built otherwise)
   sc_core::sc_event& event() { return event_; }  // the abort path notifies it unconditionally
 
  private:
@@ -220,10 +221,10 @@ class StationQueue {
     capacity_ = capacity;
   }
   bool full() const { return entries_.size() >= capacity_; }
-  // The station is woken when the entry becomes available.
-  void push(Entry e, const sc_core::sc_time& delay) {
+  // The station is woken when the entry becomes available (e.available >= now).
+  void push(Entry e) {
     entries_.push_back(e);
-    pushed_.notify(delay);
+    if (pushed_.waited()) pushed_.notify(ctx_.at(e.available) - ctx_.stamp());
   }
   // Waits for an instruction at the head (does not remove it); null when the run is aborted.
   const Entry* front() {

@@ -73,7 +73,7 @@ ControlUnit::Stop ControlUnit::issue_ahead() {
       const auto next = ctx_.later(i, t_, issue, "issue (issue_cycles)");
       if (!next) return Stop::failed;
       t_ = *next;
-      q.push({i, t_}, ctx_.at(t_) - ctx_.stamp());
+      q.push({i, t_});
       continue;
     }
     if (in.opcode == Opcode::sync || in.opcode == Opcode::barrier || in.opcode == Opcode::halt ||

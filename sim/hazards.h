@@ -84,7 +84,8 @@ class Hazards {
   void report(const Record& a, const Record& b) const;  // fails the run
   Context& ctx_;
   std::deque<Record> window_;
-  std::vector<std::pair<uint64_t, RowRange>> acc_writers_, acc_readers_;
+  // In issue order; they leave mostly from the front (Hazards::completed).
+  std::deque<std::pair<uint64_t, RowRange>> acc_writers_, acc_readers_;
 };
 
 }  // namespace tpusim::sim

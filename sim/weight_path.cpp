@@ -125,7 +125,7 @@ void WeightPath::decide_shift() {
   // resumes when this one frees.
   const sc_core::sc_time stamp = ctx_.stamp();
   shadow_event_.notify();
-  slot_event_.notify(ctx_.at(release_at_) - stamp);
+  if (slot_event_.waited()) slot_event_.notify(ctx_.at(release_at_) - stamp);
   // (on_shift feeds the stepped engine's array; the other engines have no use for the event.)
   if ((on_shift && ctx_.engine == Engine::stepped) || ctx_.trace) {
     if (s == now) shift_hook();
