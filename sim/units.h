@@ -89,7 +89,7 @@ class WeightPath : public sc_core::sc_module, public Station, public WeightSourc
   void fetch();  // the weight fetch station (a thread: one fetch_run() per run)
   void fetch_run();
   void decide_shift();  // the shadow slot is free and the FIFO holds a tile: when it shifts
-  void settle();        // frees the head's slot once its shift has ended
+  void settle(uint64_t at);  // frees the head's slot if its shift has ended by cycle `at`
   void shift_hook();    // a method at a shift's start: on_shift and the trace (when either wants it)
   bool head_shifted() const { return release_pending_ && ctx_.now() >= release_at_; }
   Context& ctx_;

@@ -55,25 +55,54 @@ void WeightPath::fetch_run() {
       xfer_cycles_ = transfer_cycles(xfer_bytes_, a.weight_mem_gbps, a.clock_mhz);
     }
     const uint64_t xfer = xfer_cycles_;
-    uint64_t request = start;
+    // `v`: the cycle the station has reached. On the fast and timing engines it runs ahead of
+    // simulated time while it waits only for known cycles (a slot freed by a decided shift, the
+    // next request cycle): what it computes at v depends on nothing that can change before v
+    // (a tile lands after its request, so the shift it may decide is the same), and the next
+    // instruction is still taken at the rw's end. It catches up before waiting for an event (a
+    // switch to decide the head's shift) and before failing, so that deadlocks and errors come
+    // at the same cycle. The stepped engine (the debugger's view of the FIFO) keeps v = now.
+    const bool ahead = ctx_.engine != Engine::stepped;
+    uint64_t v = start, request = start;  // (v <= ctx_.horizon throughout)
+    // v moves to `to` (>= v), waiting for it unless ahead. Past the horizon it waits as before
+    // (wait_until fails there), from cycle v.
+    const auto advance = [&](uint64_t to) {
+      if ((!ahead || to > ctx_.horizon) && !(ctx_.wait_until(v) && ctx_.wait_until(to))) return false;
+      v = to;
+      return true;
+    };
+    // x + y, checked as Context::later, failing at cycle v.
+    const auto later = [&](uint64_t x, uint64_t y, const char* what) -> std::optional<uint64_t> {
+      uint64_t sum = 0;
+      if (!__builtin_add_overflow(x, y, &sum) && sum <= ctx_.horizon) [[likely]]
+        return sum;
+      if (!ctx_.wait_until(v)) return std::nullopt;
+      return ctx_.later(i, x, y, what);
+    };
     for (uint64_t t = 0; t < in[Field::tiles]; ++t) {
-      settle();
+      settle(v);
       while (slots_used_ == a.weight_fifo_tiles) {
         ctx_.block(isa::Unit::weight_fetch,
                    "instruction {0} (rw) waits for a free weight FIFO slot for its tile {1}", i, t);
         // The head's shift decided: its slot frees at release_at_; else a switch must come first.
-        if (!(release_pending_ ? ctx_.wait_until(release_at_) : ctx_.wait_for(slot_event_))) return;
-        settle();
+        if (release_pending_) {
+          if (!advance(std::max(v, release_at_))) return;
+        } else if (v > ctx_.now()) {  // catch up and look again (a switch before v decides a shift)
+          if (!ctx_.wait_until(v)) return;
+        } else {
+          if (!ctx_.wait_for(slot_event_)) return;
+          v = ctx_.now();
+        }
+        settle(v);
       }
       ctx_.unblock(isa::Unit::weight_fetch);
-      request = std::max(ctx_.now(), t ? request + 1 : start);
-      if (!ctx_.wait_until(request)) return;
+      if (!advance(std::max(v, t ? request + 1 : start))) return;
+      request = v;
       ++slots_used_;
       const uint64_t begin = std::max(request, mem_free_);
-      const auto free = ctx_.later(i, begin, xfer, "a weight tile's transfer");
+      const auto free = later(begin, xfer, "a weight tile's transfer");
       if (!free) return;
-      const auto landed =
-          ctx_.later(i, *free, a.weight_mem_latency_cycles, "a weight tile's weight_mem_latency_cycles");
+      const auto landed = later(*free, a.weight_mem_latency_cycles, "a weight tile's weight_mem_latency_cycles");
       if (!landed) return;
       mem_free_ = *free;
       ctx_.result.weight_mem_busy += xfer;
@@ -100,7 +129,7 @@ void WeightPath::fetch_run() {
     }
     const uint64_t end = request + 1;
     ctx_.result.unit_busy[int(isa::Unit::weight_fetch)] += end - start;
-    if (!ctx_.wait_until(end)) return;
+    if ((end > ctx_.horizon && !ctx_.wait_until(v)) || !ctx_.wait_until(end)) return;
     ctx_.complete(isa::Unit::weight_fetch, i, end);
   }
 }
@@ -112,7 +141,7 @@ void WeightPath::fetch_run() {
 // became active at t0 >= s_prev + rows). Called when the slot empties (switched) and when a tile
 // joins the FIFO while it is empty: that cycle is when both became true, and s is then known.
 void WeightPath::decide_shift() {
-  settle();  // (the previous head's shift ended by the switch that emptied the slot)
+  settle(ctx_.now());  // (the previous head's shift ended by the switch that emptied the slot)
   if (fifo_.empty()) return;
   const uint64_t now = ctx_.now(), rows = ctx_.arch.array_rows;
   shadow_ = fifo_.front();
@@ -133,8 +162,8 @@ void WeightPath::decide_shift() {
   }
 }
 
-void WeightPath::settle() {
-  if (!head_shifted()) return;
+void WeightPath::settle(uint64_t at) {
+  if (!release_pending_ || at < release_at_) return;
   fifo_.pop_front();
   --slots_used_;
   release_pending_ = false;
