@@ -29,6 +29,7 @@ struct PointCost {
   double run = 0;      // compiling for the point's machine and simulating
   double prepare = 0;  // preparing its model, once per worker (0 for a program)
   std::string model;   // the worker's cache key: the points that share a preparation
+  double activation = 0;  // the part of `run` for the activation unit's rows (bench/sweep_cost_bench)
 };
 
 // The key of the model a worker prepares for a point and keeps (workers.cpp's cache, and the points
