@@ -32,14 +32,23 @@ using Clock = std::chrono::steady_clock;
 
 double since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
 
+// The factor between estimate and measurement, max(e/m, m/e): typical (geometric mean) and worst;
+// and the same once the estimates are scaled by the one factor that fits them best (their
+// geometric mean e/m): a scheduler needs only the points' order and relative size, and a loaded
+// host slows every point alike.
 struct Errors {
-  std::vector<double> logs;  // |ln(estimate / measured)|
-  void add(double e, double m) { logs.push_back(std::abs(std::log(std::max(e, 1e-6) / std::max(m, 1e-6)))); }
+  std::vector<double> logs;  // ln(estimate / measured)
+  void add(double e, double m) { logs.push_back(std::log(std::max(e, 1e-6) / std::max(m, 1e-6))); }
+  static std::string summary(const std::vector<double>& l, double shift) {
+    double sum = 0, worst = 0;
+    for (double x : l) sum += std::abs(x - shift), worst = std::max(worst, std::abs(x - shift));
+    return fmt_factor(std::exp(sum / double(l.size()))) + " typical, " + fmt_factor(std::exp(worst)) + " worst";
+  }
   std::string text() const {
     if (logs.empty()) return "-";
-    double sum = 0, worst = 0;
-    for (double l : logs) sum += l, worst = std::max(worst, l);
-    return fmt_factor(std::exp(sum / double(logs.size()))) + " typical, " + fmt_factor(std::exp(worst)) + " worst";
+    double mean = 0;
+    for (double x : logs) mean += x / double(logs.size());
+    return summary(logs, 0) + "; scaled by " + fmt_factor(std::exp(-mean)) + ": " + summary(logs, mean);
   }
   static std::string fmt_factor(double f) {
     char buf[32];

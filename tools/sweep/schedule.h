@@ -7,10 +7,10 @@
 // so the points of a model that is dear to prepare stay on the worker that prepared it unless
 // moving one shortens the sweep.
 //
-// Costs are estimates in seconds, from the model's shapes and the point's machine (the matmul
-// instructions and weight tiles its lowering emits); only their order and rough size matter. The
-// order changes no result: every point is compiled and simulated alone, and the results are
-// stored by point number.
+// Costs are estimates in seconds, from the model's shapes and the point's machine (the pieces its
+// batch runs in, and the matmul and activate instructions and weight tiles its lowering emits);
+// only their order and rough size matter. The order changes no result: every point is compiled
+// and simulated alone, and the results are stored by point number.
 #pragma once
 
 #include <cstddef>
@@ -29,7 +29,11 @@ struct PointCost {
   double run = 0;      // compiling for the point's machine and simulating
   double prepare = 0;  // preparing its model, once per worker (0 for a program)
   std::string model;   // the worker's cache key: the points that share a preparation
-  double activation = 0;  // the part of `run` for the activation unit's rows (bench/sweep_cost_bench)
+  // What the estimate counted for a model's point: the pieces its batch runs in, and the activate
+  // instructions its lowering emits (the activation unit's work, `activation` seconds of `run`:
+  // bench/sweep_cost_bench).
+  uint64_t pieces = 1;
+  double activates = 0, activation = 0;
 };
 
 // The key of the model a worker prepares for a point and keeps (workers.cpp's cache, and the points
