@@ -492,7 +492,9 @@ inline constexpr OpcodeSpec kOpcodes[] = {
      "issue resumes host_driver_us x clock_mhz + host_latency_cycles + transfer_cycles(its instructions x "
      "16 bytes, host_gbps) cycles after the drain (docs/timing.md, \"Host model\"). No effect on data; "
      "memories, the weight FIFO and configuration registers stay as they are. The held cycles count as "
-     "host_launch, part of non_matrix.",
+     "host_launch, part of non_matrix; the drain before them as a `sync` on the units it waits for: RAW "
+     "stall until the matrix and activation units are idle (the next segment reads what they write), then "
+     "input stall while a host transfer runs (docs/timing.md, \"Counters\").",
      "all units idle and all weight fetches landed, then the host's launch of the next segment"},
     {Opcode::read_host, "rhm", "Read_Host_Memory", Unit::host_dma, layout::kReadHost,
      "Copies `rows` rows from host memory at `host` (rows `host_stride` bytes apart, "

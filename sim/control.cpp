@@ -20,8 +20,6 @@ ControlUnit::ControlUnit(sc_core::sc_module_name name, Context& ctx, Hazards& ha
 
 void ControlUnit::reset() {
   t_ = next_ = 0;
-  segment_matmul_ = kNone;
-  held_until_ = 0;
   waiting_ = nullptr;
   failed_ = false;
 }
@@ -66,7 +64,6 @@ ControlUnit::Stop ControlUnit::issue_ahead() {
       }
       ctx_.unblock(Unit::control);
       ctx_.timeline[i].issue = t_;
-      if (unit == Unit::matrix) segment_matmul_ = i;
       ctx_.regs_at[i] = static_cast<uint32_t>(ctx_.reg_values.size() - 1);
       ++ctx_.issued[int(unit)];
       hazards_.issued(i);
@@ -106,31 +103,28 @@ ControlUnit::Stop ControlUnit::issue_ahead() {
 // host's launch of the next segment (host_model.h launch_cycles): `end` moves past both.
 bool ControlUnit::host_launch(uint64_t i, uint64_t& end) {
   ctx_.block(Unit::control, "instruction {0} (int) waits for every unit", i);
-  // The segment's drain, counted as a sync naming the units it waits for (timing.md, "Counters"):
-  // from the segment's last matmul (the matrix unit has no more work before the launch; finish_
-  // counters leaves out the cycles it streams) until the matrix and activation units are idle,
+  // The drain is counted like a `sync` on the units it waits for (timing.md, "Counters"): from the
+  // end of the int's own issue cycle until the matrix and activation units are idle,
   // the segment's own results, which the next segment reads (an LSTM step's h and c): RAW stall;
   // then a host DMA still under way: input stall; then any tile still landing (not counted).
+  // Cycles before the int issues (issue held at a full station queue) are no sync's, as anywhere.
   const auto held = [&](uint64_t from, HoldKind kind) {
     const uint64_t now = ctx_.now();
     if (now <= from) return from;
     (kind == HoldKind::raw ? ctx_.sync_act : ctx_.sync_host).push_back({from, now});
     if (ctx_.trace) ctx_.trace->sync_wait(i, from, now, kind);
-    return held_until_ = now;
+    return now;
   };
   if (!wait_idle(uint64_t{1} << int(Unit::matrix) | uint64_t{1} << int(Unit::activation), false)) return false;
-  const uint64_t drain = segment_matmul_ == kNone ? end : std::min(end, ctx_.timeline[segment_matmul_].start);
-  segment_matmul_ = kNone;
-  uint64_t drained = held(std::max(drain, held_until_), HoldKind::raw);
+  uint64_t drained = held(end, HoldKind::raw);
   if (!wait_idle(uint64_t{1} << int(Unit::host_dma), false)) return false;
-  drained = held(std::max(drained, end), HoldKind::input);
+  drained = held(drained, HoldKind::input);
   if (!wait_idle(~uint64_t{0}, true)) return false;
   const uint64_t length = segment_length(ctx_.program->code, i + 1);  // through the next int or halt
   const uint64_t from = std::max(end, ctx_.now());
   const auto resumed = ctx_.later(i, from, launch_cycles(ctx_.arch, length), "int (the host's launch)");
   if (!resumed) return false;
   ctx_.host_launch.push_back({from, *resumed});
-  held_until_ = *resumed;
   if (ctx_.trace) ctx_.trace->sync_wait(i, from, *resumed, HoldKind::host_launch);
   ctx_.block(Unit::control, "instruction {0} (int) holds issue for the host's launch until cycle {1}", i, *resumed);
   if (!ctx_.wait_until(*resumed)) return false;
@@ -193,7 +187,6 @@ void ControlUnit::issue_all() {
       if (idle > end) {
         if (mask & sync_mask_bit(Unit::activation)) ctx_.sync_act.push_back({end, idle});
         else if (mask & sync_mask_bit(Unit::host_dma)) ctx_.sync_host.push_back({end, idle});
-        if (mask & (sync_mask_bit(Unit::activation) | sync_mask_bit(Unit::host_dma))) held_until_ = idle;
         if (ctx_.trace && (mask & (sync_mask_bit(Unit::activation) | sync_mask_bit(Unit::host_dma))))
           ctx_.trace->sync_wait(i, end, idle,
                                 mask & sync_mask_bit(Unit::activation) ? HoldKind::raw : HoldKind::input);

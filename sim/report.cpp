@@ -134,7 +134,7 @@ constexpr ReportKey kBreakdown[] = {
     {"non_matrix", "number", "the rest: array_active + weight_stall + weight_shift + non_matrix = 1"},
     {"raw_stall", "number",
      "part of non_matrix: issue held by a `sync` naming `act`, or a program segment's drain before `int` (from "
-     "its last matmul until the matrix and activation units are idle), while no matmul streams or waits for "
+     "the end of its issue cycle until the matrix and activation units are idle), while no matmul streams or waits for "
      "its tile (a matmul behind the sync that also waits for its tile counts here, not as weight_stall)"},
     {"input_stall", "number",
      "part of non_matrix: the same for a `sync` naming `host` (not `act`), or a host DMA in an `int`'s drain"},

@@ -221,11 +221,6 @@ class ControlUnit : public sc_core::sc_module, public PopListener {
   uint64_t next_ = 0;  // the next instruction to issue
   const StationQueue* waiting_ = nullptr;  // issue waits for room in this queue
   bool failed_ = false;                    // issue failed (in a station's process)
-  // The segment's last matmul (an int's drain begins with it; kNone: none since the last int), and
-  // the end of the last hold counted (a sync's or an int's: the next one begins no earlier).
-  static constexpr uint64_t kNone = ~uint64_t{0};
-  uint64_t segment_matmul_ = kNone;
-  uint64_t held_until_ = 0;
   Waitable resume_;                        // issue_ahead stopped in a station's process
 };
 

@@ -65,10 +65,10 @@ TEST_CASE("int - drain, then the host's launch of the next segment", "[machine]"
   CHECK(r.fast.timeline[5] == InstructionTiming{192, 192, 193});
   CHECK(r.fast.cycles == 193);
   // Host launch: [22, 114) and [116, 192) = 92 + 76 cycles, in non-matrix, not RAW or input stall.
-  // int 2's drain (docs/timing.md, "Counters": from the segment's last matmul until the matrix
-  // and activation units are idle, as a sync on them) is [12, 22): RAW stall where no matmul
-  // streams or waits, the matmul's fill and drain [15, 22) = 7 (it waited for its tile [2, 8), its
-  // shift [8, 12), streamed [12, 15)). int 4's segment has no matmul: its drain is empty.
+  // int 2's drain (docs/timing.md, "Counters": as a sync on the matrix and activation units, from
+  // the end of its issue cycle until they are idle) is [3, 22): RAW stall where no matmul streams
+  // or waits, the matmul's fill and drain [15, 22) = 7 (it waited for its tile [2, 8), its shift
+  // [8, 12), streamed [12, 15)). int 4 issues at 115 with every unit idle: its drain is empty.
   CHECK(r.fast.matrix.host_launch == 92 + 76);
   CHECK(r.fast.matrix.raw_stall == 7);
   CHECK(r.fast.matrix.input_stall == 0);
@@ -218,9 +218,9 @@ TEST_CASE("a partial tile computes as the whole tile with zeros outside its box"
   CHECK(b.fast.weight_mem_busy == 4 + 4);
 }
 
-// An int's drain is counted as a sync naming the units it waits for: from the segment's last
-// matmul until the matrix and activation units are idle (what the segment computed, which the
-// next one reads): RAW stall; then a host DMA still under way: input stall. Then the host's launch.
+// An int's drain is counted as a sync naming the units it waits for: from the end of its issue
+// cycle until the matrix and activation units are idle (what the segment computed, which the next
+// one reads): RAW stall; then a host DMA still under way: input stall. Then the host's launch.
 TEST_CASE("int - its drain as RAW stall, then input stall, then the host's launch", "[machine]") {
   sim::Arch a = small_arch();
   a.host_driver_us = 0.05;  // 50 cycles at 1000 MHz
@@ -244,10 +244,11 @@ TEST_CASE("int - its drain as RAW stall, then input stall, then the host's launc
   CHECK(r.fast.timeline[5] == InstructionTiming{22, 23, 41});
   CHECK(r.fast.timeline[6] == InstructionTiming{23, 23, 117});
   CHECK(r.fast.cycles == 118);
-  // RAW: from the segment's last matmul, [21, 34), less its stream [21, 23): 11 (the activate
-  // waiting for the matmul's fill and drain, then running; the int's own issue cycle included).
+  // RAW: from the end of the int's issue cycle, [24, 34) = 10 (the activate waiting for the
+  // matmul's fill and drain, then running; the int's own issue cycle [23, 24) is not a hold, as a
+  // sync's is not).
   // Input: the sync's [3, 20) = 17 and the drain's [34, 41) = 7. Host launch: [41, 117) = 76.
-  CHECK(r.fast.matrix.raw_stall == 11);
+  CHECK(r.fast.matrix.raw_stall == 10);
   CHECK(r.fast.matrix.input_stall == 17 + 7);
   CHECK(r.fast.matrix.host_launch == 76);
   CHECK(r.fast.matrix.array_active == 2);
