@@ -89,8 +89,10 @@ bool measure(const std::string& path, uint64_t batch, const Options& o, gpu::Res
                      "launches (a 200 ms gate expired): the time may include launch gaps\n",
                      t.gates_expired);
         fmt::print(stderr,
-                   "  {:<10} L2 {:<7} graph {:<3}: {:.4g} ms per batch, {:.0f} inferences/s, {:.2f} TOPS\n",
-                   timing, l2, use_graph ? "yes" : "no", t.median * 1e3, m.inferences_per_second, m.tops);
+                   "  {:<10} L2 {:<7} graph {:<3}: {:.4g} ms per batch, {:.0f} inferences/s, {:.2f} TOPS, "
+                   "{} batches per gate\n",
+                   timing, l2, use_graph ? "yes" : "no", t.median * 1e3, m.inferences_per_second, m.tops,
+                   t.batches_per_gate);
         out.results.push_back(m);
       }
   return !matches || *matches;

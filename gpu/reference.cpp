@@ -89,6 +89,7 @@ ReferenceData from_gpu_results(const ResultsFile& f, const std::string& path) {
     r.macs = m.legacy_macs;
     r.weight_bytes = m.weight_bytes;
     r.output_matches_reference = m.output_matches_reference;
+    r.launches_queued_ahead = m.launches_queued_ahead;
     d.rows.push_back(r);
   }
   return d;
@@ -152,6 +153,7 @@ ReferenceRow read_row(const JsonReader& r) {
   row.weight_bytes = r.count("weight_bytes", 0, false);
   if (r.has("output_matches_reference") && !r.at("output_matches_reference").is_null())
     row.output_matches_reference = r.flag("output_matches_reference");
+  if (r.has("launches_queued_ahead")) row.launches_queued_ahead = r.flag("launches_queued_ahead");
   row.where = r.text("where", false);
   row.note = r.text("note", false);
   row.load_average = r.number("load_average", 0, false, false);
@@ -297,6 +299,7 @@ std::string reference_json(const ReferenceData& d) {
     if (r.macs) row["macs"] = r.macs;
     if (r.weight_bytes) row["weight_bytes"] = r.weight_bytes;
     if (r.output_matches_reference) row["output_matches_reference"] = *r.output_matches_reference;
+    if (r.launches_queued_ahead) row["launches_queued_ahead"] = *r.launches_queued_ahead;
     if (!r.where.empty()) row["where"] = r.where;
     if (!r.note.empty()) row["note"] = r.note;
     if (r.load_average > 0) row["load_average"] = r.load_average;

@@ -51,6 +51,9 @@ struct ReferenceRow {
   uint64_t model_macs = 0, gemm_macs = 0, macs = 0, weight_bytes = 0;
   uint64_t threads = 0, warmup = 0, repeats = 0, iterations = 0;  // how it was measured (0: not said)
   std::optional<bool> output_matches_reference;
+  // GPU runner: false when a timed interval's gate expired (launch gaps may be inside the time:
+  // docs/gpu.md, Timing); compare prefers a file's rows that are not false.
+  std::optional<bool> launches_queued_ahead;
   std::string where;  // published: the table or figure ("Table 4")
   std::string note;
   // The machine's 1-minute load average at the end of the measurement (0: not said): above the

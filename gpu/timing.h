@@ -24,6 +24,9 @@ struct Timing {
   // tpusim-gpu: timed intervals whose gate expired before the host had queued their launches
   // (docs/gpu.md, "Timing"); 0: every interval measured the GPU's work alone.
   uint64_t gates_expired = 0;
+  // tpusim-gpu: the batches behind each gate in the last repeat (L2 warm: halved from iterations
+  // while gates expire; L2 flushed: 1); 0: no gate (the CPU runner).
+  uint64_t batches_per_gate = 0;
 };
 
 // The q-quantile (0..1) of `v` by the nearest-rank method (the smallest value with at least

@@ -35,6 +35,8 @@ std::string notes(const json& r) {
   if (!str(r, "l2").empty()) parts.push_back("L2 " + str(r, "l2"));
   if (r.contains("cuda_graph") && r["cuda_graph"].is_boolean())
     parts.push_back(r["cuda_graph"].get<bool>() ? "graph" : "no graph");
+  // A GPU runner's time whose gate expired: the host's launches may be inside it.
+  if (r.contains("launches_queued_ahead") && r["launches_queued_ahead"] == false) parts.push_back("launch gaps");
   std::string where = str(r, "where");
   if (const size_t cut = where.find(" ("); cut != std::string::npos) where.resize(cut);
   if (!where.empty()) parts.push_back(where);
