@@ -428,13 +428,14 @@ struct DeviceModel::Impl {
     if (use_graph) CUDA_CHECK(cudaGraphLaunch(graph(end_to_end), stream));
     else batch(end_to_end);
   }
-  // Closes the gate and queues the kernel that waits for it (see gate_kernel); open_gate() lets
-  // the stream run. 200 ms is far more than queuing an interval's launches takes (CNN1's 20
-  // batches: a few thousand launches, tens of ms), unless the launch queue fills first: then the
-  // gate expires and the host keeps launching while the GPU runs (counted, and reported).
   // The host's side of the gate's words (gate_kernel's are system-scope atomics).
   std::atomic_ref<int> gate_flag(int i) const { return std::atomic_ref<int>(gate_host[i]); }
   int gates_expired() const { return gate_flag(1).load(); }
+  // Closes the gate and queues the kernel that waits for it (see gate_kernel); open_gate() lets
+  // the stream run. 200 ms is far more than queuing an interval's launches takes (CNN1's 20
+  // batches: a few thousand launches, tens of ms), unless the launch queue fills first: then the
+  // gate expires and the host keeps launching while the GPU runs (counted; time() then gives
+  // the gate fewer batches).
   void close_gate() {
     gate_flag(0).store(0);
     gate_kernel<<<1, 1, 0, stream>>>(gate_device, uint64_t{200'000'000});
