@@ -152,13 +152,15 @@ bool MatrixUnit::start_matmul(uint64_t i, uint64_t t0) {
     }
   }
   MatrixCounters& m = ctx_.result.matrix;
-  // Useful MACs per vector: the tile's nonzero box; for a gathering matmul (a packed
-  // convolution's block-Toeplitz tile) the sum of its rows' nonzero spans (machine.h TileUse).
-  if (pack.gathers() && !active_spans_)
+  // Useful MACs per vector: the tile's nonzero box; for a matmul that gathers several segments a
+  // vector (a packed convolution's block-Toeplitz tile) the sum of its rows' nonzero spans
+  // (machine.h TileUse). A read of a dense layout gathers one segment: its tile is an ordinary one.
+  const bool toeplitz = pack.gathers() && pack.segments() > 1;
+  if (toeplitz && !active_spans_)
     active_spans_ = ctx_.tile_uses.empty() ? tile_spans(active_.tile.data, active_.use.rows,
                                                         active_.tile.cols ? active_.tile.cols : a.array_cols)
                                            : isa::tile_use_at(ctx_.tile_uses, active_.tile.waddr).spans;
-  const uint64_t used = pack.gathers() ? *active_spans_ : uint64_t{active_.use.rows} * active_.use.cols;
+  const uint64_t used = toeplitz ? *active_spans_ : uint64_t{active_.use.rows} * active_.use.cols;
   // A gathering matmul keeps the array busy for its whole stream; only one cycle in `period`
   // carries a vector (the others count as unused MACs).
   // 8-bit multiply-accumulates: a 16-bit input's two byte-plane passes each count.

@@ -46,7 +46,8 @@ constexpr ReportKey kKeys[] = {
      "concat's parts included; the model's own are the layers' `model_macs`): per matmul, vectors x the used rows x used cols of its tile (the bounding "
      "box of its weights: the compiler's program says which cells hold weights, in meta.tile_uses, a weight "
      "that rounds to zero included; a program without it, e.g. assembled by hand, counts its nonzero cells); "
-     "for a gathering matmul (a packed convolution's block-Toeplitz tile), vectors x the sum over the tile's "
+     "for a matmul that gathers several UB segments a vector (a packed convolution's block-Toeplitz tile; "
+     "a read of a dense layout gathers one and counts its box), vectors x the sum over the tile's "
      "rows of each row's span from its first to its last weight. "
      "These are 8-bit multiply-accumulates: a matmul with 16-bit inputs or weights (setcfg mm_in_hi / "
      "mm_weight_hi) counts each byte-plane pass, so a 16 x 8-bit product counts 2 and a 16 x 16-bit one 4"},
