@@ -148,11 +148,12 @@ void ResultStore::create(const std::map<std::string, std::string>& meta) {
   transaction([&] {
     exec(ddl);
     if (this->meta().empty()) {
+      Statement one(db_, "INSERT INTO meta(key, value) VALUES (?1, ?2)", path_.string());
       for (const auto& [k, v] : meta) {
-        Statement one(db_, "INSERT INTO meta(key, value) VALUES (?1, ?2)", path_.string());
         one.bind(1, k);
         one.bind(2, v);
         one.step();
+        one.reset();
       }
     }
   });
@@ -215,32 +216,35 @@ void ResultStore::attach_spec(const Spec& spec) {
     }
   }
   transaction([&] {
+    Statement one(db_, "INSERT OR REPLACE INTO meta(key, value) VALUES (?1, ?2)", path_.string());
     for (const auto& [k, v] :
          std::map<std::string, std::string>{{"spec_name", spec.name},
                                             {"spec_file", spec.path.string()},
                                             {"spec_text", spec.text},
                                             {"spec_points", std::to_string(spec.points.size())}}) {
-      Statement one(db_, "INSERT OR REPLACE INTO meta(key, value) VALUES (?1, ?2)", path_.string());
       one.bind(1, k);
       one.bind(2, v);
       one.step();
+      one.reset();
     }
     // Two steps, so that no row takes a number another still holds: out of the way (negative),
     // then to the spec's numbers.
+    Statement aside(db_, "UPDATE results SET point = ?1 WHERE point = ?2", path_.string());
     for (const Stored& m : moved) {
-      Statement s(db_, "UPDATE results SET point = ?1 WHERE point = ?2", path_.string());
-      s.bind(1, int64_t{-1} - m.point);
-      s.bind(2, m.point);
-      s.step();
+      aside.bind(1, int64_t{-1} - m.point);
+      aside.bind(2, m.point);
+      aside.step();
+      aside.reset();
     }
+    Statement renumber(db_, "UPDATE results SET point = ?1, json = ?2 WHERE point = ?3", path_.string());
     for (const Stored& m : moved) {
       nlohmann::ordered_json j = nlohmann::ordered_json::parse(m.json);
       j["point"] = m.now;
-      Statement s(db_, "UPDATE results SET point = ?1, json = ?2 WHERE point = ?3", path_.string());
-      s.bind(1, static_cast<int64_t>(m.now));
-      s.bind(2, j.dump());
-      s.bind(3, int64_t{-1} - m.point);
-      s.step();
+      renumber.bind(1, static_cast<int64_t>(m.now));
+      renumber.bind(2, j.dump());
+      renumber.bind(3, int64_t{-1} - m.point);
+      renumber.step();
+      renumber.reset();
     }
   });
 }
@@ -248,11 +252,12 @@ void ResultStore::attach_spec(const Spec& spec) {
 uint64_t ResultStore::forget_failed(const std::set<std::string>& keys) {
   uint64_t dropped = 0;
   transaction([&] {
+    Statement s(db_, "DELETE FROM results WHERE key = ?1 AND status = 'failed'", path_.string());
     for (const std::string& key : keys) {
-      Statement s(db_, "DELETE FROM results WHERE key = ?1 AND status = 'failed'", path_.string());
       s.bind(1, key);
       s.step();
       dropped += static_cast<uint64_t>(sqlite3_changes(db_));
+      s.reset();
     }
   });
   return dropped;
