@@ -99,6 +99,14 @@ ControlUnit::Stop ControlUnit::issue_ahead() {
   return Stop::failed;  // (unreachable: the program ends with halt)
 }
 
+// Issue held by instruction i over [from, to) for a RAW or input reason (a sync's, or an int's
+// drain): counted (timing.md, "Counters") and traced; nothing when the span is empty.
+void ControlUnit::note_hold(uint64_t i, uint64_t from, uint64_t to, HoldKind kind) {
+  if (to <= from) return;
+  (kind == HoldKind::raw ? ctx_.sync_act : ctx_.sync_host).push_back({from, to});
+  if (ctx_.trace) ctx_.trace->sync_wait(i, from, to, kind);
+}
+
 // `int` i, its own issue cycles ending at `end`: drained as barrier, then issue held for the
 // host's launch of the next segment (host_model.h launch_cycles): `end` moves past both.
 bool ControlUnit::host_launch(uint64_t i, uint64_t& end) {
@@ -108,17 +116,11 @@ bool ControlUnit::host_launch(uint64_t i, uint64_t& end) {
   // the segment's own results, which the next segment reads (an LSTM step's h and c): RAW stall;
   // then a host DMA still under way: input stall; then any tile still landing (not counted).
   // Cycles before the int issues (issue held at a full station queue) are no sync's, as anywhere.
-  const auto held = [&](uint64_t from, HoldKind kind) {
-    const uint64_t now = ctx_.now();
-    if (now <= from) return from;
-    (kind == HoldKind::raw ? ctx_.sync_act : ctx_.sync_host).push_back({from, now});
-    if (ctx_.trace) ctx_.trace->sync_wait(i, from, now, kind);
-    return now;
-  };
   if (!wait_idle(uint64_t{1} << int(Unit::matrix) | uint64_t{1} << int(Unit::activation), false)) return false;
-  uint64_t drained = held(end, HoldKind::raw);
+  const uint64_t drained = std::max(end, ctx_.now());
+  note_hold(i, end, drained, HoldKind::raw);
   if (!wait_idle(uint64_t{1} << int(Unit::host_dma), false)) return false;
-  drained = held(drained, HoldKind::input);
+  note_hold(i, drained, ctx_.now(), HoldKind::input);
   if (!wait_idle(~uint64_t{0}, true)) return false;
   const uint64_t length = segment_length(ctx_.program->code, i + 1);  // through the next int or halt
   const uint64_t from = std::max(end, ctx_.now());
@@ -184,13 +186,8 @@ void ControlUnit::issue_all() {
       // Issue held beyond the sync's own issue cycles: RAW stall when it waits for the
       // activation unit, input stall when for the host interface only.
       const uint64_t idle = ctx_.now();
-      if (idle > end) {
-        if (mask & sync_mask_bit(Unit::activation)) ctx_.sync_act.push_back({end, idle});
-        else if (mask & sync_mask_bit(Unit::host_dma)) ctx_.sync_host.push_back({end, idle});
-        if (ctx_.trace && (mask & (sync_mask_bit(Unit::activation) | sync_mask_bit(Unit::host_dma))))
-          ctx_.trace->sync_wait(i, end, idle,
-                                mask & sync_mask_bit(Unit::activation) ? HoldKind::raw : HoldKind::input);
-      }
+      if (mask & sync_mask_bit(Unit::activation)) note_hold(i, end, idle, HoldKind::raw);
+      else if (mask & sync_mask_bit(Unit::host_dma)) note_hold(i, end, idle, HoldKind::input);
       end = std::max(end, idle);
     } else if (in.opcode == Opcode::interrupt) {
       if (!host_launch(i, end)) return;

@@ -155,7 +155,7 @@ bool MatrixUnit::start_matmul(uint64_t i, uint64_t t0) {
   // Useful MACs per vector: the tile's nonzero box; for a matmul that gathers several segments a
   // vector (a packed convolution's block-Toeplitz tile) the sum of its rows' nonzero spans
   // (machine.h TileUse). A read of a dense layout gathers one segment: its tile is an ordinary one.
-  const bool toeplitz = pack.gathers() && pack.segments() > 1;
+  const bool toeplitz = pack.segments() > 1;  // (1 without gather)
   if (toeplitz && !active_spans_)
     active_spans_ = ctx_.tile_uses.empty() ? tile_spans(active_.tile.data, active_.use.rows,
                                                         active_.tile.cols ? active_.tile.cols : a.array_cols)

@@ -214,6 +214,7 @@ class ControlUnit : public sc_core::sc_module, public PopListener {
   Stop issue_ahead();  // issues from next_ until a full queue, a sync/barrier/halt or a failure
   bool wait_idle(uint64_t unit_mask, bool weights_landed);
   bool host_launch(uint64_t index, uint64_t& end);  // int: false: the run ended
+  void note_hold(uint64_t index, uint64_t from, uint64_t to, HoldKind kind);
   Context& ctx_;
   Hazards& hazards_;
   WeightPath& weight_path_;
