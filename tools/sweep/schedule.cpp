@@ -137,7 +137,7 @@ uint64_t pieces(const ModelShape& s, const sim::Arch& a) {
       for (const ModelShape::Tensor& t : at) sum += bytes(t.pixels, t.c, piece);
       need = std::max(need, sum);
     }
-    if (need <= double(a.ub_bytes)) return n;
+    if (need <= double(a.ub_bytes)) return div_up(s.batch, piece);  // (batch 10 in 6: pieces of 2, 5 of them)
   }
   return s.batch;
 }
