@@ -126,8 +126,28 @@ class Reader {
       } catch (const InputError& e) {
         throw InputError(fmt::format("{} (a parameter's units and range: `tpusim arch`)", e.what()));
       }
+      check_range(scratch, s, where);
     }
     return s;
+  }
+
+  // The parameter's own range (the `range` column of `tpusim arch`: array_rows = 0, clock_mhz =
+  // 2e6) is an error at its line now; rules between parameters (ub_bytes a multiple of the row
+  // width) wait for the point, whose other parameters may satisfy them. `scratch` is tpu-v1 with
+  // only this parameter set, and validate checks every range before any rule between parameters,
+  // so a range message about this key comes first when there is one.
+  void check_range(const sim::Arch& scratch, const Setting& s, std::string_view where) const {
+    try {
+      sim::validate(scratch);
+    } catch (const InputError& e) {
+      const std::string why = e.what();
+      const std::string head = fmt::format("architecture '{}': {} = ", scratch.name, s.key);
+      if (!why.starts_with(head)) return;
+      for (std::string_view range : {" must be at least ", " exceeds the maximum ", " must be finite"})
+        if (const size_t at = why.find(range, head.size()); at != std::string::npos)
+          fail(s.line, where, s.key, s.text,
+               fmt::format("{}; `tpusim arch` gives each parameter's units and range", why.substr(at + 1)));
+    }
   }
 
   uint64_t parse_batch(const Setting& s, std::string_view where) const {
