@@ -42,6 +42,8 @@ std::string notes(const json& r) {
   if (!where.empty()) parts.push_back(where);
   // A measurement on a busy machine says so: its times include waiting for a CPU.
   if (num(r.value("load_average", json())) > 0) parts.push_back(fmt::format("load {:.1f}", num(r["load_average"])));
+  // Above 100% of the device's peak: that peak is not a hard limit (the footer says why).
+  if (num(r.value("utilization", json())) > 1) parts.push_back("above its peak (*)");
   std::string s;
   for (const std::string& p : parts) s += (s.empty() ? "" : ", ") + p;
   return s;
@@ -90,6 +92,21 @@ std::string compare_table_text(const CompareDoc& doc) {
        "the model's MACs per inference (this project's\n        description) x inferences/s; % peak = of the "
        "row's "
        "device peak, where known. ms/batch: the latency of one batch as the row states it.\n";
+  // Rows above 100% of their device's peak: name each device's peak_source, so that the reader sees
+  // a measured roof (the CPU runner's best oneDNN GEMM) rather than a broken figure.
+  std::set<std::string> above;
+  for (const json& r : doc["rows"])
+    if (num(r.value("utilization", json())) > 1) above.insert(str(r, "device"));
+  for (const std::string& device : above) {
+    std::string source = "no peak_source given";
+    for (const json& d : doc["devices"])
+      if (str(d, "name") == device && !str(d, "peak_source").empty()) source = str(d, "peak_source");
+    s += fmt::format(
+        "(*) above 100% of {}'s peak: that peak is {}; TOPS count the model's MACs (a convolution's "
+        "zero-padding taps included), so a workload that maps better than the peak's measurement, or "
+        "skips the padding taps, goes past it\n",
+        device, source);
+  }
   std::set<std::string> cited;
   for (const json& r : doc["rows"])
     if (!str(r, "citation").empty() && cited.insert(str(r, "citation")).second)
