@@ -39,11 +39,11 @@ void TraceRecorder::array_step(uint64_t cycle, const ArrayModel& array) {
 
 namespace {
 
-uint64_t parse_cycle(std::string_view text, const std::string& what) {
+uint64_t parse_cycle(std::string_view text, const std::string& what, std::string_view noun = "cycle number") {
   uint64_t v = 0;
   const auto [p, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
   if (ec != std::errc() || p != text.data() + text.size())
-    throw InputError(fmt::format("{}: '{}' is not a cycle number", what, text));
+    throw InputError(fmt::format("{}: '{}' is not a {}", what, text, noun));
   return v;
 }
 
@@ -64,16 +64,19 @@ std::vector<std::string> split(const std::string& text, char sep) {
 // "A-B" or "A" (inclusive), as a half-open range, within [0, limit).
 std::pair<uint64_t, uint64_t> parse_range(const std::string& text, uint64_t limit, const std::string& what) {
   const size_t dash = text.find('-');
-  const uint64_t a = parse_cycle(text.substr(0, dash), what);
-  const uint64_t b = dash == std::string::npos ? a : parse_cycle(text.substr(dash + 1), what);
-  if (a > b || b >= limit) throw InputError(fmt::format("{}: {} is outside 0-{}", what, text, limit - 1));
+  const uint64_t a = parse_cycle(text.substr(0, dash), what, "number");
+  const uint64_t b = dash == std::string::npos ? a : parse_cycle(text.substr(dash + 1), what, "number");
+  if (a > b)
+    throw InputError(
+        fmt::format("{}: {} runs backwards: expected FIRST-LAST with FIRST <= LAST", what, text));
+  if (b >= limit) throw InputError(fmt::format("{}: {} is outside 0-{}", what, text, limit - 1));
   return {a, b + 1};
 }
 
 }  // namespace
 
-void parse_trace_window(const std::string& text, TraceSelection& s) {
-  const std::string what = "--trace-window " + text;
+void parse_trace_window(const std::string& text, TraceSelection& s, std::string_view flag) {
+  const std::string what = fmt::format("{} {}", flag, text);
   const size_t colon = text.find(':');
   if (colon == std::string::npos)
     throw InputError(what + ": expected START:END in cycles (either may be empty)");

@@ -151,8 +151,10 @@ struct LayerTag {
 };
 std::vector<LayerTag> layer_tags(const isa::Program& program);
 
-// "START:END" in cycles, either side may be empty ("1000:", ":5000"). Throws InputError.
-void parse_trace_window(const std::string& text, TraceSelection& selection);
+// "START:END" in cycles, either side may be empty ("1000:", ":5000"). Throws InputError naming
+// `flag` (the option the user typed: tpusim view calls it --window).
+void parse_trace_window(const std::string& text, TraceSelection& selection,
+                        std::string_view flag = "--trace-window");
 // Comma-separated mnemonics (`matmul,act`) and `layer=NAME` terms. Mnemonics must exist; layer
 // names must be layers of the program (layer_tags). Throws InputError.
 void parse_trace_filter(const std::string& text, const isa::Program& program, TraceSelection& selection);

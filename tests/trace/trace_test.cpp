@@ -257,6 +257,14 @@ TEST_CASE("trace options: bad windows and scopes are refused", "[trace]") {
                     Catch::Contains("65536 cells; at most 4096"));
   CHECK_THROWS_WITH(sim::parse_vcd_scope("wires", small, Engine::stepped),
                     Catch::Contains("expected units, array"));
+  // A reversed range is not "outside" the array, and rows are not cycles.
+  CHECK_THROWS_WITH(sim::parse_vcd_scope("cells=3-1x0", small, Engine::stepped),
+                    Catch::Contains("(rows): 3-1 runs backwards: expected FIRST-LAST with FIRST <= LAST"));
+  CHECK_THROWS_WITH(sim::parse_vcd_scope("cells=0xb", small, Engine::stepped),
+                    Catch::Contains("(columns): 'b' is not a number"));
+  // tpusim view's --window: the messages name the option the user typed.
+  CHECK_THROWS_WITH(sim::parse_trace_window("7", s, "view: --window"),
+                    Catch::StartsWith("view: --window 7: expected START:END"));
   const sim::VcdScope one = sim::parse_vcd_scope("units,cells=1-2x3", small, Engine::stepped);
   CHECK(one.units);
   CHECK(one.cells == std::vector<sim::CellRange>{{1, 3, 3, 4}});
