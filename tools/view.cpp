@@ -10,13 +10,13 @@
 #include <algorithm>
 #include <chrono>
 #include <filesystem>
-#include <fstream>
 #include <map>
 #include <string>
 #include <vector>
 
 #include "isa/disassembler.h"
 #include "isa/error.h"
+#include "isa/file_io.h"
 #include "sim/debugger.h"
 #include "sim/hazards.h"
 #include "sim/trace.h"
@@ -58,7 +58,7 @@ std::pair<uint64_t, uint64_t> choose_window(const std::string& text, const isa::
   uint64_t begin = 0, end = 0;
   if (!text.empty()) {
     sim::TraceSelection sel;
-    sim::parse_trace_window(text, sel);
+    sim::parse_trace_window(text, sel, "view: --window");
     begin = sel.begin;
     end = std::min(sel.end, r.cycles + 1);
     if (begin > r.cycles)
@@ -210,6 +210,9 @@ int cmd_view(const ViewArgs& a) {
   if (a.program.empty()) throw InputError("view: a program or model is required (see tpusim view --help)");
   if (a.output.empty()) throw InputError("view: -o VIEW.html is required");
   const auto t0 = std::chrono::steady_clock::now();
+  // Opened first, so that an unwritable path fails before the runs; written to a temporary file
+  // beside it and renamed when complete (isa/file_io.h): a failed write leaves no partial page.
+  io::OutputFile out(a.output);
   const ProgramToRun to_run = load_program_or_model("view", a.program, a.arch_file, a.sets, a.batch);
   const isa::Program& p = to_run.program();
   const sim::Arch& arch = to_run.arch;
@@ -259,10 +262,8 @@ int cmd_view(const ViewArgs& a) {
   const size_t at = page.find(marker);
   if (at == std::string::npos) throw std::logic_error("view: the page template has no data marker");
   page.replace(at, marker.size(), data);
-  std::ofstream out(a.output, std::ios::binary | std::ios::trunc);
-  out << page;
-  out.close();
-  if (!out) throw InputError(fmt::format("{}: cannot write", a.output));
+  out.stream() << page;
+  out.commit();
   fmt::print(stderr, "wrote {} ({:.1f} MB, self-contained): cycles {}..{} of {} ({} x {} array), {:.2f} s\n",
              a.output, double(page.size()) / 1e6, begin, end - 1, whole.cycles, arch.array_rows,
              arch.array_cols, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
