@@ -6,9 +6,13 @@
 #include <fmt/format.h>
 #include <readline/history.h>
 #include <readline/readline.h>
+#include <signal.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <optional>
@@ -132,15 +136,22 @@ int cmd_debug(const DebugArgs& a) {
   const ProgramToRun to_run = load_program_or_model("debug", a.program, a.arch_file, a.sets, a.batch);
   std::ifstream script_file;
   if (!a.script.empty() && a.script != "-") {
+    // A directory opens as a stream that reads nothing: say so rather than run an empty session.
+    std::error_code ec;
+    if (std::filesystem::is_directory(a.script, ec))
+      throw InputError(fmt::format("{}: cannot read the debugger script: it is a directory", a.script));
     script_file.open(a.script);
-    if (!script_file) throw InputError(fmt::format("{}: cannot read the debugger script", a.script));
+    if (!script_file)
+      throw InputError(
+          fmt::format("{}: cannot read the debugger script: {}", a.script, std::strerror(errno)));
   }
   RunArgs trace_args;
   trace_args.trace = a.trace;
   trace_args.vcd = a.vcd;
   trace_args.vcd_scope = a.vcd_scope;
   const isa::Program& p = to_run.program();
-  const std::unique_ptr<TracePlan> traces = plan_traces(trace_args, p, to_run.arch, sim::Engine::stepped);
+  const std::unique_ptr<TracePlan> traces =
+      plan_traces(trace_args, p, to_run.arch, sim::Engine::stepped, "debug");
   std::optional<Debugger> d;
   try {
     d.emplace(p, to_run.arch, a.program, traces ? &traces->recorder : nullptr);

@@ -184,13 +184,18 @@ void print_compile_summary(const compiler::Compiled& c, const std::string& sourc
 }  // namespace
 
 std::unique_ptr<TracePlan> plan_traces(const RunArgs& r, const isa::Program& p, const sim::Arch& arch,
-                                       sim::Engine engine) {
+                                       sim::Engine engine, std::string_view command) {
+  if (r.vcd.empty() && !r.vcd_scope.empty())
+    throw InputError(fmt::format("{}: --vcd-scope goes with --vcd", command));
   if (r.trace.empty() && r.vcd.empty() && r.log.empty()) {
-    if (!r.trace_window.empty() || !r.trace_filter.empty() || !r.vcd_scope.empty())
-      throw InputError("run: --trace-window, --trace-filter and --vcd-scope go with --trace, --vcd or --log");
+    if (!r.trace_window.empty() || !r.trace_filter.empty())
+      throw InputError(
+          fmt::format("{}: --trace-window and --trace-filter go with --trace, --vcd or --log", command));
     return nullptr;
   }
-  if (r.vcd.empty() && !r.vcd_scope.empty()) throw InputError("run: --vcd-scope goes with --vcd");
+  // Each file is tried now (a temporary file beside it, removed at once; isa/file_io.h).
+  for (const std::string* path : {&r.trace, &r.vcd, &r.log})
+    if (!path->empty() && *path != "-") io::OutputFile probe(*path);
   auto plan = std::make_unique<TracePlan>();
   if (!r.trace_window.empty()) sim::parse_trace_window(r.trace_window, plan->selection);
   if (!r.trace_filter.empty()) sim::parse_trace_filter(r.trace_filter, p, plan->selection);

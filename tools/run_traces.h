@@ -3,6 +3,7 @@
 #pragma once
 
 #include <memory>
+#include <string_view>
 
 #include "sim/trace.h"
 #include "tools/commands.h"
@@ -15,9 +16,11 @@ struct TracePlan {
   sim::TraceRecorder recorder;
 };
 
-// Null when `r` asks for no trace; throws InputError for a bad window, filter or scope.
+// Null when `r` asks for no trace; throws InputError for a bad window, filter or scope, or for a
+// file that cannot be written (checked now, so that a long run or debugging session does not end
+// in "cannot write"). `command` (run, debug) leads the messages about the options.
 std::unique_ptr<TracePlan> plan_traces(const RunArgs& r, const isa::Program& p, const sim::Arch& arch,
-                                       sim::Engine engine);
+                                       sim::Engine engine, std::string_view command = "run");
 void write_traces(const RunArgs& r, const TracePlan& plan, const sim::TraceInput& in);
 
 }  // namespace tpusim::tools
