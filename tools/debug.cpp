@@ -63,7 +63,7 @@ constexpr HelpEntry kHelp[] = {
      "show unified-buffer rows (int8), accumulator rows (int32), host memory (int8), the weight FIFO with "
      "the shadow and active tiles, one cell's registers, the cells' active (or shadow) weights, or a "
      "weight tile from weight memory (a window of SIZE x SIZE weights, default 16, from ROW COL); /x: "
-     "hexadecimal",
+     "memory (ub, acc, host) in hexadecimal",
      "p"},
     {"array", "array [ROW COL SIZE]",
      "the array's wavefront: which cells hold live data this cycle; ROW COL SIZE zooms to SIZE x SIZE cells "

@@ -2,6 +2,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <climits>
 #include <cstring>
 #include <stdexcept>
 
@@ -217,12 +218,18 @@ std::string Debugger::cmd_delete(const Args& a) {
     breakpoints_.clear();
     return fmt::format("deleted all breakpoints and watchpoints ({})\n", n);
   }
-  std::string out;
+  // Every number is checked before any is deleted: an error deletes nothing.
+  std::vector<int> numbers;
   for (size_t i = 1; i < a.size(); ++i) {
     const uint64_t n = need_number(a[i], "delete");
-    if (!breakpoints_.erase(int(n))) throw CommandError(fmt::format("delete: no breakpoint {}", n));
-    out += fmt::format("deleted {}\n", n);
+    if (n > uint64_t(INT_MAX) || !breakpoints_.contains(int(n)))
+      throw CommandError(
+          fmt::format("delete: no breakpoint {} (nothing deleted; `info breakpoints` lists them)", n));
+    numbers.push_back(int(n));
   }
+  std::string out;
+  for (int n : numbers)
+    if (breakpoints_.erase(n)) out += fmt::format("deleted {}\n", n);
   return out;
 }
 
@@ -245,6 +252,8 @@ std::string Debugger::cmd_print(const Args& a, bool hex) const {
       "N|active|shadow [ROW COL [SIZE]]`";
   if (a.size() < 2) throw CommandError(kUsage);
   const std::string& what = a[1];
+  if (hex && what != "ub" && what != "acc" && what != "host")
+    throw CommandError(fmt::format("print/x: hexadecimal is for memory (ub, acc, host), not {}", what));
   if (what == "ub" || what == "acc") {
     const auto [first, count] = memory_range(program_, arch_, a, "print");
     return view_memory(*session_, what, first, count, hex);
@@ -258,6 +267,7 @@ std::string Debugger::cmd_print(const Args& a, bool hex) const {
       throw CommandError(
           fmt::format("print: offset {} is past host region {} ({} bytes)", offset, h.name, h.bytes.size()));
     const uint64_t bytes = a.size() > 4 ? need_number(a[4], "print host") : h.bytes.size() - offset;
+    if (bytes == 0) throw CommandError("print: BYTES must be at least 1");
     return view_host(*session_, h.name, offset, std::min(bytes, h.bytes.size() - offset), hex);
   }
   if (what == "fifo") {
@@ -332,7 +342,8 @@ std::string Debugger::print_weights(const Args& a) const {
   uint64_t row = 0, col = 0, size = 16;
   if (a.size() > k) {
     if (a.size() < k + 2 || a.size() > k + 3)
-      throw CommandError(fmt::format("print: expected `print {} ... [ROW COL [SIZE]]`", what));
+      throw CommandError(what == "weights" ? "print: expected `print weights [shadow] [ROW COL [SIZE]]`"
+                                           : "print: expected `print tile N|active|shadow [ROW COL [SIZE]]`");
     row = need_number(a[k], "print " + what);
     col = need_number(a[k + 1], "print " + what);
     if (a.size() == k + 3) size = need_number(a[k + 2], "print " + what);

@@ -41,6 +41,11 @@ std::optional<uint64_t> parse_number(std::string_view s) {
 
 uint64_t need_number(const std::string& s, std::string_view what) {
   if (auto v = parse_number(s)) return *v;
+  const bool hex = s.starts_with("0x");
+  const std::string_view digits = std::string_view(s).substr(hex ? 2 : 0);
+  if (!digits.empty() &&
+      digits.find_first_not_of(hex ? "0123456789abcdefABCDEF" : "0123456789") == std::string_view::npos)
+    throw CommandError(fmt::format("{}: {} is too large (at most {})", what, s, UINT64_MAX));
   throw CommandError(fmt::format("{}: '{}' is not a number", what, s));
 }
 
@@ -262,6 +267,7 @@ std::string Debugger::cmd_disasm(const Args& a) const {
   uint64_t first = session_->current() > 4 ? session_->current() - 4 : 0, count = 10;
   if (a.size() > 1) first = need_number(a[1], "disasm");
   if (a.size() > 2) count = need_number(a[2], "disasm");
+  if (count == 0) throw CommandError("disasm: COUNT must be at least 1");
   if (first >= n)
     throw CommandError(
         fmt::format("disasm: instruction {} is past the program's end ({} instructions)", first, n));

@@ -47,6 +47,18 @@ disasm 99
 disasm x
 next 0
 next
+# an error in any number deletes none of them
+break matmul
+delete 1 7
+info breakpoints
+delete 1 1
+disasm 0 0
+print host x 0 0
+print/x cell 0 0
+print/x weights
+print/x ub 4 1
+step 99999999999999999999
+back 0x10000000000000000
 quit now
 quit
 step
