@@ -91,8 +91,31 @@ int run_script(Debugger& d, std::istream& in) {
   return 0;
 }
 
+void on_interrupt(int) { Debugger::interrupt_requested = 1; }
+
+// Ctrl-C while readline waits for a line: drop the line and prompt again (readline calls this
+// when a signal interrupts its read).
+int on_signal_event() {
+  if (!Debugger::interrupt_requested) return 0;
+  Debugger::interrupt_requested = 0;
+  rl_replace_line("", 0);
+  rl_crlf();
+  rl_on_new_line();
+  rl_redisplay();
+  return 0;
+}
+
 // The terminal: readline with history; an empty line repeats the last command (as in gdb).
+// Ctrl-C stops a running step, next or continue (Debugger::interrupt_requested) instead of
+// ending the session.
 int run_terminal(Debugger& d) {
+  struct sigaction interrupt = {};
+  struct sigaction before = {};
+  interrupt.sa_handler = on_interrupt;
+  sigemptyset(&interrupt.sa_mask);
+  interrupt.sa_flags = SA_RESTART;  // output and the simulation carry on; readline has its own handler
+  sigaction(SIGINT, &interrupt, &before);
+  rl_signal_event_hook = on_signal_event;
   std::string last;
   while (!d.quit()) {
     std::fflush(stdout);
@@ -113,6 +136,8 @@ int run_terminal(Debugger& d) {
     std::fwrite(out.data(), 1, out.size(), stdout);
   }
   std::fflush(stdout);
+  rl_signal_event_hook = nullptr;
+  sigaction(SIGINT, &before, nullptr);
   return 0;
 }
 

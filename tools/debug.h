@@ -3,6 +3,7 @@
 // same code serves the terminal (readline), scripts (--script) and tests.
 #pragma once
 
+#include <csignal>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -50,6 +51,9 @@ class Debugger {
   std::string execute(std::string_view line);
   bool quit() const { return quit_; }
   sim::DebugSession& session() { return *session_; }
+  // Set by the terminal's SIGINT handler (Ctrl-C): step, next and continue stop at the cycle they
+  // have reached, as gdb's do. Cleared when one of them begins.
+  static volatile std::sig_atomic_t interrupt_requested;
 
  private:
   using Args = std::vector<std::string>;

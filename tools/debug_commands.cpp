@@ -49,6 +49,8 @@ uint64_t need_number(const std::string& s, std::string_view what) {
   throw CommandError(fmt::format("{}: '{}' is not a number", what, s));
 }
 
+volatile std::sig_atomic_t Debugger::interrupt_requested = 0;
+
 Debugger::Debugger(const isa::Program& program, const sim::Arch& arch, std::string source,
                    sim::TraceRecorder* trace)
     : program_(program), arch_(arch), source_(std::move(source)), trace_(trace) {
@@ -147,12 +149,15 @@ std::string Debugger::advance(uint64_t until, uint64_t issues) {
     if (b.kind == Breakpoint::Kind::cycle && b.value > session_->cycle()) until = std::min(until, b.value);
   std::string hits;
   uint64_t issued = 0;
+  interrupt_requested = 0;
   auto stop = [&](const std::vector<sim::InstructionEvent>& events) {
     hits += check_stops(events);
     for (const sim::InstructionEvent& e : events) issued += e.kind == EventKind::issue;
-    return !hits.empty() || (issues && issued >= issues);
+    return !hits.empty() || (issues && issued >= issues) || interrupt_requested;
   };
   const std::vector<sim::InstructionEvent> events = session_->advance(until, stop);
+  if (interrupt_requested && hits.empty() && !session_->over()) hits = "interrupted (Ctrl-C)\n";
+  interrupt_requested = 0;
   std::string out;
   for (size_t k = 0; k < events.size() && k < kMaxEventLines; ++k) out += format_event(*session_, events[k]);
   if (events.size() > kMaxEventLines)

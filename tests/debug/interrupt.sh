@@ -1,0 +1,57 @@
+#!/usr/bin/env bash
+# Ctrl-C in tpusim debug on a terminal (tmux): a `continue` through a long run stops at the cycle
+# it has reached and the session goes on (`units` answers there, `step` goes on from it); at the
+# prompt, Ctrl-C drops the line typed so far. Exits 77 (CTest: skipped) without tmux.
+#   interrupt.sh TPUSIM MODEL
+set -u
+tpusim=$1
+model=$2
+if ! command -v tmux >/dev/null; then
+  echo "tmux is not installed: skipped (scripts/install-deps.sh installs it)"
+  exit 77
+fi
+sock="tpusim-debug-interrupt-$$"
+t() { tmux -L "$sock" -f /dev/null "$@"; }
+trap 't kill-server 2>/dev/null' EXIT
+export TERM=xterm
+t new-session -d -x 132 -y 50 "SC_COPYRIGHT_MESSAGE=DISABLE '$tpusim' debug '$model'; echo \"[debugger exited \$?]\"; sleep 30"
+
+screen() { t capture-pane -p -S -200; }
+# Waits until the screen shows a line matching the regex (grep -E), at most 60 s.
+wait_for() {
+  for _ in $(seq 600); do
+    if screen | grep -Eq -- "$1"; then return 0; fi
+    sleep 0.1
+  done
+  echo "FAIL: the screen never showed: $1"
+  echo "----- screen -----"
+  screen
+  exit 1
+}
+
+wait_for '^at cycle 0; `help` lists the commands$'
+wait_for '^\(tpusim\) ?$'
+# No breakpoint: continue would run the whole model on the stepped 256 x 256 array (minutes).
+t send-keys 'continue' Enter
+sleep 1
+t send-keys C-c
+wait_for '^interrupted \(Ctrl-C\)$'
+wait_for '^at cycle [1-9][0-9]*$'
+stopped=$(screen | grep -E '^at cycle [0-9]+$' | tail -1 | awk '{print $3}')
+t send-keys 'units' Enter
+wait_for "^units at cycle $stopped\$"
+t send-keys 'step' Enter
+wait_for "^at cycle $((stopped + 1))\$"
+# Ctrl-C at the prompt drops `frob`: `quit` then runs alone.
+t send-keys 'frob'
+wait_for '^\(tpusim\) frob$'
+t send-keys C-c
+sleep 0.3
+t send-keys 'quit' Enter
+wait_for '^\[debugger exited 0\]$'
+if screen | grep -q "unknown command"; then
+  echo "FAIL: the line typed before Ctrl-C was not dropped"
+  screen
+  exit 1
+fi
+echo "ok: Ctrl-C stopped continue at cycle $stopped; units, step and quit went on"
