@@ -63,7 +63,7 @@ class ChromeWriter {
                           {"clock_mhz", m_.arch.clock_mhz},
                           {"cycles", m_.cycles},
                           {"window", {m_.sel.begin, m_.sel.end == kNoCycle ? m_.cycles : m_.sel.end}}};
-    out_ << other.dump() << ",\n\"traceEvents\":[\n";
+    out_ << text(other) << ",\n\"traceEvents\":[\n";
     metadata();
     instructions();
     tiles();
@@ -74,12 +74,21 @@ class ChromeWriter {
   }
 
  private:
+  // Names come from users (a program's file name need not be UTF-8): a byte that is not UTF-8
+  // becomes U+FFFD, as JSON requires, rather than stopping the write.
+  static std::string text(const ordered_json& e) {
+    return e.dump(-1, ' ', false, ordered_json::error_handler_t::replace);
+  }
   void emit(const ordered_json& e) {
     if (!first_) out_ << ",\n";
     first_ = false;
-    out_ << e.dump();
+    out_ << text(e);
   }
   double us(uint64_t cycle) const { return cycle_us(cycle, m_.arch.clock_mhz); }
+  // A duration from whole nanoseconds too (cycle_ns): ts + dur is the end's ts exactly.
+  double us_between(uint64_t begin, uint64_t end) const {
+    return double(cycle_ns(end, m_.arch.clock_mhz) - cycle_ns(begin, m_.arch.clock_mhz)) / 1000.0;
+  }
 
   void thread(int tid, const std::string& name, int sort) {
     emit({{"ph", "M"}, {"name", "thread_name"}, {"pid", 1}, {"tid", tid}, {"args", {{"name", name}}}});
@@ -118,7 +127,7 @@ class ChromeWriter {
           {"cat", cat},
           {"ph", "X"},
           {"ts", us(begin)},
-          {"dur", us(end) - us(begin)},
+          {"dur", us_between(begin, end)},
           {"pid", 1},
           {"tid", tid},
           {"args", std::move(args)}});

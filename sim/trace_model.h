@@ -4,6 +4,7 @@
 // trace_vcd.cpp and trace_log.cpp.
 #pragma once
 
+#include <cmath>
 #include <string>
 #include <vector>
 
@@ -80,7 +81,17 @@ class TraceModel {
 // starting with (0, 0).
 std::vector<Sample> step_series(std::vector<std::pair<uint64_t, int64_t>> deltas);
 
-// Microseconds of simulated time at `cycle`.
-inline double cycle_us(uint64_t cycle, double clock_mhz) { return double(cycle) / clock_mhz; }
+// Simulated time at `cycle` in whole nanoseconds, and as the Chrome trace writes it, in
+// microseconds from those nanoseconds. Perfetto reads a slice's `ts` and `dur` as nanoseconds,
+// rounding each on its own (llround(x * 1000)); from unrounded microseconds a slice's end could
+// land a nanosecond past the start of the next slice on its track, and Perfetto drops a slice
+// that overlaps another without nesting in it. From whole nanoseconds, ts + dur is exactly the
+// next slice's ts. (A monotonic map of cycles: slices that nest or touch in cycles still do.)
+inline int64_t cycle_ns(uint64_t cycle, double clock_mhz) {
+  return std::llround(double(cycle) * 1000.0 / clock_mhz);
+}
+inline double cycle_us(uint64_t cycle, double clock_mhz) {
+  return double(cycle_ns(cycle, clock_mhz)) / 1000.0;
+}
 
 }  // namespace tpusim::sim

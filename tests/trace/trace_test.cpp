@@ -5,7 +5,9 @@
 // every engine gives the same trace (cell registers: stepped only).
 #include "sim/trace.h"
 
+#include <algorithm>
 #include <catch2/catch.hpp>
+#include <cmath>
 #include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -129,10 +131,49 @@ TEST_CASE("chrome trace: one slice per executed instruction, on its unit's track
       CHECK(s["args"]["start"] == tm.start);
       CHECK(s["args"]["end"] == tm.end);
       const uint64_t begin = unit == isa::Unit::control ? tm.issue : tm.start;
-      CHECK(s["ts"].get<double>() == Approx(double(begin) / t->arch.clock_mhz));
-      CHECK(s["dur"].get<double>() == Approx(double(tm.end - begin) / t->arch.clock_mhz).margin(1e-9));
+      // Whole nanoseconds of simulated time, as microseconds (sim/trace_model.h, cycle_ns).
+      const auto ns = [&](uint64_t c) { return std::llround(double(c) * 1000.0 / t->arch.clock_mhz); };
+      CHECK(s["ts"].get<double>() == double(ns(begin)) / 1000.0);
+      CHECK(s["dur"].get<double>() == double(ns(tm.end) - ns(begin)) / 1000.0);
       CHECK(s["args"]["text"] == isa::format_instruction(in));
     }
+  }
+}
+
+// Perfetto reads ts and dur as nanoseconds, each rounded on its own (llround(x * 1000)), and drops
+// a complete slice that overlaps another on its track without nesting in it
+// (slice_drop_overlapping_complete_event). At 700 MHz a cycle is 1.428... ns: from unrounded
+// microseconds, slices that touch (one ends in the cycle the next begins) overlapped by 1 ns.
+TEST_CASE("chrome trace: every track's slices nest as Perfetto reads them", "[trace]") {
+  for (const std::string& name : kPrograms) {
+    INFO(name);
+    const auto t = run_file(name);
+    const json trace = chrome(*t);
+    std::map<int, std::vector<std::pair<int64_t, int64_t>>> tracks;
+    for (const json& e : trace["traceEvents"])
+      if (e["ph"] == "X") {
+        const int64_t ts = std::llround(e["ts"].get<double>() * 1000.0);
+        tracks[e["tid"].get<int>()].push_back({ts, ts + std::llround(e["dur"].get<double>() * 1000.0)});
+      }
+    size_t slices = 0, touching = 0;
+    for (auto& [tid, track] : tracks) {
+      std::sort(track.begin(), track.end(), [](const auto& a, const auto& b) {
+        return a.first != b.first ? a.first < b.first : a.second > b.second;
+      });
+      std::vector<int64_t> open;  // ends of the slices enclosing the current one
+      for (const auto& [begin, end] : track) {
+        while (!open.empty() && open.back() <= begin) {
+          touching += open.back() == begin;
+          open.pop_back();
+        }
+        INFO("track " << tid << ": [" << begin << ", " << end << "] ns");
+        CHECK((open.empty() || end <= open.back()));
+        open.push_back(end);
+        ++slices;
+      }
+    }
+    CHECK(slices > 10);
+    CHECK(touching > 0);  // slices that touch: where rounding each value on its own went wrong
   }
 }
 
@@ -161,6 +202,16 @@ TEST_CASE("chrome trace: the matrix-cycle slices add up to the report's counters
   const auto sums = matrix_cycle_sums(chrome(*held));
   CHECK(sums.at("host launch") == sim::launch_cycles(held->arch, 2));  // 7,000 + 700 + 3
   CHECK(held->result.matrix.host_launch == 7703);
+}
+
+TEST_CASE("chrome trace: a workload name that is not UTF-8 is written as U+FFFD", "[trace]") {
+  // A program's file name is its workload's name when it has no .model: any bytes at all.
+  const auto t = run_file("matmul.s");
+  sim::TraceInput in = t->input();
+  in.workload = "caf\xe9";
+  const json trace = json::parse(chrome_text(in));
+  CHECK(trace["otherData"]["workload"] == "caf\xef\xbf\xbd");
+  CHECK(trace["traceEvents"][0]["args"]["name"].get<std::string>().starts_with("tpusim: caf\xef\xbf\xbd ("));
 }
 
 TEST_CASE("chrome trace: counters for the weight FIFO and the UB", "[trace]") {
