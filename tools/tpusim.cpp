@@ -294,7 +294,10 @@ extern "C" int sc_main(int argc, char** argv) {
   tools::SweepCommand sweep(app);  // sweep, sweep merge (tools/sweep/command.cpp)
   tools::DebugArgs dbg;
   CLI::App* db = app.add_subcommand("debug", "Step through a run cycle by cycle on the stepped engine (docs/debugger.md)");
-  db->add_option("program", dbg.program, "program (.tpu), assembly source (.s) or model description (.toml, compiled first)");
+  db->add_option(
+      "program", dbg.program,
+      "program (.tpu), assembly source (.s), or a model, compiled first: description (.toml), SCALE-Sim "
+      "topology (.csv) or ONNX model (.onnx)");
   db->add_option("--script", dbg.script, "run the commands in this file (- for standard input) instead of a terminal");
   db->add_option("--batch", dbg.batch, "models: override the description's batch size")
       ->check(tools::count_option(1, "a batch size"));
@@ -307,7 +310,10 @@ extern "C" int sc_main(int argc, char** argv) {
   tools::ViewArgs view;
   CLI::App* vw = app.add_subcommand(
       "view", "Write one self-contained HTML page that shows a stepped run cycle by cycle (docs/view.md)");
-  vw->add_option("program", view.program, "program (.tpu), assembly source (.s) or model description (.toml)");
+  vw->add_option(
+      "program", view.program,
+      "program (.tpu), assembly source (.s), or a model, compiled first: description (.toml), SCALE-Sim "
+      "topology (.csv) or ONNX model (.onnx)");
   vw->add_option("-o,--output", view.output, "the HTML file to write")->required();
   vw->add_option("--window", view.window,
                  "cycles START:END the page holds (default: from a little before the first matmul, as many "
