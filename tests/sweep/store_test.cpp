@@ -42,3 +42,38 @@ TEST_CASE("store: a batch that fails is rolled back and the reused INSERT stores
     CHECK(lines[i][error] == "boom " + std::to_string(i - 1));
   }
 }
+
+// The report's nullable numbers (`model_macs`: "integer or null", `model_tops`: "number or null",
+// docs/report.md) are numeric columns: stored as TEXT they compared as text in SQL (`WHERE model_tops
+// > 100` held for every row: TEXT sorts above every number) and came back from SQLite's text
+// conversion with 15 digits (0.1759089017495735 -> 0.175908901749573 in the CSV, where tops beside it
+// kept all 16).
+TEST_CASE("store: model_macs and model_tops are numbers, exact in the CSV") {
+  const Spec spec = parse_spec("[sweep]\nworkloads = [\"../asm/matmul.s\"]\nengine = \"timing\"\n",
+                               TPUSIM_SOURCE_DIR "/workloads/sweeps/test.toml");
+  REQUIRE(spec.points.size() == 1);
+  ResultStore store(":memory:");
+  store.attach_spec(spec);
+  nlohmann::ordered_json report = {{"batch", 1},         {"cycles", 3077},
+                                   {"tops", 0.1759089017495735}, {"model_macs", 12345678901},
+                                   {"model_tops", 0.1759089017495735}};
+  store.record({PointResult{&spec.points[0], &spec, report, "", 0.5}});
+  const auto lines = parse_csv(store.csv(), "csv");
+  REQUIRE(lines.size() == 2);
+  const auto at = [&](const char* name) {
+    const size_t i = std::find(lines[0].begin(), lines[0].end(), name) - lines[0].begin();
+    REQUIRE(i < lines[0].size());
+    return lines[1][i];
+  };
+  CHECK(at("tops") == "0.1759089017495735");
+  CHECK(at("model_tops") == "0.1759089017495735");
+  CHECK(at("model_macs") == "12345678901");
+  const auto type_of = [&](const char* name) {
+    for (const Column& c : columns())
+      if (c.name == name) return c.type;
+    FAIL("no column " << name);
+    return ColumnType::text;
+  };
+  CHECK(type_of("model_macs") == ColumnType::integer);
+  CHECK(type_of("model_tops") == ColumnType::real);
+}

@@ -69,9 +69,10 @@ std::vector<Column> make_columns() {
     if (k.type.starts_with("object")) {
       for (Column& m : members(k.name)) c.push_back(std::move(m));
     } else {
-      const ColumnType t = k.type == "integer"  ? ColumnType::integer
-                           : k.type == "number" ? ColumnType::real
-                                                : ColumnType::text;
+      // "integer or null" (model_macs), "number or null" (model_tops): numbers, NULL when absent.
+      const ColumnType t = k.type == "integer" || k.type == "integer or null" ? ColumnType::integer
+                           : k.type == "number" || k.type == "number or null" ? ColumnType::real
+                                                                               : ColumnType::text;
       c.push_back({std::string(k.name), t});
     }
   }
