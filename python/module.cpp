@@ -18,6 +18,7 @@
 #include "sim/machine.h"
 #include "sim/report.h"
 #include "tools/commands.h"
+#include "tools/machine_check.h"
 #include "tools/sweep/workers.h"
 
 // libsystemc defines main() and calls sc_main(); inside Python nothing calls it, but the shared
@@ -45,6 +46,7 @@ std::string text_of(const py::handle& v) {
 // then `set`: a dict {param: value} or a list of "param=value", as --set.
 sim::Arch resolve_arch(const py::object& arch, const py::object& set, const isa::Program* program) {
   sim::Arch a;
+  std::vector<std::string> given;  // KEY=VALUE of a dict arch and of set, for the message of a machine they break
   if (arch.is_none()) {
     if (program && !program->arch.empty()) {  // a program compiled for another machine names it
       try {
@@ -56,17 +58,23 @@ sim::Arch resolve_arch(const py::object& arch, const py::object& set, const isa:
         if (k != "name") sim::set_param(a, k, v.is_string() ? v.get<std::string>() : v.dump(), ".arch");
     }
   } else if (py::isinstance<py::dict>(arch)) {
-    for (const auto& [k, v] : arch.cast<py::dict>()) sim::set_param(a, text_of(k), text_of(v), "arch");
+    for (const auto& [k, v] : arch.cast<py::dict>()) {
+      sim::set_param(a, text_of(k), text_of(v), "arch");
+      given.push_back(text_of(k) + "=" + text_of(v));
+    }
   } else {
     const std::string name = arch.cast<std::string>();
     a = name.ends_with(".json") ? sim::load_arch_file(name) : sim::arch_preset(name);
   }
   if (py::isinstance<py::dict>(set)) {
-    for (const auto& [k, v] : set.cast<py::dict>()) sim::set_param(a, text_of(k), text_of(v), "set");
+    for (const auto& [k, v] : set.cast<py::dict>()) {
+      sim::set_param(a, text_of(k), text_of(v), "set");
+      given.push_back(text_of(k) + "=" + text_of(v));
+    }
   } else if (!set.is_none()) {
-    for (const std::string& s : set.cast<std::vector<std::string>>()) sim::apply_set(a, s);
+    for (const std::string& s : set.cast<std::vector<std::string>>()) sim::apply_set(a, s), given.push_back(s);
   }
-  sim::validate(a);
+  tools::validate_machine(a, given, py::isinstance<py::dict>(arch) ? "arch/set" : "set");
   return a;
 }
 

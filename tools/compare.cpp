@@ -7,6 +7,7 @@
 // that is the "simulated" row. TOPS count the same work on every row: the model's MACs
 // (compiler::model_macs, each once whatever the mapping) times the row's inferences per second.
 #include "tools/compare.h"
+#include "tools/machine_check.h"
 
 #include <fmt/format.h>
 
@@ -391,7 +392,7 @@ std::vector<std::string> default_reference(const CompareArgs& a) {
 int cmd_compare(const CompareArgs& a) {
   sim::Arch arch = a.arch_file.empty() ? sim::Arch{} : sim::load_arch_file(a.arch_file);
   for (const std::string& s : a.sets) sim::apply_set(arch, s);
-  sim::validate(arch);
+  validate_machine(arch, a.sets);
   std::vector<gpu::ReferenceData> files;
   for (const std::string& p : a.gpu_files.empty() ? default_reference(a) : a.gpu_files)
     for (gpu::ReferenceData& d : gpu::load_reference(p)) files.push_back(std::move(d));

@@ -25,6 +25,7 @@
 #include "sim/report.h"
 #include "sim/trace.h"
 #include "tools/commands.h"
+#include "tools/machine_check.h"
 #include "tools/freed_memory.h"
 #include "tools/program_to_run.h"
 #include "tools/run_progress.h"
@@ -81,10 +82,10 @@ sim::Arch resolve_arch(const isa::Program* program, const std::string& arch_file
   }
   for (const std::string& s : sets) sim::apply_set(arch, s);
   try {
-    sim::validate(arch);
+    validate_machine(arch, sets);
   } catch (const InputError& e) {
     // The program's .arch line set the parameters: name the file it came from.
-    if (!program || !arch_file.empty() || program->arch.size() < 2) throw;
+    if (!sets.empty() || !program || !arch_file.empty() || program->arch.size() < 2) throw;
     throw InputError(fmt::format("{}: .arch: {}", source, e.what()));
   }
   if (program)

@@ -1,0 +1,42 @@
+#!/usr/bin/env python3
+"""Bad input to the Python module raises tpusim.InputError naming what the caller gave.
+
+    errors_test.py SOURCE_DIR
+
+A machine that set= or a dict arch= makes impossible names the entry that gave the value (before:
+sim::validate's "architecture 'tpu-v1': ...", the preset the caller started from); a sweep spec
+with a value outside its parameter's range names its file and line, as `tpusim sweep` does.
+"""
+import os
+import sys
+
+import tpusim
+
+src = sys.argv[1]
+mnist = os.path.join(src, "workloads", "small", "mnist_mlp.toml")
+cases = [
+    (lambda: tpusim.run(mnist, engine="timing", set={"array_rows": 0}),
+     "set array_rows=0: array_rows = 0 must be at least 1"),
+    (lambda: tpusim.run(mnist, engine="timing", set=["ub_bytes=1000"]),
+     "set ub_bytes=1000: ub_bytes = 1000 is not a multiple of the UB row width 256"),
+    (lambda: tpusim.arch(set={"array_rows": 300}),
+     "set made machine tpu-v1 array_rows=300: ub_bytes = 25165824 is not a multiple of the UB row width 300"),
+    (lambda: tpusim.compile(mnist, arch={"array_cols": 5000}),
+     "arch/set array_cols=5000: array_cols = 5000 exceeds the maximum 4096"),
+    (lambda: tpusim.run(mnist, engine="timing", set={"array_row": 128}),
+     "set: unknown parameter 'array_row' (did you mean array_rows?"),
+    (lambda: tpusim.sweep(os.path.join(src, "tests", "sweep", "bad", "out_of_range.toml")),
+     "out_of_range.toml:5: grid: array_rows: 0: must be at least 1"),
+]
+failed = 0
+for call, expected in cases:
+    try:
+        call()
+        print(f"FAIL: no error; expected {expected!r}")
+        failed += 1
+    except tpusim.InputError as e:
+        if expected not in str(e):
+            print(f"FAIL: {str(e)!r} does not contain {expected!r}")
+            failed += 1
+print(f"{len(cases) - failed} of {len(cases)} errors as expected")
+sys.exit(1 if failed else 0)

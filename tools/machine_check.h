@@ -1,0 +1,23 @@
+// The machine a user described with --arch/--set (or Python's arch=/set=), validated with a message
+// that names what the user gave: the --set that gave a value out of range or breaking a rule
+// (`--set array_rows=0: array_rows = 0 must be at least 1`), else the machine as the sets made it
+// (`--set made machine tpu-v1 array_rows=300: ub_bytes = 25165824 is not a multiple of ...`), not
+// the preset it started from (sim::validate's "architecture 'tpu-v1': ..."). Shared by tpusim run,
+// compile, debug, validate, compare and the Python module.
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "sim/arch.h"
+
+namespace tpusim::tools {
+
+// sim::validate(arch), its InputError rephrased as above when `sets` (KEY=VALUE, in the order
+// applied) are not empty; without sets it rethrows sim::validate's error as it is. `option` names
+// where the sets came from: "--set", or the Python module's "set".
+void validate_machine(const sim::Arch& arch, const std::vector<std::string>& sets,
+                      std::string_view option = "--set");
+
+}  // namespace tpusim::tools
