@@ -57,8 +57,9 @@ fi
 build/tpusim run workloads/tpu-v1/mlp0.toml --engine timing 2> /dev/null | grep '^energy' |
   in_page docs/energy.md "tpusim run's energy line"
 
-# README.md and docs/python.md: the Python one-liner (python.md gives the first digits).
-if [ -d "$(dirname "$tpusim")/python" ] && /usr/bin/python3 -c 'import sys' 2> /dev/null; then
+# README.md and docs/python.md: the Python one-liner (python.md gives the first digits). Sanitizer
+# builds have no module (python/CMakeLists.txt).
+if compgen -G "$(dirname "$tpusim")/python/tpusim*.so" > /dev/null && [ -x /usr/bin/python3 ]; then
   tops=$(PYTHONPATH="$(dirname "$tpusim")/python" /usr/bin/python3 -c "import tpusim; print(tpusim.run('workloads/tpu-v1/mlp0.toml', engine='timing')['tops'])")
   echo "$tops" | in_page README.md "Python one-liner"
   echo "${tops:0:5}..." | in_page docs/python.md "Python one-liner"
