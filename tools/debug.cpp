@@ -191,6 +191,16 @@ int cmd_debug(const DebugArgs& a) {
   if (!traces) return 0;
   // The traces show the whole run: it goes on from where the session left it to its halt.
   sim::DebugSession& s = d->session();
+  // Say so: on a large model the rest of the run takes a while, and nothing else is printed.
+  if (!s.over())
+    fmt::print(stderr,
+               "{}: the session ended at cycle {}; the run goes on to its halt for {} (Ctrl-C abandons {})\n",
+               a.program, s.cycle(),
+               a.trace.empty() ? "--vcd"
+               : a.vcd.empty() ? "--trace"
+                               : "--trace and --vcd",
+               a.trace.empty() || a.vcd.empty() ? "it" : "them");
+  std::fflush(stderr);
   s.finish_run();
   if (!s.result()) {
     fmt::print(stderr, "{}: no trace written: the run failed at cycle {}: {}\n", a.program, s.cycle(),

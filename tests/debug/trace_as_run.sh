@@ -7,7 +7,11 @@ tpusim=$1 work=$2
 shift 2
 mkdir -p "$work"
 printf 'step 800\nback 100\nstep 5\nquit\n' >"$work/session.cmd"
-"$tpusim" debug "$@" --script "$work/session.cmd" --trace "$work/debug.json" --vcd "$work/debug.vcd" >/dev/null
+"$tpusim" debug "$@" --script "$work/session.cmd" --trace "$work/debug.json" --vcd "$work/debug.vcd" \
+  >/dev/null 2>"$work/stderr.txt"
+# It says that the run goes on past the session's end (800 - 100 + 5 = cycle 705).
+grep -q ': the session ended at cycle 705; the run goes on to its halt for --trace and --vcd' "$work/stderr.txt" ||
+  { echo "FAIL: debug did not say the run goes on:"; cat "$work/stderr.txt"; exit 1; }
 "$tpusim" run "$@" --engine stepped --trace "$work/run.json" --vcd "$work/run.vcd" >/dev/null
 cmp "$work/debug.json" "$work/run.json"
 cmp "$work/debug.vcd" "$work/run.vcd"
