@@ -143,6 +143,15 @@ int run_terminal(Debugger& d) {
 
 }  // namespace
 
+std::vector<std::string> command_names() {
+  std::vector<std::string> names = {"print/x", "exit"};
+  for (const HelpEntry& h : kHelp) {
+    names.emplace_back(h.name);
+    if (!h.short_form.empty()) names.emplace_back(h.short_form);
+  }
+  return names;
+}
+
 std::string help_text(std::string_view command) {
   if (command.empty()) {
     std::string out = "commands (`help COMMAND` for details):\n";
@@ -153,7 +162,8 @@ std::string help_text(std::string_view command) {
     if (h.name == command || h.short_form == command)
       return fmt::format("{}\n  {}\n", h.usage, h.text) +
              (h.short_form.empty() ? "" : fmt::format("  short form: {}\n", h.short_form));
-  throw CommandError(fmt::format("help: no command '{}' (`help` lists them)", command));
+  throw CommandError(fmt::format("help: no command '{}'{} (`help` lists them)", command,
+                                 did_you_mean(command, command_names())));
 }
 
 int cmd_debug(const DebugArgs& a) {

@@ -24,6 +24,9 @@ struct CommandError : std::runtime_error {
 };
 std::optional<uint64_t> parse_number(std::string_view s);           // decimal or 0x hex
 uint64_t need_number(const std::string& s, std::string_view what);  // or CommandError
+// " (did you mean X?)" when one of `candidates` is a near miss of a mistyped `word`, else "".
+std::string did_you_mean(std::string_view word, const std::vector<std::string>& candidates);
+std::vector<std::string> command_names();  // every command and short form (debug.cpp)
 
 // A breakpoint or watchpoint (they share one numbering, as in gdb).
 struct Breakpoint {

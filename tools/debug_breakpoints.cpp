@@ -67,7 +67,10 @@ const sim::HostBuffer& host_region(const sim::DebugSession& s, const std::string
     if (h.name == name) return h;
     names += " " + h.name;
   }
-  throw CommandError(fmt::format("{}: no host region '{}' (the program has:{})", cmd, name, names));
+  std::vector<std::string> regions;
+  for (const sim::HostBuffer& h : s.state().host) regions.push_back(h.name);
+  throw CommandError(fmt::format("{}: no host region '{}'{} (the program has:{})", cmd, name,
+                                 did_you_mean(name, regions), names));
 }
 
 }  // namespace
@@ -94,19 +97,24 @@ std::string Debugger::cmd_break(const Args& a) {
     b.kind = Kind::layer;
     b.space = name;
     std::string known;
+    std::vector<std::string> names;
     for (const sim::LayerTag& t : tags) {
       if (t.name == name) b.tags.push_back(t.index);
       if (known.find(" " + t.name + ",") == std::string::npos) known += " " + t.name + ",";
+      names.push_back(t.name);
     }
     known.pop_back();
     if (b.tags.empty())
-      throw CommandError(fmt::format("break: no layer '{}' (the program's layers:{})", name, known));
+      throw CommandError(fmt::format("break: no layer '{}'{} (the program's layers:{})", name,
+                                     did_you_mean(name, names), known));
   } else if (a[1] == "unit") {
     if (a.size() < 3) throw CommandError("break: expected `break unit UNIT [issue|start|end]`");
     const auto u = unit_named(a[2]);
     if (!u)
-      throw CommandError(
-          fmt::format("break: unknown unit '{}' (one of: control host weights matrix act)", a[2]));
+      throw CommandError(fmt::format("break: unknown unit '{}'{} (one of: control host weights matrix act)",
+                                     a[2],
+                                     did_you_mean(a[2], {"control", "host", "weights", "matrix", "act",
+                                                         "host_dma", "weight_fetch", "activation"})));
     b.kind = Kind::unit;
     b.value = uint64_t(*u);
     b.when = event_kind(a, 3, "issue, start or end");
@@ -118,7 +126,13 @@ std::string Debugger::cmd_break(const Args& a) {
     std::optional<uint64_t> index = parse_number(a[1]);
     for (const isa::Symbol& s : program_.symbols)
       if (!index && s.space == "code" && s.name == a[1]) index = s.addr;
-    if (!index) throw CommandError(fmt::format("break: '{}': expected {}", a[1], kUsage));
+    if (!index) {
+      std::vector<std::string> words = {"cycle", "unit", "layer"};
+      for (const isa::OpcodeSpec& op : isa::kOpcodes) words.emplace_back(op.mnemonic);
+      for (const isa::Symbol& s : program_.symbols)
+        if (s.space == "code") words.push_back(s.name);
+      throw CommandError(fmt::format("break: '{}'{}: expected {}", a[1], did_you_mean(a[1], words), kUsage));
+    }
     if (*index >= session_->code_size())
       throw CommandError(
           fmt::format("break: instruction {} is past the halt (the program runs instructions 0..{})", *index,
@@ -134,8 +148,9 @@ std::string Debugger::cmd_break(const Args& a) {
 
 std::string Debugger::cmd_watch(const Args& a) {
   if (a.size() < 2 || (a[1] != "ub" && a[1] != "acc" && a[1] != "host"))
-    throw CommandError(
-        "watch: expected `watch ub ROW [COUNT]`, `watch acc ROW [COUNT]` or `watch host REGION`");
+    throw CommandError(fmt::format(
+        "watch: expected `watch ub ROW [COUNT]`, `watch acc ROW [COUNT]` or `watch host REGION`{}",
+        a.size() < 2 ? "" : did_you_mean(a[1], {"ub", "acc", "host"})));
   Breakpoint b;
   b.kind = Kind::watch;
   b.space = a[1];
@@ -283,7 +298,7 @@ std::string Debugger::cmd_print(const Args& a, bool hex) const {
     return view_cell(*session_, r, c);
   }
   if (what == "weights" || what == "tile") return print_weights(a);
-  throw CommandError(kUsage);
+  throw CommandError(kUsage + did_you_mean(what, {"ub", "acc", "host", "fifo", "cell", "weights", "tile"}));
 }
 
 // print weights [shadow] [ROW COL [SIZE]]: the cells' weight (or shadow weight) registers;

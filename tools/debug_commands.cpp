@@ -8,6 +8,7 @@
 #include <stdexcept>
 
 #include "isa/disassembler.h"
+#include "isa/text.h"
 #include "sim/reference.h"
 #include "tools/debug.h"
 
@@ -37,6 +38,13 @@ std::optional<uint64_t> parse_number(std::string_view s) {
   } catch (const std::exception&) {
   }
   return std::nullopt;
+}
+
+std::string did_you_mean(std::string_view word, const std::vector<std::string>& candidates) {
+  const auto [best, d] = isa::nearest(word, candidates);
+  // Near: at most a third of the letters wrong (two in a short word: a swap), never all of them.
+  if (d == 0 || d >= word.size() || d > std::max<size_t>(2, word.size() / 3)) return "";
+  return fmt::format(" (did you mean {}?)", best);
 }
 
 uint64_t need_number(const std::string& s, std::string_view what) {
@@ -140,7 +148,8 @@ std::string Debugger::dispatch(const Args& a) {
     quit_ = true;
     return "";
   }
-  throw CommandError(fmt::format("unknown command '{}' (`help` lists the commands)", c));
+  throw CommandError(
+      fmt::format("unknown command '{}'{} (`help` lists the commands)", c, did_you_mean(c, command_names())));
 }
 
 std::string Debugger::advance(uint64_t until, uint64_t issues) {

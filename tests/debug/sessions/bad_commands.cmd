@@ -59,6 +59,14 @@ print/x weights
 print/x ub 4 1
 step 99999999999999999999
 back 0x10000000000000000
+# near misses get a suggestion
+contineu
+help stpe
+break mamtul
+break unit hots
+print fifi
+watch acx 0
+print host yy
 quit now
 quit
 step

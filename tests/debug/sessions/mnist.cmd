@@ -1,6 +1,7 @@
 # workloads/small/mnist_mlp.toml, batch 2, compiled for a 16 x 16 array: 1932 instructions.
 disasm 0 12
 break layer nosuch
+break layer hiden2
 break layer hidden2
 continue
 print weights 0 0 4
