@@ -194,6 +194,14 @@ std::unique_ptr<TracePlan> plan_traces(const RunArgs& r, const isa::Program& p, 
           fmt::format("{}: --trace-window and --trace-filter go with --trace, --vcd or --log", command));
     return nullptr;
   }
+  // Standard output ("-") takes one trace, alone: debug's session and a second trace would mix
+  // into it (run's report then goes to standard error).
+  const int to_stdout = (r.trace == "-") + (r.vcd == "-") + (r.log == "-");
+  if (to_stdout > 0 && command == "debug")
+    throw InputError("debug: standard output carries the session: write --trace and --vcd to files");
+  if (to_stdout > 1)
+    throw InputError(
+        fmt::format("{}: only one of --trace, --vcd and --log can go to standard output (-)", command));
   // Each file is tried now (a temporary file beside it, removed at once; isa/file_io.h).
   for (const std::string* path : {&r.trace, &r.vcd, &r.log})
     if (!path->empty() && *path != "-") io::OutputFile probe(*path);
@@ -415,6 +423,10 @@ int cmd_run(const RunArgs& r) {
     write_text(r.report, report.dump(2) + "\n");
     fmt::print(stderr, "{}: {} cycles on {} ({} engine) -> {}\n", r.program, result.cycles,
                sim::machine_name(arch), r.engine, r.report);
+  } else if (r.trace == "-" || r.vcd == "-" || r.log == "-") {
+    // A trace on standard output stays a file of its own kind: the report goes to standard error.
+    const std::string text = sim::format_report(report);
+    std::fwrite(text.data(), 1, text.size(), stderr);
   } else {
     write_text("-", sim::format_report(report));
   }
