@@ -202,9 +202,17 @@ std::unique_ptr<TracePlan> plan_traces(const RunArgs& r, const isa::Program& p, 
   if (to_stdout > 1)
     throw InputError(
         fmt::format("{}: only one of --trace, --vcd and --log can go to standard output (-)", command));
-  // Each file is tried now (a temporary file beside it, removed at once; isa/file_io.h).
-  for (const std::string* path : {&r.trace, &r.vcd, &r.log})
-    if (!path->empty() && *path != "-") io::OutputFile probe(*path);
+  // Each file is tried now (a temporary file beside it, removed at once; isa/file_io.h). Not a
+  // device or a FIFO: opening one is an event for its reader (a FIFO's reader would see the end).
+  for (const std::string* path : {&r.trace, &r.vcd, &r.log}) {
+    if (path->empty() || *path == "-") continue;
+    std::error_code ec;
+    const std::filesystem::file_status st = std::filesystem::status(*path, ec);
+    if (std::filesystem::exists(st) && !std::filesystem::is_regular_file(st) &&
+        !std::filesystem::is_directory(st))
+      continue;
+    io::OutputFile probe(*path);
+  }
   auto plan = std::make_unique<TracePlan>();
   if (!r.trace_window.empty()) sim::parse_trace_window(r.trace_window, plan->selection);
   if (!r.trace_filter.empty()) sim::parse_trace_filter(r.trace_filter, p, plan->selection);
