@@ -13,8 +13,10 @@
 #include <sstream>
 
 #include "compiler/model.h"
+#include "isa/assembler.h"
 #include "isa/error.h"
 #include "isa/file_io.h"
+#include "isa/program.h"
 #include "isa/text.h"
 
 namespace fs = std::filesystem;
@@ -316,6 +318,27 @@ std::vector<std::string> expand_glob(const fs::path& pattern) {
   return out;  // glob sorts
 }
 
+// The machine a program names (its `.arch` metadata: a preset, then the parameters it lists), as
+// `tpusim run PROG` runs it: a program compiled for a 64 x 256 array with 256 KiB sweeps from there.
+sim::Arch program_machine(const Reader& r, const Workload& w, int line) {
+  try {
+    const isa::Program p = w.path.extension() == ".s" ? isa::assemble_file(w.path) : isa::load_program(w.path);
+    sim::Arch a;
+    if (p.arch.empty()) return a;
+    const std::string name = p.arch.value("name", std::string("tpu-v1"));
+    try {
+      a = sim::arch_preset(name);
+    } catch (const InputError&) {
+      a.name = name;  // not a preset: the program lists every parameter that differs from tpu-v1
+    }
+    for (const auto& [key, value] : p.arch.items())
+      if (key != "name") sim::set_param(a, key, value.is_string() ? value.get<std::string>() : value.dump(), ".arch");
+    return a;
+  } catch (const InputError& e) {
+    r.fail(line, "sweep", "workloads", w.file, e.what());
+  }
+}
+
 void add_workload(const Reader& r, Spec& spec, const std::string& file, const std::string& name, int line) {
   const fs::path base = spec.path.parent_path();
   const bool pattern = file.find_first_of("*?[") != std::string::npos;
@@ -336,6 +359,7 @@ void add_workload(const Reader& r, Spec& spec, const std::string& file, const st
     std::error_code ec;
     if (!fs::is_regular_file(w.path, ec))
       r.fail(line, "sweep", "workloads", w.file, fmt::format("no such file ({})", w.path.string()));
+    if (!w.is_model) w.machine = program_machine(r, w, line);
     for (const Workload& o : spec.workloads)
       if (o.name == w.name)
         r.fail(
@@ -433,6 +457,7 @@ std::string point_key(const Spec& spec, const Point& p) {
 
 struct Expansion {
   sim::Arch arch;
+  bool arch_given = false;  // [sweep] arch: every point starts from it, programs' included
   std::vector<Setting> base;
   std::vector<Axis> axes;
   std::vector<std::vector<Setting>> list;
@@ -468,7 +493,7 @@ void expand(const Reader& r, const Expansion& x, Spec& spec) {
     for (const auto& c : combos) {
       Point p;
       p.workload = &w;
-      p.arch = x.arch;
+      p.arch = x.arch_given || w.is_model ? x.arch : w.machine;
       apply(x.base, p);
       apply(c, p);
       if (p.batch && !w.is_model) {
@@ -515,6 +540,7 @@ Spec parse_spec(const std::string& text, const fs::path& path) {
   if (!sweep) r.fail(1, "[sweep]", "", "", "missing: a spec needs a [sweep] table with its workloads");
   Expansion x;
   read_sweep_table(r, table_at(r, *sweep, "[sweep]"), spec, x.arch);
+  x.arch_given = table_at(r, *sweep, "[sweep]").contains("arch");
   if (const toml::node* n = doc.get("set")) x.base = read_settings(r, table_at(r, *n, "[set]"), "set");
   if (const toml::node* n = doc.get("grid")) x.axes = read_grid(r, table_at(r, *n, "[grid]"));
   if (const toml::node* n = doc.get("points")) {

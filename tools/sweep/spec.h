@@ -26,6 +26,9 @@ struct Workload {
   std::string file;            // as written in the spec (CSV `workload_file`)
   std::filesystem::path path;  // resolved against the spec's folder
   bool is_model = false;       // a model description (.toml, .csv), else a program (.tpu, .s)
+  // A program: the machine it was compiled or written for (its `.arch`), as `tpusim run PROG` runs
+  // it; its points start from it unless `[sweep] arch` names another. tpu-v1 for a model.
+  sim::Arch machine;
 };
 
 struct Point {
