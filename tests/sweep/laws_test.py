@@ -19,7 +19,9 @@ and checks every point's report against laws that hold whatever the compiler cho
   pieces x piece covers it with no empty piece, and the weight-memory bound (cnn0 at batch 7 on a
   256 KiB buffer: 7 pieces of 1, each fetching the 8 MB of weights) rises with the pieces;
 - energy: the actions add up to energy_joules, static = static_watts x seconds, mac =
-  array_macs x energy_mac_pj, joules_per_inference = energy / batch;
+  array_macs x energy_mac_pj, joules_per_inference = energy / batch, average_watts = energy /
+  seconds >= static_watts, tops_per_watt = tops / average_watts; latency_seconds = seconds +
+  host_overhead_seconds;
 - one program on other memories and clocks: cycles never rise with the bandwidth nor fall with the
   clock, seconds never rise with the clock, energy never rises with the bandwidth, the dynamic
   energy (all but static) is the same at every clock and bandwidth and the DRAM's doubles with
@@ -144,6 +146,12 @@ def check_point(r):
     law("mac energy = array_macs x pJ", close(e["mac"], p["array_macs"] * a["energy_mac_pj"] * 1e-12), r, e["mac"])
     law("J per inference = J / batch", close(p["joules_per_inference"], p["energy_joules"] / p["batch"]), r,
         p["joules_per_inference"])
+    law("W = J / s", close(p["average_watts"], p["energy_joules"] / p["seconds"]), r, p["average_watts"])
+    law("TOPS/W = tops / W", close(p["tops_per_watt"], p["tops"] / p["average_watts"]), r, p["tops_per_watt"])
+    law("power >= static power", p["average_watts"] >= a["static_watts"] * (1 - 1e-12), r, p["average_watts"])
+    law("latency = seconds + host overhead",
+        close(p["latency_seconds"], p["seconds"] + p["host_overhead_seconds"]) and p["host_overhead_seconds"] > 0, r,
+        f"{p['latency_seconds']} vs {p['seconds']} + {p['host_overhead_seconds']}")
 
 
 def check_splits(rows):
