@@ -127,9 +127,15 @@ std::string view_array(const sim::DebugSession& s, uint64_t row, uint64_t col, u
   if (!whole) out += fmt::format(", rows {}..{}, columns {}..{}", row, r1 - 1, col, c1 - 1);
   out += b == 1 ? "" : fmt::format(", one character per {} x {} block", b, b);
   out += "): '#' live input and partial sum, '*' live and switching to the shadow tile, '.' idle\n";
-  out += b == 1 ? "     " : fmt::format("{:>5}", "");
-  for (uint64_t j = col; j < c1; j += b) out += char('0' + (j / b) % 10);
-  out += "\n";
+  // The columns' numbers read downwards, one line per digit (the first column of each block),
+  // as the rows' numbers lead each line.
+  for (uint64_t place = c1 - b >= 100 ? 100 : c1 - b >= 10 ? 10 : 1; place > 0; place /= 10) {
+    std::string line = "     ";
+    for (uint64_t j = col; j < c1; j += b)
+      line += j >= place || place == 1 ? char('0' + (j / place) % 10) : ' ';
+    line.erase(line.find_last_not_of(' ') + 1);
+    out += line + "\n";
+  }
   for (uint64_t k = row; k < r1; k += b) {
     out += fmt::format("{:>4} ", k);
     for (uint64_t j = col; j < c1; j += b) {
