@@ -36,8 +36,13 @@ wait_for '^\(tpusim\) ?$'
 t send-keys 'step 3' Enter
 wait_for '^at cycle 3$'
 # The up arrow recalls `step 3`.
+# The screen already shows `(tpusim) step 3` once (typed): wait for the second, the recalled one
+# (checking at once raced with readline's redraw under load).
 t send-keys Up
-wait_for '^\(tpusim\) step 3$'
+for _ in $(seq 200); do
+  [ "$(count '^\(tpusim\) step 3$')" = 2 ] && break
+  sleep 0.1
+done
 [ "$(count '^\(tpusim\) step 3$')" = 2 ] || { echo "FAIL: Up did not recall 'step 3'"; screen; exit 1; }
 t send-keys Enter
 wait_for '^at cycle 6$'
