@@ -46,7 +46,7 @@ wait_for "^at cycle $((stopped + 1))\$"
 t send-keys 'frob'
 wait_for '^\(tpusim\) frob$'
 t send-keys C-c
-sleep 0.3
+wait_for '^\(tpusim\) frob\^C$'
 t send-keys 'quit' Enter
 wait_for '^\[debugger exited 0\]$'
 if screen | grep -q "unknown command"; then
