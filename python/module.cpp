@@ -229,7 +229,9 @@ py::object sweep(const std::string& spec, const py::object& output, const py::ob
   if (rc != 0)
     throw std::runtime_error(fmt::format("sweep {}: stopped (exit {}); resume=True continues it", spec, rc));
   py::object frame = read_results(a.output);
-  if (!keep.is_none()) keep.attr("cleanup")();
+  // (keep is a null handle, not None, when output was given: is_none() said false and cleanup ran on
+  // it, a segmentation fault after every sweep with output=.)
+  if (keep) keep.attr("cleanup")();
   return frame;
 }
 
