@@ -212,7 +212,14 @@ py::object sweep(const std::string& spec, const py::object& output, const py::ob
   } else {
     a.output = output.cast<std::string>();
   }
-  if (!jobs.is_none()) a.jobs = jobs.cast<unsigned>();
+  if (!jobs.is_none()) {  // as -j: 1 to 4096 worker processes (None: every core this process may use)
+    const long long j = py::isinstance<py::int_>(jobs) && !py::isinstance<py::bool_>(jobs) ? jobs.cast<long long>() : 0;
+    if (j < 1 || j > 4096)
+      throw InputError(fmt::format("jobs: {}: expected a whole number of worker processes 1..4096 (None: every "
+                                   "core this process may use)",
+                                   py::repr(jobs).cast<std::string>()));
+    a.jobs = static_cast<unsigned>(j);
+  }
   if (!shard.is_none()) a.shard = shard.cast<std::string>();
   a.resume = resume;
   a.retry_failed = retry_failed;

@@ -27,6 +27,13 @@ cases = [
      "set: unknown parameter 'array_row' (did you mean array_rows?"),
     (lambda: tpusim.sweep(os.path.join(src, "tests", "sweep", "bad", "out_of_range.toml")),
      "out_of_range.toml:5: grid: array_rows: 0: must be at least 1"),
+    # As -j (1..4096): -1 raised pybind11's "Unable to cast Python instance", 0 ran on every core.
+    (lambda: tpusim.sweep(os.path.join(src, "workloads", "sweeps", "tiny.toml"), jobs=-1),
+     "jobs: -1: expected a whole number of worker processes 1..4096"),
+    (lambda: tpusim.sweep(os.path.join(src, "workloads", "sweeps", "tiny.toml"), jobs=0),
+     "jobs: 0: expected a whole number of worker processes 1..4096"),
+    (lambda: tpusim.sweep(os.path.join(src, "workloads", "sweeps", "tiny.toml"), shard="2/2"),
+     "--shard: '2/2': expected K/N with 0 <= K < N"),
 ]
 failed = 0
 for call, expected in cases:
