@@ -1,12 +1,19 @@
 // The sweep's results database (tools/sweep/store.h): record() stores each batch in one
-// transaction, through one INSERT prepared per store and reused.
+// transaction, through one INSERT prepared per store and reused; its statements
+// (tools/sweep/statement.h) reset after every run.
 #include "tools/sweep/store.h"
 
 #include <algorithm>
+#include <sqlite3.h>
+
 #include <catch2/catch.hpp>
 #include <set>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include "isa/error.h"
+#include "tools/sweep/statement.h"
 
 using namespace tpusim::tools::sweep;
 
@@ -76,4 +83,44 @@ TEST_CASE("store: model_macs and model_tops are numbers, exact in the CSV") {
   };
   CHECK(type_of("model_macs") == ColumnType::integer);
   CHECK(type_of("model_tops") == ColumnType::real);
+}
+
+TEST_CASE("store: a statement is reset and unbound after every run, stored or thrown") {
+  // Statement::run is the one way the store runs a statement that changes the database: it must
+  // leave the statement at its start with no value bound, or a statement reused for the next row
+  // (record()'s INSERT, create()'s, attach_spec's, forget_failed's) would carry the last row's
+  // values or the last step's state. Without the reset each CHECK on bound_sql() below fails.
+  sqlite3* db = nullptr;
+  REQUIRE(sqlite3_open(":memory:", &db) == SQLITE_OK);
+  struct Close {
+    sqlite3* db;
+    ~Close() { sqlite3_close(db); }
+  } close{db};
+  REQUIRE(sqlite3_exec(db, "CREATE TABLE t(k INTEGER UNIQUE, v TEXT)", nullptr, nullptr, nullptr) == SQLITE_OK);
+  const std::string unbound = "INSERT INTO t(k, v) VALUES (NULL, NULL)";
+  {
+    Statement insert(db, "INSERT INTO t(k, v) VALUES (?1, ?2)", "test.db");
+    insert.run({int64_t{1}, std::string("one")});
+    CHECK(insert.bound_sql() == unbound);
+    CHECK_FALSE(insert.busy());
+    // Key 1 is taken (UNIQUE): the step fails, the statement is reset all the same.
+    CHECK_THROWS_AS(insert.run({int64_t{1}, std::string("again")}), tpusim::InputError);
+    CHECK(insert.bound_sql() == unbound);
+    CHECK_FALSE(insert.busy());
+    // A third value has no parameter: the bind throws before any step, the two bound before it
+    // are unbound all the same.
+    CHECK_THROWS_AS(insert.run({int64_t{2}, std::string("two"), int64_t{3}}), tpusim::InputError);
+    CHECK(insert.bound_sql() == unbound);
+    // Fewer values than parameters: the rest NULL, not the last row's.
+    insert.run({int64_t{2}});
+    CHECK(insert.bound_sql() == unbound);
+    // A statement that returns rows is stepped to its end.
+    Statement returning(db, "INSERT INTO t(k, v) VALUES (?1, 'three') RETURNING k", "test.db");
+    returning.run({int64_t{3}});
+    CHECK_FALSE(returning.busy());
+  }
+  Statement rows(db, "SELECT k, v FROM t ORDER BY k", "test.db");
+  std::vector<std::pair<int64_t, std::string>> stored;
+  while (rows.step()) stored.push_back({rows.integer(0), rows.text(1)});
+  CHECK(stored == std::vector<std::pair<int64_t, std::string>>{{1, "one"}, {2, ""}, {3, "three"}});
 }

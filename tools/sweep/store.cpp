@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "isa/error.h"
+#include "tools/sweep/statement.h"
 
 namespace tpusim::tools::sweep {
 
@@ -38,64 +39,6 @@ std::string utc_now() {
 }
 
 }  // namespace
-
-// A prepared statement, finalized on scope exit.
-class ResultStore::Statement {
- public:
-  Statement(sqlite3* db, const std::string& sql, const std::string& where) : db_(db), where_(where) {
-    if (sqlite3_prepare_v2(db, sql.c_str(), -1, &s_, nullptr) != SQLITE_OK) fail();
-  }
-  ~Statement() { sqlite3_finalize(s_); }
-  Statement(const Statement&) = delete;
-  Statement& operator=(const Statement&) = delete;
-  void bind(int i, const Cell& c) {
-    int rc = SQLITE_OK;
-    if (const auto* v = std::get_if<int64_t>(&c)) rc = sqlite3_bind_int64(s_, i, *v);
-    else if (const auto* d = std::get_if<double>(&c)) rc = sqlite3_bind_double(s_, i, *d);
-    else if (const auto* t = std::get_if<std::string>(&c))
-      rc = sqlite3_bind_text(s_, i, t->c_str(), -1, SQLITE_TRANSIENT);
-    else rc = sqlite3_bind_null(s_, i);
-    if (rc != SQLITE_OK) fail();
-  }
-  bool step() {
-    const int rc = sqlite3_step(s_);
-    if (rc == SQLITE_ROW) return true;
-    if (rc != SQLITE_DONE) fail();
-    return false;
-  }
-  Cell cell(int i) const {
-    switch (sqlite3_column_type(s_, i)) {
-      case SQLITE_INTEGER: return static_cast<int64_t>(sqlite3_column_int64(s_, i));
-      case SQLITE_FLOAT: return sqlite3_column_double(s_, i);
-      case SQLITE_NULL: return {};
-      default: return text(i);
-    }
-  }
-  // An integer column; a database whose cell is not one is not a tpusim sweep's (exit 2).
-  int64_t integer(int i) const {
-    if (sqlite3_column_type(s_, i) != SQLITE_INTEGER)
-      throw InputError(fmt::format("{}: column {} is not an integer: not a tpusim sweep database", where_, i));
-    return sqlite3_column_int64(s_, i);
-  }
-  std::string text(int i) const {
-    const auto* t = reinterpret_cast<const char*>(sqlite3_column_text(s_, i));
-    return t ? std::string(t, static_cast<size_t>(sqlite3_column_bytes(s_, i))) : std::string();
-  }
-  // Ready to run again: the statement back at its start (releasing what a step held, an error
-  // included) and every parameter unbound.
-  void reset() {
-    sqlite3_reset(s_);
-    sqlite3_clear_bindings(s_);
-  }
-  [[noreturn]] void fail() const {
-    throw InputError(fmt::format("{}: SQLite: {}", where_, sqlite3_errmsg(db_)));
-  }
-
- private:
-  sqlite3* db_;
-  sqlite3_stmt* s_ = nullptr;
-  std::string where_;
-};
 
 ResultStore::ResultStore(const std::filesystem::path& path, bool read_only) : path_(path) {
   const int flags = read_only ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE;
@@ -149,12 +92,7 @@ void ResultStore::create(const std::map<std::string, std::string>& meta) {
     exec(ddl);
     if (this->meta().empty()) {
       Statement one(db_, "INSERT INTO meta(key, value) VALUES (?1, ?2)", path_.string());
-      for (const auto& [k, v] : meta) {
-        one.bind(1, k);
-        one.bind(2, v);
-        one.step();
-        one.reset();
-      }
+      for (const auto& [k, v] : meta) one.run({k, v});
     }
   });
   check_columns();
@@ -221,30 +159,17 @@ void ResultStore::attach_spec(const Spec& spec) {
          std::map<std::string, std::string>{{"spec_name", spec.name},
                                             {"spec_file", spec.path.string()},
                                             {"spec_text", spec.text},
-                                            {"spec_points", std::to_string(spec.points.size())}}) {
-      one.bind(1, k);
-      one.bind(2, v);
-      one.step();
-      one.reset();
-    }
+                                            {"spec_points", std::to_string(spec.points.size())}})
+      one.run({k, v});
     // Two steps, so that no row takes a number another still holds: out of the way (negative),
     // then to the spec's numbers.
     Statement aside(db_, "UPDATE results SET point = ?1 WHERE point = ?2", path_.string());
-    for (const Stored& m : moved) {
-      aside.bind(1, int64_t{-1} - m.point);
-      aside.bind(2, m.point);
-      aside.step();
-      aside.reset();
-    }
+    for (const Stored& m : moved) aside.run({int64_t{-1} - m.point, m.point});
     Statement renumber(db_, "UPDATE results SET point = ?1, json = ?2 WHERE point = ?3", path_.string());
     for (const Stored& m : moved) {
       nlohmann::ordered_json j = nlohmann::ordered_json::parse(m.json);
       j["point"] = m.now;
-      renumber.bind(1, static_cast<int64_t>(m.now));
-      renumber.bind(2, j.dump());
-      renumber.bind(3, int64_t{-1} - m.point);
-      renumber.step();
-      renumber.reset();
+      renumber.run({static_cast<int64_t>(m.now), j.dump(), int64_t{-1} - m.point});
     }
   });
 }
@@ -254,10 +179,8 @@ uint64_t ResultStore::forget_failed(const std::set<std::string>& keys) {
   transaction([&] {
     Statement s(db_, "DELETE FROM results WHERE key = ?1 AND status = 'failed'", path_.string());
     for (const std::string& key : keys) {
-      s.bind(1, key);
-      s.step();
+      s.run({key});
       dropped += static_cast<uint64_t>(sqlite3_changes(db_));
-      s.reset();
     }
   });
   return dropped;
@@ -290,21 +213,11 @@ void ResultStore::record(const std::vector<PointResult>& points) {
   Statement& s = *insert_;
   transaction([&] {
     for (const PointResult& r : points) {
-      // Reset whether the point was stored or its step threw (a failed step leaves the statement
-      // holding its error until reset; the transaction then rolls back).
-      struct Reset {
-        Statement& s;
-        ~Reset() { s.reset(); }
-      } reset{s};
-      const Row row = make_row(r);
-      int i = 1;
-      for (const Cell& c : row) s.bind(i++, c);
-      s.bind(i++, r.point->key);
-      s.bind(i++, host_seconds(r));
-      s.bind(i++, r.point_seconds);
-      s.bind(i++, utc_now());
-      s.bind(i++, json_line(r));
-      s.step();
+      // (run() resets the statement whether the point was stored or its step threw: the
+      // transaction then rolls back, and the next batch finds it ready.)
+      Row row = make_row(r);
+      row.insert(row.end(), {r.point->key, host_seconds(r), r.point_seconds, utc_now(), json_line(r)});
+      s.run(row);
     }
   });
 }
@@ -330,11 +243,7 @@ std::string ResultStore::jsonl() {
 
 uint64_t ResultStore::merge_from(const std::filesystem::path& other) {
   ResultStore(other, /*read_only=*/true).check_columns();
-  {
-    Statement a(db_, "ATTACH DATABASE ?1 AS other", path_.string());
-    a.bind(1, other.string());
-    a.step();
-  }
+  Statement(db_, "ATTACH DATABASE ?1 AS other", path_.string()).run({other.string()});
   struct Detach {
     ResultStore* s;
     ~Detach() { sqlite3_exec(s->db_, "DETACH DATABASE other", nullptr, nullptr, nullptr); }

@@ -25,6 +25,8 @@ struct sqlite3;
 
 namespace tpusim::tools::sweep {
 
+class Statement;  // a prepared statement (statement.h)
+
 class ResultStore {
  public:
   // Opens (creating when missing) the database at `path`; ":memory:" for a scratch one.
@@ -65,11 +67,10 @@ class ResultStore {
   template <class F>
   void transaction(F&& f);
   void check_columns();
-  class Statement;  // a prepared statement (store.cpp)
   std::filesystem::path path_;
   sqlite3* db_ = nullptr;
-  // record()'s INSERT, prepared on its first call (the results table exists by then) and reused:
-  // reset and its bindings cleared after each point, stored or not.
+  // record()'s INSERT, prepared on its first call (the results table exists by then) and reused
+  // (Statement::run resets it after each point, stored or not).
   std::unique_ptr<Statement> insert_;
 };
 
