@@ -1,13 +1,15 @@
 // The sweep scheduler's cost estimates (tools/sweep/schedule.h) against measured seconds: each
 // point of a spec (paper-matrix by default) compiled for its machine and simulated in this process
 // as a sweep worker does (its model prepared once, then lowered and simulated per point), the
-// median of --repeat runs (and of its lowering alone), beside the scheduler's estimate and its
-// activation-unit term. The summary gives the typical (geometric mean) and worst factor between
+// median of --repeat runs (and of its lowering alone), beside the scheduler's estimate, its
+// activation-unit term and the pieces it counted (compiler::pieces) with the program's. The summary gives the typical (geometric mean) and worst factor between
 // estimate and measurement (max(e/m, m/e)), over every point, over the points above 10 ms (below,
 // a point's time is mostly noise on a shared host) and over CNN1's. To compare two estimators, run
 // the bench built from each, interleaved: the measured side is the same code.
 //
-// Usage: sweep_cost_bench [--repeat N] [SPEC]. Model points only (a program's estimate is a default).
+// Usage: sweep_cost_bench [--repeat N] [--estimate-only] [SPEC]. Model points only (a program's
+// estimate is a default). --estimate-only: the estimates alone (estimate_costs, repeated N times:
+// its time, as a sweep's parent spends it before any point runs), nothing compiled or simulated.
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -62,12 +64,14 @@ struct Errors {
 // libsystemc provides main() and calls sc_main() (BUILD-NOTES.md).
 extern "C" int sc_main(int argc, char** argv) {
   int repeat = 3;
+  bool estimate_only = false;
   std::string spec_path = TPUSIM_SOURCE_DIR "/workloads/sweeps/paper-matrix.toml";
   for (int i = 1; i < argc; ++i) {
     if (std::strcmp(argv[i], "--repeat") == 0 && i + 1 < argc) repeat = std::max(1, std::atoi(argv[++i]));
+    else if (std::strcmp(argv[i], "--estimate-only") == 0) estimate_only = true;
     else if (argv[i][0] != '-') spec_path = argv[i];
     else {
-      std::fprintf(stderr, "usage: sweep_cost_bench [--repeat N] [SPEC]\n");
+      std::fprintf(stderr, "usage: sweep_cost_bench [--repeat N] [--estimate-only] [SPEC]\n");
       return 2;
     }
   }
@@ -75,14 +79,32 @@ extern "C" int sc_main(int argc, char** argv) {
   std::vector<const tools::sweep::Point*> todo;
   for (const tools::sweep::Point& p : spec.points)
     if (p.workload->is_model) todo.push_back(&p);
-  const std::vector<PointCost> costs = tools::sweep::estimate_costs(spec, todo);
+  std::vector<double> estimate_seconds;
+  std::vector<PointCost> costs;
+  for (int r = 0; r < (estimate_only ? repeat : 1); ++r) {
+    const auto t0 = Clock::now();
+    costs = tools::sweep::estimate_costs(spec, todo);
+    estimate_seconds.push_back(since(t0));
+  }
+  const double estimating = tpusim::bench::median(estimate_seconds);
+  if (estimate_only) {
+    std::printf("%-8s %11s %6s %7s %10s %10s %10s\n", "workload", "array", "acc", "pieces", "activates", "estimate",
+                "prepare");
+    for (size_t i = 0; i < todo.size(); ++i)
+      std::printf("%-8s %5llu x %-4llu %6llu %7llu %10.0f %9.4fs %9.4fs\n", todo[i]->workload->name.c_str(),
+                  (unsigned long long)todo[i]->arch.array_rows, (unsigned long long)todo[i]->arch.array_cols,
+                  (unsigned long long)todo[i]->arch.acc_entries, (unsigned long long)costs[i].pieces,
+                  costs[i].activates, costs[i].run, costs[i].prepare);
+    std::printf("\nestimating the %zu points: %.4fs (median of %d)\n", todo.size(), estimating, repeat);
+    return 0;
+  }
   const bool timing_only = spec.engine == sim::Engine::timing && !spec.full_compile;
 
   std::map<std::string, compiler::Compiled> prepared;
   std::map<std::string, std::pair<double, double>> prepare_seconds;  // estimate, measured
   Errors all, big, cnn1;
-  std::printf("%-8s %11s %6s %8s %8s %8s %10s %10s %10s %10s %6s\n", "workload", "array", "acc", "instr.",
-              "matmuls", "acts", "measured", "lowering", "estimate", "act. term", "e/m");
+  std::printf("%-8s %11s %6s %7s %8s %8s %8s %10s %10s %10s %10s %6s\n", "workload", "array", "acc", "pieces",
+              "instr.", "matmuls", "acts", "measured", "lowering", "estimate", "act. term", "e/m");
   for (size_t i = 0; i < todo.size(); ++i) {
     const tools::sweep::Point& p = *todo[i];
     const PointCost& c = costs[i];
@@ -109,8 +131,12 @@ extern "C" int sc_main(int argc, char** argv) {
     }
     const double m = tpusim::bench::median(runs), e = c.run;
     const double lowering = tpusim::bench::median(lowers);
-    // What the point's program holds: instructions, of them matmuls and activates.
+    // What the point's program holds: instructions, of them matmuls and activates; the pieces its
+    // batch runs in, beside the estimate's ("e/p").
     uint64_t acts = 0, matmuls = 0;
+    const uint64_t piece = it->second.program.meta.value("batch_piece", uint64_t{0});
+    const uint64_t pieces = piece ? (it->second.model.batch + piece - 1) / piece : 1;
+    const std::string pieces_text = std::to_string(c.pieces) + "/" + std::to_string(pieces);
     for (const isa::Instruction& in : it->second.program.code) {
       acts += in.opcode == isa::Opcode::activate;
       matmuls += in.opcode == isa::Opcode::matmul;
@@ -118,12 +144,14 @@ extern "C" int sc_main(int argc, char** argv) {
     all.add(e, m);
     if (m >= 0.01) big.add(e, m);
     if (p.workload->name == "cnn1") cnn1.add(e, m);
-    std::printf("%-8s %5llu x %-4llu %6llu %8zu %8llu %8llu %9.4fs %9.4fs %9.4fs %9.4fs %6.2f\n",
+    std::printf("%-8s %5llu x %-4llu %6llu %7s %8zu %8llu %8llu %9.4fs %9.4fs %9.4fs %9.4fs %6.2f\n",
                 p.workload->name.c_str(), (unsigned long long)p.arch.array_rows,
-                (unsigned long long)p.arch.array_cols, (unsigned long long)p.arch.acc_entries,
+                (unsigned long long)p.arch.array_cols, (unsigned long long)p.arch.acc_entries, pieces_text.c_str(),
                 it->second.program.code.size(), (unsigned long long)matmuls, (unsigned long long)acts, m, lowering, e,
                 c.activation, e / m);
   }
+  std::printf("\nestimating the %zu points (estimate_costs, in the sweep's parent before any point runs): %.3fs\n",
+              todo.size(), estimating);
   std::printf("\npreparation (once per model):\n");
   for (const auto& [name, s] : prepare_seconds)
     std::printf("  %-20s estimate %.4fs, measured %.4fs\n", name.c_str(), s.first, s.second);

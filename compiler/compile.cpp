@@ -107,6 +107,12 @@ bool timing_needs_data(const Model& model) {
   return adds || precision_needs_calibration(model);
 }
 
+QGraph uncalibrated_graph(Model model, const LowerOptions& mapper) {
+  for (Layer& l : model.layers)
+    if (l.seeded_weights) std::vector<float>().swap(l.weights);
+  return quantize(model, placeholder_calibration(model), concat_inplace(mapper));
+}
+
 Compiled prepare_model(Model model, bool timing_only, const LowerOptions& mapper) {
   Compiled c;
   const auto t0 = std::chrono::steady_clock::now();
@@ -197,7 +203,7 @@ void compile_file_into(Compiled& c, const std::filesystem::path& path, const sim
                        const LoadOptions& options, const std::function<void(const Compiled&)>& quantized) {
   LoadOptions o = options;
   if (!o.max_batch) {  // the lowering's rule (a batch fills half the accumulators), before any allocation
-    o.max_batch = arch.acc_entries / 2;
+    o.max_batch = max_piece(arch);
     o.max_batch_reason =
         fmt::format("the compiler gives a batch half the accumulators: acc_entries = {} on '{}'",
                     arch.acc_entries, arch.name);

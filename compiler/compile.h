@@ -53,6 +53,13 @@ Compiled prepare_model(Model model, bool timing_only = false, const LowerOptions
 // rescaled), or a layer with weights from a file whose automatic precision needs the layers'
 // inputs (quantize.h precision_needs_calibration).
 bool timing_needs_data(const Model& model);
+// The quantized graph of a timing-only compile of `model` (loaded with LoadOptions::timing_only), as
+// prepare_model(model, true, mapper) quantizes it, but never calibrated: where timing_needs_data
+// says the compile runs the float reference, the placeholder scales stand in all the same, so an
+// add's rescaled operand and a layer's automatic precision may differ from the compile's. Costs no
+// float run: for estimates made before any point runs (the sweep scheduler's, with pieces() and
+// packing_for, compiler/lower.h).
+QGraph uncalibrated_graph(Model model, const LowerOptions& mapper = {});
 void lower_for(Compiled& c, const sim::Arch& arch, const LowerOptions& options = {});
 
 // The model's output as the program leaves it in host memory (the "output" region, TPU order),

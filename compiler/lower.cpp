@@ -951,15 +951,13 @@ void Lowering::lower(size_t i, const MatmulOp& m) {
                                  : m.wide_weights()          ? "16-bit weights"
                                                              : "16-bit inputs";
   }
-  const uint64_t half = arch_.acc_entries / 2;
   const bool linear = m.kernel_h == 1 && m.kernel_w == 1 && m.stride == 1 && m.pad == 0;
   std::vector<PassChunk> chunks;
   if (linear) {
     const uint64_t count = pixels(m.output);
     for (const View& v : m.inputs)
       if (pixels(v) != count) fail(i, fmt::format("inputs of {} pixels for an output of {}", pixels(v), count));
-    const uint64_t total = count * batch_, budget = total <= arch_.acc_entries ? total : half;
-    const uint64_t per = budget / batch_;
+    const uint64_t per = acc_budget(count * batch_, arch_) / batch_;
     for (uint64_t p0 = 0; p0 < count; p0 += per) {
       PassChunk c;
       const uint64_t np = std::min(per, count - p0);
@@ -986,10 +984,9 @@ void Lowering::lower(size_t i, const MatmulOp& m) {
     if (m.stride == 0 || (oh - 1) * st + m.kernel_h > in.shape.h + 2 * m.pad ||
         (ow - 1) * st + m.kernel_w > in.shape.w + 2 * m.pad)
       fail(i, "the output map does not fit the input map, kernel, stride and padding");
-    const uint64_t total = oh * ow * batch_, budget = total <= arch_.acc_entries ? total : half;
     // Kernel positions and output pixels packed per vector where that pays (packing.h).
     if (const auto pk = packing_for(m, batch_)) {
-      lower_packed(i, m, *pk, budget);
+      lower_packed(i, m, *pk, acc_budget(oh * ow * batch_, arch_));
       return;
     }
     const std::vector<uint64_t> by_parts = part_cuts(m);
@@ -1009,11 +1006,10 @@ void Lowering::check_steps(size_t i, const std::vector<PassChunk>& chunks) const
 }
 
 // Convolution m's output rows per chunk when a row fits the accumulator budget (0: chunks of
-// pixels within a row), and that budget (lower(): all the accumulators for a pass that fits
-// there whole, else half).
+// pixels within a row), and that budget (acc_budget).
 std::pair<uint64_t, uint64_t> Lowering::conv_budget(const MatmulOp& m) const {
   const Shape& os = storage_[m.output.tensor].shape;
-  const uint64_t total = os.h * os.w * batch_, budget = total <= arch_.acc_entries ? total : arch_.acc_entries / 2;
+  const uint64_t budget = acc_budget(os.h * os.w * batch_, arch_);
   return {budget / (os.w * batch_), budget};
 }
 
@@ -1202,8 +1198,7 @@ std::vector<std::vector<MatmulStep>> Lowering::conv_steps(const MatmulOp& m, uin
 //     across rows) and not packed (packing.h: several pixels per accumulator row);
 //   - its output pooled rows can be cut into bands: a chunk of pooled rows [oy0, oy1) needs
 //     convolution rows [oy0 x s, (oy1 - 1) x s + k) in the accumulators (window k, stride s), at
-//     most the budget of one pass (half the accumulators, or all of them for a pass that fits
-//     there whole, as lower() chunks). Rows no window reads are not computed. With overlapping
+//     most the budget of one pass (acc_budget, as lower() chunks). Rows no window reads are not computed. With overlapping
 //     windows (s < k) and several chunks, the k - s rows two chunks share are computed by both:
 //     fused only when those extra vectors (x kernel positions x K and N tiles) are fewer than the
 //     UB rows the separate pool would read (window^2 per pooled row and slice).
@@ -1237,8 +1232,7 @@ std::optional<Lowering::Fusion> Lowering::fusion_for(size_t i) const {
   if (k == 0 || s == 0 || k > 15 || s > 15 || os.h < k || os.w < k || (os.h - k) / s + 1 != ps.h ||
       (os.w - k) / s + 1 != ps.w || os.c != ps.c || p->input.pixel0 || p->output.pixel0 || m->output.pixel0)
     return std::nullopt;  // (the unfused lowering names what is wrong)
-  const uint64_t line = os.w * batch_, total = os.h * line;
-  const uint64_t budget = total <= arch_.acc_entries ? total : arch_.acc_entries / 2;
+  const uint64_t line = os.w * batch_, budget = acc_budget(os.h * line, arch_);
   if (k * line > budget) return std::nullopt;
   const uint64_t bands = std::min(ps.h, (budget / line - k) / s + 1);
   if (s < k && bands < ps.h) {
@@ -1307,20 +1301,9 @@ void Lowering::activate_pooled(const MatmulOp& m, const PoolOp& p, const LaneTil
   em_.pool_in_activate({});
 }
 
-// How convolution m packs for a piece of `batch` samples (the budget as lower() computes it).
-// (Not for 16-bit weights: their convolutions run unpacked, a tile pair per kernel position.)
+// How convolution m packs for a piece of `batch` samples (compiler::packing_for).
 std::optional<Packing> Lowering::packing_for(const MatmulOp& m, uint64_t batch) const {
-  if (!*options_.pack || m.inputs.size() != 1 || (m.kernel_h == 1 && m.kernel_w == 1 && m.stride == 1 && m.pad == 0))
-    return std::nullopt;
-  if (m.wide_weights() || storage_[m.inputs[0].tensor].planes > 1) return std::nullopt;  // (nor 16-bit inputs)
-  const Shape& is = g_.tensors[m.inputs[0].tensor].shape;
-  const Shape& os = g_.tensors[m.output.tensor].shape;
-  const uint64_t total = os.h * os.w * batch, budget = total <= arch_.acc_entries ? total : arch_.acc_entries / 2;
-  std::optional<Packing> pk = choose_packing({is.c, m.n, m.kernel_h, m.kernel_w, m.stride, os.h, os.w, batch}, arch_, budget);
-  // Into a concat's joined tensor, several pixels per vector scatter each pixel's N channels to
-  // one slice from the branch's first channel: not for a branch that straddles a slice boundary.
-  if (pk && pk->p > 1 && joined_.at(m.output.tensor) && m.output.channel0 % lanes_ + m.n > lanes_) return std::nullopt;
-  return pk;
+  return compiler::packing_for(g_, m, arch_, options_, batch);
 }
 
 // A packed convolution's weight tile for kernel rows r0 .. r0+kh-1 (packing.h): row (u*kh + rr)*C + c,
@@ -1809,7 +1792,7 @@ ScheduleProblem Lowering::problem() const {
   pr.batch = g_.batch;
   pr.measured_pieces = div_up(g_.batch, piece_);
   pr.free_rows = arch_.ub_rows() - table_rows_;
-  pr.acc_limit = arch_.acc_entries / 2;
+  pr.acc_limit = max_piece(arch_);
   pr.inputs = g_.inputs;
   pr.ops.resize(n);
   std::vector<int64_t> from(g_.tensors.size(), -1), last_def(g_.tensors.size(), -1);
@@ -2235,85 +2218,30 @@ bool has_pool(const QGraph& g, const sim::Arch& arch, const LowerOptions& option
   });
 }
 
-}  // namespace
-
-// The batch runs in the fewest equal pieces that fit: half the accumulators (one block per pass,
-// the other half for the next pass's overlap), the pool instruction's 255 interleaved images, and
-// the unified buffer. For the buffer, the piece count is searched: a piece that does not fit gives
-// a guess in proportion to the largest free block (a lower bound on the pieces: the other live
-// tensors shrink with the piece too, so the guess is pessimistic), then a bisection between the
-// most pieces known not to fit and the fewest known to fit (the guess counting as a fit until it
-// is tried: it is tried only when no count between fits). Every try, of the single loop or of
-// the piece schedule, is first checked to fit (Lowering::check_fit: the allocations without the
-// ops' instructions), and only a schedule that fits is lowered: at most log2(batch) + 2
-// lowerings in all, and a try that does not fit costs about a thousandth of one.
-// When one sample does not fit, tensors are moved to host memory one connected group at a time
-// (hold_in_host) and their ops run in bands of rows: one more lowering per group moved.
-// Only the first try (often the answer), tries in bands and the piece schedule's try (when no
-// program is held) make code; the others measure (Lowering's `code`), and the schedule chosen is
-// lowered once more with code unless its try made it: a program is never held twice (CNN1 on a
-// 64 x 64 array with 256 accumulator rows: a measuring try of the single loop in 16 pieces and
-// the piece schedule's try with code, over a million instructions each; five checks that fail).
-// Input streaming never costs a piece or a band: streamed into two layers (lower_chain), a model
-// input stays live until the second has run, so a try that does not fit with streaming is checked
-// again without it, and when that fits, every later try (and the program) goes without streaming.
-// (CNN0 on 64 x 256 with 256 KiB at 136 GB/s: the chain held the input, conv1 and conv2 at once,
-// one sample did not fit, and all 16 layers ran in bands from host memory, 5.16M cycles against
-// 1.62M without streaming.)
-isa::Program lower(const QGraph& graph, const sim::Arch& arch, const LowerOptions& given) {
-  LowerOptions options = given;
+// The search for the pieces a batch runs in (lower(), whose comment says how it searches):
+// `attempt(piece)` tries the single loop in pieces of `piece` samples with the tensors `in_host`
+// marks in host memory, returning when it fits and throwing DoesNotFit when not. Tensors are added
+// to `in_host` while one sample does not fit. Returns the pieces of the last try that fit, the
+// fewest found.
+template <class Attempt>
+uint64_t search_pieces(const QGraph& graph, const sim::Arch& arch, const LowerOptions& options,
+                       std::vector<bool>& in_host, Attempt attempt) {
   if (graph.batch == 0) throw InputError(fmt::format("model {}: batch 0: a model needs at least one sample", graph.name));
-  uint64_t limit = std::min(graph.batch, arch.acc_entries / 2);
+  uint64_t limit = std::min(graph.batch, max_piece(arch));
   if (has_pool(graph, arch, options)) limit = std::min<uint64_t>(limit, 255);
   // Pieces of equal size for n pieces (256 in 2: 128; 256 under a limit of 255: 2 x 128).
   const auto piece_for = [&](uint64_t n) { return div_up(graph.batch, n); };
   const auto pieces_for = [&](uint64_t piece) { return div_up(graph.batch, piece); };
   uint64_t too_few = pieces_for(limit) - 1;  // the most pieces known not to fit (0: none tried)
-  // The fewest pieces known to fit: the schedule, its program when its try made code, else the
-  // instructions it counted.
-  struct Fit {
-    PieceSchedule schedule;
-    std::vector<bool> in_host;
-    LowerOptions options;  // the switches it was lowered with (streaming may have been dropped)
-    std::optional<isa::Program> program;
-    uint64_t instructions = 0;
-  };
-  std::optional<Fit> best;
-  BuiltTiles built(arch);  // (shared by every try)
-  bool first = true;
-  std::optional<ScheduleProblem> best_problem;
-  double best_estimate = 0;
-  uint64_t best_n = 0;
+  uint64_t best_n = 0;                       // the fewest pieces known to fit (0: none yet)
   uint64_t n = pieces_for(limit);
   // The proportional guess (pieces) while nothing fits yet: the bisection's upper end, tried last
   // (its mid points first: a count between that fits makes the guess's own try unneeded).
   uint64_t guess_n = 0;
-  std::vector<bool> in_host(graph.tensors.size(), false);  // tensors streamed in bands (hold_in_host)
-  const size_t ops = graph.ops.size(), tensors = graph.tensors.size();
   for (;;) {
     const uint64_t piece = piece_for(n);
     try {
-      const bool code = std::exchange(first, false) || std::find(in_host.begin(), in_host.end(), true) != in_host.end();
-      // (A piece that does not fit is found without lowering it: check_fit.)
-      try {
-        Lowering(graph, arch, built, single_loop(ops, tensors, piece), options, in_host, false).check_fit();
-      } catch (const DoesNotFit& e) {
-        if (!*resolve(options, arch).stream_input) throw;
-        LowerOptions plain = options;
-        plain.stream_input = false;
-        try {
-          Lowering(graph, arch, built, single_loop(ops, tensors, piece), plain, in_host, false).check_fit();
-        } catch (const DoesNotFit&) {
-          throw e;  // not for streaming: the piece does not fit either way (the first failure's figures)
-        }
-        options = plain;  // it fits without streaming: streaming was what did not fit
-      }
-      Lowering l(graph, arch, built, single_loop(ops, tensors, piece), options, in_host, code);
-      isa::Program p = l.run();
-      best = Fit{single_loop(ops, tensors, piece), in_host, options,
-                 code ? std::optional(std::move(p)) : std::nullopt, l.instructions()};
-      best_problem = l.problem();
-      best_estimate = l.estimate();
+      attempt(piece);
       best_n = pieces_for(piece);
     } catch (const DoesNotFit& e) {
       // A single sample that does not fit: the tensor that did not (and every tensor of the ops
@@ -2326,7 +2254,7 @@ isa::Program lower(const QGraph& graph, const sim::Arch& arch, const LowerOption
       too_few = std::max(too_few, pieces_for(piece));
       // No fitting piece yet: the proportional guess from this failure, unless one stands that
       // is still above it (a mid point below the guess failed: the guess stays the upper end).
-      if (!best && pieces_for(piece) >= guess_n) {
+      if (!best_n && pieces_for(piece) >= guess_n) {
         const uint64_t guess = std::clamp<uint64_t>(piece * e.largest / std::max<uint64_t>(e.needed, 1), 1, piece - 1);
         guess_n = std::max(pieces_for(guess), too_few + 1);
       }
@@ -2334,7 +2262,7 @@ isa::Program lower(const QGraph& graph, const sim::Arch& arch, const LowerOption
     // Bisect over piece counts strictly between too_few and best_n (or the guess, taken to fit
     // until tried), skipping counts that give the same piece size as a count already tried; with
     // no fit yet and nothing left between, the guess itself.
-    uint64_t lo = too_few, hi = best ? best_n : guess_n;
+    uint64_t lo = too_few, hi = best_n ? best_n : guess_n;
     for (;;) {
       if (hi - lo <= 1) break;
       n = lo + (hi - lo) / 2;
@@ -2349,10 +2277,126 @@ isa::Program lower(const QGraph& graph, const sim::Arch& arch, const LowerOption
       break;
     }
     if (hi - lo <= 1) {
-      if (best) break;
+      if (best_n) return best_n;
       n = hi;
     }
   }
+}
+
+// Whether the single loop in pieces of `piece` fits (Lowering::check_fit: the allocations without
+// the ops' instructions), throwing DoesNotFit when not. Input streaming never costs a piece or a
+// band: streamed into two layers (lower_chain), a model input stays live until the second has run,
+// so a try that does not fit with streaming is checked again without it, and when that fits,
+// `options` goes without streaming for this and every later try (and the program). (CNN0 on
+// 64 x 256 with 256 KiB at 136 GB/s: the chain held the input, conv1 and conv2 at once, one sample
+// did not fit, and all 16 layers ran in bands from host memory, 5.16M cycles against 1.62M without
+// streaming.)
+void check_single_loop(const QGraph& graph, const sim::Arch& arch, BuiltTiles& built, uint64_t piece,
+                       LowerOptions& options, const std::vector<bool>& in_host) {
+  const PieceSchedule loop = single_loop(graph.ops.size(), graph.tensors.size(), piece);
+  try {
+    Lowering(graph, arch, built, loop, options, in_host, false).check_fit();
+  } catch (const DoesNotFit& e) {
+    if (!*resolve(options, arch).stream_input) throw;
+    LowerOptions plain = options;
+    plain.stream_input = false;
+    try {
+      Lowering(graph, arch, built, loop, plain, in_host, false).check_fit();
+    } catch (const DoesNotFit&) {
+      throw e;  // not for streaming: the piece does not fit either way (the first failure's figures)
+    }
+    options = plain;  // it fits without streaming: streaming was what did not fit
+  }
+}
+
+}  // namespace
+
+uint64_t acc_budget(uint64_t rows, const sim::Arch& arch) {
+  return rows <= arch.acc_entries ? rows : arch.acc_entries / 2;
+}
+
+uint64_t max_piece(const sim::Arch& arch) { return arch.acc_entries / 2; }
+
+bool may_pack(const QGraph& g, const MatmulOp& m, const sim::Arch& arch, const LowerOptions& options) {
+  if (!*resolve(options, arch).pack || m.inputs.size() != 1 ||
+      (m.kernel_h == 1 && m.kernel_w == 1 && m.stride == 1 && m.pad == 0))
+    return false;
+  return !m.wide_weights() && g.tensors.at(m.inputs[0].tensor).bits != 16;
+}
+
+std::optional<Packing> packing_for(const QGraph& g, const MatmulOp& m, const sim::Arch& arch,
+                                   const LowerOptions& options, uint64_t piece) {
+  if (!may_pack(g, m, arch, options)) return std::nullopt;
+  const Shape& is = g.tensors[m.inputs[0].tensor].shape;
+  const Shape& os = g.tensors.at(m.output.tensor).shape;
+  std::optional<Packing> pk = choose_packing({is.c, m.n, m.kernel_h, m.kernel_w, m.stride, os.h, os.w, piece}, arch,
+                                             acc_budget(os.h * os.w * piece, arch));
+  // Into a concat's joined tensor (one its writers write part of: the op's own output view says
+  // so, as its writers cover its channels once each), several pixels per vector scatter each
+  // pixel's N channels to one slice from the branch's first channel: not for a branch that
+  // straddles a slice boundary.
+  const bool joined = m.output.channel0 || os.c != m.n;
+  const uint64_t lanes = slice_width(arch);
+  if (pk && pk->p > 1 && joined && m.output.channel0 % lanes + m.n > lanes) return std::nullopt;
+  return pk;
+}
+
+uint64_t pieces(const QGraph& graph, const sim::Arch& arch, const LowerOptions& given) {
+  BuiltTiles built(arch);
+  LowerOptions options = given;
+  std::vector<bool> in_host(graph.tensors.size(), false);
+  return search_pieces(graph, arch, given, in_host,
+                       [&](uint64_t piece) { check_single_loop(graph, arch, built, piece, options, in_host); });
+}
+
+// The batch runs in the fewest equal pieces that fit: half the accumulators (one block per pass,
+// the other half for the next pass's overlap: max_piece), the pool instruction's 255 interleaved
+// images, and the unified buffer. For the buffer, the piece count is searched (search_pieces,
+// which pieces() runs with fit checks alone): a piece that does not fit gives
+// a guess in proportion to the largest free block (a lower bound on the pieces: the other live
+// tensors shrink with the piece too, so the guess is pessimistic), then a bisection between the
+// most pieces known not to fit and the fewest known to fit (the guess counting as a fit until it
+// is tried: it is tried only when no count between fits). Every try, of the single loop or of
+// the piece schedule, is first checked to fit (Lowering::check_fit: the allocations without the
+// ops' instructions), and only a schedule that fits is lowered: at most log2(batch) + 2
+// lowerings in all, and a try that does not fit costs about a thousandth of one.
+// When one sample does not fit, tensors are moved to host memory one connected group at a time
+// (hold_in_host) and their ops run in bands of rows: one more lowering per group moved.
+// Only the first try (often the answer), tries in bands and the piece schedule's try (when no
+// program is held) make code; the others measure (Lowering's `code`), and the schedule chosen is
+// lowered once more with code unless its try made it: a program is never held twice (CNN1 on a
+// 64 x 64 array with 256 accumulator rows: a measuring try of the single loop in 16 pieces and
+// the piece schedule's try with code, over a million instructions each; five checks that fail).
+// Input streaming never costs a piece or a band (check_single_loop).
+isa::Program lower(const QGraph& graph, const sim::Arch& arch, const LowerOptions& given) {
+  LowerOptions options = given;  // (without streaming, once a try fitted only without it)
+  // The fewest pieces known to fit: the schedule, its program when its try made code, else the
+  // instructions it counted.
+  struct Fit {
+    PieceSchedule schedule;
+    std::vector<bool> in_host;
+    LowerOptions options;  // the switches it was lowered with (streaming may have been dropped)
+    std::optional<isa::Program> program;
+    uint64_t instructions = 0;
+  };
+  std::optional<Fit> best;
+  BuiltTiles built(arch);  // (shared by every try)
+  bool first = true;
+  std::optional<ScheduleProblem> best_problem;
+  double best_estimate = 0;
+  std::vector<bool> in_host(graph.tensors.size(), false);  // tensors streamed in bands (hold_in_host)
+  const size_t ops = graph.ops.size(), tensors = graph.tensors.size();
+  const uint64_t best_n = search_pieces(graph, arch, given, in_host, [&](uint64_t piece) {
+    const bool code = std::exchange(first, false) || std::find(in_host.begin(), in_host.end(), true) != in_host.end();
+    // (A piece that does not fit is found without lowering it.)
+    check_single_loop(graph, arch, built, piece, options, in_host);
+    Lowering l(graph, arch, built, single_loop(ops, tensors, piece), options, in_host, code);
+    isa::Program p = l.run();
+    best = Fit{single_loop(ops, tensors, piece), in_host, options, code ? std::optional(std::move(p)) : std::nullopt,
+               l.instructions()};
+    best_problem = l.problem();
+    best_estimate = l.estimate();
+  });
   // In pieces (and not in bands): the piece schedule (schedule.h) where its estimate beats the
   // single loop's. A segment that does not fit after all (the plan's row count is per sample and
   // ignores fragmentation) runs in one more piece, a few times at most.

@@ -1,13 +1,55 @@
 // The back end: a QGraph to a TPU program for one architecture. Owner: back end.
+//
+// Beside lower(), the rules it maps by that other code needs without lowering (the sweep
+// scheduler's cost estimate, tools/sweep/schedule.cpp): each is defined here once and lower()
+// calls the same function, so an estimate cannot drift from what the compiler does.
 #pragma once
+
+#include <cstdint>
+#include <optional>
 
 #include "compiler/graph.h"
 #include "compiler/lower_options.h"
+#include "compiler/packing.h"
 #include "isa/program.h"
 #include "sim/arch.h"
 
 namespace tpusim::compiler {
 
 isa::Program lower(const QGraph& graph, const sim::Arch& arch, const LowerOptions& options = {});
+
+// The accumulator rows one pass of a matmul may use when its output holds `rows` rows (output
+// pixels x samples): all of them when the whole output fits the accumulators (one pass), else half,
+// so that one half takes a pass's matmuls while the activation unit drains the other (passes
+// alternate between the halves). The output runs in div_up(rows, budget) chunks or more (a chunk
+// holds whole output rows, or whole pixels).
+uint64_t acc_budget(uint64_t rows, const sim::Arch& arch);
+
+// The most samples one piece of a batch may hold: half the accumulators, so that a pass over one
+// pixel of every sample of the piece fits a half (acc_budget). compile_file_into holds a model's
+// whole batch to it as well, before any input is generated (LoadOptions::max_batch).
+uint64_t max_piece(const sim::Arch& arch);
+
+// Whether convolution (or dense) op m of g may be packed at all (packing.h): the mapper's `pack`
+// switch on for `arch`, one input, not 1 x 1 stride 1 without padding (which runs as a plain
+// matmul over pixels), int8 weights and an int8 input (a 16-bit operand runs unpacked, a tile pair
+// per kernel position).
+bool may_pack(const QGraph& g, const MatmulOp& m, const sim::Arch& arch, const LowerOptions& options);
+
+// How lower() packs op m of g for a piece of `piece` samples: nullopt where it may not (may_pack),
+// where packing does not pay on `arch` (choose_packing, with the op's acc_budget), or where several
+// pixels per vector would scatter a concat branch's channels across a slice boundary of the joined
+// tensor it writes in place.
+std::optional<Packing> packing_for(const QGraph& g, const MatmulOp& m, const sim::Arch& arch,
+                                   const LowerOptions& options, uint64_t piece);
+
+// The pieces lower() runs the batch in on `arch`: the fewest equal pieces (div_up(batch, piece))
+// within max_piece, within the pool instruction's 255 interleaved samples where a pool reads a
+// tensor that is not stored dense, and whose tensors fit the unified buffer, found by lower()'s own
+// search with only its fit checks (no instruction is emitted: a few thousandths of a lowering).
+// It is the single loop's count: with the mapper's `pieces` switch on, lower() may then run some
+// layers over the whole batch (docs/compiler.md "The piece schedule"). Throws InputError where
+// lower() does (one sample does not fit even with tensors in host memory, a malformed graph).
+uint64_t pieces(const QGraph& graph, const sim::Arch& arch, const LowerOptions& options = {});
 
 }  // namespace tpusim::compiler

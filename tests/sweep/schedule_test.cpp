@@ -195,17 +195,20 @@ TEST_CASE("schedule: nothing is queued behind a long point when the other worker
 // model's shapes (estimate_costs), against the program a worker compiles for the point.
 namespace {
 struct ProgramCounts {
-  uint64_t pieces = 1, activates = 0;
+  uint64_t pieces = 1, activates = 0, packed = 0;  // packed: layers the mapping says are packed
 };
 ProgramCounts compiled_counts(const Point& p) {
   tpusim::compiler::LoadOptions o;
   o.timing_only = true;
+  o.batch = p.batch;
+  o.mapper = p.mapper;
   tpusim::compiler::Compiled m = tpusim::compiler::prepare_file(p.workload->path, o);
-  tpusim::compiler::lower_for(m, p.arch);
+  tpusim::compiler::lower_for(m, p.arch, p.mapper);
   ProgramCounts c;
   for (const tpusim::isa::Instruction& in : m.program.code) c.activates += in.opcode == tpusim::isa::Opcode::activate;
   const uint64_t piece = m.program.meta.value("batch_piece", uint64_t{0});
   if (piece) c.pieces = (m.model.batch + piece - 1) / piece;
+  for (const auto& layer : m.program.meta.at("mapping")) c.packed += layer.contains("packing");
   return c;
 }
 
@@ -250,5 +253,77 @@ TEST_CASE("schedule: the pieces and activates counted from the shapes are the co
       CHECK(c.activates <= double(real.activates));
       CHECK(c.activates >= 0.85 * double(real.activates));
     }
+  }
+}
+
+// Points of `workloads` on the machines of `points` (the [[points]] tables' lines), for the tests
+// below.
+namespace {
+Spec machines(const std::string& workloads, const std::string& points) {
+  return parse_spec("[sweep]\nname = \"machines\"\nengine = \"timing\"\nworkloads = [" + workloads + "]\n" + points,
+                    TPUSIM_SOURCE_DIR "/workloads/sweeps/machines.toml");
+}
+}  // namespace
+
+TEST_CASE("schedule: the pieces are div_up(batch, piece), as lower() runs them (batch 10: pieces of 2 are 5)") {
+  // mnist_mlp at batch 10 in a unified buffer of 8 KiB (32 rows, its per-column tables among
+  // them), which holds its tensors for 2 samples, not 3. Any count of 5 to 9 pieces gives
+  // pieces of 2, and the batch runs in 5 of them, whichever count the search tried (the sweep's
+  // own copy of the search once reported the 6 it had tried).
+  const Spec spec = machines("\"../small/mnist_mlp.toml\"", "[[points]]\nbatch = 10\nub_bytes = 8192\n");
+  REQUIRE(spec.points.size() == 1);
+  const Point& p = spec.points[0];
+  const PointCost c = estimate_costs(spec, {&p}).at(0);
+  const ProgramCounts real = compiled_counts(p);
+  CHECK(real.pieces == 5);
+  CHECK(c.pieces == 5);
+}
+
+TEST_CASE("schedule: the estimate takes lower()'s pieces and packing on odd machines") {
+  // Non-square arrays (packing choices differ from a square one's: P x N within array_cols, U x C
+  // within array_rows), unified buffers too small for the whole batch (concats' branches live
+  // together: inception), few accumulator rows, and the mapper's switches, which the estimate must
+  // read as lower() does. Pieces and packing are the compiler's own functions (compiler/lower.h:
+  // pieces, packing_for): a copy of either rule that drifts fails here.
+  const Spec spec = machines(
+      "\"../small/tiny_cnn.toml\", \"../small/lenet5.toml\", \"../small/inception.toml\", \"../small/mnist_mlp.toml\"",
+      "[[points]]\narray_rows = 64\narray_cols = 256\n"
+      "[[points]]\narray_rows = 256\narray_cols = 32\n"
+      "[[points]]\narray_rows = 32\narray_cols = 128\nub_bytes = 65536\nbatch = 16\n"
+      "[[points]]\narray_rows = 128\narray_cols = 64\nub_bytes = 131072\nbatch = 12\nacc_entries = 512\n"
+      "[[points]]\nbatch = 10\nacc_entries = 1024\nub_bytes = 262144\n"
+      "[[points]]\narray_rows = 64\narray_cols = 256\nbatch = 16\nacc_entries = 768\nmapper.pack = \"off\"\n"
+      "[[points]]\narray_rows = 64\narray_cols = 128\nub_bytes = 98304\nbatch = 9\nmapper.dense = \"off\"\n");
+  REQUIRE(spec.points.size() == 28);
+  uint64_t in_pieces = 0, packed = 0;
+  for (const Point& p : spec.points) {
+    INFO(describe_key(p.key));
+    const PointCost c = estimate_costs(spec, {&p}).at(0);
+    const ProgramCounts real = compiled_counts(p);
+    CHECK(c.pieces == real.pieces);
+    CHECK(c.packed == real.packed);
+    in_pieces += real.pieces > 1;
+    packed += real.packed > 0;
+  }
+  // (The machines above do exercise both: the batch in pieces, convolutions packed.)
+  CHECK(in_pieces >= 8);
+  CHECK(packed >= 8);
+}
+
+TEST_CASE("schedule: the estimate takes lower()'s accumulator budget") {
+  // tiny_cnn (batch 8): conv1's output is 12 x 12 x 8 = 1,152 accumulator rows. With 1,536
+  // accumulator rows it fits them all: one pass per N tile (compiler::acc_budget: all of them for
+  // an output that fits), not two of half (768: 8 output rows of 96); with 1,024 it does not: passes
+  // of at most 512 rows, 5 output rows each, 3 of them. Packed or not, the activates counted are
+  // the program's (a copy that always took half, or all, would count others).
+  const Spec spec = machines("\"../small/tiny_cnn.toml\"",
+                             "[set]\nmapper.fuse = \"off\"\n[grid]\nacc_entries = [1536, 1024]\nmapper.pack = [\"on\", \"off\"]\n");
+  REQUIRE(spec.points.size() == 4);
+  for (const Point& p : spec.points) {
+    INFO(describe_key(p.key));
+    const PointCost c = estimate_costs(spec, {&p}).at(0);
+    const ProgramCounts real = compiled_counts(p);
+    CHECK(c.pieces == 1);
+    CHECK(c.activates == double(real.activates));
   }
 }

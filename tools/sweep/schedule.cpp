@@ -3,11 +3,11 @@
 
 #include <algorithm>
 #include <numeric>
+#include <variant>
 
 #include "compiler/compile.h"
-#include "compiler/layout.h"
+#include "compiler/lower.h"
 #include "compiler/model.h"
-#include "compiler/packing.h"
 #include "compiler/reference.h"
 
 namespace tpusim::tools::sweep {
@@ -16,70 +16,17 @@ namespace {
 
 uint64_t div_up(uint64_t a, uint64_t b) { return (a + b - 1) / std::max<uint64_t>(b, 1); }
 
-// What a model's shapes tell about its cost on a machine.
+// What a model's shapes tell about its cost on a machine: its weights (the preparation's cost),
+// and the quantized graph a timing-only compile lowers (compiler::uncalibrated_graph: no float run),
+// whose matmuls, packing (compiler::packing_for) and pieces (compiler::pieces) the compiler's own
+// rules give per machine.
 struct ModelShape {
   bool parsed = false, needs_data = false;
-  uint64_t weights = 0, batch = 1;
-  // The tensors that live in the unified buffer at once, at each layer of the model: a sample's
-  // pixels and channels of each (pieces()).
-  struct Tensor {
-    uint64_t pixels = 1, c = 1;
-  };
-  std::vector<std::vector<Tensor>> live;
-  struct Matmul {
-    uint64_t k = 0, n = 0, kernel = 1, rows = 0, repeats = 1, per_step = 1;  // rows: a sample's output pixels
-    // A convolution the lowering may pack (compiler/packing.h): its shape; packable false for the
-    // others (1 x 1 stride 1 without padding, 16-bit weights, dense and LSTM layers).
-    bool packable = false;
-    compiler::ConvShape conv;
-  };
-  std::vector<Matmul> matmuls;
+  uint64_t weights = 0;
+  compiler::QGraph graph;
 };
 
-// At each layer, the tensors live then: every layer's output from the layer that writes it (a
-// concat's from its first input's: its branches write into it, compiler/quantize.cpp) to the last
-// that reads it, the model's inputs from the start; a convolution or dense layer read only by
-// concats is their tensor's part, not a tensor of its own. Each with the border its readers' zero
-// padding needs.
-std::vector<std::vector<ModelShape::Tensor>> live_tensors(const compiler::Model& m) {
-  const size_t n = m.layers.size();
-  std::vector<size_t> first(n), last(n);
-  std::vector<bool> part(n, false), read(n, false), only_concats(n, true);
-  std::vector<size_t> input_last(m.inputs.size(), 0);
-  std::vector<uint64_t> pad(n, 0), input_pad(m.inputs.size(), 0);  // the border its readers need
-  for (size_t i = 0; i < n; ++i) first[i] = last[i] = i;
-  for (size_t i = 0; i < n; ++i)
-    for (const int in : m.layers[i].inputs) {
-      const uint64_t p = m.layers[i].type == compiler::LayerType::conv2d ? m.layers[i].pad : 0;
-      if (compiler::is_model_input(in)) {
-        input_last[size_t(compiler::model_input_index(in))] = i;
-        input_pad[size_t(compiler::model_input_index(in))] = std::max(input_pad[size_t(compiler::model_input_index(in))], p);
-        continue;
-      }
-      const size_t j = size_t(in);
-      pad[j] = std::max(pad[j], p);
-      last[j] = std::max(last[j], i);
-      read[j] = true;
-      if (m.layers[i].type == compiler::LayerType::concat) first[i] = std::min(first[i], j);
-      else only_concats[j] = false;
-    }
-  for (size_t i = 0; i < n; ++i)
-    part[i] = read[i] && only_concats[i] &&
-              (m.layers[i].type == compiler::LayerType::conv2d || m.layers[i].type == compiler::LayerType::dense);
-  // (Stored with the border its readers' padding needs: (h + 2 pad) x (w + 2 pad) pixels.)
-  const auto stored = [](const compiler::Shape& s, uint64_t p) {
-    return ModelShape::Tensor{s.rank == 3 ? (s.h + 2 * p) * (s.w + 2 * p) : s.pixels(), s.c};
-  };
-  std::vector<std::vector<ModelShape::Tensor>> live(n);
-  for (size_t k = 0; k < m.inputs.size(); ++k)
-    for (size_t i = 0; i <= input_last[k] && i < n; ++i) live[i].push_back(stored(m.inputs[k].shape, input_pad[k]));
-  for (size_t j = 0; j < n; ++j)
-    if (!part[j])
-      for (size_t i = first[j]; i <= last[j]; ++i) live[i].push_back(stored(m.layers[j].out, pad[j]));
-  return live;
-}
-
-ModelShape shape_of(const std::filesystem::path& path, std::optional<uint64_t> batch) {
+ModelShape shape_of(const std::filesystem::path& path, std::optional<uint64_t> batch, const compiler::LowerOptions& mapper) {
   ModelShape s;
   const std::string ext = path.extension().string();
   if (ext != ".toml" && ext != ".csv") return s;  // an ONNX model holds its weights: not read twice
@@ -87,30 +34,13 @@ ModelShape shape_of(const std::filesystem::path& path, std::optional<uint64_t> b
     compiler::LoadOptions o;
     o.batch = batch;
     o.timing_only = true;
-    const compiler::Model m = compiler::load_model(path, o);
+    compiler::Model m = compiler::load_model(path, o);
     s.needs_data = compiler::timing_needs_data(m);
-    s.batch = std::max<uint64_t>(m.batch, 1);
-    for (const compiler::Layer& l : m.layers) {
-      if (l.type != compiler::LayerType::dense && l.type != compiler::LayerType::conv2d &&
-          l.type != compiler::LayerType::lstm)
-        continue;
-      const compiler::Shape& in = compiler::source_shape(m, l, l.inputs.at(0));
-      s.weights += compiler::weight_count(l, in);
-      if (l.type == compiler::LayerType::lstm) {
-        // Per step and stacked layer: four gates, each reading x (the input's or the layer
-        // below's h) and h, a row per sample.
-        for (uint64_t st = 0; st < l.stack; ++st)
-          s.matmuls.push_back({(st ? l.units : in.c) + l.units, 4 * l.units, 1, 1, in.pixels(), 1, false, {}});
-      } else {
-        ModelShape::Matmul mm{in.c, l.units, l.kernel_h * l.kernel_w, l.out.pixels(), 1, 1, false, {}};
-        if (l.type == compiler::LayerType::conv2d) {
-          mm.packable = !(l.kernel_h == 1 && l.kernel_w == 1 && l.stride == 1 && l.pad == 0) && l.weight_bits != 16;
-          mm.conv = {in.c, l.units, l.kernel_h, l.kernel_w, l.stride, l.out.h, l.out.w, 1};
-        }
-        s.matmuls.push_back(mm);
-      }
-    }
-    s.live = live_tensors(m);
+    for (const compiler::Layer& l : m.layers)
+      if (l.type == compiler::LayerType::dense || l.type == compiler::LayerType::conv2d ||
+          l.type == compiler::LayerType::lstm)
+        s.weights += compiler::weight_count(l, compiler::source_shape(m, l, l.inputs.at(0)));
+    s.graph = compiler::uncalibrated_graph(std::move(m), mapper);
     s.parsed = true;
   } catch (const std::exception&) {
     // Left to the worker, which reports the error as the point's.
@@ -118,80 +48,70 @@ ModelShape shape_of(const std::filesystem::path& path, std::optional<uint64_t> b
   return s;
 }
 
-// The pieces the batch runs in (compiler/lower.cpp's lower()): the fewest equal pieces within half
-// the accumulators whose live tensors fit the unified buffer at every layer. A tensor holds a UB
-// row per pixel, sample and slice of its channels, less where narrow channels hold q samples a row
-// (compiler::dense_q: q divides the piece): a piece of few samples leaves a wide array's rows
-// mostly empty, so a wider array needs more pieces. A rough count: the lowering's own search also
-// aligns its allocations, may stage tensors in host memory and keeps a pool within 255 samples.
-uint64_t pieces(const ModelShape& s, const sim::Arch& a) {
-  const uint64_t row = a.ub_row_bytes(), limit = std::max<uint64_t>(std::min(s.batch, a.acc_entries / 2), 1);
-  const auto bytes = [&](uint64_t pixels, uint64_t c, uint64_t piece) {
-    return double(pixels) * double(div_up(c, row)) * double(row) * double(piece / compiler::dense_q(c, piece, row));
-  };
-  for (uint64_t n = div_up(s.batch, limit); n < s.batch; ++n) {
-    const uint64_t piece = div_up(s.batch, n);
-    double need = 0;
-    for (const std::vector<ModelShape::Tensor>& at : s.live) {
-      double sum = 0;
-      for (const ModelShape::Tensor& t : at) sum += bytes(t.pixels, t.c, piece);
-      need = std::max(need, sum);
-    }
-    if (need <= double(a.ub_bytes)) return div_up(s.batch, piece);  // (batch 10 in 6: pieces of 2, 5 of them)
-  }
-  return s.batch;
-}
-
-// The instructions a layer's lowering emits on a machine for a piece of `piece` samples, as
+// The instructions a matmul op's lowering emits on a machine for a piece of `piece` samples, as
 // compiler/lower.cpp emits them: matmul instructions (one per weight tile and chunk of
-// accumulator rows, a pass taking half the accumulators when its rows do not fit them all; a
-// packed convolution one per output row and kernel-row tile, compiler/packing.h), distinct weight
-// tiles, and activates (one per chunk and N tile; a packed convolution's one per group of pixels
-// of each output row, which it scatters: on a wide array, where narrow convolutions pack several
-// pixels a vector, CNN1's activates outnumber its matmuls).
+// accumulator rows, compiler::acc_budget; a packed convolution one per output row and kernel-row
+// tile, compiler::packing_for), distinct weight tiles (an op whose seeded weights another op
+// shares, an LSTM gate at each step, counted once: `shared`), and activates (one per chunk and N
+// tile; a packed convolution's one per group of pixels of each output row, which it scatters: on a
+// wide array, where narrow convolutions pack several pixels a vector, CNN1's activates outnumber
+// its matmuls).
 struct Emitted {
   double matmuls = 0, tiles = 0, activates = 0;
+  uint64_t packed = 0;  // convolutions packed
 };
 
-Emitted emitted(const ModelShape::Matmul& m, const sim::Arch& a, uint64_t piece) {
-  const uint64_t rows = m.rows * piece;
-  const uint64_t budget = rows <= a.acc_entries ? rows : std::max<uint64_t>(a.acc_entries / 2, 1);
-  const uint64_t chunks = div_up(rows, budget), n_tiles = div_up(m.n, a.array_cols);
-  if (m.packable) {
-    compiler::ConvShape conv = m.conv;
-    conv.batch = piece;
-    if (const std::optional<compiler::Packing> pk = compiler::choose_packing(conv, a, budget)) {
-      const uint64_t row_tiles = div_up(conv.kh, pk->rows), groups = div_up(conv.ow, pk->p);
-      const uint64_t nt = pk->p > 1 ? 1 : n_tiles;
-      return {double(nt * row_tiles * conv.oh * (pk->tail ? 2 : 1)), double(nt * row_tiles),
-              double(pk->p > 1 ? conv.oh * groups : chunks * nt)};
-    }
+Emitted emitted(const compiler::QGraph& g, const compiler::MatmulOp& m, const Point& p, uint64_t piece, bool shared) {
+  const sim::Arch& a = p.arch;
+  const compiler::Shape& os = g.tensors.at(m.output.tensor).shape;
+  const uint64_t rows = (m.output.pixels ? m.output.pixels : os.pixels()) * piece;
+  const uint64_t chunks = div_up(rows, compiler::acc_budget(rows, a)), n_tiles = div_up(m.n, a.array_cols);
+  if (const std::optional<compiler::Packing> pk = compiler::packing_for(g, m, a, p.mapper, piece)) {
+    const uint64_t row_tiles = div_up(m.kernel_h, pk->rows), groups = div_up(os.w, pk->p);
+    const uint64_t nt = pk->p > 1 ? 1 : n_tiles;
+    return {double(nt * row_tiles * os.h * (pk->tail ? 2 : 1)), shared ? 0 : double(nt * row_tiles),
+            double(pk->p > 1 ? os.h * groups : chunks * nt), 1};
   }
-  const double t = double(m.kernel) * double(div_up(m.k, a.array_rows)) * double(n_tiles);
-  return {t * double(chunks) * double(m.repeats), t, double(chunks * n_tiles * m.repeats)};
+  uint64_t k_tiles = 0;  // per input (a concat's parts read one by one)
+  for (const compiler::View& v : m.inputs) k_tiles += div_up(g.tensors.at(v.tensor).shape.c, a.array_rows);
+  const double t = double(m.kernel_h * m.kernel_w) * double(k_tiles) * double(n_tiles);
+  return {t * double(chunks), shared ? 0 : t, double(chunks * n_tiles), 0};
 }
 
 PointCost estimate(const ModelShape& s, const Point& p, bool full_compile) {
   PointCost c;
-  const sim::Arch& a = p.arch;
-  if (!s.parsed) {
+  uint64_t n = 1;
+  bool lowers = s.parsed;
+  if (lowers) {
+    try {
+      n = compiler::pieces(s.graph, p.arch, p.mapper);
+    } catch (const std::exception&) {
+      lowers = false;  // the point fails in the worker, which reports why
+    }
+  }
+  if (!lowers) {
     c.run = 0.05;
     c.prepare = p.workload->is_model ? 0.05 : 0;
     return c;
   }
   // Per piece (every piece emits its own instructions; the weight tiles are the same).
-  const uint64_t n = pieces(s, a), piece = div_up(s.batch, n);
+  const uint64_t piece = div_up(s.graph.batch, n);
   Emitted e;
-  for (const ModelShape::Matmul& m : s.matmuls) {
-    const Emitted l = emitted(m, a, piece);
-    e.matmuls += l.matmuls * double(n), e.tiles += l.tiles, e.activates += l.activates * double(n);
-  }
+  std::set<int> weights;  // seeded weights counted already (compiler::MatmulOp::weight_id)
+  for (const compiler::QOp& op : s.graph.ops)
+    if (const auto* m = std::get_if<compiler::MatmulOp>(&op)) {
+      const bool shared = m->weight_id >= 0 && !weights.insert(m->weight_id).second;
+      const Emitted l = emitted(s.graph, *m, p, piece, shared);
+      e.matmuls += l.matmuls * double(n), e.tiles += l.tiles, e.activates += l.activates * double(n);
+      e.packed += l.packed;
+    }
   // Seconds, roughly as measured on the paper apps (CNN1 on 64 x 64 with 256 accumulator rows:
   // 0.56M matmuls; its weight tiles are handled by every try of the lowering's piece search). An
   // activate costs about what a matmul and its weight load do (in the lowering and the timing
   // engine alike: a packed convolution's activate comes with its scatter's setcfg); CNN1's on
   // 512 x 512 and 1024 x 1024 arrays are half its time (bench/sweep_cost_bench).
   c.pieces = n;
+  c.packed = e.packed;
   c.activates = e.activates;
   c.activation = 1.2e-6 * e.activates;
   c.run = 0.003 + 1.2e-6 * e.matmuls + 6e-6 * e.tiles + c.activation;
@@ -218,7 +138,8 @@ std::vector<PointCost> estimate_costs(const Spec& spec, const std::vector<const 
     const std::string key = model_key(*p);
     auto it = shapes.find(key);
     if (it == shapes.end())
-      it = shapes.emplace(key, p->workload->is_model ? shape_of(p->workload->path, p->batch) : ModelShape{}).first;
+      it = shapes.emplace(key, p->workload->is_model ? shape_of(p->workload->path, p->batch, p->mapper) : ModelShape{})
+               .first;
     PointCost c = estimate(it->second, *p, spec.full_compile || spec.engine != sim::Engine::timing);
     c.model = p->workload->is_model ? key : "";
     out.push_back(std::move(c));

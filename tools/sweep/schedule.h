@@ -7,9 +7,10 @@
 // so the points of a model that is dear to prepare stay on the worker that prepared it unless
 // moving one shortens the sweep.
 //
-// Costs are estimates in seconds, from the model's shapes and the point's machine (the pieces its
-// batch runs in, and the matmul and activate instructions and weight tiles its lowering emits);
-// only their order and rough size matter. The order changes no result: every point is compiled
+// Costs are estimates in seconds, from the model's quantized graph and the point's machine and
+// mapper switches: the pieces its batch runs in, and the matmul and activate instructions and
+// weight tiles its lowering emits, counted by the compiler's own rules (compiler/lower.h: pieces,
+// acc_budget, packing_for), never copies of them; only their order and rough size matter. The order changes no result: every point is compiled
 // and simulated alone, and the results are stored by point number.
 #pragma once
 
@@ -29,10 +30,11 @@ struct PointCost {
   double run = 0;      // compiling for the point's machine and simulating
   double prepare = 0;  // preparing its model, once per worker (0 for a program)
   std::string model;   // the worker's cache key: the points that share a preparation
-  // What the estimate counted for a model's point: the pieces its batch runs in, and the activate
-  // instructions its lowering emits (the activation unit's work, `activation` seconds of `run`:
-  // bench/sweep_cost_bench).
-  uint64_t pieces = 1;
+  // What the estimate counted for a model's point: the pieces its batch runs in (compiler::pieces,
+  // as lower() runs it), the matmul ops it packs (compiler::packing_for: a convolution layer's
+  // "packing" in the program's mapping), and the activate instructions its lowering emits (the
+  // activation unit's work, `activation` seconds of `run`: bench/sweep_cost_bench).
+  uint64_t pieces = 1, packed = 0;
   double activates = 0, activation = 0;
 };
 
@@ -44,8 +46,10 @@ std::string model_key(const std::string& path, std::optional<uint64_t> batch, bo
 std::string model_key(const Point& p);
 
 // One estimate per point of `todo`. A model description or SCALE-Sim topology is parsed (without
-// its data: LoadOptions::timing_only) to count its tiles; a file that does not parse, an ONNX
-// model or a program gets a default (its point then fails or runs in the worker as usual).
+// its data: LoadOptions::timing_only) and quantized without a float run (compiler::
+// uncalibrated_graph), once per model key, to count its tiles and pieces on each point's machine;
+// a file that does not parse or a point the compiler refuses, an ONNX model or a program gets a
+// default (its point then fails or runs in the worker as usual).
 std::vector<PointCost> estimate_costs(const Spec& spec, const std::vector<const Point*>& todo);
 
 class Scheduler {
