@@ -10,6 +10,7 @@
 
 #include "compiler/compile.h"
 #include "compiler/lower_options.h"
+#include "sim/parallel.h"
 #include "tools/sweep/spec.h"
 
 using namespace tpusim::tools::sweep;
@@ -118,6 +119,17 @@ TEST_CASE("schedule: estimates from the model's shapes order the paper apps' poi
     CHECK(costs[i].model.find(todo[i]->workload->path.string()) == 0);
   }
   CHECK(lstm0 > 4 * cnn1);
+  // Estimated on sim::parallel_for's threads: the same figures on one thread as on three.
+  tpusim::sim::set_threads(1);
+  const std::vector<PointCost> one = estimate_costs(spec, todo);
+  tpusim::sim::set_threads(3);
+  const std::vector<PointCost> three = estimate_costs(spec, todo);
+  tpusim::sim::set_threads(0);
+  for (size_t i = 0; i < costs.size(); ++i) {
+    CHECK(one[i].run == three[i].run);
+    CHECK(one[i].pieces == three[i].pieces);
+    CHECK(one[i].model == three[i].model);
+  }
 }
 
 TEST_CASE("schedule: points share a model key unless their batch or concat_inplace differ") {

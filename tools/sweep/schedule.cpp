@@ -9,6 +9,7 @@
 #include "compiler/lower.h"
 #include "compiler/model.h"
 #include "compiler/reference.h"
+#include "sim/parallel.h"
 
 namespace tpusim::tools::sweep {
 
@@ -130,20 +131,29 @@ std::string model_key(const Point& p) {
 }
 
 std::vector<PointCost> estimate_costs(const Spec& spec, const std::vector<const Point*>& todo) {
-  std::map<std::string, ModelShape> shapes;
-  std::vector<PointCost> out;
-  out.reserve(todo.size());
-  for (const Point* p : todo) {
-    // One key per model a worker prepares and keeps (workers.cpp run_request keys its cache the same way).
-    const std::string key = model_key(*p);
-    auto it = shapes.find(key);
-    if (it == shapes.end())
-      it = shapes.emplace(key, p->workload->is_model ? shape_of(p->workload->path, p->batch, p->mapper) : ModelShape{})
-               .first;
-    PointCost c = estimate(it->second, *p, spec.full_compile || spec.engine != sim::Engine::timing);
-    c.model = p->workload->is_model ? key : "";
-    out.push_back(std::move(c));
+  // One shape per model a worker prepares and keeps (workers.cpp run_request keys its cache the
+  // same way), then one estimate per point: each on sim::parallel_for's threads, every item
+  // computing only its own result (the same estimates on any thread count). The sweep's parent
+  // does this while its workers start, which leaves most CPUs idle.
+  std::vector<std::string> keys(todo.size());
+  std::map<std::string, size_t> shape_of_key;
+  std::vector<const Point*> first;  // per shape: the first point of its model
+  for (size_t i = 0; i < todo.size(); ++i) {
+    keys[i] = model_key(*todo[i]);
+    if (shape_of_key.emplace(keys[i], first.size()).second) first.push_back(todo[i]);
   }
+  std::vector<ModelShape> shapes(first.size());
+  sim::parallel_for(first.size(), [&](uint64_t i) {
+    const Point& p = *first[i];
+    if (p.workload->is_model) shapes[i] = shape_of(p.workload->path, p.batch, p.mapper);
+  });
+  const bool full_compile = spec.full_compile || spec.engine != sim::Engine::timing;
+  std::vector<PointCost> out(todo.size());
+  sim::parallel_for(todo.size(), [&](uint64_t i) {
+    const Point& p = *todo[i];
+    out[i] = estimate(shapes[shape_of_key.at(keys[i])], p, full_compile);
+    out[i].model = p.workload->is_model ? keys[i] : "";
+  });
   return out;
 }
 

@@ -49,7 +49,8 @@ std::string model_key(const Point& p);
 // its data: LoadOptions::timing_only) and quantized without a float run (compiler::
 // uncalibrated_graph), once per model key, to count its tiles and pieces on each point's machine;
 // a file that does not parse or a point the compiler refuses, an ONNX model or a program gets a
-// default (its point then fails or runs in the worker as usual).
+// default (its point then fails or runs in the worker as usual). Models and points are estimated
+// on sim::parallel_for's threads; the estimates do not depend on how many.
 std::vector<PointCost> estimate_costs(const Spec& spec, const std::vector<const Point*>& todo);
 
 class Scheduler {
