@@ -45,21 +45,7 @@ std::string value_text(const json& v) {
 
 std::string operand_text(const Operand& o, uint64_t v) {
   const FieldSpec& f = field_spec(o.field);
-  switch (f.kind) {
-    case FieldKind::flag: return std::string(f.name);
-    case FieldKind::enumeration: return fmt::format("{}={}", f.name, find_value(f.values, v)->name);
-    case FieldKind::mask: {
-      std::string names;
-      for (const EnumValue& e : f.values)
-        if (v >> e.value & 1) append_joined(names, "|", e.name);
-      return fmt::format("{}={}", f.name, names);
-    }
-    case FieldKind::uint:
-      if (o.field == Field::host || o.field == Field::waddr || o.field == Field::value)
-        return fmt::format("{}={:#x}", f.name, v);
-      return fmt::format("{}={}", f.name, v);
-  }
-  return {};
+  return f.kind == FieldKind::flag ? std::string(f.name) : fmt::format("{}={}", f.name, field_value_text(o.field, v));
 }
 
 void write_file(const std::filesystem::path& path, std::span<const uint8_t> data) {
@@ -105,6 +91,27 @@ std::string symbol_hints(const Program& p, const Instruction& inst) {
 }
 
 }  // namespace
+
+std::string field_value_text(Field field, uint64_t v) {
+  const FieldSpec& f = field_spec(field);
+  switch (f.kind) {
+    case FieldKind::flag: return v ? "1" : "0";
+    case FieldKind::enumeration: {
+      const EnumValue* e = find_value(f.values, v);
+      return e ? std::string(e->name) : std::to_string(v);
+    }
+    case FieldKind::mask: {
+      std::string names;
+      for (const EnumValue& e : f.values)
+        if (v >> e.value & 1) append_joined(names, "|", e.name);
+      return names;
+    }
+    case FieldKind::uint:
+      if (field == Field::host || field == Field::waddr || field == Field::value) return fmt::format("{:#x}", v);
+      return std::to_string(v);
+  }
+  return {};
+}
 
 std::string format_instruction(const Instruction& inst) {
   const OpcodeSpec& s = spec(inst.opcode);

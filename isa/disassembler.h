@@ -13,6 +13,10 @@ namespace tpusim::isa {
 // default value are left out; flags appear only when set.
 std::string format_instruction(const Instruction& inst);
 
+// A field's value as the assembly writes it after `name=`: an enumeration's or a mask's names
+// ("host|act"), hexadecimal for addresses, else decimal (an undefined enumeration value: its number).
+std::string field_value_text(Field field, uint64_t value);
+
 struct DisasmOptions {
   // Where the weight image and input initial data go. When set, they are written as
   // "<data_stem>.weights.bin" and "<data_stem>.<region>.bin" and referenced with file("...")

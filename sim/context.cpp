@@ -4,7 +4,14 @@
 
 #include <algorithm>
 
+#include "isa/disassembler.h"
+
 namespace tpusim::sim {
+
+std::string Context::Blocked::text() const {
+  return units ? fmt::format(fmt::runtime(what), index, isa::field_value_text(isa::Field::units, extra))
+               : fmt::format(fmt::runtime(what), index, extra);
+}
 
 bool Context::wait_until(uint64_t cycle) {
   if (aborted) return false;

@@ -137,14 +137,20 @@ class Context {
   // instruction index and one more number; null when not blocked (formatted only on deadlock).
   // A unit that knows when its wait begins and ends (a matmul that will wait for a shift already
   // decided) says so at once and waits for its start: blocked only during [from, until).
+  // A sync's mask (`units`) is formatted as the assembly writes it ("host|act").
   struct Blocked {
     const char* what = nullptr;
     uint64_t index = 0, extra = 0;
     uint64_t from = 0, until = UINT64_MAX;
+    bool units = false;  // extra is a sync's units mask
+    std::string text() const;
   };
   std::array<Blocked, kUnitCount> blocked;
   void block(isa::Unit unit, const char* what, uint64_t index, uint64_t extra = 0) {
     blocked[int(unit)] = {what, index, extra};
+  }
+  void block_on_units(isa::Unit unit, const char* what, uint64_t index, uint64_t mask) {
+    blocked[int(unit)] = {what, index, mask, 0, UINT64_MAX, true};
   }
   void block_during(isa::Unit unit, const char* what, uint64_t index, uint64_t from, uint64_t until) {
     blocked[int(unit)] = {what, index, 0, from, until};

@@ -181,7 +181,7 @@ void ControlUnit::issue_all() {
     if (!ctx_.wait_until(t)) return;
     if (in.opcode == Opcode::sync) {
       const uint64_t mask = in[Field::units];
-      ctx_.block(Unit::control, "instruction {0} (sync) waits for units {1:#x}", i, mask);
+      ctx_.block_on_units(Unit::control, "instruction {0} (sync) waits for units={1}", i, mask);
       if (!wait_idle(unit_bits(mask), false)) return;
       // Issue held beyond the sync's own issue cycles: RAW stall when it waits for the
       // activation unit, input stall when for the host interface only.

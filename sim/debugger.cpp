@@ -215,7 +215,7 @@ std::vector<StationView> DebugSession::stations() const {
   for (int u = 0; u < kUnitCount; ++u) {
     v[u].unit = isa::Unit(u);
     if (const Context::Blocked* b = ctx.blocked_now(u))
-      v[u].blocked = fmt::format(fmt::runtime(b->what), b->index, b->extra);
+      v[u].blocked = b->text();
   }
   for (uint64_t i : running_) v[int(isa::spec(program_.code[i].opcode).unit)].running.push_back(i);
   for (int u = 1; u < kUnitCount; ++u)

@@ -125,7 +125,7 @@ std::string deadlock_message(const Context& ctx) {
   std::string why;
   for (int u = 0; u < kUnitCount; ++u)
     if (const Context::Blocked* b = ctx.blocked_now(u))
-      why += (why.empty() ? "" : "; ") + fmt::format(fmt::runtime(b->what), b->index, b->extra);
+      why += (why.empty() ? "" : "; ") + b->text();
   return fmt::format("deadlock at cycle {}: {}", ctx.now(), why.empty() ? "no unit can make progress" : why);
 }
 
