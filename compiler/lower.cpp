@@ -2284,8 +2284,8 @@ uint64_t search_pieces(const QGraph& graph, const sim::Arch& arch, const LowerOp
 }
 
 // Whether the single loop in pieces of `piece` fits (Lowering::check_fit: the allocations without
-// the ops' instructions), throwing DoesNotFit when not. Input streaming never costs a piece or a
-// band: streamed into two layers (lower_chain), a model input stays live until the second has run,
+// the ops' instructions), throwing DoesNotFit when not. Input streaming never costs the single loop
+// a piece or a band: streamed into two layers (lower_chain), a model input stays live until the second has run,
 // so a try that does not fit with streaming is checked again without it, and when that fits,
 // `options` goes without streaming for this and every later try (and the program). (CNN0 on
 // 64 x 256 with 256 KiB at 136 GB/s: the chain held the input, conv1 and conv2 at once, one sample
@@ -2367,7 +2367,8 @@ uint64_t pieces(const QGraph& graph, const sim::Arch& arch, const LowerOptions& 
 // lowered once more with code unless its try made it: a program is never held twice (CNN1 on a
 // 64 x 64 array with 256 accumulator rows: a measuring try of the single loop in 16 pieces and
 // the piece schedule's try with code, over a million instructions each; five checks that fail).
-// Input streaming never costs a piece or a band (check_single_loop).
+// Input streaming never costs the single loop a piece or a band (check_single_loop; the piece
+// schedule's replanning below does not check it).
 isa::Program lower(const QGraph& graph, const sim::Arch& arch, const LowerOptions& given) {
   LowerOptions options = given;  // (without streaming, once a try fitted only without it)
   // The fewest pieces known to fit: the schedule, its program when its try made code, else the
@@ -2406,6 +2407,11 @@ isa::Program lower(const QGraph& graph, const sim::Arch& arch, const LowerOption
                                : Lowering(graph, arch, built, f.schedule, f.options, f.in_host, true, f.instructions).run();
     if (nlohmann::json mapper = mapper_to_json(with_graph(given, graph)); !mapper.empty())
       p.meta["mapper"] = std::move(mapper);
+    if (*resolve(given, arch).stream_input && !*resolve(f.options, arch).stream_input)
+      p.meta["mapping_warnings"] = nlohmann::json::array({fmt::format(
+          "input streaming (mapper switch stream) left out: streamed, the model did not fit the unified buffer in "
+          "pieces of {} sample{}; loaded whole, it does (docs/compiler.md \"Input streaming\")",
+          f.schedule.segments.at(0).piece, f.schedule.segments.at(0).piece == 1 ? "" : "s")});
     return p;
   };
   if (!*resolve(options, arch).piece_schedule || best_n <= 1 ||

@@ -87,8 +87,10 @@ constexpr ReportKey kKeys[] = {
      "from `--mapper pack=off`, `{\"pieces\": true}` from `--mapper pieces=on`; docs/compiler.md \"Mapper "
      "switches\"); {} when none was given or the program was not compiled from a model"},
     {"mapping_warnings", "array",
-     "one sentence per layer that maps badly: it computes at least 1% of the model's array MACs and less than "
-     "10% of them are useful (narrow tensors, few input channels per tile); empty when none"},
+     "one sentence per mapping choice the compiler had to give up for the whole program (the program's "
+     "`meta.mapping_warnings`, e.g. input streaming left out where it did not fit), then one per layer that maps "
+     "badly: it computes at least 1% of the model's array MACs and less than 10% of them are useful (narrow "
+     "tensors, few input channels per tile); empty when none"},
     {"instructions", "object", "instructions executed, per mnemonic"},
     {"instruction_cycles", "object", "per mnemonic, the sum of (end - start) cycles of its instructions"},
     {"breakdown", "object", "the TPU paper's counters as fractions of all cycles (keys below)"},
@@ -214,8 +216,12 @@ std::string describe_pieces(const nlohmann::ordered_json& p, uint64_t batch) {
 }
 
 // The layers that compute at least 1% of the array MACs with less than 10% of them useful.
-nlohmann::ordered_json warnings_of(const nlohmann::ordered_json& layers) {
+nlohmann::ordered_json warnings_of(const isa::Program& program, const nlohmann::ordered_json& layers) {
   nlohmann::ordered_json out = nlohmann::ordered_json::array();
+  // The compiler's, for choices it made for the whole program (meta.mapping_warnings).
+  if (const auto it = program.meta.find("mapping_warnings"); it != program.meta.end() && it->is_array())
+    for (const auto& w : *it)
+      if (w.is_string()) out.push_back(w.get<std::string>());
   if (!layers.is_array()) return out;
   uint64_t total = 0;
   for (const auto& l : layers) total += l["array_macs"].get<uint64_t>();
@@ -312,7 +318,7 @@ nlohmann::ordered_json make_report(const ReportInput& in) {
   const auto mapper = in.program->meta.find("mapper");
   j["mapper"] = mapper != in.program->meta.end() && mapper->is_object() ? nlohmann::ordered_json(*mapper)
                                                                         : nlohmann::ordered_json::object();
-  j["mapping_warnings"] = warnings_of(j["layers"]);
+  j["mapping_warnings"] = warnings_of(*in.program, j["layers"]);
   j["instructions"] = counts;
   j["instruction_cycles"] = cycles;
   j["breakdown"] = breakdown;
