@@ -3,6 +3,7 @@
 
 #include <CLI/CLI.hpp>
 #include <array>
+#include <cerrno>
 #include <csignal>
 #include <cstdlib>
 #include <cstring>
@@ -31,9 +32,12 @@ using namespace sweep;
 void write_atomically(const fs::path& path, const std::string& text) {
   const fs::path tmp = path.string() + ".tmp";
   {
+    errno = 0;
     std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
     f << text;
-    if (!f.flush()) throw InputError(fmt::format("{}: cannot write", tmp.string()));
+    if (!f.flush())  // the file named, with the system's reason (through TMP, renamed when written)
+      throw InputError(fmt::format("{}: cannot write: {} (through {})", path.string(),
+                                   errno ? std::strerror(errno) : "write failed", tmp.filename().string()));
   }
   std::error_code ec;
   fs::rename(tmp, path, ec);
