@@ -150,8 +150,15 @@ def tpu_v1_defaults():
     return defaults
 
 
+class Group(list):
+    """A swept parameter, or the parameters of a linked axis. `paired`: the linked parameters differ
+    within a point (a 64 x 256 array beside a 256 x 64 one), so a point's value on the axis is the
+    tuple of them, not the first alone (which drew 256 x 64 at "256" of an axis labelled rows = cols)."""
+    paired = False
+
+
 def swept(rows):
-    """The parameters that vary, linked ones grouped: [[name, ...], ...] in table order."""
+    """The parameters that vary, linked ones grouped: [Group[name, ...], ...] in table order."""
     workloads = {r["workload"] for r in rows}
     varying = [p for p in parameters(rows)
                if any(len({r[p] for r in rows if r["workload"] == w}) > 1 for w in workloads)]
@@ -163,18 +170,22 @@ def swept(rows):
                 g.append(p)
                 break
         else:
-            groups.append([p])
+            groups.append(Group([p]))
+    for g in groups:
+        g.paired = len(g) > 1 and any(len({r[p] for p in g}) > 1 for r in rows)
     return groups
 
 
 def axis_value(r, group):
+    if getattr(group, "paired", False):
+        return tuple(r[p] for p in group)
     return r[group[0]]
 
 
 def axis_label(group):
     if group == ["array_rows", "array_cols"]:
-        return "array size (rows = cols)"
-    return " = ".join(group)
+        return "array (rows x cols)" if getattr(group, "paired", False) else "array size (rows = cols)"
+    return (" x " if getattr(group, "paired", False) else " = ").join(group)
 
 
 def setting_label(r, groups):
@@ -182,6 +193,8 @@ def setting_label(r, groups):
 
 
 def fmt(v):
+    if isinstance(v, tuple):  # a paired linked axis: 64x256
+        return "x".join(fmt(x) for x in v)
     if isinstance(v, float):
         return f"{v:g}"
     return str(v)
@@ -313,9 +326,12 @@ def plot_lines(rows, groups, metric, relative, xgroup, title, prefix, written):
         series = OrderedDict()
         for r in mine:
             series.setdefault(tuple(axis_value(r, g) for g in others), []).append(r)
+        # A paired axis (64x256, 256x64, ...) is categorical: its values in order, one position each.
+        ticks = sorted({axis_value(r, xgroup) for r in rows})
+        at = (lambda v: ticks.index(v)) if getattr(xgroup, "paired", False) else (lambda v: v)
         for s, (key, pts) in enumerate(series.items()):
             pts.sort(key=lambda r: axis_value(r, xgroup))
-            xs = [axis_value(r, xgroup) for r in pts]
+            xs = [at(axis_value(r, xgroup)) for r in pts]
             ys = [(r[metric] or 0) / base if base else 0 for r in pts]
             label = name if together else (setting_label(pts[0], others) or name)
             color = COLORS[(w if together else s) % len(COLORS)]
@@ -323,9 +339,13 @@ def plot_lines(rows, groups, metric, relative, xgroup, title, prefix, written):
                     markersize=4, linewidth=1.3)
         if not together:
             ax.set_title(name, fontsize=10)
-        ax.set_xscale("log", base=2)
-        ax.set_xticks(sorted({axis_value(r, xgroup) for r in rows}))
-        ax.get_xaxis().set_major_formatter(matplotlib.ticker.FuncFormatter(lambda v, _: f"{v:g}"))
+        if getattr(xgroup, "paired", False):
+            ax.set_xticks(range(len(ticks)))
+            ax.set_xticklabels([fmt(v) for v in ticks], fontsize=8)
+        else:
+            ax.set_xscale("log", base=2)
+            ax.set_xticks(ticks)
+            ax.get_xaxis().set_major_formatter(matplotlib.ticker.FuncFormatter(lambda v, _: f"{v:g}"))
         ax.minorticks_off()
         ax.set_xlabel(axis_label(xgroup))
         ax.set_ylabel(ylabel)

@@ -8,7 +8,9 @@ tests/sweep/data/tiny.csv (which has tpu-v1 points):
   - --relative names what it divides by (before: "relative to tpu-v1" with no tpu-v1 point);
   - --slice chooses the heatmap's slice of the third parameter (before: always the first);
   - run by a python3 without matplotlib, the script restarts under /usr/bin/python3, or says how to
-    install it (before: a bare ModuleNotFoundError).
+    install it (before: a bare ModuleNotFoundError);
+  - a linked axis of non-square arrays is drawn as its (rows x cols) pairs (before: array_rows
+    alone, labelled "rows = cols").
 
   plot_fixes_test.py SOURCE_DIR ROOFS16.csv WORKDIR
 """
@@ -86,6 +88,27 @@ run = subprocess.run(bare + [script, "sweep", roofs_csv, "--out", os.path.join(w
                      env=dict(os.environ, TPUSIM_PLOT_REEXEC="1"))  # as if no Python had matplotlib
 check(run.returncode != 0 and "apt-get install python3-matplotlib" in run.stderr and "Traceback" not in run.stderr,
       f"with no Python that has matplotlib it says how to install it: {run.stderr.strip()[-300:]}")
+
+# Non-square arrays on a linked axis (64 x 256 beside 256 x 64): the axis is the (rows, cols) pairs,
+# "64x256", not array_rows alone under "array size (rows = cols)" (before: 256 x 64 drawn at 256).
+skew = []
+for r in tiny:
+    r = dict(r)
+    r["array_cols"] = 256 if r["array_rows"] == 64 else 64
+    skew.append(r)
+groups = plot.swept(skew)
+array = [g for g in groups if "array_rows" in g]
+check(len(array) == 1 and array[0] == ["array_rows", "array_cols"] and array[0].paired,
+      f"a non-square linked axis is one paired group ({groups})")
+check(plot.axis_label(array[0]) == "array (rows x cols)", f"its label: {plot.axis_label(array[0])}")
+check(sorted({plot.fmt(plot.axis_value(r, array[0])) for r in skew}) == ["256x64", "64x256"],
+      f"its values: {sorted({plot.fmt(plot.axis_value(r, array[0])) for r in skew})}")
+square = [g for g in plot.swept(tiny) if "array_rows" in g]
+check(square and not square[0].paired and plot.axis_label(square[0]) == "array size (rows = cols)",
+      "a square linked axis stays one number, rows = cols")
+written = []
+plot.plot_lines(skew, groups, "tops", False, array[0], "skew", os.path.join(work, "skew"), written)
+check(os.path.exists(os.path.join(work, "skew-lines.png")), "the lines plot of a paired axis is drawn")
 
 if failures:
     sys.exit(f"{len(failures)} failed")
