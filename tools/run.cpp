@@ -184,6 +184,14 @@ void print_compile_summary(const compiler::Compiled& c, const std::string& sourc
 
 }  // namespace
 
+namespace {
+// Standard output ("-") carries one file: a trace and the report (or two traces) would mix into it.
+void refuse_two_on_stdout(const RunArgs& r) {
+  if ((r.trace == "-") + (r.vcd == "-") + (r.log == "-") + (r.report == "-") > 1)
+    throw InputError("run: only one of --trace, --vcd, --log and --report can go to standard output (-)");
+}
+}  // namespace
+
 std::unique_ptr<TracePlan> plan_traces(const RunArgs& r, const isa::Program& p, const sim::Arch& arch,
                                        sim::Engine engine, std::string_view command) {
   if (r.vcd.empty() && !r.vcd_scope.empty())
@@ -194,14 +202,10 @@ std::unique_ptr<TracePlan> plan_traces(const RunArgs& r, const isa::Program& p, 
           fmt::format("{}: --trace-window and --trace-filter go with --trace, --vcd or --log", command));
     return nullptr;
   }
-  // Standard output ("-") takes one trace, alone: debug's session and a second trace would mix
-  // into it (run's report then goes to standard error).
-  const int to_stdout = (r.trace == "-") + (r.vcd == "-") + (r.log == "-");
-  if (to_stdout > 0 && command == "debug")
+  // Standard output ("-") takes one trace, alone: debug's session would mix into it (run
+  // refuses two files there before any work: refuse_run_outputs_over_inputs).
+  if (command == "debug" && (r.trace == "-" || r.vcd == "-" || r.log == "-"))
     throw InputError("debug: standard output carries the session: write --trace and --vcd to files");
-  if (to_stdout > 1)
-    throw InputError(
-        fmt::format("{}: only one of --trace, --vcd and --log can go to standard output (-)", command));
   // Each file is tried now (a temporary file beside it, removed at once; isa/file_io.h). Not a
   // device or a FIFO: opening one is an event for its reader (a FIFO's reader would see the end).
   for (const std::string* path : {&r.trace, &r.vcd, &r.log}) {
@@ -300,6 +304,7 @@ void check_run_memory(const RunArgs& r, const isa::Program& p, const sim::Arch& 
 
 // Every file `run` writes, checked against every file it reads before any work.
 void refuse_run_outputs_over_inputs(const RunArgs& r) {
+  refuse_two_on_stdout(r);
   const std::array inputs{r.program, r.arch_file};
   for (auto [flag, out] :
        {std::pair{"--report", &r.report}, {"--trace", &r.trace}, {"--vcd", &r.vcd}, {"--log", &r.log}})
