@@ -168,6 +168,8 @@ std::string help_text(std::string_view command) {
 
 int cmd_debug(const DebugArgs& a) {
   if (a.program.empty()) throw InputError("debug: a program is required (see tpusim debug --help)");
+  // The traces are written when the session ends: never over the program, architecture or script.
+  refuse_outputs_over_inputs({{"--trace", &a.trace}, {"--vcd", &a.vcd}}, {a.program, a.arch_file, a.script});
   const ProgramToRun to_run = load_program_or_model("debug", a.program, a.arch_file, a.sets, a.batch);
   std::ifstream script_file;
   if (!a.script.empty() && a.script != "-") {

@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <initializer_list>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -33,5 +34,12 @@ void load_program_or_model(ProgramToRun& r, std::string_view verb, const std::st
                            const std::string& arch_file, const std::vector<std::string>& sets,
                            const compiler::LoadOptions& options,
                            const std::function<void(const compiler::Compiled&)>& quantized);
+
+// The files a command writes (FLAG, path), checked before any work against the files it reads
+// (run, debug, view: the program, the architecture file, debug's script): one that names an
+// input is refused with io::refuse_input_as_output's message ("FLAG PATH: is the input INPUT;
+// choose another output (tpusim never overwrites its inputs)"). Empty paths and "-" are skipped.
+void refuse_outputs_over_inputs(std::initializer_list<std::pair<std::string_view, const std::string*>> outputs,
+                                std::initializer_list<std::string> inputs);
 
 }  // namespace tpusim::tools

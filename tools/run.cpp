@@ -10,6 +10,7 @@
 #include <iostream>
 #include <memory>
 #include <optional>
+#include <span>
 #include <system_error>
 
 #include "compiler/compile.h"
@@ -153,6 +154,12 @@ void load_program_or_model(ProgramToRun& r, std::string_view verb, const std::st
     r.loaded = load_any(path);
     r.arch = resolve_arch(&r.loaded, arch_file, sets, path);
   }
+}
+
+void refuse_outputs_over_inputs(std::initializer_list<std::pair<std::string_view, const std::string*>> outputs,
+                                std::initializer_list<std::string> inputs) {
+  const std::span<const std::string> in(inputs.begin(), inputs.size());
+  for (const auto& [flag, path] : outputs) io::refuse_input_as_output(*path, flag, in);
 }
 
 namespace {
@@ -305,10 +312,9 @@ void check_run_memory(const RunArgs& r, const isa::Program& p, const sim::Arch& 
 // Every file `run` writes, checked against every file it reads before any work.
 void refuse_run_outputs_over_inputs(const RunArgs& r) {
   refuse_two_on_stdout(r);
-  const std::array inputs{r.program, r.arch_file};
-  for (auto [flag, out] :
-       {std::pair{"--report", &r.report}, {"--trace", &r.trace}, {"--vcd", &r.vcd}, {"--log", &r.log}})
-    io::refuse_input_as_output(*out, flag, inputs);
+  refuse_outputs_over_inputs(
+      {{"--report", &r.report}, {"--trace", &r.trace}, {"--vcd", &r.vcd}, {"--log", &r.log}},
+      {r.program, r.arch_file});
 }
 
 // Station instructions up to halt: what RunProgress counts to.

@@ -209,6 +209,7 @@ Frames record(const isa::Program& p, const sim::Arch& arch, uint64_t begin, uint
 int cmd_view(const ViewArgs& a) {
   if (a.program.empty()) throw InputError("view: a program or model is required (see tpusim view --help)");
   if (a.output.empty()) throw InputError("view: -o VIEW.html is required");
+  refuse_outputs_over_inputs({{"-o", &a.output}}, {a.program, a.arch_file});
   const auto t0 = std::chrono::steady_clock::now();
   // Opened first, so that an unwritable path fails before the runs; written to a temporary file
   // beside it and renamed when complete (isa/file_io.h): a failed write leaves no partial page.
