@@ -42,4 +42,11 @@ void load_program_or_model(ProgramToRun& r, std::string_view verb, const std::st
 void refuse_outputs_over_inputs(std::initializer_list<std::pair<std::string_view, const std::string*>> outputs,
                                 std::initializer_list<std::string> inputs);
 
+// Tries to write `path` now, so that a long run does not end in "cannot write": a temporary file
+// beside it, removed at once (io::OutputFile); throws "PATH: cannot write: REASON". Skips "",
+// "-" and an existing FIFO or device: opening one is an event for its reader (a FIFO's reader
+// would see the end). The real file is opened after the work, so that an interrupted run leaves
+// no temporary file (run, debug: the traces; view: the page).
+void try_output(const std::string& path);
+
 }  // namespace tpusim::tools

@@ -162,6 +162,14 @@ void refuse_outputs_over_inputs(std::initializer_list<std::pair<std::string_view
   for (const auto& [flag, path] : outputs) io::refuse_input_as_output(*path, flag, in);
 }
 
+void try_output(const std::string& path) {
+  if (path.empty() || path == "-") return;
+  std::error_code ec;
+  const fs::file_status st = fs::status(path, ec);
+  if (fs::exists(st) && !fs::is_regular_file(st) && !fs::is_directory(st)) return;
+  io::OutputFile probe(path);
+}
+
 namespace {
 
 // --labels: a .npy of integer classes, one per sample ([N]).
@@ -213,17 +221,7 @@ std::unique_ptr<TracePlan> plan_traces(const RunArgs& r, const isa::Program& p, 
   // refuses two files there before any work: refuse_run_outputs_over_inputs).
   if (command == "debug" && (r.trace == "-" || r.vcd == "-" || r.log == "-"))
     throw InputError("debug: standard output carries the session: write --trace and --vcd to files");
-  // Each file is tried now (a temporary file beside it, removed at once; isa/file_io.h). Not a
-  // device or a FIFO: opening one is an event for its reader (a FIFO's reader would see the end).
-  for (const std::string* path : {&r.trace, &r.vcd, &r.log}) {
-    if (path->empty() || *path == "-") continue;
-    std::error_code ec;
-    const std::filesystem::file_status st = std::filesystem::status(*path, ec);
-    if (std::filesystem::exists(st) && !std::filesystem::is_regular_file(st) &&
-        !std::filesystem::is_directory(st))
-      continue;
-    io::OutputFile probe(*path);
-  }
+  for (const std::string* path : {&r.trace, &r.vcd, &r.log}) try_output(*path);
   auto plan = std::make_unique<TracePlan>();
   if (!r.trace_window.empty()) sim::parse_trace_window(r.trace_window, plan->selection);
   if (!r.trace_filter.empty()) sim::parse_trace_filter(r.trace_filter, p, plan->selection);

@@ -211,9 +211,10 @@ int cmd_view(const ViewArgs& a) {
   if (a.output.empty()) throw InputError("view: -o VIEW.html is required");
   refuse_outputs_over_inputs({{"-o", &a.output}}, {a.program, a.arch_file});
   const auto t0 = std::chrono::steady_clock::now();
-  // Opened first, so that an unwritable path fails before the runs; written to a temporary file
-  // beside it and renamed when complete (isa/file_io.h): a failed write leaves no partial page.
-  io::OutputFile out(a.output);
+  // Tried first, so that an unwritable path fails before the runs; opened after them (a Ctrl-C
+  // during the runs leaves nothing), written to a temporary file beside it and renamed when
+  // complete (isa/file_io.h): a failed write leaves no partial page.
+  try_output(a.output);
   const ProgramToRun to_run = load_program_or_model("view", a.program, a.arch_file, a.sets, a.batch);
   const isa::Program& p = to_run.program();
   const sim::Arch& arch = to_run.arch;
@@ -263,6 +264,7 @@ int cmd_view(const ViewArgs& a) {
   const size_t at = page.find(marker);
   if (at == std::string::npos) throw std::logic_error("view: the page template has no data marker");
   page.replace(at, marker.size(), data);
+  io::OutputFile out(a.output);
   out.stream() << page;
   out.commit();
   fmt::print(stderr, "wrote {} ({:.1f} MB, self-contained): cycles {}..{} of {} ({} x {} array), {:.2f} s\n",
