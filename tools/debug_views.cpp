@@ -129,7 +129,9 @@ std::string view_array(const sim::DebugSession& s, uint64_t row, uint64_t col, u
   out += "): '#' live input and partial sum, '*' live and switching to the shadow tile, '.' idle\n";
   // The columns' numbers read downwards, one line per digit (the first column of each block),
   // as the rows' numbers lead each line.
-  for (uint64_t place = c1 - b >= 100 ? 100 : c1 - b >= 10 ? 10 : 1; place > 0; place /= 10) {
+  uint64_t place = 1;  // the largest digit place of the last block's first column (at most c1 - b)
+  while (place <= (c1 - b) / 10) place *= 10;
+  for (; place > 0; place /= 10) {
     std::string line = "     ";
     for (uint64_t j = col; j < c1; j += b)
       line += j >= place || place == 1 ? char('0' + (j / place) % 10) : ' ';
