@@ -132,6 +132,8 @@ int run_terminal(Debugger& d) {
       add_history(line.c_str());
       last = line;
     }
+    // A Ctrl-C from here on is this command's (one at the prompt was the line's: on_signal_event).
+    Debugger::interrupt_requested = 0;
     const std::string out = d.execute(line);
     std::fwrite(out.data(), 1, out.size(), stdout);
   }

@@ -55,7 +55,8 @@ class Debugger {
   bool quit() const { return quit_; }
   sim::DebugSession& session() { return *session_; }
   // Set by the terminal's SIGINT handler (Ctrl-C): step, next and continue stop at the cycle they
-  // have reached, as gdb's do. Cleared when one of them begins.
+  // have reached, as gdb's do. Cleared by the terminal front end before each command
+  // (tools/debug.cpp), not when the motion begins: a Ctrl-C just after Enter is not lost.
   static volatile std::sig_atomic_t interrupt_requested;
 
  private:

@@ -158,7 +158,8 @@ std::string Debugger::advance(uint64_t until, uint64_t issues) {
     if (b.kind == Breakpoint::Kind::cycle && b.value > session_->cycle()) until = std::min(until, b.value);
   std::string hits;
   uint64_t issued = 0;
-  interrupt_requested = 0;
+  // interrupt_requested is cleared by the front end before each command (tools/debug.cpp): a
+  // Ctrl-C typed after Enter, before the run gets here, still stops it.
   auto stop = [&](const std::vector<sim::InstructionEvent>& events) {
     hits += check_stops(events);
     for (const sim::InstructionEvent& e : events) issued += e.kind == EventKind::issue;
@@ -166,7 +167,6 @@ std::string Debugger::advance(uint64_t until, uint64_t issues) {
   };
   const std::vector<sim::InstructionEvent> events = session_->advance(until, stop);
   if (interrupt_requested && hits.empty() && !session_->over()) hits = "interrupted (Ctrl-C)\n";
-  interrupt_requested = 0;
   std::string out;
   for (size_t k = 0; k < events.size() && k < kMaxEventLines; ++k) out += format_event(*session_, events[k]);
   if (events.size() > kMaxEventLines)

@@ -33,8 +33,16 @@ wait_for '^at cycle 0; `help` lists the commands$'
 wait_for '^\(tpusim\) ?$'
 # No breakpoint: continue would run the whole model on the stepped 256 x 256 array (minutes).
 t send-keys 'continue' Enter
-sleep 1
-t send-keys C-c
+wait_for '^\(tpusim\) continue$'
+# Ctrl-C every 2 s (at most 15 times) until the run says it stopped: under load the first one
+# may come before the command is read, where it is the prompt's (it drops the empty line).
+for _ in $(seq 15); do
+  t send-keys C-c
+  for _ in $(seq 20); do
+    if screen | grep -Eq '^interrupted \(Ctrl-C\)$'; then break 2; fi
+    sleep 0.1
+  done
+done
 wait_for '^interrupted \(Ctrl-C\)$'
 wait_for '^at cycle [1-9][0-9]*$'
 stopped=$(screen | grep -E '^at cycle [0-9]+$' | tail -1 | awk '{print $3}')
