@@ -16,10 +16,33 @@ namespace {
 
 using Kind = Breakpoint::Kind;
 
+// The names `break unit` takes for unit u: the one `sync units=` uses (control has none), then
+// isa::kUnitNames[u]. The first is the one messages list. unit_named and its suggestions read
+// this list alone.
+std::vector<std::string> names_of_unit(int u) {
+  std::vector<std::string> n;
+  if (u > 0) n.emplace_back(sim::sync_unit_name(isa::Unit(u)));
+  if (n.empty() || n[0] != isa::kUnitNames[u]) n.emplace_back(isa::kUnitNames[u]);
+  return n;
+}
+
 std::optional<isa::Unit> unit_named(std::string_view s) {
   for (int u = 0; u < sim::kUnitCount; ++u)
-    if (isa::kUnitNames[u] == s || (u > 0 && sim::sync_unit_name(isa::Unit(u)) == s)) return isa::Unit(u);
+    for (const std::string& n : names_of_unit(u))
+      if (n == s) return isa::Unit(u);
   return std::nullopt;
+}
+
+// "break: unknown unit 'S' (did you mean ...?) (one of: control host ...)".
+std::string unknown_unit(const std::string& s) {
+  std::vector<std::string> all;
+  std::string listed;
+  for (int u = 0; u < sim::kUnitCount; ++u) {
+    const std::vector<std::string> n = names_of_unit(u);
+    listed += (listed.empty() ? "" : " ") + n[0];
+    all.insert(all.end(), n.begin(), n.end());
+  }
+  return fmt::format("break: unknown unit '{}'{} (one of: {})", s, did_you_mean(s, all), listed);
 }
 
 sim::EventKind event_kind(const std::vector<std::string>& a, size_t i, std::string_view usage) {
@@ -110,11 +133,7 @@ std::string Debugger::cmd_break(const Args& a) {
   } else if (a[1] == "unit") {
     if (a.size() < 3) throw CommandError("break: expected `break unit UNIT [issue|start|end]`");
     const auto u = unit_named(a[2]);
-    if (!u)
-      throw CommandError(fmt::format("break: unknown unit '{}'{} (one of: control host weights matrix act)",
-                                     a[2],
-                                     did_you_mean(a[2], {"control", "host", "weights", "matrix", "act",
-                                                         "host_dma", "weight_fetch", "activation"})));
+    if (!u) throw CommandError(unknown_unit(a[2]));
     b.kind = Kind::unit;
     b.value = uint64_t(*u);
     b.when = event_kind(a, 3, "issue, start or end");

@@ -64,6 +64,8 @@ contineu
 help stpe
 break mamtul
 break unit hots
+break unit activaton
+break unit weight_fech
 print fifi
 watch acx 0
 print host yy
