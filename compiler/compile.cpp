@@ -202,17 +202,13 @@ Compiled compile_model(Model model, const sim::Arch& arch) {
 void compile_file_into(Compiled& c, const std::filesystem::path& path, const sim::Arch& arch,
                        const LoadOptions& options, const std::function<void(const Compiled&)>& quantized) {
   LoadOptions o = options;
-  if (!o.max_batch) {  // the lowering's rule (a batch fills half the accumulators), before any allocation
-    o.max_batch = max_piece(arch);
-    o.max_batch_reason =
-        fmt::format("the compiler gives a batch half the accumulators: acc_entries = {} on '{}'",
-                    arch.acc_entries, arch.name);
-    if (o.max_batch == 0)
-      throw InputError(
-          fmt::format("{}: acc_entries = {} on '{}': the compiler needs at least 2 accumulator rows (a batch "
-                      "of 1 fills half of them)",
-                      path.string(), arch.acc_entries, arch.name));
-  }
+  // A batch larger than a piece (half the accumulators: max_piece) runs in pieces (lower()); the
+  // memory a batch needs is checked before any input is generated (LoadOptions::max_memory).
+  if (max_piece(arch) == 0)
+    throw InputError(
+        fmt::format("{}: acc_entries = {} on '{}': the compiler needs at least 2 accumulator rows (a batch "
+                    "of 1 fills half of them)",
+                    path.string(), arch.acc_entries, arch.name));
   c = prepare_file(path, o);
   if (o.release_float_parameters && !c.float_output.empty()) {  // the quantized graph has them now
     for (Layer& l : c.model.layers) {

@@ -26,8 +26,7 @@ isa::Program lower(const QGraph& graph, const sim::Arch& arch, const LowerOption
 uint64_t acc_budget(uint64_t rows, const sim::Arch& arch);
 
 // The most samples one piece of a batch may hold: half the accumulators, so that a pass over one
-// pixel of every sample of the piece fits a half (acc_budget). compile_file_into holds a model's
-// whole batch to it as well, before any input is generated (LoadOptions::max_batch).
+// pixel of every sample of the piece fits a half (acc_budget). A larger batch runs in pieces.
 uint64_t max_piece(const sim::Arch& arch);
 
 // Whether convolution (or dense) op m of g may be packed at all (packing.h): the mapper's `pack`

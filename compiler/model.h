@@ -34,8 +34,8 @@ struct LoadOptions {
   // Precision::int8): for the GPU and CPU runners, whose kernels are int8 only. (The command
   // line's --int8-elements is --precision int8.)
   bool int8_elements = false;
-  // The largest batch the target machine can take (compile_file: half its accumulators), checked
-  // before any input is generated or read. 0: not known yet (lowering checks it then).
+  // A cap on the batch, checked before any input is generated or read; 0: none (the compiler runs a
+  // batch larger than a piece, half the accumulators, in pieces: lower()).
   uint64_t max_batch = 0;
   std::string max_batch_reason;  // what limits it, for the message
   // Bytes compiling may take, estimated before any parameter or input is generated (see
