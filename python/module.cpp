@@ -48,15 +48,7 @@ sim::Arch resolve_arch(const py::object& arch, const py::object& set, const isa:
   sim::Arch a;
   std::vector<std::string> given;  // KEY=VALUE of a dict arch and of set, for the message of a machine they break
   if (arch.is_none()) {
-    if (program && !program->arch.empty()) {  // a program compiled for another machine names it
-      try {
-        a = sim::arch_preset(program->arch.value("name", std::string("tpu-v1")));
-      } catch (const InputError&) {
-        a.name = program->arch.value("name", std::string("tpu-v1"));
-      }
-      for (const auto& [k, v] : program->arch.items())
-        if (k != "name") sim::set_param(a, k, v.is_string() ? v.get<std::string>() : v.dump(), ".arch");
-    }
+    if (program) a = tools::program_machine(program->arch, program->model.empty() ? "program" : program->model);  // a program compiled for another machine names it
   } else if (py::isinstance<py::dict>(arch)) {
     for (const auto& [k, v] : arch.cast<py::dict>()) {
       sim::set_param(a, text_of(k), text_of(v), "arch");

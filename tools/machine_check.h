@@ -10,6 +10,7 @@
 #include <string_view>
 #include <vector>
 
+#include "nlohmann/json_fwd.hpp"
 #include "sim/arch.h"
 
 namespace tpusim::tools {
@@ -19,5 +20,12 @@ namespace tpusim::tools {
 // where the sets came from: "--set", or the Python module's "set".
 void validate_machine(const sim::Arch& arch, const std::vector<std::string>& sets,
                       std::string_view option = "--set");
+
+// The machine a program was compiled or written for, from its `.arch` (the preset it names, then
+// every parameter it lists; tpu-v1 when it has none). A name that is not a preset is taken only
+// with the parameters that differ from tpu-v1 (a compiled program lists them); a bare unknown name
+// throws InputError naming `source` and asking for --arch FILE. Shared by tpusim run, sweeps of
+// programs and the Python module, so each gives a program the same machine.
+sim::Arch program_machine(const nlohmann::json& program_arch, const std::string& source);
 
 }  // namespace tpusim::tools

@@ -61,25 +61,7 @@ sim::Arch resolve_arch(const isa::Program* program, const std::string& arch_file
   if (!arch_file.empty()) {
     arch = sim::load_arch_file(arch_file);
   } else if (program) {
-    const isa::Program& p = *program;
-    const std::string name = p.arch.value("name", std::string("tpu-v1"));
-    try {
-      arch = sim::arch_preset(name);
-    } catch (const InputError& e) {
-      // A compiled program carries every parameter that differs from tpu-v1 when its
-      // architecture is not a preset.
-      if (p.arch.size() < 2)
-        throw InputError(
-            fmt::format("{}: the program was written for architecture '{}', which is not a preset ({}); "
-                        "describe it with --arch FILE",
-                        source, name, e.what()));
-      arch.name = name;
-    }
-    for (const auto& [key, value] : p.arch.items()) {
-      if (key == "name") continue;
-      const std::string text = value.is_string() ? value.get<std::string>() : value.dump();
-      sim::set_param(arch, key, text, fmt::format("{}: .arch", source));
-    }
+    arch = program_machine(program->arch, source);
   }
   for (const std::string& s : sets) sim::apply_set(arch, s);
   try {

@@ -18,6 +18,7 @@
 #include "isa/file_io.h"
 #include "isa/program.h"
 #include "isa/text.h"
+#include "tools/machine_check.h"
 
 namespace fs = std::filesystem;
 
@@ -323,17 +324,7 @@ std::vector<std::string> expand_glob(const fs::path& pattern) {
 sim::Arch program_machine(const Reader& r, const Workload& w, int line) {
   try {
     const isa::Program p = w.path.extension() == ".s" ? isa::assemble_file(w.path) : isa::load_program(w.path);
-    sim::Arch a;
-    if (p.arch.empty()) return a;
-    const std::string name = p.arch.value("name", std::string("tpu-v1"));
-    try {
-      a = sim::arch_preset(name);
-    } catch (const InputError&) {
-      a.name = name;  // not a preset: the program lists every parameter that differs from tpu-v1
-    }
-    for (const auto& [key, value] : p.arch.items())
-      if (key != "name") sim::set_param(a, key, value.is_string() ? value.get<std::string>() : value.dump(), ".arch");
-    return a;
+    return tools::program_machine(p.arch, w.path.string());
   } catch (const InputError& e) {
     r.fail(line, "sweep", "workloads", w.file, e.what());
   }
