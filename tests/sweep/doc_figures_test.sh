@@ -11,18 +11,24 @@ rm -rf "$dir"
 mkdir -p "$dir"
 failed="$dir/failed"  # (in_page runs at the end of pipelines, in subshells: a file, not a variable)
 
-# Every line of stdin must be a line of the page $1.
+# Every line of stdin must be a line of the page $1, and there must be at least one (a query that
+# matches no row, or a command that prints nothing, checks nothing).
 in_page() {
-  local page=$1 what=$2 line
+  local page=$1 what=$2 line seen=0
   while IFS= read -r line; do
     line=${line%"${line##*[! ]}"}
     [ -z "$line" ] && continue
+    seen=1
     if ! grep -qxF -- "$line" <(sed 's/^ *//; s/ *$//' "$src/$page") &&
        ! grep -qxF -- "$(sed 's/^ *//' <<<"$line")" <(sed 's/^ *//; s/ *$//' "$src/$page"); then
       echo "FAIL $page ($what): not in the page: $line"
       touch "$failed"
     fi
   done
+  if [ "$seen" = 0 ]; then
+    echo "FAIL $page ($what): the command printed nothing to check"
+    touch "$failed"
+  fi
 }
 
 cd "$dir"
