@@ -295,6 +295,7 @@ void refuse_run_outputs_over_inputs(const RunArgs& r) {
   refuse_outputs_over_inputs(
       {{"--report", &r.report}, {"--trace", &r.trace}, {"--vcd", &r.vcd}, {"--log", &r.log}},
       {r.program, r.arch_file});
+  try_output(r.report);  // (the traces are tried in plan_traces): an unwritable report fails before the run
 }
 
 // Station instructions up to halt: what RunProgress counts to.
