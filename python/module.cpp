@@ -204,12 +204,16 @@ py::object sweep(const std::string& spec, const py::object& output, const py::ob
   } else {
     a.output = output.cast<std::string>();
   }
-  if (!jobs.is_none()) {  // as -j: 1 to 4096 worker processes (None: every core this process may use)
-    const long long j = py::isinstance<py::int_>(jobs) && !py::isinstance<py::bool_>(jobs) ? jobs.cast<long long>() : 0;
-    if (j < 1 || j > 4096)
-      throw InputError(fmt::format("jobs: {}: expected a whole number of worker processes 1..4096 (None: every "
+  if (!jobs.is_none()) {  // as -j: 1 to kMaxJobs worker processes (None: every core this process may use)
+    // (a Python int beyond 64 bits compares as too large, not as a failed cast)
+    const bool whole = py::isinstance<py::int_>(jobs) && !py::isinstance<py::bool_>(jobs);
+    const bool in_range = whole && jobs.attr("__ge__")(1).cast<bool>() &&
+                          jobs.attr("__le__")(tools::sweep::kMaxJobs).cast<bool>();
+    if (!in_range)
+      throw InputError(fmt::format("jobs: {}: expected a whole number of worker processes 1..{} (None: every "
                                    "core this process may use)",
-                                   py::repr(jobs).cast<std::string>()));
+                                   py::repr(jobs).cast<std::string>(), tools::sweep::kMaxJobs));
+    const long long j = jobs.cast<long long>();
     a.jobs = static_cast<unsigned>(j);
   }
   if (!shard.is_none()) a.shard = shard.cast<std::string>();

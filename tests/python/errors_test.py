@@ -32,6 +32,9 @@ cases = [
      "jobs: -1: expected a whole number of worker processes 1..4096"),
     (lambda: tpusim.sweep(os.path.join(src, "workloads", "sweeps", "tiny.toml"), jobs=0),
      "jobs: 0: expected a whole number of worker processes 1..4096"),
+    # Beyond 64 bits: too large, not pybind11's cast error.
+    (lambda: tpusim.sweep(os.path.join(src, "workloads", "sweeps", "tiny.toml"), jobs=2**70),
+     "jobs: 1180591620717411303424: expected a whole number of worker processes 1..4096"),
     (lambda: tpusim.sweep(os.path.join(src, "workloads", "sweeps", "tiny.toml"), shard="2/2"),
      "--shard: '2/2': expected K/N with 0 <= K < N"),
 ]

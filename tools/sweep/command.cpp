@@ -307,7 +307,7 @@ SweepCommand::SweepCommand(CLI::App& app) {
   sweep_->add_option("-o,--output", args_.output,
                      "results CSV; the database (RESULTS.db) and JSON Lines (RESULTS.jsonl) go beside it");
   sweep_->add_option("-j,--jobs", args_.jobs, "worker processes (default: every core this process may use)")
-      ->check(CLI::Range(1u, 4096u));
+      ->check(CLI::Range(1u, kMaxJobs));
   sweep_->add_option("--shard", args_.shard,
                      "run only the K-th of N disjoint slices (points whose number is K mod N), as K/N");
   sweep_->add_flag("--resume", args_.resume, "continue a sweep: skip the points the database already holds");

@@ -22,6 +22,9 @@
 
 namespace tpusim::tools::sweep {
 
+// The most worker processes a sweep takes (`-j`, the Python module's `jobs=`).
+inline constexpr unsigned kMaxJobs = 4096;
+
 // Runs `todo` on `jobs` workers; `done` is called in this process with the points that finished
 // (in the order they did) since its last call, and `tick` about five times a second (progress),
 // both on a thread of their own, one call at a time: the workers get their next points meanwhile. When `stop` turns true (Ctrl-C, SIGTERM) the workers are
