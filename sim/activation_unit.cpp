@@ -83,11 +83,12 @@ void ActivationUnit::serve() {
     if (!e || !ctx_.wait_until(e->available)) return;
     const uint64_t i = e->index;
     const isa::Instruction& in = ctx_.inst(i);
-    // (Matmuls that have ended are completed when looked at: Context::matrix_retire.)
-    if (hazards_.acc_busy(i)) ctx_.matrix_retire->retire_due();
-    while (hazards_.acc_busy(i)) {
-      ctx_.block(isa::Unit::activation, "instruction {0} waits for matmuls writing its accumulator rows", i);
-      if (!ctx_.wait_completion(isa::Unit::matrix)) return;
+    if (hazards_.acc_busy(i)) {
+      ctx_.retire_matrix();
+      while (hazards_.acc_busy(i)) {
+        ctx_.block(isa::Unit::activation, "instruction {0} waits for matmuls writing its accumulator rows", i);
+        if (!ctx_.wait_completion(isa::Unit::matrix)) return;
+      }
     }
     ctx_.unblock(isa::Unit::activation);
     const uint64_t start = ctx_.now();

@@ -194,6 +194,11 @@ class Context {
   void wake_all();  // notify every waitable event (abort)
   void complete(isa::Unit unit, uint64_t index, uint64_t end);
   bool idle(isa::Unit unit) const { return completed[int(unit)] == issued[int(unit)]; }
+  // Completes the matmuls that have ended by now, as a unit must before it looks at the matrix
+  // unit's completions (the fast and timing engines complete a matmul lazily: MatrixRetire).
+  void retire_matrix() {
+    if (!idle(isa::Unit::matrix)) matrix_retire->retire_due();
+  }
   // Waits for the next completion of `unit` (the matrix unit's first arranges for its event).
   [[nodiscard]] bool wait_completion(isa::Unit unit) {
     if (unit == isa::Unit::matrix) matrix_retire->wake_at_next_end();

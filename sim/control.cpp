@@ -34,8 +34,7 @@ void ControlUnit::run() {
 // Waits until every unit in `unit_mask` (bit u = isa::Unit u) is idle; false if the run ended.
 bool ControlUnit::wait_idle(uint64_t unit_mask, bool weights_landed) {
   // Control issues nothing while it waits, so the units can be waited for one at a time.
-  // (The matrix unit's completions are applied when looked at: Context::matrix_retire.)
-  if ((unit_mask >> int(Unit::matrix) & 1) && !ctx_.idle(Unit::matrix)) ctx_.matrix_retire->retire_due();
+  if (unit_mask >> int(Unit::matrix) & 1) ctx_.retire_matrix();
   for (int u = 1; u < kUnitCount; ++u)
     while ((unit_mask >> u & 1) && !ctx_.idle(Unit(u)))
       if (!ctx_.wait_completion(Unit(u))) return false;
