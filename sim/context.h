@@ -186,11 +186,20 @@ class Context {
   // ("simulated time overflow", naming `what` and the figures) and returns nullopt. Every time
   // built from a latency, a bandwidth or an instruction count goes through here.
   [[nodiscard]] std::optional<uint64_t> later(uint64_t index, uint64_t a, uint64_t b, const char* what) {
-    uint64_t sum = 0;
-    if (!__builtin_add_overflow(a, b, &sum) && sum <= horizon) [[likely]]
+    if (const auto sum = within_horizon(a, b)) [[likely]]
       return sum;
     return overflow(index, a, b, what);
   }
+  // a + b, or nullopt when the sum overflows or passes `horizon` (later()'s check, without the
+  // failure: for a caller that must first catch up to the cycle it fails at).
+  std::optional<uint64_t> within_horizon(uint64_t a, uint64_t b) const {
+    uint64_t sum = 0;
+    if (!__builtin_add_overflow(a, b, &sum) && sum <= horizon) [[likely]]
+      return sum;
+    return std::nullopt;
+  }
+  // later()'s failure: fails instruction `index` with the overflow message; returns nullopt.
+  std::optional<uint64_t> overflow(uint64_t index, uint64_t a, uint64_t b, const char* what);
   void wake_all();  // notify every waitable event (abort)
   void complete(isa::Unit unit, uint64_t index, uint64_t end);
   bool idle(isa::Unit unit) const { return completed[int(unit)] == issued[int(unit)]; }
@@ -210,7 +219,6 @@ class Context {
   RowSet ub_touched;  // every UB row an instruction used this run
   void reset_run();
  private:
-  std::optional<uint64_t> overflow(uint64_t index, uint64_t a, uint64_t b, const char* what);  // later()'s failure
   const sc_core::sc_time* clock_ = &sc_core::sc_time_stamp();
 };
 

@@ -32,7 +32,6 @@ class Machine : public sc_core::sc_module {
     control.matrix(matrix);
     control.activation(activation);
     matrix.weights(weights);
-    weights.on_shift = [this](const FetchedTile& f, uint64_t s) { matrix.shift_started(f, s); };
     ctx.queues = {&host.queue(), &weights.queue(), &matrix.queue(), &activation.queue()};
     ctx.pop_listener = &control;
     ctx.matrix_retire = &matrix;
@@ -53,6 +52,9 @@ class Machine : public sc_core::sc_module {
     hazards.reset();
     host.reset();
     weights.reset();
+    weights.on_shift = nullptr;
+    if (ctx.engine == Engine::stepped)
+      weights.on_shift = [this](const FetchedTile& f, uint64_t s) { matrix.shift_started(f, s); };
     matrix.reset(array);
     activation.reset();
     control.reset();

@@ -287,7 +287,6 @@ std::vector<MatrixUnit::InFlight> MatrixUnit::in_flight() const {
 }
 
 void MatrixUnit::shift_started(const FetchedTile& tile, uint64_t s) {
-  if (ctx_.engine != Engine::stepped) return;
   shifts_.push_back({tile, s});
   work_event_.notify();
 }

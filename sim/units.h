@@ -75,7 +75,8 @@ class WeightPath : public sc_core::sc_module, public Station, public WeightSourc
   void switched(uint64_t t0) override;
   void reset();
   uint64_t last_landing() const { return last_landing_; }
-  // The stepped engine's hook: a tile begins shifting into the shadow at cycle s (called at s).
+  // The stepped engine's hook, set for its runs only (the other engines have no use for a
+  // shift's event): a tile begins shifting into the shadow at cycle s (called at s).
   std::function<void(const FetchedTile&, uint64_t s)> on_shift;
   // The debugger's view: requested tiles in order (the front one shifts first; it stays here
   // until its shift ends), the shadow slot (null when empty) and when its shift began.

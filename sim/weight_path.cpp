@@ -73,11 +73,10 @@ void WeightPath::fetch_run() {
     };
     // x + y, checked as Context::later, failing at cycle v.
     const auto later = [&](uint64_t x, uint64_t y, const char* what) -> std::optional<uint64_t> {
-      uint64_t sum = 0;
-      if (!__builtin_add_overflow(x, y, &sum) && sum <= ctx_.horizon) [[likely]]
+      if (const auto sum = ctx_.within_horizon(x, y)) [[likely]]
         return sum;
       if (!ctx_.wait_until(v)) return std::nullopt;
-      return ctx_.later(i, x, y, what);
+      return ctx_.overflow(i, x, y, what);
     };
     for (uint64_t t = 0; t < in[Field::tiles]; ++t) {
       settle(v);
@@ -155,8 +154,7 @@ void WeightPath::decide_shift() {
   const sc_core::sc_time stamp = ctx_.stamp();
   shadow_event_.notify();
   if (slot_event_.waited()) slot_event_.notify(ctx_.at(release_at_) - stamp);
-  // (on_shift feeds the stepped engine's array; the other engines have no use for the event.)
-  if ((on_shift && ctx_.engine == Engine::stepped) || ctx_.trace) {
+  if (on_shift || ctx_.trace) {
     if (s == now) shift_hook();
     else hook_event_.notify(ctx_.at(s) - stamp);
   }
@@ -172,7 +170,7 @@ void WeightPath::settle(uint64_t at) {
 void WeightPath::shift_hook() {
   if (ctx_.aborted || !shadow_decided_) return;
   const uint64_t s = shadow_shift_start_;
-  if (on_shift && ctx_.engine == Engine::stepped) on_shift(shadow_, s);
+  if (on_shift) on_shift(shadow_, s);
   if (ctx_.trace) ctx_.trace->tile_shift(s, s + ctx_.arch.array_rows);
 }
 
