@@ -14,17 +14,18 @@ namespace {
 // Matmul input groups (pack.h matmul_group_reads: with their gathers' reach, in UB rows for dense
 // reads), merged when contiguous; beyond 64 separate groups, one bounding range (conservative: it
 // can only report a conflict that the exact ranges would not).
-Accesses::Spans matmul_reads(const isa::Instruction& inst, const PackRegs& pack) {
+void matmul_reads(const isa::Instruction& inst, const PackRegs& pack, Accesses::Spans& r) {
   const uint64_t rows = inst[Field::rows], repeat = inst[Field::repeat], stride = inst[Field::stride];
   const UbSpan first = matmul_group_reads(pack, inst, 0), last = matmul_group_reads(pack, inst, repeat - 1);
-  if (repeat == 1 || stride == rows || repeat > 64 || stride < rows + pack.reach())
-    return {{first.first, last.first + last.rows - first.first}};
-  Accesses::Spans r;
+  if (repeat == 1 || stride == rows || repeat > 64 || stride < rows + pack.reach()) {
+    r = {{first.first, last.first + last.rows - first.first}};
+    return;
+  }
+  r.clear();
   for (uint64_t g = 0; g < repeat; ++g) {
     const UbSpan s = matmul_group_reads(pack, inst, g);
     r.push_back({s.first, s.rows});
   }
-  return r;
 }
 
 bool overlap(const RowRange& a, const RowRange& b) { return a.first < b.end() && b.first < a.end(); }
@@ -47,12 +48,21 @@ RowRange acc_rows(const isa::Instruction& inst) {
 Accesses accesses(const isa::Instruction& inst, const Arch& arch, const PackRegs& pack,
                   const ActPool& act_pool, const Planes& planes) {
   Accesses a;
+  accesses(a, inst, arch, pack, act_pool, planes);
+  return a;
+}
+
+void accesses(Accesses& a, const isa::Instruction& inst, const Arch& arch, const PackRegs& pack,
+              const ActPool& act_pool, const Planes& planes) {
+  a.ub_reads.clear();
+  a.ub_writes.clear();
+  a.acc = {};
   const uint64_t rows = inst[Field::rows];
   switch (inst.opcode) {
     case Opcode::read_host: a.ub_writes = {{inst[Field::ub], rows}}; break;
     case Opcode::write_host: a.ub_reads = {{inst[Field::ub], rows}}; break;
     case Opcode::matmul:
-      a.ub_reads = matmul_reads(inst, pack);
+      matmul_reads(inst, pack, a.ub_reads);
       if (pack.mm_in_hi) {  // the high byte plane: the same rows, mm_in_hi further
         const size_t low = a.ub_reads.size();
         for (size_t r = 0; r < low; ++r) a.ub_reads.push_back({a.ub_reads[r].first + pack.mm_in_hi, a.ub_reads[r].rows});
@@ -85,7 +95,6 @@ Accesses accesses(const isa::Instruction& inst, const Arch& arch, const PackRegs
     }
     default: break;
   }
-  return a;
 }
 
 // Two instructions of different stations touch the same UB rows (one writing) out of program
@@ -120,32 +129,52 @@ void Hazards::report(const Record& a, const Record& b) const {
                                       early.start, early.until - 1, late.start, fix));
 }
 
+Hazards::Record& Hazards::Window::push_back() {
+  if (count_ == ring_.size()) {  // full: unroll into a ring twice the size
+    std::vector<Record> bigger(2 * ring_.size());
+    for (size_t k = 0; k < count_; ++k) bigger[k] = std::move(ring_[(head_ + k) & (ring_.size() - 1)]);
+    ring_ = std::move(bigger);
+    head_ = 0;
+  }
+  return ring_[(head_ + count_++) & (ring_.size() - 1)];
+}
+
 bool Hazards::started(uint64_t index, isa::Unit unit, uint64_t start, uint64_t until,
                       uint64_t lowest_unstarted) {
+  // Records that can no longer conflict: over, and before everything not yet started (this
+  // instruction included). A later instruction starts no earlier than `start`, so no such record
+  // can conflict with it either: dropping them is only a saving. In each window they are a prefix
+  // (windows_), and every record is dropped at the same call as by a scan of the whole window.
+  const uint64_t low = std::min(lowest_unstarted, index);
+  for (Window& w : windows_) w.drop_before(start, low);
+  // This instruction's record, built in place at the end of its unit's window (no record of its
+  // own unit is checked against it) and kept there if it uses the UB and conflicts with nothing.
   // (act_pool as activates see it, planes as the activation unit sees them: none for the others.)
   const isa::Instruction& in = ctx_.inst(index);
   const Context::IssueRegs& regs = ctx_.regs(index);
-  Record r{index, unit, start, until,
-           accesses(in, ctx_.arch, regs.pack, in.opcode == isa::Opcode::activate ? regs.act_pool : ActPool{},
-                    unit == isa::Unit::activation ? regs.planes : Planes{})};
+  Window& mine = windows_[int(unit)];
+  Record& r = mine.push_back();
+  r.index = index;
+  r.unit = unit;
+  r.start = start;
+  r.until = until;
+  accesses(r.use, in, ctx_.arch, regs.pack, in.opcode == isa::Opcode::activate ? regs.act_pool : ActPool{},
+           unit == isa::Unit::activation ? regs.planes : Planes{});
   for (const RowRange& x : r.use.ub_reads) ctx_.note_ub(x.first, x.rows);
   for (const RowRange& x : r.use.ub_writes) ctx_.note_ub(x.first, x.rows);
   if (r.use.acc.rows) ctx_.note_acc(r.use.acc.first, r.use.acc.rows);
-  // Records that can no longer conflict: over, and before everything not yet started (this
-  // instruction included).
-  const uint64_t low = std::min(lowest_unstarted, index);
-  std::erase_if(window_, [&](const Record& w) { return w.until <= start && w.index < low; });
   // The conflicting instruction earliest in program order, so that the message does not depend on
   // the order in which SystemC runs processes within a cycle.
   const Record* worst = nullptr;
-  for (const Record& w : window_)
-    if (w.unit != unit && conflicts(r, w) && (!worst || w.index < worst->index)) worst = &w;
-  if (worst) {
-    report(r, *worst);
-    return false;
+  for (int u = 0; u < kUnitCount; ++u) {
+    if (u == int(unit)) continue;
+    const Window& w = windows_[u];
+    for (size_t k = 0; k < w.size(); ++k)
+      if (conflicts(r, w[k]) && (!worst || w[k].index < worst->index)) worst = &w[k];
   }
-  if (!r.use.ub_reads.empty() || !r.use.ub_writes.empty()) window_.push_back(std::move(r));
-  return true;
+  if (worst) report(r, *worst);
+  if (worst || (r.use.ub_reads.empty() && r.use.ub_writes.empty())) mine.pop_back();
+  return !worst;
 }
 
 void Hazards::issued(uint64_t index) {
@@ -159,7 +188,9 @@ void Hazards::completed(uint64_t index) {
   // sought is usually at the front.
   auto& list = ctx_.inst(index).opcode == Opcode::matmul ? acc_writers_ : acc_readers_;
   const auto it = std::find_if(list.begin(), list.end(), [&](const auto& w) { return w.first == index; });
-  if (it != list.end()) list.erase(it);
+  if (it == list.end()) return;
+  if (it == list.begin()) list.pop_front();
+  else list.erase(it);
 }
 
 bool Hazards::acc_busy(uint64_t index) const {

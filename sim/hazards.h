@@ -50,13 +50,16 @@ struct Accesses {
 // its high byte planes are read or written too (track_planes follows them through a program).
 Accesses accesses(const isa::Instruction& inst, const Arch& arch, const PackRegs& pack = {},
                   const ActPool& act_pool = {}, const Planes& planes = {});
+// The same, written over `out` (its spans' storage reused).
+void accesses(Accesses& out, const isa::Instruction& inst, const Arch& arch, const PackRegs& pack,
+              const ActPool& act_pool, const Planes& planes);
 RowRange acc_rows(const isa::Instruction& inst);  // matmul writes / act reads; rows 0 otherwise
 
 class Hazards {
  public:
   explicit Hazards(Context& ctx) : ctx_(ctx) {}
   void reset() {
-    window_.clear();
+    for (auto& w : windows_) w.clear();
     acc_writers_.clear();
     acc_readers_.clear();
   }
@@ -83,7 +86,31 @@ class Hazards {
   static bool conflicts(const Record& a, const Record& b);
   void report(const Record& a, const Record& b) const;  // fails the run
   Context& ctx_;
-  std::deque<Record> window_;
+  // The records that may still conflict, one window per unit (only another unit's can conflict),
+  // each in the order its unit started them: program order, and each use ends before the unit's
+  // next one begins, so the records that can no longer conflict are a prefix of each. A window is
+  // a ring of records whose slots are reused (a record's spans stay in its slot's inline storage:
+  // no allocation per instruction); it doubles when full.
+  class Window {
+   public:
+    size_t size() const { return count_; }
+    const Record& operator[](size_t k) const { return ring_[(head_ + k) & (ring_.size() - 1)]; }
+    Record& push_back();  // a slot at the end, holding an old record's values until overwritten
+    void pop_back() { --count_; }
+    void clear() { head_ = count_ = 0; }
+    // Drops the prefix of records with until <= start and index < low.
+    void drop_before(uint64_t start, uint64_t low) {
+      while (count_ && ring_[head_].until <= start && ring_[head_].index < low) {
+        head_ = (head_ + 1) & (ring_.size() - 1);
+        --count_;
+      }
+    }
+
+   private:
+    std::vector<Record> ring_ = std::vector<Record>(16);  // a power of two
+    size_t head_ = 0, count_ = 0;
+  };
+  std::array<Window, kUnitCount> windows_;
   // In issue order; they leave mostly from the front (Hazards::completed).
   std::deque<std::pair<uint64_t, RowRange>> acc_writers_, acc_readers_;
 };

@@ -12,7 +12,10 @@ namespace tpusim::sim {
 
 class RowSet {
  public:
-  void clear() { v_.clear(); }
+  void clear() {
+    v_.clear();
+    hint_ = 0;
+  }
   bool empty() const { return v_.empty(); }
   size_t intervals() const { return v_.size(); }
 
@@ -29,6 +32,9 @@ class RowSet {
   uint64_t add(uint64_t first, uint64_t rows) {
     if (rows == 0) return 0;
     const uint64_t end = first + rows;
+    // Inside the interval the last span met (the machine's instructions mostly read and write the
+    // same few tensors): all seen, nothing changes.
+    if (hint_ < v_.size() && v_[hint_].first <= first && end <= v_[hint_].end) return rows;
     // [lo, hi): the intervals that overlap or touch the span (end >= first and first <= end).
     const auto lo = std::lower_bound(v_.begin(), v_.end(), first,
                                      [](const Interval& i, uint64_t f) { return i.end < f; });
@@ -36,6 +42,7 @@ class RowSet {
     uint64_t seen = 0;
     for (; hi != v_.end() && hi->first <= end; ++hi)
       seen += std::min(hi->end, end) - std::min(std::max(hi->first, first), std::min(hi->end, end));
+    hint_ = size_t(lo - v_.begin());
     if (lo == hi) {
       v_.insert(lo, Interval{first, end});
       return 0;
@@ -51,6 +58,7 @@ class RowSet {
     uint64_t first, end;
   };
   std::vector<Interval> v_;
+  size_t hint_ = 0;  // the interval the last add() joined or made
 };
 
 }  // namespace tpusim::sim

@@ -16,8 +16,18 @@ TEST_CASE("row set: joins touching spans, counts rows seen before, meets spans")
   CHECK(s.add(15, 5) == 0);  // touches both: [10, 25)
   CHECK(s.intervals() == 1);
   CHECK(s.add(12, 20) == 13);  // rows 12..24 were in: [10, 32)
+  CHECK(s.add(40, 4) == 0);    // [10, 32) [40, 44)
+  CHECK(s.add(41, 2) == 2);    // inside the interval the last add made
+  CHECK(s.add(10, 22) == 22);  // inside the other one
+  CHECK(s.add(44, 1) == 0);    // touches [40, 44): [10, 32) [40, 45)
+  CHECK(s.intervals() == 2);
+  CHECK(s.add(32, 8) == 0);    // joins both: [10, 45)
+  CHECK(s.intervals() == 1);
+  CHECK(s.add(20, 25) == 25);
+  CHECK_FALSE(s.intersects(45, 1));
+  CHECK(s.add(45, 1) == 0);  // [10, 46)
   CHECK(s.intersects(31, 1));
-  CHECK_FALSE(s.intersects(32, 4));
+  CHECK_FALSE(s.intersects(46, 4));
   CHECK_FALSE(s.intersects(0, 10));
   CHECK(s.intersects(0, 11));
   CHECK_FALSE(s.intersects(11, 0));  // an empty span meets nothing
