@@ -97,14 +97,16 @@ void accesses(Accesses& a, const isa::Instruction& inst, const Arch& arch, const
   }
 }
 
+bool Hazards::late_writes(const Record& early, const Record& late) {
+  return overlap(late.use.ub_writes, early.use.ub_reads) || overlap(late.use.ub_writes, early.use.ub_writes);
+}
+
 // Two instructions of different stations touch the same UB rows (one writing) out of program
 // order or overlapping in time.
 bool Hazards::conflicts(const Record& a, const Record& b) {
   const Record& early = a.index < b.index ? a : b;
   const Record& late = a.index < b.index ? b : a;
-  const bool writes =
-      overlap(late.use.ub_writes, early.use.ub_reads) || overlap(late.use.ub_writes, early.use.ub_writes);
-  if (!writes && !overlap(late.use.ub_reads, early.use.ub_writes)) return false;
+  if (!late_writes(early, late) && !overlap(late.use.ub_reads, early.use.ub_writes)) return false;
   return early.until > late.start;  // else in program order, with no overlap in time
 }
 
@@ -113,9 +115,7 @@ void Hazards::report(const Record& a, const Record& b) const {
   // in simulation (two stations starting in the same cycle may do so in either order).
   const Record& early = a.index < b.index ? a : b;
   const Record& late = a.index < b.index ? b : a;
-  const bool writes =
-      overlap(late.use.ub_writes, early.use.ub_reads) || overlap(late.use.ub_writes, early.use.ub_writes);
-  const char* what = writes ? "writes UB rows that" : "reads UB rows that";
+  const char* what = late_writes(early, late) ? "writes UB rows that" : "reads UB rows that";
   const std::string other = describe(early.index, ctx_.inst(early.index));
   const std::string fix =
       fmt::format("add `sync units={}` before instruction {}", sync_unit_name(early.unit), late.index);

@@ -83,6 +83,7 @@ class Hazards {
     uint64_t start, until;
     Accesses use;
   };
+  static bool late_writes(const Record& early, const Record& late);  // UB rows `early` reads or writes
   static bool conflicts(const Record& a, const Record& b);
   void report(const Record& a, const Record& b) const;  // fails the run
   Context& ctx_;
