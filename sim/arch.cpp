@@ -207,31 +207,42 @@ std::string check_name(std::string_view name) {
   return ok ? "" : "expected a non-empty name of letters, digits, '_', '.' and '-'";
 }
 
-std::string rule_violation(const Arch& a) {
+}  // namespace
+
+std::optional<ArchViolation> arch_violation(const Arch& a) {
+  const auto violation = [](std::string key, std::string value, std::string reason, bool range) {
+    std::string text = fmt::format("{} = {} {}", key, value, reason);
+    return ArchViolation{std::move(key), std::move(text), std::move(reason), range};
+  };
   if (std::string why = check_name(a.name); !why.empty())
-    return fmt::format("name = '{}': {}", isa::printable(a.name), why);
+    return ArchViolation{"name", fmt::format("name = '{}': {}", isa::printable(a.name), why), why, true};
   for (size_t i = 0; i < kCount; ++i) {
     const ParamInfo& p = kParams[i];
     if (p.is_real && !check_real(a.*kSlots[i].real).empty())
-      return fmt::format("{} = {} must be finite and > 0", p.name, format_value(a, i));
+      return violation(std::string(p.name), format_value(a, i), "must be finite and > 0", true);
     const Bound& b = bound_of(p.name);
     if (value_of(a, p.name) < b.min)
-      return fmt::format("{} = {} must be at least {}{}", p.name, format_value(a, i), b.min, b.note);
+      return violation(std::string(p.name), format_value(a, i), fmt::format("must be at least {}{}", b.min, b.note), true);
     if (value_of(a, p.name) > b.max)
-      return fmt::format("{} = {} exceeds the maximum {}{}", p.name, format_value(a, i), b.max, b.note);
+      return violation(std::string(p.name), format_value(a, i), fmt::format("exceeds the maximum {}{}", b.max, b.note), true);
   }
   if (a.ub_bytes % a.ub_row_bytes() != 0)
-    return fmt::format("ub_bytes = {} is not a multiple of the UB row width {} (max(array_rows, array_cols))",
-                       a.ub_bytes, a.ub_row_bytes());
+    return violation("ub_bytes", std::to_string(a.ub_bytes),
+                     fmt::format("is not a multiple of the UB row width {} (max(array_rows, array_cols))", a.ub_row_bytes()),
+                     false);
   if (a.ub_rows() > isa::field_max(ub_field()) + 1)
-    return fmt::format("ub_bytes = {} is {} rows of {} bytes, more than the {} rows{}", a.ub_bytes,
-                       a.ub_rows(), a.ub_row_bytes(), isa::field_max(ub_field()) + 1, field_note(ub_field()));
+    return violation("ub_bytes", std::to_string(a.ub_bytes),
+                     fmt::format("is {} rows of {} bytes, more than the {} rows{}", a.ub_rows(), a.ub_row_bytes(),
+                                 isa::field_max(ub_field()) + 1, field_note(ub_field())),
+                     false);
   if (a.weight_mem_bytes % a.tile_bytes() != 0)
-    return fmt::format(
-        "weight_mem_bytes = {} is not a multiple of the tile size {} (array_rows * array_cols)",
-        a.weight_mem_bytes, a.tile_bytes());
-  return {};
+    return violation("weight_mem_bytes", std::to_string(a.weight_mem_bytes),
+                     fmt::format("is not a multiple of the tile size {} (array_rows * array_cols)", a.tile_bytes()),
+                     false);
+  return std::nullopt;
 }
+
+namespace {
 
 // 1-based line of byte `offset` in `text`.
 size_t line_at(std::string_view text, size_t offset) {
@@ -397,14 +408,13 @@ Arch parse_arch(const std::string& text, const std::string& file) {
     apply_json_entry(arch, "name", *name, origin("name"));
   for (const auto& [key, value] : doc.items())
     if (key != "base" && key != "name") apply_json_entry(arch, key, value, origin(key));
-  if (std::string why = rule_violation(arch); !why.empty())
-    throw InputError(fmt::format("{}: {}", file, why));
+  if (const auto v = arch_violation(arch))  // at the line of the parameter it is about
+    throw InputError(fmt::format("{}: {}", doc.contains(v->key) ? origin(v->key) : file, v->text));
   return arch;
 }
 
 void validate(const Arch& arch) {
-  if (std::string why = rule_violation(arch); !why.empty())
-    throw InputError(fmt::format("architecture '{}': {}", arch.name, why));
+  if (const auto v = arch_violation(arch)) throw InputError(fmt::format("architecture '{}': {}", arch.name, v->text));
 }
 
 std::string program_arch_mismatch(const json& program_arch, const Arch& arch) {

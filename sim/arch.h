@@ -11,6 +11,7 @@
 #include <filesystem>
 #include <nlohmann/json.hpp>
 #include <span>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -142,8 +143,18 @@ Arch load_arch_file(const std::filesystem::path& path);
 // The same from the file's text; `file` names it in messages.
 Arch parse_arch(const std::string& text, const std::string& file);
 
-// Throws InputError when the parameters cannot describe a machine: zero sizes, ub_bytes not a
-// multiple of the UB row width, memories larger than the ISA's address fields can reach, ...
+// The first thing that stops the parameters describing a machine: a parameter outside its own
+// range (`range`: array_rows = 0, clock_mhz = 2e6), else a rule between parameters (ub_bytes not a
+// multiple of the UB row width, memories larger than the ISA's address fields can reach, ...).
+// `key` is the parameter the message is about (the first, for a rule); `text` the message,
+// "KEY = VALUE must be at least 1 ...", of which `reason` is what follows "KEY = VALUE ".
+struct ArchViolation {
+  std::string key, text, reason;
+  bool range = false;
+};
+std::optional<ArchViolation> arch_violation(const Arch& arch);
+
+// Throws InputError "architecture 'NAME': " + arch_violation's text when there is one.
 void validate(const Arch& arch);
 
 // {"name": ..., every parameter: value}. nlohmann::json keeps object keys sorted, so a dump lists

@@ -9,19 +9,13 @@
 namespace tpusim::tools {
 
 void validate_machine(const sim::Arch& arch, const std::vector<std::string>& sets, std::string_view option) {
-  try {
-    sim::validate(arch);
-  } catch (const InputError& e) {
-    if (sets.empty()) throw;
-    std::string why = e.what();
-    if (const std::string head = fmt::format("architecture '{}': ", arch.name); why.starts_with(head))
-      why.erase(0, head.size());
-    // The last --set of the key the message is about ("KEY = VALUE ..."): the value it names.
-    for (auto s = sets.rbegin(); s != sets.rend(); ++s)
-      if (const std::string key = s->substr(0, s->find('=')); why.starts_with(key + " = "))
-        throw InputError(fmt::format("{} {}: {}", option, *s, why));
-    throw InputError(fmt::format("{} made machine {}: {}", option, sim::machine_name(arch), why));
-  }
+  if (sets.empty()) return sim::validate(arch);
+  const auto v = sim::arch_violation(arch);
+  if (!v) return;
+  // The last --set of the key the message is about: the value it names.
+  for (auto s = sets.rbegin(); s != sets.rend(); ++s)
+    if (s->substr(0, s->find('=')) == v->key) throw InputError(fmt::format("{} {}: {}", option, *s, v->text));
+  throw InputError(fmt::format("{} made machine {}: {}", option, sim::machine_name(arch), v->text));
 }
 
 sim::Arch program_machine(const nlohmann::json& program_arch, const std::string& source) {

@@ -293,10 +293,21 @@ TEST_CASE("load_arch_file: missing files, directories and rule violations", "[ar
       (f.dir / "big.json").string() +
           ": 16777217 bytes (16.0 MiB), more than the 16777216 bytes (16.0 MiB) allowed for an "
           "architecture file (JSON)");
+  // A rule between parameters is reported at the line of the parameter it names (sim::arch_violation).
   REQUIRE_THROWS_WITH(f.load("{\"ub_bytes\": 1000}"),
                       (f.dir / "arch.json").string() +
-                          ": ub_bytes = 1000 is not a multiple of the UB row width "
+                          ":1: ub_bytes = 1000 is not a multiple of the UB row width "
                           "256 (max(array_rows, array_cols))");
+  REQUIRE_THROWS_WITH(f.load("{\n  \"base\": \"tpu-v1\",\n  \"array_rows\": 128,\n  \"ub_bytes\": 1000\n}"),
+                      (f.dir / "arch.json").string() +
+                          ":4: ub_bytes = 1000 is not a multiple of the UB row width "
+                          "256 (max(array_rows, array_cols))");
+  // A rule about a parameter the file does not give: the file alone (tpu-v1's 24 MiB UB is no
+  // multiple of a 300-byte row).
+  REQUIRE_THROWS_WITH(f.load("{\n  \"array_rows\": 300\n}"),
+                      (f.dir / "arch.json").string() +
+                          ": ub_bytes = 25165824 is not a multiple of the UB row width "
+                          "300 (max(array_rows, array_cols))");
 }
 
 TEST_CASE("validate: every rule, with a failing example", "[arch]") {

@@ -140,17 +140,8 @@ class Reader {
   // only this parameter set, and validate checks every range before any rule between parameters,
   // so a range message about this key comes first when there is one.
   void check_range(const sim::Arch& scratch, const Setting& s, std::string_view where) const {
-    try {
-      sim::validate(scratch);
-    } catch (const InputError& e) {
-      const std::string why = e.what();
-      const std::string head = fmt::format("architecture '{}': {} = ", scratch.name, s.key);
-      if (!why.starts_with(head)) return;
-      for (std::string_view range : {" must be at least ", " exceeds the maximum ", " must be finite"})
-        if (const size_t at = why.find(range, head.size()); at != std::string::npos)
-          fail(s.line, where, s.key, s.text,
-               fmt::format("{}; `tpusim arch` gives each parameter's units and range", why.substr(at + 1)));
-    }
+    if (const auto v = sim::arch_violation(scratch); v && v->range && v->key == s.key)
+      fail(s.line, where, s.key, s.text, fmt::format("{}; `tpusim arch` gives each parameter's units and range", v->reason));
   }
 
   uint64_t parse_batch(const Setting& s, std::string_view where) const {

@@ -66,16 +66,9 @@ ojson run_request(const json& req) {
   sim::Arch arch;
   for (const auto& [key, value] : req.at("arch").items())
     sim::set_param(arch, key, value.is_string() ? value.get<std::string>() : value.dump(), "point");
-  try {
-    sim::validate(arch);
-  } catch (const InputError& e) {
-    // validate names the preset the point started from ("architecture 'tpu-v1': ..."); the point's
-    // machine is that preset and its own values: name it so.
-    std::string why = e.what();
-    const std::string preset = fmt::format("architecture '{}': ", arch.name);
-    if (why.starts_with(preset)) why.erase(0, preset.size());
-    throw InputError(fmt::format("machine {}: {}", sim::machine_name(arch), why));
-  }
+  // Named as the point's machine (the preset it started from and its own values), not the preset.
+  if (const auto v = sim::arch_violation(arch))
+    throw InputError(fmt::format("machine {}: {}", sim::machine_name(arch), v->text));
   sim::set_threads(req.value("threads", 0u));
   const std::string path = req.at("path");
   // A worker keeps the models it parsed and quantized (which do not depend on the machine):
