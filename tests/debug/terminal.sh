@@ -7,29 +7,8 @@ set -u
 tpusim=$1
 program=$2
 arch=$3
-if ! command -v tmux >/dev/null; then
-  echo "tmux is not installed: skipped (scripts/install-deps.sh installs it)"
-  exit 77
-fi
-sock="tpusim-debug-test-$$"
-t() { tmux -L "$sock" -f /dev/null "$@"; }
-trap 't kill-server 2>/dev/null' EXIT
-export TERM=xterm
-t new-session -d -x 132 -y 50 "SC_COPYRIGHT_MESSAGE=DISABLE '$tpusim' debug '$program' --arch '$arch'; echo '[debugger exited]'; sleep 30"
-
-screen() { t capture-pane -p -S -200; }
-# Waits until the screen shows a line matching the regex (grep -E), at most 20 s.
-wait_for() {
-  for _ in $(seq 200); do
-    if screen | grep -Eq -- "$1"; then return 0; fi
-    sleep 0.1
-  done
-  echo "FAIL: the screen never showed: $1"
-  echo "----- screen -----"
-  screen
-  exit 1
-}
-count() { screen | grep -Ec -- "$1"; }
+. "$(dirname "$0")/tmux_session.sh"
+tmux_session debug-test "SC_COPYRIGHT_MESSAGE=DISABLE '$tpusim' debug '$program' --arch '$arch'; echo '[debugger exited]'; sleep 30"
 
 wait_for '^at cycle 0; `help` lists the commands$'
 wait_for '^\(tpusim\) ?$'
