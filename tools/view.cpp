@@ -264,9 +264,7 @@ int cmd_view(const ViewArgs& a) {
   const size_t at = page.find(marker);
   if (at == std::string::npos) throw std::logic_error("view: the page template has no data marker");
   page.replace(at, marker.size(), data);
-  io::OutputFile out(a.output);
-  out.stream() << page;
-  out.commit();
+  write_text(a.output, page);  // (-: standard output; a file goes through a temporary beside it)
   fmt::print(stderr, "wrote {} ({:.1f} MB, self-contained): cycles {}..{} of {} ({} x {} array), {:.2f} s\n",
              a.output, double(page.size()) / 1e6, begin, end - 1, whole.cycles, arch.array_rows,
              arch.array_cols, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
