@@ -267,13 +267,6 @@ InputSpec read_model_section(const toml::table& doc, const std::string& source, 
     spec.batch_overridden = false;
     m.batch = a.shape[0];
   }
-  if (options.max_batch && m.batch > options.max_batch) {
-    const std::string why = fmt::format("at most {} ({})", options.max_batch, options.max_batch_reason);
-    if (options.input_file)
-      throw InputError(fmt::format("--input {}: {} samples: {}", options.input_file->string(), m.batch, why));
-    if (spec.batch_overridden) throw InputError(fmt::format("--batch: {}: {}", m.batch, why));
-    sec.fail("batch", why);
-  }
   return spec;
 }
 

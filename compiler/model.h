@@ -34,10 +34,6 @@ struct LoadOptions {
   // Precision::int8): for the GPU and CPU runners, whose kernels are int8 only. (The command
   // line's --int8-elements is --precision int8.)
   bool int8_elements = false;
-  // A cap on the batch, checked before any input is generated or read; 0: none (the compiler runs a
-  // batch larger than a piece, half the accumulators, in pieces: lower()).
-  uint64_t max_batch = 0;
-  std::string max_batch_reason;  // what limits it, for the message
   // Bytes compiling may take, estimated before any parameter or input is generated (see
   // parse_model); 0: 3/4 of the memory this process may use (io::usable_memory_bytes).
   uint64_t max_memory = 0;

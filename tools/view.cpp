@@ -16,7 +16,6 @@
 
 #include "isa/disassembler.h"
 #include "isa/error.h"
-#include "isa/file_io.h"
 #include "sim/debugger.h"
 #include "sim/hazards.h"
 #include "sim/trace.h"
