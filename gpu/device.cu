@@ -1,7 +1,9 @@
-// The CUDA runner (device.h): a GpuPlan on the GPU. Each matmul step is a gather kernel (im2col,
-// gpu/im2col.h) unless the GEMM can read its input in place, one cuBLASLt int8 GEMM in the TN
-// form Hopper needs (CUBLAS_COMPUTE_32I, int8 A and B, int32 C; BUILD-NOTES.md), and a
-// requantize-and-activate kernel; pools and element-wise steps are one kernel each. The integer
+// The CUDA runner (device.h): a GpuPlan on the GPU. Each group of matmul steps (plan.h,
+// gemm_groups: one step, or consecutive steps that gather the same rows) is a gather kernel
+// (im2col, gpu/im2col.h) unless the GEMM can read its input in place, one cuBLASLt int8 GEMM over
+// the group's stacked weights in the TN form Hopper needs (CUBLAS_COMPUTE_32I, int8 A and B,
+// int32 C; BUILD-NOTES.md), and one requantize-and-activate kernel that writes each member's
+// columns to its own output; pools and element-wise steps are one kernel each. The integer
 // arithmetic is gpu/integer_ops.h's constexpr functions, the same the host model runs
 // (--expt-relaxed-constexpr lets device code call them).
 //
@@ -110,14 +112,28 @@ __global__ void gather_kernel(Im2colGeometry g, InputPointers in, uint64_t chunk
   }
 }
 
-__global__ void requantize_kernel(const int32_t* c, uint64_t m, uint64_t n, uint64_t n_pad,
-                                  const ColumnQuant* columns, const OutputTable* table, ScatterGeometry sg,
-                                  int8_t* out) {
+// One member of a GEMM group (plan.h, gemm_groups): its columns of C and where they go.
+struct RequantMember {
+  uint64_t col0 = 0, n = 0;
+  const ColumnQuant* columns = nullptr;
+  const OutputTable* table = nullptr;
+  ScatterGeometry sg{};
+  int8_t* out = nullptr;
+};
+struct RequantMembers {
+  RequantMember member[kMaxFusedGemms];
+  int count = 0;
+};
+
+__global__ void requantize_kernel(const int32_t* c, uint64_t m, uint64_t ld, RequantMembers ms) {
   for (uint64_t row = first_row(); row < m; row += row_stride()) {
-    int8_t* o = out + scatter_offset(sg, row, 0);  // scatter_offset is row's base + j
-    const int32_t* cr = c + row * n_pad;
-    for (uint64_t j = blockIdx.x * uint64_t{kLanes} + threadIdx.x; j < n; j += gridDim.x * uint64_t{kLanes})
-      o[j] = requantize(cr[j], columns[j], *table);
+    const int32_t* cr = c + row * ld;
+    for (int i = 0; i < ms.count; ++i) {
+      const RequantMember& r = ms.member[i];
+      int8_t* o = r.out + scatter_offset(r.sg, row, 0);  // scatter_offset is row's base + j
+      for (uint64_t j = blockIdx.x * uint64_t{kLanes} + threadIdx.x; j < r.n; j += gridDim.x * uint64_t{kLanes})
+        o[j] = requantize(cr[r.col0 + j], r.columns[j], *r.table);
+    }
   }
 }
 
@@ -224,20 +240,26 @@ DeviceInfo query_device(double peak_override_tops) {
 }
 
 struct DeviceModel::Impl {
+  // One per group of gemm_groups(plan): a matmul group's GEMM and requantize pass, or a pool or
+  // vector step (its table only).
   struct Gemm {
     cublasLtMatmulDesc_t desc = nullptr;
     cublasLtMatrixLayout_t a = nullptr, b = nullptr, c = nullptr;
     cublasLtMatmulAlgo_t algo{};
     int8_t* w = nullptr;
-    ColumnQuant* columns = nullptr;
-    OutputTable* table = nullptr;  // the step's table in device memory (matmul and vector steps)
+    std::vector<ColumnQuant*> columns;  // per member
+    std::vector<OutputTable*> tables;   // per member, in device memory (matmul and vector steps)
+    RequantMembers requant{};
+    uint64_t widest = 0;  // the widest member's n (the requantize grid)
+    uint64_t ld = 0;      // columns of C: the group's n_total
   };
 
   const GpuPlan& plan;
+  std::vector<GemmGroup> groups;
   cudaStream_t stream = nullptr;
   cublasLtHandle_t lt = nullptr;
   std::vector<int8_t*> tensors;
-  std::vector<Gemm> gemms;  // one per step (empty for pools and vector steps)
+  std::vector<Gemm> gemms;  // one per group
   int8_t* gathered = nullptr;
   int32_t* accumulators = nullptr;
   void* workspace = nullptr;
@@ -254,7 +276,7 @@ struct DeviceModel::Impl {
   // model's later repeats and modes.
   uint64_t warm_chunk = 0;
 
-  explicit Impl(const GpuPlan& p) : plan(p) {
+  explicit Impl(const GpuPlan& p) : plan(p), groups(gemm_groups(p)) {
     CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
     LT_CHECK(cublasLtCreate(&lt));
     CUDA_CHECK(cudaEventCreate(&start));
@@ -266,22 +288,18 @@ struct DeviceModel::Impl {
       tensors.push_back(t);
     }
     uint64_t x_bytes = 4, c_elements = 4;
-    for (const Step& s : plan.steps)
-      if (const auto* m = std::get_if<MatmulStep>(&s)) {
+    for (const GemmGroup& g : groups)
+      if (const auto* m = std::get_if<MatmulStep>(&plan.steps[g.first])) {
         if (!m->direct) x_bytes = std::max(x_bytes, m->m * m->k_pad);
-        c_elements = std::max(c_elements, m->m * m->n_pad);
+        c_elements = std::max(c_elements, m->m * g.n_total);
       }
     CUDA_CHECK(cudaMalloc(&gathered, x_bytes));
     CUDA_CHECK(cudaMalloc(&accumulators, c_elements * sizeof(int32_t)));
     CUDA_CHECK(cudaMalloc(&workspace, workspace_bytes));
-    gemms.resize(plan.steps.size());
-    for (size_t i = 0; i < plan.steps.size(); ++i)
-      if (const auto* m = std::get_if<MatmulStep>(&plan.steps[i])) {
-        prepare(*m, gemms[i]);
-        upload_table(m->table, gemms[i]);
-      } else if (const auto* v = std::get_if<VectorStep>(&plan.steps[i])) {
-        upload_table(v->table, gemms[i]);
-      }
+    gemms.resize(groups.size());
+    for (size_t i = 0; i < groups.size(); ++i)
+      if (std::holds_alternative<MatmulStep>(plan.steps[groups[i].first])) prepare(groups[i], gemms[i]);
+      else if (const auto* v = std::get_if<VectorStep>(&plan.steps[groups[i].first])) upload_table(v->table, gemms[i]);
     for (size_t i = 0; i < plan.inputs.size(); ++i) {
       int8_t* h = nullptr;
       CUDA_CHECK(cudaMallocHost(&h, std::max<size_t>(plan.input_data[i].size(), 4)));
@@ -311,8 +329,8 @@ struct DeviceModel::Impl {
       if (g.b) cublasLtMatrixLayoutDestroy(g.b);
       if (g.c) cublasLtMatrixLayoutDestroy(g.c);
       cudaFree(g.w);
-      cudaFree(g.columns);
-      cudaFree(g.table);
+      for (ColumnQuant* c : g.columns) cudaFree(c);
+      for (OutputTable* t : g.tables) cudaFree(t);
     }
     for (int8_t* t : tensors) cudaFree(t);
     for (int8_t* h : pinned_inputs) cudaFreeHost(h);
@@ -329,21 +347,39 @@ struct DeviceModel::Impl {
   }
 
   void upload_table(const OutputTable& table, Gemm& g) {
-    CUDA_CHECK(cudaMalloc(&g.table, sizeof(OutputTable)));
-    CUDA_CHECK(cudaMemcpy(g.table, &table, sizeof(OutputTable), cudaMemcpyHostToDevice));
+    OutputTable* t = nullptr;
+    CUDA_CHECK(cudaMalloc(&t, sizeof(OutputTable)));
+    g.tables.push_back(t);
+    CUDA_CHECK(cudaMemcpy(t, &table, sizeof(OutputTable), cudaMemcpyHostToDevice));
   }
-  void prepare(const MatmulStep& m, Gemm& g) {
-    CUDA_CHECK(cudaMalloc(&g.w, m.weights.size()));
-    CUDA_CHECK(cudaMemcpy(g.w, m.weights.data(), m.weights.size(), cudaMemcpyHostToDevice));
-    CUDA_CHECK(cudaMalloc(&g.columns, m.columns.size() * sizeof(ColumnQuant)));
-    CUDA_CHECK(cudaMemcpy(g.columns, m.columns.data(), m.columns.size() * sizeof(ColumnQuant), cudaMemcpyHostToDevice));
+  // A matmul group: its stacked weights (or the one step's), each member's columns and table,
+  // and one GEMM of m x n_total over k_pad.
+  void prepare(const GemmGroup& group, Gemm& g) {
+    const MatmulStep& m = std::get<MatmulStep>(plan.steps[group.first]);
+    const std::vector<int8_t>& w = group.count == 1 ? m.weights : group.weights;
+    CUDA_CHECK(cudaMalloc(&g.w, w.size()));
+    CUDA_CHECK(cudaMemcpy(g.w, w.data(), w.size(), cudaMemcpyHostToDevice));
+    g.requant.count = static_cast<int>(group.count);
+    for (size_t i = 0; i < group.count; ++i) {
+      const MatmulStep& s = std::get<MatmulStep>(plan.steps[group.first + i]);
+      ColumnQuant* c = nullptr;
+      CUDA_CHECK(cudaMalloc(&c, s.columns.size() * sizeof(ColumnQuant)));
+      g.columns.push_back(c);
+      CUDA_CHECK(cudaMemcpy(c, s.columns.data(), s.columns.size() * sizeof(ColumnQuant), cudaMemcpyHostToDevice));
+      upload_table(s.table, g);
+      g.requant.member[i] = {group.col0[i], s.n, c, g.tables.back(), s.scatter,
+                             tensors[static_cast<size_t>(s.output_tensor)]};
+      g.widest = std::max(g.widest, s.n);
+    }
+    const uint64_t n_pad = group.n_total;
+    g.ld = n_pad;
     LT_CHECK(cublasLtMatmulDescCreate(&g.desc, CUBLAS_COMPUTE_32I, CUDA_R_32I));
     const cublasOperation_t ta = CUBLAS_OP_T, tb = CUBLAS_OP_N;
     LT_CHECK(cublasLtMatmulDescSetAttribute(g.desc, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof ta));
     LT_CHECK(cublasLtMatmulDescSetAttribute(g.desc, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof tb));
-    LT_CHECK(cublasLtMatrixLayoutCreate(&g.a, CUDA_R_8I, m.k_pad, m.n_pad, static_cast<int64_t>(m.k_pad)));
+    LT_CHECK(cublasLtMatrixLayoutCreate(&g.a, CUDA_R_8I, m.k_pad, n_pad, static_cast<int64_t>(m.k_pad)));
     LT_CHECK(cublasLtMatrixLayoutCreate(&g.b, CUDA_R_8I, m.k_pad, m.m, static_cast<int64_t>(m.k_pad)));
-    LT_CHECK(cublasLtMatrixLayoutCreate(&g.c, CUDA_R_32I, m.n_pad, m.m, static_cast<int64_t>(m.n_pad)));
+    LT_CHECK(cublasLtMatrixLayoutCreate(&g.c, CUDA_R_32I, n_pad, m.m, static_cast<int64_t>(n_pad)));
     cublasLtMatmulPreference_t pref = nullptr;
     LT_CHECK(cublasLtMatmulPreferenceCreate(&pref));
     LT_CHECK(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &workspace_bytes,
@@ -354,13 +390,13 @@ struct DeviceModel::Impl {
         cublasLtMatmulAlgoGetHeuristic(lt, g.desc, g.a, g.b, g.c, g.c, pref, 1, &result, &found);
     cublasLtMatmulPreferenceDestroy(pref);
     if (s != CUBLAS_STATUS_SUCCESS || found == 0)
-      throw std::runtime_error("cuBLASLt has no int8 GEMM algorithm for m " + std::to_string(m.n_pad) + ", n " +
+      throw std::runtime_error("cuBLASLt has no int8 GEMM algorithm for m " + std::to_string(n_pad) + ", n " +
                                std::to_string(m.m) + ", k " + std::to_string(m.k_pad) + " (" +
                                cublasLtGetStatusName(s) + ")");
     g.algo = result.algo;
   }
 
-  void run(const MatmulStep& m, const Gemm& g) {
+  void run_matmuls(const MatmulStep& m, const Gemm& g) {
     const int8_t* x = tensors[static_cast<size_t>(m.input_tensor[0])];
     if (!m.direct) {
       InputPointers in{};
@@ -376,8 +412,8 @@ struct DeviceModel::Impl {
     const int32_t alpha = 1, beta = 0;
     LT_CHECK(cublasLtMatmul(lt, g.desc, &alpha, g.w, g.a, x, g.b, &beta, accumulators, g.c, accumulators, g.c,
                             &g.algo, workspace, workspace_bytes, stream));
-    requantize_kernel<<<grid_for(m.m, column_blocks(m.n)), kBlock, 0, stream>>>(
-        accumulators, m.m, m.n, m.n_pad, g.columns, g.table, m.scatter, tensors[static_cast<size_t>(m.output_tensor)]);
+    requantize_kernel<<<grid_for(m.m, column_blocks(g.widest)), kBlock, 0, stream>>>(accumulators, m.m, g.ld,
+                                                                                      g.requant);
     CUDA_CHECK(cudaGetLastError());
   }
   void run(const PoolStep& p, const Gemm&) {
@@ -389,14 +425,18 @@ struct DeviceModel::Impl {
   void run(const VectorStep& v, const Gemm& g) {
     if (v.elements == 0) return;
     vector_kernel<<<grid_for(v.elements / v.out.c, column_blocks(v.out.c)), kBlock, 0, stream>>>(
-        v, g.table, tensors[static_cast<size_t>(v.a_tensor)], tensors[static_cast<size_t>(v.b_tensor)],
+        v, g.tables.front(), tensors[static_cast<size_t>(v.a_tensor)], tensors[static_cast<size_t>(v.b_tensor)],
         tensors[static_cast<size_t>(v.output_tensor)]);
     CUDA_CHECK(cudaGetLastError());
   }
 
   void forward() {
-    for (size_t i = 0; i < plan.steps.size(); ++i)
-      std::visit([&](const auto& s) { run(s, gemms[i]); }, plan.steps[i]);
+    for (size_t i = 0; i < groups.size(); ++i) {
+      const Step& s = plan.steps[groups[i].first];
+      if (const auto* m = std::get_if<MatmulStep>(&s)) run_matmuls(*m, gemms[i]);
+      else if (const auto* p = std::get_if<PoolStep>(&s)) run(*p, gemms[i]);
+      else run(std::get<VectorStep>(s), gemms[i]);
+    }
   }
   void upload() {
     for (size_t i = 0; i < plan.inputs.size(); ++i)

@@ -9,13 +9,21 @@ namespace {
 
 using Tensors = std::vector<std::vector<int8_t>>;
 
-void run(const MatmulStep& s, Tensors& t) {
-  const std::vector<int8_t> x = s.direct ? t[static_cast<size_t>(s.input_tensor[0])] : gather_rows(s, t);
-  const std::vector<int32_t> c = gemm_s8s8s32(x, s.weights, s.m, s.k_pad, s.n_pad);
-  std::vector<int8_t>& out = t[static_cast<size_t>(s.output_tensor)];
-  for (uint64_t row = 0; row < s.m; ++row)
-    for (uint64_t j = 0; j < s.n; ++j)
-      out[scatter_offset(s.scatter, row, j)] = requantize(c[row * s.n_pad + j], s.columns[j], s.table);
+// A group of matmul steps (plan.h, gemm_groups): one gather, one GEMM over the stacked weights,
+// each member's columns requantized into its own output, as the CUDA runner does it.
+void run_matmuls(const GpuPlan& plan, const GemmGroup& g, Tensors& t) {
+  const auto& lead = std::get<MatmulStep>(plan.steps[g.first]);
+  const std::vector<int8_t> x = lead.direct ? t[static_cast<size_t>(lead.input_tensor[0])] : gather_rows(lead, t);
+  const std::vector<int32_t> c =
+      gemm_s8s8s32(x, g.count == 1 ? lead.weights : g.weights, lead.m, lead.k_pad, g.n_total);
+  for (size_t i = 0; i < g.count; ++i) {
+    const auto& s = std::get<MatmulStep>(plan.steps[g.first + i]);
+    std::vector<int8_t>& out = t[static_cast<size_t>(s.output_tensor)];
+    for (uint64_t row = 0; row < s.m; ++row)
+      for (uint64_t j = 0; j < s.n; ++j)
+        out[scatter_offset(s.scatter, row, j)] =
+            requantize(c[row * g.n_total + g.col0[i] + j], s.columns[j], s.table);
+  }
 }
 
 void run(const PoolStep& s, Tensors& t) {
@@ -85,7 +93,11 @@ std::vector<std::vector<int8_t>> run_plan_on_host(const GpuPlan& plan) {
   Tensors t(plan.tensor_bytes.size());
   for (size_t i = 0; i < t.size(); ++i) t[i].assign(plan.tensor_bytes[i], 0);
   for (size_t i = 0; i < plan.inputs.size(); ++i) t[static_cast<size_t>(plan.inputs[i])] = plan.input_data[i];
-  for (const Step& s : plan.steps) std::visit([&t](const auto& step) { run(step, t); }, s);
+  for (const GemmGroup& g : gemm_groups(plan)) {
+    if (std::holds_alternative<MatmulStep>(plan.steps[g.first])) run_matmuls(plan, g, t);
+    else if (const auto* p = std::get_if<PoolStep>(&plan.steps[g.first])) run(*p, t);
+    else run(std::get<VectorStep>(plan.steps[g.first]), t);
+  }
   return t;
 }
 

@@ -1,6 +1,7 @@
-// The GPU runner's pipeline executed on the CPU with plain loops: for each matmul step, the
-// im2col gather into X[m][k_pad] (gather_source), the padded int8 GEMM with int32 wrap-around,
-// then requantize per column through the step's output table; pools and element-wise steps with
+// The GPU runner's pipeline executed on the CPU with plain loops: for each group of matmul
+// steps (plan.h, gemm_groups: one step, or several that gather the same rows), the im2col gather
+// into X[m][k_pad] (gather_source), the padded int8 GEMM over the group's weights with int32
+// wrap-around, then requantize per column through each member's output table; pools and element-wise steps with
 // the same integer_ops.h functions the CUDA kernels call. The CPU tests hold its output against
 // compiler::run_golden, which checks the plan (layouts, padding, concatenation, views, tables)
 // everywhere, with or without a GPU.

@@ -221,6 +221,69 @@ GpuPlan make_plan(const compiler::QGraph& graph) {
   return plan;
 }
 
+namespace {
+
+bool same_rows(const MatmulStep& a, const MatmulStep& b) {
+  if (a.direct != b.direct || a.m != b.m || a.k != b.k || a.k_pad != b.k_pad) return false;
+  if (a.direct) return a.input_tensor[0] == b.input_tensor[0];
+  const Im2colGeometry &x = a.gather, &y = b.gather;
+  if (x.rows != y.rows || x.out_pixels != y.out_pixels || x.conv != y.conv || x.inputs != y.inputs ||
+      x.kernel_w != y.kernel_w || x.stride != y.stride || x.pad != y.pad || x.in_h != y.in_h || x.in_w != y.in_w ||
+      x.out_w != y.out_w)
+    return false;
+  for (int i = 0; i < x.inputs; ++i) {
+    const GatherInput &p = x.input[i], &q = y.input[i];
+    if (a.input_tensor[i] != b.input_tensor[i] || p.tensor_pixels != q.tensor_pixels || p.c != q.c ||
+        p.pixel0 != q.pixel0 || p.col0 != q.col0)
+      return false;
+  }
+  return true;
+}
+
+bool reads(const MatmulStep& s, int tensor) {
+  const int inputs = s.direct ? 1 : s.gather.inputs;
+  return std::find(s.input_tensor, s.input_tensor + inputs, tensor) != s.input_tensor + inputs;
+}
+
+}  // namespace
+
+std::vector<GemmGroup> gemm_groups(const GpuPlan& plan) {
+  std::vector<GemmGroup> groups;
+  for (size_t i = 0; i < plan.steps.size();) {
+    GemmGroup g;
+    g.first = i;
+    const auto* lead = std::get_if<MatmulStep>(&plan.steps[i]);
+    if (lead && !reads(*lead, lead->output_tensor)) {
+      g.n_total = lead->n_pad;
+      g.col0 = {0};
+      std::vector<int> outputs = {lead->output_tensor};
+      while (g.count < kMaxFusedGemms && i + g.count < plan.steps.size()) {
+        const auto* next = std::get_if<MatmulStep>(&plan.steps[i + g.count]);
+        if (!next || !same_rows(*lead, *next) || reads(*lead, next->output_tensor) ||
+            std::find(outputs.begin(), outputs.end(), next->output_tensor) != outputs.end())
+          break;
+        outputs.push_back(next->output_tensor);
+        g.col0.push_back(g.n_total);
+        g.n_total += next->n_pad;
+        ++g.count;
+      }
+      if (g.count > 1) {
+        g.weights.reserve(g.n_total * lead->k_pad);
+        for (size_t j = 0; j < g.count; ++j) {
+          const auto& w = std::get<MatmulStep>(plan.steps[i + j]).weights;
+          g.weights.insert(g.weights.end(), w.begin(), w.end());
+        }
+      }
+    } else if (lead) {
+      g.n_total = lead->n_pad;
+      g.col0 = {0};
+    }
+    groups.push_back(std::move(g));
+    i += groups.back().count;
+  }
+  return groups;
+}
+
 compiler::LoadOptions runner_load_options(std::optional<uint64_t> batch) {
   compiler::LoadOptions lo;
   lo.batch = batch;

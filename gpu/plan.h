@@ -99,6 +99,24 @@ compiler::LoadOptions runner_load_options(std::optional<uint64_t> batch);
 GpuPlan make_plan(const compiler::QGraph& graph);
 
 
+// Horizontal fusion (the CUDA runner and the host model; the CPU runner runs steps one by one):
+// consecutive matmul steps that gather the same rows (the same input tensors and geometry, or
+// the same tensor read in place) and whose outputs none of them reads share one gather and one
+// GEMM over their weights stacked, and one requantize pass writes each member's columns to its
+// own output: an LSTM time step's gates over [x_t, h_(t-1)], an inception module's 1 x 1
+// branches over one input. Integer GEMM columns do not depend on their neighbours, so the result
+// is bit for bit the members' own.
+inline constexpr size_t kMaxFusedGemms = 8;
+struct GemmGroup {
+  size_t first = 0, count = 1;  // plan.steps[first, first + count): a matmul run, or any one step
+  uint64_t n_total = 0;         // columns of the shared C: the sum of the members' n_pad (matmuls)
+  std::vector<uint64_t> col0;   // each member's first column of C
+  std::vector<int8_t> weights;  // [n_total][k_pad], the members' weights in order; empty for one step
+};
+
+// The plan's steps in order, as groups (every step in exactly one).
+std::vector<GemmGroup> gemm_groups(const GpuPlan& plan);
+
 // table.value[b - OutputTable::kLo] = sim::apply_func(func, b, clip, false) for b in
 // [OutputTable::kLo, OutputTable::kHi] (the curves' input range, isa::kCurveInputMin..Max).
 OutputTable output_table(isa::Func func, uint8_t clip);

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <catch2/catch.hpp>
 #include <filesystem>
+#include <map>
 #include <random>
 
 #include "compiler/compile.h"
@@ -297,4 +298,68 @@ TEST_CASE("the runners count the model's MACs, their GEMMs the parts' copies bes
   CHECK(plan.model_macs == 3894080);
   CHECK(plan.gemm_macs == 3894080 + 4 * 36 * 52 * 52);
   CHECK(plan.weight_bytes == 15920 + 52 * 52);
+}
+
+TEST_CASE("matmuls that gather the same rows share one GEMM, bit for bit", "[gpu][plan]") {
+  // Four gates of an LSTM step over [x_t, h_(t-1)] (n = 7, 5, 9, 6: n_pad 8, 8, 12, 8), then a
+  // layer over the first gate (another input: a group of its own), then two layers over x_t's
+  // step 0 whose outputs are one tensor (the second writes the first's tensor: no group).
+  Builder b(3);
+  const int x = b.input(compiler::sequence_shape(2, 6));
+  const int h = b.input(compiler::sequence_shape(2, 5));
+  std::vector<int> gates;
+  for (uint64_t n : {7, 5, 9, 6}) {
+    gates.push_back(b.tensor(compiler::sequence_shape(2, n)));
+    b.add(b.matmul({{x, 1, 1}, {h, 0, 1}}, {gates.back(), 1, 1}, 1, 1, true,
+                   n % 2 ? isa::Func::sigmoid : isa::Func::tanh));
+  }
+  const int y = b.tensor(compiler::sequence_shape(2, 4));
+  b.add(b.matmul({{gates[0], 1, 1}}, {y, 1, 1}, 1, 1, true, isa::Func::relu));
+  const int z = b.tensor(compiler::sequence_shape(2, 3));
+  b.add(b.matmul({{x, 0, 1}}, {z, 0, 1}, 1, 1, true, isa::Func::relu));
+  b.add(b.matmul({{x, 0, 1}}, {z, 1, 1}, 1, 1, false, isa::Func::identity));  // same output tensor
+  const gpu::GpuPlan plan = gpu::make_plan(b.g);
+  const std::vector<gpu::GemmGroup> groups = gpu::gemm_groups(plan);
+  REQUIRE(groups.size() == 4);
+  CHECK(groups[0].first == 0);
+  CHECK(groups[0].count == 4);
+  CHECK(groups[0].col0 == std::vector<uint64_t>{0, 8, 16, 28});
+  CHECK(groups[0].n_total == 36);  // 8 + 8 + 12 + 8
+  CHECK(groups[0].weights.size() == 36 * 12);  // k = 6 + 5 = 11, k_pad 12
+  // Gate 2's row 3 (its fourth column) sits at stacked row 16 + 3.
+  const auto& gate2 = std::get<gpu::MatmulStep>(plan.steps[2]);
+  CHECK(std::equal(gate2.weights.begin() + 3 * 12, gate2.weights.begin() + 4 * 12,
+                   groups[0].weights.begin() + (16 + 3) * 12));
+  CHECK(groups[1].first == 4);
+  CHECK(groups[1].count == 1);
+  CHECK(groups[1].weights.empty());
+  CHECK(groups[2].first == 5);
+  CHECK(groups[2].count == 1);  // step 6 writes step 5's tensor
+  CHECK(groups[3].first == 6);
+  require_same_as_golden(b.g);
+}
+
+TEST_CASE("an LSTM's gates and an inception module's branches fuse, pools and vectors stand alone",
+          "[gpu][plan][workloads]") {
+  // lstm1_small (8 steps): step 0's three gates (no f gate: c0 = 0) and steps 1-7's four over
+  // [x_t, h_(t-1)]; the cells' vector steps and the head alone. inception: two pairs of 1 x 1
+  // branches over one input. mnist_mlp: three dense layers, each over the last one's output.
+  const std::filesystem::path dir = std::filesystem::path(TPUSIM_SOURCE_DIR) / "workloads" / "small";
+  const std::vector<std::pair<const char*, std::map<size_t, size_t>>> want = {
+      {"lstm1.toml", {{1, 39}, {3, 1}, {4, 7}}},
+      {"inception.toml", {{1, 21}, {2, 2}}},
+      {"mnist_mlp.toml", {{1, 3}}}};
+  for (const auto& [name, sizes] : want) {
+    INFO(name);
+    const gpu::GpuPlan plan = gpu::make_plan(compiler::prepare_file(dir / name, gpu::runner_load_options(4)).graph);
+    std::map<size_t, size_t> got;  // members -> groups
+    size_t steps = 0;
+    for (const gpu::GemmGroup& g : gpu::gemm_groups(plan)) {
+      REQUIRE(g.first == steps);
+      steps += g.count;
+      ++got[g.count];
+    }
+    CHECK(steps == plan.steps.size());
+    CHECK(got == sizes);
+  }
 }
