@@ -120,16 +120,12 @@ struct RequantMember {
   ScatterGeometry sg{};
   int8_t* out = nullptr;
 };
-// Sized for a group's members (N = 1 for a step of its own, so that its kernel's parameters
-// stay as small as before the groups).
-template <int N>
 struct RequantMembers {
-  RequantMember member[N];
+  RequantMember member[kMaxFusedGemms];
   int count = 0;
 };
 
-template <int N>
-__global__ void requantize_kernel(const int32_t* c, uint64_t m, uint64_t ld, RequantMembers<N> ms) {
+__global__ void requantize_kernel(const int32_t* c, uint64_t m, uint64_t ld, RequantMembers ms) {
   for (uint64_t row = first_row(); row < m; row += row_stride()) {
     const int32_t* cr = c + row * ld;
     for (int i = 0; i < ms.count; ++i) {
@@ -253,7 +249,7 @@ struct DeviceModel::Impl {
     int8_t* w = nullptr;
     std::vector<ColumnQuant*> columns;  // per member
     std::vector<OutputTable*> tables;   // per member, in device memory (matmul and vector steps)
-    RequantMembers<kMaxFusedGemms> requant{};
+    RequantMembers requant{};
     uint64_t widest = 0;  // the widest member's n (the requantize grid)
     uint64_t ld = 0;      // columns of C: the group's n_total
   };
@@ -416,15 +412,8 @@ struct DeviceModel::Impl {
     const int32_t alpha = 1, beta = 0;
     LT_CHECK(cublasLtMatmul(lt, g.desc, &alpha, g.w, g.a, x, g.b, &beta, accumulators, g.c, accumulators, g.c,
                             &g.algo, workspace, workspace_bytes, stream));
-    const dim3 grid = grid_for(m.m, column_blocks(g.widest));
-    if (g.requant.count == 1) {
-      RequantMembers<1> one;
-      one.member[0] = g.requant.member[0];
-      one.count = 1;
-      requantize_kernel<1><<<grid, kBlock, 0, stream>>>(accumulators, m.m, g.ld, one);
-    } else {
-      requantize_kernel<kMaxFusedGemms><<<grid, kBlock, 0, stream>>>(accumulators, m.m, g.ld, g.requant);
-    }
+    requantize_kernel<<<grid_for(m.m, column_blocks(g.widest)), kBlock, 0, stream>>>(accumulators, m.m, g.ld,
+                                                                                      g.requant);
     CUDA_CHECK(cudaGetLastError());
   }
   void run(const PoolStep& p, const Gemm&) {
