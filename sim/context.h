@@ -38,10 +38,13 @@ class MatrixRetire {
 };
 
 // Told when a station takes an instruction from its queue (the control unit: issue waiting for
-// room in that queue goes on at once, in the popping station's process).
+// room in that queue goes on at once, in the popping station's process), at cycle `at`: now, or
+// a later cycle for a station run ahead of simulated time (WeightPath::resume_fetch), which asks
+// first whether issue from `at` on can fail (it must fail at its own cycle, in simulated time).
 class PopListener {
  public:
-  virtual void popped(const StationQueue& queue) = 0;
+  virtual void popped(const StationQueue& queue, uint64_t at) = 0;
+  virtual bool may_issue_at(uint64_t at) const = 0;
 
  protected:
   ~PopListener() = default;
@@ -115,6 +118,10 @@ class Context {
   std::array<const StationQueue*, 4> queues{};        // host, weights, matrix, activation
   PopListener* pop_listener = nullptr;                // the control unit
   MatrixRetire* matrix_retire = nullptr;              // the matrix unit
+  MatrixRetire* weight_retire = nullptr;              // the weight path (its rw's, when run ahead)
+  // The last cycle a unit may act at ahead of simulated time across an instruction's end
+  // (WeightPath::resume_fetch): a run stopped at --max-cycles must not show what came later.
+  uint64_t ahead_limit = UINT64_MAX;
   sc_core::sc_event start_event;                      // a run begins
   bool halted = false;
   std::optional<std::string> error;
@@ -208,9 +215,16 @@ class Context {
   void retire_matrix() {
     if (!idle(isa::Unit::matrix)) matrix_retire->retire_due();
   }
-  // Waits for the next completion of `unit` (the matrix unit's first arranges for its event).
+  // The same for the weight fetch station's rw's (completed lazily when it ran ahead of simulated
+  // time: WeightPath::resume_fetch).
+  void retire_weights() {
+    if (!idle(isa::Unit::weight_fetch)) weight_retire->retire_due();
+  }
+  // Waits for the next completion of `unit` (the matrix unit's and the weight fetch station's
+  // first arrange for its event).
   [[nodiscard]] bool wait_completion(isa::Unit unit) {
     if (unit == isa::Unit::matrix) matrix_retire->wake_at_next_end();
+    if (unit == isa::Unit::weight_fetch) weight_retire->wake_at_next_end();
     return wait_for(completed_events[int(unit)]);
   }
   uint64_t lowest_unstarted() const;
@@ -251,11 +265,15 @@ class StationQueue {
       if (!ctx_.wait_for(pushed_)) return nullptr;
     return &entries_.front();
   }
-  void pop() {
+  void pop() { pop_at(ctx_.now()); }
+  // Pops the head at cycle `at` (>= now: a station run ahead of simulated time).
+  void pop_at(uint64_t at) {
     entries_.pop_front();
     popped_.notify();
-    if (ctx_.pop_listener) ctx_.pop_listener->popped(*this);
+    if (ctx_.pop_listener) ctx_.pop_listener->popped(*this, at);
   }
+  bool empty() const { return entries_.empty(); }
+  const Entry& head() const { return entries_.front(); }  // (not empty)
   Waitable& popped() { return popped_; }
   uint64_t front_index() const { return entries_.empty() ? UINT64_MAX : entries_.front().index; }
   const std::deque<Entry>& entries() const { return entries_; }  // the debugger's view

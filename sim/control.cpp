@@ -35,6 +35,7 @@ void ControlUnit::run() {
 bool ControlUnit::wait_idle(uint64_t unit_mask, bool weights_landed) {
   // Control issues nothing while it waits, so the units can be waited for one at a time.
   if (unit_mask >> int(Unit::matrix) & 1) ctx_.retire_matrix();
+  if (unit_mask >> int(Unit::weight_fetch) & 1) ctx_.retire_weights();
   for (int u = 1; u < kUnitCount; ++u)
     while ((unit_mask >> u & 1) && !ctx_.idle(Unit(u)))
       if (!ctx_.wait_completion(Unit(u))) return false;
@@ -133,14 +134,21 @@ bool ControlUnit::host_launch(uint64_t i, uint64_t& end) {
   return true;
 }
 
-void ControlUnit::popped(const StationQueue& queue) {
+void ControlUnit::popped(const StationQueue& queue, uint64_t at) {
   if (waiting_ != &queue || ctx_.aborted) return;
   waiting_ = nullptr;
-  t_ = std::max(t_, ctx_.now());
+  t_ = std::max(t_, at);
   const Stop stop = issue_ahead();
   if (stop == Stop::queue_full) return;  // waiting again (waiting_ is set)
   failed_ = stop == Stop::failed;
   resume_.notify();  // a sync, barrier or halt (or the failure) for the control unit's process
+}
+
+// Issue resumed at cycle `at` (popped) reaches at most every instruction left, one per
+// issue_cycles: it cannot pass the horizon (whose failure must come at its own cycle) when this holds.
+bool ControlUnit::may_issue_at(uint64_t at) const {
+  const uint64_t issue = ctx_.arch.issue_cycles, left = ctx_.code_size - next_ + 1;
+  return left <= UINT64_MAX / issue && ctx_.within_horizon(std::max(t_, at), issue * left).has_value();
 }
 
 // Issue runs ahead of simulated time: `t_` is the cycle the next instruction issues at, and the

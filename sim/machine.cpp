@@ -35,6 +35,7 @@ class Machine : public sc_core::sc_module {
     ctx.queues = {&host.queue(), &weights.queue(), &matrix.queue(), &activation.queue()};
     ctx.pop_listener = &control;
     ctx.matrix_retire = &matrix;
+    ctx.weight_retire = &weights;
     for (Waitable& w : ctx.completed_events) ctx.add_waitable(w);
     SC_HAS_PROCESS(Machine);
     SC_METHOD(abort);
@@ -46,6 +47,7 @@ class Machine : public sc_core::sc_module {
     ctx.aborted = true;
     ctx.wake_all();
     matrix.drain();  // (its retire() clears what is left, at the next end, as it always did)
+    weights.abort_drain();
   }
   void reset(ArrayModel* array) {
     ctx.reset_run();
@@ -243,6 +245,7 @@ MachineRun::MachineRun(const isa::Program& program, const Arch& arch, const RunO
                     "({} cycles) for a run",
                     arch.name, arch.clock_mhz, reach));
   ctx.horizon = reach - Context::kHorizonMargin;
+  ctx.ahead_limit = options.max_cycles ? options.max_cycles : UINT64_MAX;
   ctx.start_event.notify(sc_core::SC_ZERO_TIME);
   run_in_progress = true;
 }
@@ -263,8 +266,9 @@ void MachineRun::run_to_end() {
   // each of them as it did when every end had its event, so that the run stops at the same
   // cycle (the deadlock's message names it) or at the cycle limit.
   Machine& m = machine();
-  if (!ctx.halted && m.matrix.retire_pending() && sc_core::sc_time_stamp() < stop) {
+  if (!ctx.halted && (m.matrix.retire_pending() || m.weights.drain_pending()) && sc_core::sc_time_stamp() < stop) {
     m.matrix.drain();
+    m.weights.drain();
     sc_core::sc_start(stop - sc_core::sc_time_stamp(), sc_core::SC_EXIT_ON_STARVATION);
   }
   wall_ += std::chrono::steady_clock::now() - wall;

@@ -125,6 +125,7 @@ void MatrixUnit::serve() {
     if (ctx_.trace) ctx_.trace->weight_wait(i, ready, landed, t0);
     queue_.pop();
     if (!start_matmul(i, t0)) return;
+    weights->resume_fetch();  // (after a switch the fetch station waited for)
   }
 }
 

@@ -54,6 +54,8 @@ class WeightSource : public virtual sc_core::sc_interface {
   virtual const FetchedTile* wait_shadow(uint64_t& shift_start, bool wait) = 0;
   // The matrix unit made the shadow tile active with a matmul starting at t0.
   virtual void switched(uint64_t t0) = 0;
+  // The matrix unit is done with that matmul's start: the fetch station may go on from there.
+  virtual void resume_fetch() = 0;
 };
 
 // The weight path: the weight fetch station (read_weights, decoupled: done once its tile
@@ -67,12 +69,20 @@ class WeightSource : public virtual sc_core::sc_interface {
 // (decide_shift) and the state follows it in time: the slot reads as loaded from s
 // (shadow()), the head's FIFO slot frees at s + array_rows (settle()). Processes waiting on
 // either are woken at that cycle, as a shift process waiting for it would have woken them.
-class WeightPath : public sc_core::sc_module, public Station, public WeightSource {
+class WeightPath : public sc_core::sc_module, public Station, public WeightSource, public MatrixRetire {
  public:
   WeightPath(sc_core::sc_module_name name, Context& ctx);
   StationQueue& queue() override { return queue_; }
   const FetchedTile* wait_shadow(uint64_t& shift_start, bool wait) override;
   void switched(uint64_t t0) override;
+  void resume_fetch() override;
+  // rw's the station completed ahead of simulated time, completed at their ends when a unit looks
+  // (Context::retire_weights) or waits (MatrixRetire, as the matrix unit's matmuls).
+  void retire_due() override;
+  void wake_at_next_end() override;
+  void drain() override;
+  bool drain_pending() const;  // the station ran ahead of where simulated time stopped (drain)
+  void abort_drain();          // the run aborted: simulated time runs on to the station's next wait
   void reset();
   uint64_t last_landing() const { return last_landing_; }
   // The stepped engine's hook, set for its runs only (the other engines have no use for a
@@ -87,11 +97,14 @@ class WeightPath : public sc_core::sc_module, public Station, public WeightSourc
   uint64_t shadow_shift_start() const { return shadow_shift_start_; }
 
  private:
-  void fetch();  // the weight fetch station (a thread: one fetch_run() per run)
-  void fetch_run();
+  void fetch();  // the weight fetch station (a thread: one fetch_go(false) per run)
+  bool fetch_go(bool ahead_of_time);
   void decide_shift();  // the shadow slot is free and the FIFO holds a tile: when it shifts
   void settle(uint64_t at);  // frees the head's slot if its shift has ended by cycle `at`
   void shift_hook();    // a method at a shift's start: on_shift and the trace (when either wants it)
+  void retire();        // a method: completes rw's at their ends while a unit waits (wake_at_next_end)
+  void catch_up();      // a method: simulated time reaches where the station ran ahead (drain)
+  void notify_retire();
   bool head_shifted() const { return release_pending_ && ctx_.now() >= release_at_; }
   Context& ctx_;
   StationQueue queue_;
@@ -104,8 +117,21 @@ class WeightPath : public sc_core::sc_module, public Station, public WeightSourc
   uint64_t release_at_ = 0;
   uint64_t xfer_bytes_ = 0, xfer_cycles_ = 0;  // the last transfer_cycles asked (tiles repeat sizes)
   size_t next_use_ = 0;                        // where the next tile's use likely is in ctx_.tile_uses
+  // The station's place (fetch_go): taking the next rw, requesting rw cur_'s tile tile_ (at cycle
+  // v_, the last request at request_, the rw taken at start_), or ending cur_ at end_.
+  enum class Phase : uint8_t { next, tiles, ending };
+  Phase phase_ = Phase::next;
+  uint64_t cur_ = 0, tile_ = 0, v_ = 0, request_ = 0, start_ = 0, end_ = 0;
+  TileBox box_;
+  // The station's thread waits on slot_event_ for a switch to decide the FIFO head's shift
+  // (parked_); a switch then runs it on from the matrix unit's process (resume_fetch) instead of
+  // waking it (resume_pending_ until then; ahead_ while it runs there).
+  bool parked_ = false, resume_pending_ = false, ahead_ = false;
+  std::deque<std::pair<uint64_t, uint64_t>> ending_;  // (rw, end) completed ahead, ends in order
+  std::deque<uint64_t> ahead_waits_;  // the cycles the thread would have woken at meanwhile, in order
+  bool wake_ = false, drain_ = false;
   Waitable slot_event_, shadow_event_;
-  sc_core::sc_event hook_event_;
+  sc_core::sc_event hook_event_, retire_event_, catch_up_event_;
 };
 
 // The matrix unit: the systolic data setup, the array (active and shadow tiles) and the
@@ -205,7 +231,8 @@ class ControlUnit : public sc_core::sc_module, public PopListener {
  public:
   sc_core::sc_port<Station> host, weights, matrix, activation;
   ControlUnit(sc_core::sc_module_name name, Context& ctx, Hazards& hazards, WeightPath& weight_path);
-  void popped(const StationQueue& queue) override;
+  void popped(const StationQueue& queue, uint64_t at) override;
+  bool may_issue_at(uint64_t at) const override;
   void reset();
 
  private:

@@ -1,5 +1,7 @@
 // Programs the machine must refuse: each gets a SimError naming the instruction, never a crash
 // or hang, and the machine stays usable for the next run.
+#include <fmt/format.h>
+
 #include "machine_support.h"
 
 using namespace tpusim;
@@ -95,4 +97,46 @@ TEST_CASE("the machine runs normally after a failed run", "[machine][errors]") {
   const auto r = run_all(assemble(kTile + "rw waddr=w, tiles=1\nmatmul ub=0, acc=0, rows=3, switch\nhalt"),
                          small_arch());
   CHECK(r.fast.cycles == 22);
+}
+
+// The weight fetch station goes on from a switch in the matrix unit's process, ahead of simulated
+// time (docs/timing.md, "Events"); a run stopped early must not show it: at every cycle limit and
+// at a deadlock, every engine (the stepped one keeps the station in simulated time) stops with the
+// same message, naming the same instruction and cycle.
+TEST_CASE("a run stopped early says the same on every engine after the fetch station ran ahead",
+          "[machine][errors]") {
+  sim::Arch arch = small_arch();
+  arch.weight_fifo_tiles = 1;  // every tile after the first waits for a switch
+  arch.station_queue_depth = 1;
+  const auto stop = [&](const isa::Program& p, sim::Engine e, uint64_t max_cycles) {
+    try {
+      sim::simulate(p, arch, {e, max_cycles});
+    } catch (const sim::SimError& err) {
+      return fmt::format("{}: {}", err.index, err.what());
+    }
+    return std::string("halted");
+  };
+  // Every cycle limit up to the program's end. The fetch station one rw ahead of matmuls of 32
+  // vectors: it waits for the switch of each, which decides the shift that frees the slot of the
+  // rw after next, and that rw's end takes the next from the queue, which issue waits for.
+  std::string code = ".weights w, 0, 160, init=random(1)\nrw waddr=0, tiles=1\nrw waddr=16, tiles=1\n";
+  for (int t = 2; t <= 6; ++t)
+    code += fmt::format("rw waddr={}, tiles=1\nmatmul ub=0, acc={}, rows=32, switch\n", 16 * t, t % 2 * 32);
+  code += "matmul ub=0, acc=0, rows=32, switch\nmatmul ub=0, acc=32, rows=32, switch\n";
+  const isa::Program stream = assemble(code + "halt");
+  const uint64_t cycles = sim::simulate(stream, arch, {sim::Engine::timing, 0}).cycles;
+  for (uint64_t limit = 1; limit <= cycles; ++limit) {
+    INFO("--max-cycles " << limit);
+    const std::string timing = stop(stream, sim::Engine::timing, limit);
+    CHECK((timing == "halted" ||
+           timing.find(fmt::format("did not halt within --max-cycles {} (instruction", limit)) != std::string::npos));
+    CHECK(stop(stream, sim::Engine::stepped, limit) == timing);
+    CHECK(stop(stream, sim::Engine::fast, limit) == timing);
+  }
+  // A deadlock: the last rw's third tile waits for a switch that comes after the barrier.
+  const isa::Program stuck = assemble(code + "rw waddr=112, tiles=3\nbarrier\nmatmul ub=0, acc=0, rows=4, switch\nhalt");
+  const std::string timing = stop(stuck, sim::Engine::timing, 0);
+  CHECK_THAT(timing, Contains("deadlock at cycle") && Contains("waits for a free weight FIFO slot for its tile 2"));
+  CHECK(stop(stuck, sim::Engine::stepped, 0) == timing);
+  CHECK(stop(stuck, sim::Engine::fast, 0) == timing);
 }
