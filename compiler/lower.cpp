@@ -1850,16 +1850,24 @@ isa::Program Lowering::run() {
   for (size_t si = 0; si < sched_.segments.size(); ++si)
     for (size_t i = sched_.segments[si].first; i < sched_.segments[si].end; ++i) seg_of[i] = si;
   // Per-column tables first (they stay for the whole program): build them to know their size.
+  // A packed convolution of several pixels per vector reads a table that repeats the N channels
+  // once per pixel group, and no other: the plain tables (one per N tile) only where a piece of
+  // its segment (all equal but the last) lowers it otherwise. (A table no activate reads holds UB
+  // rows the tensors then lack: LeNet-5's conv2, 5 pixels a vector on 64 x 256 with 256 KiB, kept
+  // its plain table too, 7 rows that cut conv1 into 6 bands instead of 5.)
   const uint64_t row_bytes = arch_.ub_row_bytes();
   for (size_t i = 0; i < nops; ++i)
     if (const auto* m = std::get_if<MatmulOp>(&g_.ops[i]); m && per_column(*m)) {
-      for (const LaneTile& n : n_tiles(*m)) table_row(*m, n);
-      // A packed convolution's table repeats the N channels once per pixel group: for the
-      // pieces' sizes of its segment (all equal but the last).
       const uint64_t piece = sched_.segments[seg_of[i]].piece;
+      bool plain = false;
       for (const uint64_t b : {piece, g_.batch % piece})
-        if (const auto pk = b ? packing_for(*m, b) : std::nullopt; pk && pk->p > 1)
-          table_row(*m, LaneTile{0, 0, 0, m->n}, pk->p);
+        if (b) {
+          const auto pk = packing_for(*m, b);
+          if (pk && pk->p > 1) table_row(*m, LaneTile{0, 0, 0, m->n}, pk->p);
+          else plain = true;
+        }
+      if (plain)
+        for (const LaneTile& n : n_tiles(*m)) table_row(*m, n);
     }
   table_rows_ = tables_.size() / row_bytes;
   if (table_rows_ >= arch_.ub_rows())

@@ -236,6 +236,13 @@ TEST_CASE("few input channels: kernel positions and output pixels packed per vec
     // Useful: 16 pixels x 9 x 1 x 2 MACs; computed: 8 vectors x 256 cells.
     CHECK(p.meta["mapping"][0]["macs"] == 16 * 9 * 2);
     CHECK(p.meta["mapping"][0]["array_macs"] == 8 * 256);
+    // Its per-column table repeats the 2 channels for the 2 pixels of a group: ceil(7 x 16 / 16)
+    // = 7 UB rows of 16 bytes, the only table (the plain one, 2 columns, no activate reads: it
+    // was built too, 7 more rows the tensors did not have).
+    const auto tables = std::find_if(p.host_regions.begin(), p.host_regions.end(),
+                                     [](const isa::HostRegion& r) { return r.name == "qtables"; });
+    REQUIRE(tables != p.host_regions.end());
+    CHECK(tables->bytes == 7 * 16);
   }
   SECTION("1 channel, 3x3 on 7x7, 5 filters: 3 pixels per vector, each row's last group of 2") {
     GraphBuilder b(1);
