@@ -52,17 +52,23 @@ def main():
         if k not in series:
             series.append(k)
     colors = {k: plt.cm.tab10(i % 10) for i, k in enumerate(series)}
+    # A group is one model at one batch: two descriptions of the same name (a copy of mlp0.toml
+    # with other layers) are two groups, labelled with their paths.
+    def group_of(r):
+        return (r["workload"], r["batch"], r.get("model", ""))
+
     groups = []
     for r in rows:
-        g = (r["workload"], r["batch"])
+        g = group_of(r)
         if g not in groups:
             groups.append(g)
+    shared_names = {(w, b) for w, b, m in groups if sum(1 for g in groups if g[:2] == (w, b)) > 1}
 
     fig, (bars, rl) = plt.subplots(1, 2, figsize=(15, 6))
     # Each group's bars side by side, as many as the group has rows.
     labelled = set()
     for gi, g in enumerate(groups):
-        here = [r for r in rows if (r["workload"], r["batch"]) == g]
+        here = [r for r in rows if group_of(r) == g]
         width = 0.8 / len(here)
         for i, r in enumerate(here):
             k = (r["device"], r["source"])
@@ -71,7 +77,8 @@ def main():
                      label=None if k in labelled else f"{k[0]} ({k[1]})")
             labelled.add(k)
     bars.set_xticks(range(len(groups)))
-    bars.set_xticklabels([f"{w}\nbatch {b}" for w, b in groups], fontsize=6, rotation=60)
+    bars.set_xticklabels([f"{w}\nbatch {b}" + (f"\n{m}" if (w, b) in shared_names else "") for w, b, m in groups],
+                         fontsize=6, rotation=60)
     bars.set_yscale("log")
     bars.set_ylabel("inferences per second")
     bars.set_title("Throughput (hatched: published, not measured here)")

@@ -17,6 +17,7 @@
 #include <fstream>
 #include <map>
 #include <optional>
+#include <toml++/toml.h>
 
 #include "compiler/compile.h"
 #include "compiler/model.h"
@@ -43,6 +44,7 @@ struct Entry {
 
 struct Group {
   std::string workload, model;  // model: "" when no reference row names one and none is found
+  std::string model_key;        // the description's canonical path ("" without one): rows group by it
   uint64_t batch = 0;
   std::vector<Entry> entries;
   compiler::MatmulWork work;
@@ -87,15 +89,56 @@ bool selected(const gpu::ReferenceRow& r, const CompareArgs& a) {
   return a.graph == "any" || !r.cuda_graph || *r.cuda_graph == (a.graph == "yes");
 }
 
-// A description for a workload named without a model path: the paper apps and the small models.
+// A description's name, as `tpusim run` reports it (the report's "workload"): a .toml's
+// [model] name, else the file's stem (an ONNX model or a SCALE-Sim topology).
+std::string description_name(const fs::path& p) {
+  if (p.extension() == ".toml") try {
+      const toml::table t = toml::parse_file(p.string());
+      if (const auto name = t["model"]["name"].value<std::string>()) return *name;
+    } catch (const toml::parse_error&) {
+      // compiling it reports the error with its line
+    }
+  return p.stem().string();
+}
+
+// A description for a workload named without a model path: the paper apps and the small models,
+// by file name (workloads/tpu-v1/NAME.toml, workloads/small/NAME.toml), else by the name the
+// description gives itself (lstm1_small is workloads/small/lstm1.toml).
 std::string find_model(const std::string& workload, const std::string& root) {
   std::string lower = workload;
   std::transform(lower.begin(), lower.end(), lower.begin(), [](unsigned char c) { return std::tolower(c); });
+  const fs::path base = root.empty() ? "." : root;
   for (const char* dir : {"workloads/tpu-v1", "workloads/small"}) {
-    const fs::path p = fs::path(root.empty() ? "." : root) / dir / (lower + ".toml");
+    const fs::path p = base / dir / (lower + ".toml");
     if (fs::exists(p)) return fs::path(dir) / (lower + ".toml");
   }
+  for (const char* dir : {"workloads/tpu-v1", "workloads/small"}) {
+    std::error_code ec;
+    std::vector<fs::path> found;
+    for (const fs::directory_entry& e : fs::directory_iterator(base / dir, ec))
+      if (e.path().extension() == ".toml") found.push_back(e.path());
+    std::sort(found.begin(), found.end());
+    for (const fs::path& p : found)
+      if (description_name(p) == workload) return fs::path(dir) / p.filename();
+  }
   return {};
+}
+
+fs::path model_path(const std::string& model, const CompareArgs& a) {
+  const fs::path p = fs::path(model).is_relative() && !a.models_root.empty() ? fs::path(a.models_root) / model
+                                                                             : fs::path(model);
+  if (!fs::exists(p))
+    throw InputError(
+        fmt::format("{}: model not found (reference data name models relative to the repository root: "
+                    "run compare there or give --models-root)",
+                    p.string()));
+  return p;
+}
+
+std::string canonical_key(const fs::path& p) {
+  std::error_code ec;
+  const fs::path c = fs::weakly_canonical(p, ec);
+  return (ec ? fs::absolute(p) : c).string();
 }
 
 // A GPU runner's row whose timed intervals had launch gaps (a gate expired: docs/gpu.md, Timing).
@@ -115,11 +158,25 @@ std::vector<Group> collect(const std::vector<gpu::ReferenceData>& files, const C
     for (const gpu::ReferenceRow& r : f.rows) {
       if (!selected(r, a)) continue;
       ++kept;
-      const std::string k = key_of(r.workload, r.batch);
+      // The row's model: the one it names, else the description its workload names. Rows group by
+      // the description itself, so that two models that share a file name (workloads/small/lstm1.toml
+      // is lstm1_small, not the paper's LSTM1) are never compared with each other's simulated row.
+      const std::string model = r.model.empty() ? find_model(r.workload, a.models_root) : r.model;
+      std::string workload = r.workload, model_key;
+      if (!model.empty()) {
+        const fs::path p = model_path(model, a);
+        workload = description_name(p);
+        model_key = canonical_key(p);
+        if (!r.model.empty() && r.workload != workload && r.workload != fs::path(r.model).stem().string())
+          throw InputError(fmt::format(
+              "{}: workload \"{}\" with model \"{}\", whose description is named \"{}\": which one is it? "
+              "(give one of the two, or both of the same model)",
+              f.path, r.workload, r.model, workload));
+      }
+      const std::string k = key_of(model_key.empty() ? "workload " + workload : model_key, r.batch);
       auto [it, fresh] = index.try_emplace(k, groups.size());
-      if (fresh) groups.push_back({r.workload, r.model, r.batch, {}, {}, {}, 0, {}});
+      if (fresh) groups.push_back({workload, model, model_key, r.batch, {}, {}, {}, 0, {}});
       Group& g = groups[it->second];
-      if (g.model.empty()) g.model = r.model;
       auto same_file =
           std::find_if(g.entries.begin(), g.entries.end(), [&](const Entry& e) { return e.file == &f; });
       if (same_file == g.entries.end()) g.entries.push_back({&f, r});
@@ -133,25 +190,16 @@ std::vector<Group> collect(const std::vector<gpu::ReferenceData>& files, const C
   for (const std::string& path : a.models) {
     if (!fs::exists(path)) throw InputError(fmt::format("{}: model not found (--model)", path));
     const compiler::Model m = compiler::load_model(path);
-    auto [it, fresh] = index.try_emplace(key_of(m.name, m.batch), groups.size());
-    if (fresh) groups.push_back({m.name, fs::absolute(path).string(), m.batch, {}, {}, {}, 0, {}});
-    else if (groups[it->second].model.empty()) groups[it->second].model = fs::absolute(path).string();
+    const std::string model_key = canonical_key(path);
+    auto [it, fresh] = index.try_emplace(key_of(model_key, m.batch), groups.size());
+    if (fresh) groups.push_back({m.name, fs::absolute(path).string(), model_key, m.batch, {}, {}, {}, 0, {}});
   }
   std::stable_sort(groups.begin(), groups.end(), [](const Group& x, const Group& y) {
-    return x.workload != y.workload ? x.workload < y.workload : x.batch < y.batch;
+    return x.workload != y.workload ? x.workload < y.workload
+           : x.model_key != y.model_key ? x.model_key < y.model_key
+                                        : x.batch < y.batch;
   });
   return groups;
-}
-
-fs::path model_path(const std::string& model, const CompareArgs& a) {
-  const fs::path p = fs::path(model).is_relative() && !a.models_root.empty() ? fs::path(a.models_root) / model
-                                                                             : fs::path(model);
-  if (!fs::exists(p))
-    throw InputError(
-        fmt::format("{}: model not found (reference data name models relative to the repository root: "
-                    "run compare there or give --models-root)",
-                    p.string()));
-  return p;
 }
 
 // The model compiled for `arch` at `batch` and run on the timing engine; `seconds` is the latency
@@ -201,11 +249,11 @@ void check_macs(const Group& g, const fs::path& model) {
 void simulate(std::vector<Group>& groups, const sim::Arch& arch, const CompareArgs& a) {
   const std::map<std::string, double> reports = load_reports(a.tpu_reports);
   for (Group& g : groups) {
-    if (g.model.empty()) g.model = find_model(g.workload, a.models_root);
     if (g.model.empty()) {
       fmt::print(stderr,
-                 "{} batch {}: no model description named: not simulated (give \"model\" in the data)\n",
-                 g.workload, g.batch);
+                 "{} batch {}: no model description named: not simulated (no workloads/tpu-v1/{}.toml or "
+                 "workloads/small/{}.toml, nor a description there named {}: give \"model\", its path, in the data)\n",
+                 g.workload, g.batch, g.workload, g.workload, g.workload);
       continue;
     }
     const fs::path model = model_path(g.model, a);
@@ -232,12 +280,15 @@ void simulate(std::vector<Group>& groups, const sim::Arch& arch, const CompareAr
 // batch the compiler refuses (too big for the unified buffer) counts as over the limit.
 void latency_sweep(std::vector<Group>& groups, const sim::Arch& arch, const CompareArgs& a) {
   const double limit = a.latency_limit_ms / 1e3;
-  std::vector<std::pair<std::string, std::string>> workloads;  // name, model
+  struct Workload {
+    std::string name, model, key;
+  };
+  std::vector<Workload> workloads;
   for (const Group& g : groups)
     if (!g.model.empty() && std::none_of(workloads.begin(), workloads.end(),
-                                         [&](const auto& w) { return w.first == g.workload; }))
-      workloads.push_back({g.workload, g.model});
-  for (const auto& [workload, model] : workloads) {
+                                         [&](const Workload& w) { return w.key == g.model_key; }))
+      workloads.push_back({g.workload, g.model, g.model_key});
+  for (const auto& [workload, model, key] : workloads) {
     const fs::path path = model_path(model, a);
     std::map<uint64_t, std::optional<Simulated>> probes;
     std::string refused;
@@ -267,9 +318,9 @@ void latency_sweep(std::vector<Group>& groups, const sim::Arch& arch, const Comp
       (within(mid) ? good : bad) = mid;
     }
     auto it = std::find_if(groups.begin(), groups.end(),
-                           [&](const Group& g) { return g.workload == workload && g.batch == good; });
+                           [&](const Group& g) { return g.model_key == key && g.batch == good; });
     if (it == groups.end()) {
-      groups.push_back({workload, model, good, {}, {}, {}, 0, {}});
+      groups.push_back({workload, model, key, good, {}, {}, {}, 0, {}});
       it = groups.end() - 1;
     }
     it->work = probe(good)->work;
@@ -280,7 +331,9 @@ void latency_sweep(std::vector<Group>& groups, const sim::Arch& arch, const Comp
                                   : "the largest batch within the limit; the next is refused by the compiler";
   }
   std::stable_sort(groups.begin(), groups.end(), [](const Group& x, const Group& y) {
-    return x.workload != y.workload ? x.workload < y.workload : x.batch < y.batch;
+    return x.workload != y.workload ? x.workload < y.workload
+           : x.model_key != y.model_key ? x.model_key < y.model_key
+                                        : x.batch < y.batch;
   });
 }
 
@@ -291,6 +344,7 @@ json row_json(const Group& g, const std::string& source, const std::string& devi
   const double macs_per_inference = g.batch ? double(g.work.model_macs) / double(g.batch) : 0;
   const double tops = 2 * macs_per_inference * ips / 1e12;
   json r = {{"workload", g.workload},
+            {"model", g.model},
             {"batch", g.batch},
             {"source", source},
             {"device", device},

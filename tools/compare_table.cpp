@@ -66,15 +66,15 @@ std::string compare_table_text(const CompareDoc& doc) {
       ";\n           latency per batch with the host: the program (its input and output DMA included) + {:g} "
       "us driver + the instruction download (docs/timing.md, \"Host model\")\n",
       1e6 * num(arch["driver_seconds"]));
-  s += fmt::format("{:<10} {:>5}  {:<12} {:<40} {:>10} {:>11} {:>8} {:>7} {:>8}  {}\n", "workload", "batch",
+  s += fmt::format("{:<12} {:>5}  {:<12} {:<40} {:>10} {:>11} {:>8} {:>7} {:>8}  {}\n", "workload", "batch",
                    "source", "device", "ms/batch", "inf/s", "TOPS", "% peak", "sim x", "notes");
   std::string last;
   for (const json& r : doc["rows"]) {
     const std::string group =
-        fmt::format("{}@{}", r["workload"].get<std::string>(), r["batch"].get<uint64_t>());
+        fmt::format("{}@{}@{}", r["workload"].get<std::string>(), r["batch"].get<uint64_t>(), str(r, "model"));
     if (!last.empty() && group != last) s += "\n";
     last = group;
-    s += fmt::format("{:<10} {:>5}  {:<12} {:<40} {:>10} {:>11.0f} {:>8} {:>7} {:>8}  {}\n",
+    s += fmt::format("{:<12} {:>5}  {:<12} {:<40} {:>10} {:>11.0f} {:>8} {:>7} {:>8}  {}\n",
                      r["workload"].get<std::string>(), r["batch"].get<uint64_t>(),
                      r["source"].get<std::string>(), r["device"].get<std::string>(),
                      cell(r["latency_seconds"], "{:.4f}", 1e3), num(r["inferences_per_second"]),
