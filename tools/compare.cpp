@@ -246,8 +246,19 @@ void check_macs(const Group& g, const fs::path& model) {
   }
 }
 
-void simulate(std::vector<Group>& groups, const sim::Arch& arch, const CompareArgs& a) {
+// Where a group's figures come from, for a message: its files, or --model.
+std::string files_of(const Group& g) {
+  std::string s;
+  for (const Entry& e : g.entries)
+    if (s.find(e.file->path) == std::string::npos) s += (s.empty() ? "" : ", ") + e.file->path;
+  return s.empty() ? "--model" : s;
+}
+
+// Simulates every group with a model; returns the number the compiler refused at their batch
+// (each said on standard error, naming its files: the group is shown without a simulated row).
+int simulate(std::vector<Group>& groups, const sim::Arch& arch, const CompareArgs& a) {
   const std::map<std::string, double> reports = load_reports(a.tpu_reports);
+  int refused = 0;
   for (Group& g : groups) {
     if (g.model.empty()) {
       fmt::print(stderr,
@@ -267,12 +278,24 @@ void simulate(std::vector<Group>& groups, const sim::Arch& arch, const CompareAr
       g.work = compiler::graph_matmul_work(compiler::prepare_file(model, lo).graph);
       g.tpu_seconds = given->second;
     } else {
-      const Simulated r = simulate_at(model, g.batch, arch);
-      g.work = r.work;
-      g.tpu_seconds = r.seconds;
+      try {
+        const Simulated r = simulate_at(model, g.batch, arch);
+        g.work = r.work;
+        g.tpu_seconds = r.seconds;
+      } catch (const InputError& e) {
+        // A batch the compiler refuses (over its batch limit, too big for the unified buffer or
+        // for this machine's memory): say which file asked for it; the figures are still shown.
+        std::string why = e.what();
+        if (why.rfind("--batch: ", 0) == 0) why = "batch " + why.substr(9);
+        fmt::print(stderr, "{}: {} ({}) at batch {}: not simulated, the compiler refuses it: {}\n", files_of(g),
+                   g.workload, g.model, g.batch, why);
+        ++refused;
+        continue;
+      }
     }
     check_macs(g, model);
   }
+  return refused;
 }
 
 // For each workload with a model: the largest batch whose simulated latency of one batch with the
@@ -455,7 +478,7 @@ int cmd_compare(const CompareArgs& a) {
   for (const gpu::ReferenceData& f : files) any_ratio |= !f.ratios.empty();
   if (groups.empty() && !any_ratio)
     throw InputError("compare: no reference figure matches the filters (--timing, --l2, --graph)");
-  simulate(groups, arch, a);
+  const int refused = simulate(groups, arch, a);
   if (a.latency_limit_ms > 0) latency_sweep(groups, arch, a);
   const CompareDoc doc = build_doc(groups, files, arch);
   write_text("-", compare_table_text(doc));
@@ -463,6 +486,11 @@ int cmd_compare(const CompareArgs& a) {
   if (!a.csv_out.empty()) write_text(a.csv_out, compare_table_csv(doc));
   if (!a.json_out.empty()) write_text(a.json_out, doc.dump(2) + "\n");
   if (!a.plot_prefix.empty()) compare_plot(doc, a);
+  if (refused) {
+    fmt::print(stderr, "compare: {} workload{} and batch{} not simulated (above): exit code 2\n", refused,
+               refused > 1 ? "s" : "", refused > 1 ? "es" : "");
+    return 2;
+  }
   return 0;
 }
 
