@@ -198,7 +198,7 @@ void Emitter::stream_next(bool needed_latest) {
 }
 
 void Emitter::matmul(isa::Instruction inst, bool switches, TileFetch fetch, const sim::PackRegs& gather,
-                     bool low_plane) {
+                     bool low_plane, std::optional<uint64_t> macs) {
   setcfg(isa::ConfigReg::gather_bytes, gather.gather_bytes, pack_.gather_bytes);
   setcfg(isa::ConfigReg::mm_in_hi, gather.mm_in_hi, pack_.mm_in_hi);
   setcfg(isa::ConfigReg::mm_weight_hi, gather.mm_weight_hi, pack_.mm_weight_hi);
@@ -247,6 +247,7 @@ void Emitter::matmul(isa::Instruction inst, bool switches, TileFetch fetch, cons
   work_.vectors += sim::stream_cycles(pack_, arch_, rows * repeat);  // (both passes of 16-bit inputs)
   work_.switches += switches;
   if (switches) work_.weight_bytes += fetch.rows ? uint64_t(fetch.rows) * fetch.cols : arch_.tile_bytes();
+  if (code_on_ && macs) macs_given_.push_back({code_.size(), *macs});
   if (code_on_) code_.push_back(inst);
   stream_next(latest);
   if (switches) stream_pace(needed);
@@ -344,6 +345,12 @@ std::vector<isa::Instruction> Emitter::finish() {
   dropped_.insert(dropped_.end(), unfilled_.begin(), unfilled_.end());
   unfilled_.clear();
   if (!dropped_.empty()) {
+    // A given matmul moves down by the placeholders dropped before it (both in code order).
+    size_t before = 0;
+    for (isa::MatmulMacs& m : macs_given_) {
+      while (before < dropped_.size() && dropped_[before] < m.instruction) ++before;
+      m.instruction -= before;
+    }
     size_t to = dropped_.front(), d = 0;
     for (size_t from = to; from < code_.size(); ++from) {
       if (d < dropped_.size() && dropped_[d] == from) {

@@ -18,10 +18,12 @@
 #include <array>
 #include <cstdint>
 #include <deque>
+#include <optional>
 #include <span>
 #include <vector>
 
 #include "isa/instruction.h"
+#include "isa/program.h"
 #include "sim/arch.h"
 #include "sim/pack.h"
 #include "sim/row_set.h"
@@ -58,8 +60,10 @@ class Emitter {
   // they change; its reads then reach gather.reach() (logical) rows past each group, and the same
   // rows mm_in_hi further (the high plane).
   // `low_plane`: its tile is a 16-bit weight matrix's low byte plane, fetched with `rw unsigned`.
+  // `macs`: its useful MACs per vector where its tile's useful cells do not say them (a packed
+  // convolution's short last group): listed in macs_given(), the program's meta.matmul_macs.
   void matmul(isa::Instruction inst, bool switches, TileFetch fetch, const sim::PackRegs& gather = {},
-              bool low_plane = false);
+              bool low_plane = false, std::optional<uint64_t> macs = std::nullopt);
   // The act_groups / act_group_cols the following activates run with (0, 0: no scatter);
   // written before the next activate when they change. An activate writes rows x groups rows.
   void scatter(uint64_t groups, uint64_t group_cols) {
@@ -87,6 +91,8 @@ class Emitter {
   // sync on every unit with outstanding UB accesses, then halt; returns the program's code with
   // the read_weights in place.
   std::vector<isa::Instruction> finish();
+  // The matmuls given `macs`, by their place in finish()'s code (valid after finish()).
+  const std::vector<isa::MatmulMacs>& macs_given() const { return macs_given_; }
   // Ends a program segment (a step of a loop the host drives): `int`, which drains the machine
   // and holds issue for the host's launch of the next segment. No read_weights is hoisted across
   // it: the placeholders for the fetches after it that were placed before it are dropped, and
@@ -174,6 +180,7 @@ class Emitter {
   std::deque<size_t> unfilled_;     // placeholders not yet filled, in code order
   std::vector<size_t> dropped_;     // placeholders an interrupt() left unfilled, in code order
   uint64_t segments_ = 1;           // program segments (interrupt() starts one)
+  std::vector<isa::MatmulMacs> macs_given_;  // matmul(macs): by code_ index, by final index after finish()
   struct Part {
     uint64_t host, ub, rows, row_bytes, stride, key;
   };

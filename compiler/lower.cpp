@@ -1407,9 +1407,15 @@ void Lowering::lower_packed(size_t i, const MatmulOp& m, const Packing& pk, uint
           mm[Field::stride] = gb - ga > 1 ? P * st * B : 0;
           mm[Field::switch_weights] = first;
           mm[Field::accumulate] = r0 > 0;
-          em_.matmul(mm, first, waddr, gather);
-          const uint64_t useful =
-              (gb - ga) * B * pixels * kh * m.kernel_w * group_pairs(m, 0, C, n.slice * lanes_ + n.first, n.count);
+          // Useful MACs a vector: the group's pixels' windows. The machine counts a gathering
+          // matmul's tile spans (one segment: its box); a short last group uses part of them, so
+          // its matmul gives its own figure (meta.matmul_macs).
+          const uint64_t per_vector = pixels * kh * m.kernel_w * group_pairs(m, 0, C, n.slice * lanes_ + n.first, n.count);
+          const isa::WeightTileUse& tu = image_.use_at(waddr.waddr);
+          const uint64_t counted = gather.segments() > 1 ? tu.spans : uint64_t{tu.rows} * tu.cols;
+          em_.matmul(mm, first, waddr, gather, false,
+                     per_vector != counted ? std::optional<uint64_t>(per_vector) : std::nullopt);
+          const uint64_t useful = (gb - ga) * B * per_vector;
           macs_ += useful;
           stats_[layer_].macs += useful;
           stats_[layer_].array_macs += (gb - ga) * B * arch_.tile_bytes();
@@ -2168,6 +2174,11 @@ isa::Program Lowering::run() {
   p.code = em_.finish();
   const uint64_t tiles = image_.tiles();
   image_.finish(p);
+  if (!em_.macs_given().empty()) {
+    nlohmann::json given = nlohmann::json::array();
+    for (const isa::MatmulMacs& m : em_.macs_given()) given.push_back({m.instruction, m.macs});
+    p.meta["matmul_macs"] = std::move(given);
+  }
   p.meta["compiler"] = "tpusim compile (compiler/lower.cpp)";
   p.meta["batch"] = g_.batch;
   p.meta["batch_piece"] = piece_;

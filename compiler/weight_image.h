@@ -77,6 +77,8 @@ class WeightImage {
   Stored content(const ContentTiles& tiles, size_t n);
   uint64_t bytes() const { return size_; }
   uint64_t tiles() const { return uses_.size(); }
+  // The useful cells of the tile stored at weight address `waddr` (one Stored's waddr).
+  const isa::WeightTileUse& use_at(uint64_t waddr) const { return isa::tile_use_at(uses_, waddr); }
   // Moves the image into `p`: its bytes, or (without) its size; and the tiles' useful cells.
   void finish(isa::Program& p);
 

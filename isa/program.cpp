@@ -240,6 +240,38 @@ const WeightTileUse& tile_use_at(const std::vector<WeightTileUse>& uses, uint64_
   return uses[tile_index_at(uses, waddr)];
 }
 
+std::vector<MatmulMacs> matmul_macs(const Program& p, uint64_t rows, uint64_t cols) {
+  std::vector<MatmulMacs> list;
+  const auto it = p.meta.find("matmul_macs");
+  if (it == p.meta.end()) return list;
+  if (!it->is_array())
+    throw InputError(fmt::format("meta.matmul_macs: expected an array of [instruction, macs], got {}",
+                                 it->dump().substr(0, 60)));
+  for (const json& e : *it) {
+    const bool pair = e.is_array() && e.size() == 2 && e[0].is_number_unsigned() && e[1].is_number_unsigned();
+    const uint64_t i = pair ? e[0].get<uint64_t>() : 0, macs = pair ? e[1].get<uint64_t>() : 0;
+    if (!pair || macs > rows * cols)
+      throw InputError(fmt::format("meta.matmul_macs[{}]: expected [instruction, macs <= {} x {}], got {}", list.size(),
+                                   rows, cols, e.dump().substr(0, 60)));
+    if (!list.empty() && i <= list.back().instruction)
+      throw InputError(fmt::format("meta.matmul_macs[{}]: instruction {} after instruction {}: expected ascending "
+                                   "instructions",
+                                   list.size(), i, list.back().instruction));
+    if (i >= p.code.size() || p.code[i].opcode != Opcode::matmul)
+      throw InputError(fmt::format("meta.matmul_macs[{}]: instruction {} is not a matmul (the program has {} "
+                                   "instructions)",
+                                   list.size(), i, p.code.size()));
+    list.push_back({i, macs});
+  }
+  return list;
+}
+
+const MatmulMacs* matmul_macs_at(const std::vector<MatmulMacs>& list, uint64_t i) {
+  const auto it = std::lower_bound(list.begin(), list.end(), i,
+                                   [](const MatmulMacs& m, uint64_t at) { return m.instruction < at; });
+  return it != list.end() && it->instruction == i ? &*it : nullptr;
+}
+
 bool symbol_order(const Symbol& a, const Symbol& b) {
   return std::tie(a.space, a.addr, a.name) < std::tie(b.space, b.addr, b.name);
 }

@@ -76,6 +76,19 @@ struct WeightTileUse {
   bool operator==(const WeightTileUse&) const = default;
 };
 
+// A matmul's useful multiply-accumulates per input vector (8-bit, per byte-plane pass) where its
+// weight tile's useful cells do not say them: a packed convolution's last group of an output row
+// has fewer pixels than the group its block-Toeplitz tile was built for (docs/compiler.md), so
+// part of the tile's windows compute outputs no pixel keeps. Only the compiler knows the group's
+// pixels: its program lists such matmuls in meta.matmul_macs ([instruction, macs] per matmul, in
+// instruction order), and the machine counts macs per vector for each instead of the tile's
+// cells (sim::RunResult::macs).
+struct MatmulMacs {
+  uint64_t instruction = 0;
+  uint64_t macs = 0;
+  bool operator==(const MatmulMacs&) const = default;
+};
+
 struct Program {
   std::vector<Instruction> code;
   std::vector<uint8_t> weights;                    // the weight-memory image, from address 0
@@ -100,6 +113,12 @@ std::vector<WeightTileUse> tile_uses(const Program& p, uint64_t rows, uint64_t c
 // `waddr`, and its entry. Both throw InputError when no tile starts there.
 size_t tile_index_at(const std::vector<WeightTileUse>& uses, uint64_t waddr);
 const WeightTileUse& tile_use_at(const std::vector<WeightTileUse>& uses, uint64_t waddr);
+// meta.matmul_macs of `p` for an array of rows x cols; empty when the program has none. Throws
+// InputError when it is malformed: not [instruction, macs] pairs in ascending instruction order,
+// an instruction that is not a matmul, or macs beyond rows x cols.
+std::vector<MatmulMacs> matmul_macs(const Program& p, uint64_t rows, uint64_t cols);
+// The entry of `list` (matmul_macs' result) for instruction `i`, or null when it has none.
+const MatmulMacs* matmul_macs_at(const std::vector<MatmulMacs>& list, uint64_t i);
 
 // Serializes; deterministic (same Program, same bytes).
 std::vector<uint8_t> write_program(const Program& program);

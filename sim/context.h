@@ -80,6 +80,7 @@ class Context {
   // --- set for each run by Machine::run -------------------------------------------------------
   const isa::Program* program = nullptr;
   std::vector<isa::WeightTileUse> tile_uses;  // the program's meta.tile_uses (isa/program.h), or none
+  std::vector<isa::MatmulMacs> matmul_macs;   // the program's meta.matmul_macs (isa/program.h), or none
   Arch arch;
   Engine engine = Engine::fast;
   TraceRecorder* trace = nullptr;   // RunOptions::trace: the units' trace hooks report here

@@ -223,6 +223,7 @@ MachineRun::MachineRun(const isa::Program& program, const Arch& arch, const RunO
   ctx.tile_uses = isa::tile_uses(program, arch.array_rows, arch.array_cols);
   if (program.weights_not_computed && ctx.tile_uses.empty())
     throw InputError("a program without its weight image's bytes needs meta.tile_uses");
+  ctx.matmul_macs = isa::matmul_macs(program, arch.array_rows, arch.array_cols);
   ctx.arch = arch;
   ctx.engine = options.engine;
   ctx.trace = options.trace;

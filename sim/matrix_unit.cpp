@@ -153,15 +153,20 @@ bool MatrixUnit::start_matmul(uint64_t i, uint64_t t0) {
     }
   }
   MatrixCounters& m = ctx_.result.matrix;
-  // Useful MACs per vector: the tile's nonzero box; for a matmul that gathers several segments a
-  // vector (a packed convolution's block-Toeplitz tile) the sum of its rows' nonzero spans
-  // (machine.h TileUse). A read of a dense layout gathers one segment: its tile is an ordinary one.
-  const bool toeplitz = pack.segments() > 1;  // (1 without gather)
+  // Useful MACs per vector: the program's figure for this matmul where it gives one (a packed
+  // convolution's short last group, isa::MatmulMacs); else the tile's nonzero box; for a matmul
+  // that gathers several segments a vector (a packed convolution's block-Toeplitz tile) the sum
+  // of its rows' nonzero spans (machine.h TileUse). A read of a dense layout gathers one segment:
+  // its tile is an ordinary one.
+  const isa::MatmulMacs* given = ctx_.matmul_macs.empty() ? nullptr : isa::matmul_macs_at(ctx_.matmul_macs, i);
+  const bool toeplitz = !given && pack.segments() > 1;  // (1 without gather)
   if (toeplitz && !active_spans_)
     active_spans_ = ctx_.tile_uses.empty() ? tile_spans(active_.tile.data, active_.use.rows,
                                                         active_.tile.cols ? active_.tile.cols : a.array_cols)
                                            : isa::tile_use_at(ctx_.tile_uses, active_.tile.waddr).spans;
-  const uint64_t used = toeplitz ? *active_spans_ : uint64_t{active_.use.rows} * active_.use.cols;
+  const uint64_t used = given      ? given->macs
+                        : toeplitz ? *active_spans_
+                                   : uint64_t{active_.use.rows} * active_.use.cols;
   // A gathering matmul keeps the array busy for its whole stream; only one cycle in `period`
   // carries a vector (the others count as unused MACs).
   // 8-bit multiply-accumulates: a 16-bit input's two byte-plane passes each count.

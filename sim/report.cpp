@@ -48,7 +48,9 @@ constexpr ReportKey kKeys[] = {
      "that rounds to zero included; a program without it, e.g. assembled by hand, counts its nonzero cells); "
      "for a matmul that gathers several UB segments a vector (a packed convolution's block-Toeplitz tile; "
      "a read of a dense layout gathers one and counts its box), vectors x the sum over the tile's "
-     "rows of each row's span from its first to its last weight. "
+     "rows of each row's span from its first to its last weight; for a matmul the program lists in "
+     "meta.matmul_macs (a packed convolution's short last group of an output row, whose pixels use part "
+     "of its tile's windows: only the compiler knows how many, docs/compiler.md), vectors x its figure. "
      "These are 8-bit multiply-accumulates: a matmul with 16-bit inputs or weights (setcfg mm_in_hi / "
      "mm_weight_hi) counts each byte-plane pass, so a 16 x 8-bit product counts 2 and a 16 x 16-bit one 4"},
     {"array_macs", "integer",

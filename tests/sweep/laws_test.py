@@ -47,22 +47,6 @@ MODELS = {
     "cnn0": (2_902_694_144, 8_040_704),  # 19 x 19 = 361 output pixels x 8,040,704 weights
 }
 
-# Known violations, reported (not tools/: the simulator's useful-MAC count of a packed convolution):
-# an output row that ends in a short pixel group (LeNet-5's conv1 packs 10 pixels a vector over rows
-# of 28 = 10 + 10 + 8 on 256 x 64) runs its last group on the full group's tile, and the run's `macs`
-# counts the whole tile box as useful where the layers' `macs` (= the model's) count the kept
-# pixels. Each entry must still be violated: whoever fixes it removes the entry (and the test then
-# holds the law there too).
-KNOWN_SHORT_GROUP = {
-    ("lenet5", "tpu-v1 array_cols=64 ub_bytes=262144", 1): (472_920, 416_520),
-    ("lenet5", "tpu-v1 array_cols=64 ub_bytes=262144", 7): (3_310_440, 2_915_640),
-    ("lenet5", "tpu-v1 array_cols=64", 1): (472_920, 416_520),
-    ("lenet5", "tpu-v1 array_cols=64", 7): (3_310_440, 2_915_640),
-    ("lenet5", "tpu-v1 ub_bytes=262144", 1): (464_520, 416_520),
-    ("lenet5", "tpu-v1 ub_bytes=262144", 7): (3_251_640, 2_915_640),
-    ("lenet5", "tpu-v1", 1): (464_520, 416_520),
-}
-
 failures = []
 
 
@@ -125,12 +109,9 @@ def check_point(r):
     law("layers' array_macs add up", sum(l["array_macs"] for l in layers) == p["array_macs"], r,
         sum(l["array_macs"] for l in layers))
     layer_macs = sum(l["macs"] for l in layers)
-    known = KNOWN_SHORT_GROUP.get((p["workload"], p["machine"], p["batch"]))
-    if known:
-        law("known short-group overcount still there (remove it from KNOWN_SHORT_GROUP)", (p["macs"], layer_macs) == known, r,
-            f"macs {p['macs']}, layers {layer_macs}")
-    else:
-        law("layers' macs add up", layer_macs == p["macs"], r, f"run {p['macs']}, layers {layer_macs}")
+    # (Packed convolutions' short last groups included: LeNet-5's conv2 rows of 10 = 4 + 4 + 2 pixels
+    # counted 472,920 on 256 x 64 before meta.matmul_macs, the layers 416,520.)
+    law("layers' macs add up", layer_macs == p["macs"], r, f"run {p['macs']}, layers {layer_macs}")
     law("inferences/s = batch / seconds", close(p["inferences_per_second"], p["batch"] / p["seconds"]), r,
         p["inferences_per_second"])
     if p["pieces"]:
