@@ -46,13 +46,13 @@ std::string text_of(const py::handle& v) {
 // then `set`: a dict {param: value} or a list of "param=value", as --set.
 sim::Arch resolve_arch(const py::object& arch, const py::object& set, const isa::Program* program) {
   sim::Arch a;
-  std::vector<std::string> given;  // KEY=VALUE of a dict arch and of set, for the message of a machine they break
+  std::vector<tools::GivenValue> given;  // of a dict arch and of set, for the message of a machine they break
   if (arch.is_none()) {
     if (program) a = tools::program_machine(program->arch, program->model.empty() ? "program" : program->model);  // a program compiled for another machine names it
   } else if (py::isinstance<py::dict>(arch)) {
     for (const auto& [k, v] : arch.cast<py::dict>()) {
       sim::set_param(a, text_of(k), text_of(v), "arch");
-      given.push_back(text_of(k) + "=" + text_of(v));
+      given.push_back({"arch", text_of(k) + "=" + text_of(v)});
     }
   } else {
     const std::string name = arch.cast<std::string>();
@@ -61,12 +61,12 @@ sim::Arch resolve_arch(const py::object& arch, const py::object& set, const isa:
   if (py::isinstance<py::dict>(set)) {
     for (const auto& [k, v] : set.cast<py::dict>()) {
       sim::set_param(a, text_of(k), text_of(v), "set");
-      given.push_back(text_of(k) + "=" + text_of(v));
+      given.push_back({"set", text_of(k) + "=" + text_of(v)});
     }
   } else if (!set.is_none()) {
-    for (const std::string& s : set.cast<std::vector<std::string>>()) sim::apply_set(a, s), given.push_back(s);
+    for (const std::string& s : set.cast<std::vector<std::string>>()) sim::apply_set(a, s), given.push_back({"set", s});
   }
-  tools::validate_machine(a, given, py::isinstance<py::dict>(arch) ? "arch/set" : "set");
+  tools::validate_machine(a, given);
   return a;
 }
 

@@ -357,6 +357,10 @@ Arch arch_preset(std::string_view name) {
 
 void set_param(Arch& arch, std::string_view key, std::string_view value, std::string_view origin) {
   value = trim(value);
+  if (key.empty())
+    throw InputError(fmt::format("{}: the value '{}' has no parameter name: expected a key, one of the parameters "
+                                 "docs/arch.md lists (e.g. array_rows)",
+                                 origin, isa::printable(value)));
   if (key == "name") {
     if (std::string why = check_name(value); !why.empty())
       fail(origin, key, fmt::format("'{}'", isa::printable(value)), why);
@@ -374,6 +378,9 @@ void apply_set(Arch& arch, std::string_view assignment) {
   if (eq == std::string_view::npos)
     throw InputError(
         fmt::format("--set: '{}' is not of the form key=value (e.g. --set array_rows=128)", assignment));
+  if (trim(assignment.substr(0, eq)).empty())
+    throw InputError(fmt::format("--set: '{}' has no key before '=': expected key=value (e.g. --set array_rows=128)",
+                                 isa::printable(assignment)));
   set_param(arch, trim(assignment.substr(0, eq)), assignment.substr(eq + 1), "--set");
 }
 

@@ -2,20 +2,34 @@
 #include "tools/machine_check.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
 
 #include "isa/error.h"
 #include "nlohmann/json.hpp"
 
 namespace tpusim::tools {
 
-void validate_machine(const sim::Arch& arch, const std::vector<std::string>& sets, std::string_view option) {
-  if (sets.empty()) return sim::validate(arch);
+void validate_machine(const sim::Arch& arch, const std::vector<GivenValue>& given) {
+  if (given.empty()) return sim::validate(arch);
   const auto v = sim::arch_violation(arch);
   if (!v) return;
-  // The last --set of the key the message is about: the value it names.
-  for (auto s = sets.rbegin(); s != sets.rend(); ++s)
-    if (s->substr(0, s->find('=')) == v->key) throw InputError(fmt::format("{} {}: {}", option, *s, v->text));
-  throw InputError(fmt::format("{} made machine {}: {}", option, sim::machine_name(arch), v->text));
+  // The last value given for the key the message is about: the value it names.
+  for (auto g = given.rbegin(); g != given.rend(); ++g)
+    if (g->assignment.substr(0, g->assignment.find('=')) == v->key)
+      throw InputError(fmt::format("{} {}: {}", g->option, g->assignment, v->text));
+  std::vector<std::string_view> options;  // each option that gave a value, in order, once
+  for (const GivenValue& g : given)
+    if (std::find(options.begin(), options.end(), g.option) == options.end()) options.push_back(g.option);
+  throw InputError(
+      fmt::format("{} made machine {}: {}", fmt::join(options, " and "), sim::machine_name(arch), v->text));
+}
+
+void validate_machine(const sim::Arch& arch, const std::vector<std::string>& sets, std::string_view option) {
+  std::vector<GivenValue> given;
+  for (const std::string& s : sets) given.push_back({std::string(option), s});
+  validate_machine(arch, given);
 }
 
 sim::Arch program_machine(const nlohmann::json& program_arch, const std::string& source) {

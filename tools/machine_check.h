@@ -15,9 +15,18 @@
 
 namespace tpusim::tools {
 
-// sim::validate(arch), its InputError rephrased as above when `sets` (KEY=VALUE, in the order
-// applied) are not empty; without sets it rethrows sim::validate's error as it is. `option` names
-// where the sets came from: "--set", or the Python module's "set".
+// A value the user gave: KEY=VALUE and the option it came from ("--set"; the Python module's
+// "arch" for a dict of parameters, "set" for its overrides).
+struct GivenValue {
+  std::string option, assignment;
+};
+
+// sim::validate(arch), its InputError rephrased as above when `given` (in the order applied) is not
+// empty, naming the option of the value the message is about ("arch array_cols=5000: ..."), or, for
+// a rule broken between parameters, every option that gave one ("arch and set made machine ...");
+// without values it rethrows sim::validate's error as it is.
+void validate_machine(const sim::Arch& arch, const std::vector<GivenValue>& given);
+// The same with every value from `option` (tpusim's "--set").
 void validate_machine(const sim::Arch& arch, const std::vector<std::string>& sets,
                       std::string_view option = "--set");
 

@@ -1,6 +1,8 @@
 // tpusim run and tpusim arch: simulate a program, list the architecture parameters.
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
+#include <algorithm>
 #include <array>
 #include <chrono>
 #include <cmath>
@@ -58,18 +60,33 @@ isa::Program load_any(const std::string& path) {
 sim::Arch resolve_arch(const isa::Program* program, const std::string& arch_file,
                        const std::vector<std::string>& sets, const std::string& source) {
   sim::Arch arch;
+  std::string described;  // where the machine before the sets was described: the --arch file, the program's .arch
   if (!arch_file.empty()) {
     arch = sim::load_arch_file(arch_file);
+    described = arch_file;
   } else if (program) {
     arch = program_machine(program->arch, source);
+    if (program->arch.size() >= 2) described = source + ": .arch";  // (it set parameters)
   }
+  const sim::Arch before_sets = arch;
   for (const std::string& s : sets) sim::apply_set(arch, s);
   try {
     validate_machine(arch, sets);
   } catch (const InputError& e) {
-    // The program's .arch line set the parameters: name the file it came from.
-    if (!sets.empty() || !program || !arch_file.empty() || program->arch.size() < 2) throw;
-    throw InputError(fmt::format("{}: .arch: {}", source, e.what()));
+    if (described.empty()) throw;
+    if (sets.empty()) {
+      if (!program || !arch_file.empty()) throw;  // (sim::validate's message names the --arch file's machine)
+      throw InputError(fmt::format("{}: {}", described, e.what()));
+    }
+    // A rule the machine broke before the sets, about a key no --set gave: the file that described it
+    // broke it, not --set (which validate_machine's message blames).
+    const auto after = sim::arch_violation(arch), before = sim::arch_violation(before_sets);
+    const bool set_gave_key = after && std::any_of(sets.begin(), sets.end(), [&](const std::string& s) {
+                                return s.substr(0, s.find('=')) == after->key;
+                              });
+    if (!after || !before || before->key != after->key || set_gave_key) throw;
+    throw InputError(fmt::format("{}: {} (with {})", described, after->text,
+                                 fmt::format("--set {}", fmt::join(sets, " --set "))));
   }
   if (program)
     if (std::string why = sim::program_arch_mismatch(program->arch, arch); !why.empty())

@@ -22,7 +22,13 @@ cases = [
     (lambda: tpusim.arch(set={"array_rows": 300}),
      "set made machine tpu-v1 array_rows=300: ub_bytes = 25165824 is not a multiple of the UB row width 300"),
     (lambda: tpusim.compile(mnist, arch={"array_cols": 5000}),
-     "arch/set array_cols=5000: array_cols = 5000 exceeds the maximum 4096"),
+     "arch array_cols=5000: array_cols = 5000 exceeds the maximum 4096"),
+    # Which of arch and set gave the value (both were "arch/set"), or both for a rule between them.
+    (lambda: tpusim.compile(mnist, arch={"array_cols": 128}, set={"array_cols": 5000}),
+     "set array_cols=5000: array_cols = 5000 exceeds the maximum 4096"),
+    (lambda: tpusim.arch(arch={"clock_mhz": 350}, set={"array_rows": 300}),
+     "arch and set made machine tpu-v1 array_rows=300 clock_mhz=350: ub_bytes = 25165824 is not a multiple of "
+     "the UB row width 300"),
     (lambda: tpusim.run(mnist, engine="timing", set={"array_row": 128}),
      "set: unknown parameter 'array_row' (did you mean array_rows?"),
     (lambda: tpusim.sweep(os.path.join(src, "tests", "sweep", "bad", "out_of_range.toml")),

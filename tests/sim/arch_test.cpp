@@ -179,7 +179,19 @@ TEST_CASE("apply_set splits on the first '='", "[arch]") {
   REQUIRE_THROWS_WITH(sim::apply_set(a, "array_rows"),
                       "--set: 'array_rows' is not of the form key=value (e.g. --set array_rows=128)");
   REQUIRE_THROWS_WITH(sim::apply_set(a, "name=a=b"), Contains("name = 'a=b'"));
-  REQUIRE_THROWS_WITH(sim::apply_set(a, "=5"), Contains("unknown parameter ''"));
+}
+
+TEST_CASE("a value without a key says the key is missing, not which name it is nearest", "[arch]") {
+  Arch a;
+  // (It read "unknown parameter '' (did you mean name?)".)
+  REQUIRE_THROWS_WITH(sim::apply_set(a, "=5"),
+                      "--set: '=5' has no key before '=': expected key=value (e.g. --set array_rows=128)");
+  REQUIRE_THROWS_WITH(sim::apply_set(a, " =5"), Contains("has no key before '='"));
+  // A JSON key or a Python dict's: the origin, then what is missing.
+  REQUIRE_THROWS_WITH(sim::set_param(a, "", "5", "arch.json:3"),
+                      "arch.json:3: the value '5' has no parameter name: expected a key, one of the parameters "
+                      "docs/arch.md lists (e.g. array_rows)");
+  CHECK(a == Arch{});
 }
 
 TEST_CASE("load_arch_file round-trips arch_to_json", "[arch]") {
