@@ -298,7 +298,9 @@ class Lowering {
   bool lower_chain(size_t i, const std::function<void(size_t)>& enter);
   std::pair<uint64_t, uint64_t> conv_budget(const MatmulOp& m) const;
   std::vector<uint64_t> part_cuts(const MatmulOp& m) const;
-  bool stream_cut(const MatmulOp& m, size_t chunks, uint64_t more) const;
+  bool stream_cut(const MatmulOp& m, size_t chunks, double more = 0) const;
+  double refetch_cycles(double vectors) const;
+  double refetch_cycles(const MatmulOp& m, double chunks) const;
   uint64_t layer_tiles(const MatmulOp& m) const;
   std::vector<PassChunk> conv_chunks(const MatmulOp& m, const std::vector<uint64_t>& cuts) const;
   void pass(size_t i, const MatmulOp& m, const LaneTile& n, const std::vector<std::vector<MatmulStep>>& steps,
@@ -1037,17 +1039,38 @@ std::vector<uint64_t> Lowering::part_cuts(const MatmulOp& m) const {
 }
 
 // Whether cutting streamed convolution m into `chunks` chunks (chunks - 1 more than the budget
-// makes; each fetches the layer's tiles again), with `more` other tile fetches for a layer streamed
-// with it (lower_chain), pays: only while those fetches take less time than the whole transfer,
-// when the weight memory would otherwise idle.
-bool Lowering::stream_cut(const MatmulOp& m, size_t chunks, uint64_t more) const {
+// makes; each fetches the layer's tiles again), with `more` cycles of other tiles for a layer
+// streamed with it (lower_chain), pays: only while those tiles take less time than the whole
+// transfer, when the weight memory and the array would otherwise idle. Each costs its fetch and
+// the part of its shift into the array its chunk does not hide (refetch_cycles).
+bool Lowering::stream_cut(const MatmulOp& m, size_t chunks, double more) const {
   if (chunks < 2) return false;
   const View& v = m.inputs[0];
   const Storage& in = storage_[v.tensor];
   uint64_t transfer_bytes = 0;
   for (const LaneTile& k : k_tiles(v)) transfer_bytes += in.shape.elements() / in.shape.c * k.count * batch_;
-  const uint64_t fetch_bytes = ((chunks - 1) * layer_tiles(m) + more) * arch_.tile_bytes();
-  return fetch_bytes / arch_.weight_mem_gbps < transfer_bytes / arch_.host_gbps;
+  const double transfer = double(transfer_bytes) * arch_.clock_mhz / (arch_.host_gbps * 1000.0);
+  return double((chunks - 1) * layer_tiles(m)) * refetch_cycles(m, double(chunks)) + more < transfer;
+}
+
+// What one more whole weight tile costs, in cycles: its fetch from weight memory, and its shift
+// into the array, which the matrix unit waits for unless the matmul before it streams at least
+// array_rows + array_cols - 1 vectors (docs/timing.md, "Matrix unit"). Input streaming's extra
+// chunks are short: CNN0 on 64 x 256 in pieces of 1 (350 MHz, 34 GB/s) showed its 20 extra tiles a
+// piece as weight shift, 0 -> 2.6% of the cycles (263 of the 319 a piece's tile can wait), and ran
+// 1.9% slower than loaded whole; counting fetches alone (9,637 against the transfer's 9,765 bytes
+// per GB/s) had let it stream.
+// `vectors`: what the matmul before a switch streams.
+double Lowering::refetch_cycles(double vectors) const {
+  const double shift = double(arch_.array_rows + arch_.array_cols - 1);
+  return double(arch_.tile_bytes()) * arch_.clock_mhz / (arch_.weight_mem_gbps * 1000.0) +
+         std::max(0.0, shift - vectors);
+}
+
+// A tile of convolution m cut into `chunks` chunks of output rows (a chunk's matmul streams its
+// share of the output's vectors).
+double Lowering::refetch_cycles(const MatmulOp& m, double chunks) const {
+  return refetch_cycles(double(pixels(m.output) * batch_) / chunks);
 }
 
 // The weight tiles one pass over all N tiles of an unpacked matmul switches in.
@@ -1118,7 +1141,9 @@ bool Lowering::lower_chain(size_t i, const std::function<void(size_t)>& enter) {
     if (need(y) > need(y - 1)) cuts.push_back(y);
   const std::vector<PassChunk> second = conv_chunks(b, cuts);
   const size_t extra = second.size() - conv_chunks(b, {}).size();
-  if (cuts.size() < 2 || !stream_cut(a, by_parts.size(), extra * layer_tiles(b))) return false;
+  if (cuts.size() < 2 ||
+      !stream_cut(a, by_parts.size(), double(extra * layer_tiles(b)) * refetch_cycles(b, double(second.size()))))
+    return false;
   check_steps(i, first);
   check_steps(i + 1, second);
   if (!placed_[b.output.tensor]) allocate(b.output.tensor, i + 1);
@@ -1692,15 +1717,30 @@ uint64_t Lowering::stream_parts(size_t i, int t) const {
   };
   const double c = vectors(*m);
   double k = parts(c);
+  // Parts that cut the image rows (more than the input has slices) cut a convolution's chunks
+  // where its rows reach a later part (part_cuts: one not 1 x 1, not packed), and each part beyond
+  // the first fetches the layer's tiles again (stream_cut): only while they take less time than
+  // the transfer. (CNN0 on 64 x 256 with 256 KiB at 350 MHz, 8 pieces of 1: 2 parts cost conv1's
+  // 20 tiles again, 20 x (42.2 fetch + 138.5 of the shift that a chunk's 180.5 vectors leave) =
+  // 3,613 cycles at 136 GB/s against a 3,418-cycle transfer: 1,645,784 cycles streamed, 1,615,536
+  // loaded whole.)
+  const double slices = double(storage_[t].slices());
+  const bool linear = m->kernel_h == 1 && m->kernel_w == 1 && m->stride == 1 && m->pad == 0;
+  if (k > slices && m->inputs.size() == 1 && m->inputs[0].tensor == t && !linear && conv_budget(*m).first > 0 &&
+      !packing_for(*m, batch_))
+    while (k > slices && (k - 1) * double(layer_tiles(*m)) * refetch_cycles(*m, k) >= transfer) --k;
   // Streamed into the next layer as well (lower_chain): both layers' streaming can hide, but each
   // part beyond the first fetches both layers' tiles again, which must take less time than the
   // transfer; chosen when it leaves less of the transfer exposed and its parts cut the image rows
   // (more parts than the input has slices: run() cuts each slice into ceil(k / slices) parts).
   if (chain_candidate(i) && m->inputs.size() == 1 && m->inputs[0].tensor == t) {
     const MatmulOp& b = std::get<MatmulOp>(g_.ops[i + 1]);
-    const double tiles = double(layer_tiles(*m) + layer_tiles(b));
-    const double fetch = double(arch_.tile_bytes()) * arch_.clock_mhz / (arch_.weight_mem_gbps * 1000.0);
-    const double cc = c + vectors(b), kc = std::min(parts(cc), std::ceil(transfer / (tiles * fetch)));
+    const double cc = c + vectors(b);
+    double kc = parts(cc);
+    const auto refetch = [&](double k) {
+      return (k - 1) * (double(layer_tiles(*m)) * refetch_cycles(*m, k) + double(layer_tiles(b)) * refetch_cycles(b, k));
+    };
+    while (kc >= 2 && refetch(kc) >= transfer) --kc;
     if (kc > double(storage_[t].slices()) && kc >= 2 && exposed(cc, kc) < exposed(c, k)) k = kc;
   }
   return k >= 2 ? static_cast<uint64_t>(k) : 1;
@@ -2302,30 +2342,47 @@ uint64_t search_pieces(const QGraph& graph, const sim::Arch& arch, const LowerOp
   }
 }
 
-// Whether the single loop in pieces of `piece` fits (Lowering::check_fit: the allocations without
-// the ops' instructions), throwing DoesNotFit when not. Input streaming never costs the single loop
-// a piece or a band: streamed into two layers (lower_chain), a model input stays live until the second has run,
-// so a try that does not fit with streaming is checked again without it, and when that fits,
-// `options` goes without streaming for this and every later try (and the program). (CNN0 on
-// 64 x 256 with 256 KiB at 136 GB/s: the chain held the input, conv1 and conv2 at once, one sample
-// did not fit, and all 16 layers ran in bands from host memory, 5.16M cycles against 1.62M without
-// streaming.)
+// Where a schedule does not fit the unified buffer: the first failure and the segment it is in.
+struct Misfit {
+  DoesNotFit error;
+  size_t segment;
+};
+
+// Whether `schedule` fits (Lowering::check_fit: the allocations without the ops' instructions), with
+// the tensors `in_host` marks in host memory; the misfit when not. Input streaming never costs a
+// piece, a band or a replanning: streamed into two layers (lower_chain), a model input stays live
+// until the second has run, so a schedule that does not fit with streaming is checked again
+// without it, and when that fits, `options` goes without streaming (for this try, every later one
+// and the program: the single loop's piece search and the piece schedule's replanning both ask
+// here). (CNN0 on 64 x 256 with 256 KiB at 136 GB/s: the chain held the input, conv1 and conv2 at
+// once, one sample did not fit, and all 16 layers ran in bands from host memory, 5.16M cycles
+// against 1.62M without streaming.)
+std::optional<Misfit> misfit(const QGraph& graph, const sim::Arch& arch, BuiltTiles& built,
+                             const PieceSchedule& schedule, LowerOptions& options, const std::vector<bool>& in_host) {
+  const auto check = [&](const LowerOptions& o) -> std::optional<Misfit> {
+    Lowering l(graph, arch, built, schedule, o, in_host, false);
+    try {
+      l.check_fit();
+    } catch (const DoesNotFit& e) {
+      return Misfit{e, l.segment()};
+    }
+    return std::nullopt;
+  };
+  std::optional<Misfit> with = check(options);
+  if (!with || !*resolve(options, arch).stream_input) return with;
+  LowerOptions plain = options;
+  plain.stream_input = false;
+  if (check(plain)) return with;  // not for streaming: it does not fit either way (the first failure's figures)
+  options = plain;                // it fits without streaming: streaming was what did not fit
+  return std::nullopt;
+}
+
+// Whether the single loop in pieces of `piece` fits (misfit), throwing DoesNotFit when not.
 void check_single_loop(const QGraph& graph, const sim::Arch& arch, BuiltTiles& built, uint64_t piece,
                        LowerOptions& options, const std::vector<bool>& in_host) {
-  const PieceSchedule loop = single_loop(graph.ops.size(), graph.tensors.size(), piece);
-  try {
-    Lowering(graph, arch, built, loop, options, in_host, false).check_fit();
-  } catch (const DoesNotFit& e) {
-    if (!*resolve(options, arch).stream_input) throw;
-    LowerOptions plain = options;
-    plain.stream_input = false;
-    try {
-      Lowering(graph, arch, built, loop, plain, in_host, false).check_fit();
-    } catch (const DoesNotFit&) {
-      throw e;  // not for streaming: the piece does not fit either way (the first failure's figures)
-    }
-    options = plain;  // it fits without streaming: streaming was what did not fit
-  }
+  if (std::optional<Misfit> m =
+          misfit(graph, arch, built, single_loop(graph.ops.size(), graph.tensors.size(), piece), options, in_host))
+    throw m->error;
 }
 
 }  // namespace
@@ -2386,8 +2443,8 @@ uint64_t pieces(const QGraph& graph, const sim::Arch& arch, const LowerOptions& 
 // lowered once more with code unless its try made it: a program is never held twice (CNN1 on a
 // 64 x 64 array with 256 accumulator rows: a measuring try of the single loop in 16 pieces and
 // the piece schedule's try with code, over a million instructions each; five checks that fail).
-// Input streaming never costs the single loop a piece or a band (check_single_loop; the piece
-// schedule's replanning below does not check it).
+// Input streaming never costs the single loop a piece or a band, nor the piece schedule a
+// replanning (misfit: both ask it).
 isa::Program lower(const QGraph& graph, const sim::Arch& arch, const LowerOptions& given) {
   LowerOptions options = given;  // (without streaming, once a try fitted only without it)
   // The fewest pieces known to fit: the schedule, its program when its try made code, else the
@@ -2426,11 +2483,14 @@ isa::Program lower(const QGraph& graph, const sim::Arch& arch, const LowerOption
                                : Lowering(graph, arch, built, f.schedule, f.options, f.in_host, true, f.instructions).run();
     if (nlohmann::json mapper = mapper_to_json(with_graph(given, graph)); !mapper.empty())
       p.meta["mapper"] = std::move(mapper);
-    if (*resolve(given, arch).stream_input && !*resolve(f.options, arch).stream_input)
+    if (*resolve(given, arch).stream_input && !*resolve(f.options, arch).stream_input) {
+      const uint64_t piece = f.schedule.segments.at(0).piece;
       p.meta["mapping_warnings"] = nlohmann::json::array({fmt::format(
-          "input streaming (mapper switch stream) left out: streamed, the model did not fit the unified buffer in "
-          "pieces of {} sample{}; loaded whole, it does (docs/compiler.md \"Input streaming\")",
-          f.schedule.segments.at(0).piece, f.schedule.segments.at(0).piece == 1 ? "" : "s")});
+          "input streaming (mapper switch stream) left out: streamed, the model did not fit the unified buffer {}; "
+          "loaded whole, it does (docs/compiler.md \"Input streaming\")",
+          f.schedule.segments.size() > 1 ? std::string("by the piece schedule")
+                                         : fmt::format("in pieces of {} sample{}", piece, piece == 1 ? "" : "s"))});
+    }
     return p;
   };
   if (!*resolve(options, arch).piece_schedule || best_n <= 1 ||
@@ -2439,32 +2499,27 @@ isa::Program lower(const QGraph& graph, const sim::Arch& arch, const LowerOption
   ScheduleProblem problem = std::move(*best_problem);
   PieceSchedule plan = plan_pieces(problem, arch, tensors);
   for (int tries = 0; plan.segments.size() > 1 && tries < 8; ++tries) {
-    // The segment that does not fit, if one does not (check_fit: found without lowering).
-    std::optional<size_t> misfit;
-    {
-      Lowering f(graph, arch, built, plan, options, {}, false);
-      try {
-        f.check_fit();
-      } catch (const DoesNotFit&) {
-        misfit = f.segment();
-      }
-    }
-    if (!misfit) {
+    // The segment that does not fit, if one does not (found without lowering; without streaming
+    // where only streaming did not fit: misfit).
+    LowerOptions plan_options = options;
+    std::optional<size_t> misfit_segment;
+    if (const std::optional<Misfit> m = misfit(graph, arch, built, plan, plan_options, {})) misfit_segment = m->segment;
+    if (!misfit_segment) {
       // The plan's try makes code (the program, when its estimate wins) unless the single loop's
       // program is held already: one program at a time. (Room for twice the single loop's
       // instructions: what is never written takes no memory.)
       const bool code = !best->program;
-      Lowering l(graph, arch, built, plan, options, {}, code, code ? 2 * best->instructions : 0);
+      Lowering l(graph, arch, built, plan, plan_options, {}, code, code ? 2 * best->instructions : 0);
       try {
         isa::Program p = l.run();
         if (l.estimate() < best_estimate) {
           best.reset();  // (its program, if its try made one, is not needed)
-          Fit f{plan, {}, options, code ? std::optional(std::move(p)) : std::nullopt, l.instructions()};
+          Fit f{plan, {}, plan_options, code ? std::optional(std::move(p)) : std::nullopt, l.instructions()};
           return with_code(f);
         }
         break;
       } catch (const DoesNotFit&) {
-        misfit = l.segment();  // (check_fit finds what run() does: not expected)
+        misfit_segment = l.segment();  // (check_fit finds what run() does: not expected)
       }
     }
     // The segment needed more rows than the plan counted for its ops (fragmentation, zero
@@ -2472,7 +2527,7 @@ isa::Program lower(const QGraph& graph, const sim::Arch& arch, const LowerOption
     // that the planner may cut the segment elsewhere as well as give it more pieces (giving the
     // whole segment more pieces cost a model whose first layers need pieces its later layers'
     // whole batch: CNN1's FC layers then fetched their weights once per piece).
-    const PieceSegment& sg = plan.segments.at(*misfit);
+    const PieceSegment& sg = plan.segments.at(*misfit_segment);
     if (sg.piece == 1) break;
     for (size_t i = sg.first; i < sg.end; ++i) problem.ops[i].rows += (problem.ops[i].rows + 3) / 4;
     plan = plan_pieces(problem, arch, tensors);

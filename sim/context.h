@@ -252,9 +252,17 @@ class StationQueue {
   }
   void reset(uint64_t capacity) {
     entries_.clear();
+    ahead_.clear();
     capacity_ = capacity;
   }
   bool full() const { return entries_.size() >= capacity_; }
+  // The first cycle >= t at which the queue has room for issue, given that it has room now: a
+  // station that took its head ahead of simulated time (pop_at a later cycle) frees that slot only
+  // at the pop's cycle. (t: issue's cycle, which only grows.)
+  uint64_t room_at(uint64_t t) {
+    while (!ahead_.empty() && ahead_.front() <= t) ahead_.pop_front();
+    return entries_.size() + ahead_.size() >= capacity_ ? ahead_.front() : t;
+  }
   // The station is woken when the entry becomes available (e.available >= now).
   void push(Entry e) {
     entries_.push_back(e);
@@ -270,6 +278,7 @@ class StationQueue {
   // Pops the head at cycle `at` (>= now: a station run ahead of simulated time).
   void pop_at(uint64_t at) {
     entries_.pop_front();
+    if (at > ctx_.now()) ahead_.push_back(at);
     popped_.notify();
     if (ctx_.pop_listener) ctx_.pop_listener->popped(*this, at);
   }
@@ -282,6 +291,7 @@ class StationQueue {
  private:
   Context& ctx_;
   std::deque<Entry> entries_;
+  std::deque<uint64_t> ahead_;  // the cycles of pops ahead of simulated time, still to come for issue
   uint64_t capacity_ = 1;
   Waitable pushed_, popped_;
 };

@@ -56,12 +56,15 @@ ControlUnit::Stop ControlUnit::issue_ahead() {
     if (unit != Unit::control) {
       StationQueue& q = (*ports[int(unit)])->queue();
       // Only issue fills the queue and stations only empty it, so a queue with room now has room
-      // at the issue cycle `t_` (>= now) too; a full one is waited for.
+      // at the issue cycle `t_` (>= now) too, but for a slot a station freed ahead of simulated
+      // time (from its pop's cycle: room_at); a full one is waited for.
       if (q.full()) {
         ctx_.block(Unit::control, "issue of instruction {0} waits for a free slot in its station's queue", i);
         waiting_ = &q;
         return Stop::queue_full;
       }
+      // A slot freed by a station ahead of simulated time is free from its pop's cycle on.
+      t_ = q.room_at(t_);
       ctx_.unblock(Unit::control);
       ctx_.timeline[i].issue = t_;
       ctx_.regs_at[i] = static_cast<uint32_t>(ctx_.reg_values.size() - 1);

@@ -70,6 +70,17 @@ class Hazards {
   [[nodiscard]] bool started(uint64_t index, isa::Unit unit, uint64_t start, uint64_t until,
                              uint64_t lowest_unstarted);
 
+  // Whether every record of the other units' windows is of an instruction before `index` (none
+  // later in program order has started: a start of `index` that overlaps none in time can
+  // conflict with none).
+  bool others_before(isa::Unit unit, uint64_t index) const {
+    for (int u = 0; u < kUnitCount; ++u)
+      if (u != int(unit))
+        for (size_t k = 0; k < windows_[u].size(); ++k)
+          if (windows_[u][k].index > index) return false;
+    return true;
+  }
+
   // Accumulator interlocks: matmuls and activates from issue to completion.
   void issued(uint64_t index);
   void completed(uint64_t index);

@@ -119,14 +119,29 @@ void MatrixUnit::serve() {
       ctx_.block_during(isa::Unit::matrix, kWaitsForTile, i, ready, s);
       t0 = std::max({ctx_.now(), ready, s + ctx_.arch.array_rows});
     }  // (without switch: the active tile; check_weight_order made sure there is one)
-    if (!ctx_.wait_until(t0)) return;
+    if (!may_start_ahead(i, t0) && !ctx_.wait_until(t0)) return;
     ctx_.unblock(isa::Unit::matrix);
     account_wait(ready, landed, t0);
     if (ctx_.trace) ctx_.trace->weight_wait(i, ready, landed, t0);
-    queue_.pop();
+    queue_.pop_at(t0);
     if (!start_matmul(i, t0)) return;
     weights->resume_fetch();  // (after a switch the fetch station waited for)
   }
+}
+
+// On the timing engine the unit starts a matmul at t0 without waiting for it when no other unit
+// can act before t0: the activation unit and the host interface idle with empty queues (what
+// issue gives them from here is available after the pop at t0), the fetch station quiet (it
+// waits for a switch, or for an rw), no instruction later than this one started by them (no
+// hazard this start could find), and issue from t0 unable to fail or to pass --max-cycles (issue
+// finds the slot this pop frees only from t0 on: StationQueue::room_at). The
+// unit then goes on from t0 as if it had waited there (docs/timing.md, "Events").
+bool MatrixUnit::may_start_ahead(uint64_t i, uint64_t t0) const {
+  using isa::Unit;
+  if (ctx_.engine != Engine::timing || t0 <= ctx_.now() || t0 > ctx_.ahead_limit || ctx_.aborted) return false;
+  for (const Unit u : {Unit::host_dma, Unit::activation})
+    if (!ctx_.idle(u) || ctx_.queues[int(u) - 1]->front_index() != UINT64_MAX) return false;
+  return weights->quiet() && hazards_.others_before(Unit::matrix, i) && ctx_.pop_listener->may_issue_at(t0);
 }
 
 bool MatrixUnit::start_matmul(uint64_t i, uint64_t t0) {
@@ -142,7 +157,7 @@ bool MatrixUnit::start_matmul(uint64_t i, uint64_t t0) {
     uint64_t s = 0;
     active_ = *weights->wait_shadow(s, false);  // loaded: serve() waited for it
     active_spans_.reset();
-    weights->switched(t0 + period - 1);  // with the first vector's wavefront
+    weights->switched(t0 + period - 1, t0);  // with the first vector's wavefront
     if (ctx_.engine == Engine::fast) {
       const uint8_t* w = active_.tile.data;
       if (active_.tile.partial()) {  // the FIFO's zero fill of a compactly stored tile

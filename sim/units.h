@@ -52,8 +52,11 @@ class WeightSource : public virtual sc_core::sc_interface {
   // without taking it. `wait`: waits for the decision (null when the run ended); else null when
   // not decided yet.
   virtual const FetchedTile* wait_shadow(uint64_t& shift_start, bool wait) = 0;
-  // The matrix unit made the shadow tile active with a matmul starting at t0.
-  virtual void switched(uint64_t t0) = 0;
+  // The matrix unit made the shadow tile active with a matmul starting at t0 (its wavefront),
+  // at cycle `at` (now, or later for a matmul started ahead of simulated time).
+  virtual void switched(uint64_t t0, uint64_t at) = 0;
+  // Whether the fetch station can do nothing before a later switch (MatrixUnit::may_start_ahead).
+  virtual bool quiet() const = 0;
   // The matrix unit is done with that matmul's start: the fetch station may go on from there.
   virtual void resume_fetch() = 0;
 };
@@ -74,7 +77,8 @@ class WeightPath : public sc_core::sc_module, public Station, public WeightSourc
   WeightPath(sc_core::sc_module_name name, Context& ctx);
   StationQueue& queue() override { return queue_; }
   const FetchedTile* wait_shadow(uint64_t& shift_start, bool wait) override;
-  void switched(uint64_t t0) override;
+  void switched(uint64_t t0, uint64_t at) override;
+  bool quiet() const override;
   void resume_fetch() override;
   // rw's the station completed ahead of simulated time, completed at their ends when a unit looks
   // (Context::retire_weights) or waits (MatrixRetire, as the matrix unit's matmuls).
@@ -99,7 +103,7 @@ class WeightPath : public sc_core::sc_module, public Station, public WeightSourc
  private:
   void fetch();  // the weight fetch station (a thread: one fetch_go(false) per run)
   bool fetch_go(bool ahead_of_time);
-  void decide_shift();  // the shadow slot is free and the FIFO holds a tile: when it shifts
+  void decide_shift(uint64_t now);  // the shadow slot is free and the FIFO holds a tile: when it shifts
   void settle(uint64_t at);  // frees the head's slot if its shift has ended by cycle `at`
   void shift_hook();    // a method at a shift's start: on_shift and the trace (when either wants it)
   void retire();        // a method: completes rw's at their ends while a unit waits (wake_at_next_end)
@@ -176,6 +180,7 @@ class MatrixUnit : public sc_core::sc_module, public Station, public MatrixRetir
   void step_run();
   bool step_cycle(uint64_t c);  // false: the run failed
   bool start_matmul(uint64_t index, uint64_t t0);
+  bool may_start_ahead(uint64_t index, uint64_t t0) const;
   void fast_pass(uint64_t index, uint64_t pass, bool add);  // fast engine: one byte-plane pass
   void account_wait(uint64_t from, uint64_t landed, uint64_t t0);
   Context& ctx_;

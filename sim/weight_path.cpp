@@ -189,7 +189,7 @@ bool WeightPath::fetch_go(bool ahead_of_time) {
         last_landing_ = std::max(last_landing_, f.landed);
         if (ctx_.trace) ctx_.trace->tile_requested(i, request_, begin, mem_free_, f.landed);
         fifo_.push_back(f);
-        if (!shadow_decided_) decide_shift();
+        if (!shadow_decided_) decide_shift(ctx_.now());
       }
       if (redo) continue;
       end_ = request_ + 1;
@@ -288,10 +288,10 @@ void WeightPath::abort_drain() {
 // s >= t0 + cols - 1), and the previous shift is over (one row per cycle, rows cycles; its tile
 // became active at t0 >= s_prev + rows). Called when the slot empties (switched) and when a tile
 // joins the FIFO while it is empty: that cycle is when both became true, and s is then known.
-void WeightPath::decide_shift() {
-  settle(ctx_.now());  // (the previous head's shift ended by the switch that emptied the slot)
+void WeightPath::decide_shift(uint64_t now) {
+  settle(now);  // (the previous head's shift ended by the switch that emptied the slot)
   if (fifo_.empty()) return;
-  const uint64_t now = ctx_.now(), rows = ctx_.arch.array_rows;
+  const uint64_t rows = ctx_.arch.array_rows;
   shadow_ = fifo_.front();
   const uint64_t s = std::max({now, shadow_.landed, shadow_free_at_});
   shadow_decided_ = true;
@@ -310,9 +310,13 @@ void WeightPath::decide_shift() {
     if (parked_ && ctx_.engine != Engine::stepped && at <= ctx_.ahead_limit) resume_pending_ = true;
     else slot_event_.notify(ctx_.at(at) - stamp);
   }
-  if (on_shift || ctx_.trace) {
-    if (s == now) shift_hook();
+  // The stepped array takes the shift at its cycle; the trace only records it (in shift order,
+  // now: a switch ahead of simulated time decides the next shift before this one began).
+  if (on_shift) {
+    if (s == ctx_.now()) shift_hook();
     else hook_event_.notify(ctx_.at(s) - stamp);
+  } else if (ctx_.trace) {
+    ctx_.trace->tile_shift(s, s + rows);
   }
 }
 
@@ -341,10 +345,16 @@ const FetchedTile* WeightPath::wait_shadow(uint64_t& shift_start, bool wait) {
   return &shadow_;
 }
 
-void WeightPath::switched(uint64_t t0) {
+void WeightPath::switched(uint64_t t0, uint64_t at) {
   shadow_decided_ = false;
   shadow_free_at_ = t0 + ctx_.arch.array_cols - 1;
-  decide_shift();
+  decide_shift(at);
+}
+
+// Nothing the station does can happen before a matmul that starts later than now: its thread
+// waits for a switch (parked_), or for an rw that issue has yet to give it.
+bool WeightPath::quiet() const {
+  return (parked_ && !resume_pending_) || (phase_ == Phase::next && queue_.empty());
 }
 
 }  // namespace tpusim::sim

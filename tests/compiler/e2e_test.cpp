@@ -252,7 +252,8 @@ TEST_CASE("random convolution chains with their input streamed into two layers r
     check_model(m, a, true);
     check_model(std::move(m), a, true, off);
   }
-  CHECK(chained >= 10);  // (11 of the 24)
+  // (8 of the 24; 11 while a refetched tile's shift into the array was not counted: stream_cut.)
+  CHECK(chained >= 8);
 }
 
 }  // namespace tpusim::test

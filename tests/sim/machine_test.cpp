@@ -683,3 +683,19 @@ TEST_CASE("16-bit act - the high plane's rows are hazards too", "[machine][wide]
                       Catch::Contains("instruction 4 (matmul ub=30, acc=4, rows=1, switch): reads UB rows that "
                                       "instruction 3 (act acc=0, ub=20, rows=2) uses earlier in program order"));
 }
+
+// The timing engine starts a matmul ahead of simulated time when no other unit can act before it
+// (docs/timing.md, "Events"). Issue run by the control unit's own process (after a sync) must
+// still find the slot that start frees only from the start's cycle on: M4 issues when M2 starts
+// (t0 of M1 + 32 vectors), as on the engines that wait for every start.
+TEST_CASE("issue finds a queue slot freed by a matmul started ahead only from its start", "[machine]") {
+  sim::Arch arch = small_arch();
+  arch.station_queue_depth = 2;
+  const isa::Program p = assemble(
+      ".weights w, 0, 16, init=random(1)\nrw waddr=w, tiles=1\n"
+      "matmul ub=0, acc=0, rows=32, switch\nmatmul ub=0, acc=32, rows=32\nmatmul ub=0, acc=0, rows=32\n"
+      "sync units=host\nmatmul ub=0, acc=32, rows=32\nhalt");
+  const test::EngineRuns r = test::run_all(p, arch);  // (every instruction's issue, start and end alike)
+  CHECK(r.timing.timeline[5].issue == r.timing.timeline[2].start);
+  CHECK(r.timing.timeline[2].start == r.timing.timeline[1].start + 32);
+}
