@@ -104,7 +104,8 @@ std::string compare_table_text(const CompareDoc& doc) {
     s += fmt::format(
         "(*) above 100% of {}'s peak: that peak is {}; TOPS count the model's MACs (a convolution's "
         "zero-padding taps included), so a workload that maps better than the peak's measurement, or "
-        "skips the padding taps, goes past it\n",
+        "skips the padding taps, goes past it, as does any row beside a roof measured while other jobs ran "
+        "(its load average, where given)\n",
         device, source);
   }
   std::set<std::string> cited;
