@@ -2,6 +2,7 @@
 // scripts/plot_compare.py.
 #include <fmt/format.h>
 
+#include <cmath>
 #include <cstdlib>
 #include <filesystem>
 #include <set>
@@ -53,6 +54,17 @@ std::string cell(const json& v, const char* format, double scale = 1) {
   return v.is_number() ? fmt::format(fmt::runtime(format), scale * v.get<double>()) : std::string("-");
 }
 
+// A figure with `decimals` decimals, or two significant digits where those would show nothing
+// but zeros (a small model's 0.0018 TOPS, an H200's 0.015% of its peak at batch 1: "0.00" and
+// "0.0" before), at most 8 decimals.
+std::string figure(const json& v, int decimals, double scale = 1) {
+  if (!v.is_number()) return "-";
+  const double x = scale * v.get<double>();
+  int d = decimals;
+  if (x > 0 && x < 0.5 * std::pow(10.0, -decimals)) d = std::min(8, int(std::ceil(-std::log10(x))) + 1);
+  return fmt::format("{:.{}f}", x, d);
+}
+
 }  // namespace
 
 std::string compare_table_text(const CompareDoc& doc) {
@@ -78,8 +90,8 @@ std::string compare_table_text(const CompareDoc& doc) {
                      r["workload"].get<std::string>(), r["batch"].get<uint64_t>(),
                      r["source"].get<std::string>(), r["device"].get<std::string>(),
                      cell(r["latency_seconds"], "{:.4f}", 1e3), num(r["inferences_per_second"]),
-                     cell(r["tops"], "{:.2f}"), cell(r["utilization"], "{:.1f}", 100),
-                     cell(r["speedup_of_simulated"], "{:.2f}"), notes(r));
+                     figure(r["tops"], 2), figure(r["utilization"], 1, 100),
+                     figure(r["speedup_of_simulated"], 2), notes(r));
     while (s.size() > 1 && s[s.size() - 2] == ' ') s.erase(s.size() - 2, 1);  // no trailing blanks
   }
   s += "\nsource: simulated = this simulator; measured = a runner of this project (or a user's own figure); "
