@@ -41,6 +41,8 @@ std::string notes(const json& r) {
   std::string where = str(r, "where");
   if (const size_t cut = where.find(" ("); cut != std::string::npos) where.resize(cut);
   if (!where.empty()) parts.push_back(where);
+  // A simulated graph with 16-bit weights or elements: the runners measured the all-int8 variant.
+  if (str(r, "precision") == "16-bit parts") parts.push_back("16-bit parts (runners: all int8, --int8)");
   // A measurement on a busy machine says so: its times include waiting for a CPU.
   if (num(r.value("load_average", json())) > 0) parts.push_back(fmt::format("load {:.1f}", num(r["load_average"])));
   // Above 100% of the device's peak: that peak is not a hard limit (the footer says why).
