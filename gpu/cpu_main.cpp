@@ -185,12 +185,26 @@ int main(int argc, char** argv) {
       const gpu::CpuRoof roof = gpu::measure_cpu_roof(o.threads, 20);
       out.device.peak_int8_tops = roof.int8_tops;
       out.device.memory_gbps = roof.read_gbps;
+      // The roof is a measurement like the others: on a machine with more runnable jobs than CPUs
+      // it is the share of the CPUs this process got (on the project's shared 2-vCPU machine, 0.029
+      // and 0.855 TOPS ten minutes apart at load 11.5 and 9.3), so it says the load it was taken at.
+      double load[1] = {0};
+      const bool has_load = getloadavg(load, 1) == 1;
+      const bool busy = has_load && load[0] >= double(gpu::usable_cpus());
       out.device.peak_source = fmt::format(
           "measured here: the best of 20 oneDNN s8 matmuls 256 x 1024 x 1024 ({:.3f} TOPS) and of 20 reads "
-          "of 256 MiB ({:.1f} GB/s), {} threads: an attainable roof, not a datasheet peak",
-          roof.int8_tops, roof.read_gbps, o.threads);
-      fmt::print(stderr, "device: {}: int8 roof {:.3f} TOPS, read bandwidth {:.1f} GB/s (measured)\n",
-                 out.device.name, roof.int8_tops, roof.read_gbps);
+          "of 256 MiB ({:.1f} GB/s), {} thread{}{}: an attainable roof, not a datasheet peak{}",
+          roof.int8_tops, roof.read_gbps, o.threads, o.threads == 1 ? "" : "s",
+          has_load ? fmt::format(", load average {:.1f} on {} CPUs", load[0], gpu::usable_cpus()) : "",
+          busy ? " (a busy machine: the roof is the share of the CPUs this process got, and may be far below "
+                 "the CPU's)"
+               : "");
+      fmt::print(stderr, "device: {}: int8 roof {:.3f} TOPS, read bandwidth {:.1f} GB/s (measured{})\n",
+                 out.device.name, roof.int8_tops, roof.read_gbps,
+                 busy ? fmt::format(" at load average {:.1f} on {} CPUs: the share this process got, not the "
+                                    "CPU's roof",
+                                    load[0], gpu::usable_cpus())
+                      : "");
     }
     const std::vector<uint64_t> batches = o.batches.empty() ? std::vector<uint64_t>{0} : o.batches;
     for (const std::string& model : o.models) {

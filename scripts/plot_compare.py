@@ -88,10 +88,14 @@ def main():
     lo, hi = min(xs + [1.0]) / 2, max(xs + [3000.0]) * 2
     grid = [lo * (hi / lo) ** (i / 200) for i in range(201)]
     roofs = 0
+    drawn = set()  # one roof per device: a device's figures may come in many files (one per app)
     for d in doc.get("devices", []):
         k = (d["name"], d["source"])
         if not d.get("peak_tops") or not d.get("memory_gbps"):
             continue
+        if (k, d["peak_tops"], d["memory_gbps"]) in drawn:
+            continue
+        drawn.add((k, d["peak_tops"], d["memory_gbps"]))
         roofs += 1
         ys = [min(d["peak_tops"], 2 * x * d["memory_gbps"] / 1e3) for x in grid]
         rl.plot(grid, ys, "-" if d["source"] != "published" else "--", linewidth=1.3, color=colors.get(k, "gray"),

@@ -101,6 +101,7 @@ struct CompareArgs {
   uint64_t max_batch = 4096;        // the largest batch the latency sweep tries
   std::string arch_file, models_root, timing = "end_to_end", l2 = "warm", graph = "any";
   std::string csv_out, json_out, plot_prefix, plot_script, python;  // python: "" = /usr/bin/python3 or python3
+  bool int8 = false;  // simulate the all-int8 variant the runners run (every weight and tensor int8)
 };
 int cmd_compare(const CompareArgs& args);  // tools/compare.cpp
 

@@ -51,6 +51,7 @@ struct Group {
   std::optional<double> tpu_seconds;  // simulated latency of one batch with the host (sim/host_model.h)
   double latency_limit = 0;           // > 0: this batch is the latency sweep's answer for this limit
   std::string sweep_note;
+  std::optional<bool> wide;  // the simulated graph has 16-bit weights or elements (unknown: a --tpu-report's)
 };
 
 double tpu_peak_tops(const sim::Arch& a) {
@@ -175,7 +176,7 @@ std::vector<Group> collect(const std::vector<gpu::ReferenceData>& files, const C
       }
       const std::string k = key_of(model_key.empty() ? "workload " + workload : model_key, r.batch);
       auto [it, fresh] = index.try_emplace(k, groups.size());
-      if (fresh) groups.push_back({workload, model, model_key, r.batch, {}, {}, {}, 0, {}});
+      if (fresh) groups.push_back({workload, model, model_key, r.batch, {}, {}, {}, 0, {}, {}});
       Group& g = groups[it->second];
       auto same_file =
           std::find_if(g.entries.begin(), g.entries.end(), [&](const Entry& e) { return e.file == &f; });
@@ -192,7 +193,7 @@ std::vector<Group> collect(const std::vector<gpu::ReferenceData>& files, const C
     const compiler::Model m = compiler::load_model(path);
     const std::string model_key = canonical_key(path);
     auto [it, fresh] = index.try_emplace(key_of(model_key, m.batch), groups.size());
-    if (fresh) groups.push_back({m.name, fs::absolute(path).string(), model_key, m.batch, {}, {}, {}, 0, {}});
+    if (fresh) groups.push_back({m.name, fs::absolute(path).string(), model_key, m.batch, {}, {}, {}, 0, {}, {}});
   }
   std::stable_sort(groups.begin(), groups.end(), [](const Group& x, const Group& y) {
     return x.workload != y.workload ? x.workload < y.workload
@@ -207,16 +208,30 @@ std::vector<Group> collect(const std::vector<gpu::ReferenceData>& files, const C
 struct Simulated {
   compiler::MatmulWork work;
   double seconds = 0;
+  bool wide = false;  // 16-bit weights or elements somewhere (the runners run every part int8)
 };
-Simulated simulate_at(const fs::path& model, uint64_t batch, const sim::Arch& arch) {
+
+// Whether a quantized graph has 16-bit weights or tensors (the LSTMs' gates and cells by default:
+// docs/compiler.md, "Element width"); the runners quantize every part int8.
+bool has_wide_parts(const compiler::QGraph& g) {
+  for (const compiler::QTensor& t : g.tensors)
+    if (t.bits == 16) return true;
+  for (const compiler::QOp& op : g.ops)
+    if (const auto* m = std::get_if<compiler::MatmulOp>(&op); m && m->wide_weights()) return true;
+  return false;
+}
+
+Simulated simulate_at(const fs::path& model, uint64_t batch, const sim::Arch& arch, const CompareArgs& a) {
   compiler::LoadOptions lo;
   lo.batch = batch;
   lo.timing_only = true;  // cycles and shapes only: no weight values (the cycles are a full compile's)
+  lo.int8_elements = a.int8;  // the runners' variant (gpu::runner_load_options)
   const compiler::Compiled c = compiler::compile_file(model, arch, lo);
   sim::RunOptions opt;
   opt.engine = sim::Engine::timing;
   const uint64_t cycles = sim::simulate(c.program, arch, opt).cycles;
-  return {compiler::graph_matmul_work(c.graph), sim::batch_latency(arch, cycles, sim::segment_length(c.program.code, 0)).total()};
+  return {compiler::graph_matmul_work(c.graph),
+          sim::batch_latency(arch, cycles, sim::segment_length(c.program.code, 0)).total(), has_wide_parts(c.graph)};
 }
 
 // Whether each entry's file counted the model compare simulates: its model_macs against the
@@ -279,9 +294,10 @@ int simulate(std::vector<Group>& groups, const sim::Arch& arch, const CompareArg
       g.tpu_seconds = given->second;
     } else {
       try {
-        const Simulated r = simulate_at(model, g.batch, arch);
+        const Simulated r = simulate_at(model, g.batch, arch, a);
         g.work = r.work;
         g.tpu_seconds = r.seconds;
+        g.wide = r.wide;
       } catch (const InputError& e) {
         // A batch the compiler refuses (over its batch limit, too big for the unified buffer or
         // for this machine's memory): say which file asked for it; the figures are still shown.
@@ -317,7 +333,7 @@ void latency_sweep(std::vector<Group>& groups, const sim::Arch& arch, const Comp
     std::string refused;
     auto probe = [&](uint64_t b) -> const std::optional<Simulated>& {
       if (!probes.count(b)) try {
-          probes[b] = simulate_at(path, b, arch);
+          probes[b] = simulate_at(path, b, arch, a);
         } catch (const InputError& e) {
           probes[b] = std::nullopt;
           if (refused.empty()) refused = fmt::format("batch {} refused: {}", b, e.what());
@@ -343,11 +359,12 @@ void latency_sweep(std::vector<Group>& groups, const sim::Arch& arch, const Comp
     auto it = std::find_if(groups.begin(), groups.end(),
                            [&](const Group& g) { return g.model_key == key && g.batch == good; });
     if (it == groups.end()) {
-      groups.push_back({workload, model, key, good, {}, {}, {}, 0, {}});
+      groups.push_back({workload, model, key, good, {}, {}, {}, 0, {}, {}});
       it = groups.end() - 1;
     }
     it->work = probe(good)->work;
     it->tpu_seconds = probe(good)->seconds;
+    it->wide = probe(good)->wide;
     it->latency_limit = limit;
     it->sweep_note = good == a.max_batch ? fmt::format("--max-batch {} reached within the limit", a.max_batch)
                      : probe(bad)        ? "the largest batch within the limit"
@@ -419,6 +436,9 @@ CompareDoc build_doc(const std::vector<Group>& groups, const std::vector<gpu::Re
                         tpu_peak_tops(arch), arch.weight_mem_gbps);
       r["latency_limit_seconds"] = null_if_zero(g.latency_limit);
       r["where"] = g.sweep_note;
+      // The runners (tpusim-cpu, tpusim-gpu) run every weight and element int8; a simulated graph
+      // with 16-bit parts (the LSTMs' by default) is another variant of the model: say so.
+      r["precision"] = !g.wide ? json(nullptr) : *g.wide ? json("16-bit parts") : json("int8");
       doc["rows"].push_back(r);
     }
     for (const char* source : {"measured", "published", "test-fixture"})

@@ -2,6 +2,7 @@
 // scripts/plot_compare.py.
 #include <fmt/format.h>
 
+#include <cmath>
 #include <cstdlib>
 #include <filesystem>
 #include <set>
@@ -40,6 +41,8 @@ std::string notes(const json& r) {
   std::string where = str(r, "where");
   if (const size_t cut = where.find(" ("); cut != std::string::npos) where.resize(cut);
   if (!where.empty()) parts.push_back(where);
+  // A simulated graph with 16-bit weights or elements: the runners measured the all-int8 variant.
+  if (str(r, "precision") == "16-bit parts") parts.push_back("16-bit parts (runners: all int8, --int8)");
   // A measurement on a busy machine says so: its times include waiting for a CPU.
   if (num(r.value("load_average", json())) > 0) parts.push_back(fmt::format("load {:.1f}", num(r["load_average"])));
   // Above 100% of the device's peak: that peak is not a hard limit (the footer says why).
@@ -51,6 +54,17 @@ std::string notes(const json& r) {
 
 std::string cell(const json& v, const char* format, double scale = 1) {
   return v.is_number() ? fmt::format(fmt::runtime(format), scale * v.get<double>()) : std::string("-");
+}
+
+// A figure with `decimals` decimals, or two significant digits where those would show nothing
+// but zeros (a small model's 0.0018 TOPS, an H200's 0.015% of its peak at batch 1: "0.00" and
+// "0.0" before), at most 8 decimals.
+std::string figure(const json& v, int decimals, double scale = 1) {
+  if (!v.is_number()) return "-";
+  const double x = scale * v.get<double>();
+  int d = decimals;
+  if (x > 0 && x < 0.5 * std::pow(10.0, -decimals)) d = std::min(8, int(std::ceil(-std::log10(x))) + 1);
+  return fmt::format("{:.{}f}", x, d);
 }
 
 }  // namespace
@@ -78,8 +92,8 @@ std::string compare_table_text(const CompareDoc& doc) {
                      r["workload"].get<std::string>(), r["batch"].get<uint64_t>(),
                      r["source"].get<std::string>(), r["device"].get<std::string>(),
                      cell(r["latency_seconds"], "{:.4f}", 1e3), num(r["inferences_per_second"]),
-                     cell(r["tops"], "{:.2f}"), cell(r["utilization"], "{:.1f}", 100),
-                     cell(r["speedup_of_simulated"], "{:.2f}"), notes(r));
+                     figure(r["tops"], 2), figure(r["utilization"], 1, 100),
+                     figure(r["speedup_of_simulated"], 2), notes(r));
     while (s.size() > 1 && s[s.size() - 2] == ' ') s.erase(s.size() - 2, 1);  // no trailing blanks
   }
   s += "\nsource: simulated = this simulator; measured = a runner of this project (or a user's own figure); "
@@ -104,7 +118,8 @@ std::string compare_table_text(const CompareDoc& doc) {
     s += fmt::format(
         "(*) above 100% of {}'s peak: that peak is {}; TOPS count the model's MACs (a convolution's "
         "zero-padding taps included), so a workload that maps better than the peak's measurement, or "
-        "skips the padding taps, goes past it\n",
+        "skips the padding taps, goes past it, as does any row beside a roof measured while other jobs ran "
+        "(its load average, where given)\n",
         device, source);
   }
   std::set<std::string> cited;

@@ -241,6 +241,9 @@ extern "C" int sc_main(int argc, char** argv) {
   cm->add_option("--graph", cmp.graph, "GPU runner figures to use: any (the faster, default), yes or no (CUDA graphs)")
       ->check(CLI::IsMember({"any", "yes", "no"}));
   cm->add_option("--model", cmp.models, "also simulate this description at its own batch (repeatable)");
+  cm->add_flag("--int8", cmp.int8,
+               "simulate the variant tpusim-cpu and tpusim-gpu run: every weight and tensor int8 (default: each "
+               "description's own precision; the LSTMs' gates and cells are 16-bit)");
   cm->add_option("--latency-limit", cmp.latency_limit_ms,
                  "also find each workload's largest simulated batch whose latency is within this many ms")
       ->check(CLI::Validator(
