@@ -145,8 +145,10 @@ bool Hazards::started(uint64_t index, isa::Unit unit, uint64_t start, uint64_t u
   // instruction included). A later instruction starts no earlier than `start`, so no such record
   // can conflict with it either: dropping them is only a saving. In each window they are a prefix
   // (windows_), and every record is dropped at the same call as by a scan of the whole window.
+  // A matmul the timing engine starts ahead of simulated time (MatrixUnit::may_start_ahead) is
+  // not a bound on what starts next: drop only by the cycle the simulation has reached.
   const uint64_t low = std::min(lowest_unstarted, index);
-  for (Window& w : windows_) w.drop_before(start, low);
+  for (Window& w : windows_) w.drop_before(std::min(start, ctx_.now()), low);
   // This instruction's record, built in place at the end of its unit's window (no record of its
   // own unit is checked against it) and kept there if it uses the UB and conflicts with nothing.
   // (act_pool as activates see it, planes as the activation unit sees them: none for the others.)

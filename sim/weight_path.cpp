@@ -352,9 +352,12 @@ void WeightPath::switched(uint64_t t0, uint64_t at) {
 }
 
 // Nothing the station does can happen before a matmul that starts later than now: its thread
-// waits for a switch (parked_), or for an rw that issue has yet to give it.
+// waits for a switch (parked_), or for an rw that issue has yet to give it, and no rw it
+// completed lazily is still to end (ending_): that end would wake a sync on the weights, and
+// what issue gives the other units after it could start before the matmul (review30 #1: an act
+// after `sync units=weights` ran ahead of a matmul started ahead and its UB hazard went unseen).
 bool WeightPath::quiet() const {
-  return (parked_ && !resume_pending_) || (phase_ == Phase::next && queue_.empty());
+  return ending_.empty() && ((parked_ && !resume_pending_) || (phase_ == Phase::next && queue_.empty()));
 }
 
 }  // namespace tpusim::sim
