@@ -105,9 +105,13 @@ std::string description_name(const fs::path& p) {
 // A description for a workload named without a model path: the paper apps and the small models,
 // by file name (workloads/tpu-v1/NAME.toml, workloads/small/NAME.toml), else by the name the
 // description gives itself (lstm1_small is workloads/small/lstm1.toml).
+std::string lowercase(std::string s) {
+  std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return std::tolower(c); });
+  return s;
+}
+
 std::string find_model(const std::string& workload, const std::string& root) {
-  std::string lower = workload;
-  std::transform(lower.begin(), lower.end(), lower.begin(), [](unsigned char c) { return std::tolower(c); });
+  const std::string lower = lowercase(workload);
   const fs::path base = root.empty() ? "." : root;
   for (const char* dir : {"workloads/tpu-v1", "workloads/small"}) {
     const fs::path p = base / dir / (lower + ".toml");
@@ -168,7 +172,9 @@ std::vector<Group> collect(const std::vector<gpu::ReferenceData>& files, const C
         const fs::path p = model_path(model, a);
         workload = description_name(p);
         model_key = canonical_key(p);
-        if (!r.model.empty() && r.workload != workload && r.workload != fs::path(r.model).stem().string())
+        // (names as find_model reads them: in any case)
+        if (!r.model.empty() && lowercase(r.workload) != lowercase(workload) &&
+            lowercase(r.workload) != lowercase(fs::path(r.model).stem().string()))
           throw InputError(fmt::format(
               "{}: workload \"{}\" with model \"{}\", whose description is named \"{}\": which one is it? "
               "(give one of the two, or both of the same model)",
