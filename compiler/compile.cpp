@@ -277,6 +277,15 @@ OutputCheck check_output(Compiled& c, std::span<const uint8_t> output_region, co
   return r;
 }
 
+std::vector<float> simulated_output(const Compiled& c, std::span<const uint8_t> output_region, const sim::Arch& arch) {
+  const QTensor& out = c.graph.tensors.at(c.graph.output);
+  const std::vector<int32_t> v = tensor_values(
+      from_tpu_order(output_region, out.shape, c.graph.batch, lanes(arch), piece(c.program)), out.bits);
+  std::vector<float> f(v.size());
+  for (size_t i = 0; i < v.size(); ++i) f[i] = float(double(v[i]) * out.scale);
+  return f;
+}
+
 Accuracy top1_accuracy(Compiled& c, std::span<const uint8_t> output_region, const sim::Arch& arch,
                        std::span<const int64_t> labels) {
   const QTensor& out = c.graph.tensors.at(c.graph.output);

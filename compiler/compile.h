@@ -89,6 +89,10 @@ struct Accuracy {
 Accuracy top1_accuracy(Compiled& c, std::span<const uint8_t> output_region, const sim::Arch& arch,
                        std::span<const int64_t> labels);
 
+// The model's output as the machine left it in `output_region`, dequantized (each integer x the
+// output tensor's scale), batch-major in the Model's order ([n][pixel][channel]: NHWC for maps).
+std::vector<float> simulated_output(const Compiled& c, std::span<const uint8_t> output_region, const sim::Arch& arch);
+
 // The golden output in TPU order: the bytes the output region must hold.
 std::vector<uint8_t> golden_output_bytes(const Compiled& c, const sim::Arch& arch);
 
