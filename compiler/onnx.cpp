@@ -43,7 +43,9 @@ struct Const {
 //             [h, w, c] (a dense layer reading it permutes its weight rows), else (h, w, c)
 //   seq       [N, T, c], or [T, N, c] when time_major
 //   lstm_y    [T, 1, N, c] (an LSTM's Y)      lstm_yh  [1, N, c] (an LSTM's Y_h)
-enum class Form { vector, map, flat, seq, lstm_y, lstm_yh };
+//   lstm_hn   [L, N, c]: the Y_h of L stacked LSTM layers joined on axis 0 (PyTorch's h_n of an
+//             LSTM with num_layers = L), Value::stack; only gathered
+enum class Form { vector, map, flat, seq, lstm_y, lstm_yh, lstm_hn };
 
 struct Value {
   int entry = 0;  // layer index or model_input(i)
@@ -56,6 +58,11 @@ struct Value {
   // above, columns left, rows below, columns right. The Model tensor is the unpadded map.
   std::array<int64_t, 4> pad{};
   bool padded() const { return pad != std::array<int64_t, 4>{}; }
+  // The Y_h of an LSTM layer whose Y is read too (a lower layer of a stack, its sequence read by
+  // the next): the machine's layer gives its sequence, not its last h, so this is not computed;
+  // it may only be stacked into h_n and not gathered.
+  bool no_h = false;
+  std::vector<Value> stack;  // lstm_hn: each layer's Y_h, lowest first
 };
 
 uint64_t sat_mul(uint64_t a, uint64_t b) {
@@ -177,6 +184,11 @@ class Importer {
             "input {} ({}) is a Pad's output: the machine pads only inside a convolution, so a Pad must be read "
             "by Conv nodes only (it is folded into their padding)",
             i, name));
+      if (it->second.no_h && node_->op_type() != "Concat")
+        fail(fmt::format(
+            "input {} ({}) is the Y_h of an LSTM whose Y is read too: the machine's LSTM layer gives its sequence "
+            "or its last h, not both (of a stack's h_n, only the last layer's, h_n[-1], can be read)",
+            i, name));
       return it->second;
     }
     if (consts_.count(name))
@@ -269,6 +281,7 @@ class Importer {
   void clip();
   void binary(bool mul);
   void concat();
+  void stack_h();
   void fold_constant(bool mul);
   void batch_norm();
   void flatten(int64_t axis);
@@ -509,7 +522,7 @@ void Importer::read_inputs() {
 void Importer::dense(const Value& in, const std::vector<float>& w_kn, uint64_t k, uint64_t n,
                      std::vector<float> bias, std::optional<double> scale) {
   if (in.form == Form::map) fail("its input is a 4-D map; flatten it first (Flatten, or Reshape to [N, -1])");
-  if (in.form == Form::lstm_y || in.form == Form::lstm_yh)
+  if (in.form == Form::lstm_y || in.form == Form::lstm_yh || in.form == Form::lstm_hn)
     fail("its input is an LSTM output with its direction axis; Squeeze it (or take h_n[-1]) first");
   if (features(in) != k)
     fail(fmt::format("the weights have {} rows; the input has {} features", k, features(in)));
@@ -837,7 +850,7 @@ void Importer::pad() {
 void Importer::activation(Activation a) {
   const Value& x = value(0);
   expect_quantized(x, false, 0);
-  if (x.form == Form::flat || x.form == Form::lstm_y || x.form == Form::lstm_yh)
+  if (x.form == Form::flat || x.form == Form::lstm_y || x.form == Form::lstm_yh || x.form == Form::lstm_hn)
     fail(
         "its input is a flattened map or an LSTM output with its direction axis; apply it before the Flatten "
         "or after the Squeeze");
@@ -880,7 +893,7 @@ void Importer::binary(bool mul) {
   expect_quantized(a, false, 0);
   expect_quantized(b, false, 1);
   if (a.form != b.form || !(a.shape == b.shape) || a.time_major != b.time_major || a.form == Form::flat ||
-      a.form == Form::lstm_y || a.form == Form::lstm_yh)
+      a.form == Form::lstm_y || a.form == Form::lstm_yh || a.form == Form::lstm_hn)
     fail(fmt::format(
         "operands {} and {} differ in shape or layout; the machine adds and multiplies tensors of one "
         "shape (no broadcasting)",
@@ -897,6 +910,10 @@ void Importer::binary(bool mul) {
 // of a sequence; a concat layer (its inputs' parts are joined where they are read: compiler/quantize.cpp).
 void Importer::concat() {
   allow_attributes({"axis"});
+  if (has_input(0) && values_.count(input_name(0))) {
+    const Form f = values_.at(input_name(0)).form;
+    if (f == Form::lstm_yh || f == Form::lstm_hn) return stack_h();
+  }
   const Value& a = value(0);
   for (int i = 0; i < node_->input_size(); ++i) {
     if (is_const(i))
@@ -1084,18 +1101,56 @@ void Importer::squeeze(bool sq) {
   set_output(0, out);
 }
 
-// Gather on axis 0 of an LSTM's Y_h [1, N, H] (h_n[-1] or h_n[0] in PyTorch): the last h.
+// Gather on axis 0 of an LSTM's Y_h [1, N, H] (h_n[-1] or h_n[0] in PyTorch): the last h; of a
+// stacked LSTM's h_n [L, N, H], a layer's; on the time axis of an LSTM's output sequence, its
+// last step (PyTorch's y[:, -1]): the layer then returns its last h instead of its sequence.
 void Importer::gather() {
   allow_attributes({"axis"});
   const Value& x = value(0);
   const Const& idx = constant(1, "indices");
-  if (x.form == Form::lstm_yh && attr_int("axis", 0) == 0 && idx.dims.empty() &&
-      (idx.v[0] == 0 || idx.v[0] == -1)) {
+  const int64_t axis = attr_int("axis", 0);
+  const bool scalar = idx.dims.empty() && idx.v.size() == 1;
+  if (x.form == Form::lstm_yh && axis == 0 && scalar && (idx.v[0] == 0 || idx.v[0] == -1)) {
     Value out = x;
     out.form = Form::vector;
     return set_output(0, out);
   }
-  fail("only h_n[-1] (Gather of index 0 or -1 on axis 0 of an LSTM's Y_h) is supported");
+  if (x.form == Form::lstm_hn && axis == 0 && scalar) {
+    const int64_t layers = int64_t(x.stack.size()), k = int64_t(idx.v[0]) < 0 ? int64_t(idx.v[0]) + layers : int64_t(idx.v[0]);
+    if (k < 0 || k >= layers) fail(fmt::format("index {} out of range for h_n of {} layers", idx.v[0], layers));
+    Value out = x.stack[size_t(k)];
+    if (out.no_h)
+      fail(fmt::format(
+          "h_n[{}] is the last h of LSTM layer {} of {}, whose sequence the next layer reads: the machine's LSTM "
+          "layer gives its sequence or its last h, not both; only the last layer's (h_n[-1]) can be read",
+          idx.v[0], k, layers));
+    out.form = Form::vector;
+    return set_output(0, out);
+  }
+  const int64_t time_axis = x.time_major ? 0 : 1;
+  if (x.form == Form::seq && !is_model_input(x.entry) && layer_of(x).type == LayerType::lstm &&
+      layer_of(x).return_sequences && (axis == time_axis || axis == time_axis - 3) && scalar &&
+      (idx.v[0] == -1 || idx.v[0] == double(x.shape.h - 1))) {
+    // Only when nothing else reads the sequence: each ONNX value that stands for it (Y, its
+    // Squeeze, Transpose) is read once, by the next of these nodes.
+    for (const auto& [name, v] : values_)
+      if (v.entry == x.entry && (uses_[name] != 1 || v.no_h))
+        fail(fmt::format(
+            "the last step of LSTM {}'s sequence, which {} reads too: the machine's LSTM layer gives its sequence "
+            "or its last h, not both",
+            layer_of(x).name, name));
+    Layer& l = layer_of(x);
+    l.return_sequences = false;
+    l.out = vector_shape(l.units);
+    Value out = x;
+    out.form = Form::vector;
+    out.time_major = false;
+    out.shape = l.out;
+    return set_output(0, out);
+  }
+  fail(
+      "only an LSTM's last h is supported: h_n[-1] (Gather of index -1 on axis 0 of its Y_h, or of a stacked "
+      "LSTM's h_n) or the last step of its output sequence (y[:, -1])");
 }
 
 // ---- LSTM ----------------------------------------------------------------------------------------
@@ -1130,7 +1185,6 @@ void Importer::lstm() {
         if (v != 0) fail("a non-zero initial_h or initial_c is not supported");
     }
   if (output_used(2)) fail("the Y_c output is not supported");
-  if (output_used(0) && output_used(1)) fail("only one of Y and Y_h may be used");
   const uint64_t h = uint64_t(attr_int("hidden_size", 0)), in = x.shape.c;
   if (h < 1 || h > kMaxDim) fail(fmt::format("hidden_size {}: expected 1..{}", h, kMaxDim));
   const Const& w = constant(1, "W");
@@ -1164,6 +1218,32 @@ void Importer::lstm() {
   y.form = sequences ? Form::lstm_y : Form::lstm_yh;
   y.entry = add_layer(std::move(l));
   set_output(sequences ? 0 : 1, y);
+  if (sequences && output_used(1)) {  // both read: Y_h is not computed (Value::no_h)
+    Value yh = y;
+    yh.form = Form::lstm_yh;
+    yh.shape = vector_shape(h);
+    yh.no_h = true;
+    set_output(1, yh);
+  }
+}
+
+// Concat on axis 0 of LSTM layers' Y_h: PyTorch's h_n of a stacked LSTM (num_layers > 1), only
+// to be gathered (h_n[-1]).
+void Importer::stack_h() {
+  allow_attributes({"axis"});
+  const int64_t axis = attr_int("axis", 0);
+  if (axis != 0 && axis != -3) fail(fmt::format("axis {}: LSTM layers' Y_h stack on axis 0 only", axis));
+  Value out;
+  out.form = Form::lstm_hn;
+  for (int i = 0; i < node_->input_size(); ++i) {
+    const Value& v = value(i);
+    if (v.form == Form::lstm_yh) out.stack.push_back(v);
+    else if (v.form == Form::lstm_hn) out.stack.insert(out.stack.end(), v.stack.begin(), v.stack.end());
+    else fail(fmt::format("input {} ({}) is not an LSTM's Y_h; the others are", i, input_name(i)));
+  }
+  out.shape = out.stack.back().shape;
+  out.entry = out.stack.back().entry;
+  set_output(0, out);
 }
 
 // ---- the host's share, no-ops ------------------------------------------------------------------------
@@ -1296,6 +1376,7 @@ std::vector<int64_t> Importer::onnx_dims(const Value& v) const {
     case Form::seq: return v.time_major ? std::vector<int64_t>{h, n, c} : std::vector<int64_t>{n, h, c};
     case Form::lstm_y: return {h, 1, n, c};
     case Form::lstm_yh: return {1, n, c};
+    case Form::lstm_hn: return {int64_t(v.stack.size()), n, c};
   }
   return {};
 }
@@ -1536,6 +1617,8 @@ Model Importer::run() && {
   if (v.form == Form::flat)
     fail(fmt::format("the graph output {} is a flattened map; the machine ends with a layer", out));
   if (v.padded()) fail(fmt::format("the graph output {} is a Pad's output; the machine ends with a layer", out));
+  if (v.no_h || v.form == Form::lstm_hn)
+    fail(fmt::format("the graph output {} is the h of LSTM layers whose sequence is read: not computed", out));
   return std::move(m_);
 }
 

@@ -68,7 +68,7 @@ TEST_CASE("onnx: every supported operator imports to a Model that computes what 
   for (const char* name :
        {"gemm", "matmul_add", "matmul_seq", "conv_pad_stride", "conv_group", "conv_same_bn_clip", "pools",
         "global_avg", "reshape", "add_mul_softmax", "lstm", "qdq", "qlinear", "concat", "lstm_export",
-        "reshape_export", "pad_reduce_mean"})
+        "reshape_export", "pad_reduce_mean", "lstm_stack", "lstm_last_step"})
     check_against_onnx(name);
 }
 
@@ -86,6 +86,19 @@ TEST_CASE("onnx: graphs as torch.onnx.export writes them by default run at any b
     CHECK(m.batch == 3);
     REQUIRE(m.layers.size() == 4);  // conv (+ relu), pool, flatten, dense
     CHECK(m.layers[2].type == LayerType::flatten);
+  }
+  SECTION("a stacked LSTM's h_n[-1]: the lower layer returns its sequence, the upper its last h") {
+    const Model m = load_case("lstm_stack");
+    REQUIRE(m.layers.size() == 3);
+    CHECK(m.layers[0].return_sequences);
+    CHECK(!m.layers[1].return_sequences);
+    CHECK(m.layers[2].out == vector_shape(2));
+  }
+  SECTION("y[:, -1] of an LSTM's sequence read by nothing else: the layer returns its last h") {
+    const Model m = load_case("lstm_last_step");
+    REQUIRE(m.layers.size() == 2);
+    CHECK(!m.layers[0].return_sequences);
+    CHECK(m.layers[0].out == vector_shape(5));
   }
   SECTION("Pads fold: zeros into nothing, a Pad into the Conv after it; ReduceMean is a global average pool") {
     const Model m = load_case("pad_reduce_mean");
@@ -220,6 +233,10 @@ TEST_CASE("onnx: what the machine cannot run is refused with the node, its op ty
   refused("bad_reduce_channels",
           "node rm (ReduceMean): axes [1] of an input [1, 2, 6, 6]: only the mean over a map's rows and columns "
           "(axes 2 and 3 of [N, C, H, W]: a global average pool) is supported");
+  refused("bad_lstm_stack_first",
+          "node /Gather (Gather): h_n[0] is the last h of LSTM layer 0 of 2, whose sequence the next layer reads: "
+          "the machine's LSTM layer gives its sequence or its last h, not both; only the last layer's (h_n[-1]) can "
+          "be read");
   refused("bad_concat",
           "node rows (Concat): axis 2 of a [N, C, H, W] input [1, 2, 6, 6]: the machine joins tensors along channels "
           "only (axis 1)");

@@ -59,6 +59,26 @@ class Lstm(nn.Module):  # the zero initial state: Shape, Gather, Concat, Expand 
         return self.fc(h[-1])
 
 
+class Lstm2(nn.Module):  # two stacked layers: h_n is a Concat of both layers' Y_h, h_n[-1] the upper's
+    def __init__(self):
+        super().__init__()
+        self.lstm, self.fc = nn.LSTM(8, 16, num_layers=2, batch_first=True), nn.Linear(16, 10)
+
+    def forward(self, x):
+        _, (h, _) = self.lstm(x)
+        return self.fc(h[-1])
+
+
+class LstmLast(nn.Module):  # the output sequence's last step, y[:, -1]
+    def __init__(self):
+        super().__init__()
+        self.lstm, self.fc = nn.LSTM(8, 16, batch_first=True), nn.Linear(16, 10)
+
+    def forward(self, x):
+        y, _ = self.lstm(x)
+        return self.fc(y[:, -1])
+
+
 class Gelu(nn.Module):
     def __init__(self):
         super().__init__()
@@ -70,7 +90,8 @@ class Gelu(nn.Module):
 
 rng = np.random.default_rng(1)
 x = rng.random((6, 64), dtype=np.float32)
-cases = [(MlpBn(), (-1, 64)), (Cnn(), (-1, 1, 8, 8)), (MeanHead(), (-1, 1, 8, 8)), (Lstm(), (-1, 8, 8))]
+cases = [(MlpBn(), (-1, 64)), (Cnn(), (-1, 1, 8, 8)), (MeanHead(), (-1, 1, 8, 8)), (Lstm(), (-1, 8, 8)),
+         (Lstm2(), (-1, 8, 8)), (LstmLast(), (-1, 8, 8))]
 with tempfile.TemporaryDirectory() as d:
     for model, shape in cases:
         name = type(model).__name__

@@ -347,6 +347,42 @@ def exported():
     save("bad_reduce_channels", [helper.make_node("ReduceMean", ["x"], ["y"], name="rm", axes=[1])], [x4], outp("y"), {})
 
 
+def lstm_outputs():
+    """A stacked LSTM (num_layers = 2) as PyTorch exports it: the lower layer's Y read by the upper
+    one and its Y_h joined with the upper's into h_n, of which h_n[-1] is read; an LSTM's output
+    sequence read at its last step (y[:, -1]); and h_n[0] of the stack, refused."""
+    t, f, h = 4, 3, 5
+    x = f32(N, t, f)
+    w1, r1, b1 = f32(1, 4 * h, f), f32(1, 4 * h, h), f32(1, 8 * h, scale=0.5)
+    w2, r2, b2 = f32(1, 4 * h, h), f32(1, 4 * h, h), f32(1, 8 * h, scale=0.5)
+    wf, bf = f32(2, h), f32(2)
+    i64 = lambda *v: np.array(v, np.int64)  # noqa: E731
+
+    def stack(index):
+        return [helper.make_node("Transpose", ["x"], ["xt"], name="/l/Transpose", perm=[1, 0, 2]),
+                helper.make_node("LSTM", ["xt", "w1", "r1", "b1"], ["y1", "yh1", "yc1"], name="/l/LSTM", hidden_size=h),
+                helper.make_node("Squeeze", ["y1", "ax1"], ["s1"], name="/l/Squeeze"),
+                helper.make_node("LSTM", ["s1", "w2", "r2", "b2"], ["y2", "yh2", "yc2"], name="/l/LSTM_1", hidden_size=h),
+                helper.make_node("Concat", ["yh1", "yh2"], ["hn"], name="/l/Concat_4", axis=0),
+                helper.make_node("Gather", ["hn", index], ["hl"], name="/Gather", axis=0),
+                helper.make_node("Gemm", ["hl", "wf", "bf"], ["out"], name="/fc/Gemm", transB=1)]
+    y1, _ = lstm(x.transpose(1, 0, 2), w1, r1, b1, h)
+    _, hn = lstm(y1, w2, r2, b2, h)
+    inits = dict(w1=w1, r1=r1, b1=b1, w2=w2, r2=r2, b2=b2, wf=wf, bf=bf, ax1=i64(1), last=np.array(-1, np.int64),
+                 first=np.array(0, np.int64))
+    save("lstm_stack", stack("last"), [inp("x", ["N", t, f])], outp("out"), inits, x, hn @ wf.T + bf)
+    save("bad_lstm_stack_first", stack("first"), [inp("x", ["N", t, f])], outp("out"), inits)
+    nodes = [helper.make_node("Transpose", ["x"], ["xt"], name="/l/Transpose", perm=[1, 0, 2]),
+             helper.make_node("LSTM", ["xt", "w1", "r1", "b1"], ["y1", "yh1", "yc1"], name="/l/LSTM", hidden_size=h),
+             helper.make_node("Squeeze", ["y1", "ax1"], ["s1"], name="/l/Squeeze"),
+             helper.make_node("Transpose", ["s1"], ["sb"], name="/l/Transpose_1", perm=[1, 0, 2]),
+             helper.make_node("Gather", ["sb", "last"], ["hl"], name="/Gather", axis=1),
+             helper.make_node("Gemm", ["hl", "wf", "bf"], ["out"], name="/fc/Gemm", transB=1)]
+    _, h1 = lstm(x.transpose(1, 0, 2), w1, r1, b1, h)
+    save("lstm_last_step", nodes, [inp("x", ["N", t, f])], outp("out"),
+         dict(w1=w1, r1=r1, b1=b1, wf=wf, bf=bf, ax1=i64(1), last=np.array(-1, np.int64)), x, h1 @ wf.T + bf)
+
+
 for make in (gemm, matmul_add, matmul_seq, conv_pad_stride, conv_group, conv_same_bn_clip, pools, global_avg_reshape,
-             add_mul_softmax, lstms, quantized, bad, concats, exported):
+             add_mul_softmax, lstms, quantized, bad, concats, exported, lstm_outputs):
     make()
