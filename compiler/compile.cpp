@@ -286,8 +286,7 @@ std::vector<float> simulated_output(const Compiled& c, std::span<const uint8_t> 
   return f;
 }
 
-Accuracy top1_accuracy(Compiled& c, std::span<const uint8_t> output_region, const sim::Arch& arch,
-                       std::span<const int64_t> labels) {
+void check_labels(const Compiled& c, std::span<const int64_t> labels, const std::string& what) {
   const QTensor& out = c.graph.tensors.at(c.graph.output);
   if (out.shape.rank != 1)
     throw InputError(fmt::format("{}: top-1 accuracy needs a model whose output is a vector of class scores; its "
@@ -295,10 +294,17 @@ Accuracy top1_accuracy(Compiled& c, std::span<const uint8_t> output_region, cons
                                  c.model.source, out.shape.str()));
   const uint64_t classes = out.shape.c, n = c.graph.batch;
   if (labels.size() != n)
-    throw InputError(fmt::format("labels: {} for {} samples", labels.size(), n));
+    throw InputError(fmt::format("{}: {} labels for {} samples (one class per input sample)", what, labels.size(), n));
   for (uint64_t i = 0; i < n; ++i)
     if (labels[i] < 0 || uint64_t(labels[i]) >= classes)
-      throw InputError(fmt::format("labels: sample {}: class {}; the model has classes 0..{}", i, labels[i], classes - 1));
+      throw InputError(fmt::format("{}: sample {}: class {}; the model has classes 0..{}", what, i, labels[i], classes - 1));
+}
+
+Accuracy top1_accuracy(Compiled& c, std::span<const uint8_t> output_region, const sim::Arch& arch,
+                       std::span<const int64_t> labels) {
+  check_labels(c, labels);
+  const QTensor& out = c.graph.tensors.at(c.graph.output);
+  const uint64_t classes = out.shape.c, n = c.graph.batch;
   const std::vector<int32_t> got =
       tensor_values(from_tpu_order(output_region, out.shape, n, lanes(arch), piece(c.program)), out.bits);
   if (c.float_parameters_released)

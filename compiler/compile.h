@@ -88,6 +88,10 @@ struct Accuracy {
 };
 Accuracy top1_accuracy(Compiled& c, std::span<const uint8_t> output_region, const sim::Arch& arch,
                        std::span<const int64_t> labels);
+// top1_accuracy's checks of the labels, made before a run so that a wrong file costs no
+// simulation: one per sample, each a class of the model's output vector. `what` names them in the
+// message ("--labels y.npy").
+void check_labels(const Compiled& c, std::span<const int64_t> labels, const std::string& what = "labels");
 
 // The model's output as the machine left it in `output_region`, dequantized (each integer x the
 // output tensor's scale), batch-major in the Model's order ([n][pixel][channel]: NHWC for maps).

@@ -186,6 +186,7 @@ py::dict run(const std::string& workload, const py::object& arch, const py::obje
     if (const auto p = npy_argument(labels, "labels", keep)) classes = read_labels(*p);
     py::gil_scoped_release free;
     compiled = compiler::compile_file(workload, a, o);
+    if (!labels.is_none()) compiler::check_labels(*compiled, classes);  // before the simulation
   } else {
     if (!batch.is_none() || !mapper.is_none() || !precision.is_none())
       throw InputError(fmt::format("{}: {} applies to models, not programs", workload,

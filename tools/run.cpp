@@ -371,6 +371,7 @@ int cmd_run(const RunArgs& r) {
   load_program_or_model(to_run, "run", r.program, r.arch_file, r.sets, options, start_golden);
   if (!r.labels.empty() && !to_run.compiled) throw InputError("run: --labels applies to models, not to programs");
   const std::vector<int64_t> labels = r.labels.empty() ? std::vector<int64_t>{} : read_labels(r.labels);
+  if (!r.labels.empty() && to_run.compiled) compiler::check_labels(*to_run.compiled, labels, "--labels " + r.labels);
   std::optional<compiler::Compiled>& compiled = to_run.compiled;
   const sim::Arch& arch = to_run.arch;
   if (compiled && r.report.empty()) print_compile_summary(*compiled, r.program, arch);

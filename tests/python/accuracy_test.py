@@ -49,7 +49,7 @@ def refused(call, text):
     raise AssertionError(f"not refused: {text}")
 
 
-refused(lambda: tpusim.run(model, input=x, labels=y[:10]), "labels: 10 for 250 samples")
+refused(lambda: tpusim.run(model, input=x, labels=y[:10]), "labels: 10 labels for 250 samples (one class per input sample)")
 refused(lambda: tpusim.run(model, input=x, labels=y + 0.5), "labels: 7.5 is not a class number")  # the first label is 7
 refused(lambda: tpusim.run(model, input=x[:, :32]), "shape [250, 32]; expected [250, 64] (the ONNX input x")
 refused(lambda: tpusim.run(model, input=x, labels=y, engine="timing"),
