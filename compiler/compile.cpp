@@ -277,8 +277,16 @@ OutputCheck check_output(Compiled& c, std::span<const uint8_t> output_region, co
   return r;
 }
 
-Accuracy top1_accuracy(Compiled& c, std::span<const uint8_t> output_region, const sim::Arch& arch,
-                       std::span<const int64_t> labels) {
+std::vector<float> simulated_output(const Compiled& c, std::span<const uint8_t> output_region, const sim::Arch& arch) {
+  const QTensor& out = c.graph.tensors.at(c.graph.output);
+  const std::vector<int32_t> v = tensor_values(
+      from_tpu_order(output_region, out.shape, c.graph.batch, lanes(arch), piece(c.program)), out.bits);
+  std::vector<float> f(v.size());
+  for (size_t i = 0; i < v.size(); ++i) f[i] = float(double(v[i]) * out.scale);
+  return f;
+}
+
+void check_labels(const Compiled& c, std::span<const int64_t> labels, const std::string& what) {
   const QTensor& out = c.graph.tensors.at(c.graph.output);
   if (out.shape.rank != 1)
     throw InputError(fmt::format("{}: top-1 accuracy needs a model whose output is a vector of class scores; its "
@@ -286,10 +294,32 @@ Accuracy top1_accuracy(Compiled& c, std::span<const uint8_t> output_region, cons
                                  c.model.source, out.shape.str()));
   const uint64_t classes = out.shape.c, n = c.graph.batch;
   if (labels.size() != n)
-    throw InputError(fmt::format("labels: {} for {} samples", labels.size(), n));
+    throw InputError(fmt::format("{}: {} labels for {} samples (one class per input sample)", what, labels.size(), n));
   for (uint64_t i = 0; i < n; ++i)
     if (labels[i] < 0 || uint64_t(labels[i]) >= classes)
-      throw InputError(fmt::format("labels: sample {}: class {}; the model has classes 0..{}", i, labels[i], classes - 1));
+      throw InputError(fmt::format("{}: sample {}: class {}; the model has classes 0..{}", what, i, labels[i], classes - 1));
+}
+
+NpyArray simulated_output_npy(const Compiled& c, std::span<const uint8_t> output_region, const sim::Arch& arch) {
+  const Shape& s = c.graph.tensors.at(c.graph.output).shape;
+  const uint64_t n = c.graph.batch;
+  std::vector<float> v = simulated_output(c, output_region, arch);
+  if (s.rank == 1) return npy_float32({n, s.c}, v);
+  if (s.rank == 2) return npy_float32({n, s.h, s.c}, v);
+  if (!c.model.source.ends_with(".onnx")) return npy_float32({n, s.h, s.w, s.c}, v);
+  std::vector<float> chw(v.size());  // NHWC -> NCHW, ONNX's layout
+  for (uint64_t i = 0; i < v.size(); ++i) {
+    const uint64_t b = i / s.elements(), e = i % s.elements(), p = e / s.c, ch = e % s.c;
+    chw[b * s.elements() + ch * s.pixels() + p] = v[i];
+  }
+  return npy_float32({n, s.c, s.h, s.w}, chw);
+}
+
+Accuracy top1_accuracy(Compiled& c, std::span<const uint8_t> output_region, const sim::Arch& arch,
+                       std::span<const int64_t> labels) {
+  check_labels(c, labels);
+  const QTensor& out = c.graph.tensors.at(c.graph.output);
+  const uint64_t classes = out.shape.c, n = c.graph.batch;
   const std::vector<int32_t> got =
       tensor_values(from_tpu_order(output_region, out.shape, n, lanes(arch), piece(c.program)), out.bits);
   if (c.float_parameters_released)

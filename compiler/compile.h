@@ -13,6 +13,7 @@
 #include "compiler/graph.h"
 #include "compiler/lower_options.h"
 #include "compiler/model.h"
+#include "compiler/npy.h"
 #include "compiler/reference.h"
 #include "isa/program.h"
 #include "sim/arch.h"
@@ -88,6 +89,18 @@ struct Accuracy {
 };
 Accuracy top1_accuracy(Compiled& c, std::span<const uint8_t> output_region, const sim::Arch& arch,
                        std::span<const int64_t> labels);
+// top1_accuracy's checks of the labels, made before a run so that a wrong file costs no
+// simulation: one per sample, each a class of the model's output vector. `what` names them in the
+// message ("--labels y.npy").
+void check_labels(const Compiled& c, std::span<const int64_t> labels, const std::string& what = "labels");
+
+// The model's output as the machine left it in `output_region`, dequantized (each integer x the
+// output tensor's scale), batch-major in the Model's order ([n][pixel][channel]: NHWC for maps).
+std::vector<float> simulated_output(const Compiled& c, std::span<const uint8_t> output_region, const sim::Arch& arch);
+// The same as float32 .npy contents (tpusim run --save-output), batch first in the front end's
+// layout: [N, C], [N, T, C], a map [N, C, H, W] for an ONNX model and [N, H, W, C] for a
+// description.
+NpyArray simulated_output_npy(const Compiled& c, std::span<const uint8_t> output_region, const sim::Arch& arch);
 
 // The golden output in TPU order: the bytes the output region must hold.
 std::vector<uint8_t> golden_output_bytes(const Compiled& c, const sim::Arch& arch);

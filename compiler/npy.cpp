@@ -30,12 +30,13 @@ struct DtypeInfo {
   size_t size;
   std::string_view name;
 };
-constexpr std::array<DtypeInfo, 5> kDtypes{{
+constexpr std::array<DtypeInfo, 6> kDtypes{{
     {"<f4", "=f4", 4, "float32"},
     {"<f8", "=f8", 8, "float64"},
     {"|i1", "=i1", 1, "int8"},
     {"|u1", "=u1", 1, "uint8"},
     {"<i4", "=i4", 4, "int32"},
+    {"<i8", "=i8", 8, "int64"},  // NumPy's default integer and PyTorch's long: labels, class indices
 }};
 
 const DtypeInfo* find_dtype(std::string_view descr) {
@@ -200,7 +201,11 @@ std::vector<float> NpyArray::to_float() const {
           out[i] = float(f);
         }
         break;
-      case 'i': out[i] = d->size == 1 ? float(int8_t(bits)) : float(int32_t(uint32_t(bits))); break;
+      case 'i':
+        out[i] = d->size == 1   ? float(int8_t(bits))
+                 : d->size == 4 ? float(int32_t(uint32_t(bits)))
+                                : float(int64_t(bits));
+        break;
       default: out[i] = float(uint8_t(bits)); break;
     }
   }

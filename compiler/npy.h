@@ -10,7 +10,7 @@
 namespace tpusim::compiler {
 
 struct NpyArray {
-  std::string dtype;             // NumPy descr: "<f4", "<f8", "|i1", "|u1", "<i4"
+  std::string dtype;             // NumPy descr: "<f4", "<f8", "|i1", "|u1", "<i4", "<i8"
   std::vector<uint64_t> shape;   // [] for a scalar
   std::vector<uint8_t> data;     // element bytes, little-endian, C order
   uint64_t elements() const;

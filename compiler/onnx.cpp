@@ -10,6 +10,7 @@
 #include <onnx/onnx_pb.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstring>
 #include <functional>
@@ -42,7 +43,9 @@ struct Const {
 //             [h, w, c] (a dense layer reading it permutes its weight rows), else (h, w, c)
 //   seq       [N, T, c], or [T, N, c] when time_major
 //   lstm_y    [T, 1, N, c] (an LSTM's Y)      lstm_yh  [1, N, c] (an LSTM's Y_h)
-enum class Form { vector, map, flat, seq, lstm_y, lstm_yh };
+//   lstm_hn   [L, N, c]: the Y_h of L stacked LSTM layers joined on axis 0 (PyTorch's h_n of an
+//             LSTM with num_layers = L), Value::stack; only gathered
+enum class Form { vector, map, flat, seq, lstm_y, lstm_yh, lstm_hn };
 
 struct Value {
   int entry = 0;  // layer index or model_input(i)
@@ -51,6 +54,15 @@ struct Value {
   bool time_major = false;
   bool chw = false;
   bool quantized = false;  // the int8 side of QuantizeLinear / QLinear* (same tensor)
+  // A map's zero padding still to apply (a Pad node's, folded into the Conv that reads it): rows
+  // above, columns left, rows below, columns right. The Model tensor is the unpadded map.
+  std::array<int64_t, 4> pad{};
+  bool padded() const { return pad != std::array<int64_t, 4>{}; }
+  // The Y_h of an LSTM layer whose Y is read too (a lower layer of a stack, its sequence read by
+  // the next): the machine's layer gives its sequence, not its last h, so this is not computed;
+  // it may only be stacked into h_n and not gathered.
+  bool no_h = false;
+  std::vector<Value> stack;  // lstm_hn: each layer's Y_h, lowest first
 };
 
 uint64_t sat_mul(uint64_t a, uint64_t b) {
@@ -94,6 +106,10 @@ class Importer {
   const onnx::NodeProto* node_ = nullptr;
   int node_index_ = -1;  // node_'s position in the graph (0-based), for messages about unnamed nodes
   uint64_t parameters_ = 0;
+  // The batch dimension the graph input declares (the batch it was exported with, e.g. 1 from
+  // torch.onnx.export without dynamic_axes), 0 when symbolic: a Reshape to [that batch, -1] is the
+  // exporter's folded x.view(x.size(0), -1) and flattens at whatever batch runs.
+  int64_t export_batch_ = 0;
   std::optional<std::string> softmax_output_;  // a final Softmax left to the host
 
   // ---- messages ----
@@ -162,7 +178,19 @@ class Importer {
     const std::string name = input_name(i);
     if (name.empty()) fail(fmt::format("input {} is missing", i));
     auto it = values_.find(name);
-    if (it != values_.end()) return it->second;
+    if (it != values_.end()) {
+      if (it->second.padded() && node_->op_type() != "Conv")
+        fail(fmt::format(
+            "input {} ({}) is a Pad's output: the machine pads only inside a convolution, so a Pad must be read "
+            "by Conv nodes only (it is folded into their padding)",
+            i, name));
+      if (it->second.no_h && node_->op_type() != "Concat")
+        fail(fmt::format(
+            "input {} ({}) is the Y_h of an LSTM whose Y is read too: the machine's LSTM layer gives its sequence "
+            "or its last h, not both (of a stack's h_n, only the last layer's, h_n[-1], can be read)",
+            i, name));
+      return it->second;
+    }
     if (consts_.count(name))
       fail(fmt::format(
           "input {} ({}) is a constant; the machine computes on tensors that flow from the model's "
@@ -245,10 +273,15 @@ class Importer {
   void conv(bool qlinear);
   void pool(bool max);
   void global_avg_pool();
+  Value global_avg(const Value& x);
+  void reduce_mean();
+  void pad();
+  Value flatten_value(const Value& x);
   void activation(Activation a);
   void clip();
   void binary(bool mul);
   void concat();
+  void stack_h();
   void fold_constant(bool mul);
   void batch_norm();
   void flatten(int64_t axis);
@@ -441,6 +474,7 @@ void Importer::read_inputs() {
       if (file) fail(what + ": --input gives one input, and the model has several");
     } else {
       uint64_t batch = d[batch_axis] > 0 ? uint64_t(d[batch_axis]) : 1;
+      export_batch_ = std::max<int64_t>(d[batch_axis], 0);
       if (file) {
         if (file->shape.empty())
           fail(fmt::format("{}: {} holds a scalar, expected [N, ...]", what, options_.input_file->string()));
@@ -488,7 +522,7 @@ void Importer::read_inputs() {
 void Importer::dense(const Value& in, const std::vector<float>& w_kn, uint64_t k, uint64_t n,
                      std::vector<float> bias, std::optional<double> scale) {
   if (in.form == Form::map) fail("its input is a 4-D map; flatten it first (Flatten, or Reshape to [N, -1])");
-  if (in.form == Form::lstm_y || in.form == Form::lstm_yh)
+  if (in.form == Form::lstm_y || in.form == Form::lstm_yh || in.form == Form::lstm_hn)
     fail("its input is an LSTM output with its direction axis; Squeeze it (or take h_n[-1]) first");
   if (features(in) != k)
     fail(fmt::format("the weights have {} rows; the input has {} features", k, features(in)));
@@ -569,6 +603,10 @@ void Importer::conv(bool qlinear) {
   allow_attributes({"auto_pad", "dilations", "group", "kernel_shape", "pads", "strides"});
   const Value& x = value(0);
   expect_quantized(x, qlinear, 0);
+  if (x.form == Form::seq)
+    fail(
+        "its input is 3-D: a 1-D convolution ([N, C, L]) is not supported; the machine's convolutions are 2-D "
+        "(write it as a Conv2d over [N, C, 1, L] with a 1 x k kernel)");
   if (x.form != Form::map) fail("its input is not a 4-D map [N, C, H, W]");
   // Conv: X, W, B.  QLinearConv: x, x_scale, x_zp, w, w_scale, w_zp, y_scale, y_zp, B (int32).
   const int wi = qlinear ? 3 : 1, bi = qlinear ? 8 : 2;
@@ -608,6 +646,11 @@ void Importer::conv(bool qlinear) {
     pads = {0, 0, 0, 0};
   } else if (ap != "NOTSET") {
     fail(fmt::format("auto_pad {} is not supported", ap));
+  }
+  if (x.padded()) {  // a Pad before this Conv: its zeros join the convolution's own padding
+    if (ap != "NOTSET" && ap != "VALID") fail(fmt::format("auto_pad {} after a Pad is not supported", ap));
+    if (pads.size() == 4)
+      for (size_t i = 0; i < 4; ++i) pads[i] += x.pad[i];
   }
   if (pads.size() != 4 || pads[0] != pads[1] || pads[0] != pads[2] || pads[0] != pads[3] || pads[0] < 0 ||
       uint64_t(pads[0]) > kMaxDim)
@@ -707,14 +750,96 @@ void Importer::global_avg_pool() {
   const Value& x = value(0);
   expect_quantized(x, false, 0);
   if (x.form != Form::map) fail("its input is not a 4-D map [N, C, H, W]");
+  set_output(0, global_avg(x));
+}
+
+Value Importer::global_avg(const Value& x) {
   if (x.shape.h != x.shape.w)
-    fail(fmt::format("the input {} is not square: the machine pools square windows", x.shape.str()));
+    fail(fmt::format("the input {} is not square: the machine pools square windows",
+                     dims_text(onnx_dims(x))));
   Layer l = new_layer(LayerType::avg_pool, x);
   l.kernel_h = l.kernel_w = l.stride = x.shape.h;
   l.out = map_shape(1, 1, x.shape.c);
   Value out = x;
   out.shape = l.out;
   out.entry = add_layer(std::move(l));
+  return out;
+}
+
+// ReduceMean over a map's rows and columns (PyTorch's x.mean((2, 3)), as MobileNet-style heads
+// write a global average pool): an avg_pool over the whole map, flattened when keepdims = 0.
+void Importer::reduce_mean() {
+  allow_attributes({"axes", "keepdims", "noop_with_empty_axes"});
+  const Value& x = value(0);
+  expect_quantized(x, false, 0);
+  std::vector<int64_t> axes = attr_ints("axes");
+  if (has_input(1)) {  // opset 18: the axes as an input
+    const Const& a = constant(1, "axes");
+    axes.assign(a.v.begin(), a.v.end());
+  }
+  const std::vector<int64_t> dims = onnx_dims(x);
+  const std::vector<int64_t> given = axes;
+  for (int64_t& a : axes) a = a < 0 ? a + int64_t(dims.size()) : a;
+  std::sort(axes.begin(), axes.end());
+  if (x.form != Form::map || axes != std::vector<int64_t>{2, 3})
+    fail(fmt::format(
+        "axes {} of an input {}: only the mean over a map's rows and columns (axes 2 and 3 of [N, C, H, W]: a "
+        "global average pool) is supported",
+        given.empty() ? std::string("(all)") : dims_text(given), dims_text(dims)));
+  const Value pooled = global_avg(x);
+  set_output(0, attr_int("keepdims", 1) ? pooled : flatten_value(pooled));
+}
+
+// Pad of a map's rows and columns with zeros: nothing of its own; the Conv that reads it pads by
+// that much more (Value::pad). Pads of zero (PyTorch's avg_pool2d emits one) are nothing at all.
+void Importer::pad() {
+  allow_attributes({"mode", "pads", "value"});
+  const Value& x = value(0);
+  const std::string mode = attr_string("mode", "constant");
+  std::vector<int64_t> pads = attr_ints("pads");  // opset < 11: attributes
+  double fill = attr_float("value", 0);
+  if (has_input(1)) {
+    const Const& p = constant(1, "pads");
+    pads.assign(p.v.begin(), p.v.end());
+  }
+  if (has_input(2)) {
+    const Const& v = constant(2, "constant_value");
+    if (v.v.size() != 1) fail(fmt::format("constant_value holds {} values; expected one", v.v.size()));
+    fill = v.v[0];
+  }
+  const std::vector<int64_t> dims = onnx_dims(x);
+  const int64_t rank = int64_t(dims.size());
+  std::vector<int64_t> axes;
+  if (has_input(3)) {  // opset 18
+    for (double a : constant(3, "axes").v) {
+      const int64_t i = int64_t(a) < 0 ? int64_t(a) + rank : int64_t(a);
+      if (i < 0 || i >= rank) fail(fmt::format("axis {} out of range for an input {}", a, dims_text(dims)));
+      axes.push_back(i);
+    }
+  } else {
+    for (int64_t i = 0; i < rank; ++i) axes.push_back(i);
+  }
+  if (pads.size() != 2 * axes.size())
+    fail(fmt::format("pads {} has {} values; expected {} (begin and end of each axis of {})", dims_text(pads),
+                     pads.size(), 2 * axes.size(), dims_text(dims)));
+  std::vector<int64_t> before(size_t(rank), 0), after(size_t(rank), 0);
+  for (size_t i = 0; i < axes.size(); ++i) {
+    before[size_t(axes[i])] += pads[i];
+    after[size_t(axes[i])] += pads[i + axes.size()];
+  }
+  if (std::all_of(pads.begin(), pads.end(), [](int64_t p) { return p == 0; })) return set_output(0, x);
+  if (mode != "constant" || fill != 0)
+    fail(fmt::format("mode {} with value {}: only zero padding is supported (the machine's convolution pads "
+                     "with zeros)",
+                     mode, fill));
+  if (x.form != Form::map || before[0] || after[0] || before[1] || after[1] ||
+      std::any_of(pads.begin(), pads.end(), [](int64_t p) { return p < 0 || uint64_t(p) > kMaxDim; }))
+    fail(fmt::format(
+        "pads {} of an input {}: only zero padding of a map's rows and columns (axes 2 and 3 of [N, C, H, W]) "
+        "is supported, folded into the Conv that reads it",
+        dims_text(pads), dims_text(dims)));
+  Value out = x;
+  out.pad = {before[2], before[3], after[2], after[3]};
   set_output(0, out);
 }
 
@@ -725,7 +850,7 @@ void Importer::global_avg_pool() {
 void Importer::activation(Activation a) {
   const Value& x = value(0);
   expect_quantized(x, false, 0);
-  if (x.form == Form::flat || x.form == Form::lstm_y || x.form == Form::lstm_yh)
+  if (x.form == Form::flat || x.form == Form::lstm_y || x.form == Form::lstm_yh || x.form == Form::lstm_hn)
     fail(
         "its input is a flattened map or an LSTM output with its direction axis; apply it before the Flatten "
         "or after the Squeeze");
@@ -768,7 +893,7 @@ void Importer::binary(bool mul) {
   expect_quantized(a, false, 0);
   expect_quantized(b, false, 1);
   if (a.form != b.form || !(a.shape == b.shape) || a.time_major != b.time_major || a.form == Form::flat ||
-      a.form == Form::lstm_y || a.form == Form::lstm_yh)
+      a.form == Form::lstm_y || a.form == Form::lstm_yh || a.form == Form::lstm_hn)
     fail(fmt::format(
         "operands {} and {} differ in shape or layout; the machine adds and multiplies tensors of one "
         "shape (no broadcasting)",
@@ -785,6 +910,10 @@ void Importer::binary(bool mul) {
 // of a sequence; a concat layer (its inputs' parts are joined where they are read: compiler/quantize.cpp).
 void Importer::concat() {
   allow_attributes({"axis"});
+  if (has_input(0) && values_.count(input_name(0))) {
+    const Form f = values_.at(input_name(0)).form;
+    if (f == Form::lstm_yh || f == Form::lstm_hn) return stack_h();
+  }
   const Value& a = value(0);
   for (int i = 0; i < node_->input_size(); ++i) {
     if (is_const(i))
@@ -896,7 +1025,11 @@ void Importer::flatten(int64_t axis) {
   const Value& x = value(0);
   if (axis != 1)
     fail(fmt::format("axis {}: the machine flattens every dimension but the batch (axis 1)", axis));
-  if (x.form == Form::vector || x.form == Form::flat) return set_output(0, x);
+  set_output(0, flatten_value(x));
+}
+
+Value Importer::flatten_value(const Value& x) {
+  if (x.form == Form::vector || x.form == Form::flat) return x;
   if ((x.form != Form::map && x.form != Form::seq) || x.time_major)
     fail("only a map [N, C, H, W] or a batch-first sequence [N, T, F] can be flattened");
   Layer l = new_layer(LayerType::flatten, x);
@@ -905,7 +1038,7 @@ void Importer::flatten(int64_t axis) {
   out.form = Form::flat;
   out.chw = x.form == Form::map && x.shape.pixels() > 1 && x.shape.c > 1;
   out.entry = add_layer(std::move(l));
-  set_output(0, out);
+  return out;
 }
 
 // A Reshape that is a flatten ([N, -1], [0, -1], [N, F]) or changes nothing.
@@ -916,13 +1049,16 @@ void Importer::reshape() {
   std::vector<int64_t> s(shape.v.begin(), shape.v.end());
   const int64_t n = int64_t(m_.batch),
                 total = int64_t(x.form == Form::flat ? x.shape.elements() : x.shape.elements());
-  const bool batch_ok = !s.empty() && (s[0] == 0 || s[0] == -1 || s[0] == n);
+  // The batch: 0 (copy), -1, the batch that runs, or the graph input's declared batch (an export
+  // at batch 1 folds x.view(x.size(0), -1) to [1, -1]).
+  const bool batch_ok =
+      !s.empty() && (s[0] == 0 || s[0] == -1 || s[0] == n || (export_batch_ > 0 && s[0] == export_batch_));
   if (s.size() == 2 && batch_ok && (s[1] == -1 || s[1] == total) && !(s[0] == -1 && s[1] == -1))
     return flatten(1);
   fail(fmt::format(
-      "shape {}: only a Reshape that flattens every dimension but the batch ([N, -1]) is supported; "
-      "the input is {} per sample",
-      dims_text(s), x.shape.str()));
+      "shape {}: only a Reshape that flattens every dimension but the batch ([N, -1], [0, -1] or [N, {}]) is "
+      "supported; the input is {}",
+      dims_text(s), total, dims_text(onnx_dims(x))));
 }
 
 // Transpose: the batch and time axes of a sequence (a layout change, no data moves in the Model).
@@ -965,18 +1101,56 @@ void Importer::squeeze(bool sq) {
   set_output(0, out);
 }
 
-// Gather on axis 0 of an LSTM's Y_h [1, N, H] (h_n[-1] or h_n[0] in PyTorch): the last h.
+// Gather on axis 0 of an LSTM's Y_h [1, N, H] (h_n[-1] or h_n[0] in PyTorch): the last h; of a
+// stacked LSTM's h_n [L, N, H], a layer's; on the time axis of an LSTM's output sequence, its
+// last step (PyTorch's y[:, -1]): the layer then returns its last h instead of its sequence.
 void Importer::gather() {
   allow_attributes({"axis"});
   const Value& x = value(0);
   const Const& idx = constant(1, "indices");
-  if (x.form == Form::lstm_yh && attr_int("axis", 0) == 0 && idx.dims.empty() &&
-      (idx.v[0] == 0 || idx.v[0] == -1)) {
+  const int64_t axis = attr_int("axis", 0);
+  const bool scalar = idx.dims.empty() && idx.v.size() == 1;
+  if (x.form == Form::lstm_yh && axis == 0 && scalar && (idx.v[0] == 0 || idx.v[0] == -1)) {
     Value out = x;
     out.form = Form::vector;
     return set_output(0, out);
   }
-  fail("only h_n[-1] (Gather of index 0 or -1 on axis 0 of an LSTM's Y_h) is supported");
+  if (x.form == Form::lstm_hn && axis == 0 && scalar) {
+    const int64_t layers = int64_t(x.stack.size()), k = int64_t(idx.v[0]) < 0 ? int64_t(idx.v[0]) + layers : int64_t(idx.v[0]);
+    if (k < 0 || k >= layers) fail(fmt::format("index {} out of range for h_n of {} layers", idx.v[0], layers));
+    Value out = x.stack[size_t(k)];
+    if (out.no_h)
+      fail(fmt::format(
+          "h_n[{}] is the last h of LSTM layer {} of {}, whose sequence the next layer reads: the machine's LSTM "
+          "layer gives its sequence or its last h, not both; only the last layer's (h_n[-1]) can be read",
+          idx.v[0], k, layers));
+    out.form = Form::vector;
+    return set_output(0, out);
+  }
+  const int64_t time_axis = x.time_major ? 0 : 1;
+  if (x.form == Form::seq && !is_model_input(x.entry) && layer_of(x).type == LayerType::lstm &&
+      layer_of(x).return_sequences && (axis == time_axis || axis == time_axis - 3) && scalar &&
+      (idx.v[0] == -1 || idx.v[0] == double(x.shape.h - 1))) {
+    // Only when nothing else reads the sequence: each ONNX value that stands for it (Y, its
+    // Squeeze, Transpose) is read once, by the next of these nodes.
+    for (const auto& [name, v] : values_)
+      if (v.entry == x.entry && (uses_[name] != 1 || v.no_h))
+        fail(fmt::format(
+            "the last step of LSTM {}'s sequence, which {} reads too: the machine's LSTM layer gives its sequence "
+            "or its last h, not both",
+            layer_of(x).name, name));
+    Layer& l = layer_of(x);
+    l.return_sequences = false;
+    l.out = vector_shape(l.units);
+    Value out = x;
+    out.form = Form::vector;
+    out.time_major = false;
+    out.shape = l.out;
+    return set_output(0, out);
+  }
+  fail(
+      "only an LSTM's last h is supported: h_n[-1] (Gather of index -1 on axis 0 of its Y_h, or of a stacked "
+      "LSTM's h_n) or the last step of its output sequence (y[:, -1])");
 }
 
 // ---- LSTM ----------------------------------------------------------------------------------------
@@ -1011,7 +1185,6 @@ void Importer::lstm() {
         if (v != 0) fail("a non-zero initial_h or initial_c is not supported");
     }
   if (output_used(2)) fail("the Y_c output is not supported");
-  if (output_used(0) && output_used(1)) fail("only one of Y and Y_h may be used");
   const uint64_t h = uint64_t(attr_int("hidden_size", 0)), in = x.shape.c;
   if (h < 1 || h > kMaxDim) fail(fmt::format("hidden_size {}: expected 1..{}", h, kMaxDim));
   const Const& w = constant(1, "W");
@@ -1045,6 +1218,32 @@ void Importer::lstm() {
   y.form = sequences ? Form::lstm_y : Form::lstm_yh;
   y.entry = add_layer(std::move(l));
   set_output(sequences ? 0 : 1, y);
+  if (sequences && output_used(1)) {  // both read: Y_h is not computed (Value::no_h)
+    Value yh = y;
+    yh.form = Form::lstm_yh;
+    yh.shape = vector_shape(h);
+    yh.no_h = true;
+    set_output(1, yh);
+  }
+}
+
+// Concat on axis 0 of LSTM layers' Y_h: PyTorch's h_n of a stacked LSTM (num_layers > 1), only
+// to be gathered (h_n[-1]).
+void Importer::stack_h() {
+  allow_attributes({"axis"});
+  const int64_t axis = attr_int("axis", 0);
+  if (axis != 0 && axis != -3) fail(fmt::format("axis {}: LSTM layers' Y_h stack on axis 0 only", axis));
+  Value out;
+  out.form = Form::lstm_hn;
+  for (int i = 0; i < node_->input_size(); ++i) {
+    const Value& v = value(i);
+    if (v.form == Form::lstm_yh) out.stack.push_back(v);
+    else if (v.form == Form::lstm_hn) out.stack.insert(out.stack.end(), v.stack.begin(), v.stack.end());
+    else fail(fmt::format("input {} ({}) is not an LSTM's Y_h; the others are", i, input_name(i)));
+  }
+  out.shape = out.stack.back().shape;
+  out.entry = out.stack.back().entry;
+  set_output(0, out);
 }
 
 // ---- the host's share, no-ops ------------------------------------------------------------------------
@@ -1177,6 +1376,7 @@ std::vector<int64_t> Importer::onnx_dims(const Value& v) const {
     case Form::seq: return v.time_major ? std::vector<int64_t>{h, n, c} : std::vector<int64_t>{n, h, c};
     case Form::lstm_y: return {h, 1, n, c};
     case Form::lstm_yh: return {1, n, c};
+    case Form::lstm_hn: return {int64_t(v.stack.size()), n, c};
   }
   return {};
 }
@@ -1187,7 +1387,7 @@ std::vector<int64_t> Importer::onnx_dims(const Value& v) const {
 bool Importer::fold() {
   const std::string& op = node_->op_type();
   static const std::set<std::string> kFoldable = {"Shape",  "Gather",          "Unsqueeze", "Squeeze",
-                                                  "Concat", "ConstantOfShape", "Cast"};
+                                                  "Concat", "ConstantOfShape", "Cast",      "Expand"};
   if (!kFoldable.count(op)) return false;
   if (op == "Shape") {
     allow_attributes({"start", "end"});
@@ -1269,6 +1469,37 @@ bool Importer::fold() {
     }
     if (count > options_.max_values) fail(fmt::format("{} values; at most {}", count, options_.max_values));
     out.v.assign(count, fill);
+  } else if (op == "Expand") {
+    // A constant broadcast to a shape (NumPy's rules): PyTorch's LSTM export expands a zero
+    // [1, 1, H] to the initial state [1, N, H] of the batch that runs.
+    allow_attributes({});
+    const Const& d = constant(0, "input");
+    const Const& shape = constant(1, "shape");
+    const size_t r = std::max(d.dims.size(), shape.v.size());
+    std::vector<int64_t> a(r, 1), b(r, 1);
+    std::copy(d.dims.begin(), d.dims.end(), a.end() - std::ptrdiff_t(d.dims.size()));
+    for (size_t i = 0; i < shape.v.size(); ++i) b[r - shape.v.size() + i] = int64_t(shape.v[i]);
+    uint64_t count = 1;
+    for (size_t i = 0; i < r; ++i) {
+      if (b[i] < 0 || !(a[i] == b[i] || a[i] == 1 || b[i] == 1))
+        fail(fmt::format("the input {} does not broadcast to the shape {}", dims_text(d.dims),
+                         dims_text(std::vector<int64_t>(shape.v.begin(), shape.v.end()))));
+      out.dims.push_back(a[i] == 1 ? b[i] : a[i]);
+      count = sat_mul(count, uint64_t(out.dims.back()));
+    }
+    if (count > options_.max_values) fail(fmt::format("{} values; at most {}", count, options_.max_values));
+    out.type = d.type;
+    out.v.resize(count);
+    for (uint64_t i = 0; i < count; ++i) {  // output index -> input index (axes of size 1 repeat)
+      uint64_t rest = i, from = 0, stride = 1;
+      for (size_t k = r; k-- > 0;) {
+        const uint64_t at = rest % uint64_t(out.dims[k]);
+        rest /= uint64_t(out.dims[k]);
+        if (a[k] != 1) from += at * stride;
+        stride *= uint64_t(a[k]);
+      }
+      out.v[i] = d.v[from];
+    }
   } else {  // Cast: values are held as double
     allow_attributes({"to", "saturate"});
     out = constant(0, "input");
@@ -1292,6 +1523,8 @@ void Importer::dispatch() {
       {"MaxPool", [](Importer& i) { i.pool(true); }},
       {"AveragePool", [](Importer& i) { i.pool(false); }},
       {"GlobalAveragePool", [](Importer& i) { i.global_avg_pool(); }},
+      {"ReduceMean", [](Importer& i) { i.reduce_mean(); }},
+      {"Pad", [](Importer& i) { i.pad(); }},
       {"Relu",
        [](Importer& i) {
          i.allow_attributes({});
@@ -1339,7 +1572,16 @@ void Importer::dispatch() {
   }
   if (fold()) return;
   auto it = kOps.find(op);
-  if (it == kOps.end()) fail("the operator is not supported (docs/onnx.md lists those that are)");
+  if (it == kOps.end()) {
+    std::set<std::string> known = {"Constant"};  // sorted, as the user looks one up
+    for (const auto& [name, handler] : kOps) known.insert(name);
+    std::string list;
+    for (const std::string& k : known) list += (list.empty() ? "" : ", ") + k;
+    fail(fmt::format(
+        "the operator is not supported; the importer takes {} (and Cast, ConstantOfShape, Expand, Shape on "
+        "constants); docs/onnx.md gives each one's conditions",
+        list));
+  }
   it->second(*this);
 }
 
@@ -1374,6 +1616,9 @@ Model Importer::run() && {
         m_.layers.back().name));
   if (v.form == Form::flat)
     fail(fmt::format("the graph output {} is a flattened map; the machine ends with a layer", out));
+  if (v.padded()) fail(fmt::format("the graph output {} is a Pad's output; the machine ends with a layer", out));
+  if (v.no_h || v.form == Form::lstm_hn)
+    fail(fmt::format("the graph output {} is the h of LSTM layers whose sequence is read: not computed", out));
   return std::move(m_);
 }
 

@@ -5,12 +5,15 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <cmath>
 #include <cstdlib>
 #include <filesystem>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "compiler/compile.h"
+#include "compiler/npy.h"
 #include "isa/assembler.h"
 #include "isa/error.h"
 #include "isa/program.h"
@@ -70,10 +73,48 @@ sim::Arch resolve_arch(const py::object& arch, const py::object& set, const isa:
   return a;
 }
 
+// A model's data argument (input, calibrate, labels): None, a path (str or os.PathLike) to a .npy,
+// or an array (a NumPy array, a CPU torch.Tensor, a list: anything numpy.asarray takes), saved to a
+// .npy in the temporary folder `keep` (made on first use) for the compiler's reader. Samples go as
+// float32; labels as int64 when they are integers (floats go as they are: the reader checks them).
+std::optional<fs::path> npy_argument(const py::object& v, const char* what, py::object& keep) {
+  if (v.is_none()) return std::nullopt;
+  if (py::isinstance<py::str>(v) || py::hasattr(v, "__fspath__"))
+    return fs::path(py::module_::import("os").attr("fspath")(v).cast<std::string>());
+  py::module_ np;
+  try {
+    np = py::module_::import("numpy");
+  } catch (const py::error_already_set&) {
+    throw InputError(fmt::format("{}: an array needs numpy (on Debian `apt-get install python3-numpy`); or pass a .npy path", what));
+  }
+  py::object a;
+  try {
+    if (std::string_view(what) == "labels") {
+      a = np.attr("ascontiguousarray")(v);
+      if (std::string("biu").find(a.attr("dtype").attr("kind").cast<std::string>()) != std::string::npos)
+        a = a.attr("astype")(np.attr("int64"));
+    } else {
+      a = np.attr("ascontiguousarray")(v, py::arg("dtype") = np.attr("float32"));
+    }
+  } catch (const py::error_already_set& e) {
+    throw InputError(fmt::format("{}: not an array of numbers ({})", what, e.what()));
+  }
+  if (keep.is_none()) keep = py::module_::import("tempfile").attr("TemporaryDirectory")(py::arg("prefix") = "tpusim-");
+  const fs::path path = fs::path(keep.attr("name").cast<std::string>()) / (std::string(what) + ".npy");
+  np.attr("save")(path.string(), a);
+  return path;
+}
+
 // mapper: None, or {switch: bool or 'on'/'off'} (compiler/lower_options.h, as --mapper);
 // precision: None (the description's), 'auto', 'int8' or 'wide' (as --precision).
-compiler::LoadOptions load_options(const py::object& batch, const py::object& mapper, const py::object& precision) {
+compiler::LoadOptions load_options(const py::object& batch, const py::object& mapper, const py::object& precision,
+                                   const py::object& input = py::none(), const py::object& calibrate = py::none(),
+                                   py::object* keep = nullptr) {
   compiler::LoadOptions o;
+  if (keep) {
+    if (auto p = npy_argument(input, "input", *keep)) o.input_file = *p;
+    if (auto p = npy_argument(calibrate, "calibrate", *keep)) o.calibration_file = *p;
+  }
   if (!batch.is_none()) o.batch = batch.cast<uint64_t>();
   if (!precision.is_none()) {
     const std::string p = text_of(precision);
@@ -90,17 +131,62 @@ compiler::LoadOptions load_options(const py::object& batch, const py::object& ma
   return o;
 }
 
+// labels: class numbers, one per sample, as --labels reads them (integers 0..65535).
+std::vector<int64_t> read_labels(const fs::path& path) {
+  const compiler::NpyArray a = compiler::read_npy(path);
+  if (a.shape.size() != 1) throw InputError("labels: expected one class per sample, shape [N]");
+  std::vector<int64_t> out;
+  for (float v : a.to_float()) {
+    if (!(v >= 0 && v < 65536 && v == std::floor(v)))
+      throw InputError(fmt::format("labels: {} is not a class number (an integer 0..65535)", v));
+    out.push_back(int64_t(v));
+  }
+  return out;
+}
+
+// The model output as a NumPy array: [N, C], [N, T, C], or a map [N, C, H, W] for ONNX models
+// (their layout) and [N, H, W, C] for descriptions (theirs).
+py::object output_array(const std::vector<float>& v, const compiler::Compiled& c) {
+  const compiler::Shape& s = c.graph.tensors.at(c.graph.output).shape;
+  const uint64_t n = c.graph.batch;
+  py::module_ np = py::module_::import("numpy");
+  py::object a = np.attr("array")(py::cast(v), py::arg("dtype") = np.attr("float32"));
+  if (s.rank == 1) return a.attr("reshape")(n, s.c);
+  if (s.rank == 2) return a.attr("reshape")(n, s.h, s.c);
+  a = a.attr("reshape")(n, s.h, s.w, s.c);
+  return c.model.source.ends_with(".onnx") ? a.attr("transpose")(0, 3, 1, 2).attr("copy")() : a;
+}
+
 py::dict run(const std::string& workload, const py::object& arch, const py::object& set,
              const std::string& engine, const py::object& batch, uint64_t max_cycles, bool timeline,
-             const py::object& mapper, const py::object& precision) {
+             const py::object& mapper, const py::object& precision, const py::object& input,
+             const py::object& labels, const py::object& calibrate, bool check, bool outputs) {
   std::optional<compiler::Compiled> compiled;
   isa::Program loaded;
   sim::Arch a;
-  if (compiler::is_model_path(workload)) {
+  py::object keep = py::none();  // the temporary folder of arrays given as data (removed on return)
+  std::vector<int64_t> classes;
+  const bool is_model = compiler::is_model_path(workload);
+  const bool data = !input.is_none() || !calibrate.is_none() || !labels.is_none() || check || outputs;
+  if (data && !is_model)
+    throw InputError(fmt::format("{}: {} applies to models, not programs", workload,
+                                 !input.is_none()       ? "input"
+                                 : !calibrate.is_none() ? "calibrate"
+                                 : !labels.is_none()    ? "labels"
+                                 : check                ? "check"
+                                                        : "outputs"));
+  // Checking, accuracy and outputs read the simulated output: an engine that computes data.
+  const bool needs_output = check || outputs || !labels.is_none();
+  if (needs_output && engine == "timing")
+    throw InputError(fmt::format("engine 'timing' computes no data: {} needs engine='fast' or 'stepped'",
+                                 !labels.is_none() ? "labels" : check ? "check" : "outputs"));
+  if (is_model) {
     a = resolve_arch(arch, set, nullptr);
-    const compiler::LoadOptions o = load_options(batch, mapper, precision);
+    compiler::LoadOptions o = load_options(batch, mapper, precision, input, calibrate, &keep);
+    if (const auto p = npy_argument(labels, "labels", keep)) classes = read_labels(*p);
     py::gil_scoped_release free;
     compiled = compiler::compile_file(workload, a, o);
+    if (!labels.is_none()) compiler::check_labels(*compiled, classes);  // before the simulation
   } else {
     if (!batch.is_none() || !mapper.is_none() || !precision.is_none())
       throw InputError(fmt::format("{}: {} applies to models, not programs", workload,
@@ -117,9 +203,40 @@ py::dict run(const std::string& workload, const py::object& arch, const py::obje
     py::gil_scoped_release free;
     result = sim::simulate(program, a, opt);
   }
-  // Like a sweep, this measures: output_matches_reference stays None (`tpusim run` checks data).
-  const sim::ReportInput in{&program, &a, opt.engine, &result, std::nullopt, "", std::nullopt, std::nullopt};
+  // Like a sweep, this measures: output_matches_reference stays None (`tpusim run` checks data),
+  // unless check, labels or outputs ask for the model's output.
+  sim::ReportInput in{&program, &a, opt.engine, &result, std::nullopt, "", std::nullopt, std::nullopt};
+  std::optional<py::object> simulated, reference;
+  if (compiled && needs_output) {
+    const sim::HostBuffer* out = nullptr;
+    if (result.state)
+      for (const sim::HostBuffer& h : result.state->host)
+        if (h.name == "output") out = &h;
+    if (!out) throw std::logic_error("a compiled program without an \"output\" host region");
+    std::vector<float> sim_out, float_out;
+    std::optional<compiler::Accuracy> acc;
+    {
+      py::gil_scoped_release free;
+      const compiler::OutputCheck c = compiler::check_output(*compiled, out->bytes, a);
+      in.output_matches_reference = c.matches;
+      in.quantization_error = std::array{c.error.max_abs, c.error.relative, c.error.rms};
+      in.checked_against = "golden model reference";
+      if (!labels.is_none()) acc = compiler::top1_accuracy(*compiled, out->bytes, a, classes);
+      if (outputs) {
+        sim_out = compiler::simulated_output(*compiled, out->bytes, a);
+        float_out = compiler::run_float(compiled->model).back();
+      }
+    }
+    if (acc)
+      in.accuracy = sim::ReportInput::Accuracy{acc->samples, double(acc->correct_float) / double(acc->samples),
+                                               double(acc->correct_int8) / double(acc->samples)};
+    if (outputs) simulated = output_array(sim_out, *compiled), reference = output_array(float_out, *compiled);
+  }
   py::dict report = from_json(sim::make_report(in));
+  if (simulated) {
+    report["output"] = *simulated;
+    report["float_output"] = *reference;
+  }
   if (timeline) {
     py::list rows;
     for (uint64_t i = 0; i < result.timeline.size(); ++i) {
@@ -136,9 +253,10 @@ py::dict run(const std::string& workload, const py::object& arch, const py::obje
 
 py::dict compile(const std::string& model, const py::object& output, const py::object& arch,
                  const py::object& set, const py::object& batch, const py::object& mapper,
-                 const py::object& precision) {
+                 const py::object& precision, const py::object& input, const py::object& calibrate) {
   const sim::Arch a = resolve_arch(arch, set, nullptr);
-  const compiler::LoadOptions o = load_options(batch, mapper, precision);
+  py::object keep = py::none();
+  const compiler::LoadOptions o = load_options(batch, mapper, precision, input, calibrate, &keep);
   compiler::Compiled c = [&] {
     py::gil_scoped_release free;
     return compiler::compile_file(model, a, o);
@@ -259,16 +377,22 @@ PYBIND11_MODULE(tpusim, m) {
       "run", &run, py::arg("workload"), py::kw_only(), py::arg("arch") = py::none(),
       py::arg("set") = py::none(), py::arg("engine") = "fast", py::arg("batch") = py::none(),
       py::arg("max_cycles") = 0, py::arg("timeline") = false, py::arg("mapper") = py::none(),
-      py::arg("precision") = py::none(),
-      "Compile (a model: .toml, SCALE-Sim .csv) or load (a program: .tpu, .s) `workload`, simulate it and "
+      py::arg("precision") = py::none(), py::arg("input") = py::none(), py::arg("labels") = py::none(),
+      py::arg("calibrate") = py::none(), py::arg("check") = false, py::arg("outputs") = false,
+      "Compile (a model: .toml, SCALE-Sim .csv, .onnx) or load (a program: .tpu, .s) `workload`, simulate it and "
       "return the report (docs/report.md) as a dict. arch: None (tpu-v1), a preset, an arch .json file or a "
       "dict of parameters; set: {param: value} or ['param=value']; engine: 'fast', 'stepped' or 'timing'; "
       "timeline=True adds 'timeline', each instruction's unit and start/end cycles; mapper: {'pack': False} "
       "turns a mapping technique off (as --mapper pack=off); precision: 'auto', 'int8' or 'wide' 16-bit weights "
-      "(as --precision).");
+      "(as --precision). Models: input, calibrate: the samples and the calibration samples (a .npy path or an "
+      "array, batch first, as --input and --calibrate); labels: their classes (adds 'accuracy', top-1 float "
+      "and int8 as simulated); check=True compares the output with the golden reference "
+      "('output_matches_reference', 'quantization_error'); outputs=True adds 'output' (the int8 output as "
+      "simulated, dequantized) and 'float_output' (the float model's), NumPy arrays.");
   m.def("compile", &compile, py::arg("model"), py::arg("output") = py::none(), py::kw_only(),
         py::arg("arch") = py::none(), py::arg("set") = py::none(), py::arg("batch") = py::none(),
-        py::arg("mapper") = py::none(), py::arg("precision") = py::none(),
+        py::arg("mapper") = py::none(), py::arg("precision") = py::none(), py::arg("input") = py::none(),
+        py::arg("calibrate") = py::none(),
         "Compile a model for a machine (mapper, precision: as for run); writes the program to `output` (.tpu) when given. "
         "Returns its size.");
   m.def(

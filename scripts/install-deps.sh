@@ -14,6 +14,7 @@ PACKAGES=(
   libsqlite3-dev                         # SQLite: the sweep results database (tools/sweep/store.cpp)
   python3-matplotlib                     # plots: scripts/plot_compare.py, scripts/plot.py
   pybind11-dev python3-dev python3-pandas  # the Python module tpusim (python/, docs/python.md)
+  python3-torch python3-onnx             # PyTorch exports in tests/python/torch_export_test.py (docs/onnx.md)
   slurm-wlm munge                        # the live single-node Slurm test (tests/sweep/slurm_live_test.sh)
   libreadline-dev tmux                   # the debugger's line editing; its terminal test (tests/debug)
   chromium                               # headless browser: tpusim view's page test (tests/view)

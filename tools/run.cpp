@@ -310,9 +310,12 @@ void check_run_memory(const RunArgs& r, const isa::Program& p, const sim::Arch& 
 void refuse_run_outputs_over_inputs(const RunArgs& r) {
   refuse_two_on_stdout(r);
   refuse_outputs_over_inputs(
-      {{"--report", &r.report}, {"--trace", &r.trace}, {"--vcd", &r.vcd}, {"--log", &r.log}},
-      {r.program, r.arch_file});
-  try_output(r.report);  // (the traces are tried in plan_traces): an unwritable report fails before the run
+      {{"--report", &r.report}, {"--trace", &r.trace}, {"--vcd", &r.vcd}, {"--log", &r.log},
+       {"--save-output", &r.save_output}},
+      {r.program, r.arch_file, r.input, r.labels, r.calibrate});
+  if (r.save_output == "-") throw InputError("run: --save-output writes a .npy file, not standard output");
+  try_output(r.report);
+  try_output(r.save_output);  // (the traces are tried in plan_traces): an unwritable report fails before the run
 }
 
 // Station instructions up to halt: what RunProgress counts to.
@@ -370,7 +373,12 @@ int cmd_run(const RunArgs& r) {
   };
   load_program_or_model(to_run, "run", r.program, r.arch_file, r.sets, options, start_golden);
   if (!r.labels.empty() && !to_run.compiled) throw InputError("run: --labels applies to models, not to programs");
+  if (!r.save_output.empty() && !to_run.compiled)
+    throw InputError("run: --save-output applies to models, not to programs");
+  if (!r.save_output.empty() && r.engine == "timing")
+    throw InputError("run: --save-output needs the output computed: the fast, stepped or rtl engine, not timing");
   const std::vector<int64_t> labels = r.labels.empty() ? std::vector<int64_t>{} : read_labels(r.labels);
+  if (!r.labels.empty() && to_run.compiled) compiler::check_labels(*to_run.compiled, labels, "--labels " + r.labels);
   std::optional<compiler::Compiled>& compiled = to_run.compiled;
   const sim::Arch& arch = to_run.arch;
   if (compiled && r.report.empty()) print_compile_summary(*compiled, r.program, arch);
@@ -432,6 +440,14 @@ int cmd_run(const RunArgs& r) {
   }
   if (!r.labels.empty() && !in.accuracy)
     throw InputError("run: --labels needs the output checked (not --no-check, not the timing engine)");
+  if (!r.save_output.empty()) {
+    const sim::HostBuffer* out = nullptr;
+    if (result.state)
+      for (const sim::HostBuffer& h : result.state->host)
+        if (h.name == "output") out = &h;
+    if (!out) throw std::logic_error("--save-output: no \"output\" host region");
+    compiler::write_npy(r.save_output, compiler::simulated_output_npy(*compiled, out->bytes, arch));
+  }
   for (const std::string& a : against) in.checked_against += (in.checked_against.empty() ? "" : " and ") + a;
   nlohmann::ordered_json report = sim::make_report(in);
   if (rtl) report["engine"] = "rtl";

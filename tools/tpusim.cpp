@@ -146,6 +146,9 @@ extern "C" int sc_main(int argc, char** argv) {
   r->add_option("--labels", run.labels,
                 "models: the class of each input sample (.npy of integers, [N]): report top-1 accuracy, float "
                 "and int8 as simulated");
+  r->add_option("--save-output", run.save_output,
+                "models: write the output as simulated, dequantized (value x scale), to this float32 .npy, batch "
+                "first in the model's layout (ONNX: [N, C], or [N, C, H, W] for a map)");
   r->add_flag("--int8-elements", run.int8_elements, "models: the earlier spelling of --precision int8");
   r->add_option("--calibrate", run.calibrate,
                 "models: calibrate the int8 scales on these samples (.npy, as --input) instead of the inputs' first");

@@ -87,6 +87,9 @@ TEST_CASE("npy: every supported dtype converts to float") {
   CHECK(one("|i1", {0xff, 0x80}) == std::vector<float>{-1, -128});
   CHECK(one("<i4", {0xfb, 0xff, 0xff, 0xff, 0x00, 0x00, 0x01, 0x00}) == std::vector<float>{-5, 65536});
   CHECK(one("=f4", f32_bytes({1.5f, 2})) == std::vector<float>{1.5f, 2});
+  // int64: NumPy's default integer (np.array([3, 7]), sklearn's targets, torch.argmax's result)
+  CHECK(one("<i8", {0xfd, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x00, 0x00, 0x00, 0x00, 0x01, 0x00, 0x00, 0x00}) ==
+        std::vector<float>{-3, 4294967296.0f});
 }
 
 TEST_CASE("npy: header keys in any order, versions 2.0 and 3.0, shapes () and (3,)") {
@@ -121,7 +124,7 @@ TEST_CASE("npy: unsupported dtypes, Fortran order and bad headers") {
   auto with = [](const std::string& dict) { return parse_npy(npy_bytes(dict, 1, std::vector<uint8_t>(8)), "w.npy"); };
   CHECK_THROWS_WITH(with("{'descr': '>f4', 'fortran_order': False, 'shape': (2,), }"),
                     "w.npy: unsupported dtype '>f4'; supported: '<f4' (float32), '<f8' (float64), '|i1' (int8), "
-                    "'|u1' (uint8), '<i4' (int32)");
+                    "'|u1' (uint8), '<i4' (int32), '<i8' (int64)");
   CHECK_THROWS_WITH(with("{'descr': '<i2', 'fortran_order': False, 'shape': (4,), }"), Contains("unsupported dtype '<i2'"));
   CHECK_THROWS_WITH(with("{'descr': '<f4', 'fortran_order': True, 'shape': (2,), }"),
                     "w.npy: fortran_order is True; only C order is supported (save np.ascontiguousarray(a))");

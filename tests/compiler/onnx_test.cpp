@@ -67,8 +67,50 @@ void check_against_onnx(const std::string& name) {
 TEST_CASE("onnx: every supported operator imports to a Model that computes what the graph means") {
   for (const char* name :
        {"gemm", "matmul_add", "matmul_seq", "conv_pad_stride", "conv_group", "conv_same_bn_clip", "pools",
-        "global_avg", "reshape", "add_mul_softmax", "lstm", "qdq", "qlinear", "concat"})
+        "global_avg", "reshape", "add_mul_softmax", "lstm", "qdq", "qlinear", "concat", "lstm_export",
+        "reshape_export", "pad_reduce_mean", "lstm_stack", "lstm_last_step"})
     check_against_onnx(name);
+}
+
+TEST_CASE("onnx: graphs as torch.onnx.export writes them by default run at any batch") {
+  SECTION("an LSTM's zero initial state Expand-ed to the batch from Shape arithmetic") {
+    // The file declares the input [1, 4, 3] (the export's example); x_lstm_export.npy holds 3.
+    const Model m = load_case("lstm_export");
+    CHECK(m.batch == 3);
+    REQUIRE(m.layers.size() == 2);
+    CHECK(m.layers[0].type == LayerType::lstm);
+    CHECK(m.layers[1].out == vector_shape(2));
+  }
+  SECTION("x.view(x.size(0), -1) exported at batch 1: a Reshape to [1, -1] is a flatten at batch 3") {
+    const Model m = load_case("reshape_export");
+    CHECK(m.batch == 3);
+    REQUIRE(m.layers.size() == 4);  // conv (+ relu), pool, flatten, dense
+    CHECK(m.layers[2].type == LayerType::flatten);
+  }
+  SECTION("a stacked LSTM's h_n[-1]: the lower layer returns its sequence, the upper its last h") {
+    const Model m = load_case("lstm_stack");
+    REQUIRE(m.layers.size() == 3);
+    CHECK(m.layers[0].return_sequences);
+    CHECK(!m.layers[1].return_sequences);
+    CHECK(m.layers[2].out == vector_shape(2));
+  }
+  SECTION("y[:, -1] of an LSTM's sequence read by nothing else: the layer returns its last h") {
+    const Model m = load_case("lstm_last_step");
+    REQUIRE(m.layers.size() == 2);
+    CHECK(!m.layers[0].return_sequences);
+    CHECK(m.layers[0].out == vector_shape(5));
+  }
+  SECTION("Pads fold: zeros into nothing, a Pad into the Conv after it; ReduceMean is a global average pool") {
+    const Model m = load_case("pad_reduce_mean");
+    REQUIRE(m.layers.size() == 5);  // avg pool, conv (pad 1, relu), global avg pool, flatten, dense
+    CHECK(m.layers[0].type == LayerType::avg_pool);
+    CHECK(m.layers[1].type == LayerType::conv2d);
+    CHECK(m.layers[1].pad == 1);
+    CHECK(m.layers[1].activation == Activation::relu);
+    CHECK(m.layers[2].type == LayerType::avg_pool);
+    CHECK(m.layers[2].kernel_h == 3);
+    CHECK(m.layers[3].type == LayerType::flatten);
+  }
 }
 
 TEST_CASE("onnx: layers, shapes and folding") {
@@ -166,7 +208,12 @@ TEST_CASE("onnx: what the machine cannot run is refused with the node, its op ty
     const std::string path = (kDir / (name + ".onnx")).string();
     CHECK_THROWS_WITH(load_model(path), path + ": " + what);
   };
-  refused("bad_op", "node erf1 (Erf): the operator is not supported (docs/onnx.md lists those that are)");
+  refused("bad_op",
+          "node erf1 (Erf): the operator is not supported; the importer takes Add, AveragePool, BatchNormalization, "
+          "Clip, Concat, Constant, Conv, DequantizeLinear, Dropout, Flatten, Gather, Gemm, GlobalAveragePool, "
+          "Identity, LSTM, LogSoftmax, MatMul, MaxPool, Mul, Pad, QLinearConv, QLinearMatMul, QuantizeLinear, "
+          "ReduceMean, Relu, Reshape, Sigmoid, Softmax, Squeeze, Tanh, Transpose, Unsqueeze (and Cast, "
+          "ConstantOfShape, Expand, Shape on constants); docs/onnx.md gives each one's conditions");
   refused("bad_dilation",
           "node dil (Conv): dilations other than 1 are not supported (the machine's convolution reads "
           "adjacent pixels)");
@@ -177,6 +224,19 @@ TEST_CASE("onnx: what the machine cannot run is refused with the node, its op ty
   refused("bad_clip",
           "node clip3 (Clip): bounds [-1, 3]: the machine clips at [0, 6] (relu6) or [0, inf) (relu) only");
   refused("bad_lstm", "node bi (LSTM): direction bidirectional: only forward LSTMs are supported");
+  refused("bad_pad_reflect",
+          "node refl (Pad): mode reflect with value 0: only zero padding is supported (the machine's convolution pads "
+          "with zeros)");
+  refused("bad_pad_pool",
+          "node mp (MaxPool): input 0 (p) is a Pad's output: the machine pads only inside a convolution, so a Pad "
+          "must be read by Conv nodes only (it is folded into their padding)");
+  refused("bad_reduce_channels",
+          "node rm (ReduceMean): axes [1] of an input [1, 2, 6, 6]: only the mean over a map's rows and columns "
+          "(axes 2 and 3 of [N, C, H, W]: a global average pool) is supported");
+  refused("bad_lstm_stack_first",
+          "node /Gather (Gather): h_n[0] is the last h of LSTM layer 0 of 2, whose sequence the next layer reads: "
+          "the machine's LSTM layer gives its sequence or its last h, not both; only the last layer's (h_n[-1]) can "
+          "be read");
   refused("bad_concat",
           "node rows (Concat): axis 2 of a [N, C, H, W] input [1, 2, 6, 6]: the machine joins tensors along channels "
           "only (axis 1)");

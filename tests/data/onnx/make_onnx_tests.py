@@ -291,6 +291,98 @@ def concats():
          outp("y"), {})
 
 
+def exported():
+    """Graphs as torch.onnx.export writes them by default (no dynamic_axes: the input's batch is
+    the example's, 1), run at another batch: an LSTM whose zero initial state is Expand-ed to the
+    batch from Shape arithmetic, and x.view(x.size(0), -1) folded to a Reshape to [1, -1]. Then a
+    Pad of zeros before an AveragePool (PyTorch's avg_pool2d), a Pad folded into a Conv's padding,
+    and ReduceMean over the rows and columns (x.mean((2, 3))) as a global average pool."""
+    t, f, h = 4, 3, 5
+    x = f32(N, t, f)
+    w, r, b, wf, bf = f32(1, 4 * h, f), f32(1, 4 * h, h), f32(1, 8 * h, scale=0.5), f32(2, h), f32(2)
+    i64 = lambda *v: np.array(v, np.int64)  # noqa: E731
+    nodes = [helper.make_node("Transpose", ["x"], ["xt"], name="/l/Transpose", perm=[1, 0, 2]),
+             helper.make_node("Shape", ["xt"], ["sh"], name="/l/Shape"),
+             helper.make_node("Gather", ["sh", "one"], ["nb"], name="/l/Gather", axis=0),
+             helper.make_node("Unsqueeze", ["nb", "ax0"], ["nb1"], name="/l/Unsqueeze"),
+             helper.make_node("Concat", ["c1", "nb1", "ch"], ["shape"], name="/l/Concat", axis=0),
+             helper.make_node("Expand", ["zero", "shape"], ["h0"], name="/l/Expand"),
+             helper.make_node("Expand", ["zero", "shape"], ["c0"], name="/l/Expand_1"),
+             helper.make_node("LSTM", ["xt", "w", "r", "b", "", "h0", "c0"], ["y", "yh", "yc"], name="/l/LSTM",
+                              hidden_size=h),
+             helper.make_node("Gather", ["yh", "last"], ["hl"], name="/Gather", axis=0),
+             helper.make_node("Gemm", ["hl", "wf", "bf"], ["out"], name="/fc/Gemm", transB=1)]
+    _, hn = lstm(x.transpose(1, 0, 2), w, r, b, h)
+    save("lstm_export", nodes, [inp("x", [1, t, f])], outp("out"),
+         dict(w=w, r=r, b=b, wf=wf, bf=bf, one=np.array(1, np.int64), ax0=i64(0), c1=i64(1), ch=i64(h),
+              zero=np.zeros((1, 1, h), np.float32), last=np.array(-1, np.int64)), x, hn @ wf.T + bf)
+    x, wc, bc, wg = f32(N, 2, 6, 6), f32(4, 2, 3, 3), f32(4), f32(3, 4 * 3 * 3)
+    nodes = [helper.make_node("Conv", ["x", "wc", "bc"], ["c"], name="/c/Conv", pads=[1, 1, 1, 1]),
+             helper.make_node("Relu", ["c"], ["rc"], name="/Relu"),
+             helper.make_node("MaxPool", ["rc"], ["p"], name="/MaxPool", kernel_shape=[2, 2], strides=[2, 2]),
+             helper.make_node("Reshape", ["p", "shape"], ["v"], name="/Reshape"),
+             helper.make_node("Gemm", ["v", "wg"], ["out"], name="/fc/Gemm", transB=1)]
+    pooled = pool(relu(conv(x, wc, bc, 1, 1)), 2, 2, np.max)
+    save("reshape_export", nodes, [inp("x", [1, 2, 6, 6])], outp("out"), dict(wc=wc, bc=bc, wg=wg, shape=i64(1, -1)),
+         x, pooled.reshape(N, -1) @ wg.T)
+    x, wc, bc, wg, bg = f32(N, 2, 6, 6), f32(4, 2, 3, 3), f32(4), f32(3, 4), f32(3)
+    nodes = [helper.make_node("Pad", ["x", "zeros"], ["xp"], name="/Pad", mode="constant"),
+             helper.make_node("AveragePool", ["xp"], ["a"], name="/AveragePool", kernel_shape=[2, 2], strides=[2, 2]),
+             helper.make_node("Pad", ["a", "pads", "fill"], ["ap"], name="/pad/Pad"),
+             helper.make_node("Conv", ["ap", "wc", "bc"], ["c"], name="/c/Conv"),
+             helper.make_node("Relu", ["c"], ["rc"], name="/Relu"),
+             helper.make_node("ReduceMean", ["rc"], ["m"], name="/ReduceMean", axes=[-1, -2], keepdims=0),
+             helper.make_node("Gemm", ["m", "wg", "bg"], ["out"], name="/fc/Gemm", transB=1)]
+    c = relu(conv(pool(x, 2, 2, np.mean), wc, bc, 1, 1))
+    save("pad_reduce_mean", nodes, [inp("x", ["N", 2, 6, 6])], outp("out"),
+         dict(zeros=np.zeros(8, np.int64), pads=i64(0, 0, 1, 1, 0, 0, 1, 1), fill=np.array(0, np.float32),
+              wc=wc, bc=bc, wg=wg, bg=bg), x, c.mean(axis=(2, 3)) @ wg.T + bg)
+    x4 = inp("x", ["N", 2, 6, 6])
+    save("bad_pad_reflect", [helper.make_node("Pad", ["x", "pads"], ["p"], name="refl", mode="reflect"),
+                             helper.make_node("Conv", ["p", "wc"], ["y"], name="conv")], [x4], outp("y"),
+         dict(pads=i64(0, 0, 1, 1, 0, 0, 1, 1), wc=wc))
+    save("bad_pad_pool", [helper.make_node("Pad", ["x", "pads"], ["p"], name="zp"),
+                          helper.make_node("MaxPool", ["p"], ["y"], name="mp", kernel_shape=[2, 2])], [x4], outp("y"),
+         dict(pads=i64(0, 0, 1, 1, 0, 0, 1, 1)))
+    save("bad_reduce_channels", [helper.make_node("ReduceMean", ["x"], ["y"], name="rm", axes=[1])], [x4], outp("y"), {})
+
+
+def lstm_outputs():
+    """A stacked LSTM (num_layers = 2) as PyTorch exports it: the lower layer's Y read by the upper
+    one and its Y_h joined with the upper's into h_n, of which h_n[-1] is read; an LSTM's output
+    sequence read at its last step (y[:, -1]); and h_n[0] of the stack, refused."""
+    t, f, h = 4, 3, 5
+    x = f32(N, t, f)
+    w1, r1, b1 = f32(1, 4 * h, f), f32(1, 4 * h, h), f32(1, 8 * h, scale=0.5)
+    w2, r2, b2 = f32(1, 4 * h, h), f32(1, 4 * h, h), f32(1, 8 * h, scale=0.5)
+    wf, bf = f32(2, h), f32(2)
+    i64 = lambda *v: np.array(v, np.int64)  # noqa: E731
+
+    def stack(index):
+        return [helper.make_node("Transpose", ["x"], ["xt"], name="/l/Transpose", perm=[1, 0, 2]),
+                helper.make_node("LSTM", ["xt", "w1", "r1", "b1"], ["y1", "yh1", "yc1"], name="/l/LSTM", hidden_size=h),
+                helper.make_node("Squeeze", ["y1", "ax1"], ["s1"], name="/l/Squeeze"),
+                helper.make_node("LSTM", ["s1", "w2", "r2", "b2"], ["y2", "yh2", "yc2"], name="/l/LSTM_1", hidden_size=h),
+                helper.make_node("Concat", ["yh1", "yh2"], ["hn"], name="/l/Concat_4", axis=0),
+                helper.make_node("Gather", ["hn", index], ["hl"], name="/Gather", axis=0),
+                helper.make_node("Gemm", ["hl", "wf", "bf"], ["out"], name="/fc/Gemm", transB=1)]
+    y1, _ = lstm(x.transpose(1, 0, 2), w1, r1, b1, h)
+    _, hn = lstm(y1, w2, r2, b2, h)
+    inits = dict(w1=w1, r1=r1, b1=b1, w2=w2, r2=r2, b2=b2, wf=wf, bf=bf, ax1=i64(1), last=np.array(-1, np.int64),
+                 first=np.array(0, np.int64))
+    save("lstm_stack", stack("last"), [inp("x", ["N", t, f])], outp("out"), inits, x, hn @ wf.T + bf)
+    save("bad_lstm_stack_first", stack("first"), [inp("x", ["N", t, f])], outp("out"), inits)
+    nodes = [helper.make_node("Transpose", ["x"], ["xt"], name="/l/Transpose", perm=[1, 0, 2]),
+             helper.make_node("LSTM", ["xt", "w1", "r1", "b1"], ["y1", "yh1", "yc1"], name="/l/LSTM", hidden_size=h),
+             helper.make_node("Squeeze", ["y1", "ax1"], ["s1"], name="/l/Squeeze"),
+             helper.make_node("Transpose", ["s1"], ["sb"], name="/l/Transpose_1", perm=[1, 0, 2]),
+             helper.make_node("Gather", ["sb", "last"], ["hl"], name="/Gather", axis=1),
+             helper.make_node("Gemm", ["hl", "wf", "bf"], ["out"], name="/fc/Gemm", transB=1)]
+    _, h1 = lstm(x.transpose(1, 0, 2), w1, r1, b1, h)
+    save("lstm_last_step", nodes, [inp("x", ["N", t, f])], outp("out"),
+         dict(w1=w1, r1=r1, b1=b1, wf=wf, bf=bf, ax1=i64(1), last=np.array(-1, np.int64)), x, h1 @ wf.T + bf)
+
+
 for make in (gemm, matmul_add, matmul_seq, conv_pad_stride, conv_group, conv_same_bn_clip, pools, global_avg_reshape,
-             add_mul_softmax, lstms, quantized, bad, concats):
+             add_mul_softmax, lstms, quantized, bad, concats, exported, lstm_outputs):
     make()

@@ -1,0 +1,127 @@
+"""Models as a PyTorch user brings them (docs/onnx.md, "Exporting"): small networks with seeded
+weights, exported by torch.onnx.export with its defaults (opset 14 on Debian's PyTorch 1.13, no
+dynamic_axes: the file declares batch 1), run by tpusim.run at batch 6 with outputs=True. The
+float model tpusim imported must compute what PyTorch computes (within float rounding), the
+simulated int8 output must match the golden reference bit for bit, and an operator the machine
+lacks is refused naming the node. Needs python3-torch and python3-onnx (scripts/install-deps.sh)."""
+import os
+import sys
+import tempfile
+
+import numpy as np
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+import tpusim
+
+torch.manual_seed(0)
+torch.set_num_threads(1)
+
+
+class MlpBn(nn.Module):  # a BatchNormalization after a Gemm (the exporter folds only Conv + BN)
+    def __init__(self):
+        super().__init__()
+        self.net = nn.Sequential(nn.Linear(64, 32), nn.BatchNorm1d(32), nn.ReLU(), nn.Dropout(0.2), nn.Linear(32, 10))
+
+    def forward(self, x):
+        return self.net(x)
+
+
+class Cnn(nn.Module):  # x.view(x.size(0), -1) folds to Reshape [1, -1]; avg_pool2d emits a Pad of zeros
+    def __init__(self):
+        super().__init__()
+        self.c1, self.bn, self.c2 = nn.Conv2d(1, 8, 3, padding=1), nn.BatchNorm2d(8), nn.Conv2d(8, 16, 3, padding=1)
+        self.fc = nn.Linear(16 * 2 * 2, 10)
+
+    def forward(self, x):
+        x = F.max_pool2d(F.relu(self.bn(self.c1(x))), 2)
+        x = F.avg_pool2d(F.relu(self.c2(x)), 2)
+        return self.fc(x.view(x.size(0), -1))
+
+
+class MeanHead(nn.Module):  # x.mean((2, 3)): ReduceMean, a global average pool
+    def __init__(self):
+        super().__init__()
+        self.c, self.fc = nn.Conv2d(1, 8, 3, padding=1), nn.Linear(8, 10)
+
+    def forward(self, x):
+        return self.fc(F.relu(self.c(x)).mean((2, 3)))
+
+
+class Lstm(nn.Module):  # the zero initial state: Shape, Gather, Concat, Expand to the batch
+    def __init__(self):
+        super().__init__()
+        self.lstm, self.fc = nn.LSTM(8, 16, batch_first=True), nn.Linear(16, 10)
+
+    def forward(self, x):
+        _, (h, _) = self.lstm(x)
+        return self.fc(h[-1])
+
+
+class Lstm2(nn.Module):  # two stacked layers: h_n is a Concat of both layers' Y_h, h_n[-1] the upper's
+    def __init__(self):
+        super().__init__()
+        self.lstm, self.fc = nn.LSTM(8, 16, num_layers=2, batch_first=True), nn.Linear(16, 10)
+
+    def forward(self, x):
+        _, (h, _) = self.lstm(x)
+        return self.fc(h[-1])
+
+
+class LstmLast(nn.Module):  # the output sequence's last step, y[:, -1]
+    def __init__(self):
+        super().__init__()
+        self.lstm, self.fc = nn.LSTM(8, 16, batch_first=True), nn.Linear(16, 10)
+
+    def forward(self, x):
+        y, _ = self.lstm(x)
+        return self.fc(y[:, -1])
+
+
+class Gelu(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.a, self.b = nn.Linear(64, 16), nn.Linear(16, 10)
+
+    def forward(self, x):
+        return self.b(F.gelu(self.a(x)))
+
+
+rng = np.random.default_rng(1)
+x = rng.random((6, 64), dtype=np.float32)
+cases = [(MlpBn(), (-1, 64)), (Cnn(), (-1, 1, 8, 8)), (MeanHead(), (-1, 1, 8, 8)), (Lstm(), (-1, 8, 8)),
+         (Lstm2(), (-1, 8, 8)), (LstmLast(), (-1, 8, 8))]
+with tempfile.TemporaryDirectory() as d:
+    for model, shape in cases:
+        name = type(model).__name__
+        for m in model.modules():  # trained-looking statistics, so that folding them matters
+            if isinstance(m, (nn.BatchNorm1d, nn.BatchNorm2d)):
+                m.running_mean.uniform_(-0.5, 0.5)
+                m.running_var.uniform_(0.5, 2.0)
+        model.eval()
+        xi = x.reshape(shape)
+        with torch.no_grad():
+            want = model(torch.from_numpy(xi)).numpy()
+        path = os.path.join(d, name + ".onnx")
+        torch.onnx.export(model, torch.from_numpy(xi[:1]), path)
+        # calibrated on all 6 samples: the reported error then covers each of them (else the first 4)
+        r = tpusim.run(path, input=xi, calibrate=xi, outputs=True)
+        got = r["float_output"]
+        assert got.shape == want.shape, (name, got.shape, want.shape)
+        err = np.abs(got - want).max()
+        assert err <= 1e-4 * np.abs(want).max(), (name, err)
+        assert r["output_matches_reference"] is True, name
+        assert r["batch"] == 6, (name, r["batch"])
+        # The int8 model: within the reported quantization error of the float one, which is small.
+        assert np.abs(r["output"] - got).max() <= r["quantization_error"]["max_abs"] + 1e-6, name
+        assert r["quantization_error"]["relative"] < 0.05, (name, r["quantization_error"])
+        print(f"{name}: float within {err:.2g} of PyTorch, int8 {r['quantization_error']['relative']:.2%}")
+    gelu = os.path.join(d, "gelu.onnx")
+    torch.onnx.export(Gelu().eval(), torch.from_numpy(x[:1]), gelu)
+    try:
+        tpusim.run(gelu, input=x)
+        raise AssertionError("GELU not refused")
+    except tpusim.InputError as e:
+        assert "gelu.onnx: node /Div (Div): the operator is not supported; the importer takes Add," in str(e), str(e)
+print("ok")
