@@ -149,18 +149,6 @@ struct CpuModel::Impl {
     }
     return -1;
   }
-  static bool same_gather(const MatmulStep& a, const MatmulStep& b) {
-    const Im2colGeometry &x = a.gather, &y = b.gather;
-    if (x.rows != y.rows || x.out_pixels != y.out_pixels || x.k != y.k || x.k_pad != y.k_pad || x.conv != y.conv ||
-        x.inputs != y.inputs)
-      return false;
-    for (int i = 0; i < x.inputs; ++i)
-      if (a.input_tensor[i] != b.input_tensor[i] || x.input[i].tensor_pixels != y.input[i].tensor_pixels ||
-          x.input[i].c != y.input[i].c || x.input[i].pixel0 != y.input[i].pixel0 || x.input[i].col0 != y.input[i].col0)
-        return false;
-    return true;
-  }
-
   void gather(const MatmulStep& s, std::vector<int8_t>& x) {
     const Im2colGeometry& g = s.gather;
 #pragma omp parallel for num_threads(threads) schedule(static) if (parallel(g.rows * g.k_pad))

@@ -221,9 +221,7 @@ GpuPlan make_plan(const compiler::QGraph& graph) {
   return plan;
 }
 
-namespace {
-
-bool same_rows(const MatmulStep& a, const MatmulStep& b) {
+bool same_gather(const MatmulStep& a, const MatmulStep& b) {
   if (a.direct != b.direct || a.m != b.m || a.k != b.k || a.k_pad != b.k_pad) return false;
   if (a.direct) return a.input_tensor[0] == b.input_tensor[0];
   const Im2colGeometry &x = a.gather, &y = b.gather;
@@ -239,6 +237,8 @@ bool same_rows(const MatmulStep& a, const MatmulStep& b) {
   }
   return true;
 }
+
+namespace {
 
 bool reads(const MatmulStep& s, int tensor) {
   const int inputs = s.direct ? 1 : s.gather.inputs;
@@ -259,7 +259,7 @@ std::vector<GemmGroup> gemm_groups(const GpuPlan& plan) {
       std::vector<int> outputs = {lead->output_tensor};
       while (g.count < kMaxFusedGemms && i + g.count < plan.steps.size()) {
         const auto* next = std::get_if<MatmulStep>(&plan.steps[i + g.count]);
-        if (!next || !same_rows(*lead, *next) || reads(*lead, next->output_tensor) ||
+        if (!next || !same_gather(*lead, *next) || reads(*lead, next->output_tensor) ||
             std::find(outputs.begin(), outputs.end(), next->output_tensor) != outputs.end())
           break;
         outputs.push_back(next->output_tensor);

@@ -99,6 +99,11 @@ compiler::LoadOptions runner_load_options(std::optional<uint64_t> batch);
 GpuPlan make_plan(const compiler::QGraph& graph);
 
 
+// Whether two matmul steps gather the same X: the same rows from the same input tensors and
+// views with the same geometry, or the same tensor read in place (the GEMM groups below; the CPU
+// runner's shared gathers).
+bool same_gather(const MatmulStep& a, const MatmulStep& b);
+
 // Horizontal fusion (the CUDA runner and the host model; the CPU runner runs steps one by one):
 // consecutive matmul steps that gather the same rows (the same input tensors and geometry, or
 // the same tensor read in place) and whose outputs none of them reads share one gather and one
