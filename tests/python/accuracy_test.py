@@ -9,6 +9,7 @@ import sys
 import numpy as np
 
 import tpusim
+from refusal import refused  # (tests/python/refusal.py)
 
 src = sys.argv[1]
 t = f"{src}/workloads/trained"
@@ -38,15 +39,6 @@ assert c["output_matches_reference"] is True and c["accuracy"] is None and c["ba
 assert tpusim.run(model, input=x[:8])["output_matches_reference"] is None
 # compile() takes the same data: the program holds the 8 samples.
 assert tpusim.compile(model, input=x[:8], calibrate=x[:32])["batch"] == 8
-
-
-def refused(call, text):
-    try:
-        call()
-    except ValueError as e:
-        assert text in str(e), (str(e), text)
-        return
-    raise AssertionError(f"not refused: {text}")
 
 
 refused(lambda: tpusim.run(model, input=x, labels=y[:10]), "labels: 10 labels for 250 samples (one class per input sample)")

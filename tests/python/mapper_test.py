@@ -5,6 +5,7 @@ pack off), and clear refusals."""
 import sys
 
 import tpusim
+from refusal import refused  # (tests/python/refusal.py)
 
 src = sys.argv[1]
 lenet = f"{src}/workloads/small/lenet5.toml"
@@ -19,15 +20,6 @@ assert plain["mapper"] == {"pack": False}, plain["mapper"]
 assert tpusim.run(lenet, engine="timing", mapper={"pack": "off"})["cycles"] == 215464
 assert tpusim.compile(lenet, mapper={"pack": False})["weight_tiles"] == 77
 assert tpusim.compile(lenet)["weight_tiles"] == 7
-
-
-def refused(call, text):
-    try:
-        call()
-    except ValueError as e:
-        assert text in str(e), (str(e), text)
-        return
-    raise AssertionError(f"not refused: {text}")
 
 
 refused(lambda: tpusim.run(lenet, engine="timing", mapper={"packing": False}),
