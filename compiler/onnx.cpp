@@ -174,6 +174,20 @@ class Importer {
                        name));
     return it->second;
   }
+  // A constant's elements as integers (shapes, axes, pads, indices): each must be a whole number
+  // of at most 2^53 in size (what a double holds exactly), else the node is refused (a fuzzed 1e19
+  // was converted to int64_t: undefined behaviour).
+  std::vector<int64_t> int_values(const Const& c, std::string_view what) const {
+    std::vector<int64_t> out;
+    out.reserve(c.v.size());
+    for (size_t i = 0; i < c.v.size(); ++i) {
+      const double d = c.v[i];
+      if (!(std::fabs(d) <= 9007199254740992.0) || d != std::floor(d))
+        fail(fmt::format("{}: element {} ({}) is not an integer of at most 2^53", what, i, d));
+      out.push_back(static_cast<int64_t>(d));
+    }
+    return out;
+  }
   const Value& value(int i) const {
     const std::string name = input_name(i);
     if (name.empty()) fail(fmt::format("input {} is missing", i));
@@ -774,8 +788,7 @@ void Importer::reduce_mean() {
   expect_quantized(x, false, 0);
   std::vector<int64_t> axes = attr_ints("axes");
   if (has_input(1)) {  // opset 18: the axes as an input
-    const Const& a = constant(1, "axes");
-    axes.assign(a.v.begin(), a.v.end());
+    axes = int_values(constant(1, "axes"), "axes");
   }
   const std::vector<int64_t> dims = onnx_dims(x);
   const std::vector<int64_t> given = axes;
@@ -799,8 +812,7 @@ void Importer::pad() {
   std::vector<int64_t> pads = attr_ints("pads");  // opset < 11: attributes
   double fill = attr_float("value", 0);
   if (has_input(1)) {
-    const Const& p = constant(1, "pads");
-    pads.assign(p.v.begin(), p.v.end());
+    pads = int_values(constant(1, "pads"), "pads");
   }
   if (has_input(2)) {
     const Const& v = constant(2, "constant_value");
@@ -1045,8 +1057,7 @@ Value Importer::flatten_value(const Value& x) {
 void Importer::reshape() {
   allow_attributes({"allowzero"});
   const Value& x = value(0);
-  const Const& shape = constant(1, "shape");
-  std::vector<int64_t> s(shape.v.begin(), shape.v.end());
+  const std::vector<int64_t> s = int_values(constant(1, "shape"), "shape");
   const int64_t n = int64_t(m_.batch),
                 total = int64_t(x.form == Form::flat ? x.shape.elements() : x.shape.elements());
   // The batch: 0 (copy), -1, the batch that runs, or the graph input's declared batch (an export
@@ -1084,8 +1095,7 @@ void Importer::squeeze(bool sq) {
   if (!sq) fail("Unsqueeze is not supported");
   std::vector<int64_t> axes = attr_ints("axes");
   if (has_input(1)) {
-    const Const& a = constant(1, "axes");
-    axes.assign(a.v.begin(), a.v.end());
+    axes = int_values(constant(1, "axes"), "axes");
   }
   Value out = x;
   if (x.form == Form::lstm_y && axes == std::vector<int64_t>{1}) {
@@ -1116,7 +1126,8 @@ void Importer::gather() {
     return set_output(0, out);
   }
   if (x.form == Form::lstm_hn && axis == 0 && scalar) {
-    const int64_t layers = int64_t(x.stack.size()), k = int64_t(idx.v[0]) < 0 ? int64_t(idx.v[0]) + layers : int64_t(idx.v[0]);
+    const int64_t layers = int64_t(x.stack.size()), i0 = int_values(idx, "indices")[0],
+                  k = i0 < 0 ? i0 + layers : i0;
     if (k < 0 || k >= layers) fail(fmt::format("index {} out of range for h_n of {} layers", idx.v[0], layers));
     Value out = x.stack[size_t(k)];
     if (out.no_h)
@@ -1412,8 +1423,8 @@ bool Importer::fold() {
       fail("gathering from a constant of rank other than 1 is not supported");
     out.type = d.type;
     out.dims = idx.dims;
-    for (double x : idx.v) {
-      const int64_t i = int64_t(x) < 0 ? int64_t(x) + d.dims[0] : int64_t(x);
+    for (const int64_t x : int_values(idx, "indices")) {
+      const int64_t i = x < 0 ? x + d.dims[0] : x;
       if (i < 0 || i >= d.dims[0]) fail(fmt::format("index {} out of range for {} values", x, d.dims[0]));
       out.v.push_back(d.v[size_t(i)]);
     }
@@ -1421,7 +1432,7 @@ bool Importer::fold() {
     allow_attributes({"axes"});
     out = constant(0, "data");
     std::vector<int64_t> axes = attr_ints("axes");
-    if (has_input(1)) axes.assign(constant(1, "axes").v.begin(), constant(1, "axes").v.end());
+    if (has_input(1)) axes = int_values(constant(1, "axes"), "axes");
     if (op == "Unsqueeze") {
       const int64_t rank = int64_t(out.dims.size() + axes.size());
       std::sort(axes.begin(), axes.end(),
@@ -1462,9 +1473,9 @@ bool Importer::fold() {
       out.type = v.type;
     }
     uint64_t count = 1;
-    for (double d : shape.v) {
+    for (int64_t d : int_values(shape, "input")) {
       if (d < 0) fail(fmt::format("dimension {} is negative", d));
-      out.dims.push_back(int64_t(d));
+      out.dims.push_back(d);
       count = sat_mul(count, uint64_t(d));
     }
     if (count > options_.max_values) fail(fmt::format("{} values; at most {}", count, options_.max_values));
@@ -1474,16 +1485,16 @@ bool Importer::fold() {
     // [1, 1, H] to the initial state [1, N, H] of the batch that runs.
     allow_attributes({});
     const Const& d = constant(0, "input");
-    const Const& shape = constant(1, "shape");
-    const size_t r = std::max(d.dims.size(), shape.v.size());
+    const std::vector<int64_t> shape = int_values(constant(1, "shape"), "shape");
+    const size_t r = std::max(d.dims.size(), shape.size());
     std::vector<int64_t> a(r, 1), b(r, 1);
     std::copy(d.dims.begin(), d.dims.end(), a.end() - std::ptrdiff_t(d.dims.size()));
-    for (size_t i = 0; i < shape.v.size(); ++i) b[r - shape.v.size() + i] = int64_t(shape.v[i]);
+    for (size_t i = 0; i < shape.size(); ++i) b[r - shape.size() + i] = shape[i];
     uint64_t count = 1;
     for (size_t i = 0; i < r; ++i) {
       if (b[i] < 0 || !(a[i] == b[i] || a[i] == 1 || b[i] == 1))
         fail(fmt::format("the input {} does not broadcast to the shape {}", dims_text(d.dims),
-                         dims_text(std::vector<int64_t>(shape.v.begin(), shape.v.end()))));
+                         dims_text(shape)));
       out.dims.push_back(a[i] == 1 ? b[i] : a[i]);
       count = sat_mul(count, uint64_t(out.dims.back()));
     }

@@ -264,6 +264,14 @@ TEST_CASE("onnx: bad input files") {
     CHECK_THROWS_WITH(import_onnx(bytes_of(kDir / "fuzz_empty_clip_bound.onnx"), "m.onnx"),
                       "m.onnx: node relu6 (Clip): its max input holds 0 values; a bound is one value");
   }
+  SECTION("a shape, axes, pads or indices constant that is no int64 is refused") {
+    // A fuzz_onnx finding (.ci/run of stop 30): a Reshape's shape holding 9.2e18 was converted to
+    // int64_t (undefined behaviour under UBSan); every constant read as integers now goes through
+    // one check.
+    CHECK_THROWS_WITH(import_onnx(bytes_of(kDir / "fuzz_huge_shape.onnx"), "m.onnx"),
+                      "m.onnx: node /Reshape (Reshape): shape: element 1 (9.223372036854776e+18) is not an integer "
+                      "of at most 2^53");
+  }
   SECTION("every truncation of a model and random corruptions are refused or imported, never a crash") {
     LoadOptions o;
     o.max_values = uint64_t{1} << 20;  // a corrupted dimension may not ask for gigabytes
