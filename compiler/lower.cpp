@@ -623,7 +623,12 @@ uint64_t Lowering::table_row(const MatmulOp& m, const LaneTile& n, uint64_t grou
     t[4 * cols + 2 * c + 1] = static_cast<uint8_t>(mult >> 8);
     t[6 * cols + c] = shift;
   }
-  return table_cache_[key] = table_base_ + store(tables_, table_index_, t) / row_bytes;
+  const uint64_t at = table_base_ + store(tables_, table_index_, t) / row_bytes;
+  // After run() has placed the tables (table_rows_), a table first asked for now would lie in UB
+  // rows the tensors hold (review30 #3: today every table is built before; this keeps it so).
+  if (table_rows_ && tables_.size() / row_bytes > table_rows_)
+    throw std::logic_error("table_row: a per-column table asked for after the tables were placed");
+  return table_cache_[key] = at;
 }
 
 // Accumulator base for a pass of `rows` rows: alternating halves; a pass larger than half
