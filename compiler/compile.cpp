@@ -300,10 +300,9 @@ void check_labels(const Compiled& c, std::span<const int64_t> labels, const std:
       throw InputError(fmt::format("{}: sample {}: class {}; the model has classes 0..{}", what, i, labels[i], classes - 1));
 }
 
-NpyArray simulated_output_npy(const Compiled& c, std::span<const uint8_t> output_region, const sim::Arch& arch) {
+NpyArray output_npy(const Compiled& c, const std::vector<float>& v) {
   const Shape& s = c.graph.tensors.at(c.graph.output).shape;
   const uint64_t n = c.graph.batch;
-  std::vector<float> v = simulated_output(c, output_region, arch);
   if (s.rank == 1) return npy_float32({n, s.c}, v);
   if (s.rank == 2) return npy_float32({n, s.h, s.c}, v);
   if (!c.model.source.ends_with(".onnx")) return npy_float32({n, s.h, s.w, s.c}, v);
@@ -313,6 +312,10 @@ NpyArray simulated_output_npy(const Compiled& c, std::span<const uint8_t> output
     chw[b * s.elements() + ch * s.pixels() + p] = v[i];
   }
   return npy_float32({n, s.c, s.h, s.w}, chw);
+}
+
+NpyArray simulated_output_npy(const Compiled& c, std::span<const uint8_t> output_region, const sim::Arch& arch) {
+  return output_npy(c, simulated_output(c, output_region, arch));
 }
 
 Accuracy top1_accuracy(Compiled& c, std::span<const uint8_t> output_region, const sim::Arch& arch,

@@ -97,9 +97,12 @@ void check_labels(const Compiled& c, std::span<const int64_t> labels, const std:
 // The model's output as the machine left it in `output_region`, dequantized (each integer x the
 // output tensor's scale), batch-major in the Model's order ([n][pixel][channel]: NHWC for maps).
 std::vector<float> simulated_output(const Compiled& c, std::span<const uint8_t> output_region, const sim::Arch& arch);
-// The same as float32 .npy contents (tpusim run --save-output), batch first in the front end's
-// layout: [N, C], [N, T, C], a map [N, C, H, W] for an ONNX model and [N, H, W, C] for a
-// description.
+// A model output in the Model's order (simulated_output's, or run_float's last tensor) as float32
+// .npy contents, batch first in the front end's layout: [N, C], [N, T, C], a map [N, C, H, W]
+// for an ONNX model and [N, H, W, C] for a description (tpusim run --save-output, Python's
+// outputs).
+NpyArray output_npy(const Compiled& c, const std::vector<float>& values);
+// output_npy of simulated_output.
 NpyArray simulated_output_npy(const Compiled& c, std::span<const uint8_t> output_region, const sim::Arch& arch);
 
 // The golden output in TPU order: the bytes the output region must hold.

@@ -144,17 +144,13 @@ std::vector<int64_t> read_labels(const fs::path& path) {
   return out;
 }
 
-// The model output as a NumPy array: [N, C], [N, T, C], or a map [N, C, H, W] for ONNX models
-// (their layout) and [N, H, W, C] for descriptions (theirs).
+// The model output as a NumPy array in the front end's layout (compiler::output_npy: the one
+// `tpusim run --save-output` writes).
 py::object output_array(const std::vector<float>& v, const compiler::Compiled& c) {
-  const compiler::Shape& s = c.graph.tensors.at(c.graph.output).shape;
-  const uint64_t n = c.graph.batch;
+  const compiler::NpyArray a = compiler::output_npy(c, v);
   py::module_ np = py::module_::import("numpy");
-  py::object a = np.attr("array")(py::cast(v), py::arg("dtype") = np.attr("float32"));
-  if (s.rank == 1) return a.attr("reshape")(n, s.c);
-  if (s.rank == 2) return a.attr("reshape")(n, s.h, s.c);
-  a = a.attr("reshape")(n, s.h, s.w, s.c);
-  return c.model.source.ends_with(".onnx") ? a.attr("transpose")(0, 3, 1, 2).attr("copy")() : a;
+  const py::bytes raw(reinterpret_cast<const char*>(a.data.data()), a.data.size());
+  return np.attr("frombuffer")(raw, py::arg("dtype") = a.dtype).attr("reshape")(py::cast(a.shape)).attr("copy")();
 }
 
 py::dict run(const std::string& workload, const py::object& arch, const py::object& set,
