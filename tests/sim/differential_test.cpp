@@ -25,6 +25,7 @@ struct Limits {
   bool wide = false;           // some matmuls have 16-bit inputs or weights (setcfg mm_in_hi, mm_weight_hi)
   bool elements16 = false;     // some activates write and vecs read or write 16-bit elements (act_high, vec_high_*)
   bool partial = false;        // some read_weights fetch partial tiles (rw tile_rows x tile_cols, compact)
+  bool matrix_syncs = false;   // runs of matmuls that fill the matrix queue, then a sync naming the matrix unit
 };
 
 class ProgramGenerator {
@@ -321,6 +322,7 @@ class ProgramGenerator {
     for (uint64_t t = 0; t < tiles; ++t) {
       matmul(true);
       if (chance(0.4)) matmul(false);
+      if (lim_.matrix_syncs) matrix_sync();
     }
     activation_work();
     const uint64_t rows = pick(1, 16);
@@ -328,6 +330,20 @@ class ProgramGenerator {
                               {Field::ub, kZ + pick(0, 64 - rows)},
                               {Field::rows, rows}});
     if (chance(0.3)) emit(Opcode::barrier, {});
+  }
+
+  // More matmuls on the tile just switched in (up to 5: a queue of 1 to 4 fills), then often a
+  // sync (naming the matrix unit, alone or with others, or only another unit) and more matmuls
+  // after it: issue held at a full matrix queue while the unit streams or waits for its tile, or
+  // resumed after a sync in the control unit's own process, the cases the timing engine's ahead
+  // start (a matmul started before simulated time reaches it) must leave as the other engines do.
+  void matrix_sync() {
+    const uint64_t more = pick(0, 5);
+    for (uint64_t i = 0; i < more; ++i) matmul(false);
+    if (!chance(0.8)) return;
+    emit(Opcode::sync, {{Field::units, any<uint64_t>({1, 2, 4, 6, 8, 12, 15})}});
+    const uint64_t after = pick(0, 2);
+    for (uint64_t i = 0; i < after; ++i) matmul(false);
   }
 
   std::mt19937_64 rng_;
@@ -467,6 +483,25 @@ TEST_CASE("differential - partial weight tiles (rw tile_rows, tile_cols), with 1
   const int stressed = differential(10300, 100, lim, nullptr, &partial);
   CHECK(stressed >= 25);  // 59 of 100
   CHECK(partial >= 15);   // 45 of the 59
+}
+
+TEST_CASE("differential - syncs on the matrix unit behind a full matrix queue, with partial tiles, a one-tile FIFO "
+          "and shared UB rows",
+          "[machine][differential]") {
+  // Each tile's matmuls are followed by up to 5 more and often a sync, then up to 2 more, so issue
+  // waits at a full queue (depth 1 to 4), for the unit to drain, or resumes after a sync on another
+  // unit; the timing engine starts matmuls ahead of simulated time and must give every instruction
+  // the other engines' cycles. (It catches issue finding a slot freed by a matmul started ahead
+  // before that start's cycle, which no other differential case does.)
+  Limits lim{{4, 5, 8, 16}};
+  lim.matrix_syncs = true;
+  lim.partial = true;
+  const int ran = differential(10500, 150, lim);
+  CHECK(ran >= 100);  // 127 of 150 run, the rest refused alike by every engine
+  lim = Limits{{4, 8}, true, true};
+  lim.matrix_syncs = true;
+  const int stressed = differential(10700, 100, lim);
+  CHECK(stressed >= 45);  // 64 of 100
 }
 
 TEST_CASE("differential - stressed weight FIFO and queues and slow memories", "[machine][differential]") {
