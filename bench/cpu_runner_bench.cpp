@@ -125,7 +125,7 @@ int main(int argc, char** argv) {
                         {"load_average_start", load0}};
   bool exact = true;
   tpusim::compiler::LoadOptions int8;
-  int8.int8_elements = true;  // the runner's kernels are int8
+  int8.precision = tpusim::compiler::Precision::int8;  // the runner's kernels are int8
   int8.mapper.concat_inplace = false;  // the plan reads a concat as its parts
   for (const std::string& path : models) {
     const tpusim::compiler::QGraph graph =

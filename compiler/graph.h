@@ -110,7 +110,8 @@ struct ModelInput {
 // weights lose more than Model::wide_error, the lstm layers whose measured int8 error is more
 // than twice their 16-bit one, an LSTM's gates and cell (docs/compiler.md, "16-bit layers",
 // "Element width"); `int8` none: every weight and tensor int8 ([quantization] elements = "int8"
-// and --int8-elements are its earlier spellings); `wide` every layer's weights.
+// and --int8-elements are its earlier spellings); `wide` every layer's weights. Chosen by the
+// user (--precision) it also sets the layers' keys aside (model.h apply_precision).
 enum class Precision { automatic, int8, wide };
 
 struct Model {
@@ -131,9 +132,10 @@ struct Model {
   // front ends set calibration_samples to 0: the quantization error is measured on every input.
   std::vector<std::vector<float>> calibration;
   uint64_t calibration_batch = 0;
-  // 16-bit tensors allowed (quantize.cpp, "Element width"); false: every tensor int8 whatever
-  // the keys say (LoadOptions::int8_elements: the GPU and CPU runners, whose kernels are int8
-  // only). Precision::int8 keeps the automatic choices int8 but lets a layer's keys widen.
+  // 16-bit tensors allowed (quantize.cpp, "Element width"); false: every tensor int8 (a user's
+  // precision int8, apply_precision, which also sets the layers' keys aside: --precision int8, the
+  // GPU and CPU runners). A description's own precision int8 keeps the automatic choices int8
+  // but lets a layer's keys widen.
   bool wide_elements = true;
   // The model output's element width: 8 or 16 ([quantization] output_bits, --output-bits); 0
   // (automatic): 16 when the layer that writes it reads a 16-bit tensor, else 8 (quantize.cpp,

@@ -898,16 +898,26 @@ Model load_any(const std::filesystem::path& path, const LoadOptions& options);
 
 Model load_model(const std::filesystem::path& path, const LoadOptions& options) {
   Model m = load_any(path, options);
-  if (options.precision) m.precision = *options.precision;
-  if (options.int8_elements) {  // the runners: every weight and tensor int8, keys or not
-    if (options.precision && *options.precision != Precision::int8)
-      throw InputError(fmt::format("{}: every tensor int8 (--int8-elements) and --precision {} contradict each other",
-                                   path.string(), kPrecisionNames[static_cast<size_t>(*options.precision)]));
-    m.wide_elements = false;
-    m.precision = Precision::int8;
-  }
-  if (options.output_bits) m.output_bits = *options.output_bits;
+  apply_precision(m, options.precision, options.output_bits, path.string());
   return m;
+}
+
+void apply_precision(Model& m, std::optional<Precision> precision, std::optional<uint8_t> output_bits,
+                     const std::string& source) {
+  if (precision) {
+    m.precision = *precision;
+    for (Layer& l : m.layers) {
+      if (*precision != Precision::automatic) l.weight_bits.reset();
+      if (*precision == Precision::int8) l.output_bits.reset();
+    }
+    if (*precision == Precision::int8) m.wide_elements = false, m.output_bits = 0;
+  }
+  if (!output_bits) return;
+  if (!m.wide_elements && *output_bits == 16)
+    throw InputError(fmt::format("{}: --output-bits 16 and --precision int8 (every weight and tensor int8) contradict "
+                                 "each other",
+                                 source));
+  m.output_bits = *output_bits;
 }
 
 namespace {

@@ -30,10 +30,6 @@ struct LoadOptions {
   // Samples to calibrate the quantization scales on (a .npy in the same layout, `--calibrate`),
   // instead of the first calibration_samples of the inputs: Model::calibration.
   std::optional<std::filesystem::path> calibration_file;
-  // Every weight and tensor int8, whatever a layer's keys say (Model::wide_elements false and
-  // Precision::int8): for the GPU and CPU runners, whose kernels are int8 only. (The command
-  // line's --int8-elements is --precision int8.)
-  bool int8_elements = false;
   // Bytes compiling may take, estimated before any parameter or input is generated (see
   // parse_model); 0: 3/4 of the memory this process may use (io::usable_memory_bytes).
   uint64_t max_memory = 0;
@@ -51,7 +47,9 @@ struct LoadOptions {
   bool timing_only = false;
   // The mapping techniques the lowering may use (compile_file; `--mapper KEY=off`).
   LowerOptions mapper;
-  // `--precision`: replaces the model's [quantization] precision (graph.h Precision).
+  // `--precision` (run, compile; Python's precision=; compare --int8 and the GPU and CPU runners,
+  // whose kernels are int8 only, give int8): the user's choice, which wins over the description's
+  // (apply_precision).
   std::optional<Precision> precision;
   // `--output-bits`: replaces the model's [quantization] output_bits (Model::output_bits), 8 or 16.
   std::optional<uint8_t> output_bits;
@@ -69,6 +67,16 @@ inline std::optional<Precision> precision_named(std::string_view name) {
     if (name == kPrecisionNames[i]) return static_cast<Precision>(i);
   return std::nullopt;
 }
+
+// A precision the user chose (LoadOptions::precision) over the model's own: `int8` makes every
+// weight and tensor int8 (the description's [quantization] precision and output_bits and every
+// layer's weight_bits and output_bits keys set aside: Model::wide_elements false), `wide` gives
+// every layer 16-bit weights (weight_bits keys set aside), `auto` replaces only [quantization]
+// precision (a layer's keys still decide that layer). `output_bits`: LoadOptions::output_bits,
+// applied after; 16 with int8 is refused (InputError naming `source`). Within a description a
+// layer's keys win over its [quantization] precision (docs/compiler.md, "16-bit layers").
+void apply_precision(Model& m, std::optional<Precision> precision, std::optional<uint8_t> output_bits,
+                     const std::string& source);
 
 // By extension: .toml a description, .csv a SCALE-Sim topology, .onnx an ONNX model (onnx.h). Throws InputError with
 // "FILE:LINE: layer NAME: field: value: what was expected".

@@ -26,7 +26,7 @@ class Planner {
     plan_.batch = g_.batch;
     for (const compiler::QTensor& t : g_.tensors) {
       if (t.bits != 8)
-        fail("graph", "tensor {} is {}-bit: the runners' kernels are int8 (quantize with LoadOptions::int8_elements)",
+        fail("graph", "tensor {} is {}-bit: the runners' kernels are int8 (quantize with LoadOptions::precision int8)",
              t.name, t.bits);
       plan_.tensor_names.push_back(t.name);
       plan_.tensor_bytes.push_back(g_.batch * t.shape.elements());
@@ -287,7 +287,7 @@ std::vector<GemmGroup> gemm_groups(const GpuPlan& plan) {
 compiler::LoadOptions runner_load_options(std::optional<uint64_t> batch) {
   compiler::LoadOptions lo;
   lo.batch = batch;
-  lo.int8_elements = true;
+  lo.precision = compiler::Precision::int8;  // every weight and tensor int8, keys or not
   lo.mapper.concat_inplace = false;
   return lo;
 }

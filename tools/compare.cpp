@@ -231,7 +231,7 @@ Simulated simulate_at(const fs::path& model, uint64_t batch, const sim::Arch& ar
   compiler::LoadOptions lo;
   lo.batch = batch;
   lo.timing_only = true;  // cycles and shapes only: no weight values (the cycles are a full compile's)
-  lo.int8_elements = a.int8;  // the runners' variant (gpu::runner_load_options)
+  if (a.int8) lo.precision = compiler::Precision::int8;  // the runners' variant (gpu::runner_load_options)
   const compiler::Compiled c = compiler::compile_file(model, arch, lo);
   sim::RunOptions opt;
   opt.engine = sim::Engine::timing;

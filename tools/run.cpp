@@ -135,9 +135,8 @@ void load_program_or_model(ProgramToRun& r, std::string_view verb, const std::st
                            : mapper                   ? "--mapper"
                            : options.calibration_file ? "--calibrate"
                            : options.precision        ? "--precision"
-                           : options.output_bits      ? "--output-bits"
-                                                      : "--int8-elements";
-  if ((options.batch || options.input_file || options.calibration_file || mapper || options.int8_elements ||
+                                                      : "--output-bits";
+  if ((options.batch || options.input_file || options.calibration_file || mapper ||
        options.precision || options.output_bits) &&
       !is_model)
     throw InputError(fmt::format("{}: {} applies to models (.toml, .csv, .onnx), not to programs", verb, model_flag));
@@ -331,7 +330,8 @@ uint64_t station_instructions(const isa::Program& p) {
 }  // namespace
 
 namespace {
-// --int8-elements: the earlier spelling of --precision int8 (every weight and tensor int8).
+// --int8-elements: the earlier spelling of --precision int8 (every weight and tensor int8, the
+// description's keys set aside: compiler::apply_precision).
 void int8_alias(compiler::LoadOptions& o, bool int8_elements) {
   if (!int8_elements) return;
   if (o.precision && *o.precision != compiler::Precision::int8)

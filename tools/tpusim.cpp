@@ -154,8 +154,9 @@ extern "C" int sc_main(int argc, char** argv) {
                 "models: calibrate the int8 scales on these samples (.npy, as --input) instead of the inputs' first");
   r->add_option("--precision", run.precision,
                 "models: auto (the default: 16-bit weights, LSTM h, gates and cell where int8 loses too much), "
-                "int8 (every weight and tensor int8; --int8-elements is its earlier spelling) or wide (every "
-                "layer's weights 16-bit); a layer's weight_bits and output_bits keys win (docs/compiler.md)")
+                "int8 (every weight and tensor int8, the description's weight_bits and output_bits keys set aside; "
+                "--int8-elements is its earlier spelling) or wide (every layer's weights 16-bit, weight_bits keys "
+                "set aside); auto replaces only the description's [quantization] precision (docs/compiler.md)")
       ->check(CLI::IsMember({"auto", "int8", "wide"}));
   r->add_option("--output-bits", run.output_bits,
                 "models: the model output's width, 8 or 16 (int16 with twice the calibrated range as headroom); "

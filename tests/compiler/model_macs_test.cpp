@@ -18,7 +18,7 @@ const std::filesystem::path kWorkloads = std::filesystem::path(TPUSIM_SOURCE_DIR
 compiler::LoadOptions options(bool inplace, bool int8, bool timing_only) {
   compiler::LoadOptions lo;
   lo.mapper.concat_inplace = inplace;
-  lo.int8_elements = int8;
+  if (int8) lo.precision = compiler::Precision::int8;
   lo.timing_only = timing_only;
   return lo;
 }

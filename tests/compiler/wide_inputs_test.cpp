@@ -5,7 +5,10 @@
 // the refusals) and its accumulator bound for 16-bit inputs.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cmath>
+#include <filesystem>
+#include <optional>
 #include <random>
 #include <sstream>
 
@@ -80,6 +83,17 @@ const compiler::QTensor& named(const compiler::QGraph& g, const std::string& nam
     if (t.name == name) return t;
   FAIL("no tensor " << name);
   return g.tensors.front();
+}
+
+uint64_t wide_matmuls(const compiler::QGraph& g) {
+  uint64_t n = 0;
+  for (const compiler::QOp& op : g.ops)
+    if (const auto* m = std::get_if<compiler::MatmulOp>(&op)) n += m->wide_weights();
+  return n;
+}
+
+uint64_t wide_tensors(const compiler::QGraph& g) {
+  return std::count_if(g.tensors.begin(), g.tensors.end(), [](const compiler::QTensor& t) { return t.bits == 16; });
 }
 
 }  // namespace
@@ -369,6 +383,51 @@ TEST_CASE("output_bits: bad values and impossible widths are refused, naming the
   last_pool.output_bits = 16;
   REQUIRE_THROWS_WITH(compiler::quantize(last_pool),
                       Contains("layer pool: the model's output_bits = 16: its last operation writes 8 bits"));
+}
+
+TEST_CASE("a precision the user chose sets the description's keys aside: --precision, precision=, compare --int8",
+          "[wide]") {
+  // The description: lstm weight_bits = 16 (2 stacked layers x (4 x 4 - 1) gate matmuls = 30 with
+  // 16-bit weights, h 16-bit), scores weight_bits = 8.
+  const compiler::Model m = wide_lstm_model("", "weight_bits = 16");
+  const auto with = [&](std::optional<compiler::Precision> p, std::optional<uint8_t> out = std::nullopt) {
+    compiler::Model c = m;
+    compiler::apply_precision(c, p, out, "wide_lstm.toml");
+    return compiler::prepare_model(c).graph;
+  };
+  const compiler::QGraph keys = with(std::nullopt);
+  CHECK(wide_matmuls(keys) == 30);
+  CHECK(named(keys, "lstm.l0.h").bits == 16);
+  CHECK(named(keys, "lstm.l0.t1.c").bits == 16);
+  // int8: every weight and tensor int8 (before, the keys kept the 30 16-bit matmuls and h).
+  const compiler::QGraph int8 = with(compiler::Precision::int8);
+  CHECK(wide_matmuls(int8) == 0);
+  CHECK(wide_tensors(int8) == 0);
+  // wide: every layer's weights 16-bit, scores' weight_bits = 8 set aside too: 30 + 1.
+  CHECK(wide_matmuls(with(compiler::Precision::wide)) == 31);
+  // auto replaces [quantization] precision only: the keys still decide their layers.
+  CHECK(wide_matmuls(with(compiler::Precision::automatic)) == 30);
+  // A description's own precision = "int8" is the default for its layers without keys: the keys win.
+  const compiler::QGraph own = compiler::prepare_model(wide_lstm_model("[quantization]\nprecision = \"int8\"",
+                                                                       "weight_bits = 16")).graph;
+  CHECK(wide_matmuls(own) == 30);
+  CHECK(named(own, "lstm.l0.h").bits == 16);
+  CHECK_THROWS_WITH(with(compiler::Precision::int8, uint8_t{16}),
+                    "wide_lstm.toml: --output-bits 16 and --precision int8 (every weight and tensor int8) contradict "
+                    "each other");
+  // load_model applies LoadOptions::precision (tpusim run/compile --precision, Python's precision=,
+  // compare --int8, the GPU and CPU runners) so: wide16.toml's keys (its lstm weight_bits = 16, its
+  // hidden layer's output_bits = 16, its [quantization] output_bits = 16) are set aside.
+  const std::filesystem::path wide16 = std::filesystem::path(TPUSIM_SOURCE_DIR) / "tests/data/models/wide16.toml";
+  const compiler::QGraph described = compiler::prepare_file(wide16).graph;
+  CHECK(wide_matmuls(described) == 30);
+  CHECK(named(described, "hidden").bits == 16);
+  CHECK(described.tensors[size_t(described.output)].bits == 16);
+  compiler::LoadOptions o;
+  o.precision = compiler::Precision::int8;
+  const compiler::QGraph user = compiler::prepare_file(wide16, o).graph;
+  CHECK(wide_matmuls(user) == 0);
+  CHECK(wide_tensors(user) == 0);
 }
 
 }  // namespace tpusim::test

@@ -19,7 +19,7 @@ namespace {
 compiler::QGraph load(const std::string& name, uint64_t batch) {
   compiler::LoadOptions lo;
   lo.batch = batch;
-  lo.int8_elements = true;  // the runners' kernels are int8
+  lo.precision = compiler::Precision::int8;  // the runners' kernels are int8
   lo.mapper.concat_inplace = false;  // the runners read a concat as its parts
   return compiler::prepare_file(std::string(TPUSIM_SOURCE_DIR) + "/workloads/small/" + name + ".toml", lo).graph;
 }

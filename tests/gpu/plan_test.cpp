@@ -260,7 +260,7 @@ TEST_CASE("the small workloads run bit for bit as the golden reference", "[gpu][
     INFO(name);
     compiler::LoadOptions o;
     o.batch = 4;
-    o.int8_elements = true;  // the runners' kernels are int8
+    o.precision = compiler::Precision::int8;  // the runners' kernels are int8
     // (a concat as its parts: the plan has no output at a channel)
     require_same_as_golden(compiler::quantize(compiler::load_model(dir / name, o), false));
   }
