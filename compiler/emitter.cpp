@@ -198,7 +198,7 @@ void Emitter::stream_next(bool needed_latest) {
 }
 
 void Emitter::matmul(isa::Instruction inst, bool switches, TileFetch fetch, const sim::PackRegs& gather,
-                     bool low_plane, std::optional<uint64_t> macs) {
+                     bool low_plane, std::optional<uint64_t> macs, bool copy) {
   setcfg(isa::ConfigReg::gather_bytes, gather.gather_bytes, pack_.gather_bytes);
   setcfg(isa::ConfigReg::mm_in_hi, gather.mm_in_hi, pack_.mm_in_hi);
   setcfg(isa::ConfigReg::mm_weight_hi, gather.mm_weight_hi, pack_.mm_weight_hi);
@@ -247,7 +247,7 @@ void Emitter::matmul(isa::Instruction inst, bool switches, TileFetch fetch, cons
   work_.vectors += sim::stream_cycles(pack_, arch_, rows * repeat);  // (both passes of 16-bit inputs)
   work_.switches += switches;
   if (switches) work_.weight_bytes += fetch.rows ? uint64_t(fetch.rows) * fetch.cols : arch_.tile_bytes();
-  if (code_on_ && macs) macs_given_.push_back({code_.size(), *macs});
+  if (code_on_ && macs) macs_given_.push_back({code_.size(), *macs, copy});
   if (code_on_) code_.push_back(inst);
   stream_next(latest);
   if (switches) stream_pace(needed);

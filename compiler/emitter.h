@@ -61,9 +61,11 @@ class Emitter {
   // rows mm_in_hi further (the high plane).
   // `low_plane`: its tile is a 16-bit weight matrix's low byte plane, fetched with `rw unsigned`.
   // `macs`: its useful MACs per vector where its tile's useful cells do not say them (a packed
-  // convolution's short last group): listed in macs_given(), the program's meta.matmul_macs.
+  // convolution's short last group, a grouped convolution's tile across groups), or with `copy`
+  // an identity copy's MACs per vector (isa::MatmulMacs): listed in macs_given(), the program's
+  // meta.matmul_macs.
   void matmul(isa::Instruction inst, bool switches, TileFetch fetch, const sim::PackRegs& gather = {},
-              bool low_plane = false, std::optional<uint64_t> macs = std::nullopt);
+              bool low_plane = false, std::optional<uint64_t> macs = std::nullopt, bool copy = false);
   // The act_groups / act_group_cols the following activates run with (0, 0: no scatter);
   // written before the next activate when they change. An activate writes rows x groups rows.
   void scatter(uint64_t groups, uint64_t group_cols) {

@@ -445,11 +445,12 @@ class Lowering {
   const MatmulOp* pass_op_ = nullptr;
   PassFetches* pass_op_fetches_ = nullptr;
   std::unordered_map<const MatmulOp*, PassFetches> pass_fetches_;
-  uint64_t table_rows_ = 0, table_base_ = 0, block_ = 0, macs_ = 0;
+  uint64_t table_rows_ = 0, table_base_ = 0, block_ = 0, macs_ = 0, copy_macs_ = 0;
   std::vector<std::pair<int, size_t>> perchan_;  // (op, n) pairs needing a table, in order
   // How well each layer (meta.layers index) maps: the manifest's meta.mapping.
   struct LayerStats {
     uint64_t macs = 0, array_macs = 0, tiles = 0, ub_rows = 0;
+    uint64_t copy_macs = 0;  // an identity copy's MACs: one per byte it copies (isa::MatmulMacs)
     std::string packing;  // how its convolution packs (packing.h), empty when it does not
     std::string precision;  // "16-bit weights" for a layer with 16-bit weights, else empty
     std::string fusion;   // the pool fused into its activates, or the layer its pool is fused into
@@ -480,6 +481,12 @@ uint64_t group_pairs(const MatmulOp& m, uint64_t k0, uint64_t kn, uint64_t n0, u
     pairs += ks * ns;
   }
   return pairs;
+}
+
+// The channels in both [k0, k0 + kn) and [n0, n0 + nn): the ones of an identity copy's tile.
+uint64_t overlap(uint64_t k0, uint64_t kn, uint64_t n0, uint64_t nn) {
+  const uint64_t a = std::max(k0, n0), b = std::min(k0 + kn, n0 + nn);
+  return a < b ? b - a : 0;
 }
 
 // The columns [j0, j1) of N channels [n0, n0 + nn) that input channel k's weights reach (its
@@ -804,7 +811,11 @@ void Lowering::pass(size_t i, const MatmulOp& m, const LaneTile& n, const std::v
             ++t;
             continue;
           }
-          const uint64_t useful = group_pairs(m, k_first, k.count, n.slice * lanes_ + n.first, n.count);
+          // Useful MACs a vector: the same-group (input, output) channel pairs of the tile's own
+          // channels; an identity copy's: the channels it copies (its ones; no model MACs).
+          const uint64_t n_first = n.slice * lanes_ + n.first;
+          const uint64_t useful = m.copy ? overlap(k_first, k.count, n_first, n.count)
+                                         : group_pairs(m, k_first, k.count, n_first, n.count);
           // 16-bit weights: the low plane's tile (fetched unsigned), then the high plane's with
           // setcfg mm_weight_hi = 1, accumulating (docs/timing.md, "16-bit operands").
           const int planes = m.wide_weights() ? 2 : 1;
@@ -817,6 +828,14 @@ void Lowering::pass(size_t i, const MatmulOp& m, const LaneTile& n, const std::v
             regs.mm_weight_hi = uint64_t(plane);
             // A 16-bit input: both byte planes streamed, half speed (docs/timing.md).
             regs.mm_in_hi = storage_[m.inputs[input].tensor].high();
+            // The machine counts the tile's box (its useful cells, meta.tile_uses): where that is
+            // not `useful` (a tile across groups holds the zero blocks between them; a last N tile
+            // shifted back holds channels the tile before computes; weights from a file that are
+            // zero at its edge) or for a copy, the matmul gives its figure (meta.matmul_macs).
+            const isa::WeightTileUse& tu = image_.use_at(waddr.waddr);
+            const uint64_t counted = regs.segments() > 1 ? tu.spans : uint64_t{tu.rows} * tu.cols;
+            const std::optional<uint64_t> given =
+                m.copy || useful != counted ? std::optional<uint64_t>(useful) : std::nullopt;
             bool first = true;
             for (const MatmulStep& st : stream_split(steps[t], regs, split)) {
               isa::Instruction in = isa::make_instruction(Opcode::matmul);
@@ -828,12 +847,12 @@ void Lowering::pass(size_t i, const MatmulOp& m, const LaneTile& n, const std::v
               in[Field::lane] = k.lane;
               in[Field::switch_weights] = first;
               in[Field::accumulate] = computed > 0 || plane > 0;
-              em_.matmul(in, first, waddr, regs, planes == 2 && plane == 0);
+              em_.matmul(in, first, waddr, regs, planes == 2 && plane == 0, given, m.copy);
               // Counted as the machine counts them (docs/report.md): 8-bit multiply-accumulates,
               // each byte-plane pass of a 16-bit input streamed.
               const uint64_t vectors = st.rows * st.repeat * (regs.mm_in_hi ? 2 : 1);
-              macs_ += vectors * useful;
-              stats_[layer_].macs += vectors * useful;
+              (m.copy ? copy_macs_ : macs_) += vectors * useful;
+              (m.copy ? stats_[layer_].copy_macs : stats_[layer_].macs) += vectors * useful;
               stats_[layer_].array_macs += vectors * arch_.tile_bytes();
               stats_[layer_].tiles += first;
               first = false;
@@ -2221,7 +2240,8 @@ isa::Program Lowering::run() {
   image_.finish(p);
   if (!em_.macs_given().empty()) {
     nlohmann::json given = nlohmann::json::array();
-    for (const isa::MatmulMacs& m : em_.macs_given()) given.push_back({m.instruction, m.macs});
+    for (const isa::MatmulMacs& m : em_.macs_given())
+      given.push_back(m.copy ? nlohmann::json{m.instruction, m.macs, "copy"} : nlohmann::json{m.instruction, m.macs});
     p.meta["matmul_macs"] = std::move(given);
   }
   p.meta["compiler"] = "tpusim compile (compiler/lower.cpp)";
@@ -2231,6 +2251,7 @@ isa::Program Lowering::run() {
   p.meta["lanes"] = lanes_;
   p.meta["layers"] = layers;
   p.meta["macs"] = macs_;
+  if (copy_macs_) p.meta["copy_macs"] = copy_macs_;
   p.meta["weight_tiles"] = tiles;
   p.meta["weight_fetches"] = em_.weight_fetches();
   if (em_.host_segments() > 1) p.meta["host_segments"] = em_.host_segments();
@@ -2259,6 +2280,8 @@ isa::Program Lowering::run() {
                        {"model_macs", model_macs[l]},
                        {"weight_tiles", stats_[l].tiles},
                        {"ub_bytes", stats_[l].ub_rows * arch_.ub_row_bytes()}});
+  for (size_t l = 1; l < stats_.size(); ++l)
+    if (stats_[l].copy_macs) mapping[l - 1]["copy_macs"] = stats_[l].copy_macs;
   for (size_t l = 1; l < stats_.size(); ++l)
     if (!stats_[l].packing.empty()) mapping[l - 1]["packing"] = stats_[l].packing;
   for (size_t l = 1; l < stats_.size(); ++l)

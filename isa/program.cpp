@@ -248,11 +248,13 @@ std::vector<MatmulMacs> matmul_macs(const Program& p, uint64_t rows, uint64_t co
     throw InputError(fmt::format("meta.matmul_macs: expected an array of [instruction, macs], got {}",
                                  it->dump().substr(0, 60)));
   for (const json& e : *it) {
-    const bool pair = e.is_array() && e.size() == 2 && e[0].is_number_unsigned() && e[1].is_number_unsigned();
+    const bool copy = e.is_array() && e.size() == 3 && e[2] == "copy";
+    const bool pair = e.is_array() && (e.size() == 2 || copy) && e[0].is_number_unsigned() && e[1].is_number_unsigned();
     const uint64_t i = pair ? e[0].get<uint64_t>() : 0, macs = pair ? e[1].get<uint64_t>() : 0;
     if (!pair || macs > rows * cols)
-      throw InputError(fmt::format("meta.matmul_macs[{}]: expected [instruction, macs <= {} x {}], got {}", list.size(),
-                                   rows, cols, e.dump().substr(0, 60)));
+      throw InputError(fmt::format("meta.matmul_macs[{}]: expected [instruction, macs <= {} x {}] or [instruction, "
+                                   "macs, \"copy\"], got {}",
+                                   list.size(), rows, cols, e.dump().substr(0, 60)));
     if (!list.empty() && i <= list.back().instruction)
       throw InputError(fmt::format("meta.matmul_macs[{}]: instruction {} after instruction {}: expected ascending "
                                    "instructions",
@@ -261,7 +263,7 @@ std::vector<MatmulMacs> matmul_macs(const Program& p, uint64_t rows, uint64_t co
       throw InputError(fmt::format("meta.matmul_macs[{}]: instruction {} is not a matmul (the program has {} "
                                    "instructions)",
                                    list.size(), i, p.code.size()));
-    list.push_back({i, macs});
+    list.push_back({i, macs, copy});
   }
   return list;
 }

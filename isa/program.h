@@ -82,10 +82,16 @@ struct WeightTileUse {
 // part of the tile's windows compute outputs no pixel keeps. Only the compiler knows the group's
 // pixels: its program lists such matmuls in meta.matmul_macs ([instruction, macs] per matmul, in
 // instruction order), and the machine counts macs per vector for each instead of the tile's
-// cells (sim::RunResult::macs).
+// cells (sim::RunResult::macs). So does a tile whose cells hold weights of channel pairs the
+// model does not multiply (a grouped convolution's tile across groups: its box holds the zero
+// blocks between them) or that another tile computes (a last N tile shifted back to fit its
+// slice). An identity copy that joins a concat's parts ([instruction, macs, "copy"]) moves data
+// and does none of the model's arithmetic: its macs per vector (the identity's ones in the tile,
+// one per copied byte) count as copy MACs (sim::RunResult::copy_macs), not as macs.
 struct MatmulMacs {
   uint64_t instruction = 0;
   uint64_t macs = 0;
+  bool copy = false;
   bool operator==(const MatmulMacs&) const = default;
 };
 
@@ -114,8 +120,8 @@ std::vector<WeightTileUse> tile_uses(const Program& p, uint64_t rows, uint64_t c
 size_t tile_index_at(const std::vector<WeightTileUse>& uses, uint64_t waddr);
 const WeightTileUse& tile_use_at(const std::vector<WeightTileUse>& uses, uint64_t waddr);
 // meta.matmul_macs of `p` for an array of rows x cols; empty when the program has none. Throws
-// InputError when it is malformed: not [instruction, macs] pairs in ascending instruction order,
-// an instruction that is not a matmul, or macs beyond rows x cols.
+// InputError when it is malformed: not [instruction, macs] or [instruction, macs, "copy"] in
+// ascending instruction order, an instruction that is not a matmul, or macs beyond rows x cols.
 std::vector<MatmulMacs> matmul_macs(const Program& p, uint64_t rows, uint64_t cols);
 // The entry of `list` (matmul_macs' result) for instruction `i`, or null when it has none.
 const MatmulMacs* matmul_macs_at(const std::vector<MatmulMacs>& list, uint64_t i);

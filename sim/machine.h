@@ -84,7 +84,9 @@ struct RunResult {
   uint64_t cycles = 0;                      // the cycle after halt completed
   std::vector<InstructionTiming> timeline;  // one per instruction up to and including halt
   MatrixCounters matrix;
-  uint64_t macs = 0;        // useful multiply-accumulates (cells inside each tile's used box)
+  uint64_t macs = 0;        // useful multiply-accumulates (cells inside each tile's used box,
+                            // or the program's figure: isa::MatmulMacs)
+  uint64_t copy_macs = 0;   // an identity copy's (isa::MatmulMacs copy): moves data, no model work
   uint64_t array_macs = 0;  // all cell multiply-accumulates (array_active x rows x cols)
   std::array<uint64_t, kUnitCount> unit_busy{};  // cycles each unit had work in progress
   uint64_t weight_mem_busy = 0;                  // cycles the weight memory bus transferred

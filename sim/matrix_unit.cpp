@@ -169,10 +169,11 @@ bool MatrixUnit::start_matmul(uint64_t i, uint64_t t0) {
   }
   MatrixCounters& m = ctx_.result.matrix;
   // Useful MACs per vector: the program's figure for this matmul where it gives one (a packed
-  // convolution's short last group, isa::MatmulMacs); else the tile's nonzero box; for a matmul
-  // that gathers several segments a vector (a packed convolution's block-Toeplitz tile) the sum
-  // of its rows' nonzero spans (machine.h TileUse). A read of a dense layout gathers one segment:
-  // its tile is an ordinary one.
+  // convolution's short last group, a grouped convolution's tile across groups:
+  // isa::MatmulMacs); else the tile's nonzero box; for a matmul that gathers several segments a
+  // vector (a packed convolution's block-Toeplitz tile) the sum of its rows' nonzero spans
+  // (machine.h TileUse). A read of a dense layout gathers one segment: its tile is an ordinary
+  // one. An identity copy's figure counts as copy MACs: no useful (model) MACs.
   const isa::MatmulMacs* given = ctx_.matmul_macs.empty() ? nullptr : isa::matmul_macs_at(ctx_.matmul_macs, i);
   const bool toeplitz = !given && pack.segments() > 1;  // (1 without gather)
   if (toeplitz && !active_spans_)
@@ -186,8 +187,12 @@ bool MatrixUnit::start_matmul(uint64_t i, uint64_t t0) {
   // carries a vector (the others count as unused MACs).
   // 8-bit multiply-accumulates: a 16-bit input's two byte-plane passes each count.
   m.array_active += stream;
-  m.useful_mac_cycles += double(B * planes) * double(used) / double(a.tile_bytes());
-  ctx_.result.macs += B * planes * used;
+  if (given && given->copy) {
+    ctx_.result.copy_macs += B * planes * used;
+  } else {
+    m.useful_mac_cycles += double(B * planes) * double(used) / double(a.tile_bytes());
+    ctx_.result.macs += B * planes * used;
+  }
   ctx_.result.array_macs += B * planes * a.tile_bytes();
   ctx_.matrix_spans.push_back({t0, t0 + stream});
   ctx_.timeline[i].start = t0;

@@ -24,7 +24,9 @@ constexpr ReportKey kKeys[] = {
     {"engine", "string", "`fast`, `stepped`, `timing` or `rtl` (`tpusim run --engine rtl`: stepped, with the Verilated RTL array)"},
     {"cycles", "integer", "clock cycles from the first issue to the end of `halt`"},
     {"seconds", "number", "cycles / (clock_mhz x 10^6): simulated time"},
-    {"tops", "number", "2 x macs / seconds / 10^12: useful tera-operations per second"},
+    {"tops", "number",
+     "2 x macs / seconds / 10^12: useful tera-operations per second (a concat's identity copies, `copy_macs`, "
+     "not counted)"},
     {"inferences_per_second", "number",
      "batch / seconds, with batch from the program's `.meta batch` (else 1)"},
     {"batch", "integer", "inferences per run of the program"},
@@ -42,17 +44,31 @@ constexpr ReportKey kKeys[] = {
      "the host's serial time around the program per batch: host_driver_us + the download of the program's "
      "instructions over the host link (host_latency_cycles + transfer of instructions x 16 bytes at host_gbps)"},
     {"macs", "integer",
-     "useful multiply-accumulates the array computed (a mapping's figure: the identity copies that join a "
-     "concat's parts included; the model's own are the layers' `model_macs`): per matmul, vectors x the used rows x used cols of its tile (the bounding "
-     "box of its weights: the compiler's program says which cells hold weights, in meta.tile_uses, a weight "
-     "that rounds to zero included; a program without it, e.g. assembled by hand, counts its nonzero cells); "
-     "for a matmul that gathers several UB segments a vector (a packed convolution's block-Toeplitz tile; "
-     "a read of a dense layout gathers one and counts its box), vectors x the sum over the tile's "
-     "rows of each row's span from its first to its last weight; for a matmul the program lists in "
-     "meta.matmul_macs (a packed convolution's short last group of an output row, whose pixels use part "
-     "of its tile's windows: only the compiler knows how many, docs/compiler.md), vectors x its figure. "
-     "These are 8-bit multiply-accumulates: a matmul with 16-bit inputs or weights (setcfg mm_in_hi / "
-     "mm_weight_hi) counts each byte-plane pass, so a 16 x 8-bit product counts 2 and a 16 x 16-bit one 4"},
+     "useful multiply-accumulates the array computed: the model's arithmetic as the machine runs it, the sum of "
+     "the layers' `macs` below (8-bit; for a compiled model the layers' `model_macs` x byte-plane passes, so "
+     "`macs` = `model_macs` for an all-8-bit model, however it is mapped). Per matmul: for one the program lists "
+     "in meta.matmul_macs, vectors x its figure (the compiler lists every matmul whose useful MACs per vector "
+     "its tile's cells do not say: a grouped or depthwise convolution's tile across groups, whose box holds the "
+     "zero blocks between them; a last N tile shifted back to fit its UB slice, whose first columns the tile "
+     "before computes; a packed convolution's short last group of an output row, whose pixels use part of its "
+     "tile's windows; weights from a file that are zero at a tile's edge; docs/compiler.md); else vectors x the "
+     "used rows x used cols of its tile (the bounding box of its weights: meta.tile_uses; a program without it, "
+     "e.g. assembled by hand, counts its nonzero cells), or for a matmul that gathers several UB segments a "
+     "vector (a packed convolution's block-Toeplitz tile; a read of a dense layout gathers one and counts its "
+     "box) vectors x the sum over the tile's rows of each row's span from its first to its last weight. A "
+     "concat's identity copies are not in it (`copy_macs`). These are 8-bit multiply-accumulates: a matmul "
+     "with 16-bit inputs or weights (setcfg mm_in_hi / mm_weight_hi) counts each byte-plane pass, so a "
+     "16 x 8-bit product counts 2 and a 16 x 16-bit one 4"},
+    {"copy_macs", "integer",
+     "the multiply-accumulates of the identity matmuls that copy a concat's parts into its joined tensor "
+     "(docs/compiler.md, concats): one per byte copied (the identity's ones, vectors x the channels each copies; "
+     "each byte-plane pass counted), listed as copies in meta.matmul_macs. A copy is real array work (its "
+     "cycles, its `array_macs` and its energy are the machine's) but none of the model's arithmetic: moving a "
+     "value through a weight of 1 computes nothing the model asks for, and a mapping that writes the branches in "
+     "place (`--mapper concat_inplace`, the default) has fewer or none. So it is kept out of `macs` and `tops`, "
+     "which then count the model's work on every mapping, and shown here; the rest of a copy's tile cells "
+     "(zeros) are like any padding, in `array_macs` only. 0 for a model without concats, or a program that "
+     "lists no copies"},
     {"array_macs", "integer",
      "all cell multiply-accumulates: vectors streamed x array_rows x array_cols (array_active cycles x "
      "array_rows x array_cols, but for the cycles a gathering matmul waits for its next vector); 8-bit, "
@@ -64,20 +80,19 @@ constexpr ReportKey kKeys[] = {
      "assembled by hand)"},
     {"model_tops", "number or null",
      "2 x model_macs / seconds / 10^12: the model's TeraOps/s (the TPU paper's row 9 kind; `tops` above counts "
-     "the array's 8-bit MACs, each byte-plane pass of a 16-bit matmul, and a concat's identity copies); null "
-     "with model_macs"},
+     "the array's 8-bit MACs, each byte-plane pass of a 16-bit matmul, so the two are equal for an all-8-bit "
+     "model); null with model_macs"},
     {"layers", "array or null",
      "a compiled model's layers as the compiler mapped them (the program's `meta.mapping`), in program order: "
-     "per layer `layer` (name), `macs` (useful multiply-accumulates), `array_macs` (computed: streamed vectors "
-     "x array_rows x array_cols; both 8-bit, each byte-plane pass of a 16-bit input or weight counted, as "
-     "`macs` and `array_macs` above, so the layers' `array_macs` add up to the run's, and their `macs` too "
-     "except where identity copies join a concat's parts: a layer counts a copy's k x n pairs, the machine the "
-     "box its tiles store, the identity's non-zero rows and columns; CNN1's layers sum to 179,657,617,408 "
-     "against the run's 176,333,156,352), `model_macs` (the model's "
+     "per layer `layer` (name), `macs` (useful multiply-accumulates), `copy_macs` (its identity copies' "
+     "multiply-accumulates, one per byte copied: the concat layer that joins parts has them, 0 elsewhere), "
+     "`array_macs` (computed: streamed vectors x array_rows x array_cols; all three 8-bit, each byte-plane pass "
+     "of a 16-bit input or weight counted, as `macs`, `copy_macs` and `array_macs` above, so the layers' "
+     "`macs`, `copy_macs` and `array_macs` each add up to the run's on every engine), `model_macs` (the model's "
      "multiply-accumulates the layer computes, each once whatever its operands' width and however the compiler "
      "maps it: `macs` of the first byte-plane pass, the identity copies that join a concat's parts not counted, "
      "so a concat's own row has 0; the layers' sum is the model's MACs, compiler::model_macs, what "
-     "`tpusim validate`'s model TOPS, `tpusim compare` and the GPU and CPU runners count), `useful_share` (macs / array_macs), `weight_tiles` (tiles switched in), "
+     "`tpusim validate`'s model TOPS, `tpusim compare` and the GPU and CPU runners count), `useful_share` (macs / array_macs; a concat's copies: 0), `weight_tiles` (tiles switched in), "
      "`ub_bytes` (UB rows held during the layer x the row width, per-column tables included), for a batch run in "
      "pieces `piece` (the samples per piece the layer runs in: its segment's, docs/compiler.md), for a packed "
      "convolution `packing` (docs/compiler.md: pixels per vector, gathered input pixels and kernel rows), and "
@@ -95,7 +110,8 @@ constexpr ReportKey kKeys[] = {
      "one sentence per mapping choice the compiler had to give up for the whole program (the program's "
      "`meta.mapping_warnings`, e.g. input streaming left out where it did not fit), then one per layer that maps "
      "badly: it computes at least 1% of the model's array MACs and less than 10% of them are useful (narrow "
-     "tensors, few input channels per tile); empty when none"},
+     "tensors, few input channels per tile; not a layer with identity copies, whose `copy_macs` say what they "
+     "cost); empty when none"},
     {"instructions", "object", "instructions executed, per mnemonic"},
     {"instruction_cycles", "object", "per mnemonic, the sum of (end - start) cycles of its instructions"},
     {"breakdown", "object", "the TPU paper's counters as fractions of all cycles (keys below)"},
@@ -135,8 +151,11 @@ constexpr ReportKey kKeys[] = {
 
 constexpr ReportKey kBreakdown[] = {
     {"array_active", "number", "cycles an input vector entered the array"},
-    {"useful_macs", "number", "array_active weighted by the fraction of cells holding useful weights"},
-    {"unused_macs", "number", "array_active - useful_macs: cells holding no useful weight (padding)"},
+    {"useful_macs", "number",
+     "array_active weighted by the fraction of cells doing useful work: macs / (array_rows x array_cols) cycles"},
+    {"unused_macs", "number",
+     "array_active - useful_macs: cells doing none of the model's work (padding, the zero blocks between "
+     "groups, a concat's identity copies)"},
     {"weight_stall", "number", "a matmul waiting for its tile to arrive from weight memory"},
     {"weight_shift", "number", "a matmul waiting for its tile to shift into the shadow slot"},
     {"non_matrix", "number", "the rest: array_active + weight_stall + weight_shift + non_matrix = 1"},
@@ -163,6 +182,7 @@ nlohmann::ordered_json layers_of(const isa::Program& p) {
     const auto macs = l["macs"].get<uint64_t>(), array = l["array_macs"].get<uint64_t>();
     out.push_back({{"layer", l.value("layer", "")},
                    {"macs", macs},
+                   {"copy_macs", l.value("copy_macs", uint64_t{0})},
                    {"array_macs", array},
                    {"model_macs", l.value("model_macs", macs)},
                    {"useful_share", array ? double(macs) / double(array) : 0.0},
@@ -233,7 +253,8 @@ nlohmann::ordered_json warnings_of(const isa::Program& program, const nlohmann::
   for (const auto& l : layers) {
     const double share = l["useful_share"].get<double>();
     const auto array = l["array_macs"].get<uint64_t>();
-    if (array == 0 || share >= 0.1 || double(array) < 0.01 * double(total)) continue;
+    // (A concat's identity copies move data: no useful MACs by definition, `copy_macs` says them.)
+    if (array == 0 || share >= 0.1 || double(array) < 0.01 * double(total) || l["copy_macs"].get<uint64_t>()) continue;
     out.push_back(fmt::format(
         "layer {} maps badly: {:.2f}% of the {:.3g} MACs it computes ({:.0f}% of the model's) are useful, over {} "
         "weight tiles (narrow tensors or few input channels fill a fraction of each tile's rows and columns)",
@@ -308,6 +329,7 @@ nlohmann::ordered_json make_report(const ReportInput& in) {
   j["latency_seconds"] = latency.total();
   j["host_overhead_seconds"] = latency.host_overhead();
   j["macs"] = r.macs;
+  j["copy_macs"] = r.copy_macs;
   j["array_macs"] = r.array_macs;
   nlohmann::ordered_json layers = layers_of(*in.program);
   if (layers.is_array()) {
@@ -383,8 +405,12 @@ std::string format_report(const nlohmann::ordered_json& j) {
     s += fmt::format("pieces       {}\n", describe_pieces(j["pieces"], j["batch"].get<uint64_t>()));
   s += fmt::format("latency      {:.3f} us per batch with the host ({:.3f} us driver and instruction download)\n",
                    j["latency_seconds"].get<double>() * 1e6, j["host_overhead_seconds"].get<double>() * 1e6);
-  s += fmt::format("MACs         {} useful of {} computed\n", j["macs"].get<uint64_t>(),
-                   j["array_macs"].get<uint64_t>());
+  if (const auto copies = j["copy_macs"].get<uint64_t>())
+    s += fmt::format("MACs         {} useful of {} computed ({} copying a concat's parts)\n",
+                     j["macs"].get<uint64_t>(), j["array_macs"].get<uint64_t>(), copies);
+  else
+    s += fmt::format("MACs         {} useful of {} computed\n", j["macs"].get<uint64_t>(),
+                     j["array_macs"].get<uint64_t>());
   if (const auto& layers = j["layers"]; layers.is_array() && !layers.empty()) {
     // Every layer when there are few, else the 10 with the lowest useful share.
     std::vector<const nlohmann::ordered_json*> shown;
@@ -410,6 +436,10 @@ std::string format_report(const nlohmann::ordered_json& j) {
     if (pieces) s += "  piece";
     std::string notes_head = any("fusion") ? "packing, fusion" : packed ? "packing" : "";
     if (wide) notes_head += notes_head.empty() ? "precision" : ", precision";
+    const bool copies = std::any_of(shown.begin(), shown.end(), [](const auto* l) {
+      return l->value("copy_macs", uint64_t{0}) > 0;
+    });
+    if (copies) notes_head += notes_head.empty() ? "copies" : ", copies";
     s += notes_head.empty() ? "\n" : "  " + notes_head + " (docs/compiler.md)\n";
     for (const auto* l : shown) {
       const auto array = (*l)["array_macs"].get<uint64_t>();  // 0: a pool or element-wise layer
@@ -422,6 +452,8 @@ std::string format_report(const nlohmann::ordered_json& j) {
       std::string notes = l->contains("packing") ? (*l)["packing"].get<std::string>() : "";
       if (l->contains("fusion")) notes += (notes.empty() ? "" : "; ") + (*l)["fusion"].get<std::string>();
       if (l->contains("precision")) notes += (notes.empty() ? "" : "; ") + (*l)["precision"].get<std::string>();
+      if (const auto copies = l->value("copy_macs", uint64_t{0}))
+        notes += fmt::format("{}identity copies joining a concat: {} copy MACs", notes.empty() ? "" : "; ", copies);
       s += notes.empty() ? "\n" : "  " + notes + "\n";
     }
   }

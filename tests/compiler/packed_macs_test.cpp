@@ -127,9 +127,9 @@ TEST_CASE("every packed convolution's run counts the model's MACs, short last gr
             CHECK(p.meta["mapping"][0]["model_macs"] == model);
             CHECK(p.meta["macs"] == model);
             const std::string packing = p.meta["mapping"][0].value("packing", "");
-            // (An unpacked grouped convolution's plain matmuls count their tiles' boxes, the
-            // diagonal blocks' zeros included: not this test's subject.)
-            if (!packing.empty() || groups == 1) CHECK(sim::simulate(p, a, {sim::Engine::timing, 0}).macs == model);
+            // (An unpacked grouped convolution's tiles across groups give their figure too:
+            // grouped_macs_test.cpp.)
+            CHECK(sim::simulate(p, a, {sim::Engine::timing, 0}).macs == model);
             packed += !packing.empty();
             grouped_packed += !packing.empty() && groups > 1;
             short_groups += packing.find("last group") != std::string::npos;
@@ -176,11 +176,22 @@ TEST_CASE("meta.matmul_macs: what the machine reads, and a malformed list refuse
   const uint64_t mm = g[0].instruction;
   refused(nlohmann::json::object(), "meta.matmul_macs: expected an array of [instruction, macs]");
   const uint64_t ninety = 90;  // (JSON unsigned integers, as a program file's)
-  refused({{mm, ninety, ninety}}, "meta.matmul_macs[0]: expected [instruction, macs <= 16 x 16]");
-  refused({{mm, -90}}, "meta.matmul_macs[0]: expected [instruction, macs <= 16 x 16], got [");
-  refused({{mm, uint64_t{257}}}, "meta.matmul_macs[0]: expected [instruction, macs <= 16 x 16], got [");
+  const std::string expected = "meta.matmul_macs[0]: expected [instruction, macs <= 16 x 16] or [instruction, macs, "
+                               "\"copy\"], got [";
+  refused({{mm, ninety, ninety}}, expected);
+  refused({{mm, ninety, "copies"}}, expected);
+  refused({{mm, -90}}, expected);
+  refused({{mm, uint64_t{257}}}, expected);
+  refused({{mm, uint64_t{257}, "copy"}}, expected);
   refused({{mm, ninety}, {mm, ninety}}, "meta.matmul_macs[1]: instruction " + std::to_string(mm) + " after instruction");
   refused({{uint64_t{0}, ninety}}, "meta.matmul_macs[0]: instruction 0 is not a matmul");
+  // A copy's figure counts as copy MACs, none as the run's useful MACs: the short groups' 5 x 90
+  // a vector leave macs and go to copy_macs.
+  isa::Program copies = p;
+  for (nlohmann::json& e : copies.meta["matmul_macs"]) e.push_back("copy");
+  const sim::RunResult rc = sim::simulate(copies, a, {sim::Engine::timing, 0});
+  CHECK(rc.macs == 25 * 9 * 5 - 5 * 90);
+  CHECK(rc.copy_macs == 5 * 90);
   refused({{uint64_t(p.code.size()), ninety}},
           "is not a matmul (the program has " + std::to_string(p.code.size()) + " instructions)");
 }

@@ -163,10 +163,10 @@ TEST_CASE("cnn0 (AlphaGo) takes its pinned cycles on tpu-v1: 124 full-array pass
 // as fc1's last N tile of 152 columns, fetched as their boxes: rw tile_rows / tile_cols). The piece
 // schedule (`--mapper pieces=on`) runs the head and FC layers over the whole batch, 1,170 FC tiles
 // of 32 vectors each.
-// The model's MACs are 32 x 5,468,084,544 = 174,978,705,408 a batch; the machine counts
-// 1,354,450,944 more, in the two identity matmuls that copy the reductions' pool branches (inc3c:
-// 640 channels at 14 x 14, inc4e: 1160 at 7 x 7) into their joined tensors, by their tiles'
-// useful cells. The same vectors stream either way: 6,100,352 active cycles.
+// The model's MACs are 32 x 5,468,084,544 = 174,978,705,408 a batch, and so are the run's; the two
+// identity matmuls that copy the reductions' pool branches (inc3c: 640 channels at 14 x 14, inc4e:
+// 1160 at 7 x 7) into their joined tensors are copy MACs, one per byte copied. The same vectors
+// stream either way: 6,100,352 active cycles.
 namespace {
 
 sim::RunResult cnn1_on_tpu_v1(const compiler::LowerOptions& mapper, uint64_t fc_tiles, uint64_t fc_piece) {
@@ -182,19 +182,28 @@ sim::RunResult cnn1_on_tpu_v1(const compiler::LowerOptions& mapper, uint64_t fc_
       CHECK(l.at("piece").get<uint64_t>() == fc_piece);
     }
   CHECK(tiles == fc_tiles);
-  // The array's useful MACs: the model's 32 x 5,468,084,544 (cnn1.toml's header) and the identity
-  // copies that put the reductions' pools into their joined tensors, as the array computes them
-  // (the diagonal boxes of their tiles: 1,354,450,944). The model's MACs (compiler::model_macs,
-  // what validate, compare and the runners count) and the layers' model_macs: the model's alone.
-  // (Pinned at 1,372,735,488 until the stem's short groups counted their own pixels,
-  // meta.matmul_macs: stem_conv1's 3 x 3 rows of 31 = 7 x 4 + 3 pixels ran their last group's
-  // vectors on the 4-pixel tile, counting its 12 windows a kernel row for the 3 pixels' 9: 3 x 2,048
-  // MACs too many a vector, x 31 rows x 3 kernel-row tiles x 32 samples = 18,284,544.)
-  CHECK(r.macs == 174978705408 + 1354450944);
+  // The array's useful MACs: the model's 32 x 5,468,084,544 (cnn1.toml's header), as the model's
+  // MACs (compiler::model_macs, what validate, compare and the runners count) and the layers'
+  // macs and model_macs. The identity copies that put the reductions' pools into their joined
+  // tensors: one MAC per byte copied, 32 x (640 x 14 x 14 + 1160 x 7 x 7) = 32 x 182,280 =
+  // 5,832,960, as the run's and the layers' copy_macs.
+  // (The run counted the copies' diagonal boxes as useful MACs until meta.matmul_macs listed them
+  // as copies: 174,978,705,408 + 1,354,450,944, and the layers their k x n pairs: + 4,678,912,000
+  // = 32 x (640^2 x 196 + 1160^2 x 49). Before that, 18,284,544 more: stem_conv1's 3 x 3 rows of
+  // 31 = 7 x 4 + 3 pixels ran their last group's vectors on the 4-pixel tile, counting its 12
+  // windows a kernel row for the 3 pixels' 9, until the short groups counted their own pixels.)
+  CHECK(r.macs == 174978705408);
+  CHECK(r.copy_macs == 5832960);
   CHECK(compiler::model_macs(c.graph) == 174978705408);
-  uint64_t layers_model_macs = 0;
-  for (const auto& l : c.program.meta.at("mapping")) layers_model_macs += l.at("model_macs").get<uint64_t>();
+  uint64_t layers_model_macs = 0, layers_macs = 0, layers_copy_macs = 0;
+  for (const auto& l : c.program.meta.at("mapping")) {
+    layers_model_macs += l.at("model_macs").get<uint64_t>();
+    layers_macs += l.at("macs").get<uint64_t>();
+    layers_copy_macs += l.value("copy_macs", uint64_t{0});
+  }
   CHECK(layers_model_macs == 174978705408);
+  CHECK(layers_macs == 174978705408);
+  CHECK(layers_copy_macs == 5832960);
   CHECK(r.matrix.array_active == 6100352);
   return r;
 }

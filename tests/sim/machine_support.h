@@ -60,6 +60,7 @@ inline EngineRuns run_all(const isa::Program& p, const sim::Arch& arch) {
     REQUIRE(other->timeline == r.fast.timeline);
     REQUIRE(other->matrix == r.fast.matrix);
     REQUIRE(other->macs == r.fast.macs);
+    REQUIRE(other->copy_macs == r.fast.copy_macs);
     REQUIRE(other->array_macs == r.fast.array_macs);
     REQUIRE(other->unit_busy == r.fast.unit_busy);
     REQUIRE(other->weight_mem_busy == r.fast.weight_mem_busy);

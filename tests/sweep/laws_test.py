@@ -13,8 +13,9 @@ and checks every point's report against laws that hold whatever the compiler cho
 - utilisation: 0 <= useful <= array active <= 1, the paper's counters sum to 1, macs <= array_macs
   <= array active x cycles x cells, tops <= the peak;
 - the model's MACs: the report's model_macs = batch x the model's MACs per sample (the arithmetic
-  in each workload file), on every machine and buffer; the layers' model_macs, macs and array_macs
-  add up to the run's;
+  in each workload file), on every machine and buffer; the layers' model_macs, macs, copy_macs and
+  array_macs add up to the run's; a layer the machine runs in 8 bits (no `precision`) counts its
+  model MACs as its macs, exactly;
 - a batch that does not fit is split, not truncated: the report's batch is the one asked for,
   pieces x piece covers it with no empty piece, and the weight-memory bound (cnn0 at batch 7 on a
   256 KiB buffer: 7 pieces of 1, each fetching the 8 MB of weights) rises with the pieces;
@@ -112,6 +113,15 @@ def check_point(r):
     # (Packed convolutions' short last groups included: LeNet-5's conv2 rows of 10 = 4 + 4 + 2 pixels
     # counted 472,920 on 256 x 64 before meta.matmul_macs, the layers 416,520.)
     law("layers' macs add up", layer_macs == p["macs"], r, f"run {p['macs']}, layers {layer_macs}")
+    law("layers' copy_macs add up", sum(l["copy_macs"] for l in layers) == p["copy_macs"], r,
+        f"run {p['copy_macs']}, layers {sum(l['copy_macs'] for l in layers)}")
+    # Useful MACs are the model's: grouped convolutions' tiles across groups, a last N tile shifted
+    # back to fit its slice and packed convolutions' short groups give their own figure
+    # (meta.matmul_macs), so an 8-bit layer's macs are its model MACs on every machine.
+    for l in layers:
+        if "precision" not in l:
+            law("an 8-bit layer's macs = its model_macs", l["macs"] == l["model_macs"], r,
+                f"layer {l['layer']}: macs {l['macs']}, model_macs {l['model_macs']}")
     law("inferences/s = batch / seconds", close(p["inferences_per_second"], p["batch"] / p["seconds"]), r,
         p["inferences_per_second"])
     if p["pieces"]:
