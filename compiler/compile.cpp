@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <limits>
 #include <stdexcept>
 
 #include "compiler/layout.h"
@@ -90,8 +91,8 @@ FloatRun placeholder_calibration(const Model& model) {
   for (size_t i = 0; i < model.layers.size(); ++i) {
     const Layer& l = model.layers[i];
     r.outputs.push_back({float(1.0 + double(i + 1) / 1024.0)});
-    const uint64_t steps = l.type == LayerType::lstm ? source_shape(model, l, l.inputs.at(0)).pixels() : 0;
-    r.lstm_cell_max.emplace_back(l.stack * steps, 1.0);  // per stacked layer and step
+    const uint64_t steps = is_recurrent(l.type) ? source_shape(model, l, l.inputs.at(0)).pixels() : 0;
+    r.lstm_cell_max.emplace_back(l.stack * steps * (l.type == LayerType::gru ? 2 : 1), 1.0);  // per stacked layer and step
   }
   return r;
 }
@@ -275,6 +276,39 @@ OutputCheck check_output(Compiled& c, std::span<const uint8_t> output_region, co
   values.resize(std::min(values.size(), ref.size()));
   r.error = quant_error(ref, values, out.scale);
   return r;
+}
+
+std::vector<LayerError> layer_errors(Compiled& c) {
+  if (c.float_parameters_released)
+    throw std::logic_error("layer_errors: the compile released the float parameters (LoadOptions::release_float_parameters)");
+  const std::vector<std::vector<float>> ref =
+      on_first_samples(c.model, c.model.calibration_samples, [](const Model& m) { return run_float(m); });
+  const std::vector<std::vector<int8_t>> golden = run_golden(c.graph);
+  std::vector<LayerError> out;
+  for (size_t li = 0; li < c.model.layers.size(); ++li) {
+    const Layer& L = c.model.layers[li];
+    if (L.type == LayerType::flatten) continue;
+    const auto t = std::find_if(c.graph.tensors.begin(), c.graph.tensors.end(),
+                                [&](const QTensor& q) { return q.name == L.name && q.layer == L.name; });
+    if (t == c.graph.tensors.end()) continue;  // written in place into a concat's tensor
+    const std::vector<float>& f = ref.at(li);
+    std::vector<int32_t> q = tensor_values(golden.at(size_t(t - c.graph.tensors.begin())), t->bits);
+    if (f.size() > q.size() || f.size() % L.out.elements() || t->shape.elements() != L.out.elements())
+      throw std::logic_error(fmt::format("layer_errors: layer {}'s float and quantized outputs differ in size", L.name));
+    q.resize(f.size());  // the first samples (NHWC is batch-major)
+    const QuantError e = quant_error(f, q, t->scale);
+    LayerError r{L.name, t->bits, t->scale, f.size(), e.max_abs, e.max_float, e.rms};
+    r.rms_relative = e.max_float > 0 ? e.rms / e.max_float : 0.0;
+    double signal = 0, noise = 0;
+    for (size_t i = 0; i < f.size(); ++i) {
+      const double d = double(q[i]) * t->scale - double(f[i]);
+      signal += double(f[i]) * double(f[i]);
+      noise += d * d;
+    }
+    r.sqnr_db = signal == 0 ? 0.0 : noise == 0 ? std::numeric_limits<double>::infinity() : 10 * std::log10(signal / noise);
+    out.push_back(std::move(r));
+  }
+  return out;
 }
 
 std::vector<float> simulated_output(const Compiled& c, std::span<const uint8_t> output_region, const sim::Arch& arch) {

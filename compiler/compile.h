@@ -72,6 +72,28 @@ struct OutputCheck {
   QuantError error;
   uint64_t elements = 0;
 };
+// The quantization error of each layer's output (`tpusim run --layer-errors`): the golden
+// reference's tensor (int8 or 16-bit, x its scale) against the float reference's output of that
+// layer, on the samples check_output's error covers (the calibration samples: the first
+// Model::calibration_samples of the batch, every input when 0 or --calibrate gives separate ones).
+// Layers in model order that own a tensor of their name: not a flatten (its output is its input's)
+// nor a layer written into a concat's joined tensor in place (the concat's row covers it).
+struct LayerError {
+  std::string layer;
+  int bits = 8;              // the output tensor's element width
+  double scale = 0;          // its quantization scale
+  uint64_t elements = 0;     // values compared (samples x the layer's output elements)
+  double max_abs = 0;        // max |quantized x scale - float|
+  double max_float = 0;      // max |float| (the float output's range)
+  double rms = 0;            // root mean square error
+  double rms_relative = 0;   // rms / max_float (0 when max_float is 0)
+  // Signal-to-quantization-noise ratio, 10 log10(sum float^2 / sum error^2) dB; +inf when the
+  // error is 0, 0 when the float output is all zeros.
+  double sqnr_db = 0;
+};
+// Needs the float parameters (LoadOptions::release_float_parameters off).
+std::vector<LayerError> layer_errors(Compiled& c);
+
 // `golden`: golden_output(c) computed already (tpusim run computes it beside the simulation).
 OutputCheck check_output(Compiled& c, std::span<const uint8_t> output_region, const sim::Arch& arch,
                          const std::vector<int8_t>* golden = nullptr);

@@ -135,6 +135,7 @@ struct LayerRun {
   Data pool(bool avg) const;
   Data elementwise(bool mul) const;
   Data lstm(std::vector<double>& cell_max) const;
+  Data gru(std::vector<double>& n_max) const;
   Data concat() const;
 };
 
@@ -360,6 +361,66 @@ Data LayerRun::lstm(std::vector<double>& cell_max) const {
   return last;
 }
 
+// Stacked GRU layers over a [steps, c] sequence (graph.h: gates r, z, n, PyTorch's formula):
+// r = sigmoid(W_r [x_t, h] + b_r), z = sigmoid(W_z [x_t, h] + b_z), a = W_n,x x_t + b_in,
+// b = W_n,h h + b_hn, n = tanh(a + r b), h_t = (1 - z) n + z h, h_{-1} = 0. n_max: per stacked
+// layer and step, the largest |a| and |r b|, then the largest |b| (reference.h).
+Data LayerRun::gru(std::vector<double>& n_max) const {
+  expect_inputs(1);
+  const Shape& s = *in[0];
+  const uint64_t steps = s.pixels(), u = layer.units, stack = layer.stack;
+  if (u == 0 || stack == 0) fail("a gru needs units >= 1 and stack >= 1");
+  if (layer.return_sequences) expect_out(steps, 1, u);
+  else expect_out(1, 1, u);
+  uint64_t weights = 0;
+  for (uint64_t l = 0; l < stack; ++l) weights += 3 * ((l == 0 ? s.c : u) + u) * u;
+  expect_size(layer.weights, weights, "weights");
+  if (!layer.bias.empty()) expect_size(layer.bias, stack * 4 * u, "biases");
+  n_max.assign(stack * steps * 2, 0.0);
+
+  Data seq = *x[0];
+  uint64_t in_c = s.c, offset = 0;
+  const uint64_t n = batch();
+  const auto bias = [&](uint64_t l, uint64_t k) { return layer.bias.empty() ? nullptr : &layer.bias[(l * 4 + k) * u]; };
+  for (uint64_t l = 0; l < stack; ++l) {
+    const uint64_t rows = in_c + u;
+    const float* w[3] = {&layer.weights[offset], &layer.weights[offset + rows * u], &layer.weights[offset + 2 * rows * u]};
+    // The x parts of every step first (as in lstm above): r and z continue over h; a is n's x part.
+    const ConvGeometry x_part{n * steps, 1, in_c, 1, 1, 1, 0, n * steps, 1, u};
+    const ConvGeometry h_part{n, 1, u, 1, 1, 1, 0, n, 1, u};
+    Data zx[3];
+    for (uint64_t g = 0; g < 3; ++g) zx[g] = convolve(seq, x_part, 1, w[g], bias(l, g), Activation::none);
+    Data next(n * steps * u), h(n * u, 0.0f), z[2], from(n * u), hb;
+    for (uint64_t t = 0; t < steps; ++t) {
+      for (uint64_t g = 0; g < 2; ++g) {
+        for (uint64_t img = 0; img < n; ++img) std::copy_n(&zx[g][(img * steps + t) * u], u, &from[img * u]);
+        z[g] = convolve(h, h_part, 1, w[g] + in_c * u, nullptr, Activation::none, from.data());
+      }
+      hb = convolve(h, h_part, 1, w[2] + in_c * u, bias(l, 3), Activation::none);
+      double* top = &n_max[(l * steps + t) * 2];
+      for (uint64_t img = 0; img < n; ++img)
+        for (uint64_t j = 0; j < u; ++j) {
+          const uint64_t e = img * u + j;
+          const double r = sigmoid(z[0][e]), zz = sigmoid(z[1][e]), a = zx[2][(img * steps + t) * u + j];
+          const double rb = r * hb[e], nn = std::tanh(a + rb);
+          const auto ht = static_cast<float>((1 - zz) * nn + zz * h[e]);
+          top[0] = std::max({top[0], std::abs(a), std::abs(rb)});
+          top[1] = std::max(top[1], std::abs(double{hb[e]}));
+          next[(img * steps + t) * u + j] = ht;
+        }
+      for (uint64_t img = 0; img < n; ++img) std::copy_n(&next[(img * steps + t) * u], u, &h[img * u]);
+    }
+    seq = std::move(next);
+    offset += 3 * rows * u;
+    in_c = u;
+  }
+  if (layer.return_sequences) return seq;
+  Data last(batch() * u);
+  for (uint64_t img = 0; img < batch(); ++img)
+    std::copy_n(&seq[(img * steps + steps - 1) * u], u, &last[img * u]);
+  return last;
+}
+
 }  // namespace
 
 FloatRun run_float_detailed(const Model& model, const std::function<void(size_t layer, bool done)>& around) {
@@ -390,6 +451,7 @@ FloatRun run_float_detailed(const Model& model, const std::function<void(size_t 
       case LayerType::add: out = r.elementwise(false); break;
       case LayerType::mul: out = r.elementwise(true); break;
       case LayerType::lstm: out = r.lstm(run.lstm_cell_max[li]); break;
+      case LayerType::gru: out = r.gru(run.lstm_cell_max[li]); break;
       case LayerType::flatten:
         r.expect_inputs(1);
         r.expect_out(1, 1, r.in[0]->elements());

@@ -31,6 +31,7 @@ const char* layer_type_name(LayerType t) {
     case LayerType::activation: return "activation";
     case LayerType::lstm: return "lstm";
     case LayerType::concat: return "concat";
+    case LayerType::gru: return "gru";
   }
   return "?";
 }

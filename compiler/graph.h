@@ -35,7 +35,11 @@ Shape map_shape(uint64_t h, uint64_t w, uint64_t c);
 
 // ---- the float model -------------------------------------------------------------------------
 
-enum class LayerType { dense, conv2d, max_pool, avg_pool, flatten, add, mul, activation, lstm, concat };
+enum class LayerType { dense, conv2d, max_pool, avg_pool, flatten, add, mul, activation, lstm, concat, gru };
+// lstm and gru: recurrent layers over a sequence (units, stack, return_sequences).
+inline bool is_recurrent(LayerType t) { return t == LayerType::lstm || t == LayerType::gru; }
+// A recurrent layer's gates, each a weight matrix [in_l + units][units]: 4 (i, f, g, o), gru 3 (r, z, n).
+inline uint64_t recurrent_gates(LayerType t) { return t == LayerType::gru ? 3 : 4; }
 enum class Activation { none, relu, relu6, sigmoid, tanh };
 const char* layer_type_name(LayerType t);    // as written in descriptions: "dense", "max_pool", ...
 const char* activation_name(Activation a);   // "none", "relu", "relu6", "sigmoid", "tanh"
@@ -55,7 +59,7 @@ struct Layer {
 
   // concat: the inputs (two or more, of one rank and one h and w) joined along channels, in order.
   // dense: units = outputs; on a sequence it applies to every step. conv2d: units = filters.
-  // lstm: units = hidden size.
+  // lstm, gru: units = hidden size.
   uint64_t units = 0;
   uint64_t kernel_h = 1, kernel_w = 1;  // conv2d kernel; pools: the window (square: kernel_h = kernel_w)
   uint64_t stride = 1;                  // conv2d and pools, both directions
@@ -71,8 +75,8 @@ struct Layer {
   // its precision is 16-bit, the model's output: Model::output_bits; docs/compiler.md
   // "16-bit tensors"). A 16-bit tensor feeds matmuls at half speed (setcfg mm_in_hi).
   std::optional<uint8_t> output_bits;
-  uint64_t stack = 1;                   // lstm: stacked layers
-  bool return_sequences = false;        // lstm: output every step's h ([steps, units]) or the last ([units])
+  uint64_t stack = 1;                   // lstm, gru: stacked layers
+  bool return_sequences = false;        // lstm, gru: output every step's h ([steps, units]) or the last ([units])
 
   // Float parameters (generated from the seed or loaded from .npy):
   //   dense   weights [in_c][units], bias [units]
@@ -83,6 +87,10 @@ struct Layer {
   //   lstm    for stacked layer l (input size in_l: the input's c for l = 0, else units), for gate
   //           g in i, f, g, o: weights [in_l + units][units] (rows 0..in_l-1 multiply x_t, the
   //           rest h_{t-1}), concatenated in the order (l, gate); bias [stack][4][units]
+  //   gru     the same for gates r, z, n (PyTorch's and ONNX's linear_before_reset = 1 GRU):
+  //           r = sigmoid(W_r [x, h] + b_r), z = sigmoid(W_z [x, h] + b_z),
+  //           n = tanh(W_n,x x + b_in + r (W_n,h h + b_hn)), h_t = (1 - z) n + z h_{t-1}, h_{-1} = 0;
+  //           bias [stack][4][units]: b_r, b_z (each the input's and the recurrence's summed), b_in, b_hn
   std::vector<float> weights;
   std::vector<float> bias;
   std::optional<double> scale;  // output quantization scale given in the description

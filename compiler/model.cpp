@@ -302,7 +302,7 @@ void read_quantization(const toml::table& doc, const std::string& source, Model&
 // ---- [[layer]] tables -----------------------------------------------------------------------------
 
 constexpr std::string_view kTypeNames[] = {"dense", "conv2d", "max_pool",   "avg_pool", "flatten",
-                                           "add",   "mul",    "activation", "lstm",     "concat"};
+                                           "add",   "mul",    "activation", "lstm",     "concat", "gru"};
 constexpr std::string_view kActivationNames[] = {"none", "relu", "relu6", "sigmoid", "tanh"};
 
 struct FileRef {
@@ -314,7 +314,7 @@ struct LayerSpec {
   Layer layer;
   Section sec;
   std::vector<std::string> input_names;  // empty: the previous layer (or the model input)
-  std::vector<FileRef> weights_files, bias_files;  // lstm: one per stacked layer
+  std::vector<FileRef> weights_files, bias_files;  // lstm, gru: one per stacked layer
 };
 
 std::vector<std::string_view> allowed_keys(LayerType t) {
@@ -330,7 +330,8 @@ std::vector<std::string_view> allowed_keys(LayerType t) {
     case LayerType::add:
     case LayerType::mul: add({"inputs", "activation", "output_bits"}); break;
     case LayerType::activation: add({"activation", "output_bits"}); break;
-    case LayerType::lstm: add({"units", "stack", "return_sequences", "weights_file", "bias_file", "weight_bits", "output_bits"}); break;
+    case LayerType::lstm:
+    case LayerType::gru: add({"units", "stack", "return_sequences", "weights_file", "bias_file", "weight_bits", "output_bits"}); break;
     case LayerType::concat: add({"inputs"}); break;
   }
   return keys;
@@ -363,7 +364,7 @@ void read_inputs_key(LayerSpec& s) {
 void read_files(LayerSpec& s, std::string_view key, std::vector<FileRef>& out, uint64_t count) {
   const toml::node* n = s.sec.get(key);
   if (!n) return;
-  if (s.layer.type != LayerType::lstm) {
+  if (!is_recurrent(s.layer.type)) {
     out.push_back({*s.sec.string(key, "a .npy file name"), s.sec.line_of(key)});
     return;
   }
@@ -429,13 +430,14 @@ void read_type_keys(LayerSpec& s) {
       l.stride = sec.uint("stride", 1, kMaxDim).value_or(l.kernel_h);
       break;
     case LayerType::lstm:
+    case LayerType::gru:
       l.units = sec.required_uint("units", 1, kMaxDim);
       l.stack = sec.uint("stack", 1, kMaxStack).value_or(1);
       l.return_sequences = sec.boolean("return_sequences").value_or(false);
       break;
     default: break;
   }
-  if ((l.type == LayerType::dense || l.type == LayerType::conv2d || l.type == LayerType::lstm) &&
+  if ((l.type == LayerType::dense || l.type == LayerType::conv2d || is_recurrent(l.type)) &&
       sec.get("weight_bits")) {
     const uint64_t bits = sec.required_uint("weight_bits", 8, 16);
     if (bits != 8 && bits != 16) sec.expected("weight_bits", "8 or 16");
@@ -450,7 +452,7 @@ void read_type_keys(LayerSpec& s) {
     l.use_bias = sec.boolean("bias").value_or(true);
     if (!l.use_bias && sec.get("bias_file")) sec.fail("bias_file", "given, but bias = false");
   }
-  if (l.type == LayerType::dense || l.type == LayerType::conv2d || l.type == LayerType::lstm) {
+  if (l.type == LayerType::dense || l.type == LayerType::conv2d || is_recurrent(l.type)) {
     read_files(s, "weights_file", s.weights_files, l.stack);
     read_files(s, "bias_file", s.bias_files, l.stack);
   } else {
@@ -575,7 +577,8 @@ class ShapeInference {
       }
       case LayerType::activation: return in;
       case LayerType::lstm:
-        if (in.rank != 2) fail_input(s, "lstm reads a sequence [steps, c]");
+      case LayerType::gru:
+        if (in.rank != 2) fail_input(s, fmt::format("{} reads a sequence [steps, c]", layer_type_name(l.type)));
         return l.return_sequences ? sequence_shape(in.h, l.units) : vector_shape(l.units);
       case LayerType::concat: return concat(s, in);
     }
@@ -659,14 +662,18 @@ std::vector<float> load_array(const Section& sec, std::string_view key, const Fi
 void fill_parameters(LayerSpec& s, const Shape& in, const Model& m, size_t position, const std::filesystem::path& base_dir) {
   Layer& l = s.layer;
   const Section& sec = s.sec;
-  if (l.type == LayerType::lstm) {
+  if (is_recurrent(l.type)) {
+    const bool gru = l.type == LayerType::gru;
+    const uint64_t gates = recurrent_gates(l.type);
     for (uint64_t k = 0; k < s.weights_files.size(); ++k) {
       const uint64_t in_k = k == 0 ? in.c : l.units;
-      auto v = load_array(sec, "weights_file", s.weights_files[k], base_dir, {4, in_k + l.units, l.units}, "[4, in + units, units], gates i, f, g, o");
+      auto v = load_array(sec, "weights_file", s.weights_files[k], base_dir, {gates, in_k + l.units, l.units},
+                          gru ? "[3, in + units, units], gates r, z, n" : "[4, in + units, units], gates i, f, g, o");
       l.weights.insert(l.weights.end(), v.begin(), v.end());
     }
     for (const FileRef& f : s.bias_files) {
-      auto v = load_array(sec, "bias_file", f, base_dir, {4, l.units}, "[4, units], gates i, f, g, o");
+      auto v = load_array(sec, "bias_file", f, base_dir, {4, l.units},
+                          gru ? "[4, units]: b_r, b_z, b_in, b_hn" : "[4, units], gates i, f, g, o");
       l.bias.insert(l.bias.end(), v.begin(), v.end());
     }
   } else {
@@ -737,10 +744,11 @@ uint64_t weight_count(const Layer& l, const Shape& in) {
   switch (l.type) {
     case LayerType::dense: return sat_mul(in.c, l.units);
     case LayerType::conv2d: return sat_mul(sat_mul(sat_mul(l.kernel_h, l.kernel_w), in.c), l.units);
-    case LayerType::lstm: {
+    case LayerType::lstm:
+    case LayerType::gru: {
       uint64_t total = 0;
       for (uint64_t k = 0; k < l.stack; ++k)
-        total = sat_add(total, sat_mul(4 * l.units, sat_add(k == 0 ? in.c : l.units, l.units)));
+        total = sat_add(total, sat_mul(recurrent_gates(l.type) * l.units, sat_add(k == 0 ? in.c : l.units, l.units)));
       return total;
     }
     default: return 0;
@@ -751,7 +759,8 @@ uint64_t bias_count(const Layer& l) {
   switch (l.type) {
     case LayerType::dense:
     case LayerType::conv2d: return l.units;
-    case LayerType::lstm: return sat_mul(l.stack, 4 * l.units);
+    case LayerType::lstm:
+    case LayerType::gru: return sat_mul(l.stack, 4 * l.units);
     default: return 0;
   }
 }
@@ -781,9 +790,10 @@ void generate_weights(const Layer& l, const Shape& in, uint64_t seed, size_t pos
       break;
     }
     case LayerType::lstm:
+    case LayerType::gru:
       for (uint64_t k = 0; k < l.stack; ++k) {
         const uint64_t rows = (k == 0 ? in.c : l.units) + l.units;
-        draw(4 * rows * l.units, double(rows), double(l.units));
+        draw(recurrent_gates(l.type) * rows * l.units, double(rows), double(l.units));
       }
       break;
     default: break;
@@ -905,7 +915,7 @@ Model parse_model(std::string_view text, const std::string& source, const std::f
       s.sec.fail_at(s.layer.line, "", "", fmt::format("the output {} has more than 2^31 elements per sample", s.layer.out.str()));
     const Shape in = shapes.input_shape(s.layer.inputs[0]);
     const uint64_t weights = weight_count(s.layer, in);
-    const uint64_t biases = s.layer.use_bias || s.layer.type == LayerType::lstm ? bias_count(s.layer) : 0;
+    const uint64_t biases = s.layer.use_bias || is_recurrent(s.layer.type) ? bias_count(s.layer) : 0;
     v.parameters = sat_add(v.parameters, sat_add(weights, biases));
     v.held = sat_add(v.held, sat_add(biases, s.weights_files.empty() ? 0 : weights));
     if (s.weights_files.empty()) v.largest_seeded = std::max(v.largest_seeded, weights);

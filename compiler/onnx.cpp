@@ -39,13 +39,14 @@ struct Const {
 // How a Model tensor's per-sample shape stands for ONNX dimensions (N = batch):
 //   vector    [N, c]
 //   map       [N, c, h, w]
+//   line      [N, c, w]: a 1-D map (Conv1d's), the Model's map of height 1 (h = 1)
 //   flat      [N, h*w*c]: a flatten layer's output; chw: ONNX order (c, h, w) over the map
 //             [h, w, c] (a dense layer reading it permutes its weight rows), else (h, w, c)
 //   seq       [N, T, c], or [T, N, c] when time_major
 //   lstm_y    [T, 1, N, c] (an LSTM's Y)      lstm_yh  [1, N, c] (an LSTM's Y_h)
 //   lstm_hn   [L, N, c]: the Y_h of L stacked LSTM layers joined on axis 0 (PyTorch's h_n of an
 //             LSTM with num_layers = L), Value::stack; only gathered
-enum class Form { vector, map, flat, seq, lstm_y, lstm_yh, lstm_hn };
+enum class Form { vector, map, line, flat, seq, lstm_y, lstm_yh, lstm_hn };
 
 struct Value {
   int entry = 0;  // layer index or model_input(i)
@@ -277,6 +278,7 @@ class Importer {
   // ---- graph inputs ----
   void read_inputs();
   bool feeds_time_major_lstm(const std::string& name) const;
+  bool feeds_conv(const std::string& name) const;
 
   // ---- operators ----
   void dispatch();
@@ -304,6 +306,8 @@ class Importer {
   void squeeze(bool squeeze);
   void gather();
   void lstm();
+  void gru();
+  void recurrent_outputs(Layer l, const Value& x, bool sequences);
   void softmax();
   void quantize_linear();
   void dequantize_linear();
@@ -412,12 +416,20 @@ bool Importer::feeds_time_major_lstm(const std::string& name) const {
   for (const auto& n : g_.node())
     for (int i = 0; i < n.input_size(); ++i)
       if (n.input(i) == name) {
-        if (n.op_type() != "LSTM" || i != 0) return false;
+        if ((n.op_type() != "LSTM" && n.op_type() != "GRU") || i != 0) return false;
         for (const auto& a : n.attribute())
           if (a.name() == "layout" && a.i() != 0) return false;
         any = true;
       }
   return any;
+}
+
+// Whether a Conv reads graph input `name` (3-D: then [N, C, L], a 1-D convolution's input, not a
+// sequence [N, T, F]).
+bool Importer::feeds_conv(const std::string& name) const {
+  for (const auto& n : g_.node())
+    if ((n.op_type() == "Conv" || n.op_type() == "QLinearConv") && n.input_size() > 0 && n.input(0) == name) return true;
+  return false;
 }
 
 // A .npy of samples in the ONNX input's layout (batch first) as NHWC floats.
@@ -435,8 +447,8 @@ std::vector<float> samples(const NpyArray& a, const std::filesystem::path& path,
   const uint64_t per = shape.elements();
   for (uint64_t i = 0; i < x.size(); ++i) {
     const uint64_t n = i / per, e = i % per;
-    uint64_t to = e;  // NCHW -> NHWC for maps; vectors and sequences keep their order
-    if (v.form == Form::map)
+    uint64_t to = e;  // NCHW (NCL) -> NHWC for maps (lines); vectors and sequences keep their order
+    if (v.form == Form::map || v.form == Form::line)
       to = (e / shape.w % shape.h * shape.w + e % shape.w) * shape.c + e / shape.pixels();
     if (!std::isfinite(x[i]))
       throw InputError(fmt::format("{}: element {} is not a finite number", path.string(), i));
@@ -467,6 +479,7 @@ void Importer::read_inputs() {
     // The batch axis (0, or 1 for a time-major sequence) and the per-sample dimensions.
     size_t batch_axis = 0;
     if (d.size() == 3 && feeds_time_major_lstm(in.name())) batch_axis = 1, v.time_major = true;
+    const bool line = d.size() == 3 && !v.time_major && feeds_conv(in.name());  // [N, C, L]
     std::vector<int64_t> sample;
     for (size_t i = 0; i < d.size(); ++i)
       if (i != batch_axis) sample.push_back(d[i]);
@@ -475,12 +488,14 @@ void Importer::read_inputs() {
         fail(fmt::format("{}: dimensions {}: every dimension but the batch must be a number 1..{}", what,
                          dims_text(d), kMaxDim));
     if (d.size() == 2) v.form = Form::vector, mi.shape = vector_shape(uint64_t(sample[0]));
+    else if (line) v.form = Form::line, mi.shape = map_shape(1, uint64_t(sample[1]), uint64_t(sample[0]));
     else if (d.size() == 3)
       v.form = Form::seq, mi.shape = sequence_shape(uint64_t(sample[0]), uint64_t(sample[1]));
     else if (d.size() == 4)
       v.form = Form::map, mi.shape = map_shape(uint64_t(sample[1]), uint64_t(sample[2]), uint64_t(sample[0]));
     else
-      fail(fmt::format("{}: dimensions {}: expected [N, features], [N, steps, features] or [N, C, H, W]",
+      fail(fmt::format("{}: dimensions {}: expected [N, features], [N, steps, features], [N, C, L] (read by a Conv) or "
+                       "[N, C, H, W]",
                        what, dims_text(d)));
     if (mi.shape.elements() > kMaxTensor) fail(what + ": more than 2^31 elements per sample");
     v.shape = mi.shape;
@@ -535,7 +550,8 @@ void Importer::read_inputs() {
 // A dense layer over `in` with weights w_kn[k][n] in ONNX row order (for a flattened map: c, h, w).
 void Importer::dense(const Value& in, const std::vector<float>& w_kn, uint64_t k, uint64_t n,
                      std::vector<float> bias, std::optional<double> scale) {
-  if (in.form == Form::map) fail("its input is a 4-D map; flatten it first (Flatten, or Reshape to [N, -1])");
+  if (in.form == Form::map || in.form == Form::line)
+    fail(fmt::format("its input is a map {}; flatten it first (Flatten, or Reshape to [N, -1])", dims_text(onnx_dims(in))));
   if (in.form == Form::lstm_y || in.form == Form::lstm_yh || in.form == Form::lstm_hn)
     fail("its input is an LSTM output with its direction axis; Squeeze it (or take h_n[-1]) first");
   if (features(in) != k)
@@ -609,51 +625,79 @@ void Importer::matmul() {
 
 // ---- convolution and pooling -------------------------------------------------------------------
 
-struct Window {
-  uint64_t kh = 1, kw = 1, stride = 1, pad = 0;
-};
+constexpr const char* kNoPool1d =
+    "its input is a 1-D map [N, C, L]: the machine pools square windows, so 1-D pooling is not supported "
+    "(a strided Conv1d downsamples; Flatten and a Linear layer read the whole line)";
 
+// Conv and QLinearConv, 2-D over a map [N, C, H, W] or 1-D over a line [N, C, L] (PyTorch's
+// Conv1d: a map of height 1). The machine's convolution has one stride and one zero padding for
+// both directions and reads adjacent pixels; the rest is exact with zero weights: a dilated kernel
+// becomes the (k - 1) d + 1 kernel with zeros between its taps, and a direction padded by less
+// than the other (p < P: a 1-D convolution's rows, which have none) gets a kernel 2 (P - p) larger
+// in that direction, its taps in the middle (the extra rows or columns read only the border or
+// nothing, times zero). Both cost the larger kernel's MACs.
 void Importer::conv(bool qlinear) {
   allow_attributes({"auto_pad", "dilations", "group", "kernel_shape", "pads", "strides"});
   const Value& x = value(0);
   expect_quantized(x, qlinear, 0);
   if (x.form == Form::seq)
-    fail(
-        "its input is 3-D: a 1-D convolution ([N, C, L]) is not supported; the machine's convolutions are 2-D "
-        "(write it as a Conv2d over [N, C, 1, L] with a 1 x k kernel)");
-  if (x.form != Form::map) fail("its input is not a 4-D map [N, C, H, W]");
+    fail(fmt::format(
+        "its input {} is a sequence ([N, T, F], or [T, N, F]) an earlier node gave; a 1-D convolution reads "
+        "[N, C, L]: the graph input itself, or x.transpose(1, 2) of a batch-first sequence",
+        dims_text(onnx_dims(x))));
+  if (x.form != Form::map && x.form != Form::line) fail("its input is not a map [N, C, H, W] or [N, C, L]");
+  const bool one_d = x.form == Form::line;
+  const size_t rank = one_d ? 1 : 2;  // spatial axes
   // Conv: X, W, B.  QLinearConv: x, x_scale, x_zp, w, w_scale, w_zp, y_scale, y_zp, B (int32).
   const int wi = qlinear ? 3 : 1, bi = qlinear ? 8 : 2;
   const Const& w = constant(wi, "W");
-  if (w.dims.size() != 4)
-    fail(fmt::format("W has dimensions {}; expected [M, C/group, kH, kW]", dims_text(w.dims)));
-  const uint64_t m = uint64_t(w.dims[0]), cg = uint64_t(w.dims[1]), kh = uint64_t(w.dims[2]),
-                 kw = uint64_t(w.dims[3]);
+  if (w.dims.size() != rank + 2)
+    fail(fmt::format("W has dimensions {}; expected {}", dims_text(w.dims),
+                     one_d ? "[M, C/group, k] for an input [N, C, L]" : "[M, C/group, kH, kW]"));
+  const uint64_t m = uint64_t(w.dims[0]), cg = uint64_t(w.dims[1]), kh = one_d ? 1 : uint64_t(w.dims[2]),
+                 kw = uint64_t(w.dims.back());
   const int64_t group = attr_int("group", 1);
   const uint64_t c = x.shape.c;
   if (group < 1 || uint64_t(group) * cg != c || m % uint64_t(group) != 0)
     fail(fmt::format("group {} with W {} does not fit an input of {} channels", group, dims_text(w.dims), c));
-  const auto ks = attr_ints("kernel_shape", {int64_t(kh), int64_t(kw)});
-  if (ks != std::vector<int64_t>{int64_t(kh), int64_t(kw)})
-    fail(fmt::format("kernel_shape {} differs from W's", dims_text(ks)));
-  for (int64_t d : attr_ints("dilations", {1, 1}))
-    if (d != 1)
-      fail("dilations other than 1 are not supported (the machine's convolution reads adjacent pixels)");
-  const auto st = attr_ints("strides", {1, 1});
-  if (st.size() != 2 || st[0] != st[1] || st[0] < 1 || uint64_t(st[0]) > kMaxDim)
+  // The attributes, per spatial axis (one for a 1-D convolution: its rows take 1, 1 and 0).
+  const auto per_axis = [&](const char* name, std::vector<int64_t> fallback, size_t count) {
+    std::vector<int64_t> v = attr_ints(name, std::move(fallback));
+    if (v.size() != count)
+      fail(fmt::format("{} {}: expected {} values for {} spatial {}", name, dims_text(v), count, rank,
+                       rank == 1 ? "axis" : "axes"));
+    return v;
+  };
+  const std::vector<int64_t> kernel = one_d ? std::vector<int64_t>{int64_t(kw)}
+                                            : std::vector<int64_t>{int64_t(kh), int64_t(kw)};
+  const auto ks = per_axis("kernel_shape", kernel, rank);
+  if (ks != kernel) fail(fmt::format("kernel_shape {} differs from W's", dims_text(ks)));
+  std::vector<int64_t> dil = per_axis("dilations", std::vector<int64_t>(rank, 1), rank);
+  std::vector<int64_t> st = per_axis("strides", std::vector<int64_t>(rank, 1), rank);
+  for (int64_t d : dil)
+    if (d < 1 || uint64_t(d) > kMaxDim) fail(fmt::format("dilations {}: expected 1..{}", dims_text(dil), kMaxDim));
+  if (one_d) dil.insert(dil.begin(), 1), st.insert(st.begin(), st[0]);  // (rows: height 1, any stride)
+  if (st[0] != st[1] || st[0] < 1 || uint64_t(st[0]) > kMaxDim)
     fail(fmt::format("strides {}: the machine strides equally in both directions", dims_text(st)));
-  // Padding: explicit pads, or auto_pad; the machine pads every side by the same amount.
-  std::vector<int64_t> pads = attr_ints("pads", {0, 0, 0, 0});
+  const uint64_t stride = uint64_t(st[0]);
+  // The kernel as the machine reads it: dilated taps spread out (zeros between them).
+  const uint64_t dh = uint64_t(dil[0]), dw = uint64_t(dil[1]);
+  const uint64_t eh = (kh - 1) * dh + 1, ew = (kw - 1) * dw + 1;
+  if (eh > kMaxDim || ew > kMaxDim) fail(fmt::format("the dilated kernel is larger than {}", kMaxDim));
+  // Padding [rows above, columns left, rows below, columns right]: explicit pads, or auto_pad.
+  std::vector<int64_t> pads = per_axis("pads", std::vector<int64_t>(2 * rank, 0), 2 * rank);
+  if (one_d) pads = {0, pads[0], 0, pads[1]};
   const std::string ap = attr_string("auto_pad", "NOTSET");
   if (ap == "SAME_UPPER" || ap == "SAME_LOWER") {
     pads.clear();
-    for (auto [in, k] : {std::pair{x.shape.h, kh}, std::pair{x.shape.w, kw}}) {
-      const uint64_t out = (in + uint64_t(st[0]) - 1) / uint64_t(st[0]);
-      const int64_t total = std::max<int64_t>(0, int64_t((out - 1) * uint64_t(st[0]) + k) - int64_t(in));
+    for (auto [in, k] : {std::pair{x.shape.h, eh}, std::pair{x.shape.w, ew}}) {
+      const uint64_t out = (in + stride - 1) / stride;
+      const int64_t total = std::max<int64_t>(0, int64_t((out - 1) * stride + k) - int64_t(in));
       pads.push_back(total);
     }
-    if (pads[0] % 2 || pads[1] % 2 || pads[0] != pads[1])
-      fail(fmt::format("auto_pad {} pads {} x {} pixels in all: not the same on every side", ap, pads[0],
+    if (one_d) pads[0] = 0;
+    if (pads[0] % 2 || pads[1] % 2)
+      fail(fmt::format("auto_pad {} pads {} x {} pixels in all: not the same on both sides", ap, pads[0],
                        pads[1]));
     pads = {pads[0] / 2, pads[1] / 2, pads[0] / 2, pads[1] / 2};
   } else if (ap == "VALID") {
@@ -663,16 +707,21 @@ void Importer::conv(bool qlinear) {
   }
   if (x.padded()) {  // a Pad before this Conv: its zeros join the convolution's own padding
     if (ap != "NOTSET" && ap != "VALID") fail(fmt::format("auto_pad {} after a Pad is not supported", ap));
-    if (pads.size() == 4)
-      for (size_t i = 0; i < 4; ++i) pads[i] += x.pad[i];
+    for (size_t i = 0; i < 4; ++i) pads[i] += x.pad[i];
   }
-  if (pads.size() != 4 || pads[0] != pads[1] || pads[0] != pads[2] || pads[0] != pads[3] || pads[0] < 0 ||
-      uint64_t(pads[0]) > kMaxDim)
-    fail(fmt::format("pads {}: the machine pads every side by the same amount", dims_text(pads)));
-  const uint64_t pad = uint64_t(pads[0]), stride = uint64_t(st[0]);
-  if (kh > x.shape.h + 2 * pad || kw > x.shape.w + 2 * pad)
-    fail(fmt::format("the {} x {} kernel is larger than the input {} padded by {}", kh, kw, x.shape.str(),
-                     pad));
+  if (pads[0] != pads[2] || pads[1] != pads[3] || pads[0] < 0 || pads[1] < 0 || uint64_t(pads[0]) > kMaxDim ||
+      uint64_t(pads[1]) > kMaxDim)
+    fail(fmt::format("pads {}: the machine pads both sides of a {} by the same amount", dims_text(pads),
+                     one_d ? "line" : "row and of a column"));
+  // One padding for both directions: the larger; the other direction's kernel grows by twice the
+  // difference, its taps centred (offsets oy, ox).
+  const uint64_t ph = uint64_t(pads[0]), pw = uint64_t(pads[1]), pad = std::max(ph, pw);
+  const uint64_t oy = pad - ph, ox = pad - pw, gh = eh + 2 * oy, gw = ew + 2 * ox;
+  if (eh > x.shape.h + 2 * ph || ew > x.shape.w + 2 * pw)
+    fail(fmt::format("the {} x {} kernel{} is larger than the input {} padded by {} x {}", eh, ew,
+                     dh > 1 || dw > 1 ? " (dilated)" : "", dims_text(onnx_dims(x)), ph, pw));
+  if (sat_mul(sat_mul(gh, gw), sat_mul(c, m)) > options_.max_values)
+    fail(fmt::format("the {} x {} kernel the machine reads has more than {} weights", gh, gw, options_.max_values));
 
   std::vector<double> w_scale(m, 1.0);
   std::optional<double> y_scale;
@@ -688,23 +737,23 @@ void Importer::conv(bool qlinear) {
         if (z != 0) fail("w_zero_point is not 0: the machine's weights are symmetric int8");
     y_scale = activation_scale(6, 7, "y");
   }
-  // ONNX W[m][ci][r][s] (ci within m's group) -> the Model's [r][s][c][m], zero across groups.
+  // ONNX W[m][ci][r][s] (ci within m's group) -> the Model's [r'][s'][c][m], zero across groups,
+  // tap (r, s) at (oy + r dh, ox + s dw) of the kernel the machine reads.
   Layer l = new_layer(LayerType::conv2d, x);
   l.units = m;
-  l.kernel_h = kh;
-  l.kernel_w = kw;
+  l.kernel_h = gh;
+  l.kernel_w = gw;
   l.stride = stride;
   l.pad = pad;
   l.groups = uint64_t(group);  // the weights below are held dense, zero across groups (graph.h)
-  l.weights.assign(kh * kw * c * m, 0.0f);
+  l.weights.assign(gh * gw * c * m, 0.0f);
   const uint64_t per_group = m / uint64_t(group);
   for (uint64_t j = 0; j < m; ++j)
     for (uint64_t ci = 0; ci < cg; ++ci)
       for (uint64_t r = 0; r < kh; ++r)
         for (uint64_t s = 0; s < kw; ++s) {
-          const uint64_t ch = j / per_group * cg + ci;
-          l.weights[((r * kw + s) * c + ch) * m + j] =
-              float(w.v[((j * cg + ci) * kh + r) * kw + s] * w_scale[j]);
+          const uint64_t ch = j / per_group * cg + ci, y = oy + r * dh, xx = ox + s * dw;
+          l.weights[((y * gw + xx) * c + ch) * m + j] = float(w.v[((j * cg + ci) * kh + r) * kw + s] * w_scale[j]);
         }
   l.use_bias = has_input(bi);
   if (l.use_bias) {
@@ -713,9 +762,9 @@ void Importer::conv(bool qlinear) {
     for (uint64_t j = 0; j < m; ++j) l.bias.push_back(float(b.v[j] * (qlinear ? x_scale * w_scale[j] : 1.0)));
   }
   l.scale = y_scale;
-  l.out = map_shape((x.shape.h + 2 * pad - kh) / stride + 1, (x.shape.w + 2 * pad - kw) / stride + 1, m);
+  l.out = map_shape((x.shape.h + 2 * pad - gh) / stride + 1, (x.shape.w + 2 * pad - gw) / stride + 1, m);
   Value out;
-  out.form = Form::map;
+  out.form = x.form;
   out.shape = l.out;
   out.quantized = qlinear;
   out.entry = add_layer(std::move(l));
@@ -728,6 +777,7 @@ void Importer::pool(bool max) {
         {"auto_pad", "ceil_mode", "dilations", "kernel_shape", "pads", "storage_order", "strides"});
   else allow_attributes({"auto_pad", "ceil_mode", "count_include_pad", "kernel_shape", "pads", "strides"});
   const Value& x = value(0);
+  if (x.form == Form::line) fail(kNoPool1d);
   if (x.form != Form::map) fail("its input is not a 4-D map [N, C, H, W]");
   if (!max) expect_quantized(x, false, 0);
   if (output_used(1)) fail("the Indices output is not supported");
@@ -763,6 +813,7 @@ void Importer::global_avg_pool() {
   allow_attributes({});
   const Value& x = value(0);
   expect_quantized(x, false, 0);
+  if (x.form == Form::line) fail(kNoPool1d);
   if (x.form != Form::map) fail("its input is not a 4-D map [N, C, H, W]");
   set_output(0, global_avg(x));
 }
@@ -934,21 +985,22 @@ void Importer::concat() {
           input_name(i)));
     expect_quantized(value(i), false, i);
   }
-  if (a.form != Form::map && a.form != Form::vector && a.form != Form::seq)
+  if (a.form != Form::map && a.form != Form::line && a.form != Form::vector && a.form != Form::seq)
     fail(
         "its input is a flattened map or an LSTM output with its direction axis; concatenate before the "
         "Flatten "
         "or after the Squeeze");
-  const int64_t rank = a.form == Form::map ? 4 : a.form == Form::vector ? 2 : 3;
+  const int64_t rank = a.form == Form::map ? 4 : a.form == Form::vector ? 2 : 3;  // (a line: 3, channels 1)
   int64_t axis = attr_int("axis", 1);
   if (axis < 0) axis += rank;
   const int64_t channels = a.form == Form::seq ? 2 : 1;
   if (axis != channels)
     fail(fmt::format("axis {} of a {} input {}: the machine joins tensors along channels only (axis {})",
                      attr_int("axis", 1),
-                     rank == 4   ? "[N, C, H, W]"
-                     : rank == 2 ? "[N, C]"
-                                 : "sequence",
+                     rank == 4                ? "[N, C, H, W]"
+                     : rank == 2              ? "[N, C]"
+                     : a.form == Form::line ? "[N, C, L]"
+                                              : "sequence",
                      dims_text(onnx_dims(a)), channels));
   if (node_->input_size() == 1) return set_output(0, a);
   Layer l = new_layer(LayerType::concat, a);
@@ -986,7 +1038,8 @@ void Importer::fold_constant(bool mul) {
   // Per channel: ONNX's channel axis is 1 for maps ([C, 1, 1] or [1, C, 1, 1]), the last otherwise.
   const bool ok = c.v.size() == 1 ||
                   (c.v.size() == n &&
-                   (x.form == Form::map ? (c.dims.size() >= 3 && c.dims[c.dims.size() - 3] == int64_t(n))
+                   (x.form == Form::map    ? (c.dims.size() >= 3 && c.dims[c.dims.size() - 3] == int64_t(n))
+                    : x.form == Form::line ? (c.dims.size() >= 2 && c.dims[c.dims.size() - 2] == int64_t(n))
                                         : c.dims.back() == int64_t(n)));
   if (!ok)
     fail(fmt::format("the constant has dimensions {}; expected one value or one per channel ({})",
@@ -1042,13 +1095,13 @@ void Importer::flatten(int64_t axis) {
 
 Value Importer::flatten_value(const Value& x) {
   if (x.form == Form::vector || x.form == Form::flat) return x;
-  if ((x.form != Form::map && x.form != Form::seq) || x.time_major)
-    fail("only a map [N, C, H, W] or a batch-first sequence [N, T, F] can be flattened");
+  if ((x.form != Form::map && x.form != Form::line && x.form != Form::seq) || x.time_major)
+    fail("only a map [N, C, H, W] or [N, C, L] or a batch-first sequence [N, T, F] can be flattened");
   Layer l = new_layer(LayerType::flatten, x);
   l.out = vector_shape(x.shape.elements());
   Value out = x;
   out.form = Form::flat;
-  out.chw = x.form == Form::map && x.shape.pixels() > 1 && x.shape.c > 1;
+  out.chw = (x.form == Form::map || x.form == Form::line) && x.shape.pixels() > 1 && x.shape.c > 1;
   out.entry = add_layer(std::move(l));
   return out;
 }
@@ -1082,8 +1135,22 @@ void Importer::transpose() {
     out.time_major = !x.time_major;
     return set_output(0, out);
   }
+  // The graph input [N, T, F] as [N, F, T]: a batch-first sequence read by a Conv1d (channels F,
+  // length T). The Model's input becomes the line [1, T, F]: the same bytes (step t is pixel t).
+  if (perm == std::vector<int64_t>{0, 2, 1} && x.form == Form::seq && !x.time_major) {
+    if (!is_model_input(x.entry) || uses_[input_name(0)] != 1)
+      fail(
+          "perm [0, 2, 1] of a sequence is supported only on the graph input, read by nothing else (a sequence "
+          "the machine computed is not a map a convolution can read)");
+    Value out = x;
+    out.form = Form::line;
+    out.shape = map_shape(1, x.shape.h, x.shape.c);
+    m_.inputs[size_t(model_input_index(x.entry))].shape = out.shape;
+    return set_output(0, out);
+  }
   fail(fmt::format(
-      "perm {}: the machine's only transposition is swapping the batch and time axes of a sequence",
+      "perm {}: the machine's only transpositions are swapping the batch and time axes of a sequence ([1, 0, 2]) "
+      "and the graph input's time and feature axes ([0, 2, 1], into a 1-D convolution)",
       dims_text(perm)));
 }
 
@@ -1139,7 +1206,7 @@ void Importer::gather() {
     return set_output(0, out);
   }
   const int64_t time_axis = x.time_major ? 0 : 1;
-  if (x.form == Form::seq && !is_model_input(x.entry) && layer_of(x).type == LayerType::lstm &&
+  if (x.form == Form::seq && !is_model_input(x.entry) && is_recurrent(layer_of(x).type) &&
       layer_of(x).return_sequences && (axis == time_axis || axis == time_axis - 3) && scalar &&
       (idx.v[0] == -1 || idx.v[0] == double(x.shape.h - 1))) {
     // Only when nothing else reads the sequence: each ONNX value that stands for it (Y, its
@@ -1223,6 +1290,75 @@ void Importer::lstm() {
       if (b) l.bias[g * h + j] = float(b->v[og * h + j] + b->v[4 * h + og * h + j]);
     }
   }
+  recurrent_outputs(std::move(l), x, sequences);
+}
+
+// ONNX: W [1, 3H, in], R [1, 3H, H], B [1, 6H] (Wb then Rb), gates in the order z, r, h; the
+// Model: per gate (r, z, n) weights [in + H][H] (x rows, then h rows), bias [4][H]: b_r and b_z
+// (each Wb + Rb), b_in (Wb_h), b_hn (Rb_h). Only linear_before_reset = 1, PyTorch's GRU: its n
+// gate multiplies r into R_h h + Rb_h, which the machine computes as a matmul, then a vec.
+void Importer::gru() {
+  allow_attributes({"activation_alpha", "activation_beta", "activations", "clip", "direction", "hidden_size", "layout",
+                    "linear_before_reset"});
+  const Value& x = value(0);
+  expect_quantized(x, false, 0);
+  const std::string dir = attr_string("direction", "forward");
+  if (dir != "forward") fail(fmt::format("direction {}: only forward GRUs are supported", dir));
+  if (attr("clip")) fail("clip is not supported");
+  if (attr("activation_alpha") || attr("activation_beta"))
+    fail("activation_alpha and activation_beta are not supported");
+  if (const auto* a = attr("activations")) {
+    const std::vector<std::string> want = {"Sigmoid", "Tanh"};
+    if (std::vector<std::string>(a->strings().begin(), a->strings().end()) != want)
+      fail("activations other than Sigmoid, Tanh are not supported");
+  }
+  if (attr_int("linear_before_reset", 0) != 1)
+    fail(
+        "linear_before_reset = 0 is not supported: the machine's GRU is PyTorch's (linear_before_reset = 1, r "
+        "multiplies R_h h + Rb_h)");
+  const int64_t layout = attr_int("layout", 0);
+  if (x.form != Form::seq || x.time_major != (layout == 0))
+    fail(fmt::format("the input must be a sequence {} (layout {})", layout == 0 ? "[T, N, F]" : "[N, T, F]",
+                     layout));
+  if (has_input(4)) fail("sequence_lens is not supported: every sequence has all its steps");
+  if (has_input(5))
+    for (double v : constant(5, "initial_h").v)
+      if (v != 0) fail("a non-zero initial_h is not supported");
+  const uint64_t h = uint64_t(attr_int("hidden_size", 0)), in = x.shape.c;
+  if (h < 1 || h > kMaxDim) fail(fmt::format("hidden_size {}: expected 1..{}", h, kMaxDim));
+  const Const& w = constant(1, "W");
+  const Const& r = constant(2, "R");
+  if (w.dims != std::vector<int64_t>{1, int64_t(3 * h), int64_t(in)})
+    fail(fmt::format("W has dimensions {}; expected [1, {}, {}]", dims_text(w.dims), 3 * h, in));
+  if (r.dims != std::vector<int64_t>{1, int64_t(3 * h), int64_t(h)})
+    fail(fmt::format("R has dimensions {}; expected [1, {}, {}]", dims_text(r.dims), 3 * h, h));
+  const Const* b = has_input(3) ? &constant(3, "B") : nullptr;
+  if (b && b->v.size() != 6 * h) fail(fmt::format("B has {} values; expected {}", b->v.size(), 6 * h));
+  Layer l = new_layer(LayerType::gru, x);
+  l.units = h;
+  const bool sequences = output_used(0);
+  l.return_sequences = sequences;
+  const uint64_t rows = in + h;
+  l.weights.resize(3 * rows * h);
+  l.bias.assign(4 * h, 0.0f);
+  constexpr uint64_t kOnnxGate[3] = {1, 0, 2};  // the Model's r, z, n in ONNX's z, r, h
+  for (uint64_t g = 0; g < 3; ++g) {
+    const uint64_t og = kOnnxGate[g];
+    for (uint64_t j = 0; j < h; ++j) {
+      for (uint64_t k = 0; k < in; ++k) l.weights[(g * rows + k) * h + j] = float(w.v[(og * h + j) * in + k]);
+      for (uint64_t k = 0; k < h; ++k) l.weights[(g * rows + in + k) * h + j] = float(r.v[(og * h + j) * h + k]);
+      if (!b) continue;
+      const double wb = b->v[og * h + j], rb = b->v[3 * h + og * h + j];
+      if (g < 2) l.bias[g * h + j] = float(wb + rb);
+      else l.bias[2 * h + j] = float(wb), l.bias[3 * h + j] = float(rb);
+    }
+  }
+  recurrent_outputs(std::move(l), x, sequences);
+}
+
+// The Y (sequence) or Y_h (last h) of an LSTM or GRU layer `l` over `x`, as lstm() describes.
+void Importer::recurrent_outputs(Layer l, const Value& x, bool sequences) {
+  const uint64_t h = l.units;
   l.out = sequences ? sequence_shape(x.shape.h, h) : vector_shape(h);
   Value y;
   y.shape = l.out;
@@ -1383,6 +1519,7 @@ std::vector<int64_t> Importer::onnx_dims(const Value& v) const {
   switch (v.form) {
     case Form::vector: return {n, c};
     case Form::map: return {n, c, h, w};
+    case Form::line: return {n, c, w};
     case Form::flat: return {n, int64_t(v.shape.elements())};
     case Form::seq: return v.time_major ? std::vector<int64_t>{h, n, c} : std::vector<int64_t>{n, h, c};
     case Form::lstm_y: return {h, 1, n, c};
@@ -1567,6 +1704,7 @@ void Importer::dispatch() {
       {"Unsqueeze", [](Importer& i) { i.squeeze(false); }},
       {"Gather", [](Importer& i) { i.gather(); }},
       {"LSTM", [](Importer& i) { i.lstm(); }},
+      {"GRU", [](Importer& i) { i.gru(); }},
       {"Softmax", [](Importer& i) { i.softmax(); }},
       {"LogSoftmax", [](Importer& i) { i.softmax(); }},
       {"Identity", [](Importer& i) { i.pass_through(); }},

@@ -78,6 +78,8 @@
 //   return_sequences writes NAME [T, U] instead; without it, steps 0..T-2 go to "NAME.lL.h"
 //   [T-1, U] (none when T = 1) and the last step's h goes straight into NAME [U]: no copy.
 //
+// gru -> unrolled as the lstm, its n gate's x and h parts as two matmuls joined by vecs (Quantizer::gru).
+//
 // A flatten layer has no tensor, so a scale given for it is not used.
 //
 // concat, as parts (concat_inplace off) -> no op and, as long as no reader needs one, no tensor of its own: the joined tensor
@@ -292,6 +294,7 @@ class Quantizer {
   void elementwise(bool mul);
   void activation();
   void lstm();
+  void gru();
   void concat();
 };
 
@@ -497,6 +500,7 @@ bool Quantizer::readers_take_wide() const {
       case LayerType::dense:
       case LayerType::conv2d:
       case LayerType::lstm:
+      case LayerType::gru:
       case LayerType::add:
       case LayerType::mul:
       case LayerType::activation: break;
@@ -1059,6 +1063,132 @@ void Quantizer::lstm() {
   end_output(output, out_stage);
 }
 
+// A GRU (graph.h's formula, PyTorch's), unrolled as the lstm above: stacked layer by stacked
+// layer, then step by step, on the same matmul and vec operations. Per step t > 0:
+//   r, z   MatmulOps over [x_t, h_{t-1}], requantized to 1/256 then sigmoid (as an lstm gate)
+//   a      MatmulOp over x_t (the n gate's x rows, bias b_in), identity, scale s_a
+//   b      MatmulOp over h_{t-1} (the n gate's h rows, bias b_hn), identity, scale s_b
+//   rb = mul(r, b) -> s_a;  n = add(a, rb) x s_a 256, tanh -> s_g
+//   zn = mul(z, n) -> s_g;  d = sub(n, zn) = (1 - z) n -> s_g;  zh = mul(z, h_{t-1}) -> s_g
+//   h_t = add(d, zh) -> s_h
+// At t = 0 (h_{-1} = 0) r and z read x_0 alone; b is b_hn, a MatmulOp over x_0 with zero weights
+// and that bias (exact; the recurrence's matmul has no input yet); h_0 = d. s_a = (the largest
+// |a| and |r b| over the layer's steps) / 127, s_b = (the largest |b|) / 127 (32767 and twice the
+// range as headroom for 16-bit tensors, Element width: a, b, rb, n, zn, d, zh are read by vecs
+// only). Every intermediate is in [-1, 1] but a, b and rb, so nothing else saturates.
+void Quantizer::gru() {
+  const Layer& L = layer();
+  const std::string& name = L.name;
+  int x = source(L.inputs.at(0));
+  const uint64_t steps = shape_of(x).pixels(), u = L.units;
+  uint64_t in_c = shape_of(x).c, offset = 0;
+  const bool wide = m_.wide_elements && m_.precision != Precision::int8;
+  const int bits = wide ? 16 : 8;
+  const double sg = wide ? kQ015 : kQ07;
+  const auto part_scale = [&](double top) { return wide ? calibrated16(top) : calibrated(top); };
+  const bool wide_w = gate_weights_wide();
+  const bool h16 = m_.wide_elements && (L.output_bits ? *L.output_bits == 16 : wide_w);
+  const int out_bits = output_width(h16 ? 16 : 8, true);
+  const auto h_bits = [&](bool top) { return top && L.return_sequences ? out_bits : h16 ? 16 : 8; };
+  const auto h_scale = [&](int b) { return b == 16 ? kQ015 : kQ07; };
+  const Stage sigmoid_stage{isa::Func::sigmoid, 127, kCurveIn, sg};
+  const Stage out_stage{isa::Func::identity, 127, h_scale(out_bits), h_scale(out_bits)};
+  int output = -1;
+  for (uint64_t l = 0; l < L.stack; ++l) {
+    const uint64_t rows = in_c + u;
+    const bool top = l + 1 == L.stack;
+    const int hb = h_bits(top);
+    const double sh = h_scale(hb);
+    if (bits_of(x) != hb) {  // x at h's width (as the lstm's: one accumulator scale per column)
+      const double sx = hb == 16 ? scale_of(x) / 256 : scale_of(x) * 256;
+      const int wx = add_tensor(fmt::format("{}.l{}.x", name, l), shape_of(x), sx, name, hb);
+      emit(vector(isa::VecOp::pass, x, x, View{wx}, scale_of(x) / sx));
+      x = wx;
+    }
+    double a_top = 0, b_top = 0;
+    for (uint64_t t = 0; t < steps; ++t) {
+      a_top = std::max(a_top, run_.lstm_cell_max[li_].at((l * steps + t) * 2));
+      b_top = std::max(b_top, run_.lstm_cell_max[li_].at((l * steps + t) * 2 + 1));
+    }
+    const double sa = part_scale(a_top), sb = part_scale(b_top);
+    const Stage a_stage{isa::Func::identity, 127, sa, sa}, b_stage{isa::Func::identity, 127, sb, sb};
+    std::vector<double> rs(rows, sh), in_max(rows, input_max(hb));
+    std::fill_n(rs.begin(), in_c, scale_of(x));
+    std::fill_n(in_max.begin(), in_c, input_max(bits_of(x)));
+    const std::vector<double> rs_x(rs.begin(), rs.begin() + std::ptrdiff_t(in_c)), rs_h(rs.begin() + std::ptrdiff_t(in_c), rs.end());
+    const std::vector<double> max_x(in_max.begin(), in_max.begin() + std::ptrdiff_t(in_c)),
+        max_h(in_max.begin() + std::ptrdiff_t(in_c), in_max.end());
+    const bool wide_x = hb == 16 || bits_of(x) == 16;
+    const float* bias = L.bias.empty() ? nullptr : L.bias.data() + l * 4 * u;  // b_r, b_z, b_in, b_hn
+    // A matmul over weight rows [r0, r0 + rs.size()) of gate g (w null: a timing-only compile).
+    const auto gate_op = [&](int g, uint64_t r0, const std::vector<double>& s, const std::vector<double>& mx,
+                             const float* b, const Stage& st) {
+      const float* w = no_values() ? nullptr : L.weights.data() + offset + (g * rows + r0) * u;
+      std::vector<double> acc = w ? accumulator_scales(w, 1, s, u) : placeholder_scales(u);
+      if ((wide_w || wide_x) && w) acc = bounded_scales(w, 1, s, u, acc, mx, wide_w);
+      return std::pair{matmul(w, 1, s, u, b, acc, st, wide_w), acc};
+    };
+    MatmulOp full[2], first[2];
+    for (int g = 0; g < 2; ++g) {
+      auto [op, acc] = gate_op(g, 0, rs, in_max, bias ? bias + g * u : nullptr, sigmoid_stage);
+      full[g] = std::move(op);
+      first[g] = matmul(no_values() ? nullptr : L.weights.data() + offset + g * rows * u, 1, rs_x, u,
+                        bias ? bias + g * u : nullptr, acc, sigmoid_stage, wide_w);
+      if (L.seeded_weights) full[g].weight_id = first[g].weight_id = weight_ids_++;
+    }
+    MatmulOp a_op = gate_op(2, 0, rs_x, max_x, bias ? bias + 2 * u : nullptr, a_stage).first;
+    MatmulOp b_op = gate_op(2, in_c, rs_h, max_h, bias ? bias + 3 * u : nullptr, b_stage).first;
+    if (L.seeded_weights) a_op.weight_id = weight_ids_++, b_op.weight_id = weight_ids_++;
+    // b at t = 0: zero weights over x_0 and the bias b_hn (its own contents: weight_id -1).
+    const std::vector<float> zeros(in_c * u, 0.0f), no_bias(u, 0.0f);
+    const std::vector<double> b0_acc(u, sb / 256);
+    MatmulOp b0 = matmul(zeros.data(), 1, rs_x, u, bias ? bias + 3 * u : no_bias.data(), b0_acc, b_stage);
+    const std::string pre = fmt::format("{}.l{}", name, l);
+    int h = -1;
+    if (top && L.return_sequences) h = output = begin_output(L.out, out_stage);
+    else if (!top || steps > 1) h = add_tensor(pre + ".h", seq_of(top ? steps - 1 : steps, u), sh, name, hb);
+    for (uint64_t t = 0; t < steps; ++t) {
+      const std::string step = fmt::format("{}.t{}", pre, t);
+      const auto add = [&](const char* what, double scale) {
+        return add_tensor(fmt::format("{}.{}", step, what), vec_of(u), scale, name, bits);
+      };
+      const auto run = [&](MatmulOp op, std::vector<View> ins, int out) {
+        op.inputs = std::move(ins);
+        op.output = View{out};
+        emit(std::move(op));
+      };
+      g_.loop_steps.push_back(g_.ops.size());  // (the layer-step's first op)
+      const int r = add("r", sg), z = add("z", sg), a = add("a", sa), b = add("b", sb);
+      const View xt{x, t, 1}, hp{h, t - 1, 1};
+      run(t == 0 ? first[0] : full[0], t == 0 ? std::vector<View>{xt} : std::vector<View>{xt, hp}, r);
+      run(t == 0 ? first[1] : full[1], t == 0 ? std::vector<View>{xt} : std::vector<View>{xt, hp}, z);
+      run(a_op, {xt}, a);
+      if (t == 0) run(b0, {xt}, b);
+      else run(b_op, {hp}, b);
+      const int rb = add("rb", sa), n = add("n", sg), zn = add("zn", sg);
+      emit(vector(isa::VecOp::mul, r, b, View{rb}, sg * sb / sa));
+      emit(vector(isa::VecOp::add, a, rb, View{n}, sa / kCurveIn, isa::Func::tanh));
+      emit(vector(isa::VecOp::mul, z, n, View{zn}, sg));
+      View hv{h, t, 1};
+      if (top && !L.return_sequences && t + 1 == steps) hv = View{output = begin_output(L.out, out_stage)};
+      if (t == 0) {
+        emit(vector(isa::VecOp::sub, n, zn, hv, sg / scale_of(hv.tensor)));
+        continue;
+      }
+      const int d = add("d", sg), zh = add("zh", sg);
+      emit(vector(isa::VecOp::sub, n, zn, View{d}, 1.0));
+      emit(vector(isa::VecOp::mul, z, h, View{zh}, sg * sh / sg));
+      // (zh reads h's pixel t - 1: the vector op's operand is the whole tensor; a view below)
+      std::get<VectorOp>(g_.ops.back()).b = hp;
+      emit(vector(isa::VecOp::add, d, zh, hv, sg / scale_of(hv.tensor)));
+    }
+    x = h;
+    in_c = u;
+    offset += 3 * rows * u;
+  }
+  end_output(output, out_stage);
+}
+
 QGraph Quantizer::run() && {
   g_.name = m_.name;
   g_.batch = m_.batch;
@@ -1088,6 +1218,7 @@ QGraph Quantizer::run() && {
       case LayerType::mul: elementwise(true); break;
       case LayerType::activation: activation(); break;
       case LayerType::lstm: lstm(); break;
+      case LayerType::gru: gru(); break;
       case LayerType::concat: concat(); break;
       case LayerType::flatten:
         if (li_ + 1 == m_.layers.size()) fail("a flatten layer must feed a dense layer, not be the model's output");
@@ -1111,7 +1242,7 @@ bool precision_needs_calibration(const Model& model) {
                                   [](const Layer& l) { return l.type == LayerType::concat; });
   for (const Layer& l : model.layers) {
     // an lstm's automatic precision is measured on the calibration samples (gate_weights_wide)
-    if (l.type == LayerType::lstm && !l.weight_bits && !l.seeded_weights) return true;
+    if (is_recurrent(l.type) && !l.weight_bits && !l.seeded_weights) return true;
     if ((l.type != LayerType::dense && l.type != LayerType::conv2d) || l.weight_bits || l.seeded_weights) continue;
     if (concat) return true;  // a layer reading a concat's parts has rows of several input scales
     const uint64_t n = l.units, rows = n ? l.weights.size() / n : 0;

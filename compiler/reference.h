@@ -21,7 +21,9 @@ std::vector<std::vector<float>> run_float(const Model& model);
 struct FloatRun {
   std::vector<std::vector<float>> outputs;         // as run_float
   // [layer][stacked layer x steps + step]: the largest |c_t|, |f_t c_{t-1}| and |i_t g_t| of each
-  // step of each stacked layer (empty but for lstm): each step's cell state has its own scale.
+  // step of each stacked layer (empty but for lstm and gru): each step's cell state has its own scale.
+  // gru: [layer][(stacked layer x steps + step) x 2 + k]: k = 0 the largest |W_n,x x_t + b_in| and
+  // |r_t (W_n,h h_{t-1} + b_hn)|, k = 1 the largest |W_n,h h_{t-1} + b_hn| (the n gate's parts).
   std::vector<std::vector<double>> lstm_cell_max;
 };
 // `around(i, false)` is called before layer i runs and `around(i, true)` after it (when given):

@@ -156,26 +156,27 @@ py::object output_array(const std::vector<float>& v, const compiler::Compiled& c
 py::dict run(const std::string& workload, const py::object& arch, const py::object& set,
              const std::string& engine, const py::object& batch, uint64_t max_cycles, bool timeline,
              const py::object& mapper, const py::object& precision, const py::object& input,
-             const py::object& labels, const py::object& calibrate, bool check, bool outputs) {
+             const py::object& labels, const py::object& calibrate, bool check, bool outputs, bool layer_errors) {
   std::optional<compiler::Compiled> compiled;
   isa::Program loaded;
   sim::Arch a;
   py::object keep = py::none();  // the temporary folder of arrays given as data (removed on return)
   std::vector<int64_t> classes;
   const bool is_model = compiler::is_model_path(workload);
-  const bool data = !input.is_none() || !calibrate.is_none() || !labels.is_none() || check || outputs;
+  const bool data = !input.is_none() || !calibrate.is_none() || !labels.is_none() || check || outputs || layer_errors;
   if (data && !is_model)
     throw InputError(fmt::format("{}: {} applies to models, not programs", workload,
                                  !input.is_none()       ? "input"
                                  : !calibrate.is_none() ? "calibrate"
                                  : !labels.is_none()    ? "labels"
                                  : check                ? "check"
-                                                        : "outputs"));
+                                 : outputs              ? "outputs"
+                                                        : "layer_errors"));
   // Checking, accuracy and outputs read the simulated output: an engine that computes data.
   const bool needs_output = check || outputs || !labels.is_none();
-  if (needs_output && engine == "timing")
+  if ((needs_output || layer_errors) && engine == "timing")
     throw InputError(fmt::format("engine 'timing' computes no data: {} needs engine='fast' or 'stepped'",
-                                 !labels.is_none() ? "labels" : check ? "check" : "outputs"));
+                                 !labels.is_none() ? "labels" : check ? "check" : outputs ? "outputs" : "layer_errors"));
   if (is_model) {
     a = resolve_arch(arch, set, nullptr);
     compiler::LoadOptions o = load_options(batch, mapper, precision, input, calibrate, &keep);
@@ -201,7 +202,7 @@ py::dict run(const std::string& workload, const py::object& arch, const py::obje
   }
   // Like a sweep, this measures: output_matches_reference stays None (`tpusim run` checks data),
   // unless check, labels or outputs ask for the model's output.
-  sim::ReportInput in{&program, &a, opt.engine, &result, std::nullopt, "", std::nullopt, std::nullopt};
+  sim::ReportInput in{&program, &a, opt.engine, &result, std::nullopt, "", std::nullopt, std::nullopt, std::nullopt};
   std::optional<py::object> simulated, reference;
   if (compiled && needs_output) {
     const sim::HostBuffer* out = nullptr;
@@ -227,6 +228,12 @@ py::dict run(const std::string& workload, const py::object& arch, const py::obje
       in.accuracy = sim::ReportInput::Accuracy{acc->samples, double(acc->correct_float) / double(acc->samples),
                                                double(acc->correct_int8) / double(acc->samples)};
     if (outputs) simulated = output_array(sim_out, *compiled), reference = output_array(float_out, *compiled);
+  }
+  if (compiled && layer_errors) {
+    py::gil_scoped_release free;
+    in.layer_errors.emplace();
+    for (const compiler::LayerError& e : compiler::layer_errors(*compiled))
+      in.layer_errors->push_back({e.layer, e.bits, e.scale, e.max_abs, e.max_float, e.rms, e.rms_relative, e.sqnr_db});
   }
   py::dict report = from_json(sim::make_report(in));
   if (simulated) {
@@ -375,6 +382,7 @@ PYBIND11_MODULE(tpusim, m) {
       py::arg("max_cycles") = 0, py::arg("timeline") = false, py::arg("mapper") = py::none(),
       py::arg("precision") = py::none(), py::arg("input") = py::none(), py::arg("labels") = py::none(),
       py::arg("calibrate") = py::none(), py::arg("check") = false, py::arg("outputs") = false,
+      py::arg("layer_errors") = false,
       "Compile (a model: .toml, SCALE-Sim .csv, .onnx) or load (a program: .tpu, .s) `workload`, simulate it and "
       "return the report (docs/report.md) as a dict. arch: None (tpu-v1), a preset, an arch .json file or a "
       "dict of parameters; set: {param: value} or ['param=value']; engine: 'fast', 'stepped' or 'timing'; "
@@ -384,7 +392,8 @@ PYBIND11_MODULE(tpusim, m) {
       "array, batch first, as --input and --calibrate); labels: their classes (adds 'accuracy', top-1 float "
       "and int8 as simulated); check=True compares the output with the golden reference "
       "('output_matches_reference', 'quantization_error'); outputs=True adds 'output' (the int8 output as "
-      "simulated, dequantized) and 'float_output' (the float model's), NumPy arrays.");
+      "simulated, dequantized) and 'float_output' (the float model's), NumPy arrays; layer_errors=True fills "
+      "'layer_quantization_error', each layer's output against the float model's (as --layer-errors).");
   m.def("compile", &compile, py::arg("model"), py::arg("output") = py::none(), py::kw_only(),
         py::arg("arch") = py::none(), py::arg("set") = py::none(), py::arg("batch") = py::none(),
         py::arg("mapper") = py::none(), py::arg("precision") = py::none(), py::arg("input") = py::none(),

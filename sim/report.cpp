@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cmath>
 #include <map>
 #include <utility>
 #include <vector>
@@ -141,6 +142,14 @@ constexpr ReportKey kKeys[] = {
      "a compiled model: its output against the float reference on the calibration samples (every input when "
      "--calibrate gives separate ones): `max_abs`, "
      "`relative` (max_abs / max |float output|), `rms`; null for programs"},
+    {"layer_quantization_error", "array or null",
+     "a compiled model run with --layer-errors: per layer that owns an output tensor, in model order (not a "
+     "flatten, whose output is its input's, nor a layer written into a concat's tensor in place, which the "
+     "concat's row covers), its output as quantized (the golden reference's int8 or 16-bit tensor x its scale) "
+     "against the float reference's output of that layer, on the samples of `quantization_error`: `layer`, "
+     "`bits` (8 or 16), `scale`, `max_abs`, `max_float` (max |float output|: its range), `rms`, `rms_relative` "
+     "(rms / max_float), `sqnr_db` (10 log10 of the float output's energy over the error's; null when the "
+     "error is 0); null otherwise"},
     {"accuracy", "object or null",
      "a compiled model run with --labels: `samples`, `top1_float` (the float reference's top-1 accuracy on "
      "them) and `top1_int8` (the simulated int8 output's); the top class is the largest output, the lowest "
@@ -373,6 +382,21 @@ nlohmann::ordered_json make_report(const ReportInput& in) {
                                {"rms", (*in.quantization_error)[2]}};
   else
     j["quantization_error"] = nullptr;
+  if (in.layer_errors) {
+    nlohmann::ordered_json a = nlohmann::ordered_json::array();
+    for (const ReportInput::LayerError& e : *in.layer_errors)
+      a.push_back({{"layer", e.layer},
+                   {"bits", e.bits},
+                   {"scale", e.scale},
+                   {"max_abs", e.max_abs},
+                   {"max_float", e.max_float},
+                   {"rms", e.rms},
+                   {"rms_relative", e.rms_relative},
+                   {"sqnr_db", std::isfinite(e.sqnr_db) ? nlohmann::ordered_json(e.sqnr_db) : nlohmann::ordered_json(nullptr)}});
+    j["layer_quantization_error"] = std::move(a);
+  } else {
+    j["layer_quantization_error"] = nullptr;
+  }
   if (in.accuracy)
     j["accuracy"] = {{"samples", in.accuracy->samples},
                      {"top1_float", in.accuracy->top1_float},
@@ -488,6 +512,18 @@ std::string format_report(const nlohmann::ordered_json& j) {
     s += fmt::format("quantization output vs float reference: max error {:.4g} ({:.2f}% of the largest output), "
                      "rms {:.4g}\n",
                      q["max_abs"].get<double>(), 100 * q["relative"].get<double>(), q["rms"].get<double>());
+  if (const auto& layers = j["layer_quantization_error"]; layers.is_array() && !layers.empty()) {
+    size_t width = 5;
+    for (const auto& l : layers) width = std::max(width, l["layer"].get<std::string>().size());
+    s += "quantization by layer (each layer's output vs the float model's):\n";
+    s += fmt::format("  {:<{}} {:>4} {:>11} {:>11} {:>11} {:>9} {:>8}\n", "layer", width, "bits", "max error",
+                     "max |float|", "rms", "rms/range", "SQNR dB");
+    for (const auto& l : layers)
+      s += fmt::format("  {:<{}} {:>4} {:>11.4g} {:>11.4g} {:>11.4g} {:>8.3f}% {:>8}\n", l["layer"].get<std::string>(),
+                       width, l["bits"].get<int>(), l["max_abs"].get<double>(), l["max_float"].get<double>(),
+                       l["rms"].get<double>(), 100 * l["rms_relative"].get<double>(),
+                       l["sqnr_db"].is_null() ? std::string("exact") : fmt::format("{:.1f}", l["sqnr_db"].get<double>()));
+  }
   if (const auto& a = j["accuracy"]; a.is_object())
     s += fmt::format("accuracy     top-1 {:.2f}% float, {:.2f}% int8 as simulated ({} labelled samples)\n",
                      100 * a["top1_float"].get<double>(), 100 * a["top1_int8"].get<double>(),

@@ -9,6 +9,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "isa/program.h"
 #include "sim/arch.h"
@@ -41,6 +42,14 @@ struct ReportInput {
     double top1_float = 0, top1_int8 = 0;
   };
   std::optional<Accuracy> accuracy;
+  // A compiled model run with --layer-errors: each layer's output against the float reference's
+  // (compiler::layer_errors, on the samples of quantization_error).
+  struct LayerError {
+    std::string layer;
+    int bits = 8;
+    double scale = 0, max_abs = 0, max_float = 0, rms = 0, rms_relative = 0, sqnr_db = 0;
+  };
+  std::optional<std::vector<LayerError>> layer_errors;
 };
 
 // Keys in the documented order (report_keys()); arch parameters in table order.

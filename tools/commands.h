@@ -45,6 +45,7 @@ struct RunArgs {
   uint64_t batch = 0;  // models only: overrides the description's batch (0: keep it)
   std::string input, labels, calibrate;  // models only: .npy samples, their classes, calibration samples
   std::string save_output;               // models only: the simulated output, dequantized, as a float32 .npy
+  bool layer_errors = false;             // models only: each layer's quantization error (report and table)
   std::vector<std::string> mapper;        // models only: mapper switches, KEY=on|off (compiler/lower_options.h)
   std::string precision;                 // models only: auto, int8 or wide (empty: the description's)
   bool no_check = false, report_schema = false, full_compile = false;

@@ -357,7 +357,7 @@ int cmd_run(const RunArgs& r) {
   options.timing_only = r.engine == "timing" && !r.full_compile;
   if (options.timing_only) keep_freed_memory(true);
   // Only --labels needs the float model after the compile (the check reuses the calibration's output).
-  options.release_float_parameters = r.labels.empty();
+  options.release_float_parameters = r.labels.empty() && !r.layer_errors;
   // A model's golden output depends only on the quantized graph: it is computed beside the
   // lowering and the simulation (on the cores they leave idle), from the moment the graph is final.
   // (Declared after to_run: the future, which waits for its thread, goes first.)
@@ -375,6 +375,9 @@ int cmd_run(const RunArgs& r) {
   if (!r.labels.empty() && !to_run.compiled) throw InputError("run: --labels applies to models, not to programs");
   if (!r.save_output.empty() && !to_run.compiled)
     throw InputError("run: --save-output applies to models, not to programs");
+  if (r.layer_errors && !to_run.compiled) throw InputError("run: --layer-errors applies to models, not to programs");
+  if (r.layer_errors && r.engine == "timing")
+    throw InputError("run: --layer-errors needs the model's data: the fast, stepped or rtl engine, not timing");
   if (!r.save_output.empty() && r.engine == "timing")
     throw InputError("run: --save-output needs the output computed: the fast, stepped or rtl engine, not timing");
   const std::vector<int64_t> labels = r.labels.empty() ? std::vector<int64_t>{} : read_labels(r.labels);
@@ -408,7 +411,7 @@ int cmd_run(const RunArgs& r) {
   if (traces)
     write_traces(r, *traces,
                  {&p, &arch, opt.engine, &result, &traces->recorder, p.model.empty() ? r.program : p.model});
-  sim::ReportInput in{&p, &arch, opt.engine, &result, std::nullopt, "", std::nullopt, std::nullopt};
+  sim::ReportInput in{&p, &arch, opt.engine, &result, std::nullopt, "", std::nullopt, std::nullopt, std::nullopt};
   std::string why;
   std::vector<std::string> against;
   // The ISA reference executor re-runs every instruction with the plainest loops: for a model with
@@ -437,6 +440,11 @@ int cmd_run(const RunArgs& r) {
       in.accuracy = sim::ReportInput::Accuracy{a.samples, double(a.correct_float) / double(a.samples),
                                                double(a.correct_int8) / double(a.samples)};
     }
+  }
+  if (r.layer_errors) {
+    in.layer_errors.emplace();
+    for (const compiler::LayerError& e : compiler::layer_errors(*compiled))
+      in.layer_errors->push_back({e.layer, e.bits, e.scale, e.max_abs, e.max_float, e.rms, e.rms_relative, e.sqnr_db});
   }
   if (!r.labels.empty() && !in.accuracy)
     throw InputError("run: --labels needs the output checked (not --no-check, not the timing engine)");

@@ -149,6 +149,10 @@ extern "C" int sc_main(int argc, char** argv) {
   r->add_option("--save-output", run.save_output,
                 "models: write the output as simulated, dequantized (value x scale), to this float32 .npy, batch "
                 "first in the model's layout (ONNX: [N, C], or [N, C, H, W] for a map)");
+  r->add_flag("--layer-errors", run.layer_errors,
+             "models: report each layer's quantization error (its int8 or 16-bit output against the float "
+             "model's, on the calibration samples: max and rms error, SQNR), the report's "
+             "layer_quantization_error and a table");
   r->add_flag("--int8-elements", run.int8_elements, "models: the earlier spelling of --precision int8");
   r->add_option("--calibrate", run.calibrate,
                 "models: calibrate the int8 scales on these samples (.npy, as --input) instead of the inputs' first");

@@ -94,7 +94,7 @@ ojson validate_app(const PaperApp& p, const fs::path& file, const sim::Arch& arc
   sim::RunOptions ro;
   ro.engine = sim::Engine::timing;
   const sim::RunResult r = sim::simulate(c.program, arch, ro);
-  const sim::ReportInput in{&c.program, &arch, ro.engine, &r, std::nullopt, "", std::nullopt, std::nullopt};
+  const sim::ReportInput in{&c.program, &arch, ro.engine, &r, std::nullopt, "", std::nullopt, std::nullopt, std::nullopt};
   const ojson report = sim::make_report(in);
   const double peak = 2.0 * double(arch.array_rows * arch.array_cols) * arch.clock_mhz / 1e6;  // TOPS
   // Row 2 counts the array's useful MACs (8-bit, as the report's `tops`: a 16 x 8-bit product is

@@ -65,7 +65,7 @@ inline uint64_t check_model(compiler::Model model, const sim::Arch& arch, bool a
       // steps); a wrong scale anywhere costs ~100%.
       bool coarse = false;
       for (const compiler::Layer& l : c.model.layers)
-        coarse |= l.type == compiler::LayerType::lstm || l.activation == compiler::Activation::sigmoid ||
+        coarse |= compiler::is_recurrent(l.type) || l.activation == compiler::Activation::sigmoid ||
                   l.activation == compiler::Activation::tanh;
       CHECK(check.error.relative < (coarse ? 0.5 : 0.1));
     }

@@ -73,6 +73,33 @@ TEST_CASE("random LSTMs with 16-bit gates and cell run bit-exact on every engine
   }
 }
 
+// Random GRUs (graph.h's formula, docs/compiler.md "GRU"): 1..6 steps, inputs and units 1..40,
+// stacked or not, every step's h or the last, with 16-bit parts (the default), all int8, and
+// 16-bit weights and h: bit-exact on every engine against the golden reference.
+TEST_CASE("random GRUs run bit-exact on every engine", "[wide]") {
+  std::mt19937 rng(1417);
+  const auto pick = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
+  const uint64_t sizes[][2] = {{4, 4}, {8, 8}, {8, 4}, {16, 16}};
+  for (int i = 0; i < 8; ++i) {
+    std::ostringstream d;
+    d << "[model]\nname = \"gru" << i << "\"\nbatch = " << pick(1, 4) << "\nseed = " << pick(1, 1000)
+      << "\ninput = [" << pick(1, 6) << ", " << pick(1, 40) << "]\n[quantization]\nprecision = \""
+      << (i % 4 == 3 ? "int8" : "auto") << "\"\n[[layer]]\ntype = \"gru\"\nunits = " << pick(1, 40)
+      << "\nstack = " << pick(1, 2) << "\nreturn_sequences = " << (pick(0, 1) ? "true" : "false")
+      << (i % 4 == 1 ? "\nweight_bits = 16" : "") << "\n[[layer]]\ntype = \"dense\"\nunits = " << pick(1, 10) << "\n";
+    const auto& s = sizes[i % 4];
+    const sim::Arch a = rect(s[0], s[1]);
+    INFO("model " << i << ":\n" << d.str());
+    compiler::Model m = compiler::parse_model(d.str(), "random.toml", ".");
+    REQUIRE(m.layers[0].type == compiler::LayerType::gru);
+    const compiler::Compiled c = compiler::compile_model(m, a);
+    uint64_t wide_tensors = 0;
+    for (const compiler::QTensor& t : c.graph.tensors) wide_tensors += t.bits == 16;
+    CHECK((wide_tensors > 0) == (i % 4 != 3));
+    check_model(std::move(m), a, true);
+  }
+}
+
 // Array shapes drawn from 4..64 on each side, square or not, dividing each other or not (a K or N
 // tile that would pass the UB row's end is moved back to end at it: layout.h LaneTile).
 TEST_CASE("random small models run bit-exact on every engine on random array shapes from 4 to 64") {

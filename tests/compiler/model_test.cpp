@@ -371,7 +371,7 @@ TEST_CASE("model: unknown keys, wrong types and out-of-range values") {
                     "m.toml:2: [model]: nmae: \"t\": unknown key for [model] (did you mean name?)");
   CHECK_THROWS_WITH(parse(std::string(kHead).replace(kHead.find("conv2d"), 6, "conv2") + "kernel = 3\n"),
                     "m.toml:7: layer #1: type: \"conv2\": expected one of dense, conv2d, max_pool, avg_pool, flatten, add, mul, "
-                    "activation, lstm, concat (did you mean conv2d?)");
+                    "activation, lstm, concat, gru (did you mean conv2d?)");
   CHECK_THROWS_WITH(parse(kHead + "kernel = 3\n[quantization]\nweights = \"per_layer\"\n"),
                     "m.toml:11: [quantization]: weights: \"per_layer\": expected one of per_channel, per_tensor");
   CHECK_THROWS_WITH(parse(kHead + "kernel = 3\n[quantization]\nelements = \"int16\"\n"),

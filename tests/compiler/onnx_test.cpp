@@ -68,7 +68,7 @@ TEST_CASE("onnx: every supported operator imports to a Model that computes what 
   for (const char* name :
        {"gemm", "matmul_add", "matmul_seq", "conv_pad_stride", "conv_group", "conv_same_bn_clip", "pools",
         "global_avg", "reshape", "add_mul_softmax", "lstm", "qdq", "qlinear", "concat", "lstm_export",
-        "reshape_export", "pad_reduce_mean", "lstm_stack", "lstm_last_step"})
+        "reshape_export", "pad_reduce_mean", "lstm_stack", "lstm_last_step", "conv1d", "conv1d_seq", "conv_dilated", "gru", "gru_stack"})
     check_against_onnx(name);
 }
 
@@ -153,6 +153,33 @@ TEST_CASE("onnx: layers, shapes and folding") {
     CHECK(!m.layers[1].return_sequences);
     CHECK(m.layers[1].out == vector_shape(3));
   }
+  SECTION("Conv1d is a conv2d of height 1: its rows unpadded, so padding 1 reads a 3-row kernel of zero rows") {
+    const Model m = load_case("conv1d");
+    REQUIRE(m.layers.size() == 4);  // c1 (Relu fused), c2, flatten, fc
+    const Layer& c1 = m.layers[0];
+    CHECK(m.inputs[0].shape == map_shape(1, 11, 3));
+    CHECK((c1.kernel_h == 3 && c1.kernel_w == 3 && c1.pad == 1 && c1.stride == 2));
+    CHECK(c1.out == map_shape(1, 6, 6));  // (11 + 2 - 3) / 2 + 1 = 6
+    for (uint64_t s = 0; s < 3; ++s)      // rows 0 and 2 of the kernel are zero, row 1 is W
+      for (uint64_t k = 0; k < 3 * 6; ++k) {
+        CHECK(c1.weights[(0 * 3 + s) * 18 + k] == 0.0f);
+        CHECK(c1.weights[(2 * 3 + s) * 18 + k] == 0.0f);
+      }
+    // dilation 2, padding 2: taps at columns 0, 2, 4 of a 5-wide kernel, 5 rows (2 x 2 zero rows)
+    const Layer& c2 = m.layers[1];
+    CHECK((c2.kernel_h == 5 && c2.kernel_w == 5 && c2.pad == 2 && c2.stride == 1));
+    CHECK(c2.out == map_shape(1, 6, 4));
+    CHECK(c2.weights[((2 * 5 + 1) * 6 + 0) * 4 + 0] == 0.0f);  // row 2, column 1: between taps
+    CHECK(c2.weights[((2 * 5 + 2) * 6 + 0) * 4 + 0] != 0.0f);
+  }
+  SECTION("two stacked GRUs: the lower returns its sequence, the upper its last step (y[:, -1])") {
+    const Model m = load_case("gru_stack");
+    REQUIRE(m.layers.size() == 3);
+    CHECK((m.layers[0].type == LayerType::gru && m.layers[0].return_sequences));
+    CHECK((m.layers[1].type == LayerType::gru && !m.layers[1].return_sequences));
+    CHECK(m.layers[0].weights.size() == 3 * (4 + 6) * 6);
+    CHECK(m.layers[0].bias.size() == 4 * 6);
+  }
 }
 
 TEST_CASE("onnx: Concat joins branches along channels, read where they are") {
@@ -210,14 +237,19 @@ TEST_CASE("onnx: what the machine cannot run is refused with the node, its op ty
   };
   refused("bad_op",
           "node erf1 (Erf): the operator is not supported; the importer takes Add, AveragePool, BatchNormalization, "
-          "Clip, Concat, Constant, Conv, DequantizeLinear, Dropout, Flatten, Gather, Gemm, GlobalAveragePool, "
+          "Clip, Concat, Constant, Conv, DequantizeLinear, Dropout, Flatten, GRU, Gather, Gemm, GlobalAveragePool, "
           "Identity, LSTM, LogSoftmax, MatMul, MaxPool, Mul, Pad, QLinearConv, QLinearMatMul, QuantizeLinear, "
           "ReduceMean, Relu, Reshape, Sigmoid, Softmax, Squeeze, Tanh, Transpose, Unsqueeze (and Cast, "
           "ConstantOfShape, Expand, Shape on constants); docs/onnx.md gives each one's conditions");
-  refused("bad_dilation",
-          "node dil (Conv): dilations other than 1 are not supported (the machine's convolution reads "
-          "adjacent pixels)");
-  refused("bad_pads", "node asym (Conv): pads [0, 0, 1, 1]: the machine pads every side by the same amount");
+  refused("bad_pads",
+          "node asym (Conv): pads [0, 0, 1, 1]: the machine pads both sides of a row and of a column by the same "
+          "amount");
+  refused("bad_gru_reset",
+          "node /gru/GRU (GRU): linear_before_reset = 0 is not supported: the machine's GRU is PyTorch's "
+          "(linear_before_reset = 1, r multiplies R_h h + Rb_h)");
+  refused("bad_pool1d",
+          "node /pool/MaxPool (MaxPool): its input is a 1-D map [N, C, L]: the machine pools square windows, so 1-D "
+          "pooling is not supported (a strided Conv1d downsamples; Flatten and a Linear layer read the whole line)");
   refused("bad_transa",
           "node ta (Gemm): transA = 1: the machine multiplies the tensor as [N, K]; transpose the weights "
           "instead");

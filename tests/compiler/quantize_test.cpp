@@ -68,6 +68,7 @@ struct Builder {
       case LayerType::activation: return "act";
       case LayerType::lstm: return "lstm";
       case LayerType::concat: return "concat";
+      case LayerType::gru: return "gru";
     }
     return "?";
   }

@@ -33,7 +33,7 @@ void check_same_but_requantization(const isa::Program& a, const isa::Program& b)
 // The report of a timing-engine run, as `tpusim run --engine timing` and sweeps write it.
 nlohmann::ordered_json timing_report(const isa::Program& p, const sim::Arch& arch, sim::RunResult& r) {
   r = sim::simulate(p, arch, {sim::Engine::timing, 0});
-  return sim::make_report({&p, &arch, sim::Engine::timing, &r, std::nullopt, "", std::nullopt, std::nullopt});
+  return sim::make_report({&p, &arch, sim::Engine::timing, &r, std::nullopt, "", std::nullopt, std::nullopt, std::nullopt});
 }
 
 // `full` compiled with data, `timing` without, for `arch`.
@@ -119,6 +119,10 @@ TEST_CASE("a timing-only compile times exactly as the full compile on every kind
   // file: the timing-only compile calibrates, precision_needs_calibration, and chooses alike).
   check_file(data / "wide16.toml", square(8));
   check_file(kWorkloads / "trained/digits_lstm.onnx", sim::Arch{}, 8);
+  // A seeded GRU (the timing-only compile's placeholder scales for its n gate's parts) and one
+  // from ONNX (its automatic precision measured on the calibration samples).
+  check_file(data / "gru.toml", square(8));
+  check_file(fs::path(TPUSIM_SOURCE_DIR) / "tests/data/onnx/gru_stack.onnx", square(8), 3);
 }
 
 // The six paper apps (workloads/tpu-v1) at batch 4 (the weights, which the full compile

@@ -40,7 +40,7 @@ void check(const Model& m) {
     const int e = l.inputs[0];
     const Shape in = is_model_input(e) ? m.inputs[size_t(model_input_index(e))].shape : m.layers[size_t(e)].out;
     if (l.weights.size() != weight_count(l, in)) finding("layer %s: %zu weights", l.name.c_str(), l.weights.size());
-    const uint64_t biases = l.use_bias || l.type == LayerType::lstm ? bias_count(l) : 0;
+    const uint64_t biases = l.use_bias || is_recurrent(l.type) ? bias_count(l) : 0;
     if (l.bias.size() != biases) finding("layer %s: %zu biases", l.name.c_str(), l.bias.size());
     if (l.out.elements() == 0) finding("layer %s: empty output %s", l.name.c_str(), l.out.str().c_str());
   }

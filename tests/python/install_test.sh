@@ -42,7 +42,7 @@ extern "C" int sc_main(int argc, char** argv) {  // libsystemc.so provides main(
   tpusim::sim::RunOptions opt;
   opt.engine = tpusim::sim::Engine::timing;
   const tpusim::sim::RunResult r = tpusim::sim::simulate(p, arch, opt);
-  const tpusim::sim::ReportInput in{&p, &arch, opt.engine, &r, std::nullopt, "", std::nullopt, std::nullopt};
+  const tpusim::sim::ReportInput in{&p, &arch, opt.engine, &r, std::nullopt, "", std::nullopt, std::nullopt, std::nullopt};
   std::printf("cycles %llu machine %s\n", static_cast<unsigned long long>(r.cycles),
               tpusim::sim::make_report(in)["machine"].get<std::string>().c_str());
   return 0;

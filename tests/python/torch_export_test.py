@@ -79,6 +79,45 @@ class LstmLast(nn.Module):  # the output sequence's last step, y[:, -1]
         return self.fc(y[:, -1])
 
 
+class Conv1d(nn.Module):  # Conv1d with padding, then strided and dilated: [N, C, L] maps of height 1
+    def __init__(self):
+        super().__init__()
+        self.c1, self.c2 = nn.Conv1d(4, 8, 3, padding=1), nn.Conv1d(8, 8, 3, stride=2, padding=2, dilation=2)
+        self.fc = nn.Linear(8 * 8, 10)
+
+    def forward(self, x):
+        return self.fc(torch.flatten(F.relu(self.c2(F.relu(self.c1(x)))), 1))
+
+
+class SeqConv1d(nn.Module):  # a Conv1d over a batch-first sequence, x.transpose(1, 2)
+    def __init__(self):
+        super().__init__()
+        self.c, self.fc = nn.Conv1d(8, 6, 3), nn.Linear(6 * 6, 10)
+
+    def forward(self, x):
+        return self.fc(torch.flatten(torch.tanh(self.c(x.transpose(1, 2))), 1))
+
+
+class Gru(nn.Module):  # a GRU's h_n[-1]
+    def __init__(self):
+        super().__init__()
+        self.gru, self.fc = nn.GRU(8, 16, batch_first=True), nn.Linear(16, 10)
+
+    def forward(self, x):
+        _, h = self.gru(x)
+        return self.fc(h[-1])
+
+
+class Gru2(nn.Module):  # two stacked GRU layers, the output sequence's last step
+    def __init__(self):
+        super().__init__()
+        self.gru, self.fc = nn.GRU(8, 16, num_layers=2, batch_first=True), nn.Linear(16, 10)
+
+    def forward(self, x):
+        y, _ = self.gru(x)
+        return self.fc(y[:, -1])
+
+
 class Gelu(nn.Module):
     def __init__(self):
         super().__init__()
@@ -91,7 +130,8 @@ class Gelu(nn.Module):
 rng = np.random.default_rng(1)
 x = rng.random((6, 64), dtype=np.float32)
 cases = [(MlpBn(), (-1, 64)), (Cnn(), (-1, 1, 8, 8)), (MeanHead(), (-1, 1, 8, 8)), (Lstm(), (-1, 8, 8)),
-         (Lstm2(), (-1, 8, 8)), (LstmLast(), (-1, 8, 8))]
+         (Lstm2(), (-1, 8, 8)), (LstmLast(), (-1, 8, 8)), (Conv1d(), (-1, 4, 16)), (SeqConv1d(), (-1, 8, 8)),
+         (Gru(), (-1, 8, 8)), (Gru2(), (-1, 8, 8))]
 with tempfile.TemporaryDirectory() as d:
     for model, shape in cases:
         name = type(model).__name__
@@ -106,7 +146,7 @@ with tempfile.TemporaryDirectory() as d:
         path = os.path.join(d, name + ".onnx")
         torch.onnx.export(model, torch.from_numpy(xi[:1]), path)
         # calibrated on all 6 samples: the reported error then covers each of them (else the first 4)
-        r = tpusim.run(path, input=xi, calibrate=xi, outputs=True)
+        r = tpusim.run(path, input=xi, calibrate=xi, outputs=True, layer_errors=True)
         got = r["float_output"]
         assert got.shape == want.shape, (name, got.shape, want.shape)
         err = np.abs(got - want).max()
@@ -116,6 +156,10 @@ with tempfile.TemporaryDirectory() as d:
         # The int8 model: within the reported quantization error of the float one, which is small.
         assert np.abs(r["output"] - got).max() <= r["quantization_error"]["max_abs"] + 1e-6, name
         assert r["quantization_error"]["relative"] < 0.05, (name, r["quantization_error"])
+        # Per layer (--layer-errors): the last row is the model's output, whose error is the one above.
+        layers = r["layer_quantization_error"]
+        assert layers[-1]["max_abs"] == r["quantization_error"]["max_abs"], (name, layers[-1])
+        assert all(e["rms_relative"] < 0.02 for e in layers), (name, layers)
         print(f"{name}: float within {err:.2g} of PyTorch, int8 {r['quantization_error']['relative']:.2%}")
     gelu = os.path.join(d, "gelu.onnx")
     torch.onnx.export(Gelu().eval(), torch.from_numpy(x[:1]), gelu)

@@ -65,7 +65,7 @@ TEST_CASE("energy: actions and joules of matmul.s, the arithmetic by hand") {
   CHECK(e.total() == Approx(total).epsilon(1e-12));
 
   // The report: energy, per inference (batch 1: matmul.s has no .meta batch), power, TOPS/W.
-  const sim::ReportInput in{&p, &a, opt.engine, &r, std::nullopt, "", std::nullopt, std::nullopt};
+  const sim::ReportInput in{&p, &a, opt.engine, &r, std::nullopt, "", std::nullopt, std::nullopt, std::nullopt};
   const auto j = sim::make_report(in);
   CHECK(j["energy_joules"].get<double>() == Approx(total).epsilon(1e-12));
   CHECK(j["joules_per_inference"].get<double>() == Approx(total).epsilon(1e-12));
@@ -85,7 +85,7 @@ TEST_CASE("energy: every engine gives the same energy (it depends on the program
     sim::RunOptions opt;
     opt.engine = e;
     const sim::RunResult r = sim::simulate(p, a, opt);
-    const sim::ReportInput in{&p, &a, e, &r, std::nullopt, "", std::nullopt, std::nullopt};
+    const sim::ReportInput in{&p, &a, e, &r, std::nullopt, "", std::nullopt, std::nullopt, std::nullopt};
     joules[i++] = sim::make_report(in)["energy_joules"].get<double>();
   }
   CHECK(joules[0] == joules[1]);

@@ -12,8 +12,8 @@ using namespace tpusim;
 
 namespace {
 nlohmann::ordered_json report_of(const isa::Program& p, const sim::Arch& arch, const sim::RunResult& r) {
-  sim::ReportInput in{&p,           &arch,       sim::Engine::fast, &r, true, "reference executor",
-                      std::nullopt, std::nullopt};
+  sim::ReportInput in{&p, &arch, sim::Engine::fast, &r, true, "reference executor", std::nullopt, std::nullopt,
+                      std::nullopt};
   return sim::make_report(in);
 }
 }  // namespace

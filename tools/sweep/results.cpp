@@ -20,7 +20,7 @@ using ojson = nlohmann::ordered_json;
 const std::set<std::string_view> kOwnColumns = {"workload", "arch", "engine", "batch", "mapper"};
 const std::set<std::string_view> kWallClock = {"host_seconds", "simulated_cycles_per_second"};
 // Report keys too detailed for a column (the JSON lines and the database keep them).
-const std::set<std::string_view> kDetail = {"layers"};
+const std::set<std::string_view> kDetail = {"layers", "layer_quantization_error"};
 
 // The members of a report object, as columns.
 std::vector<Column> members(std::string_view key) {

@@ -39,7 +39,7 @@ ModelShape shape_of(const std::filesystem::path& path, std::optional<uint64_t> b
     s.needs_data = compiler::timing_needs_data(m);
     for (const compiler::Layer& l : m.layers)
       if (l.type == compiler::LayerType::dense || l.type == compiler::LayerType::conv2d ||
-          l.type == compiler::LayerType::lstm)
+          compiler::is_recurrent(l.type))
         s.weights += compiler::weight_count(l, compiler::source_shape(m, l, l.inputs.at(0)));
     s.graph = compiler::uncalibrated_graph(std::move(m), mapper);
     s.parsed = true;

@@ -108,8 +108,7 @@ ojson run_request(const json& req) {
   const sim::RunResult result = sim::simulate(program, arch, opt);
   // Sweeps measure; they do not check data (output_matches_reference stays null): `tpusim run`
   // checks a point bit for bit.
-  const sim::ReportInput in{&program,     &arch, opt.engine,   &result,
-                            std::nullopt, "",    std::nullopt, std::nullopt};
+  const sim::ReportInput in{&program, &arch, opt.engine, &result, std::nullopt, "", std::nullopt, std::nullopt, std::nullopt};
   return sim::make_report(in);
 }
 

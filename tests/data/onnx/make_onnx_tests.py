@@ -258,7 +258,6 @@ def quantized():
 def bad():
     w, x4 = f32(4, 2, 3, 3), inp("x", ["N", 2, 6, 6])
     save("bad_op", [helper.make_node("Erf", ["x"], ["y"], name="erf1")], [inp("x", ["N", 4])], outp("y"), {})
-    save("bad_dilation", [helper.make_node("Conv", ["x", "w"], ["y"], name="dil", dilations=[2, 2])], [x4], outp("y"), dict(w=w))
     save("bad_pads", [helper.make_node("Conv", ["x", "w"], ["y"], name="asym", pads=[0, 0, 1, 1])], [x4], outp("y"), dict(w=w))
     save("bad_transa", [helper.make_node("Gemm", ["x", "w"], ["y"], name="ta", transA=1)], [inp("x", ["N", 4])], outp("y"),
          dict(w=f32(4, 4)))
@@ -383,6 +382,101 @@ def lstm_outputs():
          dict(w1=w1, r1=r1, b1=b1, wf=wf, bf=bf, ax1=i64(1), last=np.array(-1, np.int64)), x, h1 @ wf.T + bf)
 
 
+def conv_general(x, w, b, stride, pads, dil):
+    """Any-rank convolution (1-D [N, C, L] or 2-D), per-axis strides, pads (begin = end) and
+    dilations, as plain loops over output positions and taps."""
+    sp = x.ndim - 2
+    xp = np.pad(x.astype(np.float64), [(0, 0), (0, 0)] + [(p, p) for p in pads])
+    k = w.shape[2:]
+    out = [(xp.shape[2 + a] - ((k[a] - 1) * dil[a] + 1)) // stride[a] + 1 for a in range(sp)]
+    y = np.zeros((x.shape[0], w.shape[0], *out))
+    for pos in np.ndindex(*out):
+        for tap in np.ndindex(*k):
+            at = tuple(pos[a] * stride[a] + tap[a] * dil[a] for a in range(sp))
+            y[(slice(None), slice(None)) + pos] += xp[(slice(None), slice(None)) + at] @ w[(slice(None), slice(None)) + tap].T
+    return y + b.reshape(1, -1, *([1] * sp))
+
+
+def conv1d():
+    """Conv1d as PyTorch exports it ([N, C, L], 1-D attributes): padding and stride, then a dilated
+    one, flattened into a Gemm; a batch-first sequence transposed into a Conv1d (x.transpose(1, 2));
+    a 2-D Conv dilated and padded differently in the two directions; and 1-D pooling, refused."""
+    x, w1, b1, w2, b2 = f32(N, 3, 11), f32(6, 3, 3), f32(6), f32(4, 6, 3), f32(4)
+    wg, bg = f32(5, 4 * 6), f32(5)
+    nodes = [helper.make_node("Conv", ["x", "w1", "b1"], ["c1"], name="/c1/Conv", kernel_shape=[3], pads=[1, 1], strides=[2],
+                              dilations=[1]),
+             helper.make_node("Relu", ["c1"], ["r1"], name="/Relu"),
+             helper.make_node("Conv", ["r1", "w2", "b2"], ["c2"], name="/c2/Conv", kernel_shape=[3], pads=[2, 2], dilations=[2]),
+             helper.make_node("Flatten", ["c2"], ["f"], name="/Flatten"),
+             helper.make_node("Gemm", ["f", "wg", "bg"], ["y"], name="/fc/Gemm", transB=1)]
+    c2 = conv_general(relu(conv_general(x, w1, b1, [2], [1], [1])), w2, b2, [1], [2], [2])
+    save("conv1d", nodes, [inp("x", ["N", 3, 11])], outp("y"), dict(w1=w1, b1=b1, w2=w2, b2=b2, wg=wg, bg=bg), x,
+         c2.reshape(N, -1) @ wg.T + bg)
+    xs, w3, b3, wh, bh = f32(N, 7, 4), f32(5, 4, 3), f32(5), f32(2, 5 * 5), f32(2)
+    nodes = [helper.make_node("Transpose", ["x"], ["xt"], name="/Transpose", perm=[0, 2, 1]),
+             helper.make_node("Conv", ["xt", "w3", "b3"], ["c"], name="/conv/Conv", kernel_shape=[3]),
+             helper.make_node("Tanh", ["c"], ["t"], name="/Tanh"),
+             helper.make_node("Flatten", ["t"], ["f"], name="/Flatten"),
+             helper.make_node("Gemm", ["f", "wh", "bh"], ["y"], name="/fc/Gemm", transB=1)]
+    t = np.tanh(conv_general(xs.transpose(0, 2, 1), w3, b3, [1], [0], [1]))
+    save("conv1d_seq", nodes, [inp("x", ["N", 7, 4])], outp("y"), dict(w3=w3, b3=b3, wh=wh, bh=bh), xs,
+         t.reshape(N, -1) @ wh.T + bh)
+    x2, w4, b4 = f32(N, 2, 7, 8), f32(4, 2, 3, 2), f32(4)
+    nodes = [helper.make_node("Conv", ["x", "w4", "b4"], ["y"], name="/dil/Conv", kernel_shape=[3, 2], pads=[2, 1, 2, 1],
+                              dilations=[2, 3])]
+    save("conv_dilated", nodes, [inp("x", ["N", 2, 7, 8])], outp("y"), dict(w4=w4, b4=b4), x2,
+         conv_general(x2, w4, b4, [1, 1], [2, 1], [2, 3]))
+    save("bad_pool1d", [helper.make_node("Conv", ["x", "w1"], ["c"], name="/c/Conv", kernel_shape=[3]),
+                        helper.make_node("MaxPool", ["c"], ["y"], name="/pool/MaxPool", kernel_shape=[2], strides=[2])],
+         [inp("x", ["N", 3, 11])], outp("y"), dict(w1=w1))
+
+
+def gru(x_tnf, w, r, b, hidden):  # ONNX gates z, r, h; linear_before_reset = 1 (PyTorch's)
+    h = np.zeros((x_tnf.shape[1], hidden))
+    ys = []
+    for x in x_tnf:
+        gx, gh = x @ w[0].T + b[0][:3 * hidden], h @ r[0].T + b[0][3 * hidden:]
+        z = sigmoid(gx[:, :hidden] + gh[:, :hidden])
+        rr = sigmoid(gx[:, hidden:2 * hidden] + gh[:, hidden:2 * hidden])
+        n = np.tanh(gx[:, 2 * hidden:] + rr * gh[:, 2 * hidden:])
+        h = (1 - z) * n + z * h
+        ys.append(h)
+    return np.stack(ys), h
+
+
+def grus():
+    """GRUs as PyTorch exports them (linear_before_reset = 1): one layer over a time-major input
+    read by its Y_h (h_n[-1]); two stacked over a batch-first input, the upper's sequence read at
+    its last step (y[:, -1]); and ONNX's default linear_before_reset = 0, refused."""
+    t, f, h = 5, 4, 6
+    x = f32(t, N, f)
+    w1, r1, b1 = f32(1, 3 * h, f), f32(1, 3 * h, h), f32(1, 6 * h, scale=0.5)
+    wf, bf = f32(3, h), f32(3)
+    nodes = [helper.make_node("GRU", ["x", "w1", "r1", "b1"], ["", "yh"], name="/gru/GRU", hidden_size=h, linear_before_reset=1),
+             helper.make_node("Gather", ["yh", "last"], ["hl"], name="/Gather", axis=0),
+             helper.make_node("Gemm", ["hl", "wf", "bf"], ["y"], name="/fc/Gemm", transB=1)]
+    _, hl = gru(x, w1, r1, b1, h)
+    inits = dict(w1=w1, r1=r1, b1=b1, wf=wf, bf=bf, last=np.array(-1, np.int64))
+    save("gru", nodes, [inp("x", [t, "N", f])], outp("y"), inits, x.transpose(1, 0, 2), hl @ wf.T + bf)
+    # (--input files are batch first: x_gru.npy is [N, T, F] for the graph input [T, N, F])
+    xb = f32(N, t, f)
+    w2, r2, b2 = f32(1, 3 * h, h), f32(1, 3 * h, h), f32(1, 6 * h, scale=0.5)
+    nodes = [helper.make_node("Transpose", ["x"], ["xt"], name="/g/Transpose", perm=[1, 0, 2]),
+             helper.make_node("GRU", ["xt", "w1", "r1", "b1"], ["y1", "yh1"], name="/g/GRU", hidden_size=h, linear_before_reset=1),
+             helper.make_node("Squeeze", ["y1", "ax1"], ["s1"], name="/g/Squeeze"),
+             helper.make_node("GRU", ["s1", "w2", "r2", "b2"], ["y2", "yh2"], name="/g/GRU_1", hidden_size=h, linear_before_reset=1),
+             helper.make_node("Squeeze", ["y2", "ax1"], ["s2"], name="/g/Squeeze_1"),
+             helper.make_node("Transpose", ["s2"], ["sb"], name="/g/Transpose_1", perm=[1, 0, 2]),
+             helper.make_node("Gather", ["sb", "last"], ["hl"], name="/Gather", axis=1),
+             helper.make_node("Gemm", ["hl", "wf", "bf"], ["y"], name="/fc/Gemm", transB=1)]
+    y1, _ = gru(xb.transpose(1, 0, 2), w1, r1, b1, h)
+    _, h2 = gru(y1, w2, r2, b2, h)
+    inits.update(w2=w2, r2=r2, b2=b2, ax1=np.array([1], np.int64))
+    save("gru_stack", nodes, [inp("x", ["N", t, f])], outp("y"), inits, xb, h2 @ wf.T + bf)
+    save("bad_gru_reset", [helper.make_node("GRU", ["x", "w1", "r1"], ["", "y"], name="/gru/GRU", hidden_size=h)],
+         [inp("x", [t, "N", f])], outp("y"), dict(w1=w1, r1=r1))
+
+
 for make in (gemm, matmul_add, matmul_seq, conv_pad_stride, conv_group, conv_same_bn_clip, pools, global_avg_reshape,
-             add_mul_softmax, lstms, quantized, bad, concats, exported, lstm_outputs):
+             add_mul_softmax, lstms, quantized, bad, concats, exported, lstm_outputs, conv1d, grus):
     make()
