@@ -16,6 +16,7 @@ PACKAGES=(
   pybind11-dev python3-dev python3-pandas  # the Python module tpusim (python/, docs/python.md)
   python3-torch python3-onnx             # PyTorch exports in tests/python/torch_export_test.py (docs/onnx.md)
   slurm-wlm munge                        # the live single-node Slurm test (tests/sweep/slurm_live_test.sh)
+  jq                                     # JSON checks in the CLI tests (tests/CMakeLists.txt, tests/cli/*.sh)
   libreadline-dev tmux                   # the debugger's line editing; its terminal test (tests/debug)
   chromium                               # headless browser: tpusim view's page test (tests/view)
   clang libclang-rt-14-dev libfuzzer-14-dev  # fuzzing (scripts/fuzz.sh): clang, sanitizers, libFuzzer

@@ -278,27 +278,30 @@ namespace {
 // result) against --max-memory, default 3/4 of what this process may use: refused with the figures
 // before anything is allocated, instead of dying with bad_alloc.
 void check_run_memory(const RunArgs& r, const isa::Program& p, const sim::Arch& arch, sim::Engine engine) {
-  if (engine == sim::Engine::timing) return;  // no memories
   const uint64_t usable = io::usable_memory_bytes();
   const uint64_t limit = r.max_memory ? r.max_memory : usable / 4 * 3;
   uint64_t total = 0;
   std::string parts;
-  for (const auto& [what, bytes] : sim::state_bytes(p, arch)) {
+  const auto add = [&](const std::string& what, uint64_t bytes) {
     total = std::min(UINT64_MAX - bytes, total) + bytes;
     parts += fmt::format("{}{} {}", parts.empty() ? "" : ", ", what, io::size_text(bytes));
-  }
-  if (engine == sim::Engine::stepped) {
-    const uint64_t cells = arch.array_rows * arch.array_cols * 8;  // the stepped array's registers
-    total += cells;
-    parts += fmt::format(", systolic array registers {}", io::size_text(cells));
-  }
-  const bool twice = !r.no_check;
+  };
+  const bool timing = engine == sim::Engine::timing;  // no memories: the program and its timeline only
+  if (!timing)
+    for (const auto& [what, bytes] : sim::state_bytes(p, arch)) add(what, bytes);
+  if (engine == sim::Engine::stepped) add("systolic array registers", arch.array_rows * arch.array_cols * 8);
+  const bool twice = !r.no_check && !timing;  // the reference check runs on a copy of the memories
   if (twice) total = total > UINT64_MAX / 2 ? UINT64_MAX : total * 2;
+  // Every engine: the program and one timeline entry per instruction (a paper-scale CNN at a large
+  // batch: about 600 instructions a sample, 175 bytes each).
+  const uint64_t n = p.code.size();
+  add(fmt::format("program and timeline of {} instructions", n),
+      n > UINT64_MAX / 1024 ? UINT64_MAX : n * (sizeof(isa::Instruction) + sizeof(sim::InstructionTiming)));
   if (total <= limit) return;
   throw InputError(fmt::format(
       "{}: the run needs about {} ({}{}), more than the {} allowed by --max-memory{}; lower the sizes{} or "
       "raise --max-memory",
-      r.program, io::size_text(total), parts, twice ? "; twice that with the reference check" : "",
+      r.program, io::size_text(total), parts, twice ? "; the memories twice, for the reference check" : "",
       io::size_text(limit),
       r.max_memory ? ""
                    : fmt::format(" (default: 3/4 of the {} this process may use)", io::size_text(usable)),

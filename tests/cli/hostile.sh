@@ -93,11 +93,16 @@ case_huge_sparse_files() {
 # ---- 3. sizes within the per-value limits that would exhaust memory ----------------------------
 case_memory_estimates() {
   # UB 4 GiB + accumulators 4096 x 256 x 4 + host buffers 2 x 2048 = 4299165696 bytes, twice that
-  # with the reference executor's copy.
-  expect 2 "matmul\.s: the run needs about 8598331392 bytes \(8\.0 GiB\) \(UB \(ub_bytes\) 4294967296 bytes \(4\.0 GiB\), .*more than the 1073741824 bytes \(1\.0 GiB\) allowed by --max-memory" \
+  # with the reference executor's copy, + the program and its timeline: 8 instructions x 120 bytes
+  # (an isa::Instruction and a sim::InstructionTiming) = 960.
+  expect 2 "matmul\.s: the run needs about 8598332352 bytes \(8\.0 GiB\) \(UB \(ub_bytes\) 4294967296 bytes \(4\.0 GiB\), .*program and timeline of 8 instructions 960 bytes; the memories twice, for the reference check\), more than the 1073741824 bytes \(1\.0 GiB\) allowed by --max-memory" \
     -- "$tpusim" run "$S" --set ub_bytes=4GiB --max-memory 1GiB
-  expect 2 "needs about 4299165696 bytes .*allowed by --max-memory" \
+  expect 2 "needs about 4299166656 bytes .*allowed by --max-memory" \
     -- "$tpusim" run "$S" --set ub_bytes=4GiB --max-memory 1GiB --no-check
+  # The timing engine holds no memories, but the program and its timeline count on every engine:
+  # CNN1 at batch 32 is 19,229 instructions x 120 bytes = 2,307,480 > 2 MiB.
+  expect 2 "cnn1\.toml: the run needs about 2307480 bytes .*program and timeline of 19229 instructions.*more than the 2097152 bytes \(2\.0 MiB\) allowed by --max-memory" \
+    -- "$tpusim" run "$src/workloads/tpu-v1/cnn1.toml" --engine timing --max-memory 2MiB
   printf '[model]\nname = "wide"\nbatch = 1\ninput = [46340, 46340, 1]\n\n[[layer]]\ntype = "conv2d"\nfilters = 1\nkernel = 3\n' >wide.toml
   expect 2 "wide\.toml: compiling model wide needs about .*GiB.*more than the 1073741824 bytes \(1\.0 GiB\) allowed by --max-memory" \
     -- "$tpusim" run wide.toml --max-memory 1GiB
