@@ -45,6 +45,9 @@ class PopListener {
  public:
   virtual void popped(const StationQueue& queue, uint64_t at) = 0;
   virtual bool may_issue_at(uint64_t at) const = 0;
+  // Issue waits for room in a full queue: it goes on only when that queue's station pops (in
+  // the popping process, at the pop's cycle), and waits for no unit's completion meanwhile.
+  virtual bool waits_for_pop() const = 0;
 
  protected:
   ~PopListener() = default;

@@ -238,6 +238,7 @@ class ControlUnit : public sc_core::sc_module, public PopListener {
   ControlUnit(sc_core::sc_module_name name, Context& ctx, Hazards& hazards, WeightPath& weight_path);
   void popped(const StationQueue& queue, uint64_t at) override;
   bool may_issue_at(uint64_t at) const override;
+  bool waits_for_pop() const override { return waiting_ != nullptr; }
   void reset();
 
  private:

@@ -353,11 +353,15 @@ void WeightPath::switched(uint64_t t0, uint64_t at) {
 
 // Nothing the station does can happen before a matmul that starts later than now: its thread
 // waits for a switch (parked_), or for an rw that issue has yet to give it, and no rw it
-// completed lazily is still to end (ending_): that end would wake a sync on the weights, and
-// what issue gives the other units after it could start before the matmul (review30 #1: an act
-// after `sync units=weights` ran ahead of a matmul started ahead and its UB hazard went unseen).
+// completed lazily is still to end (ending_) while issue could be waiting at a sync: that end
+// would wake a sync on the weights, and what issue gives the other units after it could start
+// before the matmul (review30 #1: an act after `sync units=weights` ran ahead of a matmul started
+// ahead and its UB hazard went unseen). Issue waiting for a slot in a full queue waits at no sync
+// and goes on only at a pop, which no station makes before the matmul's start (then the ends are
+// only completions, applied when a unit looks: retire_due).
 bool WeightPath::quiet() const {
-  return ending_.empty() && ((parked_ && !resume_pending_) || (phase_ == Phase::next && queue_.empty()));
+  return (ending_.empty() || ctx_.pop_listener->waits_for_pop()) &&
+         ((parked_ && !resume_pending_) || (phase_ == Phase::next && queue_.empty()));
 }
 
 }  // namespace tpusim::sim
