@@ -41,7 +41,7 @@ bool concat_inplace(const LowerOptions& options) {
 }
 
 LowerOptions resolve(const LowerOptions& options, const sim::Arch& arch) {
-  LowerOptions r;
+  LowerOptions r = options;  // (and what is not a switch)
   for (const MapperSwitch& m : kMapperSwitches) r.*(m.field) = switch_on(options, m, arch);
   return r;
 }

@@ -52,6 +52,10 @@ struct LowerOptions {
   // identity matmul for a reader that needs it (what the compiler did before; on by default). It changes the quantized graph (QGraph::
   // concat_inplace), so it is read when the model is quantized as well as when it is lowered.
   std::optional<bool> concat_inplace = std::nullopt;
+  // Not a switch: whether input streaming may go on into the second layer (lower_chain). lower()
+  // clears it where the chain would not fit the unified buffer but streaming into the first layer
+  // alone does (docs/compiler.md "Input streaming").
+  bool stream_chain = true;
   bool operator==(const LowerOptions&) const = default;
 };
 
