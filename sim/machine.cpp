@@ -336,7 +336,7 @@ RunResult MachineRun::finish() {
                   ctx.horizon, ctx.arch.clock_mhz, ctx.next_issue);
   }
   unwind();
-  if (ctx.error) throw SimError(*ctx.error_index, *ctx.error);
+  if (ctx.error) throw SimError(*ctx.error_index, *ctx.error, ctx.error_cycle);
   finish_counters(ctx);
   RunResult r = std::move(ctx.result);
   r.host_seconds = std::chrono::duration<double>(wall_).count();

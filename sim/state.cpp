@@ -26,7 +26,8 @@ using isa::Field;
 using isa::Opcode;
 using u128 = unsigned __int128;
 
-SimError::SimError(uint64_t index, const std::string& message) : InputError(message), index(index) {}
+SimError::SimError(uint64_t index, const std::string& message, std::optional<uint64_t> cycle)
+    : InputError(message), index(index), cycle(cycle) {}
 
 std::string describe(uint64_t index, const isa::Instruction& inst) {
   return "instruction " + std::to_string(index) + " (" + isa::format_instruction(inst) + ")";

@@ -9,6 +9,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -24,8 +25,11 @@ namespace tpusim::sim {
 // A program error found while simulating: names the instruction. The CLI exits with code 2.
 class SimError : public InputError {
  public:
-  SimError(uint64_t index, const std::string& message);
+  SimError(uint64_t index, const std::string& message, std::optional<uint64_t> cycle = std::nullopt);
   uint64_t index;
+  // The cycle the run failed at (the first failing cycle, Context::fail); unset for an error found
+  // before the run or by the reference executor, which has no time.
+  std::optional<uint64_t> cycle;
 };
 
 // "instruction 12 (matmul ub=0, acc=0, rows=8): " prefix for messages.

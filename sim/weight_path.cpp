@@ -134,7 +134,10 @@ bool WeightPath::fetch_go(bool ahead_of_time) {
           // The head's shift decided: its slot frees at release_at_; else a switch must come first.
           if (release_pending_) {
             const uint64_t to = std::max(v_, release_at_);
-            if (ahead_of_time && to > ctx_.horizon) return hand_back(v_);
+            // (The thread, waiting for the switch, would have woken at `to` and failed there: not
+            // at v_, which can be before the switch that runs it on, now; every other hand-back
+            // comes after a wait ahead of now, from v_ >= now.)
+            if (ahead_of_time && to > ctx_.horizon) return hand_back(to);
             if (!advance(to)) return false;
           } else if (ahead_of_time) {  // wait for the switch where the thread waits (parked_)
             parked_ = true;

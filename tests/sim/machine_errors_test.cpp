@@ -1,8 +1,13 @@
 // Programs the machine must refuse: each gets a SimError naming the instruction, never a crash
 // or hang, and the machine stays usable for the next run.
 #include <fmt/format.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <systemc>
 
 #include "machine_support.h"
+#include "sim/context.h"
 
 using namespace tpusim;
 using namespace tpusim::test;
@@ -139,4 +144,97 @@ TEST_CASE("a run stopped early says the same on every engine after the fetch sta
   CHECK_THAT(timing, Contains("deadlock at cycle") && Contains("waits for a free weight FIFO slot for its tile 2"));
   CHECK(stop(stuck, sim::Engine::stepped, 0) == timing);
   CHECK(stop(stuck, sim::Engine::fast, 0) == timing);
+}
+
+namespace {
+// Runs `p` on engine `e` in a child process whose SystemC time first moves on to `base_ps` (as
+// a long-lived process's earlier runs move it: a Python session, a sweep worker), and returns
+// "INDEX: MESSAGE (cycle CYCLE)" of its error, "halted at CYCLES", or how the child died.
+std::string run_from(const isa::Program& p, const sim::Arch& arch, sim::Engine e, uint64_t base_ps) {
+  int fds[2];
+  REQUIRE(pipe(fds) == 0);
+  const pid_t pid = fork();
+  REQUIRE(pid >= 0);
+  if (pid == 0) {
+    close(fds[0]);
+    std::string out;
+    try {
+      sc_core::sc_start(sc_core::sc_time::from_value(base_ps - sc_core::sc_time_stamp().value()),
+                        sc_core::SC_RUN_TO_TIME);
+      out = fmt::format("halted at {}", sim::simulate(p, arch, {e, 0}).cycles);
+    } catch (const sim::SimError& err) {
+      out = fmt::format("{}: {} (cycle {})", err.index, err.what(), err.cycle.value_or(0));
+    } catch (const std::exception& err) {
+      out = fmt::format("exception: {}", err.what());
+    }
+    const ssize_t n = write(fds[1], out.data(), out.size());
+    _exit(n == ssize_t(out.size()) ? 0 : 3);
+  }
+  close(fds[1]);
+  std::string out;
+  char buf[4096];
+  for (ssize_t n; (n = read(fds[0], buf, sizeof buf)) > 0;) out.append(buf, size_t(n));
+  close(fds[0]);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  if (WIFSIGNALED(status)) return fmt::format("killed by signal {} ({})", WTERMSIG(status), out);
+  return out;
+}
+}  // namespace
+
+// SystemC counts 64-bit picoseconds: a run's last cycle, its horizon, is what the process has not
+// yet simulated, less a margin (Context::horizon). The weight fetch station run on by a switch
+// in the matrix unit's process (docs/timing.md, "Events") hands a wait that passes the horizon
+// back to its thread at the cycle the thread would have woken at, and the thread fails there. It
+// handed it back at the cycle it had reached before the switch (review30 #2): an event notified
+// 100.8M cycles in the past (sc_time arithmetic wraps), which SystemC fired at the switch, so the
+// run failed 900.8M cycles early, at the switch, where no wait passed the horizon yet.
+TEST_CASE("the fetch station hands a wait past the horizon back where its thread would wake", "[machine][errors]") {
+  sim::Arch arch = small_arch();
+  arch.clock_mhz = 1e5;  // 10 ps a cycle
+  arch.weight_fifo_tiles = 1;
+  arch.weight_mem_gbps = 0.001;  // a 16-byte tile: 16 x 1e5 = 1.6e6 cycles
+  arch.weight_mem_latency_cycles = 1000000000;
+  arch.host_gbps = 0.001;  // 1e5 cycles a byte
+  arch.host_latency_cycles = 1000000000;
+  // 16 DMAs of 1.1e9 cycles first (a horizon is at least 2^34 cycles away), then tiles A, B and
+  // C: C waits for B's slot from the cycle A's slot freed; B's shift waits for the switch to A,
+  // which the matmul makes after another DMA, between A's landing and B's. No matmul uses B, so
+  // only the station waits past the horizon.
+  std::string code = ".weights w, 0, 48, init=random(1)\n.input x, 0, 1024, init=random(2)\n";
+  for (int i = 0; i < 16; ++i) code += "rhm host=x, ub=0, rows=256\n";
+  code += "sync units=host\nrw waddr=0, tiles=1\nrw waddr=16, tiles=1\nrw waddr=32, tiles=1\n"
+          "rhm host=x, ub=0, rows=256\nsync units=host\nmatmul ub=0, acc=0, rows=1, switch\n";
+  const isa::Program p = assemble(code + "halt");
+  const size_t rw_b = 18, matmul_a = 22;
+  // (At this process's own horizon the run ends.) With one slot, B is requested when A's shift
+  // frees it, and C's station waits for B's slot from the cycle after; B lands a transfer and a
+  // latency later; the switch to A comes between.
+  const sim::RunResult dry = sim::simulate(p, arch, {sim::Engine::timing, 0});
+  const uint64_t requested = dry.timeline[rw_b].end - 1;
+  const uint64_t landed = requested + sim::transfer_cycles(16, arch.weight_mem_gbps, arch.clock_mhz) +
+                          arch.weight_mem_latency_cycles;
+  const uint64_t now = dry.timeline[matmul_a].start;
+  REQUIRE(requested + 1 < now);
+  REQUIRE(now < landed);
+  CHECK(dry.cycles > landed + 4);  // (the halt waits for C's request)
+  // A process that has already simulated so long that this run's horizon is B's landing; B's
+  // shift (4 rows) ends past it, and so does the wait of C's station for B's slot
+  // (Context::horizon = (2^64 - 1 - base) / period - kHorizonMargin).
+  const uint64_t base = UINT64_MAX - 10 * (landed + sim::Context::kHorizonMargin);
+  // Where each engine's first wait passes the horizon: the stepped array shifts B in row by row
+  // from its landing and waits there for the next row; on the other engines C's station waits for
+  // B's slot, freed when the shift ends, 4 rows later, and fails when it wakes there. (SimError::cycle
+  // is the failing cycle; without the fix fast and timing said 18,740,800,006: the switch.)
+  const auto error = [&](uint64_t wait_end, uint64_t at) {
+    return fmt::format("23: instruction 23 (halt): simulated time overflow: a wait ends at cycle {} + 0, past cycle "
+                       "{}, the last a run can reach at clock_mhz = 100000",
+                       wait_end, landed) +
+           fmt::format(" (SystemC counts 64-bit picoseconds, about 213 days); lower the latencies or raise the "
+                       "bandwidths (docs/arch.md gives every parameter's range) (cycle {})",
+                       at);
+  };
+  CHECK(run_from(p, arch, sim::Engine::stepped, base) == error(landed + 1, landed));
+  CHECK(run_from(p, arch, sim::Engine::fast, base) == error(landed + 4, landed + 4));
+  CHECK(run_from(p, arch, sim::Engine::timing, base) == error(landed + 4, landed + 4));
 }
