@@ -310,3 +310,24 @@ TEST_CASE("the mapping's model_macs and macs add up to the model's MACs, the cop
 }
 
 }  // namespace tpusim::test
+
+namespace tpusim::test {
+
+// A branch with output_bits = 16 cannot join a concat (16-bit tensors, docs/model-format.md); the
+// user's --precision int8 sets that key aside (compiler::apply_precision), and the branch is then
+// an 8-bit dense writer like the others: written in place, no identity copy (review31 #3: the reset
+// of a layer's output_bits under int8 had no test; writes_in_place reads the key itself).
+TEST_CASE("the user's precision int8 sets a branch's output_bits = 16 aside: the concat is written in place") {
+  std::string text = kFourBranches;
+  const std::string a = "name = \"a\"\ntype = \"conv2d\"\ninput = \"input\"\nfilters = 5\nkernel = 1\n";
+  REQUIRE(text.find(a) != std::string::npos);
+  text.replace(text.find(a), a.size(), a + "output_bits = 16\n");
+  CHECK_THROWS(prepare_text(text, {}));  // as described: a 16-bit tensor a concat reads
+  compiler::Model m = compiler::parse_model(text, "model.toml", ".", {});
+  compiler::apply_precision(m, compiler::Precision::int8, std::nullopt, "model.toml");
+  const compiler::Compiled c = compiler::prepare_model(m);
+  CHECK(identity_copies(c.graph) == 0);
+  for (const compiler::QTensor& t : c.graph.tensors) CHECK(t.bits == 8);
+}
+
+}  // namespace tpusim::test
