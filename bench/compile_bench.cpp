@@ -17,6 +17,7 @@
 #include "bench/bench_common.h"
 #include "compiler/compile.h"
 #include "sim/machine.h"
+#include "tools/source_dir.h"
 
 namespace {
 
@@ -86,7 +87,7 @@ extern "C" int sc_main(int argc, char** argv) {
     return 2;
   }
   const int reps = args.quick ? 1 : 3;
-  const fs::path dir = fs::path(TPUSIM_SOURCE_DIR) / "workloads" / "tpu-v1";
+  const fs::path dir = fs::path(tpusim::source_dir()) / "workloads" / "tpu-v1";
   std::printf("compile_bench: the six TPU paper workloads on tpu-v1, median of %d; CPU %s\n", reps,
               tpusim::bench::cpu_model().c_str());
   std::printf("%-7s %11s %6s %7s %8s %9s %7s %7s %8s %10s %9s %13s %8s\n", "app", "weights", "tiles", "instrs",

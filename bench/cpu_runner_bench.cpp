@@ -34,6 +34,7 @@
 #include "gpu/cpu_model.h"
 #include "gpu/plan.h"
 #include "bench/onednn_network.h"
+#include "tools/source_dir.h"
 
 namespace {
 
@@ -129,7 +130,7 @@ int main(int argc, char** argv) {
   int8.mapper.concat_inplace = false;  // the plan reads a concat as its parts
   for (const std::string& path : models) {
     const tpusim::compiler::QGraph graph =
-        tpusim::compiler::prepare_file(std::string(TPUSIM_SOURCE_DIR) + "/" + path, int8).graph;
+        tpusim::compiler::prepare_file(std::string(tpusim::source_dir()) + "/" + path, int8).graph;
     const tpusim::gpu::GpuPlan plan = tpusim::gpu::make_plan(graph);
     tpusim::gpu::CpuModel runner(plan, threads);
     const std::vector<int8_t> golden = tpusim::compiler::run_golden(graph)[size_t(graph.output)];

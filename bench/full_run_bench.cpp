@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "bench/bench_common.h"
+#include "tools/source_dir.h"
 
 extern char** environ;
 
@@ -86,7 +87,7 @@ int main(int argc, char** argv) {
   bool failed = false;
   for (size_t w = 0; w < std::size(workloads); ++w) {
     const Workload& wl = workloads[w];
-    const std::string model = std::string(TPUSIM_SOURCE_DIR) + "/workloads/tpu-v1/" + wl.name + ".toml";
+    const std::string model = std::string(tpusim::source_dir()) + "/workloads/tpu-v1/" + wl.name + ".toml";
     std::vector<double> all_s, one_s, all_mb, one_mb, ref_s, ref_mb;
     for (int r = 0; r < reps; ++r) {
       if (!args.reference.empty()) {

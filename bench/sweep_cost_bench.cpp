@@ -25,6 +25,7 @@
 #include "sim/machine.h"
 #include "tools/sweep/schedule.h"
 #include "tools/sweep/spec.h"
+#include "tools/source_dir.h"
 
 namespace {
 
@@ -65,7 +66,7 @@ struct Errors {
 extern "C" int sc_main(int argc, char** argv) {
   int repeat = 3;
   bool estimate_only = false;
-  std::string spec_path = TPUSIM_SOURCE_DIR "/workloads/sweeps/paper-matrix.toml";
+  std::string spec_path = std::string(tpusim::source_dir()) + "/workloads/sweeps/paper-matrix.toml";
   for (int i = 1; i < argc; ++i) {
     if (std::strcmp(argv[i], "--repeat") == 0 && i + 1 < argc) repeat = std::max(1, std::atoi(argv[++i]));
     else if (std::strcmp(argv[i], "--estimate-only") == 0) estimate_only = true;

@@ -28,6 +28,7 @@
 #include <vector>
 
 #include "bench/bench_common.h"
+#include "tools/source_dir.h"
 
 extern char** environ;
 
@@ -118,7 +119,7 @@ int main(int argc, char** argv) {
     return 2;
   }
   const int reps = args.quick ? 1 : 3;
-  const fs::path root = TPUSIM_SOURCE_DIR, tpusim = TPUSIM_BINARY;
+  const fs::path root = tpusim::source_dir(), tpusim = TPUSIM_BINARY;
   const fs::path tmp = fs::temp_directory_path() / ("timing_bench." + std::to_string(getpid()));
   fs::create_directories(tmp);
   nlohmann::json rows = nlohmann::json::array();

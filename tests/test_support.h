@@ -11,11 +11,12 @@
 #include <span>
 #include <string>
 #include <vector>
+#include "tools/source_dir.h"
 
 namespace tpusim::test {
 
-// The repository root, for committed files (workloads, docs, hw); set by tests/CMakeLists.txt.
-inline std::filesystem::path source_dir() { return TPUSIM_SOURCE_DIR; }
+// The repository root, for committed files (workloads, docs, hw): tools/source_dir.h.
+inline std::filesystem::path source_dir() { return tpusim::source_dir(); }
 
 // A fresh directory under the system temp dir, removed with everything in it on destruction.
 class ScratchDir {

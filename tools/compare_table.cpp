@@ -9,6 +9,7 @@
 
 #include "isa/error.h"
 #include "tools/compare.h"
+#include "tools/source_dir.h"
 
 namespace fs = std::filesystem;
 using json = nlohmann::ordered_json;
@@ -174,7 +175,7 @@ void compare_plot(const CompareDoc& doc, const CompareArgs& a) {
   const std::string data = a.plot_prefix + ".json";
   write_text(data, doc.dump(2) + "\n");
   const std::string script =
-      a.plot_script.empty() ? std::string(TPUSIM_SOURCE_DIR "/scripts/plot_compare.py") : a.plot_script;
+      a.plot_script.empty() ? std::string(tpusim::source_dir()) + "/scripts/plot_compare.py" : a.plot_script;
   // Debian's python3-matplotlib belongs to /usr/bin/python3, which a python3 earlier in PATH
   // (pyenv, a venv) may not see.
   const std::string python = !a.python.empty()                ? a.python

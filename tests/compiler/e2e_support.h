@@ -15,12 +15,13 @@
 #include "compiler/model.h"
 #include "isa/error.h"
 #include "graph_builder.h"
+#include "tools/source_dir.h"
 
 namespace tpusim::test {
 
 namespace fs = std::filesystem;
 
-inline const fs::path kWorkloads = fs::path(TPUSIM_SOURCE_DIR) / "workloads";
+inline const fs::path kWorkloads = fs::path(tpusim::source_dir()) / "workloads";
 
 // A generated description parsed; a description the parser refuses fails the test (the generator's
 // bug), with the parser's message.

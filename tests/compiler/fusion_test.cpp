@@ -7,6 +7,7 @@
 #include <optional>
 
 #include "graph_builder.h"
+#include "tools/source_dir.h"
 
 namespace tpusim::test {
 
@@ -192,7 +193,7 @@ TEST_CASE("fusion: the paper apps' cycles with and without fusion", "[.measure]"
     compiler::LoadOptions o;
     o.batch = batch;
     o.timing_only = true;
-    const compiler::Compiled c = compiler::prepare_file(fs::path(TPUSIM_SOURCE_DIR) / "workloads" / file, o);
+    const compiler::Compiled c = compiler::prepare_file(fs::path(tpusim::source_dir()) / "workloads" / file, o);
     for (bool fuse : {false, true}) {
       const isa::Program p = compiler::lower(c.graph, a, {fuse});
       const sim::RunResult r = sim::simulate(p, a, {sim::Engine::timing, 0});

@@ -7,6 +7,7 @@
 
 #include "compiler/compile.h"
 #include "e2e_support.h"
+#include "tools/source_dir.h"
 
 namespace tpusim::test {
 
@@ -50,7 +51,7 @@ TEST_CASE("layer errors: each layer's quantized output against the float model's
 }
 
 TEST_CASE("layer errors: layers without a tensor of their own are left out, a GRU is one layer") {
-  const fs::path onnx = fs::path(TPUSIM_SOURCE_DIR) / "tests" / "data" / "onnx";
+  const fs::path onnx = fs::path(tpusim::source_dir()) / "tests" / "data" / "onnx";
   compiler::LoadOptions o;
   o.input_file = onnx / "x_gru_stack.npy";
   compiler::Compiled c = compiler::compile_file(onnx / "gru_stack.onnx", square(16), o);

@@ -9,11 +9,12 @@
 #include "compiler/graph.h"
 #include "compiler/model.h"
 #include "model_text.h"
+#include "tools/source_dir.h"
 
 namespace tpusim::test {
 namespace {
 
-const std::filesystem::path kWorkloads = std::filesystem::path(TPUSIM_SOURCE_DIR) / "workloads";
+const std::filesystem::path kWorkloads = std::filesystem::path(tpusim::source_dir()) / "workloads";
 
 compiler::LoadOptions options(bool inplace, bool int8, bool timing_only) {
   compiler::LoadOptions lo;

@@ -13,12 +13,13 @@
 #include "compiler/quantize.h"
 #include "compiler/reference.h"
 #include "e2e_support.h"
+#include "tools/source_dir.h"
 
 namespace tpusim::test {
 
 namespace {
 
-const fs::path kOnnx = fs::path(TPUSIM_SOURCE_DIR) / "tests" / "data" / "onnx";
+const fs::path kOnnx = fs::path(tpusim::source_dir()) / "tests" / "data" / "onnx";
 const fs::path kTrained = kWorkloads / "trained";
 
 compiler::Model load_onnx(const std::string& name) {

@@ -18,6 +18,7 @@
 #include "compiler/quantize.h"
 #include "compiler/reference.h"
 #include "isa/error.h"
+#include "tools/source_dir.h"
 
 using namespace tpusim;
 using namespace tpusim::compiler;
@@ -25,7 +26,7 @@ using Catch::Matchers::Contains;
 
 namespace {
 
-const std::filesystem::path kDir = std::filesystem::path(TPUSIM_SOURCE_DIR) / "tests" / "data" / "onnx";
+const std::filesystem::path kDir = std::filesystem::path(tpusim::source_dir()) / "tests" / "data" / "onnx";
 
 Model load_case(const std::string& name) {
   LoadOptions o;

@@ -11,6 +11,7 @@
 #include "isa/disassembler.h"
 #include "model_text.h"
 #include "sim/report.h"
+#include "tools/source_dir.h"
 
 namespace tpusim::test {
 
@@ -105,7 +106,7 @@ void check_file(const fs::path& model, const sim::Arch& arch, std::optional<uint
 }  // namespace
 
 TEST_CASE("a timing-only compile times exactly as the full compile on every kind of workload") {
-  const fs::path data = fs::path(TPUSIM_SOURCE_DIR) / "tests/data/models";
+  const fs::path data = fs::path(tpusim::source_dir()) / "tests/data/models";
   for (const char* w : {"small/lenet5.toml", "small/lstm1.toml", "small/resblock.toml", "small/tiny_cnn.toml",
                         "small/mnist_mlp.toml", "small/wide_mlp.toml"})
     check_file(kWorkloads / w, sim::Arch{});
@@ -122,7 +123,7 @@ TEST_CASE("a timing-only compile times exactly as the full compile on every kind
   // A seeded GRU (the timing-only compile's placeholder scales for its n gate's parts) and one
   // from ONNX (its automatic precision measured on the calibration samples).
   check_file(data / "gru.toml", square(8));
-  check_file(fs::path(TPUSIM_SOURCE_DIR) / "tests/data/onnx/gru_stack.onnx", square(8), 3);
+  check_file(fs::path(tpusim::source_dir()) / "tests/data/onnx/gru_stack.onnx", square(8), 3);
 }
 
 // The six paper apps (workloads/tpu-v1) at batch 4 (the weights, which the full compile

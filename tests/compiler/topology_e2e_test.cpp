@@ -5,6 +5,7 @@
 
 #include "compiler/scalesim.h"
 #include "e2e_support.h"
+#include "tools/source_dir.h"
 
 namespace tpusim::test {
 
@@ -79,7 +80,7 @@ TEST_CASE("SCALE-Sim's YOLO-tiny first layer runs in bands of output rows, bit-e
   // 98,304. Its 7 table rows leave 98,297; a band of n output rows reads n + 2 input rows of 416
   // pixels and writes n of 414: 830 n + 832 rows, two bands at once: n = 58 (97,944 rows; 59
   // would need 99,604): ceil(414 / 58) = 8 bands.
-  const fs::path topology = fs::path(TPUSIM_SOURCE_DIR) / "tests/data/scalesim/yolo_tiny_layer1.csv";
+  const fs::path topology = fs::path(tpusim::source_dir()) / "tests/data/scalesim/yolo_tiny_layer1.csv";
   const sim::Arch arch;
   compiler::Compiled c = compiler::compile_file(topology, arch);
   CHECK(c.program.meta["bands"] == 8);

@@ -19,6 +19,7 @@
 #include "e2e_support.h"
 #include "graph_builder.h"
 #include "isa/error.h"
+#include "tools/source_dir.h"
 
 namespace tpusim::test {
 
@@ -418,7 +419,7 @@ TEST_CASE("a precision the user chose sets the description's keys aside: --preci
   // load_model applies LoadOptions::precision (tpusim run/compile --precision, Python's precision=,
   // compare --int8, the GPU and CPU runners) so: wide16.toml's keys (its lstm weight_bits = 16, its
   // hidden layer's output_bits = 16, its [quantization] output_bits = 16) are set aside.
-  const std::filesystem::path wide16 = std::filesystem::path(TPUSIM_SOURCE_DIR) / "tests/data/models/wide16.toml";
+  const std::filesystem::path wide16 = std::filesystem::path(tpusim::source_dir()) / "tests/data/models/wide16.toml";
   const compiler::QGraph described = compiler::prepare_file(wide16).graph;
   CHECK(wide_matmuls(described) == 30);
   CHECK(named(described, "hidden").bits == 16);

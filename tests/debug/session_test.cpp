@@ -12,12 +12,13 @@
 #include "sim/debugger.h"
 #include "sim/host_model.h"
 #include "sim/reference.h"
+#include "tools/source_dir.h"
 
 using namespace tpusim;
 
 namespace {
 
-const std::string kSource = TPUSIM_SOURCE_DIR;
+const std::string kSource = tpusim::source_dir();
 
 sim::Arch small_arch() {  // tests/data/run/small.json: a 16 x 16 array
   return sim::load_arch_file(kSource + "/tests/data/run/small.json");

@@ -11,6 +11,7 @@
 #include "gpu/cpu_kernels.h"
 #include "gpu/cpu_model.h"
 #include "gpu/plan.h"
+#include "tools/source_dir.h"
 
 using namespace tpusim;
 
@@ -21,7 +22,7 @@ compiler::QGraph load(const std::string& name, uint64_t batch) {
   lo.batch = batch;
   lo.precision = compiler::Precision::int8;  // the runners' kernels are int8
   lo.mapper.concat_inplace = false;  // the runners read a concat as its parts
-  return compiler::prepare_file(std::string(TPUSIM_SOURCE_DIR) + "/workloads/small/" + name + ".toml", lo).graph;
+  return compiler::prepare_file(std::string(tpusim::source_dir()) + "/workloads/small/" + name + ".toml", lo).graph;
 }
 
 }  // namespace

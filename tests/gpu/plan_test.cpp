@@ -17,6 +17,7 @@
 #include "gpu/host_exec.h"
 #include "gpu/plan.h"
 #include "isa/error.h"
+#include "tools/source_dir.h"
 
 using namespace tpusim;
 using compiler::QGraph;
@@ -255,7 +256,7 @@ TEST_CASE("malformed graphs are refused with the op named", "[gpu][plan]") {
 }
 
 TEST_CASE("the small workloads run bit for bit as the golden reference", "[gpu][plan][workloads]") {
-  const std::filesystem::path dir = std::filesystem::path(TPUSIM_SOURCE_DIR) / "workloads" / "small";
+  const std::filesystem::path dir = std::filesystem::path(tpusim::source_dir()) / "workloads" / "small";
   for (const char* name : {"mnist_mlp.toml", "tiny_cnn.toml", "lenet5.toml", "resblock.toml", "lstm1.toml"}) {
     INFO(name);
     compiler::LoadOptions o;
@@ -293,7 +294,7 @@ TEST_CASE("the runners count the model's MACs, their GEMMs the parts' copies bes
   // small/inception.toml as the runners load it (concats as parts, int8): the model's 3,894,080
   // MACs (tests/compiler/model_macs_test.cpp), and the GEMMs compute the identity copy that joins
   // m2_pool's parts for the padded m2_proj besides (batch 4 x 6 x 6 pixels x 52 x 52 = 389,376).
-  const auto path = std::filesystem::path(TPUSIM_SOURCE_DIR) / "workloads/small/inception.toml";
+  const auto path = std::filesystem::path(tpusim::source_dir()) / "workloads/small/inception.toml";
   const gpu::GpuPlan plan = gpu::make_plan(compiler::prepare_file(path, gpu::runner_load_options(std::nullopt)).graph);
   CHECK(plan.model_macs == 3894080);
   CHECK(plan.gemm_macs == 3894080 + 4 * 36 * 52 * 52);
@@ -344,7 +345,7 @@ TEST_CASE("an LSTM's gates and an inception module's branches fuse, pools and ve
   // lstm1_small (8 steps): step 0's three gates (no f gate: c0 = 0) and steps 1-7's four over
   // [x_t, h_(t-1)]; the cells' vector steps and the head alone. inception: two pairs of 1 x 1
   // branches over one input. mnist_mlp: three dense layers, each over the last one's output.
-  const std::filesystem::path dir = std::filesystem::path(TPUSIM_SOURCE_DIR) / "workloads" / "small";
+  const std::filesystem::path dir = std::filesystem::path(tpusim::source_dir()) / "workloads" / "small";
   const std::vector<std::pair<const char*, std::map<size_t, size_t>>> want = {
       {"lstm1.toml", {{1, 39}, {3, 1}, {4, 7}}},
       {"inception.toml", {{1, 21}, {2, 2}}},

@@ -8,6 +8,7 @@
 #include <fstream>
 
 #include "isa/error.h"
+#include "tools/source_dir.h"
 
 using namespace tpusim;
 namespace fs = std::filesystem;
@@ -112,7 +113,7 @@ TEST_CASE("reference: the reference format round-trips", "[reference]") {
 }
 
 TEST_CASE("reference: the GPU runner's format is read as reference data", "[reference]") {
-  const auto files = gpu::load_reference(fs::path(TPUSIM_SOURCE_DIR) / "tests/data/gpu/fixture-gpu.json");
+  const auto files = gpu::load_reference(fs::path(tpusim::source_dir()) / "tests/data/gpu/fixture-gpu.json");
   REQUIRE(files.size() == 1);
   const gpu::ReferenceData& d = files[0];
   CHECK(d.source == "test-fixture");
@@ -128,7 +129,7 @@ TEST_CASE("reference: the GPU runner's format is read as reference data", "[refe
 }
 
 TEST_CASE("reference: the committed published figures (TPU paper, Table 4)", "[reference]") {
-  const auto files = gpu::load_reference(fs::path(TPUSIM_SOURCE_DIR) / "workloads/gpu-reference/published");
+  const auto files = gpu::load_reference(fs::path(tpusim::source_dir()) / "workloads/gpu-reference/published");
   REQUIRE(files.size() == 3);  // haswell, k80, tpu (sorted by path)
   for (const gpu::ReferenceData& d : files) {
     CHECK(d.source == "published");

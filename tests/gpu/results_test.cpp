@@ -5,6 +5,7 @@
 
 #include "gpu/results.h"
 #include "isa/error.h"
+#include "tools/source_dir.h"
 
 using namespace tpusim;
 
@@ -78,7 +79,7 @@ TEST_CASE("results as CSV: a header and one row per measurement", "[gpu][results
 }
 
 TEST_CASE("the committed fixture reads and says it is a fixture", "[gpu][results]") {
-  const auto path = std::filesystem::path(TPUSIM_SOURCE_DIR) / "tests" / "data" / "gpu" / "fixture-gpu.json";
+  const auto path = std::filesystem::path(tpusim::source_dir()) / "tests" / "data" / "gpu" / "fixture-gpu.json";
   const gpu::ResultsFile f = gpu::load_results(path);
   CHECK(f.kind == "test-fixture");
   CHECK(f.device.name.find("FIXTURE") != std::string::npos);

@@ -14,6 +14,7 @@
 #include "hw/cosim_array.h"
 #include "sim/machine.h"
 #include "sim/reference.h"
+#include "tools/source_dir.h"
 
 namespace tpusim::test {
 namespace {
@@ -39,7 +40,7 @@ sim::Arch square(uint64_t n) {
 compiler::Compiled workload(const char* rel, uint64_t batch, const sim::Arch& arch) {
   compiler::LoadOptions o;
   o.batch = batch;
-  return compiler::compile_file(std::filesystem::path(TPUSIM_SOURCE_DIR) / "workloads" / rel, arch, o);
+  return compiler::compile_file(std::filesystem::path(tpusim::source_dir()) / "workloads" / rel, arch, o);
 }
 
 // A conv, pool and dense model with signed inputs into the first layer and uint8 (ReLU) ones after.

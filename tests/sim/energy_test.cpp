@@ -13,6 +13,7 @@
 #include "isa/assembler.h"
 #include "sim/machine.h"
 #include "sim/report.h"
+#include "tools/source_dir.h"
 
 using namespace tpusim;
 
@@ -35,7 +36,7 @@ sim::Arch round_energies() {
 }  // namespace
 
 TEST_CASE("energy: actions and joules of matmul.s, the arithmetic by hand") {
-  const isa::Program p = isa::assemble_file(TPUSIM_SOURCE_DIR "/workloads/asm/matmul.s");
+  const isa::Program p = isa::assemble_file(std::string(tpusim::source_dir()) + "/workloads/asm/matmul.s");
   const sim::Arch a = round_energies();
   sim::RunOptions opt;
   opt.engine = sim::Engine::timing;
@@ -77,7 +78,7 @@ TEST_CASE("energy: actions and joules of matmul.s, the arithmetic by hand") {
 }
 
 TEST_CASE("energy: every engine gives the same energy (it depends on the program, not the data)") {
-  const isa::Program p = isa::assemble_file(TPUSIM_SOURCE_DIR "/workloads/asm/matmul.s");
+  const isa::Program p = isa::assemble_file(std::string(tpusim::source_dir()) + "/workloads/asm/matmul.s");
   const sim::Arch a;
   double joules[3];
   int i = 0;

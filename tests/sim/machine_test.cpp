@@ -6,6 +6,7 @@
 
 #include "machine_support.h"
 #include "sim/host_model.h"
+#include "tools/source_dir.h"
 
 using namespace tpusim;
 using namespace tpusim::test;
@@ -510,14 +511,14 @@ TEST_CASE("tile_use is the bounding box of nonzero weights", "[machine]") {
 TEST_CASE("the example programs on the 256x256 tpu-v1 and every engine", "[machine]") {
   for (const char* name : {"matmul.s", "mlp2.s", "conv3x3.s", "lstm_cell.s"}) {
     INFO(name);
-    const isa::Program p = isa::assemble_file(std::string(TPUSIM_SOURCE_DIR) + "/workloads/asm/" + name);
+    const isa::Program p = isa::assemble_file(std::string(tpusim::source_dir()) + "/workloads/asm/" + name);
     const auto r = run_all(p, sim::Arch{});
     CHECK(r.fast.cycles > 0);
   }
 }
 
 TEST_CASE("matmul.s on tpu-v1 - cycle count worked out by hand", "[machine]") {
-  const isa::Program p = isa::assemble_file(std::string(TPUSIM_SOURCE_DIR) + "/workloads/asm/matmul.s");
+  const isa::Program p = isa::assemble_file(std::string(tpusim::source_dir()) + "/workloads/asm/matmul.s");
   const auto r = run_all(p, sim::Arch{});
   // tile transfer ceil(65536 x 700 / 34000) = 1350, usable 1 + 1350 + 100 = 1451.
   // rhm: 8 rows x 256 bytes: ceil(2048 x 700 / 10740) = 134 cycles + 700: [2, 836).

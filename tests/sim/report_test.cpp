@@ -7,6 +7,7 @@
 
 #include "machine_support.h"
 #include "sim/host_model.h"
+#include "tools/source_dir.h"
 
 using namespace tpusim;
 
@@ -19,7 +20,7 @@ nlohmann::ordered_json report_of(const isa::Program& p, const sim::Arch& arch, c
 }  // namespace
 
 TEST_CASE("report keys are the schema's, in order", "[report]") {
-  const isa::Program p = isa::assemble_file(std::string(TPUSIM_SOURCE_DIR) + "/workloads/asm/mlp2.s");
+  const isa::Program p = isa::assemble_file(std::string(tpusim::source_dir()) + "/workloads/asm/mlp2.s");
   const sim::Arch arch;
   const sim::RunResult r = sim::simulate(p, arch, {sim::Engine::timing, 0});
   const auto j = report_of(p, arch, r);
@@ -41,7 +42,7 @@ TEST_CASE("report keys are the schema's, in order", "[report]") {
 }
 
 TEST_CASE("report figures follow from the counters", "[report]") {
-  const isa::Program p = isa::assemble_file(std::string(TPUSIM_SOURCE_DIR) + "/workloads/asm/matmul.s");
+  const isa::Program p = isa::assemble_file(std::string(tpusim::source_dir()) + "/workloads/asm/matmul.s");
   const sim::Arch arch;
   const sim::RunResult r = sim::simulate(p, arch, {sim::Engine::timing, 0});
   const auto j = report_of(p, arch, r);
@@ -90,7 +91,7 @@ TEST_CASE("batch comes from the program's metadata", "[report]") {
 }
 
 TEST_CASE("pieces: how a batch that does not fit whole runs, from the program's metadata", "[report]") {
-  isa::Program p = isa::assemble_file(std::string(TPUSIM_SOURCE_DIR) + "/workloads/asm/matmul.s");
+  isa::Program p = isa::assemble_file(std::string(tpusim::source_dir()) + "/workloads/asm/matmul.s");
   const sim::Arch arch;
   const sim::RunResult r = sim::simulate(p, arch, {sim::Engine::timing, 0});
   CHECK(report_of(p, arch, r)["pieces"].is_null());  // no metadata: nothing said
@@ -124,7 +125,7 @@ TEST_CASE("pieces: how a batch that does not fit whole runs, from the program's 
 }
 
 TEST_CASE("docs/report.md is generated from the schema", "[report]") {
-  std::ifstream f(std::string(TPUSIM_SOURCE_DIR) + "/docs/report.md");
+  std::ifstream f(std::string(tpusim::source_dir()) + "/docs/report.md");
   std::stringstream text;
   text << f.rdbuf();
   CHECK(text.str() == sim::report_markdown());

@@ -12,6 +12,7 @@
 #include "compiler/lower_options.h"
 #include "sim/parallel.h"
 #include "tools/sweep/spec.h"
+#include "tools/source_dir.h"
 
 using namespace tpusim::tools::sweep;
 
@@ -98,7 +99,7 @@ TEST_CASE("schedule: a point put back (its worker died) is handed out again, the
 }
 
 TEST_CASE("schedule: estimates from the model's shapes order the paper apps' points") {
-  const Spec spec = load_spec(TPUSIM_SOURCE_DIR "/workloads/sweeps/paper-matrix.toml");
+  const Spec spec = load_spec(std::string(tpusim::source_dir()) + "/workloads/sweeps/paper-matrix.toml");
   std::vector<const Point*> todo;
   for (const Point& p : spec.points) todo.push_back(&p);
   const std::vector<PointCost> costs = estimate_costs(spec, todo);
@@ -146,7 +147,7 @@ batch = [1, 2]
 mapper.pack = ["on", "off"]
 mapper.concat_inplace = ["on", "off"]
 )",
-                               TPUSIM_SOURCE_DIR "/workloads/sweeps/keys.toml");
+                               std::string(tpusim::source_dir()) + "/workloads/sweeps/keys.toml");
   std::vector<const Point*> todo;
   for (const Point& p : spec.points) todo.push_back(&p);
   REQUIRE(todo.size() == 8);
@@ -227,7 +228,7 @@ ProgramCounts compiled_counts(const Point& p) {
 Spec one_workload(const std::string& workload, const std::string& sides) {
   return parse_spec("[sweep]\nname = \"counts\"\nengine = \"timing\"\nworkloads = [\"../" + workload +
                         "\"]\n[grid.array]\narray_rows = [" + sides + "]\narray_cols = [" + sides + "]\n",
-                    TPUSIM_SOURCE_DIR "/workloads/sweeps/counts.toml");
+                    std::string(tpusim::source_dir()) + "/workloads/sweeps/counts.toml");
 }
 }  // namespace
 
@@ -273,7 +274,7 @@ TEST_CASE("schedule: the pieces and activates counted from the shapes are the co
 namespace {
 Spec machines(const std::string& workloads, const std::string& points) {
   return parse_spec("[sweep]\nname = \"machines\"\nengine = \"timing\"\nworkloads = [" + workloads + "]\n" + points,
-                    TPUSIM_SOURCE_DIR "/workloads/sweeps/machines.toml");
+                    std::string(tpusim::source_dir()) + "/workloads/sweeps/machines.toml");
 }
 }  // namespace
 

@@ -7,6 +7,7 @@
 
 #include "isa/error.h"
 #include "tools/sweep/results.h"
+#include "tools/source_dir.h"
 
 using namespace tpusim;
 using namespace tpusim::tools::sweep;
@@ -14,7 +15,7 @@ using namespace tpusim::tools::sweep;
 namespace {
 
 const std::filesystem::path kSpecPath =
-    TPUSIM_SOURCE_DIR "/workloads/sweeps/test.toml";  // workloads resolve from here
+    std::string(tpusim::source_dir()) + "/workloads/sweeps/test.toml";  // workloads resolve from here
 
 Spec parse(const std::string& body) {
   return parse_spec("[sweep]\nworkloads = [\"../small/mnist_mlp.toml\", \"../small/tiny_cnn.toml\"]\n" + body,

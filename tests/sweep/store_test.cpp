@@ -14,13 +14,14 @@
 
 #include "isa/error.h"
 #include "tools/sweep/statement.h"
+#include "tools/source_dir.h"
 
 using namespace tpusim::tools::sweep;
 
 TEST_CASE("store: a batch that fails is rolled back and the reused INSERT stores the next") {
   const Spec spec = parse_spec(
       "[sweep]\nworkloads = [\"../asm/matmul.s\"]\nengine = \"fast\"\n[grid]\nclock_mhz = [700, 800, 900]\n",
-      TPUSIM_SOURCE_DIR "/workloads/sweeps/test.toml");
+      std::string(tpusim::source_dir()) + "/workloads/sweeps/test.toml");
   REQUIRE(spec.points.size() == 3);
   ResultStore store(":memory:");
   store.attach_spec(spec);
@@ -57,7 +58,7 @@ TEST_CASE("store: a batch that fails is rolled back and the reused INSERT stores
 // kept all 16).
 TEST_CASE("store: model_macs and model_tops are numbers, exact in the CSV") {
   const Spec spec = parse_spec("[sweep]\nworkloads = [\"../asm/matmul.s\"]\nengine = \"timing\"\n",
-                               TPUSIM_SOURCE_DIR "/workloads/sweeps/test.toml");
+                               std::string(tpusim::source_dir()) + "/workloads/sweeps/test.toml");
   REQUIRE(spec.points.size() == 1);
   ResultStore store(":memory:");
   store.attach_spec(spec);

@@ -1,6 +1,7 @@
 // The sweep's worker processes (tools/sweep/workers.h): a worker that dies is replaced and the
 // sweep runs every point.
 #include "tools/sweep/workers.h"
+#include "tools/source_dir.h"
 
 #include <sys/stat.h>
 #include <unistd.h>
@@ -39,7 +40,7 @@ TEST_CASE("workers: a worker gone before its first point is replaced and every p
   chmod(script.c_str(), 0755);
   const Spec spec = parse_spec(
       "[sweep]\nworkloads = [\"../asm/matmul.s\"]\nengine = \"fast\"\n[grid]\nclock_mhz = [700, 800, 900]\n",
-      TPUSIM_SOURCE_DIR "/workloads/sweeps/test.toml");
+      std::string(tpusim::source_dir()) + "/workloads/sweeps/test.toml");
   REQUIRE(spec.points.size() == 3);
   std::vector<const Point*> todo;
   for (const Point& p : spec.points) todo.push_back(&p);

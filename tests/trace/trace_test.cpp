@@ -18,6 +18,7 @@
 #include "isa/disassembler.h"
 #include "sim/host_model.h"
 #include "vcd_reader.h"
+#include "tools/source_dir.h"
 
 using namespace tpusim;
 using nlohmann::json;
@@ -25,7 +26,7 @@ using sim::Engine;
 
 namespace {
 
-const std::string kAsm = std::string(TPUSIM_SOURCE_DIR) + "/workloads/asm/";
+const std::string kAsm = std::string(tpusim::source_dir()) + "/workloads/asm/";
 const std::vector<std::string> kPrograms = {"matmul.s", "mlp2.s", "lstm_cell.s", "conv3x3.s"};
 
 struct Traced {
@@ -427,7 +428,7 @@ TEST_CASE("VCD: the window starts the dump at its first cycle", "[trace][vcd]") 
 //   whm [2243, 3077); halt ends at 3077.
 TEST_CASE("the event log of matmul.s, line by line", "[trace][log]") {
   const auto t = run_file("matmul.s");
-  std::ifstream f(std::string(TPUSIM_SOURCE_DIR) + "/tests/trace/data/matmul.log");
+  std::ifstream f(std::string(tpusim::source_dir()) + "/tests/trace/data/matmul.log");
   std::stringstream expected;
   expected << f.rdbuf();
   REQUIRE(!expected.str().empty());

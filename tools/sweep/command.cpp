@@ -19,6 +19,7 @@
 #include "tools/sweep/progress.h"
 #include "tools/sweep/store.h"
 #include "tools/sweep/workers.h"
+#include "tools/source_dir.h"
 
 namespace fs = std::filesystem;
 
@@ -56,7 +57,7 @@ std::string python_exe(const std::string& given) {
 }
 
 void plot(const std::string& csv, const std::string& prefix, const std::string& python) {
-  const std::string script = TPUSIM_SOURCE_DIR "/scripts/plot.py";
+  const std::string script = std::string(tpusim::source_dir()) + "/scripts/plot.py";
   const std::string cmd = fmt::format("{} {} sweep {} --out {}", python_exe(python), shell_quote(script),
                                       shell_quote(csv), shell_quote(prefix));
   if (std::system(cmd.c_str()) != 0)
