@@ -207,6 +207,14 @@ std::string check_name(std::string_view name) {
   return ok ? "" : "expected a non-empty name of letters, digits, '_', '.' and '-'";
 }
 
+// "; the nearest multiples are 25165800 and 25166100" for a size that is no multiple of `unit`: what
+// a user who changed the array's shape (and kept tpu-v1's 24 MiB or 8 GiB) can set instead.
+std::string nearest_multiples(uint64_t value, uint64_t unit) {
+  const uint64_t below = value / unit * unit;
+  if (below == 0) return fmt::format("; the smallest multiple is {}", unit);
+  return fmt::format("; the nearest multiples are {} and {}", below, below + unit);
+}
+
 }  // namespace
 
 std::optional<ArchViolation> arch_violation(const Arch& a) {
@@ -228,7 +236,8 @@ std::optional<ArchViolation> arch_violation(const Arch& a) {
   }
   if (a.ub_bytes % a.ub_row_bytes() != 0)
     return violation("ub_bytes", std::to_string(a.ub_bytes),
-                     fmt::format("is not a multiple of the UB row width {} (max(array_rows, array_cols))", a.ub_row_bytes()),
+                     fmt::format("is not a multiple of the UB row width {} (max(array_rows, array_cols)){}",
+                                 a.ub_row_bytes(), nearest_multiples(a.ub_bytes, a.ub_row_bytes())),
                      false);
   if (a.ub_rows() > isa::field_max(ub_field()) + 1)
     return violation("ub_bytes", std::to_string(a.ub_bytes),
@@ -237,7 +246,8 @@ std::optional<ArchViolation> arch_violation(const Arch& a) {
                      false);
   if (a.weight_mem_bytes % a.tile_bytes() != 0)
     return violation("weight_mem_bytes", std::to_string(a.weight_mem_bytes),
-                     fmt::format("is not a multiple of the tile size {} (array_rows * array_cols)", a.tile_bytes()),
+                     fmt::format("is not a multiple of the tile size {} (array_rows * array_cols){}", a.tile_bytes(),
+                                 nearest_multiples(a.weight_mem_bytes, a.tile_bytes())),
                      false);
   return std::nullopt;
 }

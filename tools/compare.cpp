@@ -500,6 +500,17 @@ int cmd_compare(const CompareArgs& a) {
   for (const std::string& p : a.gpu_files.empty() ? default_reference(a) : a.gpu_files)
     for (gpu::ReferenceData& d : gpu::load_reference(p)) files.push_back(std::move(d));
   std::vector<Group> groups = collect(files, a);
+  // No output over a file compare reads (`--csv ref.json`, `--plot ref` writing ref.json, `--json
+  // mlp0.toml` replaced the reference data or the model): refused before anything is simulated.
+  std::vector<std::string> inputs = {a.arch_file};
+  for (const gpu::ReferenceData& f : files) inputs.push_back(f.path);
+  inputs.insert(inputs.end(), a.tpu_reports.begin(), a.tpu_reports.end());
+  inputs.insert(inputs.end(), a.models.begin(), a.models.end());
+  for (const Group& g : groups) inputs.push_back(g.model_key);  // each description, canonical
+  const std::string plot_data = a.plot_prefix.empty() ? "" : a.plot_prefix + ".json";
+  for (const auto& [flag, f] : {std::pair{"--csv", a.csv_out}, std::pair{"--json", a.json_out},
+                                std::pair{"--plot", plot_data}})
+    io::refuse_input_as_output(f, flag, inputs);
   bool any_ratio = false;
   for (const gpu::ReferenceData& f : files) any_ratio |= !f.ratios.empty();
   if (groups.empty() && !any_ratio)

@@ -13,6 +13,7 @@
 
 #include "compiler/compile.h"
 #include "isa/error.h"
+#include "isa/file_io.h"
 #include "sim/arch.h"
 #include "sim/machine.h"
 #include "sim/report.h"
@@ -495,6 +496,11 @@ int cmd_validate(const ValidateArgs& args) {
   doc["paper"] = "Jouppi et al., In-Datacenter Performance Analysis of a Tensor Processing Unit, ISCA 2017, Table 3";
   doc["apps"] = ojson::array();
   const fs::path dir = args.workloads.empty() ? fs::path("workloads/tpu-v1") : fs::path(args.workloads);
+  // `--json workloads/tpu-v1/mlp1.toml` wrote the results over the description: refused first.
+  std::vector<std::string> inputs = {args.arch_file};
+  for (const PaperApp* p : chosen) inputs.push_back((dir / (std::string(p->name) + ".toml")).string());
+  for (const auto& [flag, f] : {std::pair{"--json", args.json_out}, std::pair{"--csv", args.csv_out}})
+    io::refuse_input_as_output(f, flag, inputs);
   for (const PaperApp* p : chosen) {
     if (!args.quiet) fmt::print(stderr, "validate: {}\n", p->name);
     doc["apps"].push_back(validate_app(*p, dir / (std::string(p->name) + ".toml"), arch, mapper));

@@ -309,17 +309,17 @@ TEST_CASE("load_arch_file: missing files, directories and rule violations", "[ar
   REQUIRE_THROWS_WITH(f.load("{\"ub_bytes\": 1000}"),
                       (f.dir / "arch.json").string() +
                           ":1: ub_bytes = 1000 is not a multiple of the UB row width "
-                          "256 (max(array_rows, array_cols))");
+                          "256 (max(array_rows, array_cols)); the nearest multiples are 768 and 1024");
   REQUIRE_THROWS_WITH(f.load("{\n  \"base\": \"tpu-v1\",\n  \"array_rows\": 128,\n  \"ub_bytes\": 1000\n}"),
                       (f.dir / "arch.json").string() +
                           ":4: ub_bytes = 1000 is not a multiple of the UB row width "
-                          "256 (max(array_rows, array_cols))");
+                          "256 (max(array_rows, array_cols)); the nearest multiples are 768 and 1024");
   // A rule about a parameter the file does not give: the file alone (tpu-v1's 24 MiB UB is no
   // multiple of a 300-byte row).
   REQUIRE_THROWS_WITH(f.load("{\n  \"array_rows\": 300\n}"),
                       (f.dir / "arch.json").string() +
                           ": ub_bytes = 25165824 is not a multiple of the UB row width "
-                          "300 (max(array_rows, array_cols))");
+                          "300 (max(array_rows, array_cols)); the nearest multiples are 25165800 and 25166100");
 }
 
 TEST_CASE("validate: every rule, with a failing example", "[arch]") {
@@ -356,9 +356,22 @@ TEST_CASE("validate: every rule, with a failing example", "[arch]") {
   fails("weight_mem_bytes=1099511693312",  // 2^40 + 65536
         "weight_mem_bytes = 1099511693312 exceeds the maximum 1099511627776 (the ISA's 40-bit waddr field)");
   fails("weight_mem_bytes=100000",
-        "weight_mem_bytes = 100000 is not a multiple of the tile size 65536 (array_rows * array_cols)");
+        "weight_mem_bytes = 100000 is not a multiple of the tile size 65536 (array_rows * array_cols); the nearest "
+        "multiples are 65536 and 131072");
+  // A shape that is no power of two leaves tpu-v1's 8 GiB no multiple of its tiles: the message says
+  // what to set instead (8589934592 = 44739242 x 192 + 128).
+  {
+    Arch a = with_set("array_rows=8");
+    sim::apply_set(a, "array_cols=24");
+    REQUIRE_THROWS_WITH(sim::validate(a),
+                        "architecture 'tpu-v1': weight_mem_bytes = 8589934592 is not a multiple of the tile size 192 "
+                        "(array_rows * array_cols); the nearest multiples are 8589934464 and 8589934656");
+  }
+  fails("weight_mem_bytes=1000", "weight_mem_bytes = 1000 is not a multiple of the tile size 65536 (array_rows * "
+                                 "array_cols); the smallest multiple is 65536");
   fails("ub_bytes=1000",
-        "ub_bytes = 1000 is not a multiple of the UB row width 256 (max(array_rows, array_cols))");
+        "ub_bytes = 1000 is not a multiple of the UB row width 256 (max(array_rows, array_cols)); the nearest "
+        "multiples are 768 and 1024");
   fails(
       "ub_bytes=4294967552",  // (2^24 + 1) rows of 256 bytes
       "ub_bytes = 4294967552 is 16777217 rows of 256 bytes, more than the 16777216 rows (the ISA's 24-bit ub "

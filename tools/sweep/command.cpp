@@ -134,8 +134,13 @@ int cmd_sweep(const SweepArgs& a) {
     return 0;
   }
   const Outputs out = outputs(a.output, a.db, a.jsonl);
-  for (const fs::path& f : {out.csv, out.db, out.jsonl})
-    io::refuse_input_as_output(f.string(), "-o", std::array{a.spec});
+  // Every file the sweep reads: the spec, its workloads and its [sweep] arch file (`-o mlp.toml`
+  // for `-o mlp.csv` wrote the results over the model description).
+  std::vector<std::string> inputs = {a.spec, spec.arch_file.string()};
+  for (const Workload& w : spec.workloads) inputs.push_back(w.path.string());
+  for (const auto& [flag, f] : {std::pair{"-o", out.csv}, std::pair{a.db.empty() ? "-o" : "--db", out.db},
+                                std::pair{a.jsonl.empty() ? "-o" : "--jsonl", out.jsonl}})
+    io::refuse_input_as_output(f.string(), flag, inputs);
   const io::FileLock lock(out.db,
                           "another sweep is writing these results now; wait for it to finish, or give this "
                           "one another -o (a finished or killed sweep holds no lock: --resume it)");
@@ -219,6 +224,9 @@ int cmd_sweep_merge(const SweepMergeArgs& a) {
     if (!fs::is_regular_file(in)) throw InputError(fmt::format("{}: no such file", in));
     all_db &= fs::path(in).extension() != ".csv";
   }
+  // `sweep merge shard-0.csv shard-1.csv -o shard-1.csv` replaced a shard's results with the merge.
+  for (const auto& [flag, f] : {std::pair{"-o", a.output}, std::pair{"--jsonl", a.jsonl}})
+    io::refuse_input_as_output(f, flag, a.inputs);
   if (!a.db.empty() && !all_db)
     throw InputError("sweep merge: --db needs every input to be a database (.db)");
   if (!a.jsonl.empty() && !all_db)

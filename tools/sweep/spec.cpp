@@ -411,7 +411,10 @@ void read_sweep_table(const Reader& r, const toml::table& t, Spec& spec, sim::Ar
              "expected a whole number of cycles (0: no limit)");
     spec.max_cycles = static_cast<uint64_t>(n->as_integer()->get());
   }
-  if (const toml::node* n = t.get("arch")) arch = base_arch(r, *n, spec.path);
+  if (const toml::node* n = t.get("arch")) {
+    arch = base_arch(r, *n, spec.path);
+    if (n->as_string()->get().ends_with(".json")) spec.arch_file = spec.path.parent_path() / n->as_string()->get();
+  }
   const toml::node* w = t.get("workloads");
   if (!w) r.fail(line_of(t), "sweep", "workloads", "", "missing: the models or programs to run");
   read_workloads(r, *w, spec);

@@ -47,6 +47,7 @@ struct Spec {
   sim::Engine engine = sim::Engine::timing;
   uint64_t max_cycles = 0;  // per point; 0: no limit
   std::vector<Workload> workloads;
+  std::filesystem::path arch_file;  // [sweep] arch when it names a .json file (an input, as the workloads)
   std::vector<Point> points;
   uint64_t duplicates = 0;  // points dropped because an earlier point is the same
   // `sweep --full-compile` (not part of the spec): compile every point with data, as for the other
