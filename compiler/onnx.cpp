@@ -635,7 +635,8 @@ constexpr const char* kNoPool1d =
 // becomes the (k - 1) d + 1 kernel with zeros between its taps, and a direction padded by less
 // than the other (p < P: a 1-D convolution's rows, which have none) gets a kernel 2 (P - p) larger
 // in that direction, its taps in the middle (the extra rows or columns read only the border or
-// nothing, times zero). Both cost the larger kernel's MACs.
+// nothing, times zero). Both cost the larger kernel's cycles; Layer::taps marks the model's taps,
+// so the MACs counted (model_macs, the array's useful macs) are the model's.
 void Importer::conv(bool qlinear) {
   allow_attributes({"auto_pad", "dilations", "group", "kernel_shape", "pads", "strides"});
   const Value& x = value(0);
@@ -747,6 +748,11 @@ void Importer::conv(bool qlinear) {
   l.pad = pad;
   l.groups = uint64_t(group);  // the weights below are held dense, zero across groups (graph.h)
   l.weights.assign(gh * gw * c * m, 0.0f);
+  if (gh * gw != kh * kw) {  // the model's taps among the positions the machine reads (Layer::taps)
+    l.taps.assign(gh * gw, 0);
+    for (uint64_t r = 0; r < kh; ++r)
+      for (uint64_t s = 0; s < kw; ++s) l.taps[(oy + r * dh) * gw + ox + s * dw] = 1;
+  }
   const uint64_t per_group = m / uint64_t(group);
   for (uint64_t j = 0; j < m; ++j)
     for (uint64_t ci = 0; ci < cg; ++ci)

@@ -875,7 +875,7 @@ void Quantizer::dense_or_conv() {
   if (L.seeded_weights) op.weight_id = weight_ids_++;
   op.kernel_h = kh;
   op.kernel_w = kw;
-  if (L.type == LayerType::conv2d) op.stride = L.stride, op.pad = L.pad, op.groups = L.groups;
+  if (L.type == LayerType::conv2d) op.stride = L.stride, op.pad = L.pad, op.groups = L.groups, op.taps = L.taps;
   for (int t : ins) op.inputs.push_back(View{t});
   // A branch of a concat written in place, at the concat's scale: its channels of the joined tensor.
   if (const std::optional<Dest>& d = dest_[li_];

@@ -477,6 +477,22 @@ def grus():
          [inp("x", [t, "N", f])], outp("y"), dict(w1=w1, r1=r1))
 
 
+def conv_dilated3():
+    """PyTorch's dilated 3 x 3 (Conv2d(4, 8, 3, padding=2, dilation=2), then a depthwise one alike):
+    9 taps each, read by the machine as a 5 x 5 kernel with zeros between them."""
+    x, w1, b1, w2, b2 = f32(N, 4, 6, 6), f32(8, 4, 3, 3), f32(8), f32(8, 1, 3, 3), f32(8)
+    nodes = [helper.make_node("Conv", ["x", "w1", "b1"], ["c1"], name="/c1/Conv", kernel_shape=[3, 3], pads=[2, 2, 2, 2],
+                              dilations=[2, 2]),
+             helper.make_node("Relu", ["c1"], ["r1"], name="/Relu"),
+             helper.make_node("Conv", ["r1", "w2", "b2"], ["y"], name="/c2/Conv", kernel_shape=[3, 3], pads=[2, 2, 2, 2],
+                              dilations=[2, 2], group=8)]
+    r1 = relu(conv_general(x, w1, b1, [1, 1], [2, 2], [2, 2]))
+    y = np.concatenate([conv_general(r1[:, c:c + 1], w2[c:c + 1], b2[c:c + 1], [1, 1], [2, 2], [2, 2]) for c in range(8)],
+                       axis=1)
+    save("conv_dilated3", nodes, [inp("x", ["N", 4, 6, 6])], outp("y"), dict(w1=w1, b1=b1, w2=w2, b2=b2), x, y)
+
+
+# (New models go last: the generator's draws for the earlier ones, and so their files, stay the same.)
 for make in (gemm, matmul_add, matmul_seq, conv_pad_stride, conv_group, conv_same_bn_clip, pools, global_avg_reshape,
-             add_mul_softmax, lstms, quantized, bad, concats, exported, lstm_outputs, conv1d, grus):
+             add_mul_softmax, lstms, quantized, bad, concats, exported, lstm_outputs, conv1d, grus, conv_dilated3):
     make()
