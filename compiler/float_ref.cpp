@@ -240,10 +240,11 @@ Data LayerRun::conv2d() const {
 Data LayerRun::pool(bool avg) const {
   expect_inputs(1);
   const Shape& s = *in[0];
-  const uint64_t win = layer.kernel_h, st = layer.stride;
-  if (win == 0 || st == 0 || layer.kernel_w != win || s.h < win || s.w < win)
-    fail(fmt::format("window {} x {} (stride {}) does not fit the {} input", win, layer.kernel_w, st, dims(s)));
-  const uint64_t oh = (s.h - win) / st + 1, ow = (s.w - win) / st + 1, c = s.c;
+  // Square windows, or 1 x k over a map of height 1 (a 1-D pool, ONNX's over a line).
+  const uint64_t kh = layer.kernel_h, kw = layer.kernel_w, st = layer.stride;
+  if (kh == 0 || st == 0 || (kw != kh && (kh != 1 || s.h != 1)) || s.h < kh || s.w < kw)
+    fail(fmt::format("window {} x {} (stride {}) does not fit the {} input", kh, kw, st, dims(s)));
+  const uint64_t oh = (s.h - kh) / st + 1, ow = (s.w - kw) / st + 1, c = s.c;
   expect_out(oh, ow, c);
   Data out(batch() * oh * ow * c);
   for (uint64_t img = 0; img < batch(); ++img)
@@ -251,12 +252,12 @@ Data LayerRun::pool(bool avg) const {
       for (uint64_t ox = 0; ox < ow; ++ox)
         for (uint64_t k = 0; k < c; ++k) {
           double v = avg ? 0.0 : -INFINITY;
-          for (uint64_t r = 0; r < win; ++r)
-            for (uint64_t q = 0; q < win; ++q) {
+          for (uint64_t r = 0; r < kh; ++r)
+            for (uint64_t q = 0; q < kw; ++q) {
               const double e = (*x[0])[((img * s.h + oy * st + r) * s.w + ox * st + q) * c + k];
               v = avg ? v + e : std::max(v, e);
             }
-          out[((img * oh + oy) * ow + ox) * c + k] = static_cast<float>(avg ? v / double(win * win) : v);
+          out[((img * oh + oy) * ow + ox) * c + k] = static_cast<float>(avg ? v / double(kh * kw) : v);
         }
   return out;
 }

@@ -33,7 +33,9 @@
 // When a layer's given scale differs from the scale its stage produces (sigmoid/tanh, or relu6
 // in a VectorOp), the stage writes "NAME.act" and a VectorOp pass requantizes it into NAME.
 //
-// Pooling -> PoolOp, the output keeping the input's scale. activation layers -> one VectorOp
+// Pooling -> PoolOp, the output keeping the input's scale; a 1-D pool (1 x k over a map of height
+// 1) -> k VectorOp passes copying the line into the rows of a k x L map "NAME.rows", then a PoolOp
+// of k x k windows over it (pool_into). activation layers -> one VectorOp
 // pass: none and relu keep the input's scale (unless given); relu6, sigmoid, tanh as above.
 // add -> VectorOp add: operands of different scales are first aligned by a VectorOp pass that
 // requantizes the finer one (the smaller scale) into "NAME.rescale" at the coarser scale (so
@@ -291,6 +293,7 @@ class Quantizer {
 
   void dense_or_conv();
   void pool();
+  void pool_into(int in, int out, const std::string& suffix);
   void elementwise(bool mul);
   void activation();
   void lstm();
@@ -891,14 +894,33 @@ void Quantizer::dense_or_conv() {
   end_output(out, st);
 }
 
-void Quantizer::pool() {
+// A pool of tensor `in` into `out`. A 1-D pool (a 1 x k window over a map of height 1, ONNX's
+// over a line [N, C, L]) runs on the machine's square windows: the line is first copied k times,
+// one copy under the other (k vec passes, exact), into a k x L map `NAME.rows` whose k x k window
+// at column x holds the line's window at x once per row: the same maximum, and the same average
+// (k times the window's sum over k^2, rounded alike). `suffix` names a part's copy.
+void Quantizer::pool_into(int in, int out, const std::string& suffix) {
   const Layer& L = layer();
   const auto kind = L.type == LayerType::avg_pool ? isa::PoolKind::avg : isa::PoolKind::max;
+  if (L.kernel_h == L.kernel_w) {
+    emit(PoolOp{View{in}, View{out}, kind, L.kernel_h, L.stride});
+    return;
+  }
+  const Shape& line = shape_of(in);
+  const uint64_t k = L.kernel_w;
+  const int rows = add_tensor(L.name + ".rows" + suffix, map_shape(k, line.w, line.c), scale_of(in), L.name);
+  for (uint64_t r = 0; r < k; ++r) emit(vector(isa::VecOp::pass, in, in, View{rows, r * line.w, line.w}, 1.0));
+  emit(PoolOp{View{rows}, View{out}, kind, k, L.stride});
+}
+
+void Quantizer::pool() {
+  const Layer& L = layer();
   if (const std::vector<int>* ps = parts(L.inputs.at(0)); ps && !L.scale) {  // part by part
     for (int t : *ps) {
       const Shape s{L.out.rank, L.out.h, L.out.w, shape_of(t).c};
-      const int o = add_tensor(fmt::format("{}.p{}", L.name, parts_[li_].size()), s, scale_of(t), L.name);
-      emit(PoolOp{View{t}, View{o}, kind, L.kernel_h, L.stride});
+      const std::string suffix = fmt::format(".p{}", parts_[li_].size());
+      const int o = add_tensor(L.name + suffix, s, scale_of(t), L.name);
+      pool_into(t, o, suffix);
       parts_[li_].push_back(o);
     }
     return;
@@ -907,7 +929,7 @@ void Quantizer::pool() {
   const Stage st{isa::Func::identity, 127, scale_of(in), scale_of(in)};
   output_width(8, false);
   const int out = begin_output(L.out, st);
-  emit(PoolOp{View{in}, View{out}, kind, L.kernel_h, L.stride});
+  pool_into(in, out, "");
   end_output(out, st);
 }
 
