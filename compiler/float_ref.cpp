@@ -137,6 +137,13 @@ struct LayerRun {
   Data lstm(std::vector<double>& cell_max) const;
   Data gru(std::vector<double>& n_max) const;
   Data concat() const;
+  // What an lstm (`gates` 4) and a gru (3) check alike: one [steps, c] input, units and stack of at
+  // least 1, the output's shape, `gates` weight matrices [in_l + units][units] per stacked layer
+  // and 4 biases of units per stacked layer (an lstm's gates; a gru's b_r, b_z, b_in, b_hn).
+  // Returns steps.
+  uint64_t recurrent_checks(const char* what, uint64_t gates) const;
+  // The layer's output from its top layer's h sequence: every step's h, or the last step's.
+  Data recurrent_output(Data seq, uint64_t steps) const;
 };
 
 // A convolution's geometry: input map h x w x c, kernel kh x kw, stride, zero padding; output
@@ -299,23 +306,37 @@ Data LayerRun::concat() const {
 
 double sigmoid(double z) { return 1.0 / (1.0 + std::exp(-z)); }
 
-// Stacked LSTM layers over a [steps, c] sequence: gates i, f, g, o as fully connected layers over
-// [x_t, h_{t-1}], c_t = f c_{t-1} + i g, h_t = o tanh(c_t), h_{-1} = c_{-1} = 0.
-Data LayerRun::lstm(std::vector<double>& cell_max) const {
+uint64_t LayerRun::recurrent_checks(const char* what, uint64_t gates) const {
   expect_inputs(1);
   const Shape& s = *in[0];
   const uint64_t steps = s.pixels(), u = layer.units, stack = layer.stack;
-  if (u == 0 || stack == 0) fail("an lstm needs units >= 1 and stack >= 1");
+  if (u == 0 || stack == 0) fail(fmt::format("{} needs units >= 1 and stack >= 1", what));
   if (layer.return_sequences) expect_out(steps, 1, u);
   else expect_out(1, 1, u);
   uint64_t weights = 0;
-  for (uint64_t l = 0; l < stack; ++l) weights += 4 * ((l == 0 ? s.c : u) + u) * u;
+  for (uint64_t l = 0; l < stack; ++l) weights += gates * ((l == 0 ? s.c : u) + u) * u;
   expect_size(layer.weights, weights, "weights");
   if (!layer.bias.empty()) expect_size(layer.bias, stack * 4 * u, "biases");
+  return steps;
+}
+
+Data LayerRun::recurrent_output(Data seq, uint64_t steps) const {
+  if (layer.return_sequences) return seq;
+  const uint64_t u = layer.units;
+  Data last(batch() * u);
+  for (uint64_t img = 0; img < batch(); ++img)
+    std::copy_n(&seq[(img * steps + steps - 1) * u], u, &last[img * u]);
+  return last;
+}
+
+// Stacked LSTM layers over a [steps, c] sequence: gates i, f, g, o as fully connected layers over
+// [x_t, h_{t-1}], c_t = f c_{t-1} + i g, h_t = o tanh(c_t), h_{-1} = c_{-1} = 0.
+Data LayerRun::lstm(std::vector<double>& cell_max) const {
+  const uint64_t steps = recurrent_checks("an lstm", 4), u = layer.units, stack = layer.stack;
   cell_max.assign(stack * steps, 0.0);
 
   Data seq = *x[0];
-  uint64_t in_c = s.c, offset = 0;
+  uint64_t in_c = in[0]->c, offset = 0;
   const uint64_t n = batch();
   for (uint64_t l = 0; l < stack; ++l) {
     const uint64_t rows = in_c + u;
@@ -355,11 +376,7 @@ Data LayerRun::lstm(std::vector<double>& cell_max) const {
     offset += 4 * rows * u;
     in_c = u;
   }
-  if (layer.return_sequences) return seq;
-  Data last(batch() * u);
-  for (uint64_t img = 0; img < batch(); ++img)
-    std::copy_n(&seq[(img * steps + steps - 1) * u], u, &last[img * u]);
-  return last;
+  return recurrent_output(std::move(seq), steps);
 }
 
 // Stacked GRU layers over a [steps, c] sequence (graph.h: gates r, z, n, PyTorch's formula):
@@ -367,20 +384,11 @@ Data LayerRun::lstm(std::vector<double>& cell_max) const {
 // b = W_n,h h + b_hn, n = tanh(a + r b), h_t = (1 - z) n + z h, h_{-1} = 0. n_max: per stacked
 // layer and step, the largest |a| and |r b|, then the largest |b| (reference.h).
 Data LayerRun::gru(std::vector<double>& n_max) const {
-  expect_inputs(1);
-  const Shape& s = *in[0];
-  const uint64_t steps = s.pixels(), u = layer.units, stack = layer.stack;
-  if (u == 0 || stack == 0) fail("a gru needs units >= 1 and stack >= 1");
-  if (layer.return_sequences) expect_out(steps, 1, u);
-  else expect_out(1, 1, u);
-  uint64_t weights = 0;
-  for (uint64_t l = 0; l < stack; ++l) weights += 3 * ((l == 0 ? s.c : u) + u) * u;
-  expect_size(layer.weights, weights, "weights");
-  if (!layer.bias.empty()) expect_size(layer.bias, stack * 4 * u, "biases");
+  const uint64_t steps = recurrent_checks("a gru", 3), u = layer.units, stack = layer.stack;
   n_max.assign(stack * steps * 2, 0.0);
 
   Data seq = *x[0];
-  uint64_t in_c = s.c, offset = 0;
+  uint64_t in_c = in[0]->c, offset = 0;
   const uint64_t n = batch();
   const auto bias = [&](uint64_t l, uint64_t k) { return layer.bias.empty() ? nullptr : &layer.bias[(l * 4 + k) * u]; };
   for (uint64_t l = 0; l < stack; ++l) {
@@ -415,11 +423,7 @@ Data LayerRun::gru(std::vector<double>& n_max) const {
     offset += 3 * rows * u;
     in_c = u;
   }
-  if (layer.return_sequences) return seq;
-  Data last(batch() * u);
-  for (uint64_t img = 0; img < batch(); ++img)
-    std::copy_n(&seq[(img * steps + steps - 1) * u], u, &last[img * u]);
-  return last;
+  return recurrent_output(std::move(seq), steps);
 }
 
 }  // namespace
