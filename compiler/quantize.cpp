@@ -1217,6 +1217,7 @@ void Quantizer::gru() {
     const std::vector<float> zeros(in_c * u, 0.0f), no_bias(u, 0.0f);
     const std::vector<double> b0_acc(u, sb / 256);
     MatmulOp b0 = matmul(zeros.data(), 1, rs_x, u, bias ? bias + 3 * u : no_bias.data(), b0_acc, b_stage);
+    b0.taps = {0};  // (no tap: it only adds b_hn, none of the model's multiplies, MatmulOp::taps)
     const std::string pre = fmt::format("{}.l{}", name, l);
     const int h = rl.h;
     for (uint64_t t = 0; t < steps; ++t) {
