@@ -137,6 +137,13 @@ struct LayerRun {
   Data lstm(std::vector<double>& cell_max) const;
   Data gru(std::vector<double>& n_max) const;
   Data concat() const;
+  // What an lstm (`gates` 4) and a gru (3) check alike: one [steps, c] input, units and stack of at
+  // least 1, the output's shape, `gates` weight matrices [in_l + units][units] per stacked layer
+  // and 4 biases of units per stacked layer (an lstm's gates; a gru's b_r, b_z, b_in, b_hn).
+  // Returns steps.
+  uint64_t recurrent_checks(const char* what, uint64_t gates) const;
+  // The layer's output from its top layer's h sequence: every step's h, or the last step's.
+  Data recurrent_output(Data seq, uint64_t steps) const;
 };
 
 // A convolution's geometry: input map h x w x c, kernel kh x kw, stride, zero padding; output
@@ -240,10 +247,11 @@ Data LayerRun::conv2d() const {
 Data LayerRun::pool(bool avg) const {
   expect_inputs(1);
   const Shape& s = *in[0];
-  const uint64_t win = layer.kernel_h, st = layer.stride;
-  if (win == 0 || st == 0 || layer.kernel_w != win || s.h < win || s.w < win)
-    fail(fmt::format("window {} x {} (stride {}) does not fit the {} input", win, layer.kernel_w, st, dims(s)));
-  const uint64_t oh = (s.h - win) / st + 1, ow = (s.w - win) / st + 1, c = s.c;
+  // Square windows, or 1 x k over a map of height 1 (a 1-D pool, ONNX's over a line).
+  const uint64_t kh = layer.kernel_h, kw = layer.kernel_w, st = layer.stride;
+  if (kh == 0 || st == 0 || (kw != kh && (kh != 1 || s.h != 1)) || s.h < kh || s.w < kw)
+    fail(fmt::format("window {} x {} (stride {}) does not fit the {} input", kh, kw, st, dims(s)));
+  const uint64_t oh = (s.h - kh) / st + 1, ow = (s.w - kw) / st + 1, c = s.c;
   expect_out(oh, ow, c);
   Data out(batch() * oh * ow * c);
   for (uint64_t img = 0; img < batch(); ++img)
@@ -251,12 +259,12 @@ Data LayerRun::pool(bool avg) const {
       for (uint64_t ox = 0; ox < ow; ++ox)
         for (uint64_t k = 0; k < c; ++k) {
           double v = avg ? 0.0 : -INFINITY;
-          for (uint64_t r = 0; r < win; ++r)
-            for (uint64_t q = 0; q < win; ++q) {
+          for (uint64_t r = 0; r < kh; ++r)
+            for (uint64_t q = 0; q < kw; ++q) {
               const double e = (*x[0])[((img * s.h + oy * st + r) * s.w + ox * st + q) * c + k];
               v = avg ? v + e : std::max(v, e);
             }
-          out[((img * oh + oy) * ow + ox) * c + k] = static_cast<float>(avg ? v / double(win * win) : v);
+          out[((img * oh + oy) * ow + ox) * c + k] = static_cast<float>(avg ? v / double(kh * kw) : v);
         }
   return out;
 }
@@ -298,23 +306,37 @@ Data LayerRun::concat() const {
 
 double sigmoid(double z) { return 1.0 / (1.0 + std::exp(-z)); }
 
-// Stacked LSTM layers over a [steps, c] sequence: gates i, f, g, o as fully connected layers over
-// [x_t, h_{t-1}], c_t = f c_{t-1} + i g, h_t = o tanh(c_t), h_{-1} = c_{-1} = 0.
-Data LayerRun::lstm(std::vector<double>& cell_max) const {
+uint64_t LayerRun::recurrent_checks(const char* what, uint64_t gates) const {
   expect_inputs(1);
   const Shape& s = *in[0];
   const uint64_t steps = s.pixels(), u = layer.units, stack = layer.stack;
-  if (u == 0 || stack == 0) fail("an lstm needs units >= 1 and stack >= 1");
+  if (u == 0 || stack == 0) fail(fmt::format("{} needs units >= 1 and stack >= 1", what));
   if (layer.return_sequences) expect_out(steps, 1, u);
   else expect_out(1, 1, u);
   uint64_t weights = 0;
-  for (uint64_t l = 0; l < stack; ++l) weights += 4 * ((l == 0 ? s.c : u) + u) * u;
+  for (uint64_t l = 0; l < stack; ++l) weights += gates * ((l == 0 ? s.c : u) + u) * u;
   expect_size(layer.weights, weights, "weights");
   if (!layer.bias.empty()) expect_size(layer.bias, stack * 4 * u, "biases");
+  return steps;
+}
+
+Data LayerRun::recurrent_output(Data seq, uint64_t steps) const {
+  if (layer.return_sequences) return seq;
+  const uint64_t u = layer.units;
+  Data last(batch() * u);
+  for (uint64_t img = 0; img < batch(); ++img)
+    std::copy_n(&seq[(img * steps + steps - 1) * u], u, &last[img * u]);
+  return last;
+}
+
+// Stacked LSTM layers over a [steps, c] sequence: gates i, f, g, o as fully connected layers over
+// [x_t, h_{t-1}], c_t = f c_{t-1} + i g, h_t = o tanh(c_t), h_{-1} = c_{-1} = 0.
+Data LayerRun::lstm(std::vector<double>& cell_max) const {
+  const uint64_t steps = recurrent_checks("an lstm", 4), u = layer.units, stack = layer.stack;
   cell_max.assign(stack * steps, 0.0);
 
   Data seq = *x[0];
-  uint64_t in_c = s.c, offset = 0;
+  uint64_t in_c = in[0]->c, offset = 0;
   const uint64_t n = batch();
   for (uint64_t l = 0; l < stack; ++l) {
     const uint64_t rows = in_c + u;
@@ -354,11 +376,7 @@ Data LayerRun::lstm(std::vector<double>& cell_max) const {
     offset += 4 * rows * u;
     in_c = u;
   }
-  if (layer.return_sequences) return seq;
-  Data last(batch() * u);
-  for (uint64_t img = 0; img < batch(); ++img)
-    std::copy_n(&seq[(img * steps + steps - 1) * u], u, &last[img * u]);
-  return last;
+  return recurrent_output(std::move(seq), steps);
 }
 
 // Stacked GRU layers over a [steps, c] sequence (graph.h: gates r, z, n, PyTorch's formula):
@@ -366,20 +384,11 @@ Data LayerRun::lstm(std::vector<double>& cell_max) const {
 // b = W_n,h h + b_hn, n = tanh(a + r b), h_t = (1 - z) n + z h, h_{-1} = 0. n_max: per stacked
 // layer and step, the largest |a| and |r b|, then the largest |b| (reference.h).
 Data LayerRun::gru(std::vector<double>& n_max) const {
-  expect_inputs(1);
-  const Shape& s = *in[0];
-  const uint64_t steps = s.pixels(), u = layer.units, stack = layer.stack;
-  if (u == 0 || stack == 0) fail("a gru needs units >= 1 and stack >= 1");
-  if (layer.return_sequences) expect_out(steps, 1, u);
-  else expect_out(1, 1, u);
-  uint64_t weights = 0;
-  for (uint64_t l = 0; l < stack; ++l) weights += 3 * ((l == 0 ? s.c : u) + u) * u;
-  expect_size(layer.weights, weights, "weights");
-  if (!layer.bias.empty()) expect_size(layer.bias, stack * 4 * u, "biases");
+  const uint64_t steps = recurrent_checks("a gru", 3), u = layer.units, stack = layer.stack;
   n_max.assign(stack * steps * 2, 0.0);
 
   Data seq = *x[0];
-  uint64_t in_c = s.c, offset = 0;
+  uint64_t in_c = in[0]->c, offset = 0;
   const uint64_t n = batch();
   const auto bias = [&](uint64_t l, uint64_t k) { return layer.bias.empty() ? nullptr : &layer.bias[(l * 4 + k) * u]; };
   for (uint64_t l = 0; l < stack; ++l) {
@@ -414,11 +423,7 @@ Data LayerRun::gru(std::vector<double>& n_max) const {
     offset += 3 * rows * u;
     in_c = u;
   }
-  if (layer.return_sequences) return seq;
-  Data last(batch() * u);
-  for (uint64_t img = 0; img < batch(); ++img)
-    std::copy_n(&seq[(img * steps + steps - 1) * u], u, &last[img * u]);
-  return last;
+  return recurrent_output(std::move(seq), steps);
 }
 
 }  // namespace

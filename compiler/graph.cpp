@@ -65,7 +65,7 @@ MatmulWork matmul_work(const QGraph& graph, const MatmulOp& op) {
   w.gemm_weights = positions * op.k * op.n;
   w.gemm_macs = graph.batch * count * w.gemm_weights;
   if (op.copy) return w;
-  w.model_weights = positions * (op.groups > 1 ? op.k / op.groups : op.k) * op.n;
+  w.model_weights = op.taps_in_rows(0, op.kernel_h) * (op.groups > 1 ? op.k / op.groups : op.k) * op.n;
   w.model_macs = graph.batch * count * w.model_weights;
   return w;
 }

@@ -66,6 +66,12 @@ struct Layer {
   uint64_t pad = 0;                     // conv2d zero padding, pixels on every side ("same" resolved)
   uint64_t groups = 1;                  // conv2d channel groups: filter j reads only input channels of
                                         // group j / (units / groups); 1 = dense, c = depthwise
+  // conv2d: which of the kernel's kernel_h x kernel_w positions are the model's taps (row-major, 1
+  // a tap); empty: all of them. A kernel the importer widened with zero weights the machine reads
+  // but the model does not multiply (an ONNX dilated kernel's gaps, the zero rows of a padded
+  // Conv1d's kernel: compiler/onnx.cpp) marks its other positions 0; they count in neither the
+  // model's MACs nor the array's useful ones (docs/compiler.md, "Kernel taps").
+  std::vector<uint8_t> taps;
   bool use_bias = true;                 // dense, conv2d
   // dense, conv2d: the weights' precision, 8 or 16 bits, as the description gives it (key
   // weight_bits); unset: the quantizer chooses (Model::precision, docs/compiler.md "16-bit layers").
@@ -204,6 +210,18 @@ struct MatmulOp {
   // The weights are held dense all the same; the back end skips the tiles that are all zero by
   // this structure (not by their values, so a program's timing does not depend on the data).
   uint64_t groups = 1;
+  // The kernel positions that are the model's taps (Layer::taps, [kernel_h][kernel_w], 1 a tap);
+  // empty: all of them. The others hold zero weights the machine reads and the model does not
+  // multiply (a dilated kernel's gaps): not in model_macs, not in the array's useful MACs.
+  std::vector<uint8_t> taps;
+  bool tap(uint64_t r, uint64_t s) const { return taps.empty() || taps[r * kernel_w + s] != 0; }
+  // The taps in kernel rows [r0, r0 + rows).
+  uint64_t taps_in_rows(uint64_t r0, uint64_t rows) const {
+    if (taps.empty()) return rows * kernel_w;
+    uint64_t n = 0;
+    for (uint64_t i = r0 * kernel_w; i < (r0 + rows) * kernel_w; ++i) n += taps[i] != 0;
+    return n;
+  }
   std::vector<int8_t> weights;   // [kernel_h][kernel_w][K][N]
   // 16-bit weights (the machine's 16-bit mode, docs/timing.md): empty for int8 weights; else the
   // high byte planes, [kernel_h][kernel_w][K][N] like `weights`, which then holds the low bytes
@@ -279,13 +297,15 @@ struct QGraph {
 };
 
 // The work of a MatmulOp per batch, from the graph alone (docs/report.md, "The model's MACs"):
-// - model_macs: the model's multiply-accumulates, each once: batch x output pixels x kernel_h x
-//   kernel_w x K / groups x N (a convolution's zero-padding taps included, as the usual count
-//   does; a 16-bit operand's product once); 0 for an identity copy (MatmulOp::copy). The same for
-//   every mapping of the model: concats in place or as parts, int8 or 16-bit elements.
+// - model_macs: the model's multiply-accumulates, each once: batch x output pixels x taps x K /
+//   groups x N, taps the kernel's (kernel_h x kernel_w, or those MatmulOp::taps marks: a dilated
+//   kernel's 9, not the 25 positions the machine reads; a convolution's taps over its zero
+//   padding included, as the usual count does; a 16-bit operand's product once); 0 for an
+//   identity copy (MatmulOp::copy). The same for every mapping of the model: concats in place or
+//   as parts, int8 or 16-bit elements.
 // - gemm_macs: what a dense GEMM of the op computes: batch x output pixels x kernel_h x kernel_w x
 //   K x N (a grouped convolution's zero blocks and the identity copies included): mapping-dependent.
-// - model_weights: kernel_h x kernel_w x K / groups x N, 0 for a copy (an LSTM gate's op at every
+// - model_weights: taps x K / groups x N, 0 for a copy (an LSTM gate's op at every
 //   step counts its weights again: docs/workloads.md, "MACs per weight byte").
 // - gemm_weights: kernel_h x kernel_w x K x N, as the GEMM holds them (copies included).
 struct MatmulWork {

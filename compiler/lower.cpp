@@ -813,10 +813,13 @@ void Lowering::pass(size_t i, const MatmulOp& m, const LaneTile& n, const std::v
             continue;
           }
           // Useful MACs a vector: the same-group (input, output) channel pairs of the tile's own
-          // channels; an identity copy's: the channels it copies (its ones; no model MACs).
+          // channels, none at a kernel position that is not one of the model's taps (a dilated
+          // kernel's gaps: MatmulOp::taps); an identity copy's: the channels it copies (its ones;
+          // no model MACs).
           const uint64_t n_first = n.slice * lanes_ + n.first;
-          const uint64_t useful = m.copy ? overlap(k_first, k.count, n_first, n.count)
-                                         : group_pairs(m, k_first, k.count, n_first, n.count);
+          const uint64_t useful = m.copy       ? overlap(k_first, k.count, n_first, n.count)
+                                  : m.tap(r, s) ? group_pairs(m, k_first, k.count, n_first, n.count)
+                                                : 0;
           // 16-bit weights: the low plane's tile (fetched unsigned), then the high plane's with
           // setcfg mm_weight_hi = 1, accumulating (docs/timing.md, "16-bit operands").
           const int planes = m.wide_weights() ? 2 : 1;
@@ -1461,10 +1464,12 @@ void Lowering::lower_packed(size_t i, const MatmulOp& m, const Packing& pk, uint
           mm[Field::stride] = gb - ga > 1 ? P * st * B : 0;
           mm[Field::switch_weights] = first;
           mm[Field::accumulate] = r0 > 0;
-          // Useful MACs a vector: the group's pixels' windows. The machine counts a gathering
-          // matmul's tile spans (one segment: its box); a short last group uses part of them, so
-          // its matmul gives its own figure (meta.matmul_macs).
-          const uint64_t per_vector = pixels * kh * m.kernel_w * group_pairs(m, 0, C, n.slice * lanes_ + n.first, n.count);
+          // Useful MACs a vector: the group's pixels' windows, the model's taps of them
+          // (MatmulOp::taps). The machine counts a gathering matmul's tile spans (one segment:
+          // its box); a short last group uses part of them, a dilated kernel's spans hold its
+          // gaps, so such a matmul gives its own figure (meta.matmul_macs).
+          const uint64_t per_vector =
+              pixels * m.taps_in_rows(r0, kh) * group_pairs(m, 0, C, n.slice * lanes_ + n.first, n.count);
           const isa::WeightTileUse& tu = image_.use_at(waddr.waddr);
           const uint64_t counted = gather.segments() > 1 ? tu.spans : uint64_t{tu.rows} * tu.cols;
           em_.matmul(mm, first, waddr, gather, false,

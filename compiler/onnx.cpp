@@ -278,7 +278,7 @@ class Importer {
   // ---- graph inputs ----
   void read_inputs();
   bool feeds_time_major_lstm(const std::string& name) const;
-  bool feeds_conv(const std::string& name) const;
+  bool feeds_line_op(const std::string& name) const;
 
   // ---- operators ----
   void dispatch();
@@ -288,6 +288,7 @@ class Importer {
              std::optional<double> scale);
   void conv(bool qlinear);
   void pool(bool max);
+  void pool_line(bool max);
   void global_avg_pool();
   Value global_avg(const Value& x);
   void reduce_mean();
@@ -424,11 +425,14 @@ bool Importer::feeds_time_major_lstm(const std::string& name) const {
   return any;
 }
 
-// Whether a Conv reads graph input `name` (3-D: then [N, C, L], a 1-D convolution's input, not a
-// sequence [N, T, F]).
-bool Importer::feeds_conv(const std::string& name) const {
+// Whether a Conv or a pool reads graph input `name` (3-D: then [N, C, L], a 1-D convolution's or
+// pool's input, not a sequence [N, T, F]).
+bool Importer::feeds_line_op(const std::string& name) const {
   for (const auto& n : g_.node())
-    if ((n.op_type() == "Conv" || n.op_type() == "QLinearConv") && n.input_size() > 0 && n.input(0) == name) return true;
+    if ((n.op_type() == "Conv" || n.op_type() == "QLinearConv" || n.op_type() == "MaxPool" ||
+         n.op_type() == "AveragePool") &&
+        n.input_size() > 0 && n.input(0) == name)
+      return true;
   return false;
 }
 
@@ -479,7 +483,7 @@ void Importer::read_inputs() {
     // The batch axis (0, or 1 for a time-major sequence) and the per-sample dimensions.
     size_t batch_axis = 0;
     if (d.size() == 3 && feeds_time_major_lstm(in.name())) batch_axis = 1, v.time_major = true;
-    const bool line = d.size() == 3 && !v.time_major && feeds_conv(in.name());  // [N, C, L]
+    const bool line = d.size() == 3 && !v.time_major && feeds_line_op(in.name());  // [N, C, L]
     std::vector<int64_t> sample;
     for (size_t i = 0; i < d.size(); ++i)
       if (i != batch_axis) sample.push_back(d[i]);
@@ -494,7 +498,7 @@ void Importer::read_inputs() {
     else if (d.size() == 4)
       v.form = Form::map, mi.shape = map_shape(uint64_t(sample[1]), uint64_t(sample[2]), uint64_t(sample[0]));
     else
-      fail(fmt::format("{}: dimensions {}: expected [N, features], [N, steps, features], [N, C, L] (read by a Conv) or "
+      fail(fmt::format("{}: dimensions {}: expected [N, features], [N, steps, features], [N, C, L] (read by a Conv or a pool) or "
                        "[N, C, H, W]",
                        what, dims_text(d)));
     if (mi.shape.elements() > kMaxTensor) fail(what + ": more than 2^31 elements per sample");
@@ -626,8 +630,8 @@ void Importer::matmul() {
 // ---- convolution and pooling -------------------------------------------------------------------
 
 constexpr const char* kNoPool1d =
-    "its input is a 1-D map [N, C, L]: the machine pools square windows, so 1-D pooling is not supported "
-    "(a strided Conv1d downsamples; Flatten and a Linear layer read the whole line)";
+    "its input is a 1-D map [N, C, L]: global pooling over a line is not supported (the machine pools square "
+    "windows of at most 15; MaxPool1d and AvgPool1d run, and Flatten and a Linear layer read the whole line)";
 
 // Conv and QLinearConv, 2-D over a map [N, C, H, W] or 1-D over a line [N, C, L] (PyTorch's
 // Conv1d: a map of height 1). The machine's convolution has one stride and one zero padding for
@@ -635,7 +639,8 @@ constexpr const char* kNoPool1d =
 // becomes the (k - 1) d + 1 kernel with zeros between its taps, and a direction padded by less
 // than the other (p < P: a 1-D convolution's rows, which have none) gets a kernel 2 (P - p) larger
 // in that direction, its taps in the middle (the extra rows or columns read only the border or
-// nothing, times zero). Both cost the larger kernel's MACs.
+// nothing, times zero). Both cost the larger kernel's cycles; Layer::taps marks the model's taps,
+// so the MACs counted (model_macs, the array's useful macs) are the model's.
 void Importer::conv(bool qlinear) {
   allow_attributes({"auto_pad", "dilations", "group", "kernel_shape", "pads", "strides"});
   const Value& x = value(0);
@@ -747,6 +752,11 @@ void Importer::conv(bool qlinear) {
   l.pad = pad;
   l.groups = uint64_t(group);  // the weights below are held dense, zero across groups (graph.h)
   l.weights.assign(gh * gw * c * m, 0.0f);
+  if (gh * gw != kh * kw) {  // the model's taps among the positions the machine reads (Layer::taps)
+    l.taps.assign(gh * gw, 0);
+    for (uint64_t r = 0; r < kh; ++r)
+      for (uint64_t s = 0; s < kw; ++s) l.taps[(oy + r * dh) * gw + ox + s * dw] = 1;
+  }
   const uint64_t per_group = m / uint64_t(group);
   for (uint64_t j = 0; j < m; ++j)
     for (uint64_t ci = 0; ci < cg; ++ci)
@@ -777,8 +787,8 @@ void Importer::pool(bool max) {
         {"auto_pad", "ceil_mode", "dilations", "kernel_shape", "pads", "storage_order", "strides"});
   else allow_attributes({"auto_pad", "ceil_mode", "count_include_pad", "kernel_shape", "pads", "strides"});
   const Value& x = value(0);
-  if (x.form == Form::line) fail(kNoPool1d);
-  if (x.form != Form::map) fail("its input is not a 4-D map [N, C, H, W]");
+  if (x.form == Form::line) return pool_line(max);
+  if (x.form != Form::map) fail("its input is not a 4-D map [N, C, H, W] or a line [N, C, L]");
   if (!max) expect_quantized(x, false, 0);
   if (output_used(1)) fail("the Indices output is not supported");
   const auto ks = attr_ints("kernel_shape");
@@ -803,6 +813,45 @@ void Importer::pool(bool max) {
   l.kernel_h = l.kernel_w = k;
   l.stride = s;
   l.out = map_shape((x.shape.h - k) / s + 1, (x.shape.w - k) / s + 1, x.shape.c);
+  Value out = x;
+  out.shape = l.out;
+  out.entry = add_layer(std::move(l));
+  set_output(0, out);
+}
+
+// MaxPool and AveragePool over a line [N, C, L] (PyTorch's MaxPool1d, AvgPool1d): a pool of a 1 x k
+// window over the map of height 1 (as a Conv1d's), which the quantizer runs on the machine's square
+// windows (quantize.cpp, "1-D pools"). No padding, no dilation; k and the stride at most the pool
+// instruction's 15.
+void Importer::pool_line(bool max) {
+  const Value& x = value(0);
+  if (!max) expect_quantized(x, false, 0);
+  if (output_used(1)) fail("the Indices output is not supported");
+  const uint64_t len = x.shape.w;
+  const auto ks = attr_ints("kernel_shape");
+  if (ks.size() != 1 || ks[0] < 1 || ks[0] > 15)
+    fail(fmt::format("kernel_shape {}: expected one window length 1..15 for a line {}", dims_text(ks),
+                     dims_text(onnx_dims(x))));
+  const uint64_t k = uint64_t(ks[0]);
+  if (k > len) fail(fmt::format("the window of {} is longer than the line {}", k, dims_text(onnx_dims(x))));
+  const auto st = attr_ints("strides", {1});
+  if (st.size() != 1 || st[0] < 1 || st[0] > 15)
+    fail(fmt::format("strides {}: expected one stride 1..15 for a line", dims_text(st)));
+  for (int64_t p : attr_ints("pads", {0, 0}))
+    if (p != 0) fail(fmt::format("pads {}: the machine pools without padding", dims_text(attr_ints("pads"))));
+  const std::string ap = attr_string("auto_pad", "NOTSET");
+  if (ap != "NOTSET" && ap != "VALID") fail(fmt::format("auto_pad {}: the machine pools without padding", ap));
+  if (max)
+    for (int64_t d : attr_ints("dilations", {1}))
+      if (d != 1) fail(fmt::format("dilations {}: only 1 is supported", dims_text(attr_ints("dilations"))));
+  const uint64_t s = uint64_t(st[0]);
+  if (attr_int("ceil_mode", 0) != 0 && (len - k) % s)
+    fail("ceil_mode = 1 with a partial last window is not supported");
+  Layer l = new_layer(max ? LayerType::max_pool : LayerType::avg_pool, x);
+  l.kernel_h = 1;
+  l.kernel_w = k;
+  l.stride = s;
+  l.out = map_shape(1, (len - k) / s + 1, x.shape.c);
   Value out = x;
   out.shape = l.out;
   out.entry = add_layer(std::move(l));

@@ -33,7 +33,9 @@
 // When a layer's given scale differs from the scale its stage produces (sigmoid/tanh, or relu6
 // in a VectorOp), the stage writes "NAME.act" and a VectorOp pass requantizes it into NAME.
 //
-// Pooling -> PoolOp, the output keeping the input's scale. activation layers -> one VectorOp
+// Pooling -> PoolOp, the output keeping the input's scale; a 1-D pool (1 x k over a map of height
+// 1) -> k VectorOp passes copying the line into the rows of a k x L map "NAME.rows", then a PoolOp
+// of k x k windows over it (pool_into). activation layers -> one VectorOp
 // pass: none and relu keep the input's scale (unless given); relu6, sigmoid, tanh as above.
 // add -> VectorOp add: operands of different scales are first aligned by a VectorOp pass that
 // requantizes the finer one (the smaller scale) into "NAME.rescale" at the coarser scale (so
@@ -291,8 +293,36 @@ class Quantizer {
 
   void dense_or_conv();
   void pool();
+  void pool_into(int in, int out, const std::string& suffix);
   void elementwise(bool mul);
   void activation();
+  // What an lstm and a gru share (the rules at the top of the file, "Element width" and "16-bit
+  // tensors"): the widths and scales of the gates, h and the output, then per stacked layer its
+  // input x at h's width, the scales of [x_t, h_{t-1}]'s rows and the h sequence it writes.
+  struct Recurrence {
+    int x = -1;                     // the next stacked layer's input sequence
+    uint64_t steps = 0, units = 0;  // its steps; the hidden size
+    bool wide = false;              // 16-bit gates (and the lstm's cell): wide elements, not int8
+    int bits = 8;                   // the gates' tensors' width
+    double sg = 0;                  // the gates' scale: Q0.15 (16-bit) or Q0.7
+    bool wide_w = false;            // 16-bit gate weights (the layer's precision)
+    bool h16 = false;               // 16-bit h
+    int out_bits = 8;               // the layer's output's width
+    Stage out_stage;
+    bool return_sequences = false;  // the layer's output: the top layer's h sequence
+    int output = -1;                // the layer's output tensor, once begun
+    int h_bits(bool top) const;
+  };
+  struct RecurrentLayer {
+    uint64_t in_c = 0, rows = 0;     // x's channels; rows of [x_t, h_{t-1}]
+    bool top = false;                // the top stacked layer
+    int hb = 8;                      // h's width
+    double sh = 0;                   // h's scale
+    std::vector<double> rs, in_max;  // per row of [x_t, h_{t-1}]: its scale, its largest |value|
+    int h = -1;                      // the h sequence later steps (and the next stacked layer) read
+  };
+  Recurrence recurrence();
+  RecurrentLayer recurrent_layer(Recurrence& rc, uint64_t l);
   void lstm();
   void gru();
   void concat();
@@ -875,7 +905,7 @@ void Quantizer::dense_or_conv() {
   if (L.seeded_weights) op.weight_id = weight_ids_++;
   op.kernel_h = kh;
   op.kernel_w = kw;
-  if (L.type == LayerType::conv2d) op.stride = L.stride, op.pad = L.pad, op.groups = L.groups;
+  if (L.type == LayerType::conv2d) op.stride = L.stride, op.pad = L.pad, op.groups = L.groups, op.taps = L.taps;
   for (int t : ins) op.inputs.push_back(View{t});
   // A branch of a concat written in place, at the concat's scale: its channels of the joined tensor.
   if (const std::optional<Dest>& d = dest_[li_];
@@ -891,14 +921,33 @@ void Quantizer::dense_or_conv() {
   end_output(out, st);
 }
 
-void Quantizer::pool() {
+// A pool of tensor `in` into `out`. A 1-D pool (a 1 x k window over a map of height 1, ONNX's
+// over a line [N, C, L]) runs on the machine's square windows: the line is first copied k times,
+// one copy under the other (k vec passes, exact), into a k x L map `NAME.rows` whose k x k window
+// at column x holds the line's window at x once per row: the same maximum, and the same average
+// (k times the window's sum over k^2, rounded alike). `suffix` names a part's copy.
+void Quantizer::pool_into(int in, int out, const std::string& suffix) {
   const Layer& L = layer();
   const auto kind = L.type == LayerType::avg_pool ? isa::PoolKind::avg : isa::PoolKind::max;
+  if (L.kernel_h == L.kernel_w) {
+    emit(PoolOp{View{in}, View{out}, kind, L.kernel_h, L.stride});
+    return;
+  }
+  const Shape& line = shape_of(in);
+  const uint64_t k = L.kernel_w;
+  const int rows = add_tensor(L.name + ".rows" + suffix, map_shape(k, line.w, line.c), scale_of(in), L.name);
+  for (uint64_t r = 0; r < k; ++r) emit(vector(isa::VecOp::pass, in, in, View{rows, r * line.w, line.w}, 1.0));
+  emit(PoolOp{View{rows}, View{out}, kind, k, L.stride});
+}
+
+void Quantizer::pool() {
+  const Layer& L = layer();
   if (const std::vector<int>* ps = parts(L.inputs.at(0)); ps && !L.scale) {  // part by part
     for (int t : *ps) {
       const Shape s{L.out.rank, L.out.h, L.out.w, shape_of(t).c};
-      const int o = add_tensor(fmt::format("{}.p{}", L.name, parts_[li_].size()), s, scale_of(t), L.name);
-      emit(PoolOp{View{t}, View{o}, kind, L.kernel_h, L.stride});
+      const std::string suffix = fmt::format(".p{}", parts_[li_].size());
+      const int o = add_tensor(L.name + suffix, s, scale_of(t), L.name);
+      pool_into(t, o, suffix);
       parts_[li_].push_back(o);
     }
     return;
@@ -907,7 +956,7 @@ void Quantizer::pool() {
   const Stage st{isa::Func::identity, 127, scale_of(in), scale_of(in)};
   output_width(8, false);
   const int out = begin_output(L.out, st);
-  emit(PoolOp{View{in}, View{out}, kind, L.kernel_h, L.stride});
+  pool_into(in, out, "");
   end_output(out, st);
 }
 
@@ -954,56 +1003,94 @@ void Quantizer::activation() {
   end_output(out, st);
 }
 
-void Quantizer::lstm() {
+// h's scale at `bits`: |h| < 1 by construction, Q0.15 or Q0.7 (as the gates).
+double h_scale(int bits) { return bits == 16 ? kQ015 : kQ07; }
+
+// The top layer's h sequence is its output with return_sequences: then of the output's width.
+int Quantizer::Recurrence::h_bits(bool top) const { return top && return_sequences ? out_bits : h16 ? 16 : 8; }
+
+Quantizer::Recurrence Quantizer::recurrence() {
   const Layer& L = layer();
-  const std::string& name = L.name;
-  int x = source(L.inputs.at(0));
-  const uint64_t steps = shape_of(x).pixels(), u = L.units;
-  uint64_t in_c = shape_of(x).c, offset = 0;
-  // Element width (see the top of the file): the gates and the cell's tensors are read by vecs
-  // only, so with wide_elements they are int16: the curves' 16-bit outputs (scale 1/32767) and
-  // the cell at max |c_t| / 32767.
+  Recurrence rc;
+  rc.x = source(L.inputs.at(0));
+  rc.steps = shape_of(rc.x).pixels();
+  rc.units = L.units;
+  // Element width (see the top of the file): the gates (and an lstm's cell) are read by vecs only,
+  // so with wide_elements they are int16: the curves' 16-bit outputs (scale 1/32767).
   // (precision int8: every tensor int8 where the rules choose; a layer's own keys still win)
-  const bool wide = m_.wide_elements && m_.precision != Precision::int8;
-  const int bits = wide ? 16 : 8;
-  const double sg = wide ? kQ015 : kQ07, cell_top = wide ? double(isa::kCurve16One) : 127.0;
+  rc.wide = m_.wide_elements && m_.precision != Precision::int8;
+  rc.bits = rc.wide ? 16 : 8;
+  rc.sg = rc.wide ? kQ015 : kQ07;
   // The layer's precision (16-bit gate weights, gate_weights_wide) gives h 16 bits too, with
   // wide elements: the gate matmuls then read h_{t-1} at 16 bits (setcfg mm_in_hi, half speed),
   // and so does the next layer, unless a reader of the layer's output takes 8-bit tensors only
-  // (output_width). h is |h| < 1 by construction: scale 1/32767 (Q0.15), as the gates.
-  const bool wide_w = gate_weights_wide();
-  // h's width: the layer's output_bits key, else 16 with 16-bit weights (the layer's precision).
-  const bool h16 = m_.wide_elements && (L.output_bits ? *L.output_bits == 16 : wide_w);
-  const int out_bits = output_width(h16 ? 16 : 8, true);
-  // The top layer's h sequence is its output with return_sequences: then of the output's width.
-  const auto h_bits = [&](bool top) { return top && L.return_sequences ? out_bits : h16 ? 16 : 8; };
-  const auto h_scale = [&](int b) { return b == 16 ? kQ015 : kQ07; };
+  // (output_width). h's width: the layer's output_bits key, else 16 with 16-bit weights.
+  rc.wide_w = gate_weights_wide();
+  rc.h16 = m_.wide_elements && (L.output_bits ? *L.output_bits == 16 : rc.wide_w);
+  rc.out_bits = output_width(rc.h16 ? 16 : 8, true);
+  rc.out_stage = Stage{isa::Func::identity, 127, h_scale(rc.out_bits), h_scale(rc.out_bits)};
+  rc.return_sequences = L.return_sequences;
+  return rc;
+}
+
+// Stacked layer l: x at h's width, the scales and bounds of [x_t, h_{t-1}]'s rows, the h sequence
+// (its tensor, or the layer's output: before the gates' matmuls, which add no tensor).
+Quantizer::RecurrentLayer Quantizer::recurrent_layer(Recurrence& rc, uint64_t l) {
+  const Layer& L = layer();
+  RecurrentLayer rl;
+  rl.in_c = shape_of(rc.x).c;
+  rl.rows = rl.in_c + rc.units;
+  rl.top = l + 1 == L.stack;
+  rl.hb = rc.h_bits(rl.top);
+  rl.sh = h_scale(rl.hb);
+  // A gate's accumulator adds x_t's and h_{t-1}'s rows at one scale per column: rows of inputs
+  // of different widths would give the finer input's weights steps 256 times coarser. So x
+  // takes h's width first, one vec pass over the whole sequence: x 256 into 16 bits (exact),
+  // or / 256 into 8.
+  if (bits_of(rc.x) != rl.hb) {
+    const double sx = rl.hb == 16 ? scale_of(rc.x) / 256 : scale_of(rc.x) * 256;
+    const int wx = add_tensor(fmt::format("{}.l{}.x", L.name, l), shape_of(rc.x), sx, L.name, rl.hb);
+    emit(vector(isa::VecOp::pass, rc.x, rc.x, View{wx}, scale_of(rc.x) / sx));
+    rc.x = wx;
+  }
+  rl.rs.assign(rl.rows, rl.sh);
+  rl.in_max.assign(rl.rows, input_max(rl.hb));
+  std::fill_n(rl.rs.begin(), rl.in_c, scale_of(rc.x));
+  std::fill_n(rl.in_max.begin(), rl.in_c, input_max(bits_of(rc.x)));
+  if (rl.top && L.return_sequences) rl.h = rc.output = begin_output(L.out, rc.out_stage);  // [T, U]
+  else if (!rl.top || rc.steps > 1)
+    rl.h = add_tensor(fmt::format("{}.l{}.h", L.name, l), seq_of(rl.top ? rc.steps - 1 : rc.steps, rc.units), rl.sh,
+                      L.name, rl.hb);
+  return rl;
+}
+
+void Quantizer::lstm() {
+  const Layer& L = layer();
+  const std::string& name = L.name;
+  Recurrence rc = recurrence();
+  int& x = rc.x;
+  const uint64_t steps = rc.steps, u = L.units;
+  uint64_t offset = 0;
+  const int bits = rc.bits;
+  const double sg = rc.sg;
+  // The cell at max |c_t| / 32767 (16-bit elements) or / 127 per step.
+  const double cell_top = rc.wide ? double(isa::kCurve16One) : 127.0;
+  const bool wide_w = rc.wide_w;
   const Stage gate_stage[4] = {{isa::Func::sigmoid, 127, kCurveIn, sg},
                                {isa::Func::sigmoid, 127, kCurveIn, sg},
                                {isa::Func::tanh, 127, kCurveIn, sg},
                                {isa::Func::sigmoid, 127, kCurveIn, sg}};
   const char* gate_name = "ifgo";
-  const Stage out_stage{isa::Func::identity, 127, h_scale(out_bits), h_scale(out_bits)};
-  int output = -1;
+  const Stage& out_stage = rc.out_stage;
+  int& output = rc.output;
   for (uint64_t l = 0; l < L.stack; ++l) {
-    const uint64_t rows = in_c + u;
-    const bool top = l + 1 == L.stack;
-    const int hb = h_bits(top);
-    const double sh = h_scale(hb);
-    // A gate's accumulator adds x_t's and h_{t-1}'s rows at one scale per column: rows of inputs
-    // of different widths would give the finer input's weights steps 256 times coarser. So x
-    // takes h's width first, one vec pass over the whole sequence: x 256 into 16 bits (exact),
-    // or / 256 into 8.
-    if (bits_of(x) != hb) {
-      const double sx = hb == 16 ? scale_of(x) / 256 : scale_of(x) * 256;
-      const int wx = add_tensor(fmt::format("{}.l{}.x", name, l), shape_of(x), sx, name, hb);
-      emit(vector(isa::VecOp::pass, x, x, View{wx}, scale_of(x) / sx));
-      x = wx;
-    }
+    const RecurrentLayer rl = recurrent_layer(rc, l);
+    const uint64_t rows = rl.rows, in_c = rl.in_c;
+    const bool top = rl.top;
+    const int hb = rl.hb;
+    const std::vector<double>& rs = rl.rs;
+    const std::vector<double>& in_max = rl.in_max;
     // The gates' arithmetic: [x_t, h_{t-1}] (full) and x_0 alone (first).
-    std::vector<double> rs(rows, sh), in_max(rows, input_max(hb));
-    std::fill_n(rs.begin(), in_c, scale_of(x));
-    std::fill_n(in_max.begin(), in_c, input_max(bits_of(x)));
     const std::vector<double> rs_x(rs.begin(), rs.begin() + static_cast<std::ptrdiff_t>(in_c));
     MatmulOp full[4], first[4];
     for (int g = 0; g < 4; ++g) {
@@ -1019,9 +1106,7 @@ void Quantizer::lstm() {
       if (L.seeded_weights) full[g].weight_id = first[g].weight_id = weight_ids_++;
     }
     const std::string pre = fmt::format("{}.l{}", name, l);
-    int h = -1;  // the h sequence that later steps (and the next stacked layer) read
-    if (top && L.return_sequences) h = output = begin_output(L.out, out_stage);  // [T, U]
-    else if (!top || steps > 1) h = add_tensor(pre + ".h", seq_of(top ? steps - 1 : steps, u), sh, name, hb);
+    const int h = rl.h;
     int c_prev = -1;
     for (uint64_t t = 0; t < steps; ++t) {
       const std::string step = fmt::format("{}.t{}", pre, t);
@@ -1057,7 +1142,6 @@ void Quantizer::lstm() {
       c_prev = c;
     }
     x = h;
-    in_c = u;
     offset += 4 * rows * u;
   }
   end_output(output, out_stage);
@@ -1079,32 +1163,25 @@ void Quantizer::lstm() {
 void Quantizer::gru() {
   const Layer& L = layer();
   const std::string& name = L.name;
-  int x = source(L.inputs.at(0));
-  const uint64_t steps = shape_of(x).pixels(), u = L.units;
-  uint64_t in_c = shape_of(x).c, offset = 0;
-  const bool wide = m_.wide_elements && m_.precision != Precision::int8;
-  const int bits = wide ? 16 : 8;
-  const double sg = wide ? kQ015 : kQ07;
-  const auto part_scale = [&](double top) { return wide ? calibrated16(top) : calibrated(top); };
-  const bool wide_w = gate_weights_wide();
-  const bool h16 = m_.wide_elements && (L.output_bits ? *L.output_bits == 16 : wide_w);
-  const int out_bits = output_width(h16 ? 16 : 8, true);
-  const auto h_bits = [&](bool top) { return top && L.return_sequences ? out_bits : h16 ? 16 : 8; };
-  const auto h_scale = [&](int b) { return b == 16 ? kQ015 : kQ07; };
+  Recurrence rc = recurrence();
+  int& x = rc.x;
+  const uint64_t steps = rc.steps, u = L.units;
+  uint64_t offset = 0;
+  const int bits = rc.bits;
+  const double sg = rc.sg;
+  const auto part_scale = [&](double top) { return rc.wide ? calibrated16(top) : calibrated(top); };
+  const bool wide_w = rc.wide_w;
   const Stage sigmoid_stage{isa::Func::sigmoid, 127, kCurveIn, sg};
-  const Stage out_stage{isa::Func::identity, 127, h_scale(out_bits), h_scale(out_bits)};
-  int output = -1;
+  const Stage& out_stage = rc.out_stage;
+  int& output = rc.output;
   for (uint64_t l = 0; l < L.stack; ++l) {
-    const uint64_t rows = in_c + u;
-    const bool top = l + 1 == L.stack;
-    const int hb = h_bits(top);
-    const double sh = h_scale(hb);
-    if (bits_of(x) != hb) {  // x at h's width (as the lstm's: one accumulator scale per column)
-      const double sx = hb == 16 ? scale_of(x) / 256 : scale_of(x) * 256;
-      const int wx = add_tensor(fmt::format("{}.l{}.x", name, l), shape_of(x), sx, name, hb);
-      emit(vector(isa::VecOp::pass, x, x, View{wx}, scale_of(x) / sx));
-      x = wx;
-    }
+    const RecurrentLayer rl = recurrent_layer(rc, l);
+    const uint64_t rows = rl.rows, in_c = rl.in_c;
+    const bool top = rl.top;
+    const int hb = rl.hb;
+    const double sh = rl.sh;
+    const std::vector<double>& rs = rl.rs;
+    const std::vector<double>& in_max = rl.in_max;
     double a_top = 0, b_top = 0;
     for (uint64_t t = 0; t < steps; ++t) {
       a_top = std::max(a_top, run_.lstm_cell_max[li_].at((l * steps + t) * 2));
@@ -1112,9 +1189,6 @@ void Quantizer::gru() {
     }
     const double sa = part_scale(a_top), sb = part_scale(b_top);
     const Stage a_stage{isa::Func::identity, 127, sa, sa}, b_stage{isa::Func::identity, 127, sb, sb};
-    std::vector<double> rs(rows, sh), in_max(rows, input_max(hb));
-    std::fill_n(rs.begin(), in_c, scale_of(x));
-    std::fill_n(in_max.begin(), in_c, input_max(bits_of(x)));
     const std::vector<double> rs_x(rs.begin(), rs.begin() + std::ptrdiff_t(in_c)), rs_h(rs.begin() + std::ptrdiff_t(in_c), rs.end());
     const std::vector<double> max_x(in_max.begin(), in_max.begin() + std::ptrdiff_t(in_c)),
         max_h(in_max.begin() + std::ptrdiff_t(in_c), in_max.end());
@@ -1143,10 +1217,9 @@ void Quantizer::gru() {
     const std::vector<float> zeros(in_c * u, 0.0f), no_bias(u, 0.0f);
     const std::vector<double> b0_acc(u, sb / 256);
     MatmulOp b0 = matmul(zeros.data(), 1, rs_x, u, bias ? bias + 3 * u : no_bias.data(), b0_acc, b_stage);
+    b0.taps = {0};  // (no tap: it only adds b_hn, none of the model's multiplies, MatmulOp::taps)
     const std::string pre = fmt::format("{}.l{}", name, l);
-    int h = -1;
-    if (top && L.return_sequences) h = output = begin_output(L.out, out_stage);
-    else if (!top || steps > 1) h = add_tensor(pre + ".h", seq_of(top ? steps - 1 : steps, u), sh, name, hb);
+    const int h = rl.h;
     for (uint64_t t = 0; t < steps; ++t) {
       const std::string step = fmt::format("{}.t{}", pre, t);
       const auto add = [&](const char* what, double scale) {
@@ -1183,7 +1256,6 @@ void Quantizer::gru() {
       emit(vector(isa::VecOp::add, d, zh, hv, sg / scale_of(hv.tensor)));
     }
     x = h;
-    in_c = u;
     offset += 3 * rows * u;
   }
   end_output(output, out_stage);

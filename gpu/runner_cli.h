@@ -18,6 +18,7 @@
 
 #include "gpu/timing.h"
 #include "isa/error.h"
+#include "isa/file_io.h"
 
 namespace tpusim::gpu {
 
@@ -69,6 +70,8 @@ inline void check_runner_paths(const RunnerOptions& o) {
                                    "or .onnx models)",
                                    m));
   }
+  // `tpusim-cpu mlp.toml -o mlp.toml` wrote the results over the description.
+  io::refuse_input_as_output(o.json_out, "-o", o.models);
   if (!o.json_out.empty()) {
     const fs::path dir = fs::absolute(o.json_out).parent_path();
     std::error_code ec;

@@ -52,7 +52,8 @@ constexpr ReportKey kKeys[] = {
      "its tile's cells do not say: a grouped or depthwise convolution's tile across groups, whose box holds the "
      "zero blocks between them; a last N tile shifted back to fit its UB slice, whose first columns the tile "
      "before computes; a packed convolution's short last group of an output row, whose pixels use part of its "
-     "tile's windows; weights from a file that are zero at a tile's edge; docs/compiler.md); else vectors x the "
+     "tile's windows; a packed convolution's dilated kernel, whose tile's spans hold the zeros between its "
+     "taps; weights from a file that are zero at a tile's edge; docs/compiler.md); else vectors x the "
      "used rows x used cols of its tile (the bounding box of its weights: meta.tile_uses; a program without it, "
      "e.g. assembled by hand, counts its nonzero cells), or for a matmul that gathers several UB segments a "
      "vector (a packed convolution's block-Toeplitz tile; a read of a dense layout gathers one and counts its "
@@ -76,7 +77,9 @@ constexpr ReportKey kKeys[] = {
      "each byte-plane pass of a 16-bit matmul counted (as `macs`)"},
     {"model_macs", "integer or null",
      "the model's multiply-accumulates per batch, each once whatever its operands' width and however the "
-     "compiler maps it: the sum of the layers' `model_macs` below (compiler::model_macs, what `tpusim compare` "
+     "compiler maps it (a dilated kernel's taps, not the zero weights between them that the machine reads: "
+     "docs/compiler.md \"Kernel taps\"): the sum of the layers' `model_macs` below (compiler::model_macs, what "
+     "`tpusim compare` "
      "and the GPU and CPU runners count); null for a program without the compiler's layer mapping (e.g. "
      "assembled by hand)"},
     {"model_tops", "number or null",

@@ -178,6 +178,82 @@ units = 16
   CHECK(m.layers[2].weights.size() == 4 * (32 + 16) * 16);
 }
 
+TEST_CASE("model: a GRU description: stacked layers, three gates, four biases, files, refusals") {
+  const std::string text = R"([model]
+name = "gru"
+batch = 2
+input = [6, 5]
+
+[[layer]]
+type = "gru"
+units = 4
+stack = 2
+return_sequences = true
+
+[[layer]]
+type = "dense"
+units = 3
+
+[[layer]]
+type = "gru"
+units = 2
+)";
+  const Model m = parse(text);
+  REQUIRE(m.layers.size() == 3);
+  const Layer& g = m.layers[0];
+  CHECK((g.type == LayerType::gru && g.name == "gru1" && g.units == 4 && g.stack == 2 && g.return_sequences));
+  CHECK(g.out == sequence_shape(6, 4));
+  // Gates r, z, n over [x_t, h_{t-1}]: 3 x (5 + 4) x 4 for the first stacked layer, 3 x (4 + 4) x 4
+  // for the second; biases b_r, b_z, b_in, b_hn per stacked layer: 2 x 4 x 4.
+  CHECK(g.weights.size() == 3 * 9 * 4 + 3 * 8 * 4);
+  CHECK(g.bias.size() == 2 * 4 * 4);
+  CHECK(m.layers[1].out == sequence_shape(6, 3));
+  const Layer& top = m.layers[2];
+  CHECK((top.type == LayerType::gru && top.stack == 1 && !top.return_sequences));
+  CHECK(top.out == vector_shape(2));
+  CHECK(top.weights.size() == 3 * (3 + 2) * 2);
+  CHECK(top.bias.size() == 4 * 2);
+  // Seeded as documented (docs/model-format.md): a gate of stacked layer l has fan_in = in_l +
+  // units, fan_out = units; layer 1 draws its weights from stream 2, its biases from stream 3.
+  const double bound0 = std::sqrt(6.0 / (9 + 4)), bound1 = std::sqrt(6.0 / (8 + 4));
+  CHECK(g.weights[0] == float(bound0 * (2 * first_draw(1, 2) - 1)));
+  CHECK(g.bias[0] == float(0.1 * (2 * first_draw(1, 3) - 1)));
+  for (size_t i = 0; i < g.weights.size(); ++i) CHECK(std::abs(g.weights[i]) <= (i < 3 * 9 * 4 ? bound0 : bound1));
+  for (float b : g.bias) CHECK(std::abs(b) <= 0.1f);
+
+  // From files: one [3, in + units, units] weights file and one [4, units] bias file per stacked layer.
+  test::ScratchDir dir;
+  std::vector<float> w0(3 * 9 * 4), w1(3 * 8 * 4), b0(4 * 4), b1(4 * 4);
+  for (size_t i = 0; i < w0.size(); ++i) w0[i] = float(i) / 128;
+  for (size_t i = 0; i < w1.size(); ++i) w1[i] = -float(i) / 128;
+  for (size_t i = 0; i < b0.size(); ++i) b0[i] = float(i) / 16, b1[i] = -float(i) / 16;
+  write_npy(dir / "w0.npy", npy_float32({3, 9, 4}, w0));
+  write_npy(dir / "w1.npy", npy_float32({3, 8, 4}, w1));
+  write_npy(dir / "b0.npy", npy_float32({4, 4}, b0));
+  write_npy(dir / "b1.npy", npy_float32({4, 4}, b1));
+  write_npy(dir / "lstm_shape.npy", npy_float32({4, 9, 4}, std::vector<float>(4 * 9 * 4)));
+  const auto with = [&](const std::string& keys) {
+    std::string t = text;
+    return t.insert(t.find("return_sequences"), keys);
+  };
+  const Model f = parse_model(with("weights_file = [\"w0.npy\", \"w1.npy\"]\nbias_file = [\"b0.npy\", \"b1.npy\"]\n"),
+                              "g.toml", dir.path());
+  std::vector<float> w = w0, b = b0;
+  w.insert(w.end(), w1.begin(), w1.end());
+  b.insert(b.end(), b1.begin(), b1.end());
+  CHECK(f.layers[0].weights == w);
+  CHECK(f.layers[0].bias == b);
+  // An LSTM's four gates where a GRU has three; one file for two stacked layers; a map input.
+  CHECK_THROWS_WITH(parse_model(with("weights_file = [\"lstm_shape.npy\", \"w1.npy\"]\n"), "g.toml", dir.path()),
+                    "g.toml:10: layer gru1: weights_file: \"lstm_shape.npy\": shape [4, 9, 4]; expected [3, 9, 4] "
+                    "([3, in + units, units], gates r, z, n)");
+  CHECK_THROWS_WITH(parse_model(with("weights_file = [\"w0.npy\"]\n"), "g.toml", dir.path()),
+                    "g.toml:10: layer gru1: weights_file: [\"w0.npy\"]: expected an array of 2 .npy file names (one "
+                    "per stacked layer)");
+  CHECK_THROWS_WITH(parse(kHead + "kernel = 3\n[[layer]]\ntype = \"gru\"\nunits = 4\n"),
+                    "m.toml:10: layer gru2: input: \"conv2d1\" [6, 6, 4]: gru reads a sequence [steps, c]");
+}
+
 TEST_CASE("model: add and mul read two named layers, or the model input") {
   const Model m = parse(kHead + R"(kernel = 3
 padding = 1

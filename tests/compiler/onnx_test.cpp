@@ -69,7 +69,8 @@ TEST_CASE("onnx: every supported operator imports to a Model that computes what 
   for (const char* name :
        {"gemm", "matmul_add", "matmul_seq", "conv_pad_stride", "conv_group", "conv_same_bn_clip", "pools",
         "global_avg", "reshape", "add_mul_softmax", "lstm", "qdq", "qlinear", "concat", "lstm_export",
-        "reshape_export", "pad_reduce_mean", "lstm_stack", "lstm_last_step", "conv1d", "conv1d_seq", "conv_dilated", "gru", "gru_stack"})
+        "reshape_export", "pad_reduce_mean", "lstm_stack", "lstm_last_step", "conv1d", "conv1d_seq", "conv_dilated", "gru", "gru_stack",
+        "conv_dilated3", "pools1d"})
     check_against_onnx(name);
 }
 
@@ -173,6 +174,39 @@ TEST_CASE("onnx: layers, shapes and folding") {
     CHECK(c2.weights[((2 * 5 + 1) * 6 + 0) * 4 + 0] == 0.0f);  // row 2, column 1: between taps
     CHECK(c2.weights[((2 * 5 + 2) * 6 + 0) * 4 + 0] != 0.0f);
   }
+  SECTION("MaxPool1d and AvgPool1d are pools of a 1 x k window over a map of height 1") {
+    const Model m = load_case("pools1d");
+    REQUIRE(m.layers.size() == 6);  // p0, c1 (Relu fused), p1, p2, flatten, fc
+    CHECK(m.inputs[0].shape == map_shape(1, 13, 3));
+    const auto pool = [&](size_t i, LayerType type, uint64_t k, uint64_t s, Shape out) {
+      INFO("layer " << i);
+      const Layer& l = m.layers[i];
+      CHECK((l.type == type && l.kernel_h == 1 && l.kernel_w == k && l.stride == s && l.out == out));
+    };
+    pool(0, LayerType::max_pool, 3, 1, map_shape(1, 11, 3));  // (13 - 3) / 1 + 1
+    CHECK(m.layers[1].out == map_shape(1, 11, 4));
+    pool(2, LayerType::max_pool, 2, 2, map_shape(1, 5, 4));  // (11 - 2) / 2 + 1
+    pool(3, LayerType::avg_pool, 3, 1, map_shape(1, 3, 4));
+    // Quantized: each 1-D pool copies its line k times into the rows of a k x L map (k vec
+    // passes, scale kept) and pools that map's k x k windows.
+    const QGraph g = quantize(m);
+    uint64_t copies = 0;
+    std::vector<std::pair<uint64_t, uint64_t>> pools;  // (window, stride)
+    for (const QOp& op : g.ops) {
+      if (const auto* v = std::get_if<VectorOp>(&op)) {
+        CHECK((v->op == isa::VecOp::pass && v->func == isa::Func::identity));
+        CHECK(g.tensors[size_t(v->a.tensor)].scale == g.tensors[size_t(v->output.tensor)].scale);
+        ++copies;
+      }
+      if (const auto* p = std::get_if<PoolOp>(&op)) {
+        pools.emplace_back(p->window, p->stride);
+        const QTensor& in = g.tensors[size_t(p->input.tensor)];
+        CHECK(in.shape.h == p->window);  // the k copies of the line
+      }
+    }
+    CHECK(copies == 3 + 2 + 3);
+    CHECK(pools == std::vector<std::pair<uint64_t, uint64_t>>{{3, 1}, {2, 2}, {3, 1}});
+  }
   SECTION("two stacked GRUs: the lower returns its sequence, the upper its last step (y[:, -1])") {
     const Model m = load_case("gru_stack");
     REQUIRE(m.layers.size() == 3);
@@ -248,9 +282,14 @@ TEST_CASE("onnx: what the machine cannot run is refused with the node, its op ty
   refused("bad_gru_reset",
           "node /gru/GRU (GRU): linear_before_reset = 0 is not supported: the machine's GRU is PyTorch's "
           "(linear_before_reset = 1, r multiplies R_h h + Rb_h)");
-  refused("bad_pool1d",
-          "node /pool/MaxPool (MaxPool): its input is a 1-D map [N, C, L]: the machine pools square windows, so 1-D "
-          "pooling is not supported (a strided Conv1d downsamples; Flatten and a Linear layer read the whole line)");
+  refused("bad_pool1d", "node /pool/MaxPool (MaxPool): pads [1, 1]: the machine pools without padding");
+  refused("bad_pool1d_window",
+          "node /pool/MaxPool (MaxPool): kernel_shape [16]: expected one window length 1..15 for a line [1, 3, 13]");
+  refused("bad_pool1d_dims", "node /pool/AveragePool (AveragePool): kernel_shape [2, 2]: expected one window length "
+                             "1..15 for a line [1, 3, 13]");
+  refused("bad_pool1d_dilation", "node /pool/MaxPool (MaxPool): dilations [2]: only 1 is supported");
+  refused("bad_pool1d_ceil",
+          "node /pool/MaxPool (MaxPool): ceil_mode = 1 with a partial last window is not supported");
   refused("bad_transa",
           "node ta (Gemm): transA = 1: the machine multiplies the tensor as [N, K]; transpose the weights "
           "instead");

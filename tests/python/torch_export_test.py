@@ -98,6 +98,17 @@ class SeqConv1d(nn.Module):  # a Conv1d over a batch-first sequence, x.transpose
         return self.fc(torch.flatten(torch.tanh(self.c(x.transpose(1, 2))), 1))
 
 
+class Pool1d(nn.Module):  # MaxPool1d of the input line, a Conv1d, MaxPool1d and AvgPool1d: [N, C, L] lines
+    def __init__(self):
+        super().__init__()
+        self.c, self.fc = nn.Conv1d(4, 8, 3, padding=1), nn.Linear(8 * 3, 10)
+
+    def forward(self, x):
+        x = F.max_pool1d(x, 3, stride=1)  # 16 -> 14
+        x = F.max_pool1d(F.relu(self.c(x)), 2)  # 14 -> 7
+        return self.fc(torch.flatten(nn.AvgPool1d(3, stride=2)(x), 1))  # 7 -> 3
+
+
 class Gru(nn.Module):  # a GRU's h_n[-1]
     def __init__(self):
         super().__init__()
@@ -131,6 +142,7 @@ rng = np.random.default_rng(1)
 x = rng.random((6, 64), dtype=np.float32)
 cases = [(MlpBn(), (-1, 64)), (Cnn(), (-1, 1, 8, 8)), (MeanHead(), (-1, 1, 8, 8)), (Lstm(), (-1, 8, 8)),
          (Lstm2(), (-1, 8, 8)), (LstmLast(), (-1, 8, 8)), (Conv1d(), (-1, 4, 16)), (SeqConv1d(), (-1, 8, 8)),
+         (Pool1d(), (-1, 4, 16)),
          (Gru(), (-1, 8, 8)), (Gru2(), (-1, 8, 8))]
 with tempfile.TemporaryDirectory() as d:
     for model, shape in cases:

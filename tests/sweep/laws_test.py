@@ -52,6 +52,13 @@ MODELS = {
     "lstm1_small": (178_816, 25_216),
     "mlp1": (4_980_736, 4_980_736),  # MACs per sample = weights
     "cnn0": (2_902_694_144, 8_040_704),  # 19 x 19 = 361 output pixels x 8,040,704 weights
+    # ONNX kernels widened with zero weights count their taps only (laws_taps.toml):
+    # 36 pixels x 9 taps x (4 x 8 + 1 x 8): a 3 x 3 of dilation 2 and a depthwise one (5 x 5 read)
+    "conv_dilated3": (12_960, 360),
+    "conv_dilated": (2_352, 48),  # 49 pixels x 6 taps (3 x 2, read as 5 x 6) x 2 x 4
+    # Conv1d 3 -> 6 (6 outputs x 3 taps, read as 3 x 3) 324 + dilated 6 -> 4 (6 x 3 taps, read as
+    # 5 x 5) 432 + 24 x 5 = 120; weights 54 + 72 + 120
+    "conv1d": (876, 246),
 }
 
 failures = []
@@ -272,6 +279,12 @@ def main():
     prog = sweep(tpusim, os.path.join(work, "laws_program.toml"), os.path.join(work, "program.csv"))
     check_program(prog)
 
+    taps = sweep(tpusim, os.path.join(data, "laws_taps.toml"), os.path.join(work, "taps.csv"))
+    if len(taps) != 48:
+        failures.append(f"laws_taps.toml: expected 48 ok points, got {len(taps)}")
+    for r in taps:
+        check_point(r)
+
     mono = sweep(tpusim, os.path.join(data, "laws_monotone.toml"), os.path.join(work, "monotone.csv"))
     if len(mono) != 324:
         failures.append(f"laws_monotone.toml: expected 324 ok points, got {len(mono)}")
@@ -281,7 +294,7 @@ def main():
 
     for f in failures:
         print("FAIL", f)
-    print(f"{len(rows) + len(prog) + len(mono)} points, {len(failures)} broken laws")
+    print(f"{len(rows) + len(prog) + len(taps) + len(mono)} points, {len(failures)} broken laws")
     return 1 if failures else 0
 
 

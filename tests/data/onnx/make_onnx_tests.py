@@ -427,7 +427,8 @@ def conv1d():
     save("conv_dilated", nodes, [inp("x", ["N", 2, 7, 8])], outp("y"), dict(w4=w4, b4=b4), x2,
          conv_general(x2, w4, b4, [1, 1], [2, 1], [2, 3]))
     save("bad_pool1d", [helper.make_node("Conv", ["x", "w1"], ["c"], name="/c/Conv", kernel_shape=[3]),
-                        helper.make_node("MaxPool", ["c"], ["y"], name="/pool/MaxPool", kernel_shape=[2], strides=[2])],
+                        helper.make_node("MaxPool", ["c"], ["y"], name="/pool/MaxPool", kernel_shape=[2], strides=[2],
+                                         pads=[1, 1])],
          [inp("x", ["N", 3, 11])], outp("y"), dict(w1=w1))
 
 
@@ -477,6 +478,59 @@ def grus():
          [inp("x", [t, "N", f])], outp("y"), dict(w1=w1, r1=r1))
 
 
+def conv_dilated3():
+    """PyTorch's dilated 3 x 3 (Conv2d(4, 8, 3, padding=2, dilation=2), then a depthwise one alike):
+    9 taps each, read by the machine as a 5 x 5 kernel with zeros between them."""
+    x, w1, b1, w2, b2 = f32(N, 4, 6, 6), f32(8, 4, 3, 3), f32(8), f32(8, 1, 3, 3), f32(8)
+    nodes = [helper.make_node("Conv", ["x", "w1", "b1"], ["c1"], name="/c1/Conv", kernel_shape=[3, 3], pads=[2, 2, 2, 2],
+                              dilations=[2, 2]),
+             helper.make_node("Relu", ["c1"], ["r1"], name="/Relu"),
+             helper.make_node("Conv", ["r1", "w2", "b2"], ["y"], name="/c2/Conv", kernel_shape=[3, 3], pads=[2, 2, 2, 2],
+                              dilations=[2, 2], group=8)]
+    r1 = relu(conv_general(x, w1, b1, [1, 1], [2, 2], [2, 2]))
+    y = np.concatenate([conv_general(r1[:, c:c + 1], w2[c:c + 1], b2[c:c + 1], [1, 1], [2, 2], [2, 2]) for c in range(8)],
+                       axis=1)
+    save("conv_dilated3", nodes, [inp("x", ["N", 4, 6, 6])], outp("y"), dict(w1=w1, b1=b1, w2=w2, b2=b2), x, y)
+
+
+def pool1d(x, k, s, op):  # [N, C, L]
+    out = (x.shape[2] - k) // s + 1
+    return np.stack([op(x[:, :, o * s:o * s + k], axis=2) for o in range(out)], axis=2)
+
+
+def pools1d():
+    """MaxPool1d and AvgPool1d as PyTorch exports them ([N, C, L], 1-D attributes): a max pool of the
+    model's input line, a Conv1d, a max pool of 2 stride 2, an average pool of 3 stride 1, flattened
+    into a Gemm; and 1-D pools the machine cannot run, refused."""
+    x, w1, b1 = f32(N, 3, 13), f32(4, 3, 3), f32(4)
+    nodes = [helper.make_node("MaxPool", ["x"], ["p0"], name="/p0/MaxPool", kernel_shape=[3], strides=[1], pads=[0, 0],
+                              ceil_mode=0),
+             helper.make_node("Conv", ["p0", "w1", "b1"], ["c1"], name="/c1/Conv", kernel_shape=[3], pads=[1, 1]),
+             helper.make_node("Relu", ["c1"], ["r1"], name="/Relu"),
+             helper.make_node("MaxPool", ["r1"], ["p1"], name="/p1/MaxPool", kernel_shape=[2], strides=[2]),
+             helper.make_node("AveragePool", ["p1"], ["p2"], name="/p2/AveragePool", kernel_shape=[3], strides=[1],
+                              pads=[0, 0], ceil_mode=0, count_include_pad=1),
+             helper.make_node("Flatten", ["p2"], ["f"], name="/Flatten"),
+             helper.make_node("Gemm", ["f", "wg", "bg"], ["y"], name="/fc/Gemm", transB=1)]
+    p0 = pool1d(x, 3, 1, np.max)  # 13 -> 11
+    r1 = relu(conv_general(p0, w1, b1, [1], [1], [1]))  # 11
+    p2 = pool1d(pool1d(r1, 2, 2, np.max), 3, 1, np.mean)  # 11 -> 5 -> 3
+    wg, bg = f32(3, 4 * 3), f32(3)
+    save("pools1d", nodes, [inp("x", ["N", 3, 13])], outp("y"), dict(w1=w1, b1=b1, wg=wg, bg=bg), x,
+         p2.reshape(N, -1) @ wg.T + bg)
+    line = [inp("x", ["N", 3, 13])]
+    save("bad_pool1d_window", [helper.make_node("MaxPool", ["x"], ["y"], name="/pool/MaxPool", kernel_shape=[16])],
+         line, outp("y"), {})
+    save("bad_pool1d_dims", [helper.make_node("AveragePool", ["x"], ["y"], name="/pool/AveragePool", kernel_shape=[2, 2])],
+         line, outp("y"), {})
+    save("bad_pool1d_dilation", [helper.make_node("MaxPool", ["x"], ["y"], name="/pool/MaxPool", kernel_shape=[2],
+                                                  dilations=[2])], line, outp("y"), {})
+    save("bad_pool1d_ceil", [helper.make_node("MaxPool", ["x"], ["y"], name="/pool/MaxPool", kernel_shape=[2],
+                                              strides=[2], ceil_mode=1)], line, outp("y"), {})
+
+
+# (New models go last: the generator's draws for the earlier ones, and so their files, stay the same.)
 for make in (gemm, matmul_add, matmul_seq, conv_pad_stride, conv_group, conv_same_bn_clip, pools, global_avg_reshape,
-             add_mul_softmax, lstms, quantized, bad, concats, exported, lstm_outputs, conv1d, grus):
+             add_mul_softmax, lstms, quantized, bad, concats, exported, lstm_outputs, conv1d, grus, conv_dilated3,
+             pools1d):
     make()
