@@ -18,7 +18,7 @@ using isa::Opcode;
 
 namespace {
 
-const fs::path kOnnx = fs::path(TPUSIM_SOURCE_DIR) / "tests" / "data" / "onnx";
+const fs::path kOnnx = fs::path(tpusim::source_dir()) / "tests" / "data" / "onnx";
 
 compiler::LowerOptions packing(bool pack, bool stream = true) {
   compiler::LowerOptions o;
