@@ -4,10 +4,12 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <initializer_list>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "isa/error.h"
@@ -28,13 +30,17 @@ inline nlohmann::ordered_json parse_json(const std::string& text, const std::str
 class JsonReader {
  public:
   using json = nlohmann::ordered_json;
-  JsonReader(const json& j, std::string where) : j_(j), where_(std::move(where)) {
+  // `source`: the file's text, for a reader of its top-level object (a hand-written file's keys): an
+  // error about a key the file gives then names its line, "FILE:LINE: KEY: ...".
+  JsonReader(const json& j, std::string where, std::string_view source = {})
+      : j_(j), where_(std::move(where)), source_(source) {
     if (!j_.is_object()) fail("", "expected an object, got {}", j_.dump());
   }
   template <typename... A>
   [[noreturn]] void fail(const std::string& key, fmt::format_string<A...> f, A&&... a) const {
-    throw InputError(fmt::format("{}{}{}: {}", where_, key.empty() ? "" : ": ", key,
-                                 fmt::format(f, std::forward<A>(a)...)));
+    const size_t line = key_line(key);
+    throw InputError(fmt::format("{}{}{}{}: {}", where_, line ? fmt::format(":{}", line) : "",
+                                 key.empty() ? "" : ": ", key, fmt::format(f, std::forward<A>(a)...)));
   }
   bool has(const std::string& key) const { return j_.contains(key); }
   const json& at(const std::string& key) const {
@@ -93,8 +99,20 @@ class JsonReader {
   const std::string& where() const { return where_; }
 
  private:
+  // The 1-based line of `"key":` in the source (its first occurrence), 0 when unknown.
+  size_t key_line(const std::string& key) const {
+    if (source_.empty() || key.empty()) return 0;
+    const std::string quoted = "\"" + key + "\"";
+    for (size_t at = source_.find(quoted); at != std::string_view::npos; at = source_.find(quoted, at + 1)) {
+      const size_t next = source_.find_first_not_of(" \t\r\n", at + quoted.size());
+      if (next != std::string_view::npos && source_[next] == ':')
+        return 1 + static_cast<size_t>(std::count(source_.begin(), source_.begin() + at, '\n'));
+    }
+    return 0;
+  }
   const json& j_;
   std::string where_;
+  std::string_view source_;
 };
 
 }  // namespace tpusim::gpu

@@ -165,8 +165,8 @@ ReferenceRatio read_ratio(const JsonReader& r) {
   return {r.text("workload"), r.text("of"), r.text("to"), r.number("value", 0, true), r.text("where", false)};
 }
 
-ReferenceData read_reference(const json& j, const std::string& path) {
-  const JsonReader file(j, path);
+ReferenceData read_reference(const json& j, const std::string& path, std::string_view text) {
+  const JsonReader file(j, path, text);
   if (file.has("seconds") && file.has("workload") && !file.has("device"))
     file.fail("", "a `tpusim run --report` file, not reference data: give it to compare with --tpu-report");
   ReferenceData d;
@@ -199,7 +199,7 @@ ReferenceData read_reference(const json& j, const std::string& path) {
     for (auto it = j.begin(); it != j.end(); ++it)
       if (std::find(kRowKeys.begin(), kRowKeys.end(), it.key()) != kRowKeys.end() || it.key() == "note")
         row[it.key()] = it.value();
-    d.rows.push_back(read_row(JsonReader(row, path)));
+    d.rows.push_back(read_row(JsonReader(row, path, text)));
   } else {
     const json& results = file.at("results");
     if (!results.is_array()) file.fail("results", "expected an array of records");
@@ -234,7 +234,7 @@ ReferenceData parse_reference(const std::string& text, const std::string& path) 
       throw InputError(fmt::format("{}: format: {}, expected \"{}\" or \"{}\" (or no format key)", path,
                                    f.dump(), kReferenceFormat, kResultsFormat));
   }
-  return read_reference(j, path);
+  return read_reference(j, path, text);
 }
 
 std::vector<ReferenceData> load_reference(const fs::path& path) {

@@ -48,6 +48,10 @@ class PopListener {
   // Issue waits for room in a full queue: it goes on only when that queue's station pops (in
   // the popping process, at the pop's cycle), and waits for no unit's completion meanwhile.
   virtual bool waits_for_pop() const = 0;
+  // Issue stopped at a `sync` that does not wait for the matrix unit, issued before cycle `t0`:
+  // the control unit's process takes it there, and it may pass and give the other stations work
+  // before t0.
+  virtual bool wakes_before(uint64_t t0) const = 0;
 
  protected:
   ~PopListener() = default;

@@ -154,6 +154,13 @@ bool ControlUnit::may_issue_at(uint64_t at) const {
   return left <= UINT64_MAX / issue && ctx_.within_horizon(std::max(t_, at), issue * left).has_value();
 }
 
+// (Stopped at a sync, issue_all takes it at t_: it sleeps until then, or waits for its units.)
+bool ControlUnit::wakes_before(uint64_t t0) const {
+  if (waiting_ || next_ >= ctx_.code_size || t_ >= t0) return false;
+  const isa::Instruction& in = ctx_.inst(next_);
+  return in.opcode == Opcode::sync && !(in[Field::units] & sync_mask_bit(Unit::matrix));
+}
+
 // Issue runs ahead of simulated time: `t_` is the cycle the next instruction issues at, and the
 // process only waits where it must observe the machine (a full queue, sync, barrier, halt).
 void ControlUnit::issue_all() {

@@ -133,15 +133,18 @@ void MatrixUnit::serve() {
 // can act before t0: the activation unit and the host interface idle with empty queues (what
 // issue gives them from here is available after the pop at t0), the fetch station quiet (it
 // waits for a switch, or for an rw), no instruction later than this one started by them (no
-// hazard this start could find), and issue from t0 unable to fail or to pass --max-cycles (issue
-// finds the slot this pop frees only from t0 on: StationQueue::room_at). The
+// hazard this start could find), issue not stopped at a sync issued before t0 that may pass
+// without the matrix unit (PopListener::wakes_before), and issue from t0 unable to fail or to pass
+// --max-cycles (issue finds the slot this pop frees only from t0 on: StationQueue::room_at). The
 // unit then goes on from t0 as if it had waited there (docs/timing.md, "Events").
 bool MatrixUnit::may_start_ahead(uint64_t i, uint64_t t0) const {
   using isa::Unit;
   if (ctx_.engine != Engine::timing || t0 <= ctx_.now() || t0 > ctx_.ahead_limit || ctx_.aborted) return false;
   for (const Unit u : {Unit::host_dma, Unit::activation})
     if (!ctx_.idle(u) || ctx_.queues[int(u) - 1]->front_index() != UINT64_MAX) return false;
-  return weights->quiet() && hazards_.others_before(Unit::matrix, i) && ctx_.pop_listener->may_issue_at(t0);
+  const PopListener& issue = *ctx_.pop_listener;
+  return weights->quiet() && hazards_.others_before(Unit::matrix, i) && !issue.wakes_before(t0) &&
+         issue.may_issue_at(t0);
 }
 
 bool MatrixUnit::start_matmul(uint64_t i, uint64_t t0) {

@@ -239,6 +239,7 @@ class ControlUnit : public sc_core::sc_module, public PopListener {
   void popped(const StationQueue& queue, uint64_t at) override;
   bool may_issue_at(uint64_t at) const override;
   bool waits_for_pop() const override { return waiting_ != nullptr; }
+  bool wakes_before(uint64_t t0) const override;
   void reset();
 
  private:

@@ -58,14 +58,14 @@ TEST_CASE("reference: errors name the file, the record and the key", "[reference
   CHECK(error_of(R"({"batch": 1, "throughput": 5, "device": "x"})") ==
         "f.json: needs \"model\" (a description's path) or \"workload\" (a name such as \"mlp0\")");
   CHECK(error_of(R"({"model": "m.toml", "batch": 0, "throughput": 5, "device": "x"})") ==
-        "f.json: batch: expected an integer >= 1, got 0");
+        "f.json:1: batch: expected an integer >= 1, got 0");
   CHECK(error_of(R"({"model": "m.toml", "batch": 1, "inferences_per_secnd": 5, "device": "x"})") ==
-        "f.json: inferences_per_secnd: unknown key (did you mean \"inferences_per_second\"?)");
+        "f.json:1: inferences_per_secnd: unknown key (did you mean \"inferences_per_second\"?)");
   CHECK(
       error_of(R"({"source": "published", "model": "m.toml", "batch": 1, "throughput": 5, "device": "x"})") ==
       "f.json: citation: missing: published figures need the publication they come from");
   CHECK(error_of(R"({"source": "guessed", "model": "m.toml", "batch": 1, "throughput": 5, "device": "x"})") ==
-        "f.json: source: \"guessed\" is not one of \"measured\", \"published\", \"test-fixture\"");
+        "f.json:1: source: \"guessed\" is not one of \"measured\", \"published\", \"test-fixture\"");
   CHECK(error_of(R"({"device": "x", "results": [{"workload": "a", "batch": 1, "throughput": -1}]})") ==
         "f.json: results[0]: throughput: expected a number > 0, got -1");
   CHECK(error_of(R"({"format": "csv/1", "device": "x"})") ==
@@ -73,6 +73,11 @@ TEST_CASE("reference: errors name the file, the record and the key", "[reference
         "format key)");
   CHECK(error_of(R"({"device": "x", "results": [{"workload": "a", "batch": 1, "throughput": 5, "load_average": -2}]})") ==
         "f.json: results[0]: load_average: expected a number >= 0, got -2");
+  // A hand-written file on several lines: the line of the key (the record's keys are the file's).
+  CHECK(error_of("{\n  \"model\": \"m.toml\",\n  \"batch\": 16,\n  \"throughput\": -5,\n  \"device\": \"x\"\n}") ==
+        "f.json:4: throughput: expected a number > 0, got -5");
+  CHECK(error_of("{\n  \"model\": \"m.toml\", \"batch\": 16, \"throughput\": 5,\n  \"devise\": \"x\"\n}") ==
+        "f.json:3: devise: unknown key (did you mean \"device\"?)");
   CHECK(error_of("[1, 2]") ==
         "f.json: expected a JSON object (reference data: workloads/gpu-reference/README.md)");
 }

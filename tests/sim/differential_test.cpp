@@ -1,12 +1,15 @@
 // One truth, three engines: random programs (random shapes, flags, stalls and sync patterns, on
 // random small machines from 4x4 to 32x32) run on the fast, stepped and timing engines and the
-// reference executor. Every program either fails on all three engines with the same error (a
-// missing sync makes a data hazard, which the machine refuses), or runs on all three with the
-// same cycle for every instruction's start and end, the same counters, and (fast and stepped)
-// the reference executor's memories.
+// reference executor. Every program either fails on all three engines with the same error at the
+// same cycle (a missing sync makes a data hazard, which the machine refuses), or runs on all three
+// with the same cycle for every instruction's start and end, the same counters, and (fast and
+// stepped) the reference executor's memories.
+#include <fmt/format.h>
+
 #include <cstdlib>
 #include <fstream>
 #include <random>
+#include <sstream>
 
 #include "machine_support.h"
 
@@ -375,7 +378,7 @@ int differential(uint64_t seed, int count, const Limits& lim, int* ran_16 = null
     try {
       sim::simulate(p, arch, {sim::Engine::timing, 0});
     } catch (const sim::SimError& e) {
-      error = e.what();
+      error = fmt::format("{} (cycle {})", e.what(), e.cycle.value_or(0));
     }
     if (error.empty()) {
       test::run_all(p, arch);
@@ -395,7 +398,8 @@ int differential(uint64_t seed, int count, const Limits& lim, int* ran_16 = null
         sim::simulate(p, arch, {e, 0});
         FAIL("engine " << sim::engine_name(e) << " ran a program the timing engine refused");
       } catch (const sim::SimError& err) {
-        REQUIRE(std::string(err.what()) == error);
+        // (The same message, failing at the same cycle.)
+        REQUIRE(fmt::format("{} (cycle {})", err.what(), err.cycle.value_or(0)) == error);
       }
     }
   }
@@ -511,13 +515,23 @@ TEST_CASE("differential - stressed weight FIFO and queues and slow memories", "[
 
 // Not run by default: writes one random program and its machine for a closer look,
 // e.g. TPUSIM_DIFF_SEED=3105 TPUSIM_DIFF_DIMS=4,8,16 sim_tests "[.dump]" then
-// tpusim run /tmp/tpusim-diff.tpu --arch /tmp/tpusim-diff.json.
+// tpusim run /tmp/tpusim-diff.tpu --arch /tmp/tpusim-diff.json. TPUSIM_DIFF_STRESS=1,
+// TPUSIM_DIFF_ODD, TPUSIM_DIFF_SHARED, TPUSIM_DIFF_PARTIAL and TPUSIM_DIFF_MATRIX_SYNCS (any value)
+// set the Limits a case above uses.
 TEST_CASE("differential - dump one program", "[.dump]") {
   const char* seed = std::getenv("TPUSIM_DIFF_SEED");
   REQUIRE(seed);
   Limits lim{{4, 8, 16, 32}};
   if (const char* stress = std::getenv("TPUSIM_DIFF_STRESS")) lim = {{4, 8, 16}, std::string(stress) == "1"};
   if (std::getenv("TPUSIM_DIFF_ODD")) lim.dims = {4, 5, 7, 12, 32};
+  if (const char* dims = std::getenv("TPUSIM_DIFF_DIMS")) {  // e.g. 4,5,8,16
+    lim.dims.clear();
+    std::stringstream in(dims);
+    for (std::string d; std::getline(in, d, ',');) lim.dims.push_back(std::stoull(d));
+  }
+  lim.shared = lim.shared || std::getenv("TPUSIM_DIFF_SHARED");
+  lim.partial = std::getenv("TPUSIM_DIFF_PARTIAL") != nullptr;
+  lim.matrix_syncs = std::getenv("TPUSIM_DIFF_MATRIX_SYNCS") != nullptr;
   ProgramGenerator gen(std::stoull(seed), lim);
   const sim::Arch arch = gen.arch();
   isa::save_program("/tmp/tpusim-diff.tpu", gen.program(arch));

@@ -76,6 +76,39 @@ TEST_CASE("an activate overwriting rows a matmul still reads needs a sync", "[ma
       "from cycle 13: add `sync units=matrix` before instruction 3");
 }
 
+// The timing engine starts a matmul ahead of simulated time only when no other unit can act
+// before its t0 (docs/timing.md, "Events"). Issue stopped at a sync issued before t0 can: a sync
+// that does not wait for the matrix unit passes there, and what issue gives the other stations
+// after it may start before t0. Here the matmul (issued at 3, available at 4) waits for its tile
+// (requested at 1, 4 cycles of transfer and 3 of latency: lands at 8, shifted in by 8 + 4 = 12);
+// issue sleeps until the sync's cycle 6, the sync on the idle host interface (or activation unit)
+// passes, and the act (issued at 7) starts at 8, overwriting the UB rows the matmul reads from 12.
+// The matmul must not start ahead at 4: its record would meet the act at 8 and the run fail
+// there, not at 12. (The differential tests compare the failing cycle too: a random program found
+// issue stopped at such a sync in the matrix unit's own process, by the pop of a matmul started
+// ahead, its control process not yet woken.)
+TEST_CASE("a matmul does not start ahead past a sync issue stopped at before its start", "[machine][errors]") {
+  for (const char* units : {"host", "act"}) {
+    INFO("sync units=" << units);
+    const isa::Program p = assemble(kTile + fmt::format("rw waddr=w, tiles=1\nnop\nnop\n"
+                                                        "matmul ub=0, acc=0, rows=2, switch\nnop\nnop\n"
+                                                        "sync units={}\nact acc=8, ub=0, rows=2\nhalt",
+                                                        units));
+    for (sim::Engine e : {sim::Engine::fast, sim::Engine::stepped, sim::Engine::timing}) {
+      INFO("engine " << sim::engine_name(e));
+      try {
+        sim::simulate(p, small_arch(), {e, 0});
+        FAIL("no error");
+      } catch (const sim::SimError& err) {
+        CHECK(err.index == 7);
+        CHECK_THAT(err.what(), Contains("ran first (from cycle 8, before cycle 12): add `sync units=matrix` "
+                                        "before instruction 7"));
+        CHECK(err.cycle == 12);  // (the matmul's start, where the conflict is seen: 8 when it started ahead)
+      }
+    }
+  }
+}
+
 TEST_CASE("a cycle limit stops a long program cleanly", "[machine][errors]") {
   require_error(assemble(kTile + "rw waddr=w, tiles=1\nmatmul ub=0, acc=0, rows=3, switch\nhalt"),
                 small_arch(), 2, "did not halt within --max-cycles 10",
