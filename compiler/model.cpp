@@ -945,6 +945,38 @@ bool is_model_path(const std::filesystem::path& path) {
   return ext == ".toml" || ext == ".csv" || ext == ".onnx";
 }
 
+std::vector<std::string> model_files(const std::filesystem::path& path) {
+  std::vector<std::string> files = {path.string()};
+  std::string ext = path.extension().string();
+  std::transform(ext.begin(), ext.end(), ext.begin(), [](unsigned char c) { return char(std::tolower(c)); });
+  if (ext != ".toml") return files;  // an ONNX model holds its data; a topology names no files
+  toml::table doc;
+  try {
+    doc = toml::parse(io::read_text_file(path, io::kMaxModelBytes, "a model description"), path.string());
+  } catch (const std::exception&) {
+    return files;
+  }
+  const std::filesystem::path dir = path.parent_path();
+  const auto add = [&](const toml::node* n) {
+    if (!n) return;
+    if (const auto* s = n->as_string()) files.push_back((dir / s->get()).string());
+    if (const auto* a = n->as_array())
+      for (const toml::node& e : *a)
+        if (const auto* s = e.as_string()) files.push_back((dir / s->get()).string());
+  };
+  if (const toml::table* m = doc["model"].as_table()) add(m->get("input_file"));
+  if (const toml::array* layers = doc["layer"].as_array())
+    for (const toml::node& l : *layers)
+      if (const toml::table* t = l.as_table())
+        for (const char* key : {"weights_file", "bias_file"}) add(t->get(key));
+  return files;
+}
+
+void append_model_files(std::vector<std::string>& files, const std::vector<std::string>& models) {
+  for (const std::string& m : models)
+    for (std::string& f : model_files(m)) files.push_back(std::move(f));
+}
+
 namespace {
 Model load_any(const std::filesystem::path& path, const LoadOptions& options);
 }  // namespace

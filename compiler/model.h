@@ -10,6 +10,7 @@
 #include <random>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "compiler/graph.h"
 #include "compiler/lower_options.h"
@@ -89,6 +90,15 @@ Model parse_model(std::string_view text, const std::string& source, const std::f
 // True when `path` names a model (a .toml description, a .csv topology or an .onnx model) rather
 // than a program.
 bool is_model_path(const std::filesystem::path& path);
+
+// The files a model at `path` reads: `path` itself and, for a .toml description, every .npy it
+// names ([model] input_file, each layer's weights_file and bias_file, resolved as parse_model
+// resolves them), so that no output of a command is written over one of them
+// (io::refuse_input_as_output). Best effort: a description that cannot be read or parsed names
+// only itself (its load then reports the error).
+std::vector<std::string> model_files(const std::filesystem::path& path);
+// Every file of each model in `models` (model_files), appended to `files`.
+void append_model_files(std::vector<std::string>& files, const std::vector<std::string>& models);
 
 // ---- generated parameters and inputs (docs/model-format.md, "Generated parameters and inputs") --
 

@@ -137,7 +137,7 @@ int main(int argc, char** argv) {
   results.note = o.note;
   return gpu::run_reporting_errors("tpusim-gpu", [&] {
     gpu::check_runner_paths(o);
-    tpusim::io::refuse_input_as_output(o.csv_out, "--csv", o.models);
+    tpusim::io::refuse_input_as_output(o.csv_out, "--csv", gpu::model_inputs(o));
     bool all_match = true, bad_input = false;
     results.device = gpu::query_device(o.peak_tops);
     fmt::print(stderr,

@@ -19,6 +19,7 @@
 #include "gpu/timing.h"
 #include "isa/error.h"
 #include "isa/file_io.h"
+#include "compiler/model.h"
 
 namespace tpusim::gpu {
 
@@ -58,6 +59,13 @@ inline CLI::Validator positive_number(const std::string& what) {
       rule);
 }
 
+// Every file the runner reads: each model and the .npy files its description names.
+inline std::vector<std::string> model_inputs(const RunnerOptions& o) {
+  std::vector<std::string> files;
+  compiler::append_model_files(files, o.models);
+  return files;
+}
+
 // Before any measurement: every model is a file and the results file's folder exists (InputError
 // naming the path otherwise), so that a typo fails at once rather than after minutes of work.
 inline void check_runner_paths(const RunnerOptions& o) {
@@ -70,8 +78,8 @@ inline void check_runner_paths(const RunnerOptions& o) {
                                    "or .onnx models)",
                                    m));
   }
-  // `tpusim-cpu mlp.toml -o mlp.toml` wrote the results over the description.
-  io::refuse_input_as_output(o.json_out, "-o", o.models);
+  // `tpusim-cpu mlp.toml -o mlp.toml` wrote the results over the description (or its .npy data).
+  io::refuse_input_as_output(o.json_out, "-o", model_inputs(o));
   if (!o.json_out.empty()) {
     const fs::path dir = fs::absolute(o.json_out).parent_path();
     std::error_code ec;

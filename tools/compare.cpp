@@ -505,8 +505,8 @@ int cmd_compare(const CompareArgs& a) {
   std::vector<std::string> inputs = {a.arch_file};
   for (const gpu::ReferenceData& f : files) inputs.push_back(f.path);
   inputs.insert(inputs.end(), a.tpu_reports.begin(), a.tpu_reports.end());
-  inputs.insert(inputs.end(), a.models.begin(), a.models.end());
-  for (const Group& g : groups) inputs.push_back(g.model_key);  // each description, canonical
+  compiler::append_model_files(inputs, a.models);
+  for (const Group& g : groups) compiler::append_model_files(inputs, {g.model_key});  // each description, canonical
   const std::string plot_data = a.plot_prefix.empty() ? "" : a.plot_prefix + ".json";
   for (const auto& [flag, f] : {std::pair{"--csv", a.csv_out}, std::pair{"--json", a.json_out},
                                 std::pair{"--plot", plot_data}})

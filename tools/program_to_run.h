@@ -36,11 +36,11 @@ void load_program_or_model(ProgramToRun& r, std::string_view verb, const std::st
                            const std::function<void(const compiler::Compiled&)>& quantized);
 
 // The files a command writes (FLAG, path), checked before any work against the files it reads
-// (run, debug, view: the program, the architecture file, debug's script): one that names an
-// input is refused with io::refuse_input_as_output's message ("FLAG PATH: is the input INPUT;
+// (run, compile, debug, view: the program or model, with the .npy files a model's description
+// names, the architecture file, debug's script, run's --input): one that names an input is refused with io::refuse_input_as_output's message ("FLAG PATH: is the input INPUT;
 // choose another output (tpusim never overwrites its inputs)"). Empty paths and "-" are skipped.
 void refuse_outputs_over_inputs(std::initializer_list<std::pair<std::string_view, const std::string*>> outputs,
-                                std::initializer_list<std::string> inputs);
+                                const std::vector<std::string>& inputs);
 
 // Tries to write `path` now, so that a long run does not end in "cannot write": a temporary file
 // beside it, removed at once (io::OutputFile); throws "PATH: cannot write: REASON". Skips "",

@@ -154,9 +154,14 @@ void load_program_or_model(ProgramToRun& r, std::string_view verb, const std::st
   }
 }
 
+// `inputs`: the files given on the command line; a model among them adds the .npy files its
+// description names (compiler::model_files: `--report wide_mlp/fc1.npy` replaced its weights).
 void refuse_outputs_over_inputs(std::initializer_list<std::pair<std::string_view, const std::string*>> outputs,
-                                std::initializer_list<std::string> inputs) {
-  const std::span<const std::string> in(inputs.begin(), inputs.size());
+                                const std::vector<std::string>& inputs) {
+  std::vector<std::string> in;
+  for (const std::string& f : inputs)
+    if (compiler::is_model_path(f)) compiler::append_model_files(in, {f});
+    else in.push_back(f);
   for (const auto& [flag, path] : outputs) io::refuse_input_as_output(*path, flag, in);
 }
 
@@ -486,7 +491,7 @@ int cmd_compile(const CompileArgs& a) {
     throw InputError(fmt::format(
         "{}: expected a model description (.toml), a SCALE-Sim topology (.csv) or an ONNX model (.onnx)", a.model));
   const std::string out = a.output.empty() ? fs::path(a.model).replace_extension(".tpu").string() : a.output;
-  io::refuse_input_as_output(out, "-o", std::array{a.model, a.arch_file});
+  refuse_outputs_over_inputs({{"-o", &out}}, {a.model, a.arch_file, a.input, a.calibrate});
   const sim::Arch arch = resolve_arch(nullptr, a.arch_file, a.sets, a.model);
   compiler::LoadOptions o = load_options(a.batch, a.input, a.calibrate, a.mapper, a.precision);
   int8_alias(o, a.int8_elements);

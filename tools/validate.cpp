@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "compiler/compile.h"
+#include "compiler/model.h"
 #include "isa/error.h"
 #include "isa/file_io.h"
 #include "sim/arch.h"
@@ -498,7 +499,7 @@ int cmd_validate(const ValidateArgs& args) {
   const fs::path dir = args.workloads.empty() ? fs::path("workloads/tpu-v1") : fs::path(args.workloads);
   // `--json workloads/tpu-v1/mlp1.toml` wrote the results over the description: refused first.
   std::vector<std::string> inputs = {args.arch_file};
-  for (const PaperApp* p : chosen) inputs.push_back((dir / (std::string(p->name) + ".toml")).string());
+  for (const PaperApp* p : chosen) compiler::append_model_files(inputs, {(dir / (std::string(p->name) + ".toml")).string()});
   for (const auto& [flag, f] : {std::pair{"--json", args.json_out}, std::pair{"--csv", args.csv_out}})
     io::refuse_input_as_output(f, flag, inputs);
   for (const PaperApp* p : chosen) {

@@ -59,5 +59,17 @@ cmp -s apps/mlp1.toml mlp1.keep || { echo "FAIL: apps/mlp1.toml was changed"; fa
 cmp -s mlp.toml mlp.keep && cmp -s machine.json machine.keep || { echo "FAIL: an input was changed"; failed=1; }
 check 0 "^mlp1 " -- "$tpusim" validate -q --workloads apps --app mlp1 --json v.json
 
+# A description's .npy data (weights_file, input_file) are inputs too: `run wide_mlp.toml --report
+# wide_mlp/fc1.npy` and `sweep -o wide_mlp/fc1.npy` replaced the layer's weights.
+cp -r "$src/workloads/small/wide_mlp.toml" "$src/workloads/small/wide_mlp" . && cp wide_mlp/fc1.npy fc1.keep
+cp wide_mlp/input.npy input.keep
+printf '[sweep]\nworkloads = ["wide_mlp.toml"]\n' > wide.toml
+check 2 "^--report wide_mlp/fc1\.npy: is the input wide_mlp/fc1\.npy" -- "$tpusim" run wide_mlp.toml --report wide_mlp/fc1.npy
+check 2 "^--trace wide_mlp/input\.npy: is the input wide_mlp/input\.npy" -- "$tpusim" run wide_mlp.toml --trace wide_mlp/input.npy
+check 2 "^-o wide_mlp/fc1\.npy: is the input wide_mlp/fc1\.npy" -- "$tpusim" compile wide_mlp.toml -o wide_mlp/fc1.npy
+check 2 "^-o wide_mlp/fc1\.npy: is the input wide_mlp/fc1\.npy" -- "$tpusim" sweep wide.toml -o wide_mlp/fc1.npy
+check 2 "^--csv wide_mlp/input\.npy: is the input wide_mlp/input\.npy" -- "$tpusim" compare "${args[@]}" --model wide_mlp.toml --csv wide_mlp/input.npy
+cmp -s wide_mlp/fc1.npy fc1.keep && cmp -s wide_mlp/input.npy input.keep || { echo "FAIL: a model's .npy was changed"; failed=1; }
+
 [ $failed = 0 ] && echo "ok: no output over an input"
 exit $failed

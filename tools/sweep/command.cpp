@@ -12,6 +12,7 @@
 #include <map>
 #include <set>
 
+#include "compiler/model.h"
 #include "isa/error.h"
 #include "isa/file_io.h"
 #include "isa/text.h"
@@ -134,10 +135,10 @@ int cmd_sweep(const SweepArgs& a) {
     return 0;
   }
   const Outputs out = outputs(a.output, a.db, a.jsonl);
-  // Every file the sweep reads: the spec, its workloads and its [sweep] arch file (`-o mlp.toml`
-  // for `-o mlp.csv` wrote the results over the model description).
+  // Every file the sweep reads: the spec, its workloads (with the .npy files they name) and its
+  // [sweep] arch file (`-o mlp.toml` for `-o mlp.csv` wrote the results over the model description).
   std::vector<std::string> inputs = {a.spec, spec.arch_file.string()};
-  for (const Workload& w : spec.workloads) inputs.push_back(w.path.string());
+  for (const Workload& w : spec.workloads) compiler::append_model_files(inputs, {w.path.string()});
   for (const auto& [flag, f] : {std::pair{"-o", out.csv}, std::pair{a.db.empty() ? "-o" : "--db", out.db},
                                 std::pair{a.jsonl.empty() ? "-o" : "--jsonl", out.jsonl}})
     io::refuse_input_as_output(f.string(), flag, inputs);
