@@ -3,8 +3,10 @@
 #include <catch2/catch.hpp>
 #include <set>
 
+#include "compiler/compile.h"
 #include "compiler/emitter.h"
 #include "compiler/weight_image.h"
+#include "e2e_support.h"
 #include "graph_builder.h"
 #include "isa/error.h"
 
@@ -298,6 +300,37 @@ TEST_CASE("few input channels: kernel positions and output pixels packed per vec
     // one UB row per pixel.
     CHECK(nth(p, Opcode::matmul, 1)[Field::ub] == first[Field::ub] + 2 * 9 * 1);
     CHECK(count(p, Opcode::activate) == 4 * 2);
+  }
+}
+
+TEST_CASE("the packing estimate counts each weight tile's shift into the array that short matmuls leave exposed") {
+  // tiny_cnn at batch 1 on 128 x 128 (tpu-v1 otherwise): conv2 is 3 x 3, 16 -> 32 channels, 6 x 6
+  // out. A tile switch follows the one before it by at least 128 + 128 - 1 = 255 cycles (its shift
+  // begins 127 cycles after that switch and takes 128: docs/timing.md), whatever the matmuls
+  // between stream; the layer's last tile streams alone. The activation unit: 36 rows + 8 cycles
+  // a activate.
+  //   P = 1 (3 input pixels x 16 = 48 rows: 2 kernel rows a tile, then 1; 2 tiles): 6 output rows
+  //     x 6 pixels x 6 segments = 216 cycles, then 6 x 6 x 3 = 108: max(216, 255) + 108 = 363,
+  //     + 36 + (1 chunk + 6 rows) x 8 = 455.
+  //   P = 3 (5 input pixels x 16 = 80 rows: one kernel row a tile, 3 tiles): 6 x 2 groups x 5 =
+  //     60 cycles each: 255 + 255 + 60 = 570, + 36 + 12 activates x 8 = 702.
+  // At 136 GB/s (194.3 bytes a cycle: 84.3 cycles a 16 KiB tile) the fetches bound neither. Counted
+  // without the shifts (max(streaming, fetches)), P = 3 looked cheaper, 253 + 132 = 385 against
+  // 324 + 92 = 416, and ran 12,854 cycles (weight shift 4.35% -> 5.94%) against P = 1's 12,682 at
+  // 34 GB/s: the faster memory made the compile slower (tests/sweep/laws_test.py).
+  for (const double gbps : {34.0, 136.0}) {
+    sim::Arch a;  // tpu-v1
+    a.array_rows = a.array_cols = 128;
+    a.weight_mem_gbps = gbps;
+    compiler::LoadOptions lo;
+    lo.batch = 1;
+    const compiler::Compiled c = compiler::compile_file(kWorkloads / "small/tiny_cnn.toml", a, lo);
+    const isa::Program& p = c.program;
+    INFO(gbps << " GB/s");
+    REQUIRE(p.meta["mapping"][2]["layer"] == "conv2");
+    CHECK(p.meta["mapping"][2]["packing"] == "1 pixel per vector, 3 input pixels x 2 kernel rows gathered");
+    CHECK(p.meta["mapping"][2]["weight_tiles"] == 2);
+    CHECK(sim::simulate(p, a, {sim::Engine::timing, 0}).cycles == 12'682);
   }
 }
 

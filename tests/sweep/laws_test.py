@@ -228,10 +228,6 @@ KNOWN_NOT_MONOTONE = {
     ("tiny_cnn", 64, 256, 64, 66_885, 66_981): "pool1's border zeroed in the larger buffer",
     ("tiny_cnn", 128, 128, 64, 64_132, 65_084): "pool1's border zeroed in the larger buffer",
     ("tiny_cnn", 256, 64, 64, 70_802, 70_978): "pool1's border zeroed in the larger buffer",
-    # At 136 GB/s conv2 packs 3 pixels a vector (3 tiles) instead of 1 (2 tiles): the packing
-    # estimate counts fetches but not the tiles' shifts into the array, which its short matmuls
-    # (12 vectors against 255) do not hide: weight shift 4.35% -> 5.94%. 34 -> 136 GB/s, any UB.
-    ("tiny_cnn", 128, 128, 1, 12_682, 12_854): "conv2's packing estimate counts no tile shifts",
 }
 
 
