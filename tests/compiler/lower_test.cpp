@@ -317,7 +317,8 @@ TEST_CASE("the packing estimate counts each weight tile's shift into the array t
   // At 136 GB/s (194.3 bytes a cycle: 84.3 cycles a 16 KiB tile) the fetches bound neither. Counted
   // without the shifts (max(streaming, fetches)), P = 3 looked cheaper, 253 + 132 = 385 against
   // 324 + 92 = 416, and ran 12,854 cycles (weight shift 4.35% -> 5.94%) against P = 1's 12,682 at
-  // 34 GB/s: the faster memory made the compile slower (tests/sweep/laws_test.py).
+  // 34 GB/s: the faster memory made the compile slower (tests/sweep/laws_test.py). (12,682 at both
+  // until pool1's padded output went to rows never written: its border no longer zeroed.)
   for (const double gbps : {34.0, 136.0}) {
     sim::Arch a;  // tpu-v1
     a.array_rows = a.array_cols = 128;
@@ -330,7 +331,34 @@ TEST_CASE("the packing estimate counts each weight tile's shift into the array t
     REQUIRE(p.meta["mapping"][2]["layer"] == "conv2");
     CHECK(p.meta["mapping"][2]["packing"] == "1 pixel per vector, 3 input pixels x 2 kernel rows gathered");
     CHECK(p.meta["mapping"][2]["weight_tiles"] == 2);
-    CHECK(sim::simulate(p, a, {sim::Engine::timing, 0}).cycles == 12'682);
+    CHECK(sim::simulate(p, a, {sim::Engine::timing, 0}).cycles == 12'596);
+  }
+}
+
+TEST_CASE("a padded map goes where its border holds no data: no zeroing, and a larger buffer is never slower") {
+  // tiny_cnn at batch 64 on 128 x 128 (tpu-v1 otherwise): pool1's output is stored padded (conv2
+  // reads it with a 1-pixel border: 8 x 8 stored pixels x 64 samples, 6 x 6 of them written).
+  // It is allocated at the bottom, away from conv1's output at the top, where the model's input
+  // was: with 256 KiB the input's rows are still in use there and the first fit is past them, on
+  // rows never written; with 2 MiB the input's freed rows come first. On those written rows the
+  // border had to be zeroed: 5 `vec sub` (top border and first left pixel, 5 runs of right and
+  // left pixels between the 6 image rows... as border_ranges cuts them) and a `sync` on the matrix
+  // unit, still reading the input, in front of pool1: 65,084 cycles against 64,132. Now the map
+  // goes, from the same end, to the first place where its border rows hold no data (the
+  // allocator keeps which rows may: every row allocated, less the zero borders): no `vec`, the
+  // same 5 syncs and 64,132 cycles with either buffer.
+  for (const uint64_t ub : {uint64_t{256} << 10, uint64_t{2} << 20}) {
+    sim::Arch a;  // tpu-v1
+    a.array_rows = a.array_cols = 128;
+    a.ub_bytes = ub;
+    compiler::LoadOptions lo;
+    lo.batch = 64;
+    const compiler::Compiled c = compiler::compile_file(kWorkloads / "small/tiny_cnn.toml", a, lo);
+    const isa::Program& p = c.program;
+    INFO(ub << " UB bytes");
+    CHECK(count(p, Opcode::vector) == 0);
+    CHECK(count(p, Opcode::sync) == 5);
+    CHECK(sim::simulate(p, a, {sim::Engine::timing, 0}).cycles == 64'132);
   }
 }
 

@@ -222,12 +222,6 @@ MONOTONE_TOLERANCE = 0  # cycles
 # batch, cycles at the smaller point, cycles at the larger one). Every pair of points that breaks
 # the law must be listed, and every entry must still be seen: a fix removes its entry.
 KNOWN_NOT_MONOTONE = {
-    # pool1's padded output lands, with 2 MiB or more, on the input's freed rows, which were
-    # written: 5 border-zeroing vecs and a sync on the matrix unit in front of pool1 (with 256 KiB
-    # it lands on rows never written, zero already). 256 KiB -> 2 MiB or 24 MiB, every bandwidth.
-    ("tiny_cnn", 64, 256, 64, 66_885, 66_981): "pool1's border zeroed in the larger buffer",
-    ("tiny_cnn", 128, 128, 64, 64_132, 65_084): "pool1's border zeroed in the larger buffer",
-    ("tiny_cnn", 256, 64, 64, 70_802, 70_978): "pool1's border zeroed in the larger buffer",
 }
 
 
