@@ -88,31 +88,65 @@ bool per_column(const MatmulOp& m) { return !m.bias.empty() || m.mult.size() > 1
 // Allocation of UB rows from either end: first fit from the bottom, or last fit from the top.
 // The back end puts a layer's output at the end away from its input, so a chain of layers
 // ping-pongs between the two ends and the free rows stay one block in the middle.
+// It also keeps which rows may hold data (dirty: rows allocated, less the zero borders of padded
+// maps), so that a padded map can go where its border is zero already (allocate_clean).
 class RowAllocator {
  public:
   RowAllocator(uint64_t first, uint64_t end) : first_(first), end_(end) { free_[first] = end - first; }
   bool allocate(uint64_t rows, bool from_top, uint64_t& at) {
+    const auto fits = [&](const auto& block) { return block.second >= rows; };
+    std::pair<uint64_t, uint64_t> block;
     if (from_top) {
-      for (auto it = free_.rbegin(); it != free_.rend(); ++it)
-        if (it->second >= rows) {
-          const uint64_t start = it->first, left = it->second - rows;
-          at = start + left;
-          free_.erase(start);
-          if (left) free_[start] = left;
+      const auto it = std::find_if(free_.rbegin(), free_.rend(), fits);
+      if (it == free_.rend()) return false;
+      block = *it;
+      at = block.first + block.second - rows;
+    } else {
+      const auto it = std::find_if(free_.begin(), free_.end(), fits);
+      if (it == free_.end()) return false;
+      block = *it;
+      at = block.first;
+    }
+    take(block.first, block.second, at, rows);
+    return true;
+  }
+  // Like allocate, from the same end, but only at a place where clean(at) holds (the rows that
+  // must be zero there are not dirty): a free block's end, or where dirty rows inside it end
+  // (from the bottom) or begin (from the top), the first such place from that end. False,
+  // nothing taken, when there is none.
+  template <class Clean>
+  bool allocate_clean(uint64_t rows, bool from_top, uint64_t& at, Clean clean) {
+    std::vector<std::pair<uint64_t, uint64_t>> blocks(free_.begin(), free_.end());
+    if (from_top) std::reverse(blocks.begin(), blocks.end());
+    for (const auto& [start, size] : blocks) {
+      if (size < rows) continue;
+      const uint64_t end = start + size;
+      std::vector<uint64_t> places{from_top ? end - rows : start};  // first rows of the candidates
+      auto it = dirty_.upper_bound(start);
+      if (it != dirty_.begin()) --it;
+      for (; it != dirty_.end() && it->first < end; ++it) {
+        if (!from_top && it->second > start && it->second + rows <= end) places.push_back(it->second);
+        if (from_top && it->first > start && it->first >= start + rows) places.push_back(it->first - rows);
+      }
+      if (from_top) std::sort(places.rbegin(), places.rend());
+      else std::sort(places.begin(), places.end());
+      for (const uint64_t place : places)
+        if (clean(place)) {
+          at = place;
+          take(start, size, at, rows);
           return true;
         }
-      return false;
     }
-    for (auto it = free_.begin(); it != free_.end(); ++it)
-      if (it->second >= rows) {
-        at = it->first;
-        const uint64_t left = it->second - rows;
-        free_.erase(it);
-        if (left) free_[at + rows] = left;
-        return true;
-      }
     return false;
   }
+  // Whether any row of [at, at + rows) may hold data.
+  bool dirty(uint64_t at, uint64_t rows) const {
+    auto it = dirty_.upper_bound(at);
+    if (it != dirty_.begin() && std::prev(it)->second > at) return true;
+    return it != dirty_.end() && it->first < at + rows;
+  }
+  // Rows that are zero now (a padded map's border: zero already, or zeroed when it was placed).
+  void zeroed(uint64_t at, uint64_t rows) { mark(at, rows, false); }
   bool in_lower_half(uint64_t row) const { return row - first_ < (end_ - first_) / 2; }
   void release(uint64_t at, uint64_t rows) {
     auto next = free_.lower_bound(at);
@@ -141,8 +175,36 @@ class RowAllocator {
   }
 
  private:
+  // Takes [at, at + rows) out of the free block [start, start + size), marking it dirty.
+  void take(uint64_t start, uint64_t size, uint64_t at, uint64_t rows) {
+    free_.erase(start);
+    if (at > start) free_[start] = at - start;
+    if (at + rows < start + size) free_[at + rows] = start + size - at - rows;
+    mark(at, rows, true);
+  }
+  // Adds [at, at + rows) to the dirty rows, or takes it out.
+  void mark(uint64_t at, uint64_t rows, bool dirty) {
+    if (rows == 0) return;
+    uint64_t lo = at, hi = at + rows;
+    auto it = dirty_.upper_bound(at);
+    if (it != dirty_.begin() && std::prev(it)->second >= at) --it;
+    std::vector<std::pair<uint64_t, uint64_t>> keep;  // (pieces of removed intervals outside the span)
+    while (it != dirty_.end() && it->first <= hi) {
+      if (dirty) {
+        lo = std::min(lo, it->first), hi = std::max(hi, it->second);
+      } else {
+        if (it->first < at) keep.emplace_back(it->first, at);
+        if (it->second > at + rows) keep.emplace_back(at + rows, it->second);
+      }
+      it = dirty_.erase(it);
+    }
+    if (dirty) dirty_[lo] = hi;
+    for (const auto& [f, e] : keep) dirty_[f] = e;
+  }
+
   uint64_t first_, end_;
-  std::map<uint64_t, uint64_t> free_;  // first row -> rows
+  std::map<uint64_t, uint64_t> free_;   // first row -> rows
+  std::map<uint64_t, uint64_t> dirty_;  // first row -> end row: rows that may hold data
 };
 
 // A stretch of a pass's output pixels contiguous in the accumulators and in the output's
@@ -777,7 +839,20 @@ void Lowering::allocate(int t, size_t op) {
         g_.ops[op]);
     from_top = placed_.at(in) && alloc_.in_lower_half(storage_[in].base);
   }
-  if (!alloc_.allocate(st.ub_rows(), from_top, st.base) && !alloc_.allocate(st.ub_rows(), !from_top, st.base))
+  // A padded map goes, from the same end, where its border rows hold no data (never written, or
+  // zeroed since) if it fits such a place: no zeroing, and no sync on a station that may still
+  // read the rows it lands on (docs/compiler.md, "Unified buffer allocation").
+  const auto clean = [&](uint64_t at) {
+    Storage there = st;
+    there.base = at;
+    for (uint64_t p = 0; p < st.planes; ++p)
+      for (const auto& [first, rows] : border_ranges(there))
+        if (alloc_.dirty(first + p * st.high(), rows)) return false;
+    return true;
+  };
+  const bool padded = st.pad > 0;
+  if (!(padded && alloc_.allocate_clean(st.ub_rows(), from_top, st.base, clean)) &&
+      !alloc_.allocate(st.ub_rows(), from_top, st.base) && !alloc_.allocate(st.ub_rows(), !from_top, st.base))
     throw DoesNotFit(
         fmt::format("model {}: {}: tensor {} ({} x {}, {} UB rows) does not fit in the unified buffer: the "
                     "largest free block is {} rows of {} ({} bytes per row); use a larger ub_bytes",
@@ -788,7 +863,10 @@ void Lowering::allocate(int t, size_t op) {
   placed_[t] = true;
   live_[t] = true;
   for (uint64_t p = 0; p < st.planes; ++p)  // (a 16-bit tensor's high plane has the same border)
-    for (const auto& [first, rows] : border_ranges(st)) em_.zero({first + p * st.high(), rows});
+    for (const auto& [first, rows] : border_ranges(st)) {
+      em_.zero({first + p * st.high(), rows});
+      alloc_.zeroed(first + p * st.high(), rows);
+    }
 }
 
 // One pass: N tile n over one chunk of output pixels. steps[t] are the matmuls of the pass's
@@ -1703,7 +1781,10 @@ void Lowering::lower_in_bands(size_t i) {
       if (!alloc_.allocate(st.rows(), top, st.base) && !alloc_.allocate(st.rows(), !top, st.base))
         throw std::logic_error("lower_in_bands: a band that fits did not fit");
       if (t != out)
-        for (const auto& [first, n] : border_ranges(st)) em_.zero({first, n});
+        for (const auto& [first, n] : border_ranges(st)) {
+          em_.zero({first, n});
+          alloc_.zeroed(first, n);
+        }
     }
     stats_[layer_].ub_rows = std::max(stats_[layer_].ub_rows, table_rows_ + alloc_.used());
     for (const auto& [t, st] : previous) alloc_.release(st.base, st.rows());

@@ -15,15 +15,37 @@ struct Estimate {
   uint64_t passes;  // vectors x weight tiles: array_macs / tile_bytes
 };
 
-// Cycles of one layer: the matrix unit (vectors streaming, or weight fetches when slower) plus
-// the activation unit (its rows and one pipeline fill per activate).
-Estimate estimate(const ConvShape& cv, const sim::Arch& a, uint64_t fetches, double stream, uint64_t passes,
-                  uint64_t activates) {
+// The matrix unit's time through a layer's weight tiles, switched in one after the other, each
+// streaming `stream` cycles of vectors: a tile's shift into the array can begin array_cols - 1
+// cycles after the previous switch and takes array_rows, so a switch follows the one before it
+// by at least array_rows + array_cols - 1 cycles, whatever that one streams (docs/timing.md,
+// "Matrix unit"). The layer's first tile shifts behind the layer before it (its matmuls,
+// activates and pools); its last streams alone.
+class Switches {
+ public:
+  explicit Switches(const sim::Arch& a) : span_(double(a.array_rows + a.array_cols - 1)) {}
+  void add(double stream) {
+    cycles_ += std::max(last_, span_) * (count_ > 0);
+    last_ = stream;
+    ++count_;
+  }
+  double cycles() const { return cycles_ + last_; }
+
+ private:
+  double span_, cycles_ = 0, last_ = 0;
+  uint64_t count_ = 0;
+};
+
+// Cycles of one layer: the matrix unit (its tiles' streaming and shifts: Switches), bounded by
+// the weight memory (the tiles' fetches), plus the activation unit (its rows and one pipeline fill
+// per activate).
+Estimate estimate(const ConvShape& cv, const sim::Arch& a, uint64_t fetches, const Switches& matrix,
+                  uint64_t passes, uint64_t activates) {
   const double bytes_per_cycle = a.weight_mem_gbps * 1000.0 / a.clock_mhz;
   const double fetch = double(fetches) * double(a.tile_bytes()) / bytes_per_cycle;
   const double act = double(cv.oh * cv.ow * cv.batch * div_up(cv.n, a.activation_lanes)) +
                      double(activates * a.activation_latency_cycles);
-  return {std::max(stream, fetch) + act, passes};
+  return {std::max(matrix.cycles(), fetch) + act, passes};
 }
 
 }  // namespace
@@ -35,8 +57,12 @@ std::optional<Packing> choose_packing(const ConvShape& cv, const sim::Arch& a, u
   // No packing (compiler/lower.cpp): one tile per kernel position, one vector per pixel.
   const uint64_t plain_chunks = div_up(pixels * B, budget);
   const uint64_t plain_tiles = cv.kh * cv.kw * ntiles;
-  const Estimate plain = estimate(cv, a, plain_chunks * plain_tiles, double(pixels * B * plain_tiles),
-                                  pixels * B * plain_tiles, plain_chunks * ntiles + cv.oh);
+  // Each chunk switches every tile in and streams its pixels x batch vectors on it.
+  Switches plain_matrix(a);
+  for (uint64_t c = 0; c < plain_chunks; ++c)
+    for (uint64_t t = 0; t < plain_tiles; ++t) plain_matrix.add(double(std::min(budget, pixels * B - c * budget)));
+  const Estimate plain =
+      estimate(cv, a, plain_chunks * plain_tiles, plain_matrix, pixels * B * plain_tiles, plain_chunks * ntiles + cv.oh);
   std::optional<Packing> best;
   Estimate best_est = plain;
   for (uint64_t p = 1; p <= cv.ow; ++p) {
@@ -50,14 +76,24 @@ std::optional<Packing> choose_packing(const ConvShape& cv, const sim::Arch& a, u
     // Chunks of whole output rows, or of groups within a row when one row's do not fit.
     const uint64_t rows_per_chunk = budget / (g * B);
     const uint64_t chunks = rows_per_chunk ? div_up(cv.oh, rows_per_chunk) : cv.oh * div_up(g, budget / B);
+    // For each N tile and chunk, each row tile is switched in and streams the chunk's output rows
+    // (or groups) on it: a vector every ceil(U x kh / gather_rows_per_cycle) cycles.
     const uint64_t n_tiles = p == 1 ? ntiles : 1;
-    uint64_t per_row = 0;  // cycles of one sample's output row through every row tile
-    for (uint64_t r0 = 0; r0 < cv.kh; r0 += rows) {
-      const uint64_t kh = std::min(rows, cv.kh - r0);
-      per_row += full * div_up(u * kh, a.gather_rows_per_cycle) + (tail ? div_up(u_tail * kh, a.gather_rows_per_cycle) : 0);
-    }
+    const auto stream = [&](uint64_t kh, uint64_t fulls, bool with_tail) {
+      return double(B * (fulls * div_up(u * kh, a.gather_rows_per_cycle) +
+                         (with_tail ? div_up(u_tail * kh, a.gather_rows_per_cycle) : 0)));
+    };
+    Switches matrix(a);
+    for (uint64_t n = 0; n < n_tiles; ++n)
+      for (uint64_t y0 = 0; y0 < cv.oh; y0 += std::max<uint64_t>(rows_per_chunk, 1))
+        for (uint64_t g0 = 0, per = rows_per_chunk ? g : budget / B; g0 < g; g0 += per) {
+          const uint64_t g1 = std::min(g, g0 + per), fulls = std::min(g1, full) - std::min(g0, full);
+          const uint64_t chunk_rows = rows_per_chunk ? std::min(rows_per_chunk, cv.oh - y0) : 1;
+          for (uint64_t r0 = 0; r0 < cv.kh; r0 += rows)
+            matrix.add(double(chunk_rows) * stream(std::min(rows, cv.kh - r0), fulls, tail && g1 == g));
+        }
     const uint64_t tiles = div_up(cv.kh, rows) * n_tiles;
-    const Estimate e = estimate(cv, a, chunks * tiles, double(cv.oh * B * per_row * n_tiles), cv.oh * g * B * tiles,
+    const Estimate e = estimate(cv, a, chunks * tiles, matrix, cv.oh * g * B * tiles,
                                 p > 1 ? cv.oh * g : chunks * n_tiles + cv.oh);
     // Within 1% of the best estimate (rougher than that), fewer array passes win.
     const bool close = e.cycles <= best_est.cycles * 1.01 && best_est.cycles <= e.cycles * 1.01;

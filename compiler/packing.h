@@ -16,8 +16,9 @@
 //
 // The choice per layer: the cheapest of no packing and every P up to the output width (P*N
 // within array_cols, U*C within array_rows) by estimated cycles (matrix streaming, a vector every
-// ceil(U*kh / gather_rows_per_cycle) cycles, against weight fetches; plus the activation unit),
-// estimates within 1% of each other to the fewest array passes.
+// ceil(U*kh / gather_rows_per_cycle) cycles, each tile switch at least array_rows + array_cols - 1
+// cycles after the one before it, its shift into the array; against weight fetches; plus the
+// activation unit), estimates within 1% of each other to the fewest array passes.
 #pragma once
 
 #include <cstdint>

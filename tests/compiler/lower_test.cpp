@@ -3,8 +3,10 @@
 #include <catch2/catch.hpp>
 #include <set>
 
+#include "compiler/compile.h"
 #include "compiler/emitter.h"
 #include "compiler/weight_image.h"
+#include "e2e_support.h"
 #include "graph_builder.h"
 #include "isa/error.h"
 
@@ -298,6 +300,65 @@ TEST_CASE("few input channels: kernel positions and output pixels packed per vec
     // one UB row per pixel.
     CHECK(nth(p, Opcode::matmul, 1)[Field::ub] == first[Field::ub] + 2 * 9 * 1);
     CHECK(count(p, Opcode::activate) == 4 * 2);
+  }
+}
+
+TEST_CASE("the packing estimate counts each weight tile's shift into the array that short matmuls leave exposed") {
+  // tiny_cnn at batch 1 on 128 x 128 (tpu-v1 otherwise): conv2 is 3 x 3, 16 -> 32 channels, 6 x 6
+  // out. A tile switch follows the one before it by at least 128 + 128 - 1 = 255 cycles (its shift
+  // begins 127 cycles after that switch and takes 128: docs/timing.md), whatever the matmuls
+  // between stream; the layer's last tile streams alone. The activation unit: 36 rows + 8 cycles
+  // a activate.
+  //   P = 1 (3 input pixels x 16 = 48 rows: 2 kernel rows a tile, then 1; 2 tiles): 6 output rows
+  //     x 6 pixels x 6 segments = 216 cycles, then 6 x 6 x 3 = 108: max(216, 255) + 108 = 363,
+  //     + 36 + (1 chunk + 6 rows) x 8 = 455.
+  //   P = 3 (5 input pixels x 16 = 80 rows: one kernel row a tile, 3 tiles): 6 x 2 groups x 5 =
+  //     60 cycles each: 255 + 255 + 60 = 570, + 36 + 12 activates x 8 = 702.
+  // At 136 GB/s (194.3 bytes a cycle: 84.3 cycles a 16 KiB tile) the fetches bound neither. Counted
+  // without the shifts (max(streaming, fetches)), P = 3 looked cheaper, 253 + 132 = 385 against
+  // 324 + 92 = 416, and ran 12,854 cycles (weight shift 4.35% -> 5.94%) against P = 1's 12,682 at
+  // 34 GB/s: the faster memory made the compile slower (tests/sweep/laws_test.py). (12,682 at both
+  // until pool1's padded output went to rows never written: its border no longer zeroed.)
+  for (const double gbps : {34.0, 136.0}) {
+    sim::Arch a;  // tpu-v1
+    a.array_rows = a.array_cols = 128;
+    a.weight_mem_gbps = gbps;
+    compiler::LoadOptions lo;
+    lo.batch = 1;
+    const compiler::Compiled c = compiler::compile_file(kWorkloads / "small/tiny_cnn.toml", a, lo);
+    const isa::Program& p = c.program;
+    INFO(gbps << " GB/s");
+    REQUIRE(p.meta["mapping"][2]["layer"] == "conv2");
+    CHECK(p.meta["mapping"][2]["packing"] == "1 pixel per vector, 3 input pixels x 2 kernel rows gathered");
+    CHECK(p.meta["mapping"][2]["weight_tiles"] == 2);
+    CHECK(sim::simulate(p, a, {sim::Engine::timing, 0}).cycles == 12'596);
+  }
+}
+
+TEST_CASE("a padded map goes where its border holds no data: no zeroing, and a larger buffer is never slower") {
+  // tiny_cnn at batch 64 on 128 x 128 (tpu-v1 otherwise): pool1's output is stored padded (conv2
+  // reads it with a 1-pixel border: 8 x 8 stored pixels x 64 samples, 6 x 6 of them written).
+  // It is allocated at the bottom, away from conv1's output at the top, where the model's input
+  // was: with 256 KiB the input's rows are still in use there and the first fit is past them, on
+  // rows never written; with 2 MiB the input's freed rows come first. On those written rows the
+  // border had to be zeroed: 5 `vec sub` (top border and first left pixel, 5 runs of right and
+  // left pixels between the 6 image rows... as border_ranges cuts them) and a `sync` on the matrix
+  // unit, still reading the input, in front of pool1: 65,084 cycles against 64,132. Now the map
+  // goes, from the same end, to the first place where its border rows hold no data (the
+  // allocator keeps which rows may: every row allocated, less the zero borders): no `vec`, the
+  // same 5 syncs and 64,132 cycles with either buffer.
+  for (const uint64_t ub : {uint64_t{256} << 10, uint64_t{2} << 20}) {
+    sim::Arch a;  // tpu-v1
+    a.array_rows = a.array_cols = 128;
+    a.ub_bytes = ub;
+    compiler::LoadOptions lo;
+    lo.batch = 64;
+    const compiler::Compiled c = compiler::compile_file(kWorkloads / "small/tiny_cnn.toml", a, lo);
+    const isa::Program& p = c.program;
+    INFO(ub << " UB bytes");
+    CHECK(count(p, Opcode::vector) == 0);
+    CHECK(count(p, Opcode::sync) == 5);
+    CHECK(sim::simulate(p, a, {sim::Engine::timing, 0}).cycles == 64'132);
   }
 }
 

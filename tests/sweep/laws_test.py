@@ -222,16 +222,6 @@ MONOTONE_TOLERANCE = 0  # cycles
 # batch, cycles at the smaller point, cycles at the larger one). Every pair of points that breaks
 # the law must be listed, and every entry must still be seen: a fix removes its entry.
 KNOWN_NOT_MONOTONE = {
-    # pool1's padded output lands, with 2 MiB or more, on the input's freed rows, which were
-    # written: 5 border-zeroing vecs and a sync on the matrix unit in front of pool1 (with 256 KiB
-    # it lands on rows never written, zero already). 256 KiB -> 2 MiB or 24 MiB, every bandwidth.
-    ("tiny_cnn", 64, 256, 64, 66_885, 66_981): "pool1's border zeroed in the larger buffer",
-    ("tiny_cnn", 128, 128, 64, 64_132, 65_084): "pool1's border zeroed in the larger buffer",
-    ("tiny_cnn", 256, 64, 64, 70_802, 70_978): "pool1's border zeroed in the larger buffer",
-    # At 136 GB/s conv2 packs 3 pixels a vector (3 tiles) instead of 1 (2 tiles): the packing
-    # estimate counts fetches but not the tiles' shifts into the array, which its short matmuls
-    # (12 vectors against 255) do not hide: weight shift 4.35% -> 5.94%. 34 -> 136 GB/s, any UB.
-    ("tiny_cnn", 128, 128, 1, 12_682, 12_854): "conv2's packing estimate counts no tile shifts",
 }
 
 
