@@ -143,7 +143,7 @@ bool MatrixUnit::may_start_ahead(uint64_t i, uint64_t t0) const {
   if (ctx_.engine != Engine::timing || t0 <= ctx_.now() || t0 > ctx_.ahead_limit || ctx_.aborted) return false;
   if (!ctx_.idle(Unit::host_dma) || !ctx_.queues[int(Unit::host_dma) - 1]->empty()) return false;
   const PopListener& issue = *ctx_.pop_listener;
-  return activation_waits(i, t0) && weights->quiet() && hazards_.others_before(Unit::matrix, i) &&
+  return weights->quiet() && activation_waits(i, t0) && hazards_.others_before(Unit::matrix, i) &&
          !issue.wakes_before(t0) && issue.may_issue_at(t0);
 }
 
