@@ -95,6 +95,7 @@ void ActivationUnit::serve() {
     const auto checked_end = ctx_.later(i, start, duration(i), "the activation unit's work");
     if (!checked_end) return;
     const uint64_t end = *checked_end;
+    ctx_.activation_end = end;
     queue_.pop();
     ctx_.timeline[i].start = start;
     if (!hazards_.started(i, isa::Unit::activation, start, end, ctx_.lowest_unstarted())) return;

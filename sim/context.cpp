@@ -93,7 +93,7 @@ void Context::reset_run() {
   sync_host.clear();
   host_launch.clear();
   matrix_spans.clear();
-  next_issue = 0;
+  next_issue = activation_end = 0;
   halted = aborted = false;
   error.reset();
   error_index.reset();

@@ -123,6 +123,7 @@ class Context {
   std::vector<Span> host_launch;                      // issue held by int for the host's launch
   std::vector<Span> matrix_spans;                     // the matrix unit streaming or stalled on weights
   uint64_t next_issue = 0;                            // index the control unit issues next
+  uint64_t activation_end = 0;                        // the end of the activation unit's last start
   std::array<const StationQueue*, 4> queues{};        // host, weights, matrix, activation
   PopListener* pop_listener = nullptr;                // the control unit
   MatrixRetire* matrix_retire = nullptr;              // the matrix unit

@@ -72,12 +72,10 @@ class Hazards {
 
   // Whether every record of the other units' windows is of an instruction before `index` (none
   // later in program order has started: a start of `index` that overlaps none in time can
-  // conflict with none).
+  // conflict with none). Each window is in program order (windows_): its last record is its latest.
   bool others_before(isa::Unit unit, uint64_t index) const {
     for (int u = 0; u < kUnitCount; ++u)
-      if (u != int(unit))
-        for (size_t k = 0; k < windows_[u].size(); ++k)
-          if (windows_[u][k].index > index) return false;
+      if (u != int(unit) && windows_[u].size() && windows_[u][windows_[u].size() - 1].index > index) return false;
     return true;
   }
 

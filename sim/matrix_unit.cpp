@@ -130,21 +130,51 @@ void MatrixUnit::serve() {
 }
 
 // On the timing engine the unit starts a matmul at t0 without waiting for it when no other unit
-// can act before t0: the activation unit and the host interface idle with empty queues (what
-// issue gives them from here is available after the pop at t0), the fetch station quiet (it
-// waits for a switch, or for an rw), no instruction later than this one started by them (no
-// hazard this start could find), issue not stopped at a sync issued before t0 that may pass
-// without the matrix unit (PopListener::wakes_before), and issue from t0 unable to fail or to pass
-// --max-cycles (issue finds the slot this pop frees only from t0 on: StationQueue::room_at). The
-// unit then goes on from t0 as if it had waited there (docs/timing.md, "Events").
+// can act before t0: the host interface idle with an empty queue (what issue gives it from here is
+// available after the pop at t0), the activation unit unable to start or complete anything another
+// unit could see before t0 (activation_waits), the fetch station quiet (it waits for a switch, or
+// for an rw), no instruction later than this one started by them (no hazard this start could
+// find), issue not stopped at a sync issued before t0 that may pass without the matrix unit
+// (PopListener::wakes_before), and issue from t0 unable to fail or to pass --max-cycles (issue
+// finds the slot this pop frees only from t0 on: StationQueue::room_at). The unit then goes on
+// from t0 as if it had waited there (docs/timing.md, "Events").
 bool MatrixUnit::may_start_ahead(uint64_t i, uint64_t t0) const {
   using isa::Unit;
   if (ctx_.engine != Engine::timing || t0 <= ctx_.now() || t0 > ctx_.ahead_limit || ctx_.aborted) return false;
-  for (const Unit u : {Unit::host_dma, Unit::activation})
-    if (!ctx_.idle(u) || ctx_.queues[int(u) - 1]->front_index() != UINT64_MAX) return false;
+  if (!ctx_.idle(Unit::host_dma) || !ctx_.queues[int(Unit::host_dma) - 1]->empty()) return false;
   const PopListener& issue = *ctx_.pop_listener;
-  return weights->quiet() && hazards_.others_before(Unit::matrix, i) && !issue.wakes_before(t0) &&
-         issue.may_issue_at(t0);
+  return weights->quiet() && activation_waits(i, t0) && hazards_.others_before(Unit::matrix, i) &&
+         !issue.wakes_before(t0) && issue.may_issue_at(t0);
+}
+
+// Whether the activation unit can do nothing before t0 that another unit could see. Idle with an
+// empty queue, it gets work only from issue, after the pop at t0. Running its last instruction
+// (the queue empty), it only completes it, at a known end: at or after t0, or while issue waits
+// for a pop (no sync can see the completion then, and the matrix unit looks at it only from t0 on).
+// Its queue's head starts after the running instruction's end, once it is available and every
+// earlier matmul writing the accumulator rows it reads has ended (all of them started: this matmul
+// is the matrix unit's oldest, and a head after it waits for it too): no earlier than the latest
+// of those, known now; later than t0, nothing it does meanwhile (it wakes at those ends to look)
+// is seen by another unit.
+bool MatrixUnit::activation_waits(uint64_t i, uint64_t t0) const {
+  using isa::Unit;
+  const StationQueue& q = *ctx_.queues[int(Unit::activation) - 1];
+  if (q.empty())
+    return ctx_.idle(Unit::activation) || ctx_.activation_end >= t0 || ctx_.pop_listener->waits_for_pop();
+  const StationQueue::Entry& head = q.head();
+  uint64_t start = std::max(head.available, ctx_.activation_end);
+  if (start > t0) return true;
+  const isa::Instruction& in = ctx_.inst(head.index);
+  if (in.opcode != isa::Opcode::activate) return false;
+  const RowRange rows = acc_rows(in);
+  const auto writes = [&](uint64_t matmul) {
+    const RowRange w = acc_rows(ctx_.inst(matmul));
+    return w.first < rows.end() && rows.first < w.end();
+  };
+  if (head.index > i && writes(i)) return true;  // (it waits for this one's end)
+  for (const auto& [index, end] : retiring_)
+    if (end > t0 && index < head.index && writes(index)) return true;
+  return false;
 }
 
 bool MatrixUnit::start_matmul(uint64_t i, uint64_t t0) {

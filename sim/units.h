@@ -181,6 +181,7 @@ class MatrixUnit : public sc_core::sc_module, public Station, public MatrixRetir
   bool step_cycle(uint64_t c);  // false: the run failed
   bool start_matmul(uint64_t index, uint64_t t0);
   bool may_start_ahead(uint64_t index, uint64_t t0) const;
+  bool activation_waits(uint64_t index, uint64_t t0) const;
   void fast_pass(uint64_t index, uint64_t pass, bool add);  // fast engine: one byte-plane pass
   void account_wait(uint64_t from, uint64_t landed, uint64_t t0);
   Context& ctx_;
