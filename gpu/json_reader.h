@@ -99,14 +99,28 @@ class JsonReader {
   const std::string& where() const { return where_; }
 
  private:
-  // The 1-based line of `"key":` in the source (its first occurrence), 0 when unknown.
+  // The 1-based line of `"key":` among the top-level object's own keys in the source (not a key
+  // of a nested record such as results[i]), 0 when unknown. Strings are skipped whole, escapes
+  // included, so braces and quotes inside values do not count.
   size_t key_line(const std::string& key) const {
     if (source_.empty() || key.empty()) return 0;
-    const std::string quoted = "\"" + key + "\"";
-    for (size_t at = source_.find(quoted); at != std::string_view::npos; at = source_.find(quoted, at + 1)) {
-      const size_t next = source_.find_first_not_of(" \t\r\n", at + quoted.size());
-      if (next != std::string_view::npos && source_[next] == ':')
-        return 1 + static_cast<size_t>(std::count(source_.begin(), source_.begin() + at, '\n'));
+    int depth = 0;
+    size_t line = 1;
+    for (size_t i = 0; i < source_.size(); ++i) {
+      const char c = source_[i];
+      if (c == '\n') ++line;
+      else if (c == '{' || c == '[') ++depth;
+      else if (c == '}' || c == ']') --depth;
+      else if (c == '"') {
+        const size_t start = i + 1;
+        for (++i; i < source_.size() && source_[i] != '"'; ++i)
+          if (source_[i] == '\\') ++i;
+          else if (source_[i] == '\n') ++line;
+        if (i >= source_.size()) return 0;
+        if (depth != 1 || source_.substr(start, i - start) != key) continue;
+        const size_t next = source_.find_first_not_of(" \t\r\n", i + 1);
+        if (next != std::string_view::npos && source_[next] == ':') return line;
+      }
     }
     return 0;
   }

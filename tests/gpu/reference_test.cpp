@@ -78,6 +78,11 @@ TEST_CASE("reference: errors name the file, the record and the key", "[reference
         "f.json:4: throughput: expected a number > 0, got -5");
   CHECK(error_of("{\n  \"model\": \"m.toml\", \"batch\": 16, \"throughput\": 5,\n  \"devise\": \"x\"\n}") ==
         "f.json:3: devise: unknown key (did you mean \"device\"?)");
+  // The top-level key's line, not that of the same key inside a record before it (line 5; review32
+  // #3), nor of the key's name inside a string value (line 2).
+  CHECK(error_of("{\n  \"device\": \"\\\"batch\\\": {[\",\n  \"results\": [\n    {\"workload\": \"mlp0\",\n     \"batch\": 8,\n"
+                 "     \"inferences_per_second\": 1000}\n  ],\n  \"batch\": 4\n}") ==
+        "f.json:8: batch: unknown key (did you mean \"date\"?)");
   CHECK(error_of("[1, 2]") ==
         "f.json: expected a JSON object (reference data: workloads/gpu-reference/README.md)");
 }
