@@ -94,9 +94,13 @@ def matches(expected, actual):
 
 shutil.rmtree(work, ignore_errors=True)  # a fresh folder: the sessions write matmul.tpu, tiny.db, ...
 os.makedirs(work)
+# workloads/ and tests/ as real folders of linked files (not one link a folder): a session's
+# `cd workloads/trained` then `../../build/tpusim` stays in this folder and runs the binary given
+# above (through a linked folder, `..` would lead into the checkout), and what a command writes
+# beside its input stays here.
 for name in ("workloads", "tests"):
     if not os.path.lexists(os.path.join(work, name)):
-        os.symlink(os.path.join(src, name), os.path.join(work, name))
+        shutil.copytree(os.path.join(src, name), os.path.join(work, name), copy_function=os.symlink)
 os.makedirs(os.path.join(work, "build"), exist_ok=True)
 if not os.path.lexists(os.path.join(work, "build", "tpusim")):
     os.symlink(os.path.abspath(tpusim), os.path.join(work, "build", "tpusim"))
