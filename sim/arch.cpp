@@ -208,10 +208,13 @@ std::string check_name(std::string_view name) {
 }
 
 // "; the nearest multiples are 25165800 and 25166100" for a size that is no multiple of `unit`: what
-// a user who changed the array's shape (and kept tpu-v1's 24 MiB or 8 GiB) can set instead.
-std::string nearest_multiples(uint64_t value, uint64_t unit) {
-  const uint64_t below = value / unit * unit;
+// a user who changed the array's shape (and kept tpu-v1's 24 MiB or 8 GiB) can set instead. Only
+// multiples up to `largest` (the parameter's maximum, and for the UB its most rows) are named.
+std::string nearest_multiples(uint64_t value, uint64_t unit, uint64_t largest) {
+  const uint64_t top = largest / unit * unit;
+  const uint64_t below = std::min(value / unit * unit, top);
   if (below == 0) return fmt::format("; the smallest multiple is {}", unit);
+  if (below + unit > top) return fmt::format("; the nearest allowed multiple is {}", below);
   return fmt::format("; the nearest multiples are {} and {}", below, below + unit);
 }
 
@@ -237,7 +240,10 @@ std::optional<ArchViolation> arch_violation(const Arch& a) {
   if (a.ub_bytes % a.ub_row_bytes() != 0)
     return violation("ub_bytes", std::to_string(a.ub_bytes),
                      fmt::format("is not a multiple of the UB row width {} (max(array_rows, array_cols)){}",
-                                 a.ub_row_bytes(), nearest_multiples(a.ub_bytes, a.ub_row_bytes())),
+                                 a.ub_row_bytes(),
+                                 nearest_multiples(a.ub_bytes, a.ub_row_bytes(),
+                                                   std::min(static_cast<uint64_t>(bound_of("ub_bytes").max),
+                                                            (isa::field_max(ub_field()) + 1) * a.ub_row_bytes()))),
                      false);
   if (a.ub_rows() > isa::field_max(ub_field()) + 1)
     return violation("ub_bytes", std::to_string(a.ub_bytes),
@@ -247,7 +253,8 @@ std::optional<ArchViolation> arch_violation(const Arch& a) {
   if (a.weight_mem_bytes % a.tile_bytes() != 0)
     return violation("weight_mem_bytes", std::to_string(a.weight_mem_bytes),
                      fmt::format("is not a multiple of the tile size {} (array_rows * array_cols){}", a.tile_bytes(),
-                                 nearest_multiples(a.weight_mem_bytes, a.tile_bytes())),
+                                 nearest_multiples(a.weight_mem_bytes, a.tile_bytes(),
+                                                   static_cast<uint64_t>(bound_of("weight_mem_bytes").max))),
                      false);
   return std::nullopt;
 }

@@ -367,6 +367,24 @@ TEST_CASE("validate: every rule, with a failing example", "[arch]") {
                         "architecture 'tpu-v1': weight_mem_bytes = 8589934592 is not a multiple of the tile size 192 "
                         "(array_rows * array_cols); the nearest multiples are 8589934464 and 8589934656");
   }
+  // Only multiples the parameter's range allows are named (review32 #4): at the maximum weight
+  // memory, 2^40 = 5726623061 x 192 + 64, the multiple above (1099511627904) exceeds it; the
+  // maximum UB, 2^36 bytes, holds more than 2^24 rows of 200 bytes, so the largest it may have is
+  // 2^24 x 200 = 3355443200.
+  {
+    Arch a = with_set("array_rows=8");
+    sim::apply_set(a, "array_cols=24");
+    sim::apply_set(a, "weight_mem_bytes=1099511627776");
+    REQUIRE_THROWS_WITH(sim::validate(a),
+                        "architecture 'tpu-v1': weight_mem_bytes = 1099511627776 is not a multiple of the tile size "
+                        "192 (array_rows * array_cols); the nearest allowed multiple is 1099511627712");
+    Arch b = with_set("array_rows=200");
+    sim::apply_set(b, "array_cols=24");
+    sim::apply_set(b, "ub_bytes=68719476736");
+    REQUIRE_THROWS_WITH(sim::validate(b),
+                        "architecture 'tpu-v1': ub_bytes = 68719476736 is not a multiple of the UB row width 200 "
+                        "(max(array_rows, array_cols)); the nearest allowed multiple is 3355443200");
+  }
   fails("weight_mem_bytes=1000", "weight_mem_bytes = 1000 is not a multiple of the tile size 65536 (array_rows * "
                                  "array_cols); the smallest multiple is 65536");
   fails("ub_bytes=1000",
