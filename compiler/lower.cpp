@@ -2519,18 +2519,20 @@ uint64_t pieces(const QGraph& graph, const sim::Arch& arch, const LowerOptions& 
 // the piece schedule, is first checked to fit (Lowering::check_fit: the allocations without the
 // ops' instructions; of a piece loop, the first piece, and the last where it is shorter, when the
 // first leaves the unified buffer as it found it), and only a schedule that fits is lowered: the
-// search checks alone, as pieces() does, and the fewest pieces found are lowered once (a check
+// search checks alone, as pieces() does, and only the fewest pieces found are lowered (a check
 // costs about a hundredth of CNN1's lowering at batch 512, and does not grow with the batch).
 // When one sample does not fit, tensors are moved to host memory one connected group at a time
 // (hold_in_host) and their ops run in bands of rows: one more check per group moved.
-// The single loop's lowering makes code unless the piece schedule is tried next; then it measures
-// (Lowering's `code`), the piece schedule's try makes code, and the single loop is lowered once
-// more with code only if it wins: a program is never held twice (CNN1 on a 64 x 64 array with 256
+// The single loop's lowering makes code when the first try fitted and the piece schedule is not
+// tried; else it measures (Lowering's `code`) and the program is lowered once more with code, into
+// room for its counted instructions: by the piece schedule's try, or the single loop's when that
+// wins or is not tried. A program is never held twice (CNN1 on a 64 x 64 array with 256
 // accumulator rows: a measuring lowering of the single loop in 16 pieces and the piece schedule's
 // with code, over a million instructions each; five checks that fail).
 // Lowering each try that fitted (as the search once did) made the lowering's time grow faster than
 // the batch: CNN1 at batch 1024 (tpu-v1, pieces of 16) lowered 6 times against 3 at batch 512, its
-// bisection going through pieces of 2, 4, 8 and 13 (docs/compiler.md "Performance of the compiler").
+// bisection going through pieces of 2, 4, 8 and 13; both now lower twice (docs/compiler.md
+// "Performance of the compiler").
 // Input streaming never costs the single loop a piece or a band, nor the piece schedule a
 // replanning (misfit: both ask it).
 isa::Program lower(const QGraph& graph, const sim::Arch& arch, const LowerOptions& given) {
@@ -2548,20 +2550,26 @@ isa::Program lower(const QGraph& graph, const sim::Arch& arch, const LowerOption
   BuiltTiles built(arch);  // (shared by every try)
   std::vector<bool> in_host(graph.tensors.size(), false);  // tensors streamed in bands (hold_in_host)
   const size_t ops = graph.ops.size(), tensors = graph.tensors.size();
+  uint64_t tries = 0;
   const uint64_t best_n = search_pieces(graph, arch, given, in_host, [&](uint64_t piece) {
+    ++tries;
     check_single_loop(graph, arch, built, piece, options, in_host);
     best = Fit{single_loop(ops, tensors, piece), in_host, options, std::nullopt, 0};
   });
   const bool in_bands = std::find(in_host.begin(), in_host.end(), true) != in_host.end();
   const bool try_plan = *resolve(options, arch).piece_schedule && best_n > 1 && !in_bands;
-  // The fewest pieces found, lowered once: with code, unless the piece schedule is tried next (its
-  // try then makes code: one program at a time).
+  // The fewest pieces found, lowered: with code where the first try fitted (the batch's pieces
+  // were not searched: most models at their batch) and no piece schedule is tried; else measured
+  // first, so that the program's code is made once into room for exactly its instructions (grown
+  // by doubling, CNN1's code at batch 1024 peaked at 177 MB against 117 MB), by with_code, or by
+  // the piece schedule's try (one program at a time).
+  const bool code = tries == 1 && !try_plan;
   std::optional<ScheduleProblem> best_problem;
   double best_estimate = 0;
   {
-    Lowering l(graph, arch, built, best->schedule, best->options, best->in_host, !try_plan);
+    Lowering l(graph, arch, built, best->schedule, best->options, best->in_host, code);
     isa::Program p = l.run();
-    if (!try_plan) best->program = std::move(p);
+    if (code) best->program = std::move(p);
     best->instructions = l.instructions();
     best_problem = l.problem();
     best_estimate = l.estimate();
