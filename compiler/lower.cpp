@@ -173,6 +173,7 @@ class RowAllocator {
     for (const auto& [at, rows] : free_) m = std::max(m, rows);
     return m;
   }
+  bool operator==(const RowAllocator&) const = default;
 
  private:
   // Takes [at, at + rows) out of the free block [start, start + size), marking it dirty.
@@ -2176,7 +2177,18 @@ isa::Program Lowering::run() {
         for (const auto& [first, rows] : border_ranges(w)) em_.zero({first, rows});
         whole_[t] = w;
       }
+    // check_fit: a piece that ends with the unified buffer as it began leaves the next piece of
+    // the same size the same start, so it fits as this one did; only the last, shorter piece is
+    // still checked (the check's cost then does not grow with the batch: CNN1 at batch 1024 in
+    // pieces of 2, 4 and 8 checked 512, 256 and 128 pieces).
+    std::optional<RowAllocator> piece_start;
     for (uint64_t n0 = 0; n0 < g_.batch; n0 += sg.piece) {
+      if (fit_only_ && n0 == sg.piece && alloc_ == *piece_start) {
+        const uint64_t last = (g_.batch - 1) / sg.piece * sg.piece;  // the last piece's first sample
+        if (g_.batch - last == sg.piece) break;                      // every piece the same size
+        n0 = last;
+      }
+      if (fit_only_ && n0 == 0) piece_start = alloc_;
       batch_ = std::min(sg.piece, g_.batch - n0);
       placed_.assign(nt, false);
       for (size_t t = 0; t < nt; ++t) {
@@ -2586,15 +2598,22 @@ uint64_t pieces(const QGraph& graph, const sim::Arch& arch, const LowerOptions& 
 // most pieces known not to fit and the fewest known to fit (the guess counting as a fit until it
 // is tried: it is tried only when no count between fits). Every try, of the single loop or of
 // the piece schedule, is first checked to fit (Lowering::check_fit: the allocations without the
-// ops' instructions), and only a schedule that fits is lowered: at most log2(batch) + 2
-// lowerings in all, and a try that does not fit costs about a thousandth of one.
+// ops' instructions; of a piece loop, the first piece, and the last where it is shorter, when the
+// first leaves the unified buffer as it found it), and only a schedule that fits is lowered: the
+// search checks alone, as pieces() does, and only the fewest pieces found are lowered (a check
+// costs about a hundredth of CNN1's lowering at batch 512, and does not grow with the batch).
 // When one sample does not fit, tensors are moved to host memory one connected group at a time
-// (hold_in_host) and their ops run in bands of rows: one more lowering per group moved.
-// Only the first try (often the answer), tries in bands and the piece schedule's try (when no
-// program is held) make code; the others measure (Lowering's `code`), and the schedule chosen is
-// lowered once more with code unless its try made it: a program is never held twice (CNN1 on a
-// 64 x 64 array with 256 accumulator rows: a measuring try of the single loop in 16 pieces and
-// the piece schedule's try with code, over a million instructions each; five checks that fail).
+// (hold_in_host) and their ops run in bands of rows: one more check per group moved.
+// The single loop's lowering makes code when the first try fitted and the piece schedule is not
+// tried; else it measures (Lowering's `code`) and the program is lowered once more with code, into
+// room for its counted instructions: by the piece schedule's try, or the single loop's when that
+// wins or is not tried. A program is never held twice (CNN1 on a 64 x 64 array with 256
+// accumulator rows: a measuring lowering of the single loop in 16 pieces and the piece schedule's
+// with code, over a million instructions each; five checks that fail).
+// Lowering each try that fitted (as the search once did) made the lowering's time grow faster than
+// the batch: CNN1 at batch 1024 (tpu-v1, pieces of 16) lowered 6 times against 3 at batch 512, its
+// bisection going through pieces of 2, 4, 8 and 13; both now lower twice (docs/compiler.md
+// "Performance of the compiler").
 // Input streaming never costs the single loop a piece or a band, nor the piece schedule a
 // replanning (misfit: both ask it).
 isa::Program lower(const QGraph& graph, const sim::Arch& arch, const LowerOptions& given) {
@@ -2610,22 +2629,32 @@ isa::Program lower(const QGraph& graph, const sim::Arch& arch, const LowerOption
   };
   std::optional<Fit> best;
   BuiltTiles built(arch);  // (shared by every try)
-  bool first = true;
-  std::optional<ScheduleProblem> best_problem;
-  double best_estimate = 0;
   std::vector<bool> in_host(graph.tensors.size(), false);  // tensors streamed in bands (hold_in_host)
   const size_t ops = graph.ops.size(), tensors = graph.tensors.size();
+  uint64_t tries = 0;
   const uint64_t best_n = search_pieces(graph, arch, given, in_host, [&](uint64_t piece) {
-    const bool code = std::exchange(first, false) || std::find(in_host.begin(), in_host.end(), true) != in_host.end();
-    // (A piece that does not fit is found without lowering it.)
+    ++tries;
     check_single_loop(graph, arch, built, piece, options, in_host);
-    Lowering l(graph, arch, built, single_loop(ops, tensors, piece), options, in_host, code);
+    best = Fit{single_loop(ops, tensors, piece), in_host, options, std::nullopt, 0};
+  });
+  const bool in_bands = std::find(in_host.begin(), in_host.end(), true) != in_host.end();
+  const bool try_plan = *resolve(options, arch).piece_schedule && best_n > 1 && !in_bands;
+  // The fewest pieces found, lowered: with code where the first try fitted (the batch's pieces
+  // were not searched: most models at their batch) and no piece schedule is tried; else measured
+  // first, so that the program's code is made once into room for exactly its instructions (grown
+  // by doubling, CNN1's code at batch 1024 peaked at 177 MB against 117 MB), by with_code, or by
+  // the piece schedule's try (one program at a time).
+  const bool code = tries == 1 && !try_plan;
+  std::optional<ScheduleProblem> best_problem;
+  double best_estimate = 0;
+  {
+    Lowering l(graph, arch, built, best->schedule, best->options, best->in_host, code);
     isa::Program p = l.run();
-    best = Fit{single_loop(ops, tensors, piece), in_host, options, code ? std::optional(std::move(p)) : std::nullopt,
-               l.instructions()};
+    if (code) best->program = std::move(p);
+    best->instructions = l.instructions();
     best_problem = l.problem();
     best_estimate = l.estimate();
-  });
+  }
   // In pieces (and not in bands): the piece schedule (schedule.h) where its estimate beats the
   // single loop's. A segment that does not fit after all (the plan's row count is per sample and
   // ignores fragmentation) runs in one more piece, a few times at most.
@@ -2645,9 +2674,7 @@ isa::Program lower(const QGraph& graph, const sim::Arch& arch, const LowerOption
     }
     return p;
   };
-  if (!*resolve(options, arch).piece_schedule || best_n <= 1 ||
-      std::find(in_host.begin(), in_host.end(), true) != in_host.end())
-    return with_code(*best);
+  if (!try_plan) return with_code(*best);
   ScheduleProblem problem = std::move(*best_problem);
   PieceSchedule plan = plan_pieces(problem, arch, tensors);
   for (int tries = 0; plan.segments.size() > 1 && tries < 8; ++tries) {

@@ -17,6 +17,7 @@
 #include <span>
 #include <sstream>
 
+#include "compiler/compile_memory.h"
 #include "compiler/npy.h"
 #include "compiler/onnx.h"
 #include "compiler/reference.h"
@@ -836,64 +837,6 @@ void generate_seeded_weights(Model& m) {
 
 // ---- entry points -----------------------------------------------------------------------------------
 
-// What compiling holds, at about 5 bytes a value (the float value, then its int8 or int16 one),
-// checked before any of it is generated, so that a description within the per-tensor limits
-// cannot exhaust memory. A full compile: every parameter and, for the calibration and golden runs,
-// every layer's output for the whole batch. A timing-only compile (LoadOptions::timing_only)
-// computes no data: it holds the biases, the weights read from files and an input file; only
-// where its program may depend on calibrated scales (an add layer, or weights from files, whose
-// automatic precision may need the layers' inputs: compile.h timing_needs_data) does it also
-// generate the inputs (the whole batch, and a copy of its calibration samples) and the seeded
-// weights (a layer's at a time: the largest layer's) and run the float reference on the
-// calibration samples. Not counted: the program (its instructions, about 200 bytes each with the
-// run's timeline: CNN1 at batch 1024, 622,179 instructions, 117 MB at its peak), whose size is
-// known only once lowered.
-struct CompileValues {
-  uint64_t parameters = 0;     // weights and biases of every layer
-  uint64_t held = 0;           // those a timing-only compile holds: biases, file weights
-  uint64_t largest_seeded = 0; // the most seeded weights of one layer
-  uint64_t activations = 0;    // every layer's output values, one sample
-  bool may_calibrate = false;  // an add layer or file weights (timing-only: the float run may run)
-  bool input_file = false;     // the inputs are read from a file (input_file, --input)
-};
-
-static void check_compile_memory(const Model& m, const std::string& source, const CompileValues& v,
-                                 const LoadOptions& options) {
-  const uint64_t input = m.inputs[0].shape.elements();
-  uint64_t values = 0;
-  std::string what;
-  if (!options.timing_only) {
-    values = sat_add(v.parameters, sat_mul(m.batch, sat_add(v.activations, input)));
-    what = fmt::format("{} parameters and batch {} x {} input and layer output values", v.parameters, m.batch,
-                       sat_add(v.activations, input));
-  } else {
-    // (--calibrate's samples are counted as a batch: their number is read after this check)
-    const uint64_t samples = options.calibration_file || m.calibration_samples == 0
-                                 ? m.batch
-                                 : std::min(m.calibration_samples, m.batch);
-    const bool inputs = v.input_file || v.may_calibrate;
-    values = sat_add(v.held, inputs ? sat_mul(m.batch, input) : 0);
-    if (v.may_calibrate) values = sat_add(values, sat_add(v.largest_seeded, sat_mul(samples, sat_add(v.activations, input))));
-    what = fmt::format("a timing-only compile: {} biases and weights from files{}{}", v.held,
-                       inputs ? fmt::format(", batch {} x {} input values", m.batch, input) : "",
-                       v.may_calibrate ? fmt::format(", a calibration run over {} samples x {} layer output values "
-                                                     "and {} seeded weights of a layer",
-                                                     samples, v.activations, v.largest_seeded)
-                                       : "");
-  }
-  const uint64_t bytes = sat_mul(values, 5);
-  const uint64_t usable = io::usable_memory_bytes();
-  const uint64_t limit = options.max_memory ? options.max_memory : usable / 4 * 3;
-  if (bytes <= limit) return;
-  throw InputError(fmt::format(
-      "{}: compiling model {} needs about {} ({}, about 5 bytes each), more than the {} allowed{}; lower the batch "
-      "or the layer sizes{}",
-      source, m.name, io::size_text(bytes), what, io::size_text(limit),
-      options.max_memory ? " by --max-memory"
-                         : fmt::format(" (3/4 of the {} this process may use)", io::size_text(usable)),
-      options.max_memory ? " or raise --max-memory" : ""));
-}
-
 Model parse_model(std::string_view text, const std::string& source, const std::filesystem::path& base_dir,
                   const LoadOptions& options) {
   const toml::table doc = parse_toml(text, source);
@@ -908,18 +851,11 @@ Model parse_model(std::string_view text, const std::string& source, const std::f
   CompileValues v;
   for (LayerSpec& s : specs) {
     s.layer.out = shapes.infer(s);
-    v.activations = sat_add(v.activations, s.layer.out.elements());
     if (s.layer.out.h > kMaxDim || s.layer.out.w > kMaxDim)
       s.sec.fail_at(s.layer.line, "", "", fmt::format("the output {} has a dimension larger than {}", s.layer.out.str(), kMaxDim));
     if (s.layer.out.elements() > kMaxTensor)
       s.sec.fail_at(s.layer.line, "", "", fmt::format("the output {} has more than 2^31 elements per sample", s.layer.out.str()));
-    const Shape in = shapes.input_shape(s.layer.inputs[0]);
-    const uint64_t weights = weight_count(s.layer, in);
-    const uint64_t biases = s.layer.use_bias || is_recurrent(s.layer.type) ? bias_count(s.layer) : 0;
-    v.parameters = sat_add(v.parameters, sat_add(weights, biases));
-    v.held = sat_add(v.held, sat_add(biases, s.weights_files.empty() ? 0 : weights));
-    if (s.weights_files.empty()) v.largest_seeded = std::max(v.largest_seeded, weights);
-    v.may_calibrate = v.may_calibrate || s.layer.type == LayerType::add || (!s.weights_files.empty() && weights > 0);
+    v.add_layer(s.layer, shapes.input_shape(s.layer.inputs[0]), !s.weights_files.empty());
     if (v.parameters > options.max_values)
       s.sec.fail_at(s.layer.line, "", "", fmt::format("the model has more than {} parameters (weights and biases) up to this layer",
                                                       options.max_values));

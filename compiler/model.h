@@ -31,8 +31,9 @@ struct LoadOptions {
   // Samples to calibrate the quantization scales on (a .npy in the same layout, `--calibrate`),
   // instead of the first calibration_samples of the inputs: Model::calibration.
   std::optional<std::filesystem::path> calibration_file;
-  // Bytes compiling may take, estimated before any parameter or input is generated (see
-  // parse_model); 0: 3/4 of the memory this process may use (io::usable_memory_bytes).
+  // Bytes compiling may take, estimated before any seeded parameter or input is generated
+  // (compile_memory.h: TOML descriptions and ONNX models); 0: 3/4 of the memory this process may
+  // use (io::usable_memory_bytes).
   uint64_t max_memory = 0;
   // Where the compile is, for a progress display on another thread ("parsing", "quantizing",
   // "lowering"); null: not reported.

@@ -18,6 +18,7 @@
 #include <map>
 #include <set>
 
+#include "compiler/compile_memory.h"
 #include "compiler/npy.h"
 #include "isa/error.h"
 
@@ -529,7 +530,7 @@ void Importer::read_inputs() {
     if (file && m_.inputs.empty()) {
       mi.data = samples(*file, *options_.input_file, sample, v, mi.shape, in.name());
     } else {
-      mi.data = generate_input(mi.shape, m_.batch, m_.seed, m_.inputs.size());
+      mi.seeded = true;  // generated once the compile's memory is checked (run())
     }
     if (options_.calibration_file) {
       if (!m_.inputs.empty()) fail(what + ": --calibrate gives one input, and the model has several");
@@ -1817,6 +1818,15 @@ Model Importer::run() && {
   if (v.padded()) fail(fmt::format("the graph output {} is a Pad's output; the machine ends with a layer", out));
   if (v.no_h || v.form == Form::lstm_hn)
     fail(fmt::format("the graph output {} is the h of LSTM layers whose sequence is read: not computed", out));
+  // The compile's memory, by the rule TOML descriptions follow (compile_memory.h), before the
+  // batch's seeded inputs are generated (a timing-only compile generates them only to calibrate:
+  // prepare_model).
+  CompileValues values = compile_values(m_);
+  values.input_file = options_.input_file.has_value();
+  check_compile_memory(m_, source_, values, options_);
+  if (!options_.timing_only)
+    for (size_t i = 0; i < m_.inputs.size(); ++i)
+      if (ModelInput& in = m_.inputs[i]; in.seeded) in.data = generate_input(in.shape, m_.batch, m_.seed, i);
   return std::move(m_);
 }
 

@@ -16,6 +16,7 @@ BENCHES=(
   machine_bench  # whole machine: timing engine cycles/s, fast engine vs oneDNN, stepped, memory
   rtl_bench      # Verilated RTL 32x32 array vs the stepped and fast engines, cycles/s
   compile_bench  # the compiler on the six paper workloads, seconds per phase
+  lower_batch_bench  # CNN1's timing-only lowering at batches 128..2048: seconds per 1000 samples
   timing_bench   # run --engine timing and the paper-matrix sweep: timing-only compiles vs --full-compile
   cpu_runner_bench  # the CPU reference runner vs oneDNN running the same layers its own way (every demo model)
   full_run_bench  # tpusim run CNN1 / LSTM0 with the golden check: seconds and peak RSS, all threads vs 1

@@ -111,6 +111,15 @@ case_memory_estimates() {
   # by the memory estimate before any is generated.
   expect 2 "batch\.toml: compiling model big_batch needs about .*more than the 1073741824 bytes \(1\.0 GiB\) allowed by --max-memory" \
     -- "$tpusim" run batch.toml --max-memory 1GiB
+  # An ONNX model's compile is estimated by the same rule (compiler/compile_memory.h), before its
+  # batch's inputs are generated: conv_pad_stride (a 3 x 3 conv, 8 filters, stride 2, 9 x 9 x 3 in,
+  # 5 x 5 x 8 out) at batch 1000: 216 weights + 8 biases + 1000 x (243 + 200) values x 5 bytes =
+  # 2,216,120 > 2 MiB; timing-only, (224 + 1000 x 243 + 4 x (200 + 243)) x 5 = 1,224,980 > 1 MiB.
+  local onnx=$src/tests/data/onnx/conv_pad_stride.onnx
+  expect 2 "conv_pad_stride\.onnx: compiling model conv_pad_stride needs about 2216120 bytes \(2\.1 MiB\) \(224 parameters and batch 1000 x 443 input and layer output values, about 5 bytes each\), more than the 2097152 bytes \(2\.0 MiB\) allowed by --max-memory" \
+    -- "$tpusim" run "$onnx" --batch 1000 --max-memory 2MiB
+  expect 2 "conv_pad_stride\.onnx: compiling model conv_pad_stride needs about 1224980 bytes \(1\.2 MiB\) \(a timing-only compile: 224 biases and weights from files, batch 1000 x 243 input values, .*more than the 1048576 bytes \(1\.0 MiB\) allowed by --max-memory" \
+    -- "$tpusim" run "$onnx" --batch 1000 --engine timing --max-memory 1MiB
   expect 2 "mnist_mlp\.toml: acc_entries = 1 on 'tpu-v1': the compiler needs at least 2 accumulator rows" \
     -- "$tpusim" run "$M" --set acc_entries=1
 }

@@ -376,3 +376,39 @@ TEST_CASE("onnx: bad input files") {
     }
   }
 }
+
+// An ONNX model's compile memory is estimated by the rule a description's is (compile_memory.h),
+// before the batch's inputs are generated: refused with the figures above --max-memory.
+TEST_CASE("onnx: the compile memory estimate counts an ONNX model as a description's") {
+  // conv_pad_stride: x [N, 3, 9, 9] -> Conv 8 x 3 x 3 x 3 (+ 8 biases), stride 2, pads 1 -> Relu:
+  // one conv2d layer, 9 x 9 x 3 = 243 input and 5 x 5 x 8 = 200 output values a sample.
+  LoadOptions o;
+  o.batch = 1000;
+  // Full: 216 weights + 8 biases + 1000 x (243 + 200) = 443,224 values x 5 = 2,216,120 bytes.
+  o.max_memory = 2216119;
+  CHECK_THROWS_WITH(load_model(kDir / "conv_pad_stride.onnx", o),
+                    (kDir / "conv_pad_stride.onnx").string() +
+                        ": compiling model conv_pad_stride needs about 2216120 bytes (2.1 MiB) (224 parameters and "
+                        "batch 1000 x 443 input and layer output values, about 5 bytes each), more than the 2216119 "
+                        "bytes (2.1 MiB) allowed by --max-memory; lower the batch or the layer sizes or raise "
+                        "--max-memory");
+  o.max_memory = 2216120;
+  const Model m = load_model(kDir / "conv_pad_stride.onnx", o);
+  REQUIRE(m.batch == 1000);
+  // The seeded input, generated after the check, is the one generate_input gives (as before).
+  CHECK(m.inputs.at(0).data == generate_input(m.inputs.at(0).shape, 1000, m.seed, 0));
+  // Timing-only: the weights are the file's (224 held); file weights may need calibrating, so the
+  // batch's inputs (1000 x 243) and a float run over 4 samples x (200 + 243): 244,996 values x 5
+  // = 1,224,980 bytes. The inputs are then not generated (prepare_model does, to calibrate).
+  o.timing_only = true;
+  o.max_memory = 1224979;
+  CHECK_THROWS_WITH(load_model(kDir / "conv_pad_stride.onnx", o),
+                    Contains("needs about 1224980 bytes (1.2 MiB) (a timing-only compile: 224 biases and weights "
+                             "from files, batch 1000 x 243 input values, a calibration run over 4 samples x 200 "
+                             "layer output values and 0 seeded weights of a layer, about 5 bytes each), more than "
+                             "the 1224979 bytes"));
+  o.max_memory = 1224980;
+  const Model t = load_model(kDir / "conv_pad_stride.onnx", o);
+  CHECK(t.inputs.at(0).seeded);
+  CHECK(t.inputs.at(0).data.empty());
+}
