@@ -16,6 +16,7 @@
 #include "bench/bench_common.h"
 #include "compiler/compile.h"
 #include "sim/machine.h"
+#include "tools/source_dir.h"
 
 namespace {
 
@@ -59,7 +60,7 @@ extern "C" int sc_main(int argc, char** argv) {
     return 2;
   }
   const int reps = args.quick ? 1 : 5;
-  const fs::path model = fs::path(TPUSIM_SOURCE_DIR) / "workloads" / "tpu-v1" / "cnn1.toml";
+  const fs::path model = fs::path(tpusim::source_dir()) / "workloads" / "tpu-v1" / "cnn1.toml";
   std::printf("lower_batch_bench: CNN1's timing-only lowering on tpu-v1 against the batch, median of %d; CPU %s\n",
               reps, tpusim::bench::cpu_model().c_str());
   std::printf("%6s %6s %9s %8s %7s %15s\n", "batch", "piece", "instrs", "lower s", "CPU s", "CPU s/1000 smp");
