@@ -1608,11 +1608,11 @@ void Lowering::lower(size_t i, const PoolOp& p) {
   };
   if (in.q != out.q) fail(i, "pooling between a dense and a plain layout");
   check_pool_rows(i, p);
-  limit("window", p.window, 15);
-  limit("stride", p.stride, 15);
-  limit("input width", in.stored_w(), 4095);
-  limit("output height", oh, 4095);
-  limit("output width", ow, 4095);
+  limit("window", p.window, isa::field_max(Opcode::pool, Field::window));
+  limit("stride", p.stride, isa::field_max(Opcode::pool, Field::pool_stride));
+  limit("input width", in.stored_w(), isa::field_max(Opcode::pool, Field::in_w));
+  limit("output height", oh, isa::field_max(Opcode::pool, Field::out_h));
+  limit("output width", ow, isa::field_max(Opcode::pool, Field::out_w));
   for (uint64_t s = 0; s < in.slices(); ++s) {
     const auto emit = [&](uint64_t y0, uint64_t rows_out) {
       isa::Instruction in_ = isa::make_instruction(Opcode::pool);

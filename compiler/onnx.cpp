@@ -21,6 +21,7 @@
 #include "compiler/compile_memory.h"
 #include "compiler/npy.h"
 #include "isa/error.h"
+#include "isa/table.h"
 
 namespace tpusim::compiler {
 
@@ -830,14 +831,16 @@ void Importer::pool_line(bool max) {
   if (output_used(1)) fail("the Indices output is not supported");
   const uint64_t len = x.shape.w;
   const auto ks = attr_ints("kernel_shape");
-  if (ks.size() != 1 || ks[0] < 1 || ks[0] > 15)
-    fail(fmt::format("kernel_shape {}: expected one window length 1..15 for a line {}", dims_text(ks),
+  const int64_t max_window = int64_t(isa::field_max(isa::Opcode::pool, isa::Field::window));
+  const int64_t max_stride = int64_t(isa::field_max(isa::Opcode::pool, isa::Field::pool_stride));
+  if (ks.size() != 1 || ks[0] < 1 || ks[0] > max_window)
+    fail(fmt::format("kernel_shape {}: expected one window length 1..{} for a line {}", dims_text(ks), max_window,
                      dims_text(onnx_dims(x))));
   const uint64_t k = uint64_t(ks[0]);
   if (k > len) fail(fmt::format("the window of {} is longer than the line {}", k, dims_text(onnx_dims(x))));
   const auto st = attr_ints("strides", {1});
-  if (st.size() != 1 || st[0] < 1 || st[0] > 15)
-    fail(fmt::format("strides {}: expected one stride 1..15 for a line", dims_text(st)));
+  if (st.size() != 1 || st[0] < 1 || st[0] > max_stride)
+    fail(fmt::format("strides {}: expected one stride 1..{} for a line", dims_text(st), max_stride));
   for (int64_t p : attr_ints("pads", {0, 0}))
     if (p != 0) fail(fmt::format("pads {}: the machine pools without padding", dims_text(attr_ints("pads"))));
   const std::string ap = attr_string("auto_pad", "NOTSET");

@@ -1,6 +1,8 @@
 #include "isa/table.h"
 
 #include <array>
+#include <stdexcept>
+#include <string>
 
 namespace tpusim::isa {
 
@@ -32,6 +34,12 @@ const Operand* find_operand(const OpcodeSpec& s, Field field) {
   for (const Operand& o : s.operands)
     if (o.field == field) return &o;
   return nullptr;
+}
+
+uint64_t field_max(Opcode op, Field field) {
+  const Operand* o = find_operand(spec(op), field);
+  if (!o) throw std::logic_error(std::string(spec(op).mnemonic) + " has no such operand");
+  return field_max(*o);
 }
 
 std::optional<Field> find_field(std::string_view name) {

@@ -561,6 +561,9 @@ const EnumValue* find_value(std::span<const EnumValue> values, uint64_t value);
 constexpr uint64_t field_max(const Operand& o) {
   return o.width >= 64 ? ~uint64_t{0} : (uint64_t{1} << o.width) - 1;
 }
+// The largest value operand `field` of `op` holds (its field_max); a logic error if `op` has no
+// such operand.
+uint64_t field_max(Opcode op, Field field);
 
 // Compile-time checks of the table: operands inside the word, flags in byte 1, no overlaps.
 namespace detail {
