@@ -299,6 +299,7 @@ class Lowering {
         in_host_(std::move(in_host)) {
     in_host_.resize(g.tensors.size(), false);
     sched_.resident.resize(g.tensors.size(), false);
+    em_.zero_ahead(*options_.zero_ahead);
   }
   isa::Program run();
   // Whether the schedule fits the unified buffer, as run() would find, without lowering the ops:

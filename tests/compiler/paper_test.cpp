@@ -3,6 +3,8 @@
 // weights): labelled `slow` in CTest, run by the Release suite, skipped by scripts/test.sh --asan.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
+
 #include "e2e_support.h"
 
 namespace tpusim::test {
@@ -153,6 +155,47 @@ TEST_CASE("cnn0 (AlphaGo) takes its pinned cycles on tpu-v1: 124 full-array pass
   CHECK(r.matrix.input_stall == 27118);
   CHECK(r.matrix.raw_stall == 22542);
   CHECK(r.cycles == 450453);
+}
+
+// Zero borders ahead (the mapper's zero_ahead, off by default; docs/compiler.md "Zero borders
+// ahead"): a padded map's border-zeroing vecs held until after the instruction the next sync on
+// the activation unit guards, instead of ahead of that sync. Since padded maps go where their
+// borders hold no data, CNN0 zeroes none (450,453 cycles either way; it was 457,653 -> 450,453 =
+// 5 boundaries x 20 vecs x 1,440 cycles before); CNN1 keeps 1,940 vecs and runs 98,508 cycles
+// fewer with them held. cifar_cnn at batch 1 on a 16 x 16 array with 64 KiB of UB (its maps in
+// bands, 76 vecs): 538 fewer, the same vecs moved and 2 syncs fewer, bit-exact on every engine.
+TEST_CASE("zero_ahead: border-zeroing vecs after the next sync on the activation unit, bit-exact") {
+  const auto cycles = [&](const char* w, const sim::Arch& a, bool on, std::optional<uint64_t> batch = std::nullopt) {
+    compiler::LoadOptions lo;
+    lo.timing_only = true;
+    lo.batch = batch;
+    compiler::Compiled c = compiler::prepare_file(kWorkloads / w, lo);
+    compiler::lower_for(c, a, compiler::LowerOptions{.zero_ahead = on});
+    if (on) CHECK(c.program.meta.at("mapper") == nlohmann::json{{"zero_ahead", true}});
+    return std::pair{sim::simulate(c.program, a, {sim::Engine::timing, 0}).cycles, c.program.code};
+  };
+  const sim::Arch tpu_v1;
+  CHECK(cycles("tpu-v1/cnn0.toml", tpu_v1, false).first == 450453);
+  CHECK(cycles("tpu-v1/cnn0.toml", tpu_v1, true).first == 450453);
+  CHECK(cycles("tpu-v1/cnn1.toml", tpu_v1, true).first == 11830695 - 98508);
+  sim::Arch small;  // (tpu-v1 with a 16 x 16 array and 64 KiB of UB, as --set gives it)
+  small.array_rows = small.array_cols = 16;
+  small.ub_bytes = 65536;
+  const auto [off, off_code] = cycles("small/cifar_cnn.toml", small, false, 1);
+  const auto [on, on_code] = cycles("small/cifar_cnn.toml", small, true, 1);
+  CHECK(off == 397004);
+  CHECK(on == 397004 - 538);
+  const auto count = [](const std::vector<isa::Instruction>& code, isa::Opcode op) {
+    return std::count_if(code.begin(), code.end(), [&](const isa::Instruction& in) { return in.opcode == op; });
+  };
+  // The same 76 vecs; 2 of the 11 syncs gone (the held zeros waited for by syncs already there),
+  // nothing else added or dropped.
+  CHECK(count(on_code, isa::Opcode::vector) == 76);
+  CHECK(count(off_code, isa::Opcode::vector) == 76);
+  CHECK(count(off_code, isa::Opcode::sync) == 11);
+  CHECK(count(on_code, isa::Opcode::sync) == 9);
+  CHECK(on_code.size() == off_code.size() - 2);
+  check_model(load("small/cifar_cnn.toml", 1), small, true, compiler::LowerOptions{.zero_ahead = true});
 }
 
 // CNN1 (Inception with joined branches, workloads/tpu-v1/cnn1.toml) at batch 32: its cycles and
