@@ -40,11 +40,24 @@ isa::Instruction& Emitter::append(Opcode op) {
 }
 
 void Emitter::touch(Station st, std::span<const RowSpan> reads, std::span<const RowSpan> writes) {
+  if (!zeros_.empty() && !zeroing_) {  // held zeros of rows this instruction touches: first
+    zeros_touched(reads);
+    zeros_touched(writes);
+  }
   uint64_t mask = 0;
   for (int other = 0; other < kStations; ++other) {
     if (other == st) continue;
     if (intersects(writes_[other], reads) || intersects(writes_[other], writes) || intersects(reads_[other], writes))
       mask |= kStationBit[other];
+  }
+  if ((mask & kStationBit[kAct]) && !zeros_.empty()) {
+    zeros_due_ = true;
+    // No matmul since the last activate: the activation unit idle, the matrix unit is too, so
+    // naming it frees the held zeros' rows it touched at no cost.
+    if (matmuls_ == matmuls_at_activate_) {
+      const std::span<const RowSpan> held{zeros_.data(), zeros_.size()};
+      if (intersects(reads_[kMatrix], held) || intersects(writes_[kMatrix], held)) mask |= kStationBit[kMatrix];
+    }
   }
   if (mask) {
     append(Opcode::sync)[Field::units] = mask;
@@ -97,6 +110,7 @@ void Emitter::emit_dma(bool write, uint64_t host, uint64_t ub, uint64_t rows, ui
   in[Field::rows] = rows;
   ++work_.dmas;
   work_.dma_bytes += rows * row_bytes;
+  zeros_after();
 }
 
 void Emitter::stream_end(bool by_steps) {
@@ -249,8 +263,10 @@ void Emitter::matmul(isa::Instruction inst, bool switches, TileFetch fetch, cons
   if (switches) work_.weight_bytes += fetch.rows ? uint64_t(fetch.rows) * fetch.cols : arch_.tile_bytes();
   if (code_on_ && macs) macs_given_.push_back({code_.size(), *macs, copy});
   if (code_on_) code_.push_back(inst);
+  ++matmuls_;
   stream_next(latest);
   if (switches) stream_pace(needed);
+  zeros_after();
 }
 
 void Emitter::activation(const isa::Instruction& inst, Spans reads, RowSpan write) {
@@ -293,6 +309,7 @@ void Emitter::activation(const isa::Instruction& inst, Spans reads, RowSpan writ
   const bool latest = stream_need(view(spans));
   touch(kAct, view(reads), view(writes));
   ++work_.activations;
+  if (inst.opcode == Opcode::activate) matmuls_at_activate_ = matmuls_;
   if (inst.opcode == Opcode::pool)
     for (const RowSpan& r : reads) work_.act_rows += r.rows;
   else work_.act_rows += inst[Field::rows];
@@ -303,6 +320,62 @@ void Emitter::activation(const isa::Instruction& inst, Spans reads, RowSpan writ
 
 void Emitter::zero(RowSpan rows) {
   if (rows.rows == 0 || !written_.intersects(rows.first, rows.rows)) return;
+  if (zero_ahead_) {
+    zeros_.push_back(rows);
+    return;
+  }
+  emit_zero(rows);
+}
+
+void Emitter::zeros_touched(std::span<const RowSpan> spans) {
+  for (size_t i = 0; i < zeros_.size();) {
+    const RowSpan z = zeros_[i];
+    bool touched = false;
+    for (const RowSpan& r : spans) touched = touched || (r.first < z.first + z.rows && z.first < r.first + r.rows);
+    if (!touched) {
+      ++i;
+      continue;
+    }
+    zeros_.erase(zeros_.begin() + std::ptrdiff_t(i));
+    zeroing_ = true;
+    // (Inside another instruction's emission, whose setcfgs are written: a 16-bit vec's planes
+    // are written back after the 8-bit zeroing vecs.)
+    const sim::Planes regs = planes_;
+    emit_zero(z);
+    setcfg(isa::ConfigReg::vec_high_a, regs.a, planes_.a);
+    setcfg(isa::ConfigReg::vec_high_b, regs.b, planes_.b);
+    setcfg(isa::ConfigReg::vec_high_out, regs.out, planes_.out);
+    zeroing_ = false;
+  }
+}
+
+void Emitter::zeros_after() {
+  if (!zeros_due_) return;
+  zeros_due_ = false;
+  std::vector<RowSpan> held;
+  held.swap(zeros_);
+  zeroing_ = true;
+  for (const RowSpan& z : held) {
+    const RowSpan span[1]{z};
+    bool free = true;
+    for (int other = 0; other < kStations; ++other)
+      if (other != kAct) free = free && !intersects(reads_[other], span) && !intersects(writes_[other], span);
+    if (free) emit_zero(z);
+    else zeros_.push_back(z);
+  }
+  zeroing_ = false;
+}
+
+void Emitter::zeros_all() {
+  std::vector<RowSpan> held;
+  held.swap(zeros_);
+  zeros_due_ = false;
+  zeroing_ = true;
+  for (const RowSpan& z : held) emit_zero(z);
+  zeroing_ = false;
+}
+
+void Emitter::emit_zero(RowSpan rows) {
   const sim::Planes want = planes_want_;  // an 8-bit vec, whatever the ops around it use
   planes_want_ = {};
   // vec reads and writes at most 65535 rows at a time (the rows field).
@@ -319,6 +392,7 @@ void Emitter::zero(RowSpan rows) {
 }
 
 void Emitter::interrupt() {
+  zeros_all();
   append(Opcode::interrupt);
   ++segments_;
   ++work_.launches;
@@ -337,6 +411,7 @@ void Emitter::interrupt() {
 }
 
 std::vector<isa::Instruction> Emitter::finish() {
+  zeros_all();
   stream_flush();
   append(Opcode::halt);
   if (!code_on_) return {};

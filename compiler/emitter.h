@@ -88,8 +88,18 @@ class Emitter {
   // (a setcfg when it changes); vec and pool ignore it.
   void activation(const isa::Instruction& inst, Spans reads, RowSpan write, uint64_t act_lane);
   void activation(const isa::Instruction& inst, Spans reads, RowSpan write);
-  // Zeroes UB rows (vec sub of the rows with themselves) unless they were never written.
+  // Zeroes UB rows (vec sub of the rows with themselves) unless they were never written. With
+  // zeros ahead (zero_ahead(true)) the vecs are not emitted at once but held until they can run
+  // under other work: after the instruction that the next `sync` naming the activation unit
+  // guards (so that the sync does not wait for them and the instruction is not issued behind
+  // them), or, at the latest, just before any instruction that touches their rows (program order),
+  // `int` or the end. A sync naming the activation unit when no matmul was emitted after the last
+  // activate also names the matrix unit where a held zero's rows were read or written by it since
+  // its last sync: the activation unit idle, that activate is done and with it every matmul
+  // before it, so the sync waits no longer and the rows are free (docs/compiler.md, "Zero borders
+  // ahead").
   void zero(RowSpan rows);
+  void zero_ahead(bool on) { zero_ahead_ = on; }
   // sync on every unit with outstanding UB accesses, then halt; returns the program's code with
   // the read_weights in place.
   std::vector<isa::Instruction> finish();
@@ -157,6 +167,14 @@ class Emitter {
   void emit_part();
   // Appends an instruction (a measuring emitter counts it and gives a scratch one to fill).
   isa::Instruction& append(isa::Opcode op);
+  // The vecs that zero `rows` (zero() without holding them).
+  void emit_zero(RowSpan rows);
+  // Held zeros: those whose rows `spans` touches, emitted now (before the instruction that touches
+  // them); and after the instruction a sync naming the activation unit guards, those whose rows no
+  // other station has touched since its last sync.
+  void zeros_touched(std::span<const RowSpan> spans);
+  void zeros_after();
+  void zeros_all();
 
   const sim::Arch& arch_;
   uint64_t prefetch_;
@@ -203,6 +221,12 @@ class Emitter {
   uint64_t pace_ = 0;            // a stream by steps: switching matmuls per paced part (0: not by steps)
   uint64_t since_ = 0;           // switching matmuls since the last part emitted or needed
   uint64_t step_ = 0;            // the latest step a stream by steps has had read
+  // Zeros ahead (zero()).
+  bool zero_ahead_ = false;
+  std::vector<RowSpan> zeros_;   // held: rows to zero, not yet emitted
+  bool zeros_due_ = false;       // a sync naming act was emitted: zeros_after() after its instruction
+  bool zeroing_ = false;         // emitting held zeros (their own touch() does not look at zeros_)
+  uint64_t matmuls_ = 0, matmuls_at_activate_ = 0;  // matmuls emitted; of them, before the last activate
 };
 
 }  // namespace tpusim::compiler

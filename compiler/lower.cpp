@@ -29,7 +29,7 @@
 //
 // A sample whose tensors do not fit the UB keeps them in host memory and runs the ops that touch
 // them in bands of output rows (lower_in_bands); grouped convolutions skip the tiles their groups
-// leave all zero (group_pairs).
+// leave all zero, identity copies the tiles off their diagonal (zero_tile).
 #include "compiler/lower.h"
 #include "compiler/weight_image.h"
 
@@ -300,6 +300,7 @@ class Lowering {
         in_host_(std::move(in_host)) {
     in_host_.resize(g.tensors.size(), false);
     sched_.resident.resize(g.tensors.size(), false);
+    em_.zero_ahead(*options_.zero_ahead);
   }
   isa::Program run();
   // Whether the schedule fits the unified buffer, as run() would find, without lowering the ops:
@@ -551,6 +552,17 @@ uint64_t group_pairs(const MatmulOp& m, uint64_t k0, uint64_t kn, uint64_t n0, u
 uint64_t overlap(uint64_t k0, uint64_t kn, uint64_t n0, uint64_t nn) {
   const uint64_t a = std::max(k0, n0), b = std::min(k0 + kn, n0 + nn);
   return a < b ? b - a : 0;
+}
+
+// Whether the tile of K channels [k0, k0 + kn) and N columns [n0, n0 + nn) of m is all zero by
+// m's structure (not its values: a timing-only compile, whose weights are placeholders, must skip
+// the same tiles): its K rows and N columns in different groups, or an identity copy's K channels
+// none of its columns (its ones lie on the diagonal). Such a tile adds nothing to any accumulator:
+// pass() does not compute it, and the pass's first computed tile overwrites the accumulators. Each
+// N column has a nonzero weight in some K tile (a copy's one; a group's channels), so every pass
+// computes at least one tile.
+bool zero_tile(const MatmulOp& m, uint64_t k0, uint64_t kn, uint64_t n0, uint64_t nn) {
+  return group_pairs(m, k0, kn, n0, nn) == 0 || (m.copy && overlap(k0, kn, n0, nn) == 0);
 }
 
 // The columns [j0, j1) of N channels [n0, n0 + nn) that input channel k's weights reach (its
@@ -885,9 +897,10 @@ void Lowering::pass(size_t i, const MatmulOp& m, const LaneTile& n, const std::v
     for (uint64_t r = 0; r < m.kernel_h; ++r)
       for (uint64_t s = 0; s < m.kernel_w; ++s)
         for (const LaneTile& k : kt) {
-          // A tile whose K rows and N columns are in different groups is all zero: not computed.
+          // A tile whose K rows and N columns are in different groups, or an identity copy's
+          // whose K channels are none of its columns', is all zero: not computed (zero_tile).
           const uint64_t k_first = k_offset + k.slice * lanes_ + k.first, n0 = n.slice * lanes_ + n.lane;
-          if (group_pairs(m, k_first, k.count, n0, tile_cols(m, n)) == 0) {
+          if (zero_tile(m, k_first, k.count, n0, tile_cols(m, n))) {
             ++t;
             continue;
           }
@@ -1184,11 +1197,17 @@ double Lowering::refetch_cycles(const MatmulOp& m, double chunks) const {
   return refetch_cycles(double(pixels(m.output) * batch_) / chunks);
 }
 
-// The weight tiles one pass over all N tiles of an unpacked matmul switches in.
+// The weight tiles one pass over all N tiles of an unpacked matmul switches in (not the ones
+// zero_tile skips).
 uint64_t Lowering::layer_tiles(const MatmulOp& m) const {
-  uint64_t k = 0;
-  for (const View& v : m.inputs) k += k_tiles(v).size();
-  return m.kernel_h * m.kernel_w * k * n_tiles(m).size();
+  uint64_t tiles = 0, k_offset = 0;
+  for (const View& v : m.inputs) {
+    for (const LaneTile& k : k_tiles(v))
+      for (const LaneTile& n : n_tiles(m))
+        tiles += !zero_tile(m, k_offset + k.slice * lanes_ + k.first, k.count, n.slice * lanes_ + n.lane, tile_cols(m, n));
+    k_offset += g_.tensors[v.tensor].shape.c;
+  }
+  return m.kernel_h * m.kernel_w * tiles;
 }
 
 // Op i + 1 can stream with op i (lower_chain): both convolutions (not 1 x 1 stride-1 unpadded,

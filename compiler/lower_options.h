@@ -52,6 +52,11 @@ struct LowerOptions {
   // identity matmul for a reader that needs it (what the compiler did before; on by default). It changes the quantized graph (QGraph::
   // concat_inplace), so it is read when the model is quantized as well as when it is lowered.
   std::optional<bool> concat_inplace = std::nullopt;
+  // Zero a padded map's border under other work (docs/compiler.md "Zero borders ahead"): the vecs
+  // that clear its rows are held until after the instruction the next sync on the activation unit
+  // guards, instead of being emitted when the map is allocated, ahead of that sync; off by
+  // default: the paper apps validate better without it (docs/validation.md).
+  std::optional<bool> zero_ahead = std::nullopt;
   // Not a switch: whether input streaming may go on into the second layer (lower_chain). lower()
   // clears it where the chain would not fit the unified buffer but streaming into the first layer
   // alone does (docs/compiler.md "Input streaming").
@@ -91,6 +96,10 @@ inline constexpr MapperSwitch kMapperSwitches[] = {
     {"concat_inplace", &LowerOptions::concat_inplace,
      "write a concat's branches in place in one joined tensor, read with dense K tiles, no identity copies "
      "(docs/compiler.md \"Concatenation\")"},
+    {"zero_ahead", &LowerOptions::zero_ahead,
+     "zero a padded map's border under other work, after the next sync on the activation unit instead of "
+     "ahead of it (docs/compiler.md \"Zero borders ahead\"; default off)",
+     nullptr, false},
 };
 
 // Switch `m`'s value in a compile for `arch`: the value given, else its default.

@@ -69,7 +69,9 @@ constexpr ReportKey kKeys[] = {
      "value through a weight of 1 computes nothing the model asks for, and a mapping that writes the branches in "
      "place (`--mapper concat_inplace`, the default) has fewer or none. So it is kept out of `macs` and `tops`, "
      "which then count the model's work on every mapping, and shown here; the rest of a copy's tile cells "
-     "(zeros) are like any padding, in `array_macs` only. 0 for a model without concats, or a program that "
+     "(zeros) are like any padding, in `array_macs` only (a tile of the identity block that holds none of its "
+     "ones is not computed at all: docs/compiler.md, \"What a copy counts\"). 0 for a model without concats, "
+     "or a program that "
      "lists no copies"},
     {"array_macs", "integer",
      "all cell multiply-accumulates: vectors streamed x array_rows x array_cols (array_active cycles x "

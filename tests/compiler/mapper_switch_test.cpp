@@ -42,9 +42,9 @@ TEST_CASE("mapper switches: KEY=VALUE text, JSON of the switches that are off, r
     return std::string("no error");
   };
   CHECK(message([&] { compiler::set_mapper_switch(o, "packing=off", "--mapper"); }) ==
-        "--mapper: 'packing': unknown mapper switch; expected one of fuse, pack, pieces, dense, stream, partial, host_loop, concat_inplace");
+        "--mapper: 'packing': unknown mapper switch; expected one of fuse, pack, pieces, dense, stream, partial, host_loop, concat_inplace, zero_ahead");
   CHECK(message([&] { compiler::set_mapper_switch(o, "pack", "--mapper"); }) ==
-        "--mapper: 'pack': expected KEY=on|off with KEY one of fuse, pack, pieces, dense, stream, partial, host_loop, concat_inplace");
+        "--mapper: 'pack': expected KEY=on|off with KEY one of fuse, pack, pieces, dense, stream, partial, host_loop, concat_inplace, zero_ahead");
   CHECK(message([&] { compiler::set_mapper_switch(o, "pack=yes please", "--mapper"); }) ==
         "--mapper: pack: 'yes please': expected on or off (true/false, 1/0)");
   CHECK(message([&] { compiler::mapper_from_json(nlohmann::json{{"pack", 0}}, "meta.mapper"); }) ==
@@ -59,7 +59,7 @@ TEST_CASE("pieces and host_loop default to the machine's parameter, and a switch
   const sim::Arch tpu_v1;
   REQUIRE(tpu_v1.driver_piece_schedule == 0);
   REQUIRE(tpu_v1.driver_host_loop == 1);
-  CHECK(compiler::resolve(LowerOptions{}, tpu_v1) == LowerOptions{true, true, false, true, true, true, true, true});
+  CHECK(compiler::resolve(LowerOptions{}, tpu_v1) == LowerOptions{true, true, false, true, true, true, true, true, false});
   std::vector<std::string_view> keys;
   for (const compiler::MapperSwitch& m : compiler::kMapperSwitches) {
     if (!m.arch_default) continue;
@@ -84,6 +84,18 @@ TEST_CASE("pieces and host_loop default to the machine's parameter, and a switch
     CHECK(compiler::mapper_to_json(o) == nlohmann::json{{key, false}});
   }
   CHECK(keys == std::vector<std::string_view>{"pieces", "host_loop"});
+}
+
+TEST_CASE("zero_ahead is off unless given, and recorded when given on") {
+  const sim::Arch tpu_v1;
+  LowerOptions o;
+  CHECK(compiler::resolve(o, tpu_v1).zero_ahead == false);
+  compiler::set_mapper_switch(o, "zero_ahead=on", "--mapper");
+  CHECK(compiler::mapper_to_json(o) == nlohmann::json{{"zero_ahead", true}});
+  CHECK(compiler::describe(o) == "zero_ahead=on");
+  CHECK(compiler::mapper_from_json(compiler::mapper_to_json(o), "meta.mapper") == o);
+  compiler::set_mapper_switch(o, "zero_ahead=off", "--mapper");  // (its default: nothing to record)
+  CHECK(compiler::mapper_to_json(o) == nlohmann::json::object());
 }
 
 TEST_CASE("pack=off: one weight tile per kernel position, bit-exact, and the program says so") {
