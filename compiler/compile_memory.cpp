@@ -11,17 +11,6 @@
 
 namespace tpusim::compiler {
 
-namespace {
-uint64_t sat_mul(uint64_t a, uint64_t b) {
-  uint64_t p;
-  return __builtin_mul_overflow(a, b, &p) ? UINT64_MAX : p;
-}
-uint64_t sat_add(uint64_t a, uint64_t b) {
-  uint64_t s;
-  return __builtin_add_overflow(a, b, &s) ? UINT64_MAX : s;
-}
-}  // namespace
-
 void CompileValues::add_layer(const Layer& layer, const Shape& in, bool file_weights) {
   activations = sat_add(activations, layer.out.elements());
   const uint64_t weights = weight_count(layer, in);

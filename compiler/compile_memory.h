@@ -23,6 +23,17 @@
 
 namespace tpusim::compiler {
 
+// Products and sums of counts that saturate at UINT64_MAX instead of wrapping (a hostile model's
+// sizes then exceed every limit rather than pass it).
+inline uint64_t sat_mul(uint64_t a, uint64_t b) {
+  uint64_t p;
+  return __builtin_mul_overflow(a, b, &p) ? UINT64_MAX : p;
+}
+inline uint64_t sat_add(uint64_t a, uint64_t b) {
+  uint64_t s;
+  return __builtin_add_overflow(a, b, &s) ? UINT64_MAX : s;
+}
+
 struct CompileValues {
   uint64_t parameters = 0;      // weights and biases of every layer
   uint64_t held = 0;            // those a timing-only compile holds: biases, file weights

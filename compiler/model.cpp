@@ -37,15 +37,6 @@ constexpr uint64_t kMaxStack = 1024;                 // stacked LSTM layers
 constexpr uint64_t kMaxTensor = uint64_t{1} << 31;   // elements of one sample of any tensor
 constexpr std::string_view kInput = "input";         // the model input's name in `input` keys
 
-uint64_t sat_mul(uint64_t a, uint64_t b) {
-  uint64_t p;
-  return __builtin_mul_overflow(a, b, &p) ? UINT64_MAX : p;
-}
-uint64_t sat_add(uint64_t a, uint64_t b) {
-  uint64_t s;
-  return __builtin_add_overflow(a, b, &s) ? UINT64_MAX : s;
-}
-
 // " (did you mean X?)" when a candidate is a near miss of `word`, else "".
 template <typename Range>
 std::string did_you_mean(std::string_view word, const Range& candidates) {

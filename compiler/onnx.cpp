@@ -68,11 +68,6 @@ struct Value {
   std::vector<Value> stack;  // lstm_hn: each layer's Y_h, lowest first
 };
 
-uint64_t sat_mul(uint64_t a, uint64_t b) {
-  uint64_t p;
-  return __builtin_mul_overflow(a, b, &p) ? UINT64_MAX : p;
-}
-
 std::string dims_text(const std::vector<int64_t>& d) {
   std::string s = "[";
   for (size_t i = 0; i < d.size(); ++i) s += fmt::format("{}{}", i ? ", " : "", d[i]);
