@@ -933,7 +933,7 @@ void Quantizer::pool_into(int in, int out, const std::string& suffix) {
     emit(PoolOp{View{in}, View{out}, kind, L.kernel_h, L.stride});
     return;
   }
-  const Shape& line = shape_of(in);
+  const Shape line = shape_of(in);  // a copy: add_tensor below may move the tensors
   const uint64_t k = L.kernel_w;
   const int rows = add_tensor(L.name + ".rows" + suffix, map_shape(k, line.w, line.c), scale_of(in), L.name);
   for (uint64_t r = 0; r < k; ++r) emit(vector(isa::VecOp::pass, in, in, View{rows, r * line.w, line.w}, 1.0));
