@@ -118,7 +118,9 @@ for page in pages:
                              stderr=subprocess.STDOUT, text=True, timeout=300,
                              env=dict(os.environ, SC_COPYRIGHT_MESSAGE="DISABLE")).stdout
         # (An ASan build's warning about SystemC's stack switches is no output of the command.)
-        out = re.sub(r"^==\d+==WARNING: ASan is ignoring requested __asan_handle_no_return.*\n", "", out, flags=re.M)
+        # (Three lines: the warning, "False positive error reports may follow", "For details see ...".)
+        out = re.sub(r"^==\d+==WARNING: ASan is ignoring requested __asan_handle_no_return.*\n"
+                     r"(False positive error reports may follow\n)?(For details see .*\n)?", "", out, flags=re.M)
         parts = re.split(r"^@@step \d+\n", out, flags=re.M)[1:]
         for (command, expected), actual in zip(steps, parts):
             if not expected:
