@@ -230,7 +230,7 @@ InputSpec read_model_section(const toml::table& doc, const std::string& source, 
   const auto name = sec.string("name", "a name of letters, digits, _, - and .");
   if (!name || !valid_name(*name)) sec.expected("name", "a name of letters, digits, _, - and .");
   m.name = *name;
-  m.batch = sec.required_uint("batch", 1, kMaxDim);
+  m.batch = sec.required_uint("batch", 1, kMaxBatch);
   m.seed = sec.uint("seed", 0, uint64_t(INT64_MAX)).value_or(1);
   ModelInput in;
   in.name = std::string(kInput);
@@ -242,8 +242,8 @@ InputSpec read_model_section(const toml::table& doc, const std::string& source, 
   spec.file_line = sec.line_of("input_file");
   spec.shape_line = sec.line_of("input");
   if (options.batch) {
-    if (*options.batch < 1 || *options.batch > kMaxDim)
-      throw InputError(fmt::format("--batch: {}: expected an integer 1..{}", *options.batch, kMaxDim));
+    if (*options.batch < 1 || *options.batch > kMaxBatch)
+      throw InputError(fmt::format("--batch: {}: expected an integer 1..{}", *options.batch, kMaxBatch));
     spec.batch_overridden = *options.batch != m.batch;
     m.batch = *options.batch;
   }

@@ -17,6 +17,10 @@
 
 namespace tpusim::compiler {
 
+// The largest batch any front end takes (a description's batch, --batch, a sweep's `batch`): the
+// limit of every dimension a description gives (docs/model-format.md).
+inline constexpr uint64_t kMaxBatch = 65535;
+
 struct LoadOptions {
   // Overrides the description's batch; an input_file must then hold exactly that many samples.
   std::optional<uint64_t> batch;

@@ -516,8 +516,8 @@ void Importer::read_inputs() {
                                        options_.input_file->string(), batch));
         batch = *options_.batch;
       }
-      if (batch < 1 || batch > kMaxDim)
-        throw InputError(fmt::format("batch {}: expected 1..{}", batch, kMaxDim));
+      if (batch < 1 || batch > kMaxBatch)
+        throw InputError(fmt::format("batch {}: expected 1..{}", batch, kMaxBatch));
       m_.batch = batch;
     }
     if (sat_mul(m_.batch, mi.shape.elements()) > options_.max_values)

@@ -255,8 +255,8 @@ Model import_scalesim(std::string_view csv, const std::string& source, const Loa
   // timing-only compile, no inputs, so the automatic choice (docs/compiler.md) has nothing to
   // measure and its programs would differ between the two compiles.
   m.precision = Precision::int8;
-  if (options.batch && (*options.batch < 1 || *options.batch > kMaxDim))
-    throw InputError(fmt::format("--batch: {}: expected an integer 1..{}", *options.batch, kMaxDim));
+  if (options.batch && (*options.batch < 1 || *options.batch > kMaxBatch))
+    throw InputError(fmt::format("--batch: {}: expected an integer 1..{}", *options.batch, kMaxBatch));
   m.batch = options.batch.value_or(1);
   m.inputs.clear();
   const Topology topo = read_rows(csv, source, options.timing_only);

@@ -123,11 +123,6 @@ int main(int argc, char** argv) {
   app.add_option("--peak-tops", o.peak_tops,
                  "the device's dense int8 peak, when the runner does not know it");
   if (const int rc = gpu::parse_runner_args(app, argc, argv); rc >= 0) return rc;
-  if (const std::string why = gpu::gpu_absent_reason(); !why.empty()) {
-    fmt::print(stderr, "tpusim-gpu: no GPU found ({}); nothing measured (exit code {}: no GPU)\n", why,
-               gpu::kExitNoGpu);
-    return gpu::kExitNoGpu;
-  }
   gpu::ResultsFile results;
   results.tool = "tpusim-gpu 0.1.0";
   const gpu::Provenance where = gpu::provenance(argc, argv);
@@ -138,6 +133,13 @@ int main(int argc, char** argv) {
   return gpu::run_reporting_errors("tpusim-gpu", [&] {
     gpu::check_runner_paths(o);
     tpusim::io::refuse_input_as_output(o.csv_out, "--csv", gpu::model_inputs(o));
+    gpu::check_output_folder(o.csv_out, "--csv");
+    // The arguments and paths first (exit 2 naming what is wrong, on any machine), then the device.
+    if (const std::string why = gpu::gpu_absent_reason(); !why.empty()) {
+      fmt::print(stderr, "tpusim-gpu: no GPU found ({}); nothing measured (exit code {}: no GPU)\n", why,
+                 gpu::kExitNoGpu);
+      return gpu::kExitNoGpu;
+    }
     bool all_match = true, bad_input = false;
     results.device = gpu::query_device(o.peak_tops);
     fmt::print(stderr,

@@ -101,7 +101,7 @@ ReferenceDevice read_device(const JsonReader& file) {
   if (v.is_string()) {
     d.name = v.get<std::string>();
   } else {
-    const JsonReader r(v, file.where() + ": device");
+    const JsonReader r = file.child("device");
     r.only(kDeviceKeys);
     d.name = r.text("name");
     d.kind = r.choice("kind", {"cpu", "gpu", "tpu", "other"}, false);
@@ -204,13 +204,13 @@ ReferenceData read_reference(const json& j, const std::string& path, std::string
     const json& results = file.at("results");
     if (!results.is_array()) file.fail("results", "expected an array of records");
     for (size_t i = 0; i < results.size(); ++i)
-      d.rows.push_back(read_row(JsonReader(results[i], fmt::format("{}: results[{}]", path, i))));
+      d.rows.push_back(read_row(file.element("results", i)));
   }
   if (file.has("ratios")) {
     const json& ratios = file.at("ratios");
     if (!ratios.is_array()) file.fail("ratios", "expected an array");
     for (size_t i = 0; i < ratios.size(); ++i)
-      d.ratios.push_back(read_ratio(JsonReader(ratios[i], fmt::format("{}: ratios[{}]", path, i))));
+      d.ratios.push_back(read_ratio(file.element("ratios", i)));
   }
   if (d.rows.empty() && d.ratios.empty()) file.fail("results", "empty: no figure in this file");
   return d;

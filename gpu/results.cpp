@@ -151,7 +151,7 @@ std::string results_csv(const ResultsFile& f) {
 
 ResultsFile parse_results(const std::string& text, const std::string& source) {
   const json j = parse_json(text, source);
-  const Reader r(j, source);
+  const Reader r(j, source, text);
   ResultsFile f;
   f.format = r.text("format");
   if (f.format != kResultsFormat) r.fail("format", "\"{}\", expected \"{}\"", f.format, kResultsFormat);
@@ -161,11 +161,11 @@ ResultsFile parse_results(const std::string& text, const std::string& source) {
   f.command = r.text("command");
   f.date = r.text("date");
   f.host = r.text("host", false);
-  f.device = read_device(Reader(r.at("device"), source + ": device"));
+  f.device = read_device(r.child("device"));
   const json& results = r.at("results");
   if (!results.is_array()) r.fail("results", "expected an array");
   for (size_t i = 0; i < results.size(); ++i)
-    f.results.push_back(read_measurement(Reader(results[i], fmt::format("{}: results[{}]", source, i))));
+    f.results.push_back(read_measurement(r.element("results", i)));
   return f;
 }
 

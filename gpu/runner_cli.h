@@ -66,6 +66,19 @@ inline std::vector<std::string> model_inputs(const RunnerOptions& o) {
   return files;
 }
 
+// An output file's folder exists and the file is not itself a folder (InputError naming the file
+// and `flag` otherwise); "" is standard output.
+inline void check_output_folder(const std::string& path, const char* flag) {
+  namespace fs = std::filesystem;
+  if (path.empty()) return;
+  const fs::path dir = fs::absolute(path).parent_path();
+  std::error_code ec;
+  if (!fs::is_directory(dir, ec))
+    throw InputError(fmt::format("{}: cannot write: no folder {} ({})", path, dir.string(), flag));
+  if (fs::is_directory(path, ec))
+    throw InputError(fmt::format("{}: cannot write: a folder, not a file ({})", path, flag));
+}
+
 // Before any measurement: every model is a file and the results file's folder exists (InputError
 // naming the path otherwise), so that a typo fails at once rather than after minutes of work.
 inline void check_runner_paths(const RunnerOptions& o) {
@@ -80,12 +93,7 @@ inline void check_runner_paths(const RunnerOptions& o) {
   }
   // `tpusim-cpu mlp.toml -o mlp.toml` wrote the results over the description (or its .npy data).
   io::refuse_input_as_output(o.json_out, "-o", model_inputs(o));
-  if (!o.json_out.empty()) {
-    const fs::path dir = fs::absolute(o.json_out).parent_path();
-    std::error_code ec;
-    if (!fs::is_directory(dir, ec))
-      throw InputError(fmt::format("{}: cannot write: no folder {} (-o)", o.json_out, dir.string()));
-  }
+  check_output_folder(o.json_out, "-o");
 }
 
 // The models, --batch, -o/--json, --warmup, --iterations, --repeats, --no-check and --note.

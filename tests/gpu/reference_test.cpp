@@ -67,12 +67,12 @@ TEST_CASE("reference: errors name the file, the record and the key", "[reference
   CHECK(error_of(R"({"source": "guessed", "model": "m.toml", "batch": 1, "throughput": 5, "device": "x"})") ==
         "f.json:1: source: \"guessed\" is not one of \"measured\", \"published\", \"test-fixture\"");
   CHECK(error_of(R"({"device": "x", "results": [{"workload": "a", "batch": 1, "throughput": -1}]})") ==
-        "f.json: results[0]: throughput: expected a number > 0, got -1");
+        "f.json:1: results[0]: throughput: expected a number > 0, got -1");
   CHECK(error_of(R"({"format": "csv/1", "device": "x"})") ==
         "f.json: format: \"csv/1\", expected \"tpusim-reference/1\" or \"tpusim-gpu-results/1\" (or no "
         "format key)");
   CHECK(error_of(R"({"device": "x", "results": [{"workload": "a", "batch": 1, "throughput": 5, "load_average": -2}]})") ==
-        "f.json: results[0]: load_average: expected a number >= 0, got -2");
+        "f.json:1: results[0]: load_average: expected a number >= 0, got -2");
   // A hand-written file on several lines: the line of the key (the record's keys are the file's).
   CHECK(error_of("{\n  \"model\": \"m.toml\",\n  \"batch\": 16,\n  \"throughput\": -5,\n  \"device\": \"x\"\n}") ==
         "f.json:4: throughput: expected a number > 0, got -5");
@@ -83,6 +83,40 @@ TEST_CASE("reference: errors name the file, the record and the key", "[reference
   CHECK(error_of("{\n  \"device\": \"\\\"batch\\\": {[\",\n  \"results\": [\n    {\"workload\": \"mlp0\",\n     \"batch\": 8,\n"
                  "     \"inferences_per_second\": 1000}\n  ],\n  \"batch\": 4\n}") ==
         "f.json:8: batch: unknown key (did you mean \"date\"?)");
+  // A record of results[] or ratios[] (and the device's object): the line of the key in that record,
+  // else the record's first line (errors named only the array index, not where in the file it is).
+  const std::string records =
+      "{\n"                                                          // 1
+      "  \"device\": \"x\",\n"                                     // 2
+      "  \"results\": [\n"                                          // 3
+      "    {\"workload\": \"a\", \"batch\": 1, \"throughput\": 5},\n"  // 4
+      "    {\"workload\": \"\\\"batch\\\": 0, [{\",\n"            // 5: the key's name in a string
+      "     \"batch\": BATCH,\n"                                    // 6
+      "     \"throughput\": 5},\n"                                  // 7
+      "    {\"workload\": \"c\",\n"                                 // 8
+      "     \"throughput\": 5 REST}\n"                              // 9
+      "  ],\n"                                                       // 10
+      "  \"ratios\": [\n"                                           // 11
+      "    {\"workload\": \"a\", \"of\": \"x\", \"to\": \"y\",\n"     // 12
+      "     \"value\": VALUE}\n"                                    // 13
+      "  ]\n"                                                        // 14
+      "}\n";
+  const auto with = [&](std::string batch, std::string rest, std::string value) {
+    std::string t = records;
+    t.replace(t.find("BATCH"), 5, batch);
+    t.replace(t.find("REST"), 4, rest);
+    t.replace(t.find("VALUE"), 5, value);
+    return t;
+  };
+  CHECK(error_of(with("0", ", \"batch\": 2", "3")) == "f.json:6: results[1]: batch: expected an integer >= 1, got 0");
+  CHECK(error_of(with("1", "", "3")) == "f.json:8: results[2]: batch: missing");
+  CHECK(error_of(with("1", ",\n \"bacth\": 2", "3")) ==
+        "f.json:10: results[2]: bacth: unknown key (did you mean \"batch\"?)");
+  CHECK(error_of(with("1", ", \"batch\": 2", "-1")) == "f.json:13: ratios[0]: value: expected a number > 0, got -1");
+  CHECK(error_of("{\n  \"results\": [{\"workload\": \"a\", \"batch\": 1, \"throughput\": 5}],\n  \"device\": {\n"
+                 "    \"name\": \"x\",\n    \"kind\": \"fpga\"}\n}") ==
+        "f.json:5: device: kind: \"fpga\" is not one of \"cpu\", \"gpu\", \"tpu\", \"other\"");
+  CHECK(error_of("{\"device\": \"x\",\n \"results\": [\n  7]}") == "f.json:3: results[0]: expected an object, got 7");
   CHECK(error_of("[1, 2]") ==
         "f.json: expected a JSON object (reference data: workloads/gpu-reference/README.md)");
 }

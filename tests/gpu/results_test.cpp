@@ -1,5 +1,6 @@
 // The GPU reference data format (gpu/results.h): round trip, the committed fixture, CSV, and
 // errors that name the file and the field.
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <filesystem>
 
@@ -92,19 +93,37 @@ TEST_CASE("malformed results name the file and the field", "[gpu][results]") {
     s.replace(s.find(from), from.size(), to);
     return s;
   };
+  // The line of a key's first occurrence in the file (results_json writes one key a line).
+  const auto line = [&](const std::string& s, const std::string& key) {
+    const size_t at = s.find("\"" + key + "\":");
+    REQUIRE(at != std::string::npos);
+    return std::to_string(1 + std::count(s.begin(), s.begin() + std::ptrdiff_t(at), '\n'));
+  };
   REQUIRE_THROWS_WITH(gpu::parse_results("{", "r.json"), Catch::StartsWith("r.json: invalid JSON"));
+  // Each error names the line of its key (results[0]'s keys are their first occurrence in the file),
+  // else of the record it is missing from.
   REQUIRE_THROWS_WITH(gpu::parse_results(replace(text, "\"end_to_end\"", "\"sometimes\""), "r.json"),
-                      "r.json: results[0]: timing: \"sometimes\" is not one of \"device\", \"end_to_end\"");
+                      "r.json:" + line(text, "timing") +
+                          ": results[0]: timing: \"sometimes\" is not one of \"device\", \"end_to_end\"");
   REQUIRE_THROWS_WITH(gpu::parse_results(replace(text, "\"batch\": 16", "\"batch\": 0"), "r.json"),
-                      "r.json: results[0]: batch: expected an integer >= 1, got 0");
+                      "r.json:" + line(text, "batch") + ": results[0]: batch: expected an integer >= 1, got 0");
   REQUIRE_THROWS_WITH(gpu::parse_results(replace(text, "\"sms\": 100,", ""), "r.json"),
-                      "r.json: device: sms: missing");
+                      "r.json:" + line(text, "device") + ": device: sms: missing");
   REQUIRE_THROWS_WITH(gpu::parse_results(replace(text, "tpusim-gpu-results/1", "other/2"), "r.json"),
-                      "r.json: format: \"other/2\", expected \"tpusim-gpu-results/1\"");
+                      "r.json:" + line(text, "format") + ": format: \"other/2\", expected \"tpusim-gpu-results/1\"");
   REQUIRE_THROWS_WITH(gpu::parse_results(replace(text, "\"test-fixture\"", "\"guessed\""), "r.json"),
-                      "r.json: kind: \"guessed\" is not one of \"measured\", \"test-fixture\"");
+                      "r.json:" + line(text, "kind") + ": kind: \"guessed\" is not one of \"measured\", \"test-fixture\"");
   REQUIRE_THROWS_WITH(gpu::parse_results(replace(text, "\"launches_queued_ahead\": false", "\"launches_queued_ahead\": 1"), "r.json"),
-                      "r.json: results[0]: launches_queued_ahead: expected true or false, got 1");
+                      "r.json:" + line(text, "launches_queued_ahead") +
+                          ": results[0]: launches_queued_ahead: expected true or false, got 1");
+  // The second record's batch: its own line, not the first record's (the array index alone, before).
+  const size_t second = text.find("\"batch\": 16", text.find("\"batch\": 16") + 1);
+  REQUIRE(second != std::string::npos);
+  std::string bad_second = text;
+  bad_second.replace(second, 11, "\"batch\": 0");
+  REQUIRE_THROWS_WITH(gpu::parse_results(bad_second, "r.json"),
+                      "r.json:" + std::to_string(1 + std::count(text.begin(), text.begin() + std::ptrdiff_t(second), '\n')) +
+                          ": results[1]: batch: expected an integer >= 1, got 0");
   REQUIRE_THROWS_WITH(gpu::load_results("no/such/file.json"),
                       "no/such/file.json: cannot open: No such file or directory");
 }

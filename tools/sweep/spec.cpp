@@ -28,7 +28,6 @@ namespace {
 
 constexpr uint64_t kMaxPoints = 1'000'000;
 constexpr uint64_t kMaxAxisValues = 10'000;
-constexpr uint64_t kMaxBatch = 1'000'000;
 
 // One assignment of a parameter (or `batch`) and the line it came from.
 struct Setting {
@@ -148,9 +147,11 @@ class Reader {
     uint64_t v = 0;
     const char* end = s.text.data() + s.text.size();
     const auto [ptr, ec] = std::from_chars(s.text.data(), end, v);
-    if (ec != std::errc() || ptr != end || v == 0 || v > kMaxBatch)
+    // The front ends' own limit (compiler::kMaxBatch), here rather than as a failed point at run time.
+    if (ec != std::errc() || ptr != end || v == 0 || v > compiler::kMaxBatch)
       fail(s.line, where, "batch", s.text,
-           fmt::format("expected a whole number of inferences 1..{}", kMaxBatch));
+           fmt::format("expected a whole number of inferences 1..{} (the largest batch a model takes)",
+                       compiler::kMaxBatch));
     return v;
   }
 
