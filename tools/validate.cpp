@@ -457,9 +457,42 @@ std::string csv(const ojson& doc) {
   return out;
 }
 
+// Options that would change nothing, refused rather than ignored (exit 2): the table's --markdown
+// where JSON or CSV takes standard output in the table's place, both of those on standard output,
+// and, with --bounds (no simulation), the options of the simulated comparison.
+void refuse_ignored_options(const ValidateArgs& args) {
+  if (args.json_out == "-" && args.csv_out == "-")
+    throw InputError("--json - and --csv -: both would go to standard output, one after the other; give a file for one");
+  for (const auto& [flag, out] : {std::pair{"--json", args.json_out}, std::pair{"--csv", args.csv_out}})
+    if (args.markdown && out == "-")
+      throw InputError(fmt::format(
+          "--markdown: {} - writes to standard output in the table's place, so no table is printed; give "
+          "{} a file, or leave out --markdown",
+          flag, flag));
+  if (!args.bounds) return;
+  std::vector<std::string> given;
+  if (!args.csv_out.empty()) given.push_back("--csv");
+  if (!args.mapper.empty()) given.push_back("--mapper");
+  if (!args.workloads.empty()) given.push_back("--workloads");
+  for (const auto& [flag, v] : {std::pair{"--max-tops-error", args.max_tops_error},
+                                std::pair{"--max-mean-tops-error", args.max_mean_tops_error},
+                                std::pair{"--max-share-error", args.max_share_error},
+                                std::pair{"--max-counter-error", args.max_counter_error}})
+    if (v > 0) given.push_back(flag);
+  if (given.empty()) return;
+  std::string list;
+  for (size_t i = 0; i < given.size(); ++i)
+    list += (i == 0 ? "" : i + 1 == given.size() ? " and " : ", ") + given[i];
+  throw InputError(fmt::format(
+      "--bounds: runs no simulation, so {} (given here) do{} not apply to it; --arch, --set, --app, --json "
+      "and --markdown do",
+      list, given.size() == 1 ? "es" : ""));
+}
+
 }  // namespace
 
 int cmd_validate(const ValidateArgs& args) {
+  refuse_ignored_options(args);
   const sim::Arch arch = resolve_arch(nullptr, args.arch_file, args.sets, "validate");
   compiler::LowerOptions mapper;
   for (const std::string& m : args.mapper) compiler::set_mapper_switch(mapper, m, "--mapper");
@@ -473,12 +506,9 @@ int cmd_validate(const ValidateArgs& args) {
     chosen.push_back(&*it);
   }
   if (args.bounds) {
-    if (!args.csv_out.empty() || !args.mapper.empty() || !args.workloads.empty() || args.max_tops_error > 0 ||
-        args.max_mean_tops_error > 0 || args.max_share_error > 0 || args.max_counter_error > 0)
-      throw InputError(
-          "--bounds: runs no simulation, so --csv, --mapper, --workloads and --max-* do not apply to it");
     ojson doc;
     doc["machine"] = sim::machine_name(arch);
+    doc["arch"] = sim::arch_to_json(arch);  // every parameter the bounds were computed on (--arch, --set)
     doc["paper"] =
         "Jouppi et al., In-Datacenter Performance Analysis of a Tensor Processing Unit, ISCA 2017, "
         "Tables 1 and 3";
@@ -492,6 +522,7 @@ int cmd_validate(const ValidateArgs& args) {
   }
   ojson doc;
   doc["machine"] = sim::machine_name(arch);
+  doc["arch"] = sim::arch_to_json(arch);  // every parameter of the machine simulated (--arch, --set)
   // (As meta.mapper: a switch given at its fixed default, e.g. `--mapper pack=on`, is not recorded.)
   if (const nlohmann::json m = compiler::mapper_to_json(mapper); !m.empty()) doc["mapper"] = m;
   doc["paper"] = "Jouppi et al., In-Datacenter Performance Analysis of a Tensor Processing Unit, ISCA 2017, Table 3";

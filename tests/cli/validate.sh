@@ -13,7 +13,7 @@ fail() { echo "FAIL: $*"; exit 1; }
 "$tpusim" validate -q --workloads "$root/workloads/tpu-v1" --app mlp1 --app lstm1 \
   --json "$out/v.json" --csv "$out/v.csv" >"$out/v.txt"
 # Keys, in order.
-[[ "$(jq -c 'keys_unsorted' "$out/v.json")" == '["machine","paper","apps","summary"]' ]] || fail "top-level keys"
+[[ "$(jq -c 'keys_unsorted' "$out/v.json")" == '["machine","arch","paper","apps","summary"]' ]] || fail "top-level keys"
 [[ "$(jq -c '.apps[0] | keys_unsorted' "$out/v.json")" == '["app","workload","batch","cycles","tops","shares"]' ]] ||
   fail "app keys"
 [[ "$(jq -c '.apps[0].tops | keys_unsorted' "$out/v.json")" == \

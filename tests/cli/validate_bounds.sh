@@ -11,7 +11,10 @@ mkdir -p "$out"
 fail() { echo "FAIL: $*"; exit 1; }
 "$tpusim" validate --bounds --json "$out/b.json" >"$out/b.txt"
 [[ "$(jq -c 'keys_unsorted' "$out/b.json")" == \
-  '["machine","paper","share_tolerance_points","tops_tolerance_percent","bounds"]' ]] || fail "top-level keys"
+  '["machine","arch","paper","share_tolerance_points","tops_tolerance_percent","bounds"]' ]] || fail "top-level keys"
+# The machine's parameters the bounds are computed on (tpu-v1 here), every one as an --arch file has it.
+jq -e '.arch.array_rows == 256 and .arch.array_cols == 256 and .arch.clock_mhz == 700 and .arch.weight_mem_gbps == 34' \
+  "$out/b.json" >/dev/null || fail "arch"
 [[ "$(jq -r '[.bounds[].app] | join(",")' "$out/b.json")" == "mlp0,mlp1,lstm0,lstm1,cnn0,cnn1" ]] || fail "apps"
 # Table 1: batch and intensity (MACs per weight byte).
 [[ "$(jq -c '[.bounds[] | [.batch, .intensity]]' "$out/b.json")" == \
@@ -94,4 +97,11 @@ grep -q '^lstm1  8-bit, whole ' "$out/b.txt" || fail "text table row"
 jq -e '.machine == "tpu-v1 weight_mem_gbps=68" and
        (.bounds[0].readings[0].active_max_by_link - 9600 / (65536 * 700 / 68000) | fabs) < 1e-9' \
   "$out/b68.json" >/dev/null || fail "--set weight_mem_gbps=68"
+# The same machine from an --arch file (another name): the same bounds, its parameters in "arch"
+# (the JSON named only the machine, so an --arch file's figures did not say what they were for).
+"$tpusim" arch --json | jq '.name = "wide-link" | .weight_mem_gbps = 68' >"$out/wide-link.json"
+"$tpusim" validate --bounds --app lstm1 --arch "$out/wide-link.json" --json "$out/bfile.json" >/dev/null
+jq -e '.machine == "wide-link" and .arch.weight_mem_gbps == 68 and .arch.name == "wide-link"' "$out/bfile.json" >/dev/null ||
+  fail "--arch: machine and arch"
+[[ "$(jq -c .bounds "$out/bfile.json")" == "$(jq -c .bounds "$out/b68.json")" ]] || fail "--arch: bounds differ from --set's"
 echo "ok"
