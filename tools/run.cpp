@@ -210,16 +210,23 @@ void refuse_two_on_stdout(const RunArgs& r) {
 }
 }  // namespace
 
-std::unique_ptr<TracePlan> plan_traces(const RunArgs& r, const isa::Program& p, const sim::Arch& arch,
-                                       sim::Engine engine, std::string_view command) {
+namespace {
+// The trace options that need no program: each goes with its file, and the window's form.
+void check_trace_options(const RunArgs& r, std::string_view command) {
   if (r.vcd.empty() && !r.vcd_scope.empty())
     throw InputError(fmt::format("{}: --vcd-scope goes with --vcd", command));
-  if (r.trace.empty() && r.vcd.empty() && r.log.empty()) {
-    if (!r.trace_window.empty() || !r.trace_filter.empty())
-      throw InputError(
-          fmt::format("{}: --trace-window and --trace-filter go with --trace, --vcd or --log", command));
-    return nullptr;
-  }
+  if (r.trace.empty() && r.vcd.empty() && r.log.empty() && (!r.trace_window.empty() || !r.trace_filter.empty()))
+    throw InputError(
+        fmt::format("{}: --trace-window and --trace-filter go with --trace, --vcd or --log", command));
+  sim::TraceSelection scratch;
+  if (!r.trace_window.empty()) sim::parse_trace_window(r.trace_window, scratch);
+}
+}  // namespace
+
+std::unique_ptr<TracePlan> plan_traces(const RunArgs& r, const isa::Program& p, const sim::Arch& arch,
+                                       sim::Engine engine, std::string_view command) {
+  check_trace_options(r, command);
+  if (r.trace.empty() && r.vcd.empty() && r.log.empty()) return nullptr;
   // Standard output ("-") takes one trace, alone: debug's session would mix into it (run
   // refuses two files there before any work: refuse_run_outputs_over_inputs).
   if (command == "debug" && (r.trace == "-" || r.vcd == "-" || r.log == "-"))
@@ -356,6 +363,16 @@ int cmd_run(const RunArgs& r) {
   }
   if (r.program.empty()) throw InputError("run: a program is required (see tpusim run --help)");
   refuse_run_outputs_over_inputs(r);
+  // Usage errors before the compile (a paper model's takes seconds): the engine's name and the
+  // trace options.
+  const bool rtl = r.engine == "rtl";
+  sim::RunOptions opt;
+  try {
+    opt.engine = rtl ? sim::Engine::stepped : sim::parse_engine(r.engine);
+  } catch (const InputError& e) {
+    throw InputError(fmt::format("run: {}, or rtl (the stepped engine with the Verilated RTL array)", e.what()));
+  }
+  check_trace_options(r, "run");
   if (r.threads) sim::set_threads(r.threads);
   compiler::LoadOptions options = load_options(r.batch, r.input, r.calibrate, r.mapper, r.precision);
   options.max_memory = r.max_memory;
@@ -394,14 +411,7 @@ int cmd_run(const RunArgs& r) {
   const sim::Arch& arch = to_run.arch;
   if (compiled && r.report.empty()) print_compile_summary(*compiled, r.program, arch);
   const isa::Program& p = to_run.program();
-  sim::RunOptions opt;
   // rtl: the stepped engine with the Verilated RTL array (tools/rtl_engine.h).
-  const bool rtl = r.engine == "rtl";
-  try {
-    opt.engine = rtl ? sim::Engine::stepped : sim::parse_engine(r.engine);
-  } catch (const InputError& e) {
-    throw InputError(fmt::format("run: {}, or rtl (the stepped engine with the Verilated RTL array)", e.what()));
-  }
   if (rtl) opt.array = &rtl_array(arch.array_rows, arch.array_cols);
   opt.max_cycles = r.max_cycles;
   check_run_memory(r, p, arch, opt.engine);
@@ -492,6 +502,7 @@ int cmd_compile(const CompileArgs& a) {
         "{}: expected a model description (.toml), a SCALE-Sim topology (.csv) or an ONNX model (.onnx)", a.model));
   const std::string out = a.output.empty() ? fs::path(a.model).replace_extension(".tpu").string() : a.output;
   refuse_outputs_over_inputs({{"-o", &out}}, {a.model, a.arch_file, a.input, a.calibrate});
+  try_output(out);  // a folder, or one that does not exist: before the compile (seconds for a paper app)
   const sim::Arch arch = resolve_arch(nullptr, a.arch_file, a.sets, a.model);
   compiler::LoadOptions o = load_options(a.batch, a.input, a.calibrate, a.mapper, a.precision);
   int8_alias(o, a.int8_elements);

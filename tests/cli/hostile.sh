@@ -181,6 +181,33 @@ case_numbers() {
   ! grep -q 18446744073709551615 <<<"$out" || fail "--batch -1 shown wrapped: $out"
 }
 
+# ---- 6b. usage errors before any work ------------------------------------------------------
+# only CODE REGEX -- COMMAND...: the output is one line, matching REGEX (nothing compiled or run first).
+only() {
+  local want=$1 pattern=$2
+  shift 3
+  local out rc
+  out=$(timeout 20 "$@" 2>&1)
+  rc=$?
+  [ "$rc" = "$want" ] || fail "exit code $rc, expected $want: $*"$'\n'"$out"
+  [ "$(wc -l <<<"$out")" -eq 1 ] && grep -Eq -- "$pattern" <<<"$out" || fail "not the one line '$pattern': $*"$'\n'"$out"
+}
+# A misspelt engine, a trace option without its file, a bad window and an output that cannot be
+# written are found before a model is compiled (they were found after: seconds for a paper app).
+case_usage_before_work() {
+  mkdir adir
+  only 2 "^run: unknown engine 'turbo' \(one of: fast stepped timing\), or rtl" -- "$tpusim" run "$M" --engine turbo
+  only 2 "^run: --trace-window and --trace-filter go with --trace, --vcd or --log$" -- "$tpusim" run "$M" --trace-window 1:
+  only 2 "^run: --vcd-scope goes with --vcd$" -- "$tpusim" run "$M" --vcd-scope units
+  only 2 "^--trace-window 5:x: 'x' is not a cycle number$" -- "$tpusim" run "$M" --trace-window 5:x --trace t.json
+  # (bad.toml would fail to compile: the output is checked first, so it is never compiled)
+  printf '[model]\nname = "bad"\nbatch = 0\n' >bad.toml
+  only 2 "^adir: cannot write: Is a directory$" -- "$tpusim" compile bad.toml -o adir
+  only 2 "^no_dir/x\.tpu: cannot write: No such file or directory$" -- "$tpusim" compile bad.toml -o no_dir/x.tpu
+  only 2 "^bad\.toml:3: \[model\]: batch: 0: expected an integer 1\.\.65535" -- "$tpusim" compile bad.toml -o x.tpu
+  [ ! -e t.json ] || fail "t.json was written"
+}
+
 # ---- 7. silent wrong work -------------------------------------------------------------------
 case_program_for_another_machine() {
   expect 2 "matmul\.s: the program was compiled for a 256 x 256 array \(architecture 'tpu-v1'\), this machine's is 64 x 64" \
