@@ -222,7 +222,10 @@ int cmd_sweep_merge(const SweepMergeArgs& a) {
     throw InputError("sweep merge: -o MERGED.csv (and/or --db MERGED.db) is required");
   bool all_db = true;
   for (const std::string& in : a.inputs) {
-    if (!fs::is_regular_file(in)) throw InputError(fmt::format("{}: no such file", in));
+    std::error_code ec;
+    if (fs::is_directory(in, ec))
+      throw InputError(fmt::format("{}: a folder, not a sweep's results (a shard's .db or .csv)", in));
+    if (!fs::is_regular_file(in, ec)) throw InputError(fmt::format("{}: no such file", in));
     all_db &= fs::path(in).extension() != ".csv";
   }
   // `sweep merge shard-0.csv shard-1.csv -o shard-1.csv` replaced a shard's results with the merge.
@@ -249,6 +252,11 @@ int cmd_sweep_merge(const SweepMergeArgs& a) {
     } else {
       ResultStore db(in, /*read_only=*/true);
       const auto meta = db.meta();
+      // (An empty file opens as an empty database: the merge's own store then named itself.)
+      std::error_code ec;
+      if (!meta.contains("columns"))
+        throw InputError(fmt::format("{}: not a tpusim sweep database (no meta columns{})", in,
+                                     fs::file_size(in, ec) == 0 ? ": an empty file" : ""));
       if (merged) {
         if (merged->meta().empty()) merged->create(meta);
         merged->merge_from(in);
