@@ -161,7 +161,8 @@ int main(int argc, char** argv) {
                  "also find each model's largest batch whose p99 batch latency is within this many ms")
       ->check(gpu::positive_number("milliseconds"));
   app.add_option("--max-batch", o.max_batch, "the largest batch --latency-limit tries (default 4096)")
-      ->check(gpu::positive_count("a batch size"));
+      ->check(gpu::positive_count("a batch size"))
+      ->check(CLI::Range(uint64_t{1}, tpusim::compiler::kMaxBatch));  // the largest batch a model takes
   app.add_flag("--profile", o.profile, "print each plan step's time in the last batch");
   if (const int rc = gpu::parse_runner_args(app, argc, argv); rc >= 0) return rc;
   gpu::ReferenceData out;

@@ -100,7 +100,8 @@ inline void check_runner_paths(const RunnerOptions& o) {
 inline void add_runner_options(CLI::App& app, RunnerOptions& o) {
   app.add_option("models", o.models, "model descriptions (.toml) or SCALE-Sim topologies (.csv)")->required();
   app.add_option("--batch", o.batches, "batch sizes to run (repeatable; default: each description's batch)")
-      ->check(positive_count("a batch size"));
+      ->check(positive_count("a batch size"))
+      ->check(CLI::Range(uint64_t{1}, compiler::kMaxBatch));  // the largest batch a model takes
   app.add_option("-o,--json", o.json_out, "write the results here (JSON); default: standard output");
   app.add_option("--warmup", o.timing.warmup,
                  fmt::format("untimed batches before timing (default {})", o.timing.warmup));

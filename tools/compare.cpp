@@ -30,6 +30,7 @@
 #include "sim/arch.h"
 #include "sim/host_model.h"
 #include "sim/machine.h"
+#include "tools/program_to_run.h"
 
 namespace fs = std::filesystem;
 using json = nlohmann::ordered_json;
@@ -493,6 +494,10 @@ std::vector<std::string> default_reference(const CompareArgs& a) {
 }  // namespace
 
 int cmd_compare(const CompareArgs& a) {
+  std::error_code ec;
+  if (!a.models_root.empty() && !fs::is_directory(a.models_root, ec))
+    throw InputError(fmt::format("{}: --models-root: {}", a.models_root,
+                                 fs::exists(a.models_root, ec) ? "not a folder" : "no such folder"));
   sim::Arch arch = a.arch_file.empty() ? sim::Arch{} : sim::load_arch_file(a.arch_file);
   for (const std::string& s : a.sets) sim::apply_set(arch, s);
   validate_machine(arch, a.sets);
@@ -511,6 +516,8 @@ int cmd_compare(const CompareArgs& a) {
   for (const auto& [flag, f] : {std::pair{"--csv", a.csv_out}, std::pair{"--json", a.json_out},
                                 std::pair{"--plot", plot_data}})
     io::refuse_input_as_output(f, flag, inputs);
+  // An output that cannot be written (a folder, a missing folder) fails before anything is simulated.
+  for (const std::string& f : {a.csv_out, a.json_out, plot_data}) try_output(f);
   bool any_ratio = false;
   for (const gpu::ReferenceData& f : files) any_ratio |= !f.ratios.empty();
   if (groups.empty() && !any_ratio)

@@ -14,6 +14,7 @@
 #include <iostream>
 #include <systemc>
 
+#include "compiler/model.h"
 #include "isa/assembler.h"
 #include "isa/disassembler.h"
 #include "isa/error.h"
@@ -36,11 +37,12 @@ void write_text(const std::string& path, const std::string& text) {
   io::write_file(path, text);
 }
 
-CLI::Validator count_option(uint64_t min, std::string_view what, bool byte_suffixes) {
-  const std::string rule = fmt::format("a whole number >= {} ({}{})", min, what,
-                                       byte_suffixes ? ", optionally with a KiB, MiB or GiB suffix" : "");
+CLI::Validator count_option(uint64_t min, std::string_view what, bool byte_suffixes, uint64_t max) {
+  const std::string rule = fmt::format("a whole number {} ({}{})",
+                                       max == UINT64_MAX ? fmt::format(">= {}", min) : fmt::format("{}..{}", min, max),
+                                       what, byte_suffixes ? ", optionally with a KiB, MiB or GiB suffix" : "");
   return CLI::Validator(
-      [min, rule, byte_suffixes](std::string& text) -> std::string {
+      [min, max, rule, byte_suffixes](std::string& text) -> std::string {
         std::string_view digits = text;
         uint64_t scale = 1;
         if (byte_suffixes)
@@ -54,6 +56,7 @@ CLI::Validator count_option(uint64_t min, std::string_view what, bool byte_suffi
         if (!ok || ec != std::errc() || ptr != digits.data() + digits.size() || v > UINT64_MAX / scale)
           return fmt::format("'{}' is not {}", isa::printable(text), rule);
         if (v * scale < min) return fmt::format("{} is less than {}: expected {}", v * scale, min, rule);
+        if (v * scale > max) return fmt::format("{} is more than {}: expected {}", v * scale, max, rule);
         text = std::to_string(v * scale);  // what CLI11 then converts (with ->transform)
         return {};
       },
@@ -264,7 +267,7 @@ extern "C" int sc_main(int argc, char** argv) {
           },
           "a number above 0 (milliseconds)"));
   cm->add_option("--max-batch", cmp.max_batch, "the largest batch --latency-limit tries (default 4096)")
-      ->check(tools::count_option(1, "a batch size"));
+      ->check(tools::count_option(1, "a batch size", false, tpusim::compiler::kMaxBatch));
   cm->add_option("--csv", cmp.csv_out, "write the table here as CSV");
   cm->add_option("--json", cmp.json_out, "write the table here as JSON");
   cm->add_option("--plot", cmp.plot_prefix, "write PREFIX.png and PREFIX.svg (scripts/plot_compare.py) and PREFIX.json");
