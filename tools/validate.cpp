@@ -19,6 +19,7 @@
 #include "sim/machine.h"
 #include "sim/report.h"
 #include "tools/commands.h"
+#include "tools/program_to_run.h"
 
 namespace fs = std::filesystem;
 
@@ -500,6 +501,8 @@ int cmd_validate(const ValidateArgs& args) {
   if (args.apps.empty())
     for (const PaperApp& p : kPaper) chosen.push_back(&p);
   for (const std::string& name : args.apps) {
+    if (std::count(args.apps.begin(), args.apps.end(), name) > 1)
+      throw InputError(fmt::format("--app {}: given twice (each app is one row)", name));
     const auto it = std::find_if(kPaper.begin(), kPaper.end(), [&](const PaperApp& p) { return name == p.name; });
     if (it == kPaper.end())
       throw InputError(fmt::format("--app: unknown app '{}' (expected one of mlp0, mlp1, lstm0, lstm1, cnn0 or cnn1)", name));
@@ -528,11 +531,15 @@ int cmd_validate(const ValidateArgs& args) {
   doc["paper"] = "Jouppi et al., In-Datacenter Performance Analysis of a Tensor Processing Unit, ISCA 2017, Table 3";
   doc["apps"] = ojson::array();
   const fs::path dir = args.workloads.empty() ? fs::path("workloads/tpu-v1") : fs::path(args.workloads);
+  if (std::error_code ec; !args.workloads.empty() && fs::exists(dir, ec) && !fs::is_directory(dir, ec))
+    throw InputError(fmt::format("{}: --workloads: not a folder (the folder of mlp0.toml ... cnn1.toml)", args.workloads));
   // `--json workloads/tpu-v1/mlp1.toml` wrote the results over the description: refused first.
   std::vector<std::string> inputs = {args.arch_file};
   for (const PaperApp* p : chosen) compiler::append_model_files(inputs, {(dir / (std::string(p->name) + ".toml")).string()});
   for (const auto& [flag, f] : {std::pair{"--json", args.json_out}, std::pair{"--csv", args.csv_out}})
     io::refuse_input_as_output(f, flag, inputs);
+  // An output that cannot be written (a folder, a missing folder) fails before the simulations.
+  for (const std::string& f : {args.json_out, args.csv_out}) try_output(f);
   for (const PaperApp* p : chosen) {
     if (!args.quiet) fmt::print(stderr, "validate: {}\n", p->name);
     doc["apps"].push_back(validate_app(*p, dir / (std::string(p->name) + ".toml"), arch, mapper));
