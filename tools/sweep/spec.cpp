@@ -322,6 +322,19 @@ sim::Arch program_machine(const Reader& r, const Workload& w, int line) {
   }
 }
 
+// A description that cannot be read (a syntax error, no [model] table, an empty file) is an error of
+// the spec, at the line that names it, not a failed point on every machine: read as the timing
+// engine reads it (no weights), at its own batch.
+void check_description(const Reader& r, const Workload& w, int line) {
+  compiler::LoadOptions o;
+  o.timing_only = true;
+  try {
+    (void)compiler::load_model(w.path, o);
+  } catch (const InputError& e) {
+    r.fail(line, "sweep", "workloads", w.file, e.what());
+  }
+}
+
 void add_workload(const Reader& r, Spec& spec, const std::string& file, const std::string& name, int line) {
   const fs::path base = spec.path.parent_path();
   const bool pattern = file.find_first_of("*?[") != std::string::npos;
@@ -343,6 +356,7 @@ void add_workload(const Reader& r, Spec& spec, const std::string& file, const st
     if (!fs::is_regular_file(w.path, ec))
       r.fail(line, "sweep", "workloads", w.file, fmt::format("no such file ({})", w.path.string()));
     if (!w.is_model) w.machine = program_machine(r, w, line);
+    else check_description(r, w, line);
     for (const Workload& o : spec.workloads)
       if (o.name == w.name)
         r.fail(
