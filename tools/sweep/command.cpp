@@ -142,6 +142,15 @@ int cmd_sweep(const SweepArgs& a) {
   for (const auto& [flag, f] : {std::pair{"-o", out.csv}, std::pair{a.db.empty() ? "-o" : "--db", out.db},
                                 std::pair{a.jsonl.empty() ? "-o" : "--jsonl", out.jsonl}})
     io::refuse_input_as_output(f.string(), flag, inputs);
+  // Each output's folder exists: -o's first (the database and JSON Lines go beside it unless given),
+  // so the message names the file the user gave.
+  for (const auto& [flag, f] : {std::pair{"-o", out.csv}, std::pair{a.db.empty() ? "-o" : "--db", out.db},
+                                std::pair{a.jsonl.empty() ? "-o" : "--jsonl", out.jsonl}}) {
+    std::error_code ec;
+    const fs::path dir = fs::absolute(f, ec).parent_path();
+    if (!fs::is_directory(dir, ec))
+      throw InputError(fmt::format("{}: cannot write: no folder {} ({})", f.string(), dir.string(), flag));
+  }
   const io::FileLock lock(out.db,
                           "another sweep is writing these results now; wait for it to finish, or give this "
                           "one another -o (a finished or killed sweep holds no lock: --resume it)");
