@@ -37,6 +37,24 @@ constexpr uint64_t kMaxStack = 1024;                 // stacked LSTM layers
 constexpr uint64_t kMaxTensor = uint64_t{1} << 31;   // elements of one sample of any tensor
 constexpr std::string_view kInput = "input";         // the model input's name in `input` keys
 
+// A key of kFileKeys (model.h), checked when compiled: the parser names its file keys only so.
+consteval std::string_view file_key(std::string_view table, std::string_view key) {
+  for (const FileKey& f : kFileKeys)
+    if (f.table == table && f.key == key) return f.key;
+  throw "not a key of kFileKeys (compiler/model.h)";
+}
+constexpr std::string_view kInputFile = file_key("model", "input_file");
+constexpr std::string_view kWeightsFile = file_key("layer", "weights_file");
+constexpr std::string_view kBiasFile = file_key("layer", "bias_file");
+
+// The keys of kFileKeys that TOML table `table` ("model", "layer") takes, in their order.
+std::vector<std::string_view> file_keys(std::string_view table) {
+  std::vector<std::string_view> keys;
+  for (const FileKey& f : kFileKeys)
+    if (f.table == table) keys.push_back(f.key);
+  return keys;
+}
+
 // " (did you mean X?)" when a candidate is a near miss of `word`, else "".
 template <typename Range>
 std::string did_you_mean(std::string_view word, const Range& candidates) {
@@ -225,8 +243,10 @@ InputSpec read_model_section(const toml::table& doc, const std::string& source, 
   if (!node) throw InputError(located(source, 1, "[model]", "", "", "missing: a description needs a [model] table (name, batch, input)"));
   if (!node->is_table()) throw InputError(located(source, node_line(*node), "[model]", "", "", "expected a table: [model]"));
   const Section sec(*node->as_table(), source, "[model]");
-  static constexpr std::string_view kKeys[] = {"name", "batch", "seed", "input", "input_file", "input_scale"};
-  sec.check_keys(kKeys, "[model]");
+  std::vector<std::string_view> keys = {"name", "batch", "seed", "input"};
+  for (std::string_view k : file_keys("model")) keys.push_back(k);
+  keys.push_back("input_scale");
+  sec.check_keys(keys, "[model]");
   const auto name = sec.string("name", "a name of letters, digits, _, - and .");
   if (!name || !valid_name(*name)) sec.expected("name", "a name of letters, digits, _, - and .");
   m.name = *name;
@@ -238,8 +258,8 @@ InputSpec read_model_section(const toml::table& doc, const std::string& source, 
   in.scale = sec.positive("input_scale");
   m.inputs = {in};
   InputSpec spec;
-  spec.file = sec.string("input_file");
-  spec.file_line = sec.line_of("input_file");
+  spec.file = sec.string(kInputFile);
+  spec.file_line = sec.line_of(kInputFile);
   spec.shape_line = sec.line_of("input");
   if (options.batch) {
     if (*options.batch < 1 || *options.batch > kMaxBatch)
@@ -312,10 +332,20 @@ struct LayerSpec {
 std::vector<std::string_view> allowed_keys(LayerType t) {
   std::vector<std::string_view> keys = {"type", "name", "scale"};
   auto add = [&](std::initializer_list<std::string_view> more) { keys.insert(keys.end(), more); };
+  auto parameters = [&] {  // a layer with parameters: their files, then the bit widths
+    for (std::string_view k : file_keys("layer")) keys.push_back(k);
+    add({"weight_bits", "output_bits"});
+  };
   if (t != LayerType::add && t != LayerType::mul && t != LayerType::concat) add({"input"});
   switch (t) {
-    case LayerType::dense: add({"units", "activation", "bias", "weights_file", "bias_file", "weight_bits", "output_bits"}); break;
-    case LayerType::conv2d: add({"filters", "kernel", "stride", "padding", "groups", "activation", "bias", "weights_file", "bias_file", "weight_bits", "output_bits"}); break;
+    case LayerType::dense:
+      add({"units", "activation", "bias"});
+      parameters();
+      break;
+    case LayerType::conv2d:
+      add({"filters", "kernel", "stride", "padding", "groups", "activation", "bias"});
+      parameters();
+      break;
     case LayerType::max_pool:
     case LayerType::avg_pool: add({"size", "stride"}); break;
     case LayerType::flatten: break;
@@ -323,7 +353,10 @@ std::vector<std::string_view> allowed_keys(LayerType t) {
     case LayerType::mul: add({"inputs", "activation", "output_bits"}); break;
     case LayerType::activation: add({"activation", "output_bits"}); break;
     case LayerType::lstm:
-    case LayerType::gru: add({"units", "stack", "return_sequences", "weights_file", "bias_file", "weight_bits", "output_bits"}); break;
+    case LayerType::gru:
+      add({"units", "stack", "return_sequences"});
+      parameters();
+      break;
     case LayerType::concat: add({"inputs"}); break;
   }
   return keys;
@@ -442,11 +475,11 @@ void read_type_keys(LayerSpec& s) {
   }
   if (l.type == LayerType::dense || l.type == LayerType::conv2d) {
     l.use_bias = sec.boolean("bias").value_or(true);
-    if (!l.use_bias && sec.get("bias_file")) sec.fail("bias_file", "given, but bias = false");
+    if (!l.use_bias && sec.get(kBiasFile)) sec.fail(kBiasFile, "given, but bias = false");
   }
   if (l.type == LayerType::dense || l.type == LayerType::conv2d || is_recurrent(l.type)) {
-    read_files(s, "weights_file", s.weights_files, l.stack);
-    read_files(s, "bias_file", s.bias_files, l.stack);
+    read_files(s, kWeightsFile, s.weights_files, l.stack);
+    read_files(s, kBiasFile, s.bias_files, l.stack);
   } else {
     l.use_bias = false;
   }
@@ -659,12 +692,12 @@ void fill_parameters(LayerSpec& s, const Shape& in, const Model& m, size_t posit
     const uint64_t gates = recurrent_gates(l.type);
     for (uint64_t k = 0; k < s.weights_files.size(); ++k) {
       const uint64_t in_k = k == 0 ? in.c : l.units;
-      auto v = load_array(sec, "weights_file", s.weights_files[k], base_dir, {gates, in_k + l.units, l.units},
+      auto v = load_array(sec, kWeightsFile, s.weights_files[k], base_dir, {gates, in_k + l.units, l.units},
                           gru ? "[3, in + units, units], gates r, z, n" : "[4, in + units, units], gates i, f, g, o");
       l.weights.insert(l.weights.end(), v.begin(), v.end());
     }
     for (const FileRef& f : s.bias_files) {
-      auto v = load_array(sec, "bias_file", f, base_dir, {4, l.units},
+      auto v = load_array(sec, kBiasFile, f, base_dir, {4, l.units},
                           gru ? "[4, units]: b_r, b_z, b_in, b_hn" : "[4, units], gates i, f, g, o");
       l.bias.insert(l.bias.end(), v.begin(), v.end());
     }
@@ -672,13 +705,13 @@ void fill_parameters(LayerSpec& s, const Shape& in, const Model& m, size_t posit
     const bool conv = l.type == LayerType::conv2d;
     if (!s.weights_files.empty()) {
       const uint64_t rows = conv ? in.c / l.groups : in.c;
-      l.weights = load_array(sec, "weights_file", s.weights_files[0], base_dir,
+      l.weights = load_array(sec, kWeightsFile, s.weights_files[0], base_dir,
                              conv ? std::vector<uint64_t>{l.kernel_h, l.kernel_w, rows, l.units} : std::vector<uint64_t>{in.c, l.units},
                              conv ? (l.groups > 1 ? "[kh, kw, c / groups, filters]" : "[kh, kw, c, filters]") : "[in, units]");
       if (conv && l.groups > 1) l.weights = expand_groups(l.weights, l.kernel_h, l.kernel_w, in.c, l.units, l.groups);
     }
     if (!s.bias_files.empty())
-      l.bias = load_array(sec, "bias_file", s.bias_files[0], base_dir, {l.units}, conv ? "[filters]" : "[units]");
+      l.bias = load_array(sec, kBiasFile, s.bias_files[0], base_dir, {l.units}, conv ? "[filters]" : "[units]");
   }
   // A timing-only compile does not generate seeded weights (Layer::seeded_weights); biases, one
   // per output channel, it does (whether a layer has them changes its program).
@@ -698,7 +731,7 @@ void fill_input(Model& m, const InputSpec& spec, const std::filesystem::path& ba
   NpyArray a;
   const std::string value = quote(*spec.file);
   auto fail = [&](std::string_view what) {
-    throw InputError(located(source, spec.file_line, "[model]", "input_file", value, what));
+    throw InputError(located(source, spec.file_line, "[model]", kInputFile, value, what));
   };
   try {
     a = read_npy(base_dir / *spec.file);
@@ -891,11 +924,14 @@ std::vector<std::string> model_files(const std::filesystem::path& path) {
       for (const toml::node& e : *a)
         if (const auto* s = e.as_string()) files.push_back((dir / s->get()).string());
   };
-  if (const toml::table* m = doc["model"].as_table()) add(m->get("input_file"));
+  const auto add_keys = [&](const toml::node* n, std::string_view table) {
+    if (const toml::table* t = n ? n->as_table() : nullptr)
+      for (const FileKey& f : kFileKeys)
+        if (f.table == table) add(t->get(f.key));
+  };
+  add_keys(doc.get("model"), "model");
   if (const toml::array* layers = doc["layer"].as_array())
-    for (const toml::node& l : *layers)
-      if (const toml::table* t = l.as_table())
-        for (const char* key : {"weights_file", "bias_file"}) add(t->get(key));
+    for (const toml::node& l : *layers) add_keys(&l, "layer");
   return files;
 }
 

@@ -96,8 +96,20 @@ Model parse_model(std::string_view text, const std::string& source, const std::f
 // than a program.
 bool is_model_path(const std::filesystem::path& path);
 
+// A description's keys whose values name .npy files, relative to the description's folder
+// (docs/model-format.md): the one list that parse_model takes these keys from (the keys it allows
+// in each table) and model_files lists the files of. `table` is the TOML table that holds the key:
+// "model" ([model]) or "layer" (each [[layer]] with parameters: dense, conv2d, lstm, gru; there a
+// string, or for lstm and gru an array of strings, one per stacked layer). Every file key is named
+// `..._file` (tests/compiler/model_test.cpp holds the parser's keys of that form to this list).
+struct FileKey {
+  std::string_view table;
+  std::string_view key;
+};
+inline constexpr FileKey kFileKeys[] = {{"model", "input_file"}, {"layer", "weights_file"}, {"layer", "bias_file"}};
+
 // The files a model at `path` reads: `path` itself and, for a .toml description, every .npy it
-// names ([model] input_file, each layer's weights_file and bias_file, resolved as parse_model
+// names under a key of kFileKeys (in [model], then each layer's in turn; resolved as parse_model
 // resolves them), so that no output of a command is written over one of them
 // (io::refuse_input_as_output). Best effort: a description that cannot be read or parsed names
 // only itself (its load then reports the error).

@@ -3,9 +3,11 @@
 // the exact message of every class of bad description.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <random>
+#include <sstream>
 #include <string>
 
 #include "compiler/model.h"
@@ -418,6 +420,114 @@ TEST_CASE("model: .npy problems name the description, the layer and the file") {
   o.batch = 5;
   CHECK_THROWS_WITH(load("input_file = \"x.npy\"\n" + dense, o),
                     "e.toml:5: [model]: input_file: \"x.npy\": holds 2 samples (its first dimension) but --batch asks for 5");
+}
+
+// kFileKeys (model.h) is the one list of a description's file keys: parse_model reads a file under
+// each of them (a missing one is reported under its key, on every layer type that takes it),
+// model_files lists the file under each, and the parser takes no other `..._file` key in [model]
+// or in any layer type (the keys a table allows, read from the message for an unknown key).
+TEST_CASE("model: every key of kFileKeys is read by parse_model and listed by model_files") {
+  test::ScratchDir dir;
+  // A layer with parameters of each type, on an input it reads.
+  struct Kind {
+    const char* input;
+    const char* layer;
+  };
+  const Kind kinds[] = {{"[4]", "type = \"dense\"\nunits = 2\n"},
+                        {"[4, 4, 2]", "type = \"conv2d\"\nfilters = 2\nkernel = 1\n"},
+                        {"[3, 4]", "type = \"lstm\"\nunits = 2\n"},
+                        {"[3, 4]", "type = \"gru\"\nunits = 2\n"}};
+  const auto description = [](const Kind& k, const std::string& model_keys, const std::string& layers) {
+    return "[model]\nname = \"f\"\nbatch = 1\ninput = " + std::string(k.input) + "\n" + model_keys + layers;
+  };
+  const auto line = [](std::string_view key, const std::string& file) { return std::string(key) + " = \"" + file + "\"\n"; };
+  for (const FileKey& f : kFileKeys) {
+    REQUIRE((f.table == "model" || f.table == "layer"));
+    REQUIRE(f.key.ends_with("_file"));
+    for (const Kind& k : kinds) {
+      if (f.table == "model" && &k != &kinds[0]) break;
+      const std::string file = std::string(f.key) + ".npy";  // absent
+      const std::string text = f.table == "model" ? description(k, line(f.key, file), std::string("[[layer]]\n") + k.layer)
+                                                  : description(k, "", std::string("[[layer]]\n") + k.layer + line(f.key, file));
+      INFO(text);
+      CHECK_THROWS_WITH(parse_model(text, "f.toml", dir.path()),
+                        Contains(std::string(f.key) + ": \"" + file + "\": " + (dir / file).string() + ": cannot open"));
+    }
+  }
+
+  // Every key at once, in [model] and in two layers: model_files lists [model]'s files, then each
+  // layer's, in kFileKeys' order.
+  std::string model_keys, layer1 = "[[layer]]\n" + std::string(kinds[0].layer), layer2 = layer1;
+  std::vector<std::string> want = {(dir / "f.toml").string()}, want1, want2;
+  for (const FileKey& f : kFileKeys) {
+    const std::string key(f.key);
+    if (f.table == "model") {
+      model_keys += line(key, key + ".npy");
+      want.push_back((dir / (key + ".npy")).string());
+    } else {
+      layer1 += line(key, key + "1.npy");
+      layer2 += line(key, key + "2.npy");
+      want1.push_back((dir / (key + "1.npy")).string());
+      want2.push_back((dir / (key + "2.npy")).string());
+    }
+  }
+  want.insert(want.end(), want1.begin(), want1.end());
+  want.insert(want.end(), want2.begin(), want2.end());
+  test::write_text(dir / "f.toml", description(kinds[0], model_keys, layer1 + layer2));
+  CHECK(model_files(dir / "f.toml") == want);
+
+  // The parser's `..._file` keys: in [model], and in each layer type's table.
+  const auto allowed = [&](const std::string& text) {
+    std::vector<std::string> keys;
+    try {
+      parse(text);
+    } catch (const InputError& e) {
+      const std::string m = e.what();
+      const std::string open = "(expected one of: ";
+      const size_t at = m.find(open), end = m.rfind(')');
+      INFO(m);
+      REQUIRE(at != std::string::npos);
+      std::istringstream list(m.substr(at + open.size(), end - at - open.size()));
+      for (std::string k; std::getline(list >> std::ws, k, ',');) keys.push_back(k);
+    }
+    REQUIRE(!keys.empty());
+    return keys;
+  };
+  const auto file_keys = [](const std::vector<std::string>& keys) {
+    std::vector<std::string> out;
+    for (const std::string& k : keys)
+      if (k.ends_with("_file")) out.push_back(k);
+    return out;
+  };
+  const auto table_keys = [](std::string_view table) {
+    std::vector<std::string> out;
+    for (const FileKey& f : kFileKeys)
+      if (f.table == table) out.emplace_back(f.key);
+    return out;
+  };
+  const std::string unknown = "zzzzzzzzzz = 1\n";
+  CHECK(file_keys(allowed(description(kinds[0], unknown, std::string("[[layer]]\n") + kinds[0].layer))) == table_keys("model"));
+  // Every layer type, from the message for an unknown type.
+  std::vector<std::string> types;
+  try {
+    parse(description(kinds[0], "", "[[layer]]\ntype = \"zzzzzzzzzz\"\n"));
+  } catch (const InputError& e) {
+    const std::string m = e.what(), open = "expected one of ";
+    REQUIRE(m.find(open) != std::string::npos);
+    std::istringstream list(m.substr(m.find(open) + open.size()));
+    for (std::string t; std::getline(list >> std::ws, t, ',');) types.push_back(t);
+  }
+  REQUIRE(std::count(types.begin(), types.end(), "dense") == 1);
+  int with_files = 0;
+  for (const std::string& t : types) {
+    const bool joins = t == "add" || t == "mul" || t == "concat";
+    const std::vector<std::string> keys = file_keys(
+        allowed(description(kinds[0], "", "[[layer]]\ntype = \"" + t + "\"\n" + (joins ? "inputs = [\"a\", \"b\"]\n" : "") + unknown)));
+    INFO(t);
+    CHECK((keys.empty() || keys == table_keys("layer")));
+    with_files += !keys.empty();
+  }
+  CHECK(with_files == 4);  // the layers with parameters: dense, conv2d, lstm, gru
 }
 
 TEST_CASE("model: unknown keys, wrong types and out-of-range values") {
