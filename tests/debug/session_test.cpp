@@ -40,6 +40,25 @@ void require_same(const sim::RunResult& a, const sim::RunResult& b) {
   REQUIRE(sim::same_memories(*a.state, *b.state, &why));
 }
 
+// mnist_mlp (batch 2) compiled for a 16 x 16 array (256 accumulator rows, 64 KiB of UB), and its
+// run on the stepped engine.
+struct CompiledRun {
+  sim::Arch arch;
+  compiler::Compiled c;
+  sim::RunResult expected;
+};
+CompiledRun mnist_mlp_16x16() {
+  sim::Arch arch;
+  arch.array_rows = arch.array_cols = 16;
+  arch.acc_entries = 256;
+  arch.ub_bytes = 64 * 1024;
+  compiler::LoadOptions o;
+  o.batch = 2;
+  compiler::Compiled c = compiler::compile_file(kSource + "/workloads/small/mnist_mlp.toml", arch, o);
+  sim::RunResult expected = sim::simulate(c.program, arch, {sim::Engine::stepped, 0});
+  return {arch, std::move(c), std::move(expected)};
+}
+
 // Runs a session to its end `stride` cycles at a time; every event must match `expected`'s
 // timeline (once each, in cycle order).
 sim::RunResult debug_to_end(const isa::Program& p, const sim::Arch& arch, uint64_t stride,
@@ -97,14 +116,7 @@ TEST_CASE("a debugged run through int shows the host's launch holding issue, and
 }
 
 TEST_CASE("a debugged run of a compiled model, cycle by cycle, ends as simulate() does") {
-  sim::Arch arch;
-  arch.array_rows = arch.array_cols = 16;
-  arch.acc_entries = 256;
-  arch.ub_bytes = 64 * 1024;
-  compiler::LoadOptions o;
-  o.batch = 2;
-  const compiler::Compiled c = compiler::compile_file(kSource + "/workloads/small/mnist_mlp.toml", arch, o);
-  const sim::RunResult expected = sim::simulate(c.program, arch, {sim::Engine::stepped, 0});
+  const auto [arch, c, expected] = mnist_mlp_16x16();
   require_same(debug_to_end(c.program, arch, 1, expected), expected);
   require_same(debug_to_end(c.program, arch, 0, expected), expected);
 }
@@ -246,14 +258,7 @@ Snapshot snapshot(const sim::DebugSession& s) {
 TEST_CASE("rewind returns to exactly the state a fresh session has at that cycle") {
   // mnist_mlp on 16 x 16: cycles inside its first matmul's wavefront, during the next tile's
   // shift, and in a later layer; then back from the halt.
-  sim::Arch arch;
-  arch.array_rows = arch.array_cols = 16;
-  arch.acc_entries = 256;
-  arch.ub_bytes = 64 * 1024;
-  compiler::LoadOptions o;
-  o.batch = 2;
-  const compiler::Compiled c = compiler::compile_file(kSource + "/workloads/small/mnist_mlp.toml", arch, o);
-  const sim::RunResult expected = sim::simulate(c.program, arch, {sim::Engine::stepped, 0});
+  const auto [arch, c, expected] = mnist_mlp_16x16();
   uint64_t t0 = 0;  // the first matmul's start
   for (uint64_t i = 0; i < c.program.code.size() && !t0; ++i)
     if (c.program.code[i].opcode == isa::Opcode::matmul) t0 = expected.timeline[i].start;

@@ -19,7 +19,8 @@ using sim::InstructionTiming;
 
 namespace {
 
-const std::string kTile = ".weights w, 0, 16, init=random(3)\n";
+// machine_support.h kTile, drawn from seed 3
+const std::string kTile3 = ".weights w, 0, 16, init=random(3)\n";
 
 int32_t s8(uint8_t b) { return int8_t(b); }
 
@@ -32,7 +33,7 @@ TEST_CASE("a dense matmul reads logical row L from byte (L mod Q) x dense_bytes 
   // 2 x 2 kernel, gather 2 x 2 segments of 1 byte: across one pixel (4 logical rows), down one image
   // row (16 logical rows). matmul rows = 4 samples, repeat 3 output pixels (0,0), (0,1), (0,2),
   // stride one pixel (4 logical rows); then output pixel (1, 0) from ub = 4.
-  const isa::Program p = assemble(kTile + R"(
+  const isa::Program p = assemble(kTile3 + R"(
     .input  x, 0, 64, init=random(11)
     rw     waddr=w, tiles=1
     rhm    host=x, ub=0, rows=16
@@ -73,7 +74,7 @@ TEST_CASE("a dense matmul reads logical row L from byte (L mod Q) x dense_bytes 
   CHECK(b.end == b.start + 16 + 4 + 4 - 1);  // stream, then the array's N + M - 1 drain
   // The same program without dense rows, each logical row in a UB row of its own (64 rows, the
   // steps and origins in UB rows are the logical ones): the same cycles for the matmuls.
-  const isa::Program plain = assemble(kTile + R"(
+  const isa::Program plain = assemble(kTile3 + R"(
     .input  x, 0, 64, init=random(11)
     rw     waddr=w, tiles=1
     setcfg reg=host_row_bytes, value=1
@@ -122,7 +123,7 @@ TEST_CASE("a dense activate writes each row into its field and Q rows share one 
   //   act B: 8 rows, scatter 2 groups of 1 column, act_dense_rows 4 x 1 byte: group p of row i is
   //     written row j = p x 8 + i: UB row 20 + j / 4, byte j % 4;
   //   act C: 8 rows, act_dense_rows 2 x 2 bytes, act_lane 1: column 0 to byte (i % 2) x 2 + 1.
-  const isa::Program p = assemble(kTile + R"(
+  const isa::Program p = assemble(kTile3 + R"(
     .input  x, 0, 8, init=random(5)
     rw     waddr=w, tiles=1
     rhm    host=x, ub=0, rows=2
@@ -185,7 +186,7 @@ TEST_CASE("a dense activate writes each row into its field and Q rows share one 
 TEST_CASE("a fused-pooling activate writes its pooled rows dense", "[machine][pack][dense]") {
   // 8 accumulator rows = a 2 x 2 map of 2 images (row (y * 2 + x) * 2 + n), max pool 2 x 2: 2 pooled
   // rows (one per image), written dense 2 x 2 bytes: both in UB row 40, bytes 0..1 and 2..3.
-  const isa::Program p = assemble(kTile + R"(
+  const isa::Program p = assemble(kTile3 + R"(
     .input  x, 0, 8, init=random(9)
     rw     waddr=w, tiles=1
     rhm    host=x, ub=0, rows=2
@@ -217,7 +218,7 @@ TEST_CASE("a fused-pooling activate writes its pooled rows dense", "[machine][pa
 
 TEST_CASE("dense settings that do not fit are refused", "[machine][pack][dense]") {
   const auto refused = [](const std::string& body, const std::string& what) {
-    const isa::Program p = assemble(kTile + "    rw waddr=w, tiles=1\n" + body + "\n    halt");
+    const isa::Program p = assemble(kTile3 + "    rw waddr=w, tiles=1\n" + body + "\n    halt");
     REQUIRE_THROWS_WITH(sim::check_static(p, small_arch()), Contains(what));
   };
   const std::string dense = "    setcfg reg=dense_rows, value=4\n    setcfg reg=dense_bytes, value=1\n";
@@ -243,7 +244,7 @@ TEST_CASE("dense settings that do not fit are refused", "[machine][pack][dense]"
   // 9 written rows, 2 per UB row, from row 251: UB rows 251..255 fit; from 252: 252..256 do not.
   refused("    setcfg reg=act_dense_rows, value=2\n    setcfg reg=act_dense_bytes, value=2\n    act acc=0, ub=252, rows=9",
           "writes UB rows 252..256");
-  const isa::Program ok = assemble(kTile + R"(
+  const isa::Program ok = assemble(kTile3 + R"(
     rw waddr=w, tiles=1
     setcfg reg=act_dense_rows, value=2
     setcfg reg=act_dense_bytes, value=2

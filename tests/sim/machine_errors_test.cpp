@@ -14,7 +14,6 @@ using namespace tpusim::test;
 using Catch::Matchers::Contains;
 
 namespace {
-const std::string kTile = ".weights w, 0, 16, init=random(1)\n";
 
 void require_error(const isa::Program& p, const sim::Arch& arch, uint64_t index, const std::string& text,
                    uint64_t max_cycles = 0) {

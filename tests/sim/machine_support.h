@@ -40,6 +40,10 @@ inline sim::Arch small_arch() {
   return a;
 }
 
+// One 4 x 4 tile of weights `w` (16 random bytes, seed 1) for small_arch()'s programs to read
+// (`rw waddr=w, tiles=1`).
+inline const std::string kTile = ".weights w, 0, 16, init=random(1)\n";
+
 // Assembles `body` (after a .model line).
 inline isa::Program assemble(const std::string& body) {
   return isa::assemble(".model \"test\"\n" + body, "test.s");

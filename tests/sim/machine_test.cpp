@@ -13,7 +13,6 @@ using namespace tpusim::test;
 using sim::InstructionTiming;
 
 namespace {
-const std::string kTile = ".weights w, 0, 16, init=random(1)\n";
 const std::string kTwoTiles = ".weights w, 0, 32, init=random(1)\n";
 }  // namespace
 

@@ -18,8 +18,6 @@ using sim::InstructionTiming;
 
 namespace {
 
-const std::string kTile = ".weights w, 0, 16, init=random(1)\n";
-
 // gather_bytes 1, 2 x 2 segments: across one UB row apart, down 4 rows apart (a 2x2 kernel on a
 // map 4 pixels wide, 1 channel, batch 1).
 const std::string kGather = R"(

@@ -23,17 +23,11 @@ namespace {
 using Catch::Contains;
 using test::host_region;
 using test::make;
+using test::set_acc;
+using test::set_row;
 using test::tiny;
 using isa::Field;
 using isa::Opcode;
-
-void set_row(MachineState& s, uint64_t row, std::vector<int> bytes) {
-  for (size_t i = 0; i < bytes.size(); ++i) s.ub_row(row)[i] = static_cast<uint8_t>(bytes[i]);
-}
-
-void set_acc(MachineState& s, uint64_t row, std::vector<int32_t> values) {
-  std::copy(values.begin(), values.end(), s.acc_row(row));
-}
 
 std::vector<int32_t> acc_of(const MachineState& s, uint64_t row) {
   return std::vector<int32_t>(s.acc_row(row), s.acc_row(row) + s.arch.array_cols);

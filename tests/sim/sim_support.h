@@ -1,7 +1,9 @@
-// Helpers shared by the simulator's unit tests: a tiny machine, host regions and instructions
-// built from field lists.
+// Helpers shared by the simulator's unit tests: a tiny machine, host regions, instructions built
+// from field lists, and memory rows set by hand.
 #pragma once
 
+#include <algorithm>
+#include <cstdint>
 #include <initializer_list>
 #include <string>
 #include <utility>
@@ -10,6 +12,7 @@
 #include "isa/instruction.h"
 #include "isa/program.h"
 #include "sim/arch.h"
+#include "sim/state.h"
 
 namespace tpusim::test {
 
@@ -42,6 +45,16 @@ inline isa::Instruction make(isa::Opcode op, std::initializer_list<std::pair<isa
   isa::Instruction inst = isa::make_instruction(op);
   for (const auto& [f, v] : fields) inst[f] = v;
   return inst;
+}
+
+// UB row `row` from its first bytes (each value's low byte: -1 is 0xff).
+inline void set_row(sim::MachineState& s, uint64_t row, std::vector<int> bytes) {
+  for (size_t i = 0; i < bytes.size(); ++i) s.ub_row(row)[i] = static_cast<uint8_t>(bytes[i]);
+}
+
+// Accumulator row `row` from its first values.
+inline void set_acc(sim::MachineState& s, uint64_t row, std::vector<int32_t> values) {
+  std::copy(values.begin(), values.end(), s.acc_row(row));
 }
 
 }  // namespace tpusim::test

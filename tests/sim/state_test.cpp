@@ -24,6 +24,8 @@ namespace {
 using Catch::Contains;
 using test::host_region;
 using test::make;
+using test::set_acc;
+using test::set_row;
 using test::tiny;
 using isa::Field;
 using isa::Func;
@@ -38,10 +40,6 @@ isa::Program host_program() {
   return p;
 }
 
-void set_row(MachineState& s, uint64_t row, std::vector<int> bytes) {
-  for (size_t i = 0; i < bytes.size(); ++i) s.ub_row(row)[i] = static_cast<uint8_t>(bytes[i]);
-}
-
 std::vector<int> row_s8(const MachineState& s, uint64_t row) {  // UB row read as int8
   const uint8_t* p = s.ub_row(row);
   return std::vector<int>(reinterpret_cast<const int8_t*>(p),
@@ -50,10 +48,6 @@ std::vector<int> row_s8(const MachineState& s, uint64_t row) {  // UB row read a
 
 std::vector<int> row_u8(const MachineState& s, uint64_t row) {
   return std::vector<int>(s.ub_row(row), s.ub_row(row) + s.arch.ub_row_bytes());
-}
-
-void set_acc(MachineState& s, uint64_t row, std::vector<int32_t> values) {
-  std::copy(values.begin(), values.end(), s.acc_row(row));
 }
 
 TEST_CASE("make_state sizes and zeroes the memories and loads the host inputs", "[state]") {

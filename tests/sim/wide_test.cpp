@@ -20,7 +20,6 @@ using sim::InstructionTiming;
 
 namespace {
 
-const std::string kTile = ".weights w, 0, 16, init=random(1)\n";
 // Two tiles: a 16-bit weight matrix's low byte plane (tile 0, fetched unsigned) and high plane.
 const std::string kPlanes = ".weights w, 0, 32, init=random(3)\n";
 
