@@ -34,6 +34,8 @@ void write_text(const std::string& path, const std::string& text);
 // (`max`: the largest value allowed, named in the rule as "min..max" when below UINT64_MAX.)
 CLI::Validator count_option(uint64_t min, std::string_view what, bool byte_suffixes = false,
                             uint64_t max = UINT64_MAX);
+// A CLI11 check for a finite number above 0; `unit`, when given, is named in the message.
+CLI::Validator positive_option(std::string_view unit = "");
 
 inline constexpr uint64_t kDefaultTraceMaxBytes = uint64_t{1} << 30;
 

@@ -63,6 +63,19 @@ CLI::Validator count_option(uint64_t min, std::string_view what, bool byte_suffi
       rule);
 }
 
+CLI::Validator positive_option(std::string_view unit) {
+  const std::string rule = unit.empty() ? "a number above 0" : fmt::format("a number above 0 ({})", unit);
+  return CLI::Validator(
+      [rule](std::string& text) -> std::string {
+        char* end = nullptr;
+        const double v = std::strtod(text.c_str(), &end);
+        return !text.empty() && end == text.c_str() + text.size() && v > 0 && std::isfinite(v)
+                   ? std::string()
+                   : fmt::format("'{}' is not {}", isa::printable(text), rule);
+      },
+      rule);
+}
+
 }  // namespace tpusim::tools
 
 namespace {
@@ -257,15 +270,7 @@ extern "C" int sc_main(int argc, char** argv) {
                "description's own precision; the LSTMs' gates and cells are 16-bit)");
   cm->add_option("--latency-limit", cmp.latency_limit_ms,
                  "also find each workload's largest simulated batch whose latency is within this many ms")
-      ->check(CLI::Validator(
-          [](std::string& text) -> std::string {
-            char* end = nullptr;
-            const double v = std::strtod(text.c_str(), &end);
-            return !text.empty() && end == text.c_str() + text.size() && v > 0 && std::isfinite(v)
-                       ? std::string()
-                       : fmt::format("'{}' is not a number above 0 (milliseconds)", isa::printable(text));
-          },
-          "a number above 0 (milliseconds)"));
+      ->check(tools::positive_option("milliseconds"));
   cm->add_option("--max-batch", cmp.max_batch, "the largest batch --latency-limit tries (default 4096)")
       ->check(tools::count_option(1, "a batch size", false, tpusim::compiler::kMaxBatch));
   cm->add_option("--csv", cmp.csv_out, "write the table here as CSV");
@@ -289,15 +294,7 @@ extern "C" int sc_main(int argc, char** argv) {
                "no simulation: the active share and useful fraction Table 1 allows each weight-bound app on "
                "this machine, beside the paper's (docs/validation.md, \"What Table 1 allows\")");
   const auto limit = [&](const char* name, double& v, const char* what) {
-    va->add_option(name, v, what)->check(CLI::Validator(
-        [](std::string& text) -> std::string {
-          char* end = nullptr;
-          const double x = std::strtod(text.c_str(), &end);
-          return !text.empty() && end == text.c_str() + text.size() && x > 0 && std::isfinite(x)
-                     ? std::string()
-                     : fmt::format("'{}' is not a number above 0", isa::printable(text));
-        },
-        "a number above 0"));
+    va->add_option(name, v, what)->check(tools::positive_option());
   };
   limit("--max-tops-error", val.max_tops_error, "exit 1 when an app's TOPS error exceeds this many percent");
   limit("--max-mean-tops-error", val.max_mean_tops_error, "exit 1 when the mean TOPS error exceeds this many percent");
