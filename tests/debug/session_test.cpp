@@ -12,6 +12,7 @@
 #include "sim/debugger.h"
 #include "sim/host_model.h"
 #include "sim/reference.h"
+#include "tests/sim/same_run.h"
 #include "tools/source_dir.h"
 
 using namespace tpusim;
@@ -22,22 +23,6 @@ const std::string kSource = tpusim::source_dir();
 
 sim::Arch small_arch() {  // tests/data/run/small.json: a 16 x 16 array
   return sim::load_arch_file(kSource + "/tests/data/run/small.json");
-}
-
-void require_same(const sim::RunResult& a, const sim::RunResult& b) {
-  REQUIRE(a.cycles == b.cycles);
-  REQUIRE(a.timeline == b.timeline);
-  REQUIRE(a.matrix == b.matrix);
-  REQUIRE(a.macs == b.macs);
-  REQUIRE(a.array_macs == b.array_macs);
-  REQUIRE(a.unit_busy == b.unit_busy);
-  REQUIRE(a.weight_mem_busy == b.weight_mem_busy);
-  REQUIRE(a.array_steps == b.array_steps);
-  REQUIRE(a.ub_peak_rows == b.ub_peak_rows);
-  REQUIRE(a.acc_peak_rows == b.acc_peak_rows);
-  std::string why;
-  INFO(why);
-  REQUIRE(sim::same_memories(*a.state, *b.state, &why));
 }
 
 // mnist_mlp (batch 2) compiled for a 16 x 16 array (256 accumulator rows, 64 KiB of UB), and its
@@ -93,9 +78,9 @@ TEST_CASE("a debugged run of matmul.s ends as simulate() does on the stepped eng
   const isa::Program p = isa::assemble_file(kSource + "/workloads/asm/matmul.s");
   const sim::Arch arch;  // tpu-v1
   const sim::RunResult expected = sim::simulate(p, arch, {sim::Engine::stepped, 0});
-  require_same(debug_to_end(p, arch, 0, expected), expected);
-  require_same(debug_to_end(p, arch, 1, expected), expected);
-  require_same(debug_to_end(p, arch, 97, expected), expected);
+  test::require_same_run(debug_to_end(p, arch, 0, expected), expected);
+  test::require_same_run(debug_to_end(p, arch, 1, expected), expected);
+  test::require_same_run(debug_to_end(p, arch, 97, expected), expected);
 }
 
 TEST_CASE("a debugged run through int shows the host's launch holding issue, and ends as simulate() does") {
@@ -103,8 +88,8 @@ TEST_CASE("a debugged run through int shows the host's launch holding issue, and
   arch.host_driver_us = 0.1;
   const isa::Program p = isa::assemble(".model \"int\"\nnop\nint\nnop\nhalt\n", "int.s");
   const sim::RunResult expected = sim::simulate(p, arch, {sim::Engine::stepped, 0});
-  require_same(debug_to_end(p, arch, 1, expected), expected);
-  require_same(debug_to_end(p, arch, 0, expected), expected);
+  test::require_same_run(debug_to_end(p, arch, 1, expected), expected);
+  test::require_same_run(debug_to_end(p, arch, 0, expected), expected);
   // int issues at 1, its issue cycle ends at 2 (nothing to drain), and issue is held for the launch
   // until timeline[1].end; halfway there the control unit says so.
   const uint64_t resumed = expected.timeline[1].end;
@@ -117,8 +102,8 @@ TEST_CASE("a debugged run through int shows the host's launch holding issue, and
 
 TEST_CASE("a debugged run of a compiled model, cycle by cycle, ends as simulate() does") {
   const auto [arch, c, expected] = mnist_mlp_16x16();
-  require_same(debug_to_end(c.program, arch, 1, expected), expected);
-  require_same(debug_to_end(c.program, arch, 0, expected), expected);
+  test::require_same_run(debug_to_end(c.program, arch, 1, expected), expected);
+  test::require_same_run(debug_to_end(c.program, arch, 0, expected), expected);
 }
 
 TEST_CASE("an abandoned session leaves the machine ready for the next run") {
@@ -132,8 +117,8 @@ TEST_CASE("an abandoned session leaves the machine ready for the next run") {
     REQUIRE_THROWS_AS(sim::simulate(p, arch, {sim::Engine::fast, 0}), std::logic_error);
     REQUIRE_THROWS_AS(sim::DebugSession(p, arch), std::logic_error);
   }
-  require_same(sim::simulate(p, arch, {sim::Engine::stepped, 0}), expected);
-  require_same(debug_to_end(p, arch, 5, expected), expected);
+  test::require_same_run(sim::simulate(p, arch, {sim::Engine::stepped, 0}), expected);
+  test::require_same_run(debug_to_end(p, arch, 5, expected), expected);
 }
 
 TEST_CASE("phases follow the timeline") {
@@ -284,7 +269,7 @@ TEST_CASE("rewind returns to exactly the state a fresh session has at that cycle
   REQUIRE(snapshot(s) == fresh[1].second);
   const auto events = s.advance(UINT64_MAX);
   REQUIRE(s.result());
-  require_same(*s.result(), expected);
+  test::require_same_run(*s.result(), expected);
   for (const auto& e : events) {
     const auto& t = expected.timeline[e.index];
     REQUIRE(e.cycle == (e.kind == sim::EventKind::issue   ? t.issue

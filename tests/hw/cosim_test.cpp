@@ -14,6 +14,7 @@
 #include "hw/cosim_array.h"
 #include "sim/machine.h"
 #include "sim/reference.h"
+#include "tests/sim/same_run.h"
 #include "tools/source_dir.h"
 
 namespace tpusim::test {
@@ -81,27 +82,6 @@ const sim::HostBuffer& output_region(const sim::RunResult& r) {
     if (h.name == "output") return h;
   FAIL("the program has no output region");
   throw;
-}
-
-// Everything a run observes, held equal between `rtl` and `cpp`.
-void require_same_run(const sim::RunResult& rtl, const sim::RunResult& cpp) {
-  REQUIRE(rtl.cycles == cpp.cycles);
-  REQUIRE(rtl.timeline.size() == cpp.timeline.size());
-  for (size_t i = 0; i < cpp.timeline.size(); ++i) {
-    INFO("instruction " << i);
-    REQUIRE(rtl.timeline[i] == cpp.timeline[i]);
-  }
-  REQUIRE(rtl.matrix == cpp.matrix);
-  REQUIRE(rtl.macs == cpp.macs);
-  REQUIRE(rtl.array_macs == cpp.array_macs);
-  REQUIRE(rtl.unit_busy == cpp.unit_busy);
-  REQUIRE(rtl.weight_mem_busy == cpp.weight_mem_busy);
-  REQUIRE(rtl.array_steps == cpp.array_steps);
-  REQUIRE(rtl.ub_peak_rows == cpp.ub_peak_rows);
-  REQUIRE(rtl.acc_peak_rows == cpp.acc_peak_rows);
-  std::string why;
-  INFO(why);
-  REQUIRE(sim::same_memories(*rtl.state, *cpp.state, &why));
 }
 
 // Runs `c` on the stepped engine with its C++ array and with `rtl`, and on the fast engine;
