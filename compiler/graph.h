@@ -61,9 +61,15 @@ struct Layer {
   // dense: units = outputs; on a sequence it applies to every step. conv2d: units = filters.
   // lstm, gru: units = hidden size.
   uint64_t units = 0;
-  uint64_t kernel_h = 1, kernel_w = 1;  // conv2d kernel; pools: the window (square: kernel_h = kernel_w)
+  uint64_t kernel_h = 1, kernel_w = 1;  // conv2d kernel; pools: the window (square: kernel_h = kernel_w;
+                                        // a 1-D pool's 1 x k over a map of height 1)
   uint64_t stride = 1;                  // conv2d and pools, both directions
-  uint64_t pad = 0;                     // conv2d zero padding, pixels on every side ("same" resolved)
+  uint64_t pad = 0;                     // conv2d zero padding, pixels on every side ("same" resolved);
+                                        // a 1-D pool's (1 x k window): columns at each end of the line
+  // avg_pool over a padded line: the padding counts as zeros in each window's average (ONNX's
+  // count_include_pad = 1, PyTorch's default), or not (the sum over the line's values it holds).
+  // A max_pool's padding is never the maximum.
+  bool count_pad = true;
   uint64_t groups = 1;                  // conv2d channel groups: filter j reads only input channels of
                                         // group j / (units / groups); 1 = dense, c = depthwise
   // conv2d: which of the kernel's kernel_h x kernel_w positions are the model's taps (row-major, 1

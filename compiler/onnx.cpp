@@ -108,6 +108,10 @@ class Importer {
   // torch.onnx.export without dynamic_axes), 0 when symbolic: a Reshape to [that batch, -1] is the
   // exporter's folded x.view(x.size(0), -1) and flattens at whatever batch runs.
   int64_t export_batch_ = 0;
+  // The batch as messages name it: the batch that runs where it is given (--batch, --input) or
+  // the file declares a number, else the file's symbol for it (dim_param, "N" when unnamed): the
+  // import then runs at batch 1, which is not the model's.
+  std::string batch_text_ = "N";
   std::optional<std::string> softmax_output_;  // a final Softmax left to the host
 
   // ---- messages ----
@@ -191,10 +195,12 @@ class Importer {
     if (name.empty()) fail(fmt::format("input {} is missing", i));
     auto it = values_.find(name);
     if (it != values_.end()) {
-      if (it->second.padded() && node_->op_type() != "Conv")
+      if (it->second.padded() && node_->op_type() != "Conv" &&
+          !(node_->op_type() == "AveragePool" && it->second.form == Form::line))
         fail(fmt::format(
-            "input {} ({}) is a Pad's output: the machine pads only inside a convolution, so a Pad must be read "
-            "by Conv nodes only (it is folded into their padding)",
+            "input {} ({}) is a Pad's output: the machine pads only inside a convolution or a 1-D average pool, so a "
+            "Pad must be read by Conv nodes, or AveragePool nodes over a line [N, C, L] (it is folded into their "
+            "padding)",
             i, name));
       if (it->second.no_h && node_->op_type() != "Concat")
         fail(fmt::format(
@@ -312,7 +318,8 @@ class Importer {
   void qlinear_matmul();
   double activation_scale(int scale_input, int zero_point_input, const std::string& what);
   void pass_through();
-  std::vector<int64_t> onnx_dims(const Value& v) const;
+  std::vector<int64_t> onnx_dims(const Value& v, std::optional<int64_t> batch = {}) const;
+  std::string dims_of(const Value& v) const;
   bool fold();
 };
 
@@ -422,14 +429,22 @@ bool Importer::feeds_time_major_lstm(const std::string& name) const {
   return any;
 }
 
-// Whether a Conv or a pool reads graph input `name` (3-D: then [N, C, L], a 1-D convolution's or
-// pool's input, not a sequence [N, T, F]).
+// Whether a Conv or a pool (GlobalAveragePool too) reads graph input `name`, directly or through
+// Pad nodes (PyTorch exports AvgPool1d's padding as a Pad): 3-D, it is then [N, C, L], a 1-D
+// convolution's or pool's input, not a sequence [N, T, F].
 bool Importer::feeds_line_op(const std::string& name) const {
-  for (const auto& n : g_.node())
-    if ((n.op_type() == "Conv" || n.op_type() == "QLinearConv" || n.op_type() == "MaxPool" ||
-         n.op_type() == "AveragePool") &&
-        n.input_size() > 0 && n.input(0) == name)
-      return true;
+  static const std::set<std::string> kLineOps = {"Conv", "QLinearConv", "MaxPool", "AveragePool", "GlobalAveragePool"};
+  std::vector<std::string> todo = {name};
+  std::set<std::string> seen = {name};  // (a malformed graph may loop)
+  while (!todo.empty()) {
+    const std::string t = todo.back();
+    todo.pop_back();
+    for (const auto& n : g_.node()) {
+      if (n.input_size() == 0 || n.input(0) != t) continue;
+      if (kLineOps.count(n.op_type())) return true;
+      if (n.op_type() == "Pad" && n.output_size() > 0 && seen.insert(n.output(0)).second) todo.push_back(n.output(0));
+    }
+  }
   return false;
 }
 
@@ -472,7 +487,14 @@ void Importer::read_inputs() {
       fail(fmt::format("{}: element type {}; the machine's inputs are float tensors it quantizes", what,
                        type_name(tt.elem_type())));
     std::vector<int64_t> d;  // -1: symbolic
-    for (const auto& dim : tt.shape().dim()) d.push_back(dim.has_dim_value() ? dim.dim_value() : -1);
+    std::string d_text;      // as the file gives them: a symbolic one by its name
+    for (const auto& dim : tt.shape().dim()) {
+      d.push_back(dim.has_dim_value() ? dim.dim_value() : -1);
+      d_text += fmt::format("{}{}", d_text.empty() ? "[" : ", ",
+                            dim.has_dim_value() ? std::to_string(dim.dim_value())
+                            : dim.dim_param().empty() ? std::string("?") : dim.dim_param());
+    }
+    d_text += d_text.empty() ? "[]" : "]";
     ModelInput mi;
     mi.name = in.name();
     Value v;
@@ -487,7 +509,7 @@ void Importer::read_inputs() {
     for (int64_t x : sample)
       if (x < 1 || uint64_t(x) > kMaxDim)
         fail(fmt::format("{}: dimensions {}: every dimension but the batch must be a number 1..{}", what,
-                         dims_text(d), kMaxDim));
+                         d_text, kMaxDim));
     if (d.size() == 2) v.form = Form::vector, mi.shape = vector_shape(uint64_t(sample[0]));
     else if (line) v.form = Form::line, mi.shape = map_shape(1, uint64_t(sample[1]), uint64_t(sample[0]));
     else if (d.size() == 3)
@@ -497,7 +519,7 @@ void Importer::read_inputs() {
     else
       fail(fmt::format("{}: dimensions {}: expected [N, features], [N, steps, features], [N, C, L] (read by a Conv or a pool) or "
                        "[N, C, H, W]",
-                       what, dims_text(d)));
+                       what, d_text));
     if (mi.shape.elements() > kMaxTensor) fail(what + ": more than 2^31 elements per sample");
     v.shape = mi.shape;
     if (!m_.inputs.empty()) {
@@ -519,6 +541,9 @@ void Importer::read_inputs() {
       if (batch < 1 || batch > kMaxBatch)
         throw InputError(fmt::format("batch {}: expected 1..{}", batch, kMaxBatch));
       m_.batch = batch;
+      const auto& bd = tt.shape().dim_size() > int(batch_axis) ? &tt.shape().dim(int(batch_axis)) : nullptr;
+      if (file || options_.batch || d[batch_axis] > 0) batch_text_ = std::to_string(batch);
+      else if (bd && !bd->dim_param().empty()) batch_text_ = bd->dim_param();
     }
     if (sat_mul(m_.batch, mi.shape.elements()) > options_.max_values)
       fail(fmt::format("{}: batch {} x {} input values; at most {}", what, m_.batch, mi.shape.elements(),
@@ -552,7 +577,7 @@ void Importer::read_inputs() {
 void Importer::dense(const Value& in, const std::vector<float>& w_kn, uint64_t k, uint64_t n,
                      std::vector<float> bias, std::optional<double> scale) {
   if (in.form == Form::map || in.form == Form::line)
-    fail(fmt::format("its input is a map {}; flatten it first (Flatten, or Reshape to [N, -1])", dims_text(onnx_dims(in))));
+    fail(fmt::format("its input is a map {}; flatten it first (Flatten, or Reshape to [N, -1])", dims_of(in)));
   if (in.form == Form::lstm_y || in.form == Form::lstm_yh || in.form == Form::lstm_hn)
     fail("its input is an LSTM output with its direction axis; Squeeze it (or take h_n[-1]) first");
   if (features(in) != k)
@@ -626,10 +651,6 @@ void Importer::matmul() {
 
 // ---- convolution and pooling -------------------------------------------------------------------
 
-constexpr const char* kNoPool1d =
-    "its input is a 1-D map [N, C, L]: global pooling over a line is not supported (the machine pools square "
-    "windows of at most 15; MaxPool1d and AvgPool1d run, and Flatten and a Linear layer read the whole line)";
-
 // Conv and QLinearConv, 2-D over a map [N, C, H, W] or 1-D over a line [N, C, L] (PyTorch's
 // Conv1d: a map of height 1). The machine's convolution has one stride and one zero padding for
 // both directions and reads adjacent pixels; the rest is exact with zero weights: a dilated kernel
@@ -646,7 +667,7 @@ void Importer::conv(bool qlinear) {
     fail(fmt::format(
         "its input {} is a sequence ([N, T, F], or [T, N, F]) an earlier node gave; a 1-D convolution reads "
         "[N, C, L]: the graph input itself, or x.transpose(1, 2) of a batch-first sequence",
-        dims_text(onnx_dims(x))));
+        dims_of(x)));
   if (x.form != Form::map && x.form != Form::line) fail("its input is not a map [N, C, H, W] or [N, C, L]");
   const bool one_d = x.form == Form::line;
   const size_t rank = one_d ? 1 : 2;  // spatial axes
@@ -721,7 +742,7 @@ void Importer::conv(bool qlinear) {
   const uint64_t oy = pad - ph, ox = pad - pw, gh = eh + 2 * oy, gw = ew + 2 * ox;
   if (eh > x.shape.h + 2 * ph || ew > x.shape.w + 2 * pw)
     fail(fmt::format("the {} x {} kernel{} is larger than the input {} padded by {} x {}", eh, ew,
-                     dh > 1 || dw > 1 ? " (dilated)" : "", dims_text(onnx_dims(x)), ph, pw));
+                     dh > 1 || dw > 1 ? " (dilated)" : "", dims_of(x), ph, pw));
   if (sat_mul(sat_mul(gh, gw), sat_mul(c, m)) > options_.max_values)
     fail(fmt::format("the {} x {} kernel the machine reads has more than {} weights", gh, gw, options_.max_values));
 
@@ -818,8 +839,12 @@ void Importer::pool(bool max) {
 
 // MaxPool and AveragePool over a line [N, C, L] (PyTorch's MaxPool1d, AvgPool1d): a pool of a 1 x k
 // window over the map of height 1 (as a Conv1d's), which the quantizer runs on the machine's square
-// windows (quantize.cpp, "1-D pools"). No padding, no dilation; k and the stride at most the pool
-// instruction's 15.
+// windows (quantize.cpp, "1-D pools"). No dilation; k and the stride at most the pool instruction's.
+// Padded by p < k columns at each end (the same at both: pads, or auto_pad SAME when that is
+// symmetric), so that every window holds a value of the line: MaxPool's padding is never the maximum;
+// AveragePool's counts as zeros (count_include_pad = 1), or not (0: the window's sum over the values
+// of the line it holds). A Pad of zeros before an AveragePool (PyTorch exports AvgPool1d with
+// count_include_pad so) joins its padding as zeros that count.
 void Importer::pool_line(bool max) {
   const Value& x = value(0);
   if (!max) expect_quantized(x, false, 0);
@@ -830,28 +855,58 @@ void Importer::pool_line(bool max) {
   const int64_t max_stride = int64_t(isa::field_max(isa::Opcode::pool, isa::Field::pool_stride));
   if (ks.size() != 1 || ks[0] < 1 || ks[0] > max_window)
     fail(fmt::format("kernel_shape {}: expected one window length 1..{} for a line {}", dims_text(ks), max_window,
-                     dims_text(onnx_dims(x))));
+                     dims_of(x)));
   const uint64_t k = uint64_t(ks[0]);
-  if (k > len) fail(fmt::format("the window of {} is longer than the line {}", k, dims_text(onnx_dims(x))));
   const auto st = attr_ints("strides", {1});
   if (st.size() != 1 || st[0] < 1 || st[0] > max_stride)
     fail(fmt::format("strides {}: expected one stride 1..{} for a line", dims_text(st), max_stride));
-  for (int64_t p : attr_ints("pads", {0, 0}))
-    if (p != 0) fail(fmt::format("pads {}: the machine pools without padding", dims_text(attr_ints("pads"))));
-  const std::string ap = attr_string("auto_pad", "NOTSET");
-  if (ap != "NOTSET" && ap != "VALID") fail(fmt::format("auto_pad {}: the machine pools without padding", ap));
+  const uint64_t s = uint64_t(st[0]);
   if (max)
     for (int64_t d : attr_ints("dilations", {1}))
       if (d != 1) fail(fmt::format("dilations {}: only 1 is supported", dims_text(attr_ints("dilations"))));
-  const uint64_t s = uint64_t(st[0]);
-  if (attr_int("ceil_mode", 0) != 0 && (len - k) % s)
+  std::vector<int64_t> pads = attr_ints("pads", {0, 0});
+  if (pads.size() != 2) fail(fmt::format("pads {}: expected 2 values (the line's two ends)", dims_text(pads)));
+  const std::string ap = attr_string("auto_pad", "NOTSET");
+  if (ap == "SAME_UPPER" || ap == "SAME_LOWER") {
+    const int64_t total = std::max<int64_t>(0, int64_t(((len + s - 1) / s - 1) * s + k) - int64_t(len));
+    pads = ap == "SAME_UPPER" ? std::vector<int64_t>{total / 2, total - total / 2}
+                              : std::vector<int64_t>{total - total / 2, total / 2};
+  } else if (ap == "VALID") {
+    pads = {0, 0};
+  } else if (ap != "NOTSET") {
+    fail(fmt::format("auto_pad {} is not supported", ap));
+  }
+  bool counted = !max && attr_int("count_include_pad", 0) != 0;
+  if (x.padded()) {  // a Pad's zeros (value() lets a padded line through to an AveragePool only)
+    if (!counted && (pads[0] || pads[1]))
+      fail(fmt::format("pads {} with count_include_pad = 0 after a Pad: the Pad's zeros count in the average and "
+                       "these would not; the machine's 1-D pool has one padding",
+                       dims_text(pads)));
+    pads[0] += x.pad[1], pads[1] += x.pad[3];
+    counted = true;
+  }
+  const auto pads_text = [&] { return ap == "NOTSET" || ap == "VALID" ? std::string("pads ") + dims_text(pads)
+                                                                : fmt::format("auto_pad {} (pads {})", ap, dims_text(pads)); };
+  if (pads[0] != pads[1])
+    fail(fmt::format("{}: the machine pads both ends of a line by the same amount", pads_text()));
+  if (pads[0] < 0 || uint64_t(pads[0]) >= k)
+    fail(fmt::format("{}: expected 0..{} at each end for a window of {} (a window must hold a value of the line)",
+                     pads_text(), k - 1, k));
+  const uint64_t p = uint64_t(pads[0]), padded = len + 2 * p;
+  if (k > padded)
+    fail(fmt::format("the window of {} is longer than the line {}{}", k, dims_of(x),
+                     p ? fmt::format(" padded by {} at each end", p) : std::string()));
+  if (attr_int("ceil_mode", 0) != 0 && (padded - k) % s)
     fail("ceil_mode = 1 with a partial last window is not supported");
   Layer l = new_layer(max ? LayerType::max_pool : LayerType::avg_pool, x);
   l.kernel_h = 1;
   l.kernel_w = k;
   l.stride = s;
-  l.out = map_shape(1, (len - k) / s + 1, x.shape.c);
+  l.pad = p;
+  l.count_pad = counted;
+  l.out = map_shape(1, (padded - k) / s + 1, x.shape.c);
   Value out = x;
+  out.pad = {};
   out.shape = l.out;
   out.entry = add_layer(std::move(l));
   set_output(0, out);
@@ -861,17 +916,29 @@ void Importer::global_avg_pool() {
   allow_attributes({});
   const Value& x = value(0);
   expect_quantized(x, false, 0);
-  if (x.form == Form::line) fail(kNoPool1d);
-  if (x.form != Form::map) fail("its input is not a 4-D map [N, C, H, W]");
+  if (x.form != Form::map && x.form != Form::line) fail("its input is not a map [N, C, H, W] or a line [N, C, L]");
   set_output(0, global_avg(x));
 }
 
+// The average over a square map (one window of its side) or over a line (a 1-D pool of one 1 x L
+// window: PyTorch's AdaptiveAvgPool1d(1), x.mean(2)), the line at most the pool instruction's
+// window long.
 Value Importer::global_avg(const Value& x) {
-  if (x.shape.h != x.shape.w)
-    fail(fmt::format("the input {} is not square: the machine pools square windows",
-                     dims_text(onnx_dims(x))));
   Layer l = new_layer(LayerType::avg_pool, x);
-  l.kernel_h = l.kernel_w = l.stride = x.shape.h;
+  if (x.form == Form::line) {
+    const uint64_t len = x.shape.w, max_window = isa::field_max(isa::Opcode::pool, isa::Field::window);
+    if (len > max_window)
+      fail(fmt::format("the line {} has {} values: its average is one window of {}, and the machine's pool windows "
+                       "are 1..{} (AdaptiveAvgPool1d(o) runs where L / o is at most {}: an AveragePool of that "
+                       "window)",
+                       dims_of(x), len, len, max_window, max_window));
+    l.kernel_h = 1;
+    l.kernel_w = l.stride = len;
+  } else {
+    if (x.shape.h != x.shape.w)
+      fail(fmt::format("the input {} is not square: the machine pools square windows", dims_of(x)));
+    l.kernel_h = l.kernel_w = l.stride = x.shape.h;
+  }
   l.out = map_shape(1, 1, x.shape.c);
   Value out = x;
   out.shape = l.out;
@@ -880,7 +947,8 @@ Value Importer::global_avg(const Value& x) {
 }
 
 // ReduceMean over a map's rows and columns (PyTorch's x.mean((2, 3)), as MobileNet-style heads
-// write a global average pool): an avg_pool over the whole map, flattened when keepdims = 0.
+// write a global average pool) or over a line (x.mean(2)): an avg_pool over the whole map or line,
+// flattened when keepdims = 0.
 void Importer::reduce_mean() {
   allow_attributes({"axes", "keepdims", "noop_with_empty_axes"});
   const Value& x = value(0);
@@ -893,17 +961,19 @@ void Importer::reduce_mean() {
   const std::vector<int64_t> given = axes;
   for (int64_t& a : axes) a = a < 0 ? a + int64_t(dims.size()) : a;
   std::sort(axes.begin(), axes.end());
-  if (x.form != Form::map || axes != std::vector<int64_t>{2, 3})
+  if ((x.form != Form::map || axes != std::vector<int64_t>{2, 3}) &&
+      (x.form != Form::line || axes != std::vector<int64_t>{2}))
     fail(fmt::format(
-        "axes {} of an input {}: only the mean over a map's rows and columns (axes 2 and 3 of [N, C, H, W]: a "
-        "global average pool) is supported",
-        given.empty() ? std::string("(all)") : dims_text(given), dims_text(dims)));
+        "axes {} of an input {}: only the mean over a map's rows and columns (axes 2 and 3 of [N, C, H, W]) or "
+        "over a line (axis 2 of [N, C, L]), a global average pool, is supported",
+        given.empty() ? std::string("(all)") : dims_text(given), dims_of(x)));
   const Value pooled = global_avg(x);
   set_output(0, attr_int("keepdims", 1) ? pooled : flatten_value(pooled));
 }
 
-// Pad of a map's rows and columns with zeros: nothing of its own; the Conv that reads it pads by
-// that much more (Value::pad). Pads of zero (PyTorch's avg_pool2d emits one) are nothing at all.
+// Pad of a map's rows and columns, or of a line, with zeros: nothing of its own; the Conv (or the
+// AveragePool over a line: PyTorch's AvgPool1d with count_include_pad) that reads it pads by that
+// much more (Value::pad). Pads of zero (PyTorch's avg_pool2d emits one) are nothing at all.
 void Importer::pad() {
   allow_attributes({"mode", "pads", "value"});
   const Value& x = value(0);
@@ -924,7 +994,7 @@ void Importer::pad() {
   if (has_input(3)) {  // opset 18
     for (double a : constant(3, "axes").v) {
       const int64_t i = int64_t(a) < 0 ? int64_t(a) + rank : int64_t(a);
-      if (i < 0 || i >= rank) fail(fmt::format("axis {} out of range for an input {}", a, dims_text(dims)));
+      if (i < 0 || i >= rank) fail(fmt::format("axis {} out of range for an input {}", a, dims_of(x)));
       axes.push_back(i);
     }
   } else {
@@ -932,7 +1002,7 @@ void Importer::pad() {
   }
   if (pads.size() != 2 * axes.size())
     fail(fmt::format("pads {} has {} values; expected {} (begin and end of each axis of {})", dims_text(pads),
-                     pads.size(), 2 * axes.size(), dims_text(dims)));
+                     pads.size(), 2 * axes.size(), dims_of(x)));
   std::vector<int64_t> before(size_t(rank), 0), after(size_t(rank), 0);
   for (size_t i = 0; i < axes.size(); ++i) {
     before[size_t(axes[i])] += pads[i];
@@ -943,14 +1013,15 @@ void Importer::pad() {
     fail(fmt::format("mode {} with value {}: only zero padding is supported (the machine's convolution pads "
                      "with zeros)",
                      mode, fill));
-  if (x.form != Form::map || before[0] || after[0] || before[1] || after[1] ||
+  if ((x.form != Form::map && x.form != Form::line) || before[0] || after[0] || before[1] || after[1] ||
       std::any_of(pads.begin(), pads.end(), [](int64_t p) { return p < 0 || uint64_t(p) > kMaxDim; }))
     fail(fmt::format(
-        "pads {} of an input {}: only zero padding of a map's rows and columns (axes 2 and 3 of [N, C, H, W]) "
-        "is supported, folded into the Conv that reads it",
-        dims_text(pads), dims_text(dims)));
+        "pads {} of an input {}: only zero padding of a map's rows and columns (axes 2 and 3 of [N, C, H, W]) or "
+        "of a line (axis 2 of [N, C, L]) is supported, folded into the Conv or 1-D AveragePool that reads it",
+        dims_text(pads), dims_of(x)));
   Value out = x;
-  out.pad = {before[2], before[3], after[2], after[3]};
+  if (x.form == Form::line) out.pad = {0, before[2], 0, after[2]};  // (a line is a map of height 1)
+  else out.pad = {before[2], before[3], after[2], after[3]};
   set_output(0, out);
 }
 
@@ -1049,7 +1120,7 @@ void Importer::concat() {
                      : rank == 2              ? "[N, C]"
                      : a.form == Form::line ? "[N, C, L]"
                                               : "sequence",
-                     dims_text(onnx_dims(a)), channels));
+                     dims_of(a), channels));
   if (node_->input_size() == 1) return set_output(0, a);
   Layer l = new_layer(LayerType::concat, a);
   l.out = a.shape;
@@ -1057,7 +1128,7 @@ void Importer::concat() {
     const Value& b = value(i);
     if (b.form != a.form || b.time_major != a.time_major || b.shape.h != a.shape.h || b.shape.w != a.shape.w)
       fail(fmt::format("inputs {} and {} differ in more than the channels ({} and {})", input_name(0),
-                       input_name(i), dims_text(onnx_dims(a)), dims_text(onnx_dims(b))));
+                       input_name(i), dims_of(a), dims_of(b)));
     l.inputs.push_back(b.entry);
     l.out.c += b.shape.c;
   }
@@ -1170,7 +1241,7 @@ void Importer::reshape() {
   fail(fmt::format(
       "shape {}: only a Reshape that flattens every dimension but the batch ([N, -1], [0, -1] or [N, {}]) is "
       "supported; the input is {}",
-      dims_text(s), total, dims_text(onnx_dims(x))));
+      dims_text(s), total, dims_of(x)));
 }
 
 // Transpose: the batch and time axes of a sequence (a layout change, no data moves in the Model).
@@ -1562,8 +1633,8 @@ void Importer::qlinear_matmul() {
 }
 
 // The ONNX dimensions a Model tensor stands for (see Form).
-std::vector<int64_t> Importer::onnx_dims(const Value& v) const {
-  const auto n = int64_t(m_.batch), h = int64_t(v.shape.h), w = int64_t(v.shape.w), c = int64_t(v.shape.c);
+std::vector<int64_t> Importer::onnx_dims(const Value& v, std::optional<int64_t> batch) const {
+  const auto n = batch ? *batch : int64_t(m_.batch), h = int64_t(v.shape.h), w = int64_t(v.shape.w), c = int64_t(v.shape.c);
   switch (v.form) {
     case Form::vector: return {n, c};
     case Form::map: return {n, c, h, w};
@@ -1575,6 +1646,16 @@ std::vector<int64_t> Importer::onnx_dims(const Value& v) const {
     case Form::lstm_hn: return {int64_t(v.stack.size()), n, c};
   }
   return {};
+}
+
+// onnx_dims as messages give it: the batch as the file names it where no batch was given
+// (batch_text_), e.g. [N, 3, 13], not the [1, 3, 13] of the batch the import defaults to.
+std::string Importer::dims_of(const Value& v) const {
+  std::string s = "[";
+  const std::vector<int64_t> d = onnx_dims(v, -1);  // -1: the batch's axis (the others are >= 1)
+  for (size_t i = 0; i < d.size(); ++i)
+    s += fmt::format("{}{}", i ? ", " : "", d[i] == -1 ? batch_text_ : std::to_string(d[i]));
+  return s + "]";
 }
 
 // Shape computations exporters emit (PyTorch: Shape -> Gather -> Unsqueeze -> Concat -> Reshape

@@ -34,8 +34,10 @@
 // in a VectorOp), the stage writes "NAME.act" and a VectorOp pass requantizes it into NAME.
 //
 // Pooling -> PoolOp, the output keeping the input's scale; a 1-D pool (1 x k over a map of height
-// 1) -> k VectorOp passes copying the line into the rows of a k x L map "NAME.rows", then a PoolOp
-// of k x k windows over it (pool_into). activation layers -> one VectorOp
+// 1) -> k VectorOp passes copying the line into the rows of a k x L map "NAME.rows" (a padded line
+// between borders: "NAME.rows" is k x (L + 2 pad)), then a PoolOp of k x k windows over it, and
+// for an average that does not count its padding each window that reaches it pooled again from
+// the line ("NAME.edgeO", pool_into). activation layers -> one VectorOp
 // pass: none and relu keep the input's scale (unless given); relu6, sigmoid, tanh as above.
 // add -> VectorOp add: operands of different scales are first aligned by a VectorOp pass that
 // requantizes the finer one (the smaller scale) into "NAME.rescale" at the coarser scale (so
@@ -925,7 +927,14 @@ void Quantizer::dense_or_conv() {
 // over a line [N, C, L]) runs on the machine's square windows: the line is first copied k times,
 // one copy under the other (k vec passes, exact), into a k x L map `NAME.rows` whose k x k window
 // at column x holds the line's window at x once per row: the same maximum, and the same average
-// (k times the window's sum over k^2, rounded alike). `suffix` names a part's copy.
+// (k times the window's sum over k^2, rounded alike). `suffix` names a part's copy. A line padded
+// by p columns at each end (Layer::pad, p < k) is copied between borders of p columns, in the
+// first row (then copied whole into the others): the line's first and last values repeated for a
+// max (every window that reaches a border holds that value: the same maximum), zeros (x - x) for
+// an average. An average that does not count its padding (Layer::count_pad false) then has each
+// window that reaches a border, of c < k values of the line, written again: the pool of a c x c
+// window over c copies of those c values (the machine's average of them, rounded once), passed
+// into its output pixel.
 void Quantizer::pool_into(int in, int out, const std::string& suffix) {
   const Layer& L = layer();
   const auto kind = L.type == LayerType::avg_pool ? isa::PoolKind::avg : isa::PoolKind::max;
@@ -934,10 +943,49 @@ void Quantizer::pool_into(int in, int out, const std::string& suffix) {
     return;
   }
   const Shape line = shape_of(in);  // a copy: add_tensor below may move the tensors
-  const uint64_t k = L.kernel_w;
-  const int rows = add_tensor(L.name + ".rows" + suffix, map_shape(k, line.w, line.c), scale_of(in), L.name);
-  for (uint64_t r = 0; r < k; ++r) emit(vector(isa::VecOp::pass, in, in, View{rows, r * line.w, line.w}, 1.0));
+  const uint64_t k = L.kernel_w, p = L.pad, w = line.w + 2 * p;
+  const double scale = scale_of(in);
+  // A pass of view `a` into `o` (exact: the same scale).
+  const auto copy = [&](View a, View o, isa::VecOp op = isa::VecOp::pass) {
+    VectorOp v = vector(op, a.tensor, a.tensor, o, 1.0);
+    v.a = v.b = a;
+    emit(std::move(v));
+  };
+  const int rows = add_tensor(L.name + ".rows" + suffix, map_shape(k, w, line.c), scale, L.name);
+  for (uint64_t r = 0; r < k; ++r) {
+    if (r > 0 && p > 0) {  // row 0 with its borders
+      copy(View{rows, 0, w}, View{rows, r * w, w});
+      continue;
+    }
+    copy(View{in}, View{rows, r * w + p, line.w});
+    for (uint64_t j = 0; p > 0 && j < p;) {  // the borders of row 0
+      if (kind == isa::PoolKind::max) {
+        copy(View{in, 0, 1}, View{rows, j, 1});
+        copy(View{in, line.w - 1, 1}, View{rows, p + line.w + j, 1});
+        ++j;
+      } else {
+        const uint64_t n = std::min(p - j, line.w);
+        copy(View{in, 0, n}, View{rows, j, n}, isa::VecOp::sub);
+        copy(View{in, 0, n}, View{rows, p + line.w + j, n}, isa::VecOp::sub);
+        j += n;
+      }
+    }
+  }
   emit(PoolOp{View{rows}, View{out}, kind, k, L.stride});
+  if (kind == isa::PoolKind::max || L.count_pad || p == 0) return;
+  const uint64_t outputs = shape_of(out).w;
+  for (uint64_t o = 0; o < outputs; ++o) {
+    const int64_t a = int64_t(o * L.stride) - int64_t(p);  // the window's first column in the line
+    const uint64_t first = uint64_t(std::max<int64_t>(a, 0)),
+                   c = std::min(uint64_t(a + int64_t(k)), line.w) - first;  // its values of the line
+    if (c == k) continue;
+    const std::string edge = fmt::format("{}.edge{}{}", L.name, o, suffix);
+    const int square = add_tensor(edge, map_shape(c, c, line.c), scale, L.name);
+    for (uint64_t r = 0; r < c; ++r) copy(View{in, first, c}, View{square, r * c, c});
+    const int mean = add_tensor(edge + ".avg", map_shape(1, 1, line.c), scale, L.name);
+    emit(PoolOp{View{square}, View{mean}, kind, c, 1});
+    copy(View{mean}, View{out, o, 1});
+  }
 }
 
 void Quantizer::pool() {

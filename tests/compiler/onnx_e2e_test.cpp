@@ -35,7 +35,8 @@ TEST_CASE("onnx: each operator's model runs bit-exact on every engine") {
        {"gemm", "matmul_add", "matmul_seq", "conv_pad_stride", "conv_group", "conv_same_bn_clip", "pools",
         "global_avg", "reshape", "add_mul_softmax", "lstm", "qdq", "qlinear", "concat", "lstm_export",
         "reshape_export", "pad_reduce_mean", "lstm_stack", "lstm_last_step", "conv1d", "conv1d_seq",
-        "conv_dilated", "gru", "gru_stack", "conv_dilated3", "pools1d"})
+        "conv_dilated", "gru", "gru_stack", "conv_dilated3", "pools1d", "pools1d_pad", "pools1d_padop",
+        "mean1d"})
     SECTION(name) { check_model(load_onnx(name), square(16), true); }
 }
 

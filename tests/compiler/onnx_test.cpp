@@ -9,6 +9,7 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <random>
 #include <sstream>
 #include <string>
@@ -70,7 +71,7 @@ TEST_CASE("onnx: every supported operator imports to a Model that computes what 
        {"gemm", "matmul_add", "matmul_seq", "conv_pad_stride", "conv_group", "conv_same_bn_clip", "pools",
         "global_avg", "reshape", "add_mul_softmax", "lstm", "qdq", "qlinear", "concat", "lstm_export",
         "reshape_export", "pad_reduce_mean", "lstm_stack", "lstm_last_step", "conv1d", "conv1d_seq", "conv_dilated", "gru", "gru_stack",
-        "conv_dilated3", "pools1d"})
+        "conv_dilated3", "pools1d", "pools1d_pad", "pools1d_padop", "mean1d"})
     check_against_onnx(name);
 }
 
@@ -207,6 +208,80 @@ TEST_CASE("onnx: layers, shapes and folding") {
     CHECK(copies == 3 + 2 + 3);
     CHECK(pools == std::vector<std::pair<uint64_t, uint64_t>>{{3, 1}, {2, 2}, {3, 1}});
   }
+  SECTION("padded MaxPool1d and AvgPool1d: the line between borders; windows of fewer values pooled again") {
+    const Model m = load_case("pools1d_pad");
+    REQUIRE(m.layers.size() == 6);  // p0, c1 (Relu fused), p1, p2, flatten, fc
+    const auto pool = [&](size_t i, LayerType type, uint64_t k, uint64_t s, uint64_t pad, bool counts, Shape out) {
+      INFO("layer " << i);
+      const Layer& l = m.layers[i];
+      CHECK((l.type == type && l.kernel_h == 1 && l.kernel_w == k && l.stride == s && l.pad == pad &&
+             l.count_pad == counts && l.out == out));
+    };
+    pool(0, LayerType::max_pool, 3, 2, 1, false, map_shape(1, 7, 3));  // (13 + 2 - 3) / 2 + 1
+    pool(2, LayerType::avg_pool, 5, 2, 2, false, map_shape(1, 4, 4));  // (7 + 4 - 5) / 2 + 1
+    pool(3, LayerType::avg_pool, 2, 1, 1, true, map_shape(1, 5, 4));   // (4 + 2 - 2) / 1 + 1
+    const QGraph g = quantize(m);
+    std::map<std::string, std::pair<int, int>> ops;  // layer: (vec passes or subs, pools)
+    for (size_t i = 0; i < g.ops.size(); ++i) {
+      if (std::holds_alternative<VectorOp>(g.ops[i])) ++ops[g.op_layer[i]].first;
+      if (std::holds_alternative<PoolOp>(g.ops[i])) ++ops[g.op_layer[i]].second;
+    }
+    // p0 (max, k 3, p 1): row 0 = the line and its first and last values once at each end (3
+    // vecs), copied into rows 1 and 2 (2): 5 vecs, 1 pool. p1 (average of the values, k 5, p 2):
+    // the line and 2 zeros at each end (3), 4 copies (7 vecs, 1 pool); windows 0 and 3 hold 3 values
+    // of the line each: 3 copies, a 3 x 3 pool and a pass into the output each (8 vecs, 2 pools).
+    // p2 (k 2, p 1, zeros counted): 3 + 1 vecs, 1 pool.
+    CHECK(ops[m.layers[0].name] == std::pair{5, 1});
+    CHECK(ops[m.layers[2].name] == std::pair{15, 3});
+    CHECK(ops[m.layers[3].name] == std::pair{4, 1});
+    // The golden reference's int8 results are the padded pools of its int8 inputs, computed here
+    // with plain loops: the max of the line's values in the window; their sum over k (zeros
+    // counted) or over their number, rounded half away from zero.
+    const auto golden = run_golden(g);
+    const auto tensor = [&](const std::string& name) {
+      for (size_t t = 0; t < g.tensors.size(); ++t)
+        if (g.tensors[t].name == name) return t;
+      FAIL("no tensor " << name);
+      return size_t{0};
+    };
+    const auto check_pool = [&](size_t in, size_t out, uint64_t k, uint64_t s, uint64_t p, int how) {  // 0 max, 1 avg counted, 2 avg of the values
+      const Shape is = g.tensors[in].shape, os = g.tensors[out].shape;
+      CHECK(g.tensors[in].scale == g.tensors[out].scale);
+      for (uint64_t n = 0; n < g.batch; ++n)
+        for (uint64_t o = 0; o < os.w; ++o)
+          for (uint64_t c = 0; c < is.c; ++c) {
+            int64_t top = -128, sum = 0, count = 0;
+            for (uint64_t q = 0; q < k; ++q) {
+              const int64_t j = int64_t(o * s + q) - int64_t(p);
+              if (j < 0 || j >= int64_t(is.w)) continue;
+              const int64_t v = golden[in][(n * is.w + uint64_t(j)) * is.c + c];
+              top = std::max(top, v), sum += v, ++count;
+            }
+            const int64_t d = how == 1 ? int64_t(k) : count;
+            const int64_t q = (2 * std::abs(sum) + d) / (2 * d);
+            const int64_t want = how == 0 ? top : sum < 0 ? -q : q;
+            INFO("pool " << g.tensors[out].name << " sample " << n << " output " << o << " channel " << c);
+            CHECK(int64_t(golden[out][(n * os.w + o) * os.c + c]) == want);
+          }
+    };
+    check_pool(size_t(g.inputs[0]), tensor(m.layers[0].name), 3, 2, 1, 0);
+    check_pool(tensor(m.layers[1].name), tensor(m.layers[2].name), 5, 2, 2, 2);
+    check_pool(tensor(m.layers[2].name), tensor(m.layers[3].name), 2, 1, 1, 1);
+  }
+  SECTION("a Pad before an AveragePool over a line (PyTorch's AvgPool1d), auto_pad SAME, 1-D global averages") {
+    const Model m = load_case("pools1d_padop");
+    REQUIRE(m.layers.size() == 3);  // a, m, the global average
+    const Layer &a = m.layers[0], &mx = m.layers[1], &gap = m.layers[2];
+    CHECK((a.type == LayerType::avg_pool && a.kernel_w == 4 && a.stride == 3 && a.pad == 2 && a.count_pad));
+    CHECK(a.out == map_shape(1, 4, 2));  // (11 + 4 - 4) / 3 + 1
+    CHECK((mx.type == LayerType::max_pool && mx.kernel_w == 3 && mx.stride == 1 && mx.pad == 1));
+    CHECK((gap.type == LayerType::avg_pool && gap.kernel_h == 1 && gap.kernel_w == 4 && gap.stride == 4));
+    CHECK(gap.out == map_shape(1, 1, 2));
+    const Model mean = load_case("mean1d");  // a window-1 max pool, x.mean(2), flattened, a Gemm
+    REQUIRE(mean.layers.size() == 4);
+    CHECK((mean.layers[1].type == LayerType::avg_pool && mean.layers[1].kernel_w == 6 && mean.layers[1].stride == 6));
+    CHECK(mean.layers[2].type == LayerType::flatten);
+  }
   SECTION("two stacked GRUs: the lower returns its sequence, the upper its last step (y[:, -1])") {
     const Model m = load_case("gru_stack");
     REQUIRE(m.layers.size() == 3);
@@ -282,11 +357,30 @@ TEST_CASE("onnx: what the machine cannot run is refused with the node, its op ty
   refused("bad_gru_reset",
           "node /gru/GRU (GRU): linear_before_reset = 0 is not supported: the machine's GRU is PyTorch's "
           "(linear_before_reset = 1, r multiplies R_h h + Rb_h)");
-  refused("bad_pool1d", "node /pool/MaxPool (MaxPool): pads [1, 1]: the machine pools without padding");
+  refused("bad_pool1d",
+          "node /pool/MaxPool (MaxPool): pads [2, 2]: expected 0..1 at each end for a window of 2 (a window must hold "
+          "a value of the line)");
+  refused("bad_pool1d_asym",
+          "node /pool/MaxPool (MaxPool): pads [0, 1]: the machine pads both ends of a line by the same amount");
+  refused("bad_pool1d_same", "node /pool/AveragePool (AveragePool): auto_pad SAME_LOWER (pads [1, 0]): the machine "
+                             "pads both ends of a line by the same amount");
+  refused("bad_pool1d_pad_mixed",
+          "node /pool/AveragePool (AveragePool): pads [1, 1] with count_include_pad = 0 after a Pad: the Pad's zeros "
+          "count in the average and these would not; the machine's 1-D pool has one padding");
+  refused("bad_pool1d_pad_max",
+          "node /pool/MaxPool (MaxPool): input 0 (xp) is a Pad's output: the machine pads only inside a convolution "
+          "or a 1-D average pool, so a Pad must be read by Conv nodes, or AveragePool nodes over a line [N, C, L] (it "
+          "is folded into their padding)");
+  refused("bad_pool1d_named",
+          "node /pool/MaxPool (MaxPool): kernel_shape [16]: expected one window length 1..15 for a line [batch, 3, 13]");
+  refused("bad_gap1d",
+          "node /GlobalAveragePool (GlobalAveragePool): the line [N, 3, 16] has 16 values: its average is one window "
+          "of 16, and the machine's pool windows are 1..15 (AdaptiveAvgPool1d(o) runs where L / o is at most 15: an "
+          "AveragePool of that window)");
   refused("bad_pool1d_window",
-          "node /pool/MaxPool (MaxPool): kernel_shape [16]: expected one window length 1..15 for a line [1, 3, 13]");
+          "node /pool/MaxPool (MaxPool): kernel_shape [16]: expected one window length 1..15 for a line [N, 3, 13]");
   refused("bad_pool1d_dims", "node /pool/AveragePool (AveragePool): kernel_shape [2, 2]: expected one window length "
-                             "1..15 for a line [1, 3, 13]");
+                             "1..15 for a line [N, 3, 13]");
   refused("bad_pool1d_dilation", "node /pool/MaxPool (MaxPool): dilations [2]: only 1 is supported");
   refused("bad_pool1d_ceil",
           "node /pool/MaxPool (MaxPool): ceil_mode = 1 with a partial last window is not supported");
@@ -300,18 +394,33 @@ TEST_CASE("onnx: what the machine cannot run is refused with the node, its op ty
           "node refl (Pad): mode reflect with value 0: only zero padding is supported (the machine's convolution pads "
           "with zeros)");
   refused("bad_pad_pool",
-          "node mp (MaxPool): input 0 (p) is a Pad's output: the machine pads only inside a convolution, so a Pad "
-          "must be read by Conv nodes only (it is folded into their padding)");
+          "node mp (MaxPool): input 0 (p) is a Pad's output: the machine pads only inside a convolution or a 1-D "
+          "average pool, so a Pad must be read by Conv nodes, or AveragePool nodes over a line [N, C, L] (it is folded "
+          "into their padding)");
   refused("bad_reduce_channels",
-          "node rm (ReduceMean): axes [1] of an input [1, 2, 6, 6]: only the mean over a map's rows and columns "
-          "(axes 2 and 3 of [N, C, H, W]: a global average pool) is supported");
+          "node rm (ReduceMean): axes [1] of an input [N, 2, 6, 6]: only the mean over a map's rows and columns "
+          "(axes 2 and 3 of [N, C, H, W]) or over a line (axis 2 of [N, C, L]), a global average pool, is supported");
   refused("bad_lstm_stack_first",
           "node /Gather (Gather): h_n[0] is the last h of LSTM layer 0 of 2, whose sequence the next layer reads: "
           "the machine's LSTM layer gives its sequence or its last h, not both; only the last layer's (h_n[-1]) can "
           "be read");
   refused("bad_concat",
-          "node rows (Concat): axis 2 of a [N, C, H, W] input [1, 2, 6, 6]: the machine joins tensors along channels "
+          "node rows (Concat): axis 2 of a [N, C, H, W] input [N, 2, 6, 6]: the machine joins tensors along channels "
           "only (axis 1)");
+}
+
+TEST_CASE("onnx: a message gives the batch that runs, or the file's name for it, never the default 1") {
+  // The file declares [N, 3, 13]; without a batch the import runs at 1, which is not the model's.
+  const std::filesystem::path path = kDir / "bad_pool1d_window.onnx";
+  const std::string what = ": node /pool/MaxPool (MaxPool): kernel_shape [16]: expected one window length 1..15 for a line ";
+  CHECK_THROWS_WITH(load_model(path), path.string() + what + "[N, 3, 13]");
+  LoadOptions o;
+  o.batch = 5;
+  CHECK_THROWS_WITH(load_model(path, o), path.string() + what + "[5, 3, 13]");
+  o.batch.reset();
+  o.input_file = kDir / "x_pools1d.npy";  // 3 samples of [3, 13]
+  CHECK_THROWS_WITH(load_model(path, o), path.string() + what + "[3, 3, 13]");
+  // (bad_pool1d_named's [batch, 3, 13]: the file's own name for it, in the refusals below)
 }
 
 TEST_CASE("onnx: bad input files") {

@@ -109,6 +109,28 @@ class Pool1d(nn.Module):  # MaxPool1d of the input line, a Conv1d, MaxPool1d and
         return self.fc(torch.flatten(nn.AvgPool1d(3, stride=2)(x), 1))  # 7 -> 3
 
 
+class Pool1dPad(nn.Module):  # padded MaxPool1d, AvgPool1d counting its zeros (a Pad) or not, AdaptiveAvgPool1d(2)
+    def __init__(self):
+        super().__init__()
+        self.c, self.fc = nn.Conv1d(4, 8, 3, padding=1), nn.Linear(8 * 2, 10)
+
+    def forward(self, x):
+        x = F.relu(self.c(F.max_pool1d(x, 3, stride=2, padding=1)))  # 16 -> 8
+        x = nn.AvgPool1d(3, stride=1, padding=1)(x)  # count_include_pad: a Pad and an AveragePool; 8
+        x = nn.AvgPool1d(3, stride=2, padding=1, count_include_pad=False)(x)  # 8 -> 4
+        return self.fc(torch.flatten(nn.AdaptiveAvgPool1d(2)(x), 1))  # an AveragePool of 2, stride 2: 4 -> 2
+
+
+class Gap1d(nn.Module):  # AdaptiveAvgPool1d(1) (a GlobalAveragePool) or x.mean(2) (a ReduceMean) of a line
+    def __init__(self, mean=False):
+        super().__init__()
+        self.c, self.fc, self.mean = nn.Conv1d(4, 8, 3, stride=2), nn.Linear(8, 10), mean
+
+    def forward(self, x):
+        x = F.relu(self.c(x))  # 16 -> 7
+        return self.fc(x.mean(2) if self.mean else torch.flatten(nn.AdaptiveAvgPool1d(1)(x), 1))
+
+
 class Gru(nn.Module):  # a GRU's h_n[-1]
     def __init__(self):
         super().__init__()
@@ -142,11 +164,11 @@ rng = np.random.default_rng(1)
 x = rng.random((6, 64), dtype=np.float32)
 cases = [(MlpBn(), (-1, 64)), (Cnn(), (-1, 1, 8, 8)), (MeanHead(), (-1, 1, 8, 8)), (Lstm(), (-1, 8, 8)),
          (Lstm2(), (-1, 8, 8)), (LstmLast(), (-1, 8, 8)), (Conv1d(), (-1, 4, 16)), (SeqConv1d(), (-1, 8, 8)),
-         (Pool1d(), (-1, 4, 16)),
+         (Pool1d(), (-1, 4, 16)), (Pool1dPad(), (-1, 4, 16)), (Gap1d(), (-1, 4, 16)), (Gap1d(mean=True), (-1, 4, 16)),
          (Gru(), (-1, 8, 8)), (Gru2(), (-1, 8, 8))]
 with tempfile.TemporaryDirectory() as d:
     for model, shape in cases:
-        name = type(model).__name__
+        name = type(model).__name__ + ("Mean" if getattr(model, "mean", False) is True else "")
         for m in model.modules():  # trained-looking statistics, so that folding them matters
             if isinstance(m, (nn.BatchNorm1d, nn.BatchNorm2d)):
                 m.running_mean.uniform_(-0.5, 0.5)
@@ -180,4 +202,14 @@ with tempfile.TemporaryDirectory() as d:
         raise AssertionError("GELU not refused")
     except tpusim.InputError as e:
         assert "gelu.onnx: node /Div (Div): the operator is not supported; the importer takes Add," in str(e), str(e)
+    # AdaptiveAvgPool1d(1) over 16 values: one window of 16, beyond the pool instruction's 15
+    gap = os.path.join(d, "gap16.onnx")
+    torch.onnx.export(nn.Sequential(nn.AdaptiveAvgPool1d(1), nn.Flatten(), nn.Linear(4, 10)).eval(),
+                      torch.from_numpy(x.reshape(-1, 4, 16)[:1]), gap)
+    try:
+        tpusim.run(gap, input=x.reshape(-1, 4, 16))
+        raise AssertionError("AdaptiveAvgPool1d(1) over 16 values not refused")
+    except tpusim.InputError as e:
+        assert "gap16.onnx: node /0/GlobalAveragePool (GlobalAveragePool): the line [6, 4, 16] has 16 values: its " \
+               "average is one window of 16, and the machine's pool windows are 1..15" in str(e), str(e)
 print("ok")

@@ -428,7 +428,7 @@ def conv1d():
          conv_general(x2, w4, b4, [1, 1], [2, 1], [2, 3]))
     save("bad_pool1d", [helper.make_node("Conv", ["x", "w1"], ["c"], name="/c/Conv", kernel_shape=[3]),
                         helper.make_node("MaxPool", ["c"], ["y"], name="/pool/MaxPool", kernel_shape=[2], strides=[2],
-                                         pads=[1, 1])],
+                                         pads=[2, 2])],
          [inp("x", ["N", 3, 11])], outp("y"), dict(w1=w1))
 
 
@@ -529,8 +529,81 @@ def pools1d():
                                               strides=[2], ceil_mode=1)], line, outp("y"), {})
 
 
+def pool1d_padded(x, k, s, p, op, count_pad=True):  # [N, C, L], p values at each end
+    n, c, length = x.shape
+    out = (length + 2 * p - k) // s + 1
+    y = np.zeros((n, c, out))
+    for o in range(out):
+        a = o * s - p
+        vals = x[:, :, max(a, 0):min(a + k, length)].astype(np.float64)
+        y[:, :, o] = vals.max(axis=2) if op == "max" else vals.sum(axis=2) / (k if count_pad else vals.shape[2])
+    return y
+
+
+def pools1d_pad():
+    """Padded MaxPool1d and AvgPool1d (count_include_pad both ways, and as PyTorch exports the
+    default: a Pad of zeros then an unpadded AveragePool), auto_pad SAME, global 1-D average pools
+    (GlobalAveragePool: AdaptiveAvgPool1d(1); ReduceMean over axis 2: x.mean(2)); and what stays
+    refused."""
+    x, w1, b1 = f32(N, 3, 13), f32(4, 3, 3), f32(4)
+    wg, bg = f32(3, 4 * 5), f32(3)
+    nodes = [helper.make_node("MaxPool", ["x"], ["p0"], name="/p0/MaxPool", kernel_shape=[3], strides=[2], pads=[1, 1]),
+             helper.make_node("Conv", ["p0", "w1", "b1"], ["c1"], name="/c1/Conv", kernel_shape=[3], pads=[1, 1]),
+             helper.make_node("Relu", ["c1"], ["r1"], name="/Relu"),
+             helper.make_node("AveragePool", ["r1"], ["p1"], name="/p1/AveragePool", kernel_shape=[5], strides=[2],
+                              pads=[2, 2], count_include_pad=0),
+             helper.make_node("AveragePool", ["p1"], ["p2"], name="/p2/AveragePool", kernel_shape=[2], strides=[1],
+                              pads=[1, 1], count_include_pad=1),
+             helper.make_node("Flatten", ["p2"], ["f"], name="/Flatten"),
+             helper.make_node("Gemm", ["f", "wg", "bg"], ["y"], name="/fc/Gemm", transB=1)]
+    p0 = pool1d_padded(x, 3, 2, 1, "max")  # 13 -> 7
+    r1 = relu(conv_general(p0, w1, b1, [1], [1], [1]))  # 7
+    p1 = pool1d_padded(r1, 5, 2, 2, "avg", count_pad=False)  # 7 -> 4: windows of 3, 5, 5, 3 values
+    p2 = pool1d_padded(p1, 2, 1, 1, "avg")  # 4 -> 5
+    save("pools1d_pad", nodes, [inp("x", ["N", 3, 13])], outp("y"), dict(w1=w1, b1=b1, wg=wg, bg=bg), x,
+         p2.reshape(N, -1) @ wg.T + bg)
+    # A Pad of zeros and an AveragePool (PyTorch's AvgPool1d(4, 3, padding=2)), a MaxPool of auto_pad
+    # SAME_UPPER, a global average (AdaptiveAvgPool1d(1)), the model's output the line [N, C, 1].
+    x2 = f32(N, 2, 11)
+    pads = np.array([0, 0, 2, 0, 0, 2], np.int64)
+    nodes = [helper.make_node("Pad", ["x", "pads"], ["xp"], name="/Pad", mode="constant"),
+             helper.make_node("AveragePool", ["xp"], ["a"], name="/a/AveragePool", kernel_shape=[4], strides=[3],
+                              pads=[0, 0], ceil_mode=0),
+             helper.make_node("MaxPool", ["a"], ["m"], name="/m/MaxPool", kernel_shape=[3], auto_pad="SAME_UPPER"),
+             helper.make_node("GlobalAveragePool", ["m"], ["y"], name="/GlobalAveragePool")]
+    a = pool1d_padded(x2, 4, 3, 2, "avg")  # 11 + 4 -> 4
+    m = pool1d_padded(a, 3, 1, 1, "max")  # 4 -> 4
+    save("pools1d_padop", nodes, [inp("x", ["N", 2, 11])], outp("y"), dict(pads=pads), x2, m.mean(axis=2, keepdims=True))
+    # x.mean(2) of the input line (ReduceMean, keepdims 0) into a Gemm.
+    x3, wm, bm = f32(N, 4, 6), f32(3, 4), f32(3)
+    nodes = [helper.make_node("ReduceMean", ["x"], ["mu"], name="/ReduceMean", axes=[2], keepdims=0),
+             helper.make_node("Gemm", ["mu", "wm", "bm"], ["y"], name="/fc/Gemm", transB=1)]
+    # (x3 is read by a ReduceMean only: a 3-D graph input is then a sequence; a MaxPool of window 1
+    # first makes it a line, as a Conv1d would)
+    nodes.insert(0, helper.make_node("MaxPool", ["x"], ["x1"], name="/id/MaxPool", kernel_shape=[1]))
+    nodes[1].input[0] = "x1"
+    save("mean1d", nodes, [inp("x", ["N", 4, 6])], outp("y"), dict(wm=wm, bm=bm), x3,
+         x3.astype(np.float64).mean(axis=2) @ wm.T + bm)
+    line = [inp("x", ["N", 3, 13])]
+    save("bad_pool1d_asym", [helper.make_node("MaxPool", ["x"], ["y"], name="/pool/MaxPool", kernel_shape=[3],
+                                              pads=[0, 1])], line, outp("y"), {})
+    save("bad_pool1d_same", [helper.make_node("AveragePool", ["x"], ["y"], name="/pool/AveragePool", kernel_shape=[2],
+                                              auto_pad="SAME_LOWER")], line, outp("y"), {})
+    save("bad_pool1d_pad_mixed", [helper.make_node("Pad", ["x", "pads"], ["xp"], name="/Pad", mode="constant"),
+                                  helper.make_node("AveragePool", ["xp"], ["y"], name="/pool/AveragePool",
+                                                   kernel_shape=[3], pads=[1, 1])],
+         line, outp("y"), dict(pads=np.array([0, 0, 1, 0, 0, 1], np.int64)))
+    save("bad_pool1d_pad_max", [helper.make_node("Pad", ["x", "pads"], ["xp"], name="/Pad", mode="constant"),
+                                helper.make_node("MaxPool", ["xp"], ["y"], name="/pool/MaxPool", kernel_shape=[3])],
+         line, outp("y"), dict(pads=np.array([0, 0, 1, 0, 0, 1], np.int64)))
+    save("bad_pool1d_named", [helper.make_node("MaxPool", ["x"], ["y"], name="/pool/MaxPool", kernel_shape=[16])],
+         [inp("x", ["batch", 3, 13])], outp("y"), {})
+    save("bad_gap1d", [helper.make_node("GlobalAveragePool", ["x"], ["y"], name="/GlobalAveragePool")],
+         [inp("x", ["N", 3, 16])], outp("y"), {})
+
+
 # (New models go last: the generator's draws for the earlier ones, and so their files, stay the same.)
 for make in (gemm, matmul_add, matmul_seq, conv_pad_stride, conv_group, conv_same_bn_clip, pools, global_avg_reshape,
              add_mul_softmax, lstms, quantized, bad, concats, exported, lstm_outputs, conv1d, grus, conv_dilated3,
-             pools1d):
+             pools1d, pools1d_pad):
     make()
