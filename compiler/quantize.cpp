@@ -316,6 +316,8 @@ class Quantizer {
     int h_bits(bool top) const;
   };
   struct RecurrentLayer {
+    uint64_t l = 0;                  // its place in the stack (0: the lowest)
+    uint64_t offset = 0;             // its gates' first weight in Layer::weights
     uint64_t in_c = 0, rows = 0;     // x's channels; rows of [x_t, h_{t-1}]
     bool top = false;                // the top stacked layer
     int hb = 8;                      // h's width
@@ -325,6 +327,13 @@ class Quantizer {
   };
   Recurrence recurrence();
   RecurrentLayer recurrent_layer(Recurrence& rc, uint64_t l);
+  template <typename F>
+  void recurrent(F&& steps);
+  std::pair<MatmulOp, std::vector<double>> gate_matmul(const Recurrence& rc, const RecurrentLayer& rl, uint64_t g,
+                                                       uint64_t r0, uint64_t n, const float* b, const Stage& st);
+  std::pair<MatmulOp, MatmulOp> gate_matmuls(const Recurrence& rc, const RecurrentLayer& rl, uint64_t g,
+                                             const float* b, const Stage& st);
+  View step_h(Recurrence& rc, const RecurrentLayer& rl, uint64_t t);
   void lstm();
   void gru();
   void concat();
@@ -1112,57 +1121,92 @@ Quantizer::RecurrentLayer Quantizer::recurrent_layer(Recurrence& rc, uint64_t l)
   return rl;
 }
 
+// The frame an lstm and a gru share: stacked layer by stacked layer (recurrent_layer), `steps`
+// emits the layer's steps, whose h sequence is the next layer's input; then the output is ended.
+template <typename F>
+void Quantizer::recurrent(F&& steps) {
+  const Layer& L = layer();
+  Recurrence rc = recurrence();
+  uint64_t offset = 0;
+  for (uint64_t l = 0; l < L.stack; ++l) {
+    RecurrentLayer rl = recurrent_layer(rc, l);
+    rl.l = l;
+    rl.offset = offset;
+    steps(rc, rl);
+    rc.x = rl.h;
+    offset += recurrent_gates(L.type) * rl.rows * L.units;
+  }
+  end_output(rc.output, rc.out_stage);
+}
+
+// Gate g's matmul over rows [r0, r0 + n) of [x_t, h_{t-1}] (bias b, stage st) and its accumulator
+// scales (bounded where 16-bit weights or inputs could overflow them); no weights in a
+// timing-only compile of seeded ones.
+std::pair<MatmulOp, std::vector<double>> Quantizer::gate_matmul(const Recurrence& rc, const RecurrentLayer& rl,
+                                                                uint64_t g, uint64_t r0, uint64_t n, const float* b,
+                                                                const Stage& st) {
+  const Layer& L = layer();
+  const uint64_t u = L.units;
+  const float* w = no_values() ? nullptr : L.weights.data() + rl.offset + (g * rl.rows + r0) * u;
+  const auto rows = [&](const std::vector<double>& v) {
+    return std::vector<double>(v.begin() + std::ptrdiff_t(r0), v.begin() + std::ptrdiff_t(r0 + n));
+  };
+  const std::vector<double> rs = rows(rl.rs);
+  std::vector<double> acc = w ? accumulator_scales(w, 1, rs, u) : placeholder_scales(u);
+  const bool wide_x = rl.hb == 16 || bits_of(rc.x) == 16;
+  if ((rc.wide_w || wide_x) && w) acc = bounded_scales(w, 1, rs, u, acc, rows(rl.in_max), rc.wide_w);
+  return {matmul(w, 1, rs, u, b, acc, st, rc.wide_w), acc};
+}
+
+// Gate g's matmuls over [x_t, h_{t-1}] (every step but the first) and over x_0 alone (the first:
+// h_{-1} = 0), at the same accumulator scales. The first step's rows are the others' first rows:
+// the same tiles (MatmulOp::weight_id).
+std::pair<MatmulOp, MatmulOp> Quantizer::gate_matmuls(const Recurrence& rc, const RecurrentLayer& rl, uint64_t g,
+                                                      const float* b, const Stage& st) {
+  const Layer& L = layer();
+  auto [full, acc] = gate_matmul(rc, rl, g, 0, rl.rows, b, st);
+  const float* w = no_values() ? nullptr : L.weights.data() + rl.offset + g * rl.rows * L.units;
+  const std::vector<double> rs_x(rl.rs.begin(), rl.rs.begin() + std::ptrdiff_t(rl.in_c));
+  MatmulOp first = matmul(w, 1, rs_x, L.units, b, acc, st, rc.wide_w);
+  if (L.seeded_weights) full.weight_id = first.weight_id = weight_ids_++;
+  return {std::move(full), std::move(first)};
+}
+
+// Where step t writes its h: row t of the layer's h sequence, or, for the top layer's last step
+// when the layer returns that step only, the layer's output (begun here).
+View Quantizer::step_h(Recurrence& rc, const RecurrentLayer& rl, uint64_t t) {
+  if (rl.top && !rc.return_sequences && t + 1 == rc.steps)
+    return View{rc.output = begin_output(layer().out, rc.out_stage)};
+  return View{rl.h, t, 1};
+}
+
 void Quantizer::lstm() {
   const Layer& L = layer();
-  const std::string& name = L.name;
-  Recurrence rc = recurrence();
-  int& x = rc.x;
-  const uint64_t steps = rc.steps, u = L.units;
-  uint64_t offset = 0;
-  const int bits = rc.bits;
-  const double sg = rc.sg;
-  // The cell at max |c_t| / 32767 (16-bit elements) or / 127 per step.
-  const double cell_top = rc.wide ? double(isa::kCurve16One) : 127.0;
-  const bool wide_w = rc.wide_w;
-  const Stage gate_stage[4] = {{isa::Func::sigmoid, 127, kCurveIn, sg},
-                               {isa::Func::sigmoid, 127, kCurveIn, sg},
-                               {isa::Func::tanh, 127, kCurveIn, sg},
-                               {isa::Func::sigmoid, 127, kCurveIn, sg}};
-  const char* gate_name = "ifgo";
-  const Stage& out_stage = rc.out_stage;
-  int& output = rc.output;
-  for (uint64_t l = 0; l < L.stack; ++l) {
-    const RecurrentLayer rl = recurrent_layer(rc, l);
-    const uint64_t rows = rl.rows, in_c = rl.in_c;
-    const bool top = rl.top;
-    const int hb = rl.hb;
-    const std::vector<double>& rs = rl.rs;
-    const std::vector<double>& in_max = rl.in_max;
-    // The gates' arithmetic: [x_t, h_{t-1}] (full) and x_0 alone (first).
-    const std::vector<double> rs_x(rs.begin(), rs.begin() + static_cast<std::ptrdiff_t>(in_c));
+  const uint64_t u = L.units;
+  recurrent([&](Recurrence& rc, const RecurrentLayer& rl) {
+    const int bits = rc.bits, x = rc.x, h = rl.h;
+    const double sg = rc.sg;
+    // The cell at max |c_t| / 32767 (16-bit elements) or / 127 per step.
+    const double cell_top = rc.wide ? double(isa::kCurve16One) : 127.0;
+    const Stage gate_stage[4] = {{isa::Func::sigmoid, 127, kCurveIn, sg},
+                                 {isa::Func::sigmoid, 127, kCurveIn, sg},
+                                 {isa::Func::tanh, 127, kCurveIn, sg},
+                                 {isa::Func::sigmoid, 127, kCurveIn, sg}};
+    const char* gate_name = "ifgo";
     MatmulOp full[4], first[4];
     for (int g = 0; g < 4; ++g) {
-      // (A timing-only compile's seeded weights have no values: w null.)
-      const float* w = no_values() ? nullptr : L.weights.data() + offset + g * rows * u;
-      const float* b = L.bias.empty() ? nullptr : L.bias.data() + (l * 4 + g) * u;
-      std::vector<double> acc = w ? accumulator_scales(w, 1, rs, u) : placeholder_scales(u);
-      const bool wide_x = hb == 16 || bits_of(x) == 16;
-      if ((wide_w || wide_x) && w) acc = bounded_scales(w, 1, rs, u, acc, in_max, wide_w);
-      full[g] = matmul(w, 1, rs, u, b, acc, gate_stage[g], wide_w);
-      first[g] = matmul(w, 1, rs_x, u, b, acc, gate_stage[g], wide_w);
-      // The first step's rows are the others' first rows: the same tiles (MatmulOp::weight_id).
-      if (L.seeded_weights) full[g].weight_id = first[g].weight_id = weight_ids_++;
+      const float* b = L.bias.empty() ? nullptr : L.bias.data() + (rl.l * 4 + uint64_t(g)) * u;
+      std::tie(full[g], first[g]) = gate_matmuls(rc, rl, uint64_t(g), b, gate_stage[g]);
     }
-    const std::string pre = fmt::format("{}.l{}", name, l);
-    const int h = rl.h;
+    const std::string pre = fmt::format("{}.l{}", L.name, rl.l);
     int c_prev = -1;
-    for (uint64_t t = 0; t < steps; ++t) {
+    for (uint64_t t = 0; t < rc.steps; ++t) {
       const std::string step = fmt::format("{}.t{}", pre, t);
       int gate[4] = {-1, -1, -1, -1};
       for (int g = 0; g < 4; ++g) {
         if (t == 0 && g == 1) continue;  // f multiplies c_{-1} = 0
         if (g == 0) g_.loop_steps.push_back(g_.ops.size());  // (the layer-step's first gate)
-        gate[g] = add_tensor(fmt::format("{}.{}", step, gate_name[g]), vec_of(u), sg, name, bits);
+        gate[g] = add_tensor(fmt::format("{}.{}", step, gate_name[g]), vec_of(u), sg, L.name, bits);
         MatmulOp op = t == 0 ? first[g] : full[g];
         op.inputs = {View{x, t, 1}};
         if (t > 0) op.inputs.push_back(View{h, t - 1, 1});
@@ -1170,29 +1214,25 @@ void Quantizer::lstm() {
         emit(std::move(op));
       }
       // this step's cell scale
-      const double cell_max = run_.lstm_cell_max[li_].at(l * steps + t);
+      const double cell_max = run_.lstm_cell_max[li_].at(rl.l * rc.steps + t);
       const double sc = cell_max > 0 && std::isfinite(cell_max) ? cell_max / cell_top : 1.0 / cell_top;
-      const int c = add_tensor(step + ".c", vec_of(u), sc, name, bits);
+      const int c = add_tensor(step + ".c", vec_of(u), sc, L.name, bits);
       if (t == 0) {
         emit(vector(isa::VecOp::mul, gate[0], gate[2], View{c}, sg * sg / sc));
       } else {
-        const int fc = add_tensor(step + ".fc", vec_of(u), sc, name, bits);
-        const int ig = add_tensor(step + ".ig", vec_of(u), sc, name, bits);
+        const int fc = add_tensor(step + ".fc", vec_of(u), sc, L.name, bits);
+        const int ig = add_tensor(step + ".ig", vec_of(u), sc, L.name, bits);
         emit(vector(isa::VecOp::mul, gate[1], c_prev, View{fc}, sg * scale_of(c_prev) / sc));
         emit(vector(isa::VecOp::mul, gate[0], gate[2], View{ig}, sg * sg / sc));
         emit(vector(isa::VecOp::add, fc, ig, View{c}, 1.0));
       }
-      const int tc = add_tensor(step + ".tc", vec_of(u), sg, name, bits);
+      const int tc = add_tensor(step + ".tc", vec_of(u), sg, L.name, bits);
       emit(vector(isa::VecOp::pass, c, c, View{tc}, sc / kCurveIn, isa::Func::tanh));
-      View hv{h, t, 1};
-      if (top && !L.return_sequences && t + 1 == steps) hv = View{output = begin_output(L.out, out_stage)};
+      const View hv = step_h(rc, rl, t);
       emit(vector(isa::VecOp::mul, gate[3], tc, hv, sg * sg / scale_of(hv.tensor)));
       c_prev = c;
     }
-    x = h;
-    offset += 4 * rows * u;
-  }
-  end_output(output, out_stage);
+  });
 }
 
 // A GRU (graph.h's formula, PyTorch's), unrolled as the lstm above: stacked layer by stacked
@@ -1210,68 +1250,36 @@ void Quantizer::lstm() {
 // only). Every intermediate is in [-1, 1] but a, b and rb, so nothing else saturates.
 void Quantizer::gru() {
   const Layer& L = layer();
-  const std::string& name = L.name;
-  Recurrence rc = recurrence();
-  int& x = rc.x;
-  const uint64_t steps = rc.steps, u = L.units;
-  uint64_t offset = 0;
-  const int bits = rc.bits;
-  const double sg = rc.sg;
-  const auto part_scale = [&](double top) { return rc.wide ? calibrated16(top) : calibrated(top); };
-  const bool wide_w = rc.wide_w;
-  const Stage sigmoid_stage{isa::Func::sigmoid, 127, kCurveIn, sg};
-  const Stage& out_stage = rc.out_stage;
-  int& output = rc.output;
-  for (uint64_t l = 0; l < L.stack; ++l) {
-    const RecurrentLayer rl = recurrent_layer(rc, l);
-    const uint64_t rows = rl.rows, in_c = rl.in_c;
-    const bool top = rl.top;
-    const int hb = rl.hb;
-    const double sh = rl.sh;
-    const std::vector<double>& rs = rl.rs;
-    const std::vector<double>& in_max = rl.in_max;
+  const uint64_t u = L.units;
+  recurrent([&](Recurrence& rc, const RecurrentLayer& rl) {
+    const int bits = rc.bits, x = rc.x, h = rl.h;
+    const double sg = rc.sg;
+    const auto part_scale = [&](double top) { return rc.wide ? calibrated16(top) : calibrated(top); };
+    const Stage sigmoid_stage{isa::Func::sigmoid, 127, kCurveIn, sg};
     double a_top = 0, b_top = 0;
-    for (uint64_t t = 0; t < steps; ++t) {
-      a_top = std::max(a_top, run_.lstm_cell_max[li_].at((l * steps + t) * 2));
-      b_top = std::max(b_top, run_.lstm_cell_max[li_].at((l * steps + t) * 2 + 1));
+    for (uint64_t t = 0; t < rc.steps; ++t) {
+      a_top = std::max(a_top, run_.lstm_cell_max[li_].at((rl.l * rc.steps + t) * 2));
+      b_top = std::max(b_top, run_.lstm_cell_max[li_].at((rl.l * rc.steps + t) * 2 + 1));
     }
     const double sa = part_scale(a_top), sb = part_scale(b_top);
     const Stage a_stage{isa::Func::identity, 127, sa, sa}, b_stage{isa::Func::identity, 127, sb, sb};
-    const std::vector<double> rs_x(rs.begin(), rs.begin() + std::ptrdiff_t(in_c)), rs_h(rs.begin() + std::ptrdiff_t(in_c), rs.end());
-    const std::vector<double> max_x(in_max.begin(), in_max.begin() + std::ptrdiff_t(in_c)),
-        max_h(in_max.begin() + std::ptrdiff_t(in_c), in_max.end());
-    const bool wide_x = hb == 16 || bits_of(x) == 16;
-    const float* bias = L.bias.empty() ? nullptr : L.bias.data() + l * 4 * u;  // b_r, b_z, b_in, b_hn
-    // A matmul over weight rows [r0, r0 + rs.size()) of gate g (w null: a timing-only compile).
-    const auto gate_op = [&](int g, uint64_t r0, const std::vector<double>& s, const std::vector<double>& mx,
-                             const float* b, const Stage& st) {
-      const float* w = no_values() ? nullptr : L.weights.data() + offset + (g * rows + r0) * u;
-      std::vector<double> acc = w ? accumulator_scales(w, 1, s, u) : placeholder_scales(u);
-      if ((wide_w || wide_x) && w) acc = bounded_scales(w, 1, s, u, acc, mx, wide_w);
-      return std::pair{matmul(w, 1, s, u, b, acc, st, wide_w), acc};
-    };
+    const float* bias = L.bias.empty() ? nullptr : L.bias.data() + rl.l * 4 * u;  // b_r, b_z, b_in, b_hn
     MatmulOp full[2], first[2];
-    for (int g = 0; g < 2; ++g) {
-      auto [op, acc] = gate_op(g, 0, rs, in_max, bias ? bias + g * u : nullptr, sigmoid_stage);
-      full[g] = std::move(op);
-      first[g] = matmul(no_values() ? nullptr : L.weights.data() + offset + g * rows * u, 1, rs_x, u,
-                        bias ? bias + g * u : nullptr, acc, sigmoid_stage, wide_w);
-      if (L.seeded_weights) full[g].weight_id = first[g].weight_id = weight_ids_++;
-    }
-    MatmulOp a_op = gate_op(2, 0, rs_x, max_x, bias ? bias + 2 * u : nullptr, a_stage).first;
-    MatmulOp b_op = gate_op(2, in_c, rs_h, max_h, bias ? bias + 3 * u : nullptr, b_stage).first;
+    for (int g = 0; g < 2; ++g)
+      std::tie(full[g], first[g]) = gate_matmuls(rc, rl, uint64_t(g), bias ? bias + g * u : nullptr, sigmoid_stage);
+    MatmulOp a_op = gate_matmul(rc, rl, 2, 0, rl.in_c, bias ? bias + 2 * u : nullptr, a_stage).first;
+    MatmulOp b_op = gate_matmul(rc, rl, 2, rl.in_c, u, bias ? bias + 3 * u : nullptr, b_stage).first;
     if (L.seeded_weights) a_op.weight_id = weight_ids_++, b_op.weight_id = weight_ids_++;
     // b at t = 0: zero weights over x_0 and the bias b_hn (its own contents: weight_id -1).
-    const std::vector<float> zeros(in_c * u, 0.0f), no_bias(u, 0.0f);
-    const std::vector<double> b0_acc(u, sb / 256);
+    const std::vector<float> zeros(rl.in_c * u, 0.0f), no_bias(u, 0.0f);
+    const std::vector<double> b0_acc(u, sb / 256), rs_x(rl.rs.begin(), rl.rs.begin() + std::ptrdiff_t(rl.in_c));
     MatmulOp b0 = matmul(zeros.data(), 1, rs_x, u, bias ? bias + 3 * u : no_bias.data(), b0_acc, b_stage);
     b0.taps = {0};  // (no tap: it only adds b_hn, none of the model's multiplies, MatmulOp::taps)
-    const std::string pre = fmt::format("{}.l{}", name, l);
-    const int h = rl.h;
-    for (uint64_t t = 0; t < steps; ++t) {
+    const std::string pre = fmt::format("{}.l{}", L.name, rl.l);
+    for (uint64_t t = 0; t < rc.steps; ++t) {
       const std::string step = fmt::format("{}.t{}", pre, t);
       const auto add = [&](const char* what, double scale) {
-        return add_tensor(fmt::format("{}.{}", step, what), vec_of(u), scale, name, bits);
+        return add_tensor(fmt::format("{}.{}", step, what), vec_of(u), scale, L.name, bits);
       };
       const auto run = [&](MatmulOp op, std::vector<View> ins, int out) {
         op.inputs = std::move(ins);
@@ -1290,23 +1298,19 @@ void Quantizer::gru() {
       emit(vector(isa::VecOp::mul, r, b, View{rb}, sg * sb / sa));
       emit(vector(isa::VecOp::add, a, rb, View{n}, sa / kCurveIn, isa::Func::tanh));
       emit(vector(isa::VecOp::mul, z, n, View{zn}, sg));
-      View hv{h, t, 1};
-      if (top && !L.return_sequences && t + 1 == steps) hv = View{output = begin_output(L.out, out_stage)};
+      const View hv = step_h(rc, rl, t);
       if (t == 0) {
         emit(vector(isa::VecOp::sub, n, zn, hv, sg / scale_of(hv.tensor)));
         continue;
       }
       const int d = add("d", sg), zh = add("zh", sg);
       emit(vector(isa::VecOp::sub, n, zn, View{d}, 1.0));
-      emit(vector(isa::VecOp::mul, z, h, View{zh}, sg * sh / sg));
+      emit(vector(isa::VecOp::mul, z, h, View{zh}, sg * rl.sh / sg));
       // (zh reads h's pixel t - 1: the vector op's operand is the whole tensor; a view below)
       std::get<VectorOp>(g_.ops.back()).b = hp;
       emit(vector(isa::VecOp::add, d, zh, hv, sg / scale_of(hv.tensor)));
     }
-    x = h;
-    offset += 3 * rows * u;
-  }
-  end_output(output, out_stage);
+  });
 }
 
 QGraph Quantizer::run() && {
