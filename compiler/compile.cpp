@@ -33,8 +33,10 @@ auto on_first_samples(Model& model, uint64_t samples, F f) {
   if (samples == 0 || samples >= model.batch) return f(model);
   const uint64_t batch = model.batch;
   std::vector<std::vector<float>> full;
-  for (ModelInput& in : model.inputs) {
-    full.push_back(in.data);
+  for (ModelInput& in : model.inputs) {  // (moved aside, not copied: the batch's inputs are held once)
+    full.push_back(std::move(in.data));
+    const uint64_t n = std::min<uint64_t>(full.back().size(), samples * in.shape.elements());
+    in.data.assign(full.back().begin(), full.back().begin() + static_cast<std::ptrdiff_t>(n));
     in.data.resize(samples * in.shape.elements());
   }
   model.batch = samples;
@@ -98,6 +100,23 @@ FloatRun placeholder_calibration(const Model& model) {
 }
 
 }  // namespace
+
+std::vector<std::pair<std::string, uint64_t>> compiled_bytes(const Compiled& c) {
+  const auto held = [](const auto& v) { return uint64_t(v.capacity()) * sizeof(v[0]); };
+  uint64_t model = held(c.float_output);
+  for (const Layer& l : c.model.layers) model += held(l.weights) + held(l.bias);
+  for (const ModelInput& in : c.model.inputs) model += held(in.data);
+  for (const std::vector<float>& v : c.model.calibration) model += held(v);
+  const QGraph& g = c.graph;
+  uint64_t graph = held(g.ops) + held(g.tensors) + held(g.op_layer) + held(g.loop_steps);
+  for (const QOp& op : g.ops)
+    if (const auto* m = std::get_if<MatmulOp>(&op))
+      graph += held(m->inputs) + held(m->taps) + held(m->weights) + held(m->weights_hi) + held(m->bias) +
+               held(m->mult) + held(m->shift);
+  for (const QTensor& t : g.tensors) graph += t.name.capacity() > 15 ? t.name.capacity() + 1 : 0;
+  for (const std::vector<int8_t>& d : g.input_data) graph += held(d);
+  return {{"the float model", model}, {"the quantized graph", graph}};
+}
 
 bool timing_needs_data(const Model& model) {
   // An add whose operands have different scales requantizes the finer one (the smaller scale) to

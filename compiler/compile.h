@@ -32,6 +32,12 @@ struct Compiled {
   bool float_parameters_released = false;  // LoadOptions::release_float_parameters took effect
 };
 
+// The memory a compiled model holds besides its program (isa::program_bytes), by part, from the
+// capacities of its vectors: the float model's parameters and inputs (what the compile kept of
+// them), and the quantized graph (its ops' weights and requantization, tensors, input data).
+// `tpusim run` counts it in the run's memory check.
+std::vector<std::pair<std::string, uint64_t>> compiled_bytes(const Compiled& c);
+
 // Throws InputError for a bad description or a model the architecture cannot hold.
 Compiled compile_file(const std::filesystem::path& path, const sim::Arch& arch, const LoadOptions& options = {});
 // compile_file into `c`, calling `quantized(c)` (when given) once the graph is quantized and before

@@ -879,7 +879,9 @@ Model parse_model(std::string_view text, const std::string& source, const std::f
       s.sec.fail_at(s.layer.line, "", "", fmt::format("the output {} has a dimension larger than {}", s.layer.out.str(), kMaxDim));
     if (s.layer.out.elements() > kMaxTensor)
       s.sec.fail_at(s.layer.line, "", "", fmt::format("the output {} has more than 2^31 elements per sample", s.layer.out.str()));
-    v.add_layer(s.layer, shapes.input_shape(s.layer.inputs[0]), !s.weights_files.empty());
+    std::vector<Shape> in;
+    for (int entry : s.layer.inputs) in.push_back(shapes.input_shape(entry));
+    v.add_layer(s.layer, in, !s.weights_files.empty());
     if (v.parameters > options.max_values)
       s.sec.fail_at(s.layer.line, "", "", fmt::format("the model has more than {} parameters (weights and biases) up to this layer",
                                                       options.max_values));

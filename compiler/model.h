@@ -39,6 +39,9 @@ struct LoadOptions {
   // (compile_memory.h: TOML descriptions and ONNX models); 0: 3/4 of the memory this process may
   // use (io::usable_memory_bytes).
   uint64_t max_memory = 0;
+  // The golden reference runs on the whole batch after the compile (`tpusim run` on the fast,
+  // stepped or rtl engine, checking its output): the memory estimate counts its values too.
+  bool golden_reference = false;
   // Where the compile is, for a progress display on another thread ("parsing", "quantizing",
   // "lowering"); null: not reported.
   std::atomic<const char*>* phase = nullptr;

@@ -150,6 +150,16 @@ Requant requant_for(double factor) {
   return {static_cast<uint16_t>(mult), static_cast<uint8_t>(shift)};
 }
 
+// (quantize.h) Whether layer L's output can be written straight into a concat's joined tensor: a concat (its
+// inputs then go there), or a dense or conv2d layer whose only op is its MatmulOp and whose stage
+// leaves the scale free (no given scale, none/relu/relu6, 8 bits). Anything else is copied in.
+bool writes_in_place(const Layer& L) {
+  if (L.scale || (L.output_bits && *L.output_bits != 8)) return false;
+  if (L.type == LayerType::concat) return true;
+  return (L.type == LayerType::dense || L.type == LayerType::conv2d) &&
+         (L.activation == Activation::none || L.activation == Activation::relu || L.activation == Activation::relu6);
+}
+
 namespace {
 
 constexpr double kQ07 = 1.0 / 127;  // sigmoid and tanh outputs, LSTM h
@@ -374,16 +384,6 @@ int Quantizer::materialize(size_t layer) {
   g_.ops.push_back(std::move(op));
   g_.op_layer.push_back(L.name);
   return tensor_of_[layer] = out;
-}
-
-// Whether layer L's output can be written straight into a concat's joined tensor: a concat (its
-// inputs then go there), or a dense or conv2d layer whose only op is its MatmulOp and whose stage
-// leaves the scale free (no given scale, none/relu/relu6, 8 bits). Anything else is copied in.
-bool writes_in_place(const Layer& L) {
-  if (L.scale || (L.output_bits && *L.output_bits != 8)) return false;
-  if (L.type == LayerType::concat) return true;
-  return (L.type == LayerType::dense || L.type == LayerType::conv2d) &&
-         (L.activation == Activation::none || L.activation == Activation::relu || L.activation == Activation::relu6);
 }
 
 // Each concat's scale, and the scale it asks of the layers it reads: from the last layer back, so

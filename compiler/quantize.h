@@ -27,6 +27,11 @@ Requant requant_for(double factor);
 // QGraph::concat_inplace), else kept as lists of their parts.
 QGraph quantize(const Model& model, bool concat_inplace = true);
 
+// Whether layer L's output can be written straight into a concat's joined tensor (when the concat
+// is its only reader and concats are written in place); anything else is copied in by an identity
+// matmul (c x c weights), which the compile's memory estimate counts (compile_memory.h).
+bool writes_in_place(const Layer& L);
+
 // Whether quantizing `model` needs a real float run even where its scales do not (a timing-only
 // compile, LoadOptions::timing_only): its automatic precision (Model::precision) cannot rule out
 // 16-bit weights for some layer from the weights alone (docs/compiler.md, "16-bit layers").

@@ -5,6 +5,9 @@
 // last one SCALE-Sim reads, rows of empty cells); strict about every number.
 #include "compiler/scalesim.h"
 
+#include "compiler/compile_memory.h"
+#include "compiler/reference.h"
+
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
@@ -276,18 +279,23 @@ Model import_scalesim(std::string_view csv, const std::string& source, const Loa
         throw InputError(fmt::format("{}:{}: the model's inputs have more than {} values", source, r.line, options.max_values));
       input_values += values;
       l.inputs = {model_input(int(m.inputs.size()))};
-      m.inputs.push_back(ModelInput{l.name + "_in", in,
-                                    options.timing_only ? std::vector<float>{}
-                                                        : generate_input(in, m.batch, m.seed, m.inputs.size()),
-                                    std::nullopt});
+      m.inputs.push_back(ModelInput{l.name + "_in", in, {}, std::nullopt});  // (generated below)
     }
     const uint64_t weights = weight_count(l, in);
     if (weights > options.max_values - parameters)
       throw InputError(fmt::format("{}:{}: the model has more than {} weights up to this layer", source, r.line, options.max_values));
     parameters += weights;
     l.seeded_weights = weights > 0;  // (not generated for a timing-only compile: Layer::seeded_weights)
-    if (!options.timing_only) l.weights = generate_weights(l, in, m.seed, i + 1);
     m.layers.push_back(std::move(l));
+  }
+  // The compile's memory, by the rule descriptions and ONNX models follow (compile_memory.h),
+  // before any input or weight is generated.
+  check_compile_memory(m, source, compile_values(m), options);
+  if (options.timing_only) return m;
+  for (size_t i = 0; i < m.inputs.size(); ++i) m.inputs[i].data = generate_input(m.inputs[i].shape, m.batch, m.seed, i);
+  for (size_t i = 0; i < m.layers.size(); ++i) {
+    Layer& l = m.layers[i];
+    l.weights = generate_weights(l, source_shape(m, l, l.inputs.at(0)), m.seed, i + 1);
   }
   return m;
 }

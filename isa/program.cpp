@@ -200,6 +200,7 @@ std::vector<WeightTileUse> tile_uses(const Program& p, uint64_t rows, uint64_t c
     throw InputError(fmt::format("meta.tile_uses: expected one [rows, cols, spans, waddr] per weight tile, got {}",
                                  it->dump().substr(0, 60)));
   const size_t n = with_addresses ? 4 : 3;
+  uses.reserve(it->size());  // (one allocation: sim::run_record_bytes counts it)
   // A tile ends after its useful box (a partial tile stored compactly; an empty one as one byte)
   // or after a whole tile; the next one starts there.
   const auto ends_at = [&](const WeightTileUse& u, uint64_t at) {
@@ -247,6 +248,7 @@ std::vector<MatmulMacs> matmul_macs(const Program& p, uint64_t rows, uint64_t co
   if (!it->is_array())
     throw InputError(fmt::format("meta.matmul_macs: expected an array of [instruction, macs], got {}",
                                  it->dump().substr(0, 60)));
+  list.reserve(it->size());  // (one allocation: sim::run_record_bytes counts it)
   for (const json& e : *it) {
     const bool copy = e.is_array() && e.size() == 3 && e[2] == "copy";
     const bool pair = e.is_array() && (e.size() == 2 || copy) && e[0].is_number_unsigned() && e[1].is_number_unsigned();
@@ -347,9 +349,59 @@ std::string check_program(const Program& p) {
   return {};
 }
 
+namespace {
+// A malloc'ed block of `n` bytes as glibc takes it: an 8-byte header, 16-byte multiples, 32 at least.
+uint64_t heap_chunk(uint64_t n) { return std::max<uint64_t>(32, (n + 8 + 15) / 16 * 16); }
+uint64_t string_heap(const std::string& s) {  // beyond the short-string buffer (15 characters)
+  return s.size() > 15 ? heap_chunk(s.capacity() + 1) : 0;
+}
+}  // namespace
+
+uint64_t json_heap_bytes(const json& v) {
+  uint64_t bytes = 0;
+  switch (v.type()) {
+    case json::value_t::object:
+      bytes = heap_chunk(sizeof(json::object_t));
+      for (const auto& [key, item] : v.get_ref<const json::object_t&>())
+        // a tree node: its links (std::_Rb_tree_node_base, 32 bytes) and the key-value pair
+        bytes += heap_chunk(32 + sizeof(json::object_t::value_type)) + string_heap(key) + json_heap_bytes(item);
+      break;
+    case json::value_t::array: {
+      const json::array_t& a = v.get_ref<const json::array_t&>();
+      bytes = heap_chunk(sizeof(json::array_t)) + (a.capacity() ? heap_chunk(a.capacity() * sizeof(json)) : 0);
+      for (const json& item : a) bytes += json_heap_bytes(item);
+      break;
+    }
+    case json::value_t::string:
+      bytes = heap_chunk(sizeof(json::string_t)) + string_heap(v.get_ref<const json::string_t&>());
+      break;
+    case json::value_t::binary:
+      bytes = heap_chunk(sizeof(json::binary_t)) + heap_chunk(v.get_binary().size());
+      break;
+    default:
+      break;  // numbers, booleans, null: inside the 16-byte value
+  }
+  return bytes;
+}
+
+std::vector<std::pair<std::string, uint64_t>> program_bytes(const Program& p) {
+  const auto mul = [](uint64_t a, uint64_t b) {
+    uint64_t r = 0;
+    return __builtin_mul_overflow(a, b, &r) ? UINT64_MAX : r;
+  };
+  uint64_t init = 0, manifest = json_heap_bytes(p.meta) + json_heap_bytes(p.arch) + string_heap(p.model);
+  for (const HostRegion& r : p.host_regions) init += r.init.size();
+  for (const Symbol& s : p.symbols) manifest += sizeof(Symbol) + string_heap(s.name);
+  return {{fmt::format("program of {} instructions", p.code.size()), mul(p.code.capacity(), sizeof(Instruction))},
+          {"weight image", p.weights.size()},
+          {"host regions' initial contents", init},
+          {"manifest", manifest}};
+}
+
 std::vector<uint8_t> write_program(const Program& p) {
   if (std::string err = check_program(p); !err.empty()) throw InputError(err);
   std::vector<uint8_t> code, init;
+  code.reserve(p.code.size() * sizeof(Word));
   for (const Instruction& inst : p.code) {
     const Word w = encode(inst);
     code.insert(code.end(), w.begin(), w.end());
@@ -363,7 +415,11 @@ std::vector<uint8_t> write_program(const Program& p) {
       {SectionType::host_init, init}};
   const size_t n = std::size(sections);
   size_t offset = align16(kHeaderBytes + n * kSectionEntryBytes);
-  std::vector<uint8_t> out(offset);
+  size_t total = offset;
+  for (const auto& section : sections) total = align16(total + section.second.size());
+  std::vector<uint8_t> out;
+  out.reserve(total);  // one allocation: growing would hold the weight image twice more, briefly
+  out.resize(offset);
   std::memcpy(out.data(), kMagic, sizeof kMagic);
   put<uint16_t>(out, 8, kVersionMajor);
   put<uint16_t>(out, 10, kVersionMinor);

@@ -126,6 +126,14 @@ std::vector<MatmulMacs> matmul_macs(const Program& p, uint64_t rows, uint64_t co
 // The entry of `list` (matmul_macs' result) for instruction `i`, or null when it has none.
 const MatmulMacs* matmul_macs_at(const std::vector<MatmulMacs>& list, uint64_t i);
 
+// The heap bytes a JSON value holds (nlohmann::json's own layout: a 16-byte value, an array's
+// vector of them, an object's tree nodes, strings beyond the short-string buffer), each allocation
+// rounded as glibc's malloc rounds it (16-byte multiples, an 8-byte header, 32 at least).
+uint64_t json_heap_bytes(const nlohmann::json& value);
+// The memory a loaded program holds, by part: its code (sizeof(Instruction) each), weight image,
+// host regions' initial contents, and its manifest (meta, arch, symbols). Saturates at 2^64 - 1.
+std::vector<std::pair<std::string, uint64_t>> program_bytes(const Program& program);
+
 // Serializes; deterministic (same Program, same bytes).
 std::vector<uint8_t> write_program(const Program& program);
 

@@ -96,6 +96,42 @@ uint64_t halt_index(const isa::Program& program) {
                                                   program.code.empty() ? 0 : program.code.size() - 1));
 }
 
+// What a run records, counted from the program up to halt (run_record_bytes).
+struct RecordCounts {
+  uint64_t instructions = 0, matmuls = 0, syncs = 0, interrupts = 0, settings = 1;  // (the reset's setting)
+  uint64_t tile_uses = 0, matmul_macs = 0;
+};
+
+RecordCounts record_counts(const isa::Program& program) {
+  RecordCounts n;
+  for (const isa::Instruction& in : program.code) {
+    ++n.instructions;
+    n.matmuls += in.opcode == isa::Opcode::matmul;
+    n.syncs += in.opcode == isa::Opcode::sync;
+    n.interrupts += in.opcode == isa::Opcode::interrupt;
+    n.settings += in.opcode == isa::Opcode::set_config;
+    if (in.opcode == isa::Opcode::halt) break;
+  }
+  const auto entries = [&](const char* key) {
+    const auto it = program.meta.find(key);
+    return it != program.meta.end() && it->is_array() ? uint64_t(it->size()) : 0;
+  };
+  n.tile_uses = entries("tile_uses");
+  n.matmul_macs = entries("matmul_macs");
+  return n;
+}
+
+// The run's record vectors reserved whole (run_record_bytes): sync_act and sync_host each to the
+// most either may take (the bytes counted are their sum's bound, syncs + 2 x ints: a sync holds
+// once; reserved pages that are never written take no memory).
+void reserve_records(Context& ctx, const RecordCounts& n) {
+  ctx.matrix_spans.reserve(2 * n.matmuls);
+  ctx.sync_act.reserve(n.syncs + n.interrupts);
+  ctx.sync_host.reserve(n.syncs + n.interrupts);
+  ctx.host_launch.reserve(n.interrupts);
+  ctx.reg_values.reserve(n.settings);
+}
+
 // The weight FIFO in program order, as the reference executor sees it: a `switch` takes the
 // next tile an earlier read_weights fetched. The machine would otherwise hand it a tile that a
 // later read_weights fetches (or wait forever), so this is checked before the run.
@@ -205,6 +241,21 @@ uint64_t tile_spans(const uint8_t* tile, uint64_t rows, uint64_t cols) {
   return spans;
 }
 
+std::vector<std::pair<std::string, uint64_t>> run_record_bytes(const isa::Program& program) {
+  const RecordCounts n = record_counts(program);
+  const auto mul = [](uint64_t a, uint64_t b) {
+    uint64_t p = 0;
+    return __builtin_mul_overflow(a, b, &p) ? UINT64_MAX : p;
+  };
+  return {{fmt::format("timeline of {} instructions", n.instructions),
+           mul(n.instructions, sizeof(InstructionTiming) + sizeof(uint32_t))},  // timeline, regs_at
+          {fmt::format("matrix spans of {} matmuls", n.matmuls), mul(2 * n.matmuls, sizeof(Span))},
+          {"issue holds", mul(n.syncs + 3 * n.interrupts, sizeof(Span))},      // sync_*, host_launch
+          {"setcfg settings", mul(n.settings, sizeof(Context::IssueRegs))},
+          {"tile and matmul records",
+           mul(n.tile_uses, sizeof(isa::WeightTileUse)) + mul(n.matmul_macs, sizeof(isa::MatmulMacs))}};
+}
+
 // One machine per process: MachineRun and simulate() refuse to start a second run on it.
 bool run_in_progress = false;
 
@@ -238,6 +289,7 @@ MachineRun::MachineRun(const isa::Program& program, const Arch& arch, const RunO
   ctx.period = sc_core::sc_time(1e6 / arch.clock_mhz, sc_core::SC_PS);
   if (ctx.period.value() == 0) ctx.period = sc_core::sc_time::from_value(1);
   m.reset(options.array);
+  reserve_records(ctx, record_counts(program));
   ctx.base = sc_core::sc_time_stamp();
   const uint64_t reach = (sc_core::sc_max_time().value() - ctx.base.value()) / ctx.period.value();
   if (reach <= 2 * Context::kHorizonMargin)

@@ -98,6 +98,16 @@ struct RunResult {
   bool operator==(const RunResult&) const = delete;
 };
 
+// The records a run keeps besides the machine's memories, on every engine (the timing engine's
+// whole footprint), from the program up to halt: each instruction's timeline entry and the
+// setcfg settings it saw (an index), the distinct settings (one per setcfg, and the reset's),
+// the matrix unit's spans (a matmul's stream and its wait for a tile: two each), issue holds
+// (a sync's wait: one; an int's drain, input wait and launch: three), and meta.tile_uses and
+// meta.matmul_macs as parsed. Each vector is reserved whole before the run (none grows by
+// doubling, leaving its old buffers behind), and `run`'s memory check counts these bytes,
+// sizeof of each record, by part (saturating at 2^64 - 1).
+std::vector<std::pair<std::string, uint64_t>> run_record_bytes(const isa::Program& program);
+
 // Simulates `program` to its halt. Throws SimError (a program error naming the instruction:
 // addresses outside a memory, a weight tile never read, a data hazard a missing sync would
 // cause, a deadlock, the cycle limit) and InputError (bad architecture).

@@ -289,7 +289,8 @@ namespace {
 // The memories a run allocates (sim::state_bytes; twice when the reference executor checks the
 // result) against --max-memory, default 3/4 of what this process may use: refused with the figures
 // before anything is allocated, instead of dying with bad_alloc.
-void check_run_memory(const RunArgs& r, const isa::Program& p, const sim::Arch& arch, sim::Engine engine) {
+void check_run_memory(const RunArgs& r, const isa::Program& p, const sim::Arch& arch, sim::Engine engine,
+                      const compiler::Compiled* compiled) {
   const uint64_t usable = io::usable_memory_bytes();
   const uint64_t limit = r.max_memory ? r.max_memory : usable / 4 * 3;
   uint64_t total = 0;
@@ -304,11 +305,20 @@ void check_run_memory(const RunArgs& r, const isa::Program& p, const sim::Arch& 
   if (engine == sim::Engine::stepped) add("systolic array registers", arch.array_rows * arch.array_cols * 8);
   const bool twice = !r.no_check && !timing;  // the reference check runs on a copy of the memories
   if (twice) total = total > UINT64_MAX / 2 ? UINT64_MAX : total * 2;
-  // Every engine: the program and one timeline entry per instruction (a paper-scale CNN at a large
-  // batch: about 600 instructions a sample, 175 bytes each).
-  const uint64_t n = p.code.size();
-  add(fmt::format("program and timeline of {} instructions", n),
-      n > UINT64_MAX / 1024 ? UINT64_MAX : n * (sizeof(isa::Instruction) + sizeof(sim::InstructionTiming)));
+  // Every engine: the program as loaded, and the records the run keeps of it (the timeline, the
+  // matrix unit's spans, ...: sim::run_record_bytes), each from the sizes of its structs (a
+  // paper-scale CNN at a large batch: about 600 instructions a sample, about 150 bytes each).
+  uint64_t program = 0;
+  for (const auto& [what, bytes] : isa::program_bytes(p)) program = std::min(UINT64_MAX - bytes, program) + bytes;
+  add(fmt::format("program of {} instructions", p.code.size()), program);
+  uint64_t records = 0;
+  for (const auto& [what, bytes] : sim::run_record_bytes(p)) records = std::min(UINT64_MAX - bytes, records) + bytes;
+  add("the run's records", records);
+  if (compiled) {  // the model compiled for it, still held (compiler::compiled_bytes)
+    uint64_t model = 0;
+    for (const auto& [what, bytes] : compiler::compiled_bytes(*compiled)) model = std::min(UINT64_MAX - bytes, model) + bytes;
+    add("the compiled model", model);
+  }
   if (total <= limit) return;
   throw InputError(fmt::format(
       "{}: the run needs about {} ({}{}), more than the {} allowed by --max-memory{}; lower the sizes{} or "
@@ -380,6 +390,7 @@ int cmd_run(const RunArgs& r) {
   if (r.output_bits) options.output_bits = static_cast<uint8_t>(r.output_bits);
   // The timing engine has no memories: its compile computes no data (LoadOptions::timing_only).
   options.timing_only = r.engine == "timing" && !r.full_compile;
+  options.golden_reference = r.engine != "timing" && !r.no_check;  // (start_golden below)
   if (options.timing_only) keep_freed_memory(true);
   // Only --labels needs the float model after the compile (the check reuses the calibration's output).
   options.release_float_parameters = r.labels.empty() && !r.layer_errors;
@@ -414,7 +425,7 @@ int cmd_run(const RunArgs& r) {
   // rtl: the stepped engine with the Verilated RTL array (tools/rtl_engine.h).
   if (rtl) opt.array = &rtl_array(arch.array_rows, arch.array_cols);
   opt.max_cycles = r.max_cycles;
-  check_run_memory(r, p, arch, opt.engine);
+  check_run_memory(r, p, arch, opt.engine, compiled ? &*compiled : nullptr);
   const std::unique_ptr<TracePlan> traces = plan_traces(r, p, arch, opt.engine);
   if (traces) opt.trace = &traces->recorder;
   sim::RunProgress progress;

@@ -93,15 +93,17 @@ case_huge_sparse_files() {
 # ---- 3. sizes within the per-value limits that would exhaust memory ----------------------------
 case_memory_estimates() {
   # UB 4 GiB + accumulators 4096 x 256 x 4 + host buffers 2 x 2048 = 4299165696 bytes, twice that
-  # with the reference executor's copy, + the program and its timeline: 8 instructions x 120 bytes
-  # (an isa::Instruction and a sim::InstructionTiming) = 960.
-  expect 2 "matmul\.s: the run needs about 8598332352 bytes \(8\.0 GiB\) \(UB \(ub_bytes\) 4294967296 bytes \(4\.0 GiB\), .*program and timeline of 8 instructions 960 bytes; the memories twice, for the reference check\), more than the 1073741824 bytes \(1\.0 GiB\) allowed by --max-memory" \
+  # with the reference executor's copy, + the program as loaded (8 instructions x 96 bytes
+  # (isa::Instruction), its 65,536-byte weight tile and manifest: 69,072 bytes, isa::program_bytes)
+  # and the run's records (sim::run_record_bytes: 488 bytes).
+  expect 2 "matmul\.s: the run needs about 8598400952 bytes \(8\.0 GiB\) \(UB \(ub_bytes\) 4294967296 bytes \(4\.0 GiB\), .*program of 8 instructions 69072 bytes, the run's records 488 bytes; the memories twice, for the reference check\), more than the 1073741824 bytes \(1\.0 GiB\) allowed by --max-memory" \
     -- "$tpusim" run "$S" --set ub_bytes=4GiB --max-memory 1GiB
-  expect 2 "needs about 4299166656 bytes .*allowed by --max-memory" \
+  expect 2 "needs about 4299235256 bytes .*allowed by --max-memory" \
     -- "$tpusim" run "$S" --set ub_bytes=4GiB --max-memory 1GiB --no-check
-  # The timing engine holds no memories, but the program and its timeline count on every engine:
-  # CNN1 at batch 32 is 19,108 instructions x 120 bytes = 2,292,960 > 2 MiB.
-  expect 2 "cnn1\.toml: the run needs about 2292960 bytes .*program and timeline of 19108 instructions.*more than the 2097152 bytes \(2\.0 MiB\) allowed by --max-memory" \
+  # The timing engine holds no memories, but the program, its records and the compiled model count
+  # on every engine: CNN1 at batch 32, 19,108 instructions: the program 2,560,480 bytes (96 each
+  # and the manifest), the records 1,023,800, the compiled model 2,235,190: 5,819,470 > 2 MiB.
+  expect 2 "cnn1\.toml: the run needs about 5819470 bytes .*program of 19108 instructions 2560480 bytes.*more than the 2097152 bytes \(2\.0 MiB\) allowed by --max-memory" \
     -- "$tpusim" run "$src/workloads/tpu-v1/cnn1.toml" --engine timing --max-memory 2MiB
   printf '[model]\nname = "wide"\nbatch = 1\ninput = [46340, 46340, 1]\n\n[[layer]]\ntype = "conv2d"\nfilters = 1\nkernel = 3\n' >wide.toml
   expect 2 "wide\.toml: compiling model wide needs about .*GiB.*more than the 1073741824 bytes \(1\.0 GiB\) allowed by --max-memory" \
@@ -113,12 +115,14 @@ case_memory_estimates() {
     -- "$tpusim" run batch.toml --max-memory 1GiB
   # An ONNX model's compile is estimated by the same rule (compiler/compile_memory.h), before its
   # batch's inputs are generated: conv_pad_stride (a 3 x 3 conv, 8 filters, stride 2, 9 x 9 x 3 in,
-  # 5 x 5 x 8 out) at batch 1000: 216 weights + 8 biases + 1000 x (243 + 200) values x 5 bytes =
-  # 2,216,120 > 2 MiB; timing-only, (224 + 1000 x 243 + 4 x (200 + 243)) x 5 = 1,224,980 > 1 MiB.
+  # 5 x 5 x 8 out) at batch 1000: 224 float parameters x 4 + quantized 216 + 8 x 4 + weight image
+  # 216 + inputs 1000 x 243 x 6 + calibration 4 x (200 + 243) x 4 + the golden reference's 1000 x
+  # 200 = 1,666,448 > 1 MiB; timing-only, 8 biases x 8 + 216 weights x 5 + inputs 1000 x 243 x 5 +
+  # calibration 7,088 = 1,223,232 > 1 MiB.
   local onnx=$src/tests/data/onnx/conv_pad_stride.onnx
-  expect 2 "conv_pad_stride\.onnx: compiling model conv_pad_stride needs about 2216120 bytes \(2\.1 MiB\) \(224 parameters and batch 1000 x 443 input and layer output values, about 5 bytes each\), more than the 2097152 bytes \(2\.0 MiB\) allowed by --max-memory" \
-    -- "$tpusim" run "$onnx" --batch 1000 --max-memory 2MiB
-  expect 2 "conv_pad_stride\.onnx: compiling model conv_pad_stride needs about 1224980 bytes \(1\.2 MiB\) \(a timing-only compile: 224 biases and weights from files, batch 1000 x 243 input values, .*more than the 1048576 bytes \(1\.0 MiB\) allowed by --max-memory" \
+  expect 2 "conv_pad_stride\.onnx: compiling model conv_pad_stride needs about 1666448 bytes \(1\.6 MiB\) \(896 for 224 float parameters, .*200000 for the golden reference's batch 1000 x 200 layer output values\), more than the 1048576 bytes \(1\.0 MiB\) allowed by --max-memory" \
+    -- "$tpusim" run "$onnx" --batch 1000 --max-memory 1MiB
+  expect 2 "conv_pad_stride\.onnx: compiling model conv_pad_stride needs about 1223232 bytes \(1\.2 MiB\) \(1144 for a timing-only compile: 224 biases and weights from files, 1215000 for batch 1000 x 243 input values, .*more than the 1048576 bytes \(1\.0 MiB\) allowed by --max-memory" \
     -- "$tpusim" run "$onnx" --batch 1000 --engine timing --max-memory 1MiB
   expect 2 "mnist_mlp\.toml: acc_entries = 1 on 'tpu-v1': the compiler needs at least 2 accumulator rows" \
     -- "$tpusim" run "$M" --set acc_entries=1

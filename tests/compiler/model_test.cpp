@@ -761,30 +761,37 @@ TEST_CASE("model: bulk seeded draws equal SeededUniform's, bit for bit") {
     }
 }
 
-// The compile's memory estimate (check_compile_memory) counts what the compile computes: a full
-// compile every parameter and every value of the whole batch, a timing-only one no data unless it
-// must calibrate (tests/CMakeLists.txt runs such a batch under a 256 MiB address-space limit).
+// The compile's memory estimate (check_compile_memory) counts what the compile holds, in bytes by
+// the sizes the code stores: a full compile its parameters (float, quantized, the weight image),
+// the batch's inputs and the calibration run's outputs; a timing-only one no data unless it must
+// calibrate (tests/CMakeLists.txt runs such a batch under a 256 MiB address-space limit).
 TEST_CASE("the compile memory estimate counts what a timing-only compile computes, not the batch's values", "[model]") {
   const std::string head = "[model]\nname = \"c\"\nbatch = 60000\ninput = [12, 12, 3]\n"
                            "[[layer]]\nname = \"c1\"\ntype = \"conv2d\"\nfilters = 16\nkernel = 3\npadding = \"same\"\n";
   LoadOptions o;
   o.max_memory = 64 << 20;
-  // Full: 432 weights + 16 biases + 60000 x (432 input + 2304 output values) = 164,160,448 values x 5.
-  REQUIRE_THROWS_WITH(parse(head, o), Contains("needs about 820802240 bytes (782.8 MiB) (448 parameters and batch 60000 "
-                                               "x 2736 input and layer output values, about 5 bytes each)"));
+  // Full: 432 weights + 16 biases = 448 floats x 4 = 1792; quantized 432 x 1 + 16 x 4 (int32) =
+  // 496; the weight image 432; the inputs 60000 x 432 x 6 (float, int8, TPU order) = 155,520,000;
+  // the calibration run over 4 samples x (2304 outputs + 432 inputs) x 4 = 43,776: 155,566,496.
+  REQUIRE_THROWS_WITH(parse(head, o), Contains("needs about 155566496 bytes (148.4 MiB) (1792 for 448 float parameters, "
+                                               "496 for their quantized weights and biases, 432 for the weight image, "
+                                               "155520000 for batch 60000 x 432 input values, 43776 for a calibration "
+                                               "run over 4 samples x 2304 layer output values)"));
   o.timing_only = true;
-  CHECK(parse(head, o).batch == 60000);  // 16 biases x 5 = 80 bytes
-  o.max_memory = 79;
-  REQUIRE_THROWS_WITH(parse(head, o), Contains("needs about 80 bytes (a timing-only compile: 16 biases and weights "
-                                               "from files, about 5 bytes each), more than the 79 bytes allowed"));
-  // An add makes it calibrate: its inputs generated for the batch (60000 x 432), the float run over
-  // calibration_samples = 4 samples (3 x 2304 outputs + 432 inputs each), c2's 2304 seeded weights
-  // (the largest layer's), 32 biases: 25,951,712 values x 5.
+  CHECK(parse(head, o).batch == 60000);  // 16 biases x 8 (float and int32) = 128 bytes
+  o.max_memory = 127;
+  REQUIRE_THROWS_WITH(parse(head, o), Contains("needs about 128 bytes (128 for a timing-only compile: 16 biases and "
+                                               "weights from files), more than the 127 bytes allowed"));
+  // An add makes it calibrate: 32 biases x 8 = 256; its inputs generated for the batch, 60000 x 432
+  // x 5 (float, int8) = 129,600,000; the float run over calibration_samples = 4 samples x (3 x 2304
+  // outputs + 432 inputs) x 4 = 117,504 and c2's 2304 seeded weights (the largest layer's) x 4 =
+  // 9,216: 129,726,976 bytes.
   const std::string adds = head + "[[layer]]\nname = \"c2\"\ntype = \"conv2d\"\nfilters = 16\nkernel = 3\n"
                                   "padding = \"same\"\n[[layer]]\nname = \"s\"\ntype = \"add\"\ninputs = [\"c1\", \"c2\"]\n";
   o.max_memory = 64 << 20;
   REQUIRE_THROWS_WITH(parse(adds, o),
-                      Contains("needs about 129758560 bytes (123.7 MiB) (a timing-only compile: 32 biases and weights from "
-                               "files, batch 60000 x 432 input values, a calibration run over 4 samples x 6912 layer "
-                               "output values and 2304 seeded weights of a layer, about 5 bytes each)"));
+                      Contains("needs about 129726976 bytes (123.7 MiB) (256 for a timing-only compile: 32 biases and "
+                               "weights from files, 129600000 for batch 60000 x 432 input values, 126720 for a "
+                               "calibration run over 4 samples x 6912 layer output values and 2304 seeded weights of a "
+                               "layer)"));
 }

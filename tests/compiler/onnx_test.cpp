@@ -493,30 +493,42 @@ TEST_CASE("onnx: the compile memory estimate counts an ONNX model as a descripti
   // one conv2d layer, 9 x 9 x 3 = 243 input and 5 x 5 x 8 = 200 output values a sample.
   LoadOptions o;
   o.batch = 1000;
-  // Full: 216 weights + 8 biases + 1000 x (243 + 200) = 443,224 values x 5 = 2,216,120 bytes.
-  o.max_memory = 2216119;
+  // Full: 224 float parameters x 4 = 896; quantized 216 + 8 x 4 (int32 biases) = 248; the weight
+  // image 216; the inputs 1000 x 243 x 6 (float, int8, TPU order) = 1,458,000; the calibration
+  // run over 4 samples x (200 outputs + 243 inputs) x 4 = 7,088: 1,466,448 bytes.
+  o.max_memory = 1466447;
   CHECK_THROWS_WITH(load_model(kDir / "conv_pad_stride.onnx", o),
                     (kDir / "conv_pad_stride.onnx").string() +
-                        ": compiling model conv_pad_stride needs about 2216120 bytes (2.1 MiB) (224 parameters and "
-                        "batch 1000 x 443 input and layer output values, about 5 bytes each), more than the 2216119 "
-                        "bytes (2.1 MiB) allowed by --max-memory; lower the batch or the layer sizes or raise "
-                        "--max-memory");
-  o.max_memory = 2216120;
+                        ": compiling model conv_pad_stride needs about 1466448 bytes (1.4 MiB) (896 for 224 float "
+                        "parameters, 248 for their quantized weights and biases, 216 for the weight image, 1458000 for "
+                        "batch 1000 x 243 input values, 7088 for a calibration run over 4 samples x 200 layer output "
+                        "values), more than the 1466447 bytes (1.4 MiB) allowed by --max-memory; lower the batch or "
+                        "the layer sizes or raise --max-memory");
+  o.max_memory = 1466448;
   const Model m = load_model(kDir / "conv_pad_stride.onnx", o);
   REQUIRE(m.batch == 1000);
   // The seeded input, generated after the check, is the one generate_input gives (as before).
   CHECK(m.inputs.at(0).data == generate_input(m.inputs.at(0).shape, 1000, m.seed, 0));
-  // Timing-only: the weights are the file's (224 held); file weights may need calibrating, so the
-  // batch's inputs (1000 x 243) and a float run over 4 samples x (200 + 243): 244,996 values x 5
-  // = 1,224,980 bytes. The inputs are then not generated (prepare_model does, to calibrate).
-  o.timing_only = true;
-  o.max_memory = 1224979;
+  // With the golden reference to follow (`run` on a data engine): + 1000 x 200 int8 outputs.
+  o.golden_reference = true;
   CHECK_THROWS_WITH(load_model(kDir / "conv_pad_stride.onnx", o),
-                    Contains("needs about 1224980 bytes (1.2 MiB) (a timing-only compile: 224 biases and weights "
-                             "from files, batch 1000 x 243 input values, a calibration run over 4 samples x 200 "
-                             "layer output values and 0 seeded weights of a layer, about 5 bytes each), more than "
-                             "the 1224979 bytes"));
-  o.max_memory = 1224980;
+                    Contains("needs about 1666448 bytes (1.6 MiB) (896 for 224 float parameters, 248 for their "
+                             "quantized weights and biases, 216 for the weight image, 1458000 for batch 1000 x 243 input "
+                             "values, 7088 for a calibration run over 4 samples x 200 layer output values, 200000 for "
+                             "the golden reference's batch 1000 x 200 layer output values)"));
+  o.golden_reference = false;
+  // Timing-only: the weights are the file's: 8 biases x 8 (float, int32) + 216 weights x 5 (float,
+  // int8) = 1,144 held; file weights may need calibrating, so the batch's inputs, 1000 x 243 x 5
+  // (float, int8) = 1,215,000, and a float run over 4 samples x (200 + 243) x 4 = 7,088: 1,223,232
+  // bytes. The inputs are then not generated (prepare_model does, to calibrate).
+  o.timing_only = true;
+  o.max_memory = 1223231;
+  CHECK_THROWS_WITH(load_model(kDir / "conv_pad_stride.onnx", o),
+                    Contains("needs about 1223232 bytes (1.2 MiB) (1144 for a timing-only compile: 224 biases and "
+                             "weights from files, 1215000 for batch 1000 x 243 input values, 7088 for a calibration run "
+                             "over 4 samples x 200 layer output values and 0 seeded weights of a layer), more than the "
+                             "1223231 bytes"));
+  o.max_memory = 1223232;
   const Model t = load_model(kDir / "conv_pad_stride.onnx", o);
   CHECK(t.inputs.at(0).seeded);
   CHECK(t.inputs.at(0).data.empty());

@@ -196,3 +196,32 @@ TEST_CASE("scalesim: a DP row is a depthwise convolution, grouped by channel") {
         else CHECK(w != 0.0f);
       }
 }
+
+// A topology's compile memory is estimated by the rule descriptions and ONNX models follow
+// (compile_memory.h), before any input or weight is generated: refused with the figures above
+// --max-memory, and the values generated after the check are the seed's as before.
+TEST_CASE("scalesim: the compile memory estimate counts a topology as a description's") {
+  // One row: 8 x 8 x 2 in, 3 x 3 kernel, 4 filters: 72 weights (no biases), 6 x 6 x 4 = 144 out.
+  const std::string csv = kHeader + "Conv1, 8, 8, 3, 3, 2, 4, 1,\n";
+  LoadOptions o;
+  o.batch = 100;
+  // 72 float weights x 4 = 288; quantized 72 x 1; the weight image 72; the inputs 100 x 128 x 6
+  // (float, int8, TPU order) = 76,800; the calibration run over 4 samples x (144 outputs + 128
+  // inputs) x 4 = 4,352: 81,584 bytes.
+  o.max_memory = 81583;
+  CHECK_THROWS_WITH(import_scalesim(csv, "t.csv", o),
+                    "t.csv: compiling model t needs about 81584 bytes (288 for 72 float parameters, 72 for "
+                    "their quantized weights and biases, 72 for the weight image, 76800 for batch 100 x 128 input "
+                    "values, 4352 for a calibration run over 4 samples x 144 layer output values), more than the 81583 "
+                    "bytes allowed by --max-memory; lower the batch or the layer sizes or raise --max-memory");
+  o.max_memory = 81584;
+  const Model m = import_scalesim(csv, "t.csv", o);
+  REQUIRE(m.inputs.size() == 1);
+  CHECK(m.inputs[0].data == generate_input(map_shape(8, 8, 2), 100, m.seed, 0));
+  REQUIRE(m.layers.size() == 1);
+  CHECK(m.layers[0].weights == generate_weights(m.layers[0], map_shape(8, 8, 2), m.seed, 1));
+  // Timing-only: nothing generated, nothing held (seeded weights, no biases): passes any limit.
+  o.timing_only = true;
+  o.max_memory = 1;
+  CHECK(import_scalesim(csv, "t.csv", o).inputs.at(0).data.empty());
+}
