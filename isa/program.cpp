@@ -384,18 +384,37 @@ uint64_t json_heap_bytes(const json& v) {
   return bytes;
 }
 
-std::vector<std::pair<std::string, uint64_t>> program_bytes(const Program& p) {
-  const auto mul = [](uint64_t a, uint64_t b) {
-    uint64_t r = 0;
-    return __builtin_mul_overflow(a, b, &r) ? UINT64_MAX : r;
-  };
-  uint64_t init = 0, manifest = json_heap_bytes(p.meta) + json_heap_bytes(p.arch) + string_heap(p.model);
+namespace {
+uint64_t saturating_mul(uint64_t a, uint64_t b) {
+  uint64_t r = 0;
+  return __builtin_mul_overflow(a, b, &r) ? UINT64_MAX : r;
+}
+uint64_t init_bytes(const Program& p) {
+  uint64_t init = 0;
   for (const HostRegion& r : p.host_regions) init += r.init.size();
+  return init;
+}
+uint64_t manifest_bytes(const Program& p) {
+  uint64_t manifest = json_heap_bytes(p.meta) + json_heap_bytes(p.arch) + string_heap(p.model);
   for (const Symbol& s : p.symbols) manifest += sizeof(Symbol) + string_heap(s.name);
-  return {{fmt::format("program of {} instructions", p.code.size()), mul(p.code.capacity(), sizeof(Instruction))},
+  return manifest;
+}
+}  // namespace
+
+std::vector<std::pair<std::string, uint64_t>> program_bytes(const Program& p) {
+  return {{fmt::format("program of {} instructions", p.code.size()), saturating_mul(p.code.capacity(), sizeof(Instruction))},
           {"weight image", p.weights.size()},
-          {"host regions' initial contents", init},
-          {"manifest", manifest}};
+          {"host regions' initial contents", init_bytes(p)},
+          {"manifest", manifest_bytes(p)}};
+}
+
+uint64_t program_file_bytes(const Program& p) {
+  // (the header, section table and alignment: under 4 KiB)
+  const uint64_t parts[] = {saturating_mul(p.code.size(), kInstructionBytes), p.weights.size(), init_bytes(p),
+                            manifest_bytes(p), 4096};
+  uint64_t bytes = 0;
+  for (uint64_t n : parts) bytes = std::min(UINT64_MAX - n, bytes) + n;
+  return bytes;
 }
 
 std::vector<uint8_t> write_program(const Program& p) {

@@ -134,6 +134,11 @@ uint64_t json_heap_bytes(const nlohmann::json& value);
 // host regions' initial contents, and its manifest (meta, arch, symbols). Saturates at 2^64 - 1.
 std::vector<std::pair<std::string, uint64_t>> program_bytes(const Program& program);
 
+// The bytes write_program allocates for `program`: its header, code words, weight image and host
+// regions' contents exactly, its manifest's text bounded by the manifest's heap bytes (a JSON
+// value's text is shorter than the nodes that hold it). Saturates at 2^64 - 1.
+uint64_t program_file_bytes(const Program& program);
+
 // Serializes; deterministic (same Program, same bytes).
 std::vector<uint8_t> write_program(const Program& program);
 

@@ -71,6 +71,7 @@ struct CompileArgs {
   uint64_t batch = 0;
   bool int8_elements = false;
   unsigned output_bits = 0;  // 8 or 16 (0: the description's)
+  uint64_t max_memory = 0;   // bytes the compile may take; 0: derived from this machine (run.cpp)
 };
 int cmd_compile(const CompileArgs& args);  // tools/run.cpp
 int cmd_arch(bool markdown, bool json);  // tools/run.cpp

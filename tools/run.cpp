@@ -330,6 +330,31 @@ void check_run_memory(const RunArgs& r, const isa::Program& p, const sim::Arch& 
       twice ? ", run with --no-check" : ""));
 }
 
+// `compile`, once lowered: the compiled model, its program and the file's bytes (serialized whole
+// before they are written) against --max-memory, as run's check counts them.
+void check_write_memory(const CompileArgs& a, const compiler::Compiled& c) {
+  const uint64_t usable = io::usable_memory_bytes();
+  const uint64_t limit = a.max_memory ? a.max_memory : usable / 4 * 3;
+  uint64_t total = 0;
+  std::string parts;
+  const auto add = [&](const std::string& what, uint64_t bytes) {
+    total = std::min(UINT64_MAX - bytes, total) + bytes;
+    parts += fmt::format("{}{} {}", parts.empty() ? "" : ", ", what, io::size_text(bytes));
+  };
+  uint64_t model = 0, program = 0;
+  for (const auto& [what, bytes] : compiler::compiled_bytes(c)) model = std::min(UINT64_MAX - bytes, model) + bytes;
+  for (const auto& [what, bytes] : isa::program_bytes(c.program)) program = std::min(UINT64_MAX - bytes, program) + bytes;
+  add("the compiled model", model);
+  add(fmt::format("program of {} instructions", c.program.code.size()), program);
+  add("the file's bytes", isa::program_file_bytes(c.program));
+  if (total <= limit) return;
+  throw InputError(fmt::format(
+      "{}: writing the program needs about {} ({}), more than the {} allowed by --max-memory{}; lower the batch or "
+      "the layer sizes or raise --max-memory",
+      a.model, io::size_text(total), parts, io::size_text(limit),
+      a.max_memory ? "" : fmt::format(" (default: 3/4 of the {} this process may use)", io::size_text(usable))));
+}
+
 // Every file `run` writes, checked against every file it reads before any work.
 void refuse_run_outputs_over_inputs(const RunArgs& r) {
   refuse_two_on_stdout(r);
@@ -518,12 +543,14 @@ int cmd_compile(const CompileArgs& a) {
   compiler::LoadOptions o = load_options(a.batch, a.input, a.calibrate, a.mapper, a.precision);
   int8_alias(o, a.int8_elements);
   if (a.output_bits) o.output_bits = static_cast<uint8_t>(a.output_bits);
+  o.max_memory = a.max_memory;
   std::atomic<const char*> phase{nullptr};
   o.phase = &phase;
   std::optional<CompileProgressLine> line;
   line.emplace(fmt::format("compile {}", fs::path(a.model).filename().string()), phase);
   const compiler::Compiled c = compiler::compile_file(a.model, arch, o);
   line.reset();
+  check_write_memory(a, c);
   isa::save_program(out, c.program);
   print_compile_summary(c, a.model, arch);
   fmt::print(stderr, "wrote {}\n", out);

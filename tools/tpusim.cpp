@@ -244,6 +244,10 @@ extern "C" int sc_main(int argc, char** argv) {
   c->add_option("--mapper", comp.mapper, tools::mapper_option_help());
   c->add_option("--batch", comp.batch, "override the description's batch size")
       ->check(tools::count_option(1, "a batch size"));
+  c->add_option("--max-memory", comp.max_memory,
+                "refuse a compile whose estimated memory (docs/limits.md) needs more bytes than this (default: 3/4 "
+                "of the memory this process may use)")
+      ->transform(tools::count_option(1, "bytes", true));
   bool arch_json = false;
   CLI::App* ar = app.add_subcommand(
       "arch", "List the architecture parameters (--markdown: docs/arch.md, --json: tpu-v1)");
