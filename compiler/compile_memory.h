@@ -24,8 +24,9 @@
 // time: the largest layer's) and run the float reference on the calibration samples.
 //
 // Not counted here: the program (its instructions, 96 bytes each, and what a run records of them,
-// about 60 more), checked by `run` once lowered (isa::program_bytes, sim::run_record_bytes); nor
-// the process itself (the executable, its libraries, SystemC: about 15 MB, docs/limits.md).
+// about 55 more), checked once lowered by `run` (isa::program_bytes, sim::run_record_bytes,
+// compiler::compiled_bytes) and by `compile` before it writes; nor the process itself (the
+// executable, its libraries, SystemC: about 16 MB, docs/limits.md).
 #pragma once
 
 #include <cstdint>
