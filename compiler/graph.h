@@ -217,15 +217,18 @@ struct MatmulOp {
   // this structure (not by their values, so a program's timing does not depend on the data).
   uint64_t groups = 1;
   // The kernel positions that are the model's taps (Layer::taps, [kernel_h][kernel_w], 1 a tap);
-  // empty: all of them. The others hold zero weights the machine reads and the model does not
-  // multiply (a dilated kernel's gaps): not in model_macs, not in the array's useful MACs.
+  // empty: all of them. The others hold zero weights the model does not multiply (a dilated
+  // kernel's gaps): not in model_macs, not in the array's useful MACs, and by this structure (not
+  // the values) the back end neither fetches nor streams their tiles (docs/compiler.md, "Kernel
+  // taps"), keeping one tile of a pass that would compute none (a GRU's b at t = 0: no tap).
   std::vector<uint8_t> taps;
   bool tap(uint64_t r, uint64_t s) const { return taps.empty() || taps[r * kernel_w + s] != 0; }
-  // The taps in kernel rows [r0, r0 + rows).
-  uint64_t taps_in_rows(uint64_t r0, uint64_t rows) const {
+  // The taps in kernel rows r0, r0 + step, ... (`rows` of them).
+  uint64_t taps_in_rows(uint64_t r0, uint64_t rows, uint64_t step = 1) const {
     if (taps.empty()) return rows * kernel_w;
     uint64_t n = 0;
-    for (uint64_t i = r0 * kernel_w; i < (r0 + rows) * kernel_w; ++i) n += taps[i] != 0;
+    for (uint64_t r = 0; r < rows; ++r)
+      for (uint64_t s = 0; s < kernel_w; ++s) n += taps[(r0 + r * step) * kernel_w + s] != 0;
     return n;
   }
   std::vector<int8_t> weights;   // [kernel_h][kernel_w][K][N]

@@ -29,7 +29,8 @@
 //
 // A sample whose tensors do not fit the UB keeps them in host memory and runs the ops that touch
 // them in bands of output rows (lower_in_bands); grouped convolutions skip the tiles their groups
-// leave all zero, identity copies the tiles off their diagonal (zero_tile).
+// leave all zero, identity copies the tiles off their diagonal (zero_tile), widened kernels the
+// positions that are none of the model's taps (computed_tiles; packed: only tap rows gathered).
 #include "compiler/lower.h"
 #include "compiler/weight_image.h"
 
@@ -367,6 +368,7 @@ class Lowering {
   double unhidden_shift(double vectors) const;
   double refetch_cycles(const MatmulOp& m, double chunks) const;
   uint64_t layer_tiles(const MatmulOp& m) const;
+  std::vector<bool> computed_tiles(const MatmulOp& m, const LaneTile& n) const;
   std::vector<PassChunk> conv_chunks(const MatmulOp& m, const std::vector<uint64_t>& cuts) const;
   void pass(size_t i, const MatmulOp& m, const LaneTile& n, const std::vector<std::vector<MatmulStep>>& steps,
             const std::vector<Segment>& segments, uint64_t acc_rows, const PooledBands* pooled = nullptr);
@@ -558,9 +560,8 @@ uint64_t overlap(uint64_t k0, uint64_t kn, uint64_t n0, uint64_t nn) {
 // m's structure (not its values: a timing-only compile, whose weights are placeholders, must skip
 // the same tiles): its K rows and N columns in different groups, or an identity copy's K channels
 // none of its columns (its ones lie on the diagonal). Such a tile adds nothing to any accumulator:
-// pass() does not compute it, and the pass's first computed tile overwrites the accumulators. Each
-// N column has a nonzero weight in some K tile (a copy's one; a group's channels), so every pass
-// computes at least one tile.
+// pass() does not compute it (nor the tiles of a kernel position that is no tap: computed_tiles),
+// and the pass's first computed tile overwrites the accumulators.
 bool zero_tile(const MatmulOp& m, uint64_t k0, uint64_t kn, uint64_t n0, uint64_t nn) {
   return group_pairs(m, k0, kn, n0, nn) == 0 || (m.copy && overlap(k0, kn, n0, nn) == 0);
 }
@@ -890,6 +891,7 @@ void Lowering::pass(size_t i, const MatmulOp& m, const LaneTile& n, const std::v
   const uint64_t base = next_block(acc_rows);
   std::vector<std::optional<TileFetch>>& memos = pass_fetches(m, n);
   std::vector<MatmulStep> split;  // (stream_split's, when it cuts)
+  const std::vector<bool> computes = computed_tiles(m, n);
   size_t t = 0, computed = 0;  // weight tiles of the pass, and those computed (not all zero)
   uint64_t k_offset = 0;        // the input's first channel among the K (inputs concatenated)
   for (size_t input = 0; input < m.inputs.size(); k_offset += g_.tensors[m.inputs[input++].tensor].shape.c) {
@@ -897,10 +899,9 @@ void Lowering::pass(size_t i, const MatmulOp& m, const LaneTile& n, const std::v
     for (uint64_t r = 0; r < m.kernel_h; ++r)
       for (uint64_t s = 0; s < m.kernel_w; ++s)
         for (const LaneTile& k : kt) {
-          // A tile whose K rows and N columns are in different groups, or an identity copy's
-          // whose K channels are none of its columns', is all zero: not computed (zero_tile).
-          const uint64_t k_first = k_offset + k.slice * lanes_ + k.first, n0 = n.slice * lanes_ + n.lane;
-          if (zero_tile(m, k_first, k.count, n0, tile_cols(m, n))) {
+          // A tile all zero by m's structure is not computed (computed_tiles).
+          const uint64_t k_first = k_offset + k.slice * lanes_ + k.first;
+          if (!computes[t]) {
             ++t;
             continue;
           }
@@ -1197,17 +1198,37 @@ double Lowering::refetch_cycles(const MatmulOp& m, double chunks) const {
   return refetch_cycles(double(pixels(m.output) * batch_) / chunks);
 }
 
-// The weight tiles one pass over all N tiles of an unpacked matmul switches in (not the ones
-// zero_tile skips).
+// The weight tiles one pass over all N tiles of an unpacked matmul switches in (computed_tiles).
 uint64_t Lowering::layer_tiles(const MatmulOp& m) const {
-  uint64_t tiles = 0, k_offset = 0;
+  uint64_t tiles = 0;
+  for (const LaneTile& n : n_tiles(m)) {
+    const std::vector<bool> c = computed_tiles(m, n);
+    tiles += uint64_t(std::count(c.begin(), c.end(), true));
+  }
+  return tiles;
+}
+
+// Which weight tiles a pass of N tile n of unpacked matmul m computes, in pass() order (input,
+// kernel position (r, s), K tile): not those all zero by m's structure, never by its values (a
+// timing-only compile has none): a tile zero_tile skips (its K rows and N columns in different
+// groups; an identity copy's off its diagonal), and every tile of a kernel position that is
+// none of the model's taps (MatmulOp::taps: a dilated kernel's gaps, a padded Conv1d's zero
+// rows). The first computed tile overwrites the accumulators; a pass that would compute none (an
+// op without taps: a GRU's b at t = 0, only its bias) computes its first tile, whose zero weights
+// clear them for the bias.
+std::vector<bool> Lowering::computed_tiles(const MatmulOp& m, const LaneTile& n) const {
+  std::vector<bool> out;
+  const uint64_t n0 = n.slice * lanes_ + n.lane, cols = tile_cols(m, n);
+  uint64_t k_offset = 0;
   for (const View& v : m.inputs) {
-    for (const LaneTile& k : k_tiles(v))
-      for (const LaneTile& n : n_tiles(m))
-        tiles += !zero_tile(m, k_offset + k.slice * lanes_ + k.first, k.count, n.slice * lanes_ + n.lane, tile_cols(m, n));
+    for (uint64_t r = 0; r < m.kernel_h; ++r)
+      for (uint64_t s = 0; s < m.kernel_w; ++s)
+        for (const LaneTile& k : k_tiles(v))
+          out.push_back(m.tap(r, s) && !zero_tile(m, k_offset + k.slice * lanes_ + k.first, k.count, n0, cols));
     k_offset += g_.tensors[v.tensor].shape.c;
   }
-  return m.kernel_h * m.kernel_w * tiles;
+  if (!out.empty() && std::none_of(out.begin(), out.end(), [](bool c) { return c; })) out[0] = true;
+  return out;
 }
 
 // Op i + 1 can stream with op i (lower_chain): both convolutions (not 1 x 1 stride-1 unpadded,
@@ -1392,7 +1413,7 @@ std::optional<Lowering::Fusion> Lowering::fusion_for(size_t i) const {
   const uint64_t bands = std::min(ps.h, (budget / line - k) / s + 1);
   if (s < k && bands < ps.h) {
     const uint64_t chunks = div_up(ps.h, bands);
-    const uint64_t tiles = m->kernel_h * m->kernel_w * k_tiles(m->inputs[0]).size() * n_tiles(*m).size();
+    const uint64_t tiles = layer_tiles(*m);
     const uint64_t extra = (chunks - 1) * (k - s) * line * tiles;
     const uint64_t pool_reads = ps.h * ps.w * batch_ * k * k * div_up(os.c, lanes_);
     if (extra > pool_reads) return std::nullopt;
@@ -1461,10 +1482,11 @@ std::optional<Packing> Lowering::packing_for(const MatmulOp& m, uint64_t batch) 
   return compiler::packing_for(g_, m, arch_, options_, batch);
 }
 
-// A packed convolution's weight tile for kernel rows r0 .. r0+kh-1 (packing.h): row (u*kh + rr)*C + c,
-// column p*N + j (P > 1) or j - n0 (P = 1, N tile n) holds W[r0+rr][u - p*stride][c][j].
+// A packed convolution's weight tile for kernel rows r0, r0 + d, .., r0 + (kh-1) d (packing.h; d =
+// pk.row_step): row (u*kh + rr)*C + c, column p*N + j (P > 1) or j - n0 (P = 1, N tile n) holds
+// W[r0 + rr d][u - p*stride][c][j].
 TileFetch Lowering::packed_tile(const MatmulOp& m, const LaneTile& n, const Packing& pk, uint64_t r0, uint64_t kh) {
-  const TileKey key{&m, {n.slice, n.lane, pk.p, pk.u, r0, kh, 0}};
+  const TileKey key{&m, {n.slice, n.lane, pk.p, pk.u, r0, kh, pk.row_step}};
   if (const auto it = packed_cache_.find(key); it != packed_cache_.end()) return it->second;
   const uint64_t C = m.k, M = arch_.array_cols, n0 = pk.p > 1 ? 0 : n.slice * lanes_ + n.lane;
   const uint64_t cols = pk.p > 1 ? m.n : tile_cols(m, n);
@@ -1476,7 +1498,7 @@ TileFetch Lowering::packed_tile(const MatmulOp& m, const LaneTile& n, const Pack
           for (uint64_t p = 0; p < pk.p; ++p) {
             if (u < p * m.stride || u - p * m.stride >= m.kernel_w) continue;
             const uint64_t s = u - p * m.stride;
-            const int8_t* w = m.weights.data() + (((r0 + rr) * m.kernel_w + s) * m.k + c) * m.n + n0;
+            const int8_t* w = m.weights.data() + (((r0 + rr * pk.row_step) * m.kernel_w + s) * m.k + c) * m.n + n0;
             std::memcpy(row + p * cols, w, cols);
           }
         }
@@ -1511,7 +1533,7 @@ TileFetch Lowering::packed_tile(const MatmulOp& m, const LaneTile& n, const Pack
     }
     return t;
   };
-  const WeightImage::Key id{1, uint64_t(m.weight_id), pk.p, pk.u, r0, kh, n0, cols, 0, 0};
+  const WeightImage::Key id{1, uint64_t(m.weight_id), pk.p, pk.u, r0, kh, n0, cols, pk.row_step, 0};
   return packed_cache_[key] = fetch_of(image_.seeded(id, fill, use));
 }
 
@@ -1542,8 +1564,10 @@ void Lowering::lower_packed(size_t i, const MatmulOp& m, const Packing& pk, uint
   for (const LaneTile& n : nts)
     for (const PackedChunk& c : chunks) {
       const uint64_t groups = c.g1 - c.g0, base = next_block((c.y1 - c.y0) * groups * B);
-      for (uint64_t r0 = 0; r0 < m.kernel_h; r0 += pk.rows) {
-        const uint64_t kh = std::min(pk.rows, m.kernel_h - r0);
+      // Row tiles of pk.rows of the kernel rows gathered (those with a tap: first_row, first_row +
+      // row_step, ...), tile j from kernel row r0.
+      for (uint64_t j0 = 0; j0 < pk.kernel_rows; j0 += pk.rows) {
+        const uint64_t kh = std::min(pk.rows, pk.kernel_rows - j0), r0 = pk.first_row + j0 * pk.row_step;
         const TileFetch waddr = packed_tile(m, n, pk, r0, kh);
         bool first = true;
         // Groups [ga, gb) of output row y, each of `pixels` pixels: one matmul.
@@ -1553,7 +1577,7 @@ void Lowering::lower_packed(size_t i, const MatmulOp& m, const Packing& pk, uint
           gather.gather_cols = (pixels - 1) * st + m.kernel_w;
           gather.gather_rows = kh;
           gather.gather_col_step = B;  // (logical rows: one pixel's samples)
-          gather.gather_row_step = in.stored_w() * B;
+          gather.gather_row_step = pk.row_step * in.stored_w() * B;
           isa::Instruction mm = isa::make_instruction(Opcode::matmul);
           mm[Field::ub] = in.stored_row(0, y * st + r0 + off, ga * P * st + off);
           mm[Field::acc] = base + ((y - c.y0) * groups + ga - c.g0) * B;
@@ -1561,13 +1585,13 @@ void Lowering::lower_packed(size_t i, const MatmulOp& m, const Packing& pk, uint
           mm[Field::repeat] = gb - ga;
           mm[Field::stride] = gb - ga > 1 ? P * st * B : 0;
           mm[Field::switch_weights] = first;
-          mm[Field::accumulate] = r0 > 0;
+          mm[Field::accumulate] = j0 > 0;
           // Useful MACs a vector: the group's pixels' windows, the model's taps of them
           // (MatmulOp::taps). The machine counts a gathering matmul's tile spans (one segment:
           // its box); a short last group uses part of them, a dilated kernel's spans hold its
           // gaps, so such a matmul gives its own figure (meta.matmul_macs).
           const uint64_t per_vector =
-              pixels * m.taps_in_rows(r0, kh) * group_pairs(m, 0, C, n.slice * lanes_ + n.first, n.count);
+              pixels * m.taps_in_rows(r0, kh, pk.row_step) * group_pairs(m, 0, C, n.slice * lanes_ + n.first, n.count);
           const isa::WeightTileUse& tu = image_.use_at(waddr.waddr);
           const uint64_t counted = gather.segments() > 1 ? tu.spans : uint64_t{tu.rows} * tu.cols;
           em_.matmul(mm, first, waddr, gather, false,
@@ -2588,8 +2612,23 @@ std::optional<Packing> packing_for(const QGraph& g, const MatmulOp& m, const sim
   if (!may_pack(g, m, arch, options)) return std::nullopt;
   const Shape& is = g.tensors[m.inputs[0].tensor].shape;
   const Shape& os = g.tensors.at(m.output.tensor).shape;
-  std::optional<Packing> pk = choose_packing({is.c, m.n, m.kernel_h, m.kernel_w, m.stride, os.h, os.w, piece}, arch,
-                                             acc_budget(os.h * os.w * piece, arch));
+  ConvShape cv{is.c, m.n, m.kernel_h, m.kernel_w, m.stride, os.h, os.w, piece};
+  // A kernel widened with zero weights (MatmulOp::taps) gathers only its kernel rows with a tap:
+  // evenly spaced (a dilated kernel's, a padded Conv1d's one), else every row from the first such
+  // row to the last; unpacked, it computes only its taps' positions (computed_tiles).
+  std::vector<uint64_t> rows;
+  for (uint64_t r = 0; r < m.kernel_h; ++r)
+    if (m.taps_in_rows(r, 1)) rows.push_back(r);
+  if (!rows.empty() && rows.size() < m.kernel_h) {
+    const uint64_t step = rows.size() > 1 ? rows[1] - rows[0] : 1;
+    bool even = true;
+    for (size_t j = 1; j < rows.size(); ++j) even = even && rows[j] - rows[j - 1] == step;
+    cv.first_row = rows.front();
+    cv.row_step = even ? step : 1;
+    cv.kh = even ? rows.size() : rows.back() - rows.front() + 1;
+  }
+  cv.positions = std::max<uint64_t>(1, m.taps_in_rows(0, m.kernel_h));
+  std::optional<Packing> pk = choose_packing(cv, arch, acc_budget(os.h * os.w * piece, arch));
   // Into a concat's joined tensor (one its writers write part of: the op's own output view says
   // so, as its writers cover its channels once each), several pixels per vector scatter each
   // pixel's N channels to one slice from the branch's first channel: not for a branch that

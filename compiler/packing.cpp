@@ -56,7 +56,7 @@ std::optional<Packing> choose_packing(const ConvShape& cv, const sim::Arch& a, u
   const uint64_t ntiles = div_up(cv.n, M), pixels = cv.oh * cv.ow;
   // No packing (compiler/lower.cpp): one tile per kernel position, one vector per pixel.
   const uint64_t plain_chunks = div_up(pixels * B, budget);
-  const uint64_t plain_tiles = cv.kh * cv.kw * ntiles;
+  const uint64_t plain_tiles = (cv.positions ? cv.positions : cv.kh * cv.kw) * ntiles;
   // Each chunk switches every tile in and streams its pixels x batch vectors on it.
   Switches plain_matrix(a);
   for (uint64_t c = 0; c < plain_chunks; ++c)
@@ -98,7 +98,7 @@ std::optional<Packing> choose_packing(const ConvShape& cv, const sim::Arch& a, u
     // Within 1% of the best estimate (rougher than that), fewer array passes win.
     const bool close = e.cycles <= best_est.cycles * 1.01 && best_est.cycles <= e.cycles * 1.01;
     if (close ? e.passes < best_est.passes : e.cycles < best_est.cycles) {
-      best = Packing{p, u, rows, tail, e.cycles};
+      best = Packing{p, u, rows, cv.first_row, cv.row_step, cv.kh, tail, e.cycles};
       best_est = e;
     }
   }
@@ -106,8 +106,14 @@ std::optional<Packing> choose_packing(const ConvShape& cv, const sim::Arch& a, u
 }
 
 std::string describe(const Packing& pk) {
-  return fmt::format("{} pixel{} per vector, {} input pixels x {} kernel rows gathered{}", pk.p,
-                     pk.p == 1 ? "" : "s", pk.u, pk.rows,
+  std::string rows;  // the taps' kernel rows, where the kernel has rows without one
+  if (pk.first_row > 0 || pk.row_step > 1) {
+    rows = " of kernel rows";
+    for (uint64_t i = 0; i < pk.kernel_rows; ++i) rows += fmt::format("{}{}", i ? ", " : " ", pk.first_row + i * pk.row_step);
+    rows += " (the taps')";
+  }
+  return fmt::format("{} pixel{} per vector, {} input pixels x {} kernel rows gathered{}{}", pk.p,
+                     pk.p == 1 ? "" : "s", pk.u, pk.rows, rows,
                      pk.tail ? fmt::format(" (each row's last group {} pixel{})", pk.tail, pk.tail == 1 ? "" : "s")
                              : std::string());
 }

@@ -13,6 +13,9 @@
 // not divide the output width, each output row's last group has fewer pixels: it gathers fewer
 // input pixels (elements are ordered u-major, so the same tile serves it with the rest zero) and
 // its act scatters fewer groups.
+// A kernel widened with zero weights (MatmulOp::taps: a dilated kernel, a padded Conv1d's) gathers
+// only the kernel rows that hold a tap: rows first_row, first_row + row_step, ... (gather_row_step
+// = row_step image rows), so its zero rows are neither in a tile nor streamed.
 //
 // The choice per layer: the cheapest of no packing and every P up to the output width (P*N
 // within array_cols, U*C within array_rows) by estimated cycles (matrix streaming, a vector every
@@ -31,15 +34,18 @@ namespace tpusim::compiler {
 
 struct ConvShape {
   uint64_t c = 0, n = 0;  // input and output channels
-  uint64_t kh = 1, kw = 1, stride = 1;
+  uint64_t kh = 1, kw = 1, stride = 1;  // kh: the kernel rows packing gathers (those with a tap)
   uint64_t oh = 1, ow = 1;  // output map
   uint64_t batch = 1;       // samples interleaved per pixel
+  uint64_t positions = 0;   // kernel positions the unpacked lowering computes (its taps; 0: kh x kw)
+  uint64_t first_row = 0, row_step = 1;  // the kernel rows gathered: first_row + i x row_step, i < kh
 };
 
 struct Packing {
   uint64_t p = 1;     // output pixels per vector
   uint64_t u = 1;     // input pixels gathered per kernel row: (p - 1) * stride + kw
   uint64_t rows = 1;  // kernel rows per weight tile (the last tile may have fewer)
+  uint64_t first_row = 0, row_step = 1, kernel_rows = 1;  // the kernel rows gathered (ConvShape)
   uint64_t tail = 0;  // pixels of each output row's last group when p does not divide ow (else 0)
   double cycles = 0;  // the estimate it was chosen by
 };

@@ -68,14 +68,15 @@ Emitted emitted(const compiler::QGraph& g, const compiler::MatmulOp& m, const Po
   const uint64_t rows = (m.output.pixels ? m.output.pixels : os.pixels()) * piece;
   const uint64_t chunks = div_up(rows, compiler::acc_budget(rows, a)), n_tiles = div_up(m.n, a.array_cols);
   if (const std::optional<compiler::Packing> pk = compiler::packing_for(g, m, a, p.mapper, piece)) {
-    const uint64_t row_tiles = div_up(m.kernel_h, pk->rows), groups = div_up(os.w, pk->p);
+    const uint64_t row_tiles = div_up(pk->kernel_rows, pk->rows), groups = div_up(os.w, pk->p);
     const uint64_t nt = pk->p > 1 ? 1 : n_tiles;
     return {double(nt * row_tiles * os.h * (pk->tail ? 2 : 1)), shared ? 0 : double(nt * row_tiles),
             double(pk->p > 1 ? os.h * groups : chunks * nt), 1};
   }
   uint64_t k_tiles = 0;  // per input (a concat's parts read one by one)
   for (const compiler::View& v : m.inputs) k_tiles += div_up(g.tensors.at(v.tensor).shape.c, a.array_rows);
-  const double t = double(m.kernel_h * m.kernel_w) * double(k_tiles) * double(n_tiles);
+  // (the kernel positions with a tap: MatmulOp::taps; the others' tiles are not computed)
+  const double t = double(std::max<uint64_t>(1, m.taps_in_rows(0, m.kernel_h))) * double(k_tiles) * double(n_tiles);
   return {t * double(chunks), shared ? 0 : t, double(chunks * n_tiles), 0};
 }
 
