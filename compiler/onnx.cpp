@@ -878,6 +878,8 @@ void Importer::pool_line(bool max) {
   }
   bool counted = !max && attr_int("count_include_pad", 0) != 0;
   if (x.padded()) {  // a Pad's zeros (value() lets a padded line through to an AveragePool only)
+    // SAME would pad the Pad's output, whose length the padding above did not use (as conv()).
+    if (ap != "NOTSET" && ap != "VALID") fail(fmt::format("auto_pad {} after a Pad is not supported", ap));
     if (!counted && (pads[0] || pads[1]))
       fail(fmt::format("pads {} with count_include_pad = 0 after a Pad: the Pad's zeros count in the average and "
                        "these would not; the machine's 1-D pool has one padding",
@@ -885,8 +887,13 @@ void Importer::pool_line(bool max) {
     pads[0] += x.pad[1], pads[1] += x.pad[3];
     counted = true;
   }
-  const auto pads_text = [&] { return ap == "NOTSET" || ap == "VALID" ? std::string("pads ") + dims_text(pads)
-                                                                : fmt::format("auto_pad {} (pads {})", ap, dims_text(pads)); };
+  const auto pads_text = [&] {
+    if (x.padded())  // the node's own pads and the Pad's before it, added
+      return fmt::format("pads {} (with the Pad before it: {} at the start, {} at the end)", dims_text(pads), x.pad[1],
+                         x.pad[3]);
+    return ap == "NOTSET" || ap == "VALID" ? std::string("pads ") + dims_text(pads)
+                                           : fmt::format("auto_pad {} (pads {})", ap, dims_text(pads));
+  };
   if (pads[0] != pads[1])
     fail(fmt::format("{}: the machine pads both ends of a line by the same amount", pads_text()));
   if (pads[0] < 0 || uint64_t(pads[0]) >= k)

@@ -22,7 +22,7 @@ namespace tpusim::gpu {
 inline nlohmann::ordered_json parse_json(const std::string& text, const std::string& where) {
   try {
     return nlohmann::ordered_json::parse(text);
-  } catch (const nlohmann::ordered_json::parse_error& e) {
+  } catch (const nlohmann::ordered_json::exception& e) {  // parse_error, and out_of_range for a number such as 1e400
     throw InputError(fmt::format("{}: invalid JSON: {}", where, e.what()));
   }
 }
@@ -69,28 +69,29 @@ inline size_t skip_value(std::string_view s, size_t i) {
     ++i;
   return i;
 }
-// The positions of the first member `key` of the object that opens at s[i] ('{'): its name's
-// opening quote and its value's first character.
+// The positions of the last member `key` of the object that opens at s[i] ('{'), the one the
+// parser keeps when a key is given twice: its name's opening quote and its value's first character.
 struct Member {
   size_t name = npos, value = npos;
 };
 inline Member find_member(std::string_view s, size_t i, std::string_view key) {
   if (i >= s.size() || s[i] != '{') return {};
+  Member found;
   i = skip_space(s, i + 1);
   while (i < s.size() && s[i] == '"') {
     const size_t name = i, after = skip_string(s, i);
-    if (after == npos) return {};
+    if (after == npos) return found;
     i = skip_space(s, after);
-    if (i >= s.size() || s[i] != ':') return {};
+    if (i >= s.size() || s[i] != ':') return found;
     const size_t value = skip_space(s, i + 1);
-    if (s.substr(name + 1, after - name - 2) == key) return {name, value};
+    if (s.substr(name + 1, after - name - 2) == key) found = {name, value};
     i = skip_value(s, value);
-    if (i == npos) return {};
+    if (i == npos) return found;
     i = skip_space(s, i);
-    if (i >= s.size() || s[i] != ',') return {};
+    if (i >= s.size() || s[i] != ',') return found;
     i = skip_space(s, i + 1);
   }
-  return {};
+  return found;
 }
 // The first character of element `n` of the array that opens at s[i] ('[').
 inline size_t find_element(std::string_view s, size_t i, size_t n) {

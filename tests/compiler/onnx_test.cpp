@@ -371,6 +371,11 @@ TEST_CASE("onnx: what the machine cannot run is refused with the node, its op ty
           "node /pool/MaxPool (MaxPool): input 0 (xp) is a Pad's output: the machine pads only inside a convolution "
           "or a 1-D average pool, so a Pad must be read by Conv nodes, or AveragePool nodes over a line [N, C, L] (it "
           "is folded into their padding)");
+  refused("bad_pool1d_pad_same",
+          "node /pool/AveragePool (AveragePool): auto_pad SAME_UPPER after a Pad is not supported");
+  refused("bad_pool1d_pad_wide",
+          "node /pool/AveragePool (AveragePool): pads [5, 5] (with the Pad before it: 4 at the start, 4 at the end): "
+          "expected 0..2 at each end for a window of 3 (a window must hold a value of the line)");
   refused("bad_pool1d_named",
           "node /pool/MaxPool (MaxPool): kernel_shape [16]: expected one window length 1..15 for a line [batch, 3, 13]");
   refused("bad_gap1d",

@@ -119,6 +119,15 @@ TEST_CASE("reference: errors name the file, the record and the key", "[reference
   CHECK(error_of("{\"device\": \"x\",\n \"results\": [\n  7]}") == "f.json:3: results[0]: expected an object, got 7");
   CHECK(error_of("[1, 2]") ==
         "f.json: expected a JSON object (reference data: workloads/gpu-reference/README.md)");
+  // A number beyond a double is the parser's out_of_range, not its parse_error: still bad input.
+  CHECK(error_of("{\"device\": \"x\", \"results\": [{\"workload\": \"a\", \"batch\": 1e400}]}")
+            .find("f.json: invalid JSON: [json.exception.out_of_range.406] number overflow") == 0);
+  // A key given twice: the parser keeps the last, and the line named is the last's (line 4).
+  CHECK(error_of("{\"device\": \"x\",\n"
+                 " \"results\": [{\"workload\": \"a\", \"batch\": 1, \"throughput\": 5}],\n"
+                 " \"results\": [{\"workload\": \"a\", \"batch\": 1, \"throughput\": 5},\n"
+                 "  {\"workload\": \"b\", \"batch\": 0, \"throughput\": 5}]}") ==
+        "f.json:4: results[1]: batch: expected an integer >= 1, got 0");
 }
 
 TEST_CASE("reference: the reference format round-trips", "[reference]") {

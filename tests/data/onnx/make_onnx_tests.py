@@ -600,6 +600,18 @@ def pools1d_pad():
          [inp("x", ["batch", 3, 13])], outp("y"), {})
     save("bad_gap1d", [helper.make_node("GlobalAveragePool", ["x"], ["y"], name="/GlobalAveragePool")],
          [inp("x", ["N", 3, 16])], outp("y"), {})
+    # auto_pad SAME after a Pad: ONNX pads the Pad's output (9 + 4 = 13: 5 windows of 5 at stride 3),
+    # which the padding folded from the Pad cannot express (it gave 4): refused, as for a Conv.
+    save("bad_pool1d_pad_same", [helper.make_node("Pad", ["x", "pads"], ["xp"], name="/Pad", mode="constant"),
+                                 helper.make_node("AveragePool", ["xp"], ["y"], name="/pool/AveragePool",
+                                                  kernel_shape=[5], strides=[3], auto_pad="SAME_UPPER",
+                                                  count_include_pad=1)],
+         [inp("x", ["N", 2, 9])], outp("y"), dict(pads=np.array([0, 0, 2, 0, 0, 2], np.int64)))
+    # A Pad wider than the window: the error names the Pad's share of the padding.
+    save("bad_pool1d_pad_wide", [helper.make_node("Pad", ["x", "pads"], ["xp"], name="/Pad", mode="constant"),
+                                 helper.make_node("AveragePool", ["xp"], ["y"], name="/pool/AveragePool",
+                                                  kernel_shape=[3], pads=[1, 1], count_include_pad=1)],
+         [inp("x", ["N", 2, 9])], outp("y"), dict(pads=np.array([0, 0, 4, 0, 0, 4], np.int64)))
 
 
 # (New models go last: the generator's draws for the earlier ones, and so their files, stay the same.)
