@@ -16,6 +16,7 @@
 #include <system_error>
 
 #include "compiler/compile.h"
+#include "compiler/compile_memory.h"
 #include "compiler/model.h"
 #include "compiler/npy.h"
 #include "isa/assembler.h"
@@ -286,73 +287,70 @@ void write_traces(const RunArgs& r, const TracePlan& plan, const sim::TraceInput
 
 namespace {
 
+// A memory check's figures: the parts, each named with its size, and their saturating sum
+// against --max-memory (default 3/4 of what this process may use).
+struct MemoryTally {
+  explicit MemoryTally(uint64_t max_memory)
+      : usable(io::usable_memory_bytes()), limit(max_memory ? max_memory : usable / 4 * 3) {}
+  void add(const std::string& what, uint64_t bytes) {
+    total = compiler::sat_add(total, bytes);
+    parts += fmt::format("{}{} {}", parts.empty() ? "" : ", ", what, io::size_text(bytes));
+  }
+  // The sum of a list of (what, bytes), as isa::program_bytes and the like give them.
+  template <typename List>
+  static uint64_t sum(const List& list) {
+    uint64_t n = 0;
+    for (const auto& [what, bytes] : list) n = compiler::sat_add(n, bytes);
+    return n;
+  }
+  bool over() const { return total > limit; }
+  std::string default_text(uint64_t max_memory) const {
+    return max_memory ? std::string()
+                      : fmt::format(" (default: 3/4 of the {} this process may use)", io::size_text(usable));
+  }
+  uint64_t usable, limit, total = 0;
+  std::string parts;
+};
+
 // The memories a run allocates (sim::state_bytes; twice when the reference executor checks the
 // result) against --max-memory, default 3/4 of what this process may use: refused with the figures
 // before anything is allocated, instead of dying with bad_alloc.
 void check_run_memory(const RunArgs& r, const isa::Program& p, const sim::Arch& arch, sim::Engine engine,
                       const compiler::Compiled* compiled) {
-  const uint64_t usable = io::usable_memory_bytes();
-  const uint64_t limit = r.max_memory ? r.max_memory : usable / 4 * 3;
-  uint64_t total = 0;
-  std::string parts;
-  const auto add = [&](const std::string& what, uint64_t bytes) {
-    total = std::min(UINT64_MAX - bytes, total) + bytes;
-    parts += fmt::format("{}{} {}", parts.empty() ? "" : ", ", what, io::size_text(bytes));
-  };
+  MemoryTally m(r.max_memory);
   const bool timing = engine == sim::Engine::timing;  // no memories: the program and its timeline only
   if (!timing)
-    for (const auto& [what, bytes] : sim::state_bytes(p, arch)) add(what, bytes);
-  if (engine == sim::Engine::stepped) add("systolic array registers", arch.array_rows * arch.array_cols * 8);
+    for (const auto& [what, bytes] : sim::state_bytes(p, arch)) m.add(what, bytes);
+  if (engine == sim::Engine::stepped) m.add("systolic array registers", arch.array_rows * arch.array_cols * 8);
   const bool twice = !r.no_check && !timing;  // the reference check runs on a copy of the memories
-  if (twice) total = total > UINT64_MAX / 2 ? UINT64_MAX : total * 2;
+  if (twice) m.total = compiler::sat_mul(m.total, 2);
   // Every engine: the program as loaded, and the records the run keeps of it (the timeline, the
   // matrix unit's spans, ...: sim::run_record_bytes), each from the sizes of its structs (a
   // paper-scale CNN at a large batch: about 600 instructions a sample, about 150 bytes each).
-  uint64_t program = 0;
-  for (const auto& [what, bytes] : isa::program_bytes(p)) program = std::min(UINT64_MAX - bytes, program) + bytes;
-  add(fmt::format("program of {} instructions", p.code.size()), program);
-  uint64_t records = 0;
-  for (const auto& [what, bytes] : sim::run_record_bytes(p)) records = std::min(UINT64_MAX - bytes, records) + bytes;
-  add("the run's records", records);
-  if (compiled) {  // the model compiled for it, still held (compiler::compiled_bytes)
-    uint64_t model = 0;
-    for (const auto& [what, bytes] : compiler::compiled_bytes(*compiled)) model = std::min(UINT64_MAX - bytes, model) + bytes;
-    add("the compiled model", model);
-  }
-  if (total <= limit) return;
+  m.add(fmt::format("program of {} instructions", p.code.size()), MemoryTally::sum(isa::program_bytes(p)));
+  m.add("the run's records", MemoryTally::sum(sim::run_record_bytes(p)));
+  if (compiled)  // the model compiled for it, still held (compiler::compiled_bytes)
+    m.add("the compiled model", MemoryTally::sum(compiler::compiled_bytes(*compiled)));
+  if (!m.over()) return;
   throw InputError(fmt::format(
       "{}: the run needs about {} ({}{}), more than the {} allowed by --max-memory{}; lower the sizes{} or "
       "raise --max-memory",
-      r.program, io::size_text(total), parts, twice ? "; the memories twice, for the reference check" : "",
-      io::size_text(limit),
-      r.max_memory ? ""
-                   : fmt::format(" (default: 3/4 of the {} this process may use)", io::size_text(usable)),
-      twice ? ", run with --no-check" : ""));
+      r.program, io::size_text(m.total), m.parts, twice ? "; the memories twice, for the reference check" : "",
+      io::size_text(m.limit), m.default_text(r.max_memory), twice ? ", run with --no-check" : ""));
 }
 
 // `compile`, once lowered: the compiled model, its program and the file's bytes (serialized whole
 // before they are written) against --max-memory, as run's check counts them.
 void check_write_memory(const CompileArgs& a, const compiler::Compiled& c) {
-  const uint64_t usable = io::usable_memory_bytes();
-  const uint64_t limit = a.max_memory ? a.max_memory : usable / 4 * 3;
-  uint64_t total = 0;
-  std::string parts;
-  const auto add = [&](const std::string& what, uint64_t bytes) {
-    total = std::min(UINT64_MAX - bytes, total) + bytes;
-    parts += fmt::format("{}{} {}", parts.empty() ? "" : ", ", what, io::size_text(bytes));
-  };
-  uint64_t model = 0, program = 0;
-  for (const auto& [what, bytes] : compiler::compiled_bytes(c)) model = std::min(UINT64_MAX - bytes, model) + bytes;
-  for (const auto& [what, bytes] : isa::program_bytes(c.program)) program = std::min(UINT64_MAX - bytes, program) + bytes;
-  add("the compiled model", model);
-  add(fmt::format("program of {} instructions", c.program.code.size()), program);
-  add("the file's bytes", isa::program_file_bytes(c.program));
-  if (total <= limit) return;
+  MemoryTally m(a.max_memory);
+  m.add("the compiled model", MemoryTally::sum(compiler::compiled_bytes(c)));
+  m.add(fmt::format("program of {} instructions", c.program.code.size()), MemoryTally::sum(isa::program_bytes(c.program)));
+  m.add("the file's bytes", isa::program_file_bytes(c.program));
+  if (!m.over()) return;
   throw InputError(fmt::format(
       "{}: writing the program needs about {} ({}), more than the {} allowed by --max-memory{}; lower the batch or "
       "the layer sizes or raise --max-memory",
-      a.model, io::size_text(total), parts, io::size_text(limit),
-      a.max_memory ? "" : fmt::format(" (default: 3/4 of the {} this process may use)", io::size_text(usable))));
+      a.model, io::size_text(m.total), m.parts, io::size_text(m.limit), m.default_text(a.max_memory)));
 }
 
 // Every file `run` writes, checked against every file it reads before any work.
