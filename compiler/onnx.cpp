@@ -18,6 +18,7 @@
 #include <map>
 #include <set>
 
+#include "compiler/compile.h"
 #include "compiler/compile_memory.h"
 #include "compiler/npy.h"
 #include "isa/error.h"
@@ -1909,6 +1910,9 @@ Model Importer::run() && {
   // prepare_model).
   CompileValues values = compile_values(m_);
   values.input_file = options_.input_file.has_value();
+  // The file's weights are read: whether a timing-only compile calibrates is known, by the rule
+  // prepare_model applies (a description's is estimated before its weight files are read).
+  if (options_.timing_only) values.may_calibrate = timing_needs_data(m_);
   check_compile_memory(m_, source_, values, options_);
   if (!options_.timing_only)
     for (size_t i = 0; i < m_.inputs.size(); ++i)

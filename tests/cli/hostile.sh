@@ -117,13 +117,15 @@ case_memory_estimates() {
   # batch's inputs are generated: conv_pad_stride (a 3 x 3 conv, 8 filters, stride 2, 9 x 9 x 3 in,
   # 5 x 5 x 8 out) at batch 1000: 224 float parameters x 4 + quantized 216 + 8 x 4 + weight image
   # 216 + inputs 1000 x 243 x 6 + calibration 4 x (200 + 243) x 4 + the golden reference's 1000 x
-  # 200 = 1,666,448 > 1 MiB; timing-only, 8 biases x 8 + 216 weights x 5 + inputs 1000 x 243 x 5 +
-  # calibration 7,088 = 1,223,232 > 1 MiB.
+  # 200 = 1,666,448 > 1 MiB. Timing-only, a model that calibrates (add_mul_softmax: 168 weights, 10
+  # inputs, 32 layer outputs) at batch 30000: 168 x 5 + inputs 30000 x 10 x 5 + calibration
+  # 4 x (32 + 10) x 4 = 1,501,512 > 1 MiB (conv_pad_stride's timing-only compile calibrates nothing:
+  # 1,144 bytes at any batch).
   local onnx=$src/tests/data/onnx/conv_pad_stride.onnx
   expect 2 "conv_pad_stride\.onnx: compiling model conv_pad_stride needs about 1666448 bytes \(1\.6 MiB\) \(896 for 224 float parameters, .*200000 for the golden reference's batch 1000 x 200 layer output values\), more than the 1048576 bytes \(1\.0 MiB\) allowed by --max-memory" \
     -- "$tpusim" run "$onnx" --batch 1000 --max-memory 1MiB
-  expect 2 "conv_pad_stride\.onnx: compiling model conv_pad_stride needs about 1223232 bytes \(1\.2 MiB\) \(1144 for a timing-only compile: 224 biases and weights from files, 1215000 for batch 1000 x 243 input values, .*more than the 1048576 bytes \(1\.0 MiB\) allowed by --max-memory" \
-    -- "$tpusim" run "$onnx" --batch 1000 --engine timing --max-memory 1MiB
+  expect 2 "add_mul_softmax\.onnx: compiling model add_mul_softmax needs about 1501512 bytes \(1\.4 MiB\) \(840 for a timing-only compile: 168 biases and weights from files, 1500000 for batch 30000 x 10 input values, .*more than the 1048576 bytes \(1\.0 MiB\) allowed by --max-memory" \
+    -- "$tpusim" run "$src/tests/data/onnx/add_mul_softmax.onnx" --batch 30000 --engine timing --max-memory 1MiB
   expect 2 "mnist_mlp\.toml: acc_entries = 1 on 'tpu-v1': the compiler needs at least 2 accumulator rows" \
     -- "$tpusim" run "$M" --set acc_entries=1
 }

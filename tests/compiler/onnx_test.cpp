@@ -523,18 +523,26 @@ TEST_CASE("onnx: the compile memory estimate counts an ONNX model as a descripti
                              "the golden reference's batch 1000 x 200 layer output values)"));
   o.golden_reference = false;
   // Timing-only: the weights are the file's: 8 biases x 8 (float, int32) + 216 weights x 5 (float,
-  // int8) = 1,144 held; file weights may need calibrating, so the batch's inputs, 1000 x 243 x 5
-  // (float, int8) = 1,215,000, and a float run over 4 samples x (200 + 243) x 4 = 7,088: 1,223,232
-  // bytes. The inputs are then not generated (prepare_model does, to calibrate).
+  // int8) = 1,144 held. A Conv and a Relu map the same at any scale (timing_needs_data is false: the
+  // file's weights are read before the estimate), so nothing is calibrated, and the batch's inputs
+  // are neither generated nor counted: 1,144 bytes at any batch.
   o.timing_only = true;
-  o.max_memory = 1223231;
+  o.max_memory = 1143;
   CHECK_THROWS_WITH(load_model(kDir / "conv_pad_stride.onnx", o),
-                    Contains("needs about 1223232 bytes (1.2 MiB) (1144 for a timing-only compile: 224 biases and "
-                             "weights from files, 1215000 for batch 1000 x 243 input values, 7088 for a calibration run "
-                             "over 4 samples x 200 layer output values and 0 seeded weights of a layer), more than the "
-                             "1223231 bytes"));
-  o.max_memory = 1223232;
+                    Contains("needs about 1144 bytes (1144 for a timing-only compile: 224 biases and weights from "
+                             "files), more than the 1143 bytes"));
+  o.max_memory = 1144;
   const Model t = load_model(kDir / "conv_pad_stride.onnx", o);
   CHECK(t.inputs.at(0).seeded);
   CHECK(t.inputs.at(0).data.empty());
+  // A model whose timing-only compile calibrates (add_mul_softmax: its scales decide the mapping)
+  // counts the batch's inputs and the calibration run: 168 weights x 5 = 840, inputs 1000 x 10 x 5
+  // (float, int8) = 50,000, a float run over 4 samples x (32 + 10) x 4 = 672: 51,512 bytes.
+  o.max_memory = 51511;
+  CHECK_THROWS_WITH(load_model(kDir / "add_mul_softmax.onnx", o),
+                    Contains("needs about 51512 bytes (840 for a timing-only compile: 168 biases and weights from "
+                             "files, 50000 for batch 1000 x 10 input values, 672 for a calibration run over 4 samples "
+                             "x 32 layer output values and 0 seeded weights of a layer), more than the 51511 bytes"));
+  o.max_memory = 51512;
+  CHECK(load_model(kDir / "add_mul_softmax.onnx", o).batch == 1000);
 }
