@@ -6,6 +6,9 @@ Usage:
                 [--slice PARAM=VALUE ...]
   plot.py report R1.json [R2.json ...] --out PREFIX
 
+PREFIX may be a folder (a trailing /, or one that exists): the files are then FOLDER/STEM-*, STEM
+the CSV's name without .csv (`report`: "report").
+
 `sweep` reads the CSV of `tpusim sweep` (or `tpusim sweep merge`) and writes, each as PNG and SVG:
   PREFIX-roofline   MACs per weight byte against TOPS: every machine's roof and ridge (each its own
                     colour and line style, all in the legend), each point in its machine's colour;
@@ -561,7 +564,20 @@ def main():
     r.add_argument("--out", required=True)
     r.add_argument("--title")
     a = p.parse_args()
+    a.out = out_prefix(a.out, os.path.splitext(os.path.basename(a.results))[0] if a.what == "sweep" else "report")
     cmd_sweep(a) if a.what == "sweep" else cmd_report(a)
+
+
+def out_prefix(out, stem):
+    """The files' prefix: `out`, or STEM in the folder `out` names (a trailing / or a folder that
+    exists: FOLDER/STEM-roofline.png, not FOLDER/-roofline.png). Its folder must exist (exit 2)."""
+    if out.endswith(os.sep) or os.path.isdir(out):
+        out = os.path.join(out, stem)
+    folder = os.path.dirname(out) or "."
+    if not os.path.isdir(folder):
+        print(f"plot.py: --out {out}: the folder {folder} does not exist", file=sys.stderr)
+        sys.exit(2)
+    return out
 
 
 if __name__ == "__main__":

@@ -35,4 +35,18 @@ done
 # tpusim sweep --plot runs the same script on the sweep's CSV.
 "$tpusim" sweep "$src/workloads/sweeps/tiny.toml" -j 2 -o "$dir/run.csv" --plot "$dir/run"
 [[ -s $dir/run-lines.png && -s $dir/run-heatmap.svg ]] || { echo "FAIL: --plot wrote no plots"; exit 1; }
+# A folder as the prefix (a trailing /, or a folder that exists): FOLDER/CSV-STEM-*, not FOLDER/-*.
+mkdir -p "$dir/plots"
+"$python" "$src/scripts/plot.py" sweep "$src/tests/sweep/data/tiny.csv" --out "$dir/plots/"
+"$python" "$src/scripts/plot.py" report "$dir/mnist_mlp.json" --out "$dir/plots"
+for f in plots/tiny-lines.png plots/tiny-roofline.svg plots/report-roofline.png; do
+  [[ -s $dir/$f ]] || { echo "FAIL: --out FOLDER: $f missing"; exit 1; }
+done
+[[ ! -e $dir/plots/-lines.png ]] || { echo "FAIL: --out FOLDER/ wrote FOLDER/-lines.png"; exit 1; }
+# A prefix in a folder that does not exist: exit 2 with the folder named, before any plot.
+set +e
+out=$("$python" "$src/scripts/plot.py" sweep "$src/tests/sweep/data/tiny.csv" --out "$dir/none/x" 2>&1)
+rc=$?
+set -e
+[[ $rc == 2 && $out == *"the folder $dir/none does not exist"* ]] || { echo "FAIL: missing folder: rc $rc: $out"; exit 1; }
 echo "all plots written"
