@@ -27,6 +27,7 @@ expect() {
   [ "$rc" = "$want" ] || fail "exit code $rc, expected $want: $*"$'\n'"$out"
   grep -Eq -- "$pattern" <<<"$out" || fail "no line matches '$pattern': $*"$'\n'"$out"
   [ ${#out} -lt 4000 ] || fail "message of ${#out} characters: $*"
+  expect_out=$out
 }
 
 # unchanged FILE...: each FILE is identical to its copy FILE.orig (made by keep).
@@ -190,13 +191,9 @@ case_numbers() {
 # ---- 6b. usage errors before any work ------------------------------------------------------
 # only CODE REGEX -- COMMAND...: the output is one line, matching REGEX (nothing compiled or run first).
 only() {
-  local want=$1 pattern=$2
+  expect "$@"
   shift 3
-  local out rc
-  out=$(timeout 20 "$@" 2>&1)
-  rc=$?
-  [ "$rc" = "$want" ] || fail "exit code $rc, expected $want: $*"$'\n'"$out"
-  [ "$(wc -l <<<"$out")" -eq 1 ] && grep -Eq -- "$pattern" <<<"$out" || fail "not the one line '$pattern': $*"$'\n'"$out"
+  [ "$(wc -l <<<"$expect_out")" -eq 1 ] || fail "not one line: $*"$'\n'"$expect_out"
 }
 # A misspelt engine, a trace option without its file, a bad window and an output that cannot be
 # written are found before a model is compiled (they were found after: seconds for a paper app).
