@@ -2,7 +2,8 @@
 # scripts/fuzz.sh [--seconds N] [--fresh] [TARGET...]
 # Builds the libFuzzer targets (tests/fuzz) with clang, ASan and UBSan into build-fuzz/, makes the
 # seed corpora and the assembler dictionary from workloads/asm/*.s and tests/fuzz/*.s, runs each target
-# (fuzz_decode, fuzz_program, fuzz_assemble, fuzz_arch, fuzz_simulate, fuzz_model, fuzz_onnx; default all) for N seconds
+# (fuzz_decode, fuzz_program, fuzz_assemble, fuzz_arch, fuzz_simulate, fuzz_model, fuzz_onnx,
+# fuzz_npy, fuzz_results, fuzz_spec; default all) for N seconds
 # (default 20). Fails when a
 # target reports a finding: the offending input is saved under build-fuzz/fuzz/artifacts/.
 # The corpus each target grows is kept in build-fuzz/fuzz/corpus/ for the next run (--fresh
@@ -18,12 +19,12 @@ while (($#)); do
     --seconds) seconds=${2:?--seconds needs a value}; shift 2 ;;
     --fresh) fresh=1; shift ;;
     -h | --help) sed -n '2,9p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 0 ;;
-    fuzz_decode | fuzz_program | fuzz_assemble | fuzz_arch | fuzz_simulate | fuzz_model | fuzz_onnx) targets+=("$1"); shift ;;
+    fuzz_decode | fuzz_program | fuzz_assemble | fuzz_arch | fuzz_simulate | fuzz_model | fuzz_onnx | fuzz_npy | fuzz_results | fuzz_spec) targets+=("$1"); shift ;;
     *) echo "fuzz.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
   esac
 done
 [[ $seconds =~ ^[0-9]+$ ]] || { echo "fuzz.sh: --seconds needs a whole number" >&2; exit 2; }
-((${#targets[@]})) || targets=(fuzz_decode fuzz_program fuzz_assemble fuzz_arch fuzz_simulate fuzz_model fuzz_onnx)
+((${#targets[@]})) || targets=(fuzz_decode fuzz_program fuzz_assemble fuzz_arch fuzz_simulate fuzz_model fuzz_onnx fuzz_npy fuzz_results fuzz_spec)
 
 BUILD=build-fuzz
 WORK="$ROOT/$BUILD/fuzz"
@@ -46,6 +47,12 @@ find "$ROOT/workloads" "$ROOT/tests/data/models" \( -name '*.toml' -o -name '*.c
 # fuzz_onnx starts from the operator test models and the trained models.
 mkdir -p "$WORK/seeds/onnx"
 find "$ROOT/tests/data/onnx" "$ROOT/workloads/trained" -name '*.onnx' -size -64k -exec cp -t "$WORK/seeds/onnx" {} + 2>/dev/null || true
+# fuzz_npy starts from the test tensors, fuzz_results from the runners' results and the reference
+# data, fuzz_spec from the sweep specs.
+mkdir -p "$WORK/seeds/npy" "$WORK/seeds/results" "$WORK/seeds/spec"
+find "$ROOT/tests/data" "$ROOT/workloads" -name '*.npy' -size -16k -exec cp -t "$WORK/seeds/npy" {} + 2>/dev/null || true
+find "$ROOT/tests/data/gpu" "$ROOT/workloads/gpu-reference" -name '*.json' -size -64k -exec cp -t "$WORK/seeds/results" {} + 2>/dev/null || true
+find "$ROOT/workloads/sweeps" "$ROOT/tests/sweep/data" -name '*.toml' -size -64k -exec cp -t "$WORK/seeds/spec" {} + 2>/dev/null || true
 ((fresh)) && rm -rf "$WORK/corpus"
 mkdir -p "$WORK/artifacts" "$WORK/logs"
 
@@ -64,6 +71,9 @@ for t in "${targets[@]}"; do
     arch) opts+=(-max_len=4096) ;;
     model) opts+=(-max_len=16384) ;;
     onnx) opts+=(-max_len=32768) ;;
+    npy) opts+=(-max_len=16384) ;;
+    results) opts+=(-max_len=65536) ;;
+    spec) opts+=(-max_len=8192) ;;
     # Two machine bytes and up to 64 instructions. No leak checks: LeakSanitizer cannot follow
     # SystemC's coroutine stacks and reports libFuzzer's own driver state as leaked (the ASan test
     # run, scripts/test.sh --asan, checks the simulator for leaks).
