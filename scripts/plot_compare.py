@@ -33,6 +33,75 @@ def label(row_or_device):
     return f"{row_or_device['device'] if 'device' in row_or_device else row_or_device['name']} ({src})"
 
 
+def place_labels(ax, items, fontsize=6, avoid=()):
+    """Writes each point's label beside it where it overlaps no other label and no marker.
+
+    items: (x, y, text, color) in data coordinates; avoid: artists (the legend) no label may cover. Labels of one color whose points lie within a
+    few pixels of each other (mlp0/1 and lstm0/1 at the same intensity and TOPS) are written once,
+    joined. Each label takes the first of a ring of offsets around its point that collides with
+    nothing drawn so far (checked on the rendered text's box), else the offset that overlaps least.
+    The layout must be final (tight_layout) before this runs."""
+    fig = ax.figure
+    fig.canvas.draw()
+    renderer = fig.canvas.get_renderer()
+    px = [ax.transData.transform((x, y)) for x, y, _, _ in items]
+    merged = []  # [x, y, [texts], color, display point]
+    for (x, y, text, color), d in zip(items, px):
+        for m in merged:
+            if m[3] == color and abs(m[4][0] - d[0]) < 4 and abs(m[4][1] - d[1]) < 4:
+                if text not in m[2]:
+                    m[2].append(text)
+                break
+        else:
+            merged.append([x, y, [text], color, d])
+    scale = fig.dpi / 72.0  # display pixels per point
+    marker_half = 4 * scale
+    markers = [(d[0] - marker_half, d[1] - marker_half, d[0] + marker_half, d[1] + marker_half) for d in px]
+    for artist in avoid:
+        b = artist.get_window_extent(renderer)
+        markers.append((b.x0, b.y0, b.x1, b.y1))
+    frame = ax.get_window_extent(renderer)
+    gap = 3
+    candidates = []
+    for ring in (1, 2, 3, 4):
+        r = gap + (ring - 1) * 7
+        candidates += [(r, 0, "left", "center"), (-r, 0, "right", "center"), (0, r, "center", "bottom"),
+                       (0, -r, "center", "top"), (r, r, "left", "bottom"), (r, -r, "left", "top"),
+                       (-r, r, "right", "bottom"), (-r, -r, "right", "top")]
+
+    def overlap(b, boxes):
+        total = 0.0
+        for x0, y0, x1, y1 in boxes:
+            w = min(b.x1, x1) - max(b.x0, x0)
+            h = min(b.y1, y1) - max(b.y0, y0)
+            if w > 0 and h > 0:
+                total += w * h
+        return total
+
+    placed = []
+    for x, y, texts, color, d in merged:
+        note = ax.annotate(", ".join(texts), (x, y), fontsize=fontsize, color=color, textcoords="offset points",
+                           xytext=(gap, 0), ha="left", va="center")
+        best = None
+        for dx, dy, ha, va in candidates:
+            note.set_position((dx, dy))
+            note.set_ha(ha)
+            note.set_va(va)
+            b = note.get_window_extent(renderer)
+            outside = (max(0, frame.x0 - b.x0) + max(0, b.x1 - frame.x1) + max(0, frame.y0 - b.y0) +
+                       max(0, b.y1 - frame.y1)) * 100
+            cost = overlap(b, placed) + overlap(b, markers) + outside
+            if best is None or cost < best[0]:
+                best = (cost, dx, dy, ha, va, (b.x0, b.y0, b.x1, b.y1))
+            if cost == 0:
+                break
+        _, dx, dy, ha, va, box = best
+        note.set_position((dx, dy))
+        note.set_ha(ha)
+        note.set_va(va)
+        placed.append(box)
+
+
 def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("data")
@@ -100,13 +169,13 @@ def main():
         ys = [min(d["peak_tops"], 2 * x * d["memory_gbps"] / 1e3) for x in grid]
         rl.plot(grid, ys, "-" if d["source"] != "published" else "--", linewidth=1.3, color=colors.get(k, "gray"),
                 label=f"roof: {d['name']} ({d['source']}): {d['peak_tops']:.3g} TOPS, {d['memory_gbps']:.3g} GB/s")
+    labels = []
     for r in rows:
         if r.get("tops") is None or r["macs_per_weight_byte"] <= 0:
             continue
         k = (r["device"], r["source"])
         rl.plot([r["macs_per_weight_byte"]], [r["tops"]], MARKERS.get(r["source"], "o"), color=colors[k])
-        rl.annotate(f"{r['workload']}/{r['batch']}", (r["macs_per_weight_byte"], r["tops"]), fontsize=6,
-                    xytext=(4, 2), textcoords="offset points", color=colors[k])
+        labels.append((r["macs_per_weight_byte"], r["tops"], f"{r['workload']}/{r['batch']}", colors[k]))
     for src, m in MARKERS.items():
         if any(r["source"] == src for r in rows):
             rl.plot([], [], m, color="black", label=f"{src} rows")
@@ -116,12 +185,14 @@ def main():
     rl.set_ylabel("TOPS (2 x the model's MACs x inferences/s)")
     rl.set_title("Roofline" + ("" if roofs else " (no device roof known)"))
     rl.grid(True, which="both", alpha=0.3)
-    rl.legend(fontsize=6, loc="lower right")
+    legend = rl.legend(fontsize=6, loc="upper center", bbox_to_anchor=(0.5, -0.12), ncol=2)
     title = f"tpusim compare: simulated {doc['arch']['name']} beside measured and published figures"
     if fixture:
         title += " - TEST FIXTURE DATA (made up, not measured)"
     fig.suptitle(title)
+    fig.set_dpi(110)
     fig.tight_layout()
+    place_labels(rl, labels, avoid=[legend])
     fig.savefig(a.png, dpi=110)
     if a.svg:
         fig.savefig(a.svg)
