@@ -247,14 +247,17 @@ Data LayerRun::conv2d() const {
 Data LayerRun::pool(bool avg) const {
   expect_inputs(1);
   const Shape& s = *in[0];
-  // Square windows, or 1 x k over a map of height 1 (a 1-D pool, ONNX's over a line), whose line
-  // may be padded by `pad` columns at each end: never the maximum; zeros in an average that
-  // counts them (count_pad), else left out of it.
-  const uint64_t kh = layer.kernel_h, kw = layer.kernel_w, st = layer.stride, pad = layer.pad;
+  // Square windows, or 1 x k over a map of height 1 (a 1-D pool, ONNX's over a line), over the
+  // input padded by pool_padding (top, left, bottom, right; less than the window on each side):
+  // never the maximum; zeros in an average that counts them (count_pad), else left out of it.
+  const uint64_t kh = layer.kernel_h, kw = layer.kernel_w, st = layer.stride;
+  const auto [pt, pl, pb, pr] = pool_padding(layer);
   const bool line = kh == 1 && s.h == 1;
-  if (kh == 0 || st == 0 || (kw != kh && !line) || (pad && (!line || pad >= kw)) || s.h < kh || s.w + 2 * pad < kw)
-    fail(fmt::format("window {} x {} (stride {}, pad {}) does not fit the {} input", kh, kw, st, pad, dims(s)));
-  const uint64_t oh = (s.h - kh) / st + 1, ow = (s.w + 2 * pad - kw) / st + 1, c = s.c;
+  const uint64_t ph = s.h + pt + pb, pw = s.w + pl + pr;
+  if (kh == 0 || st == 0 || (kw != kh && !line) || pt >= kh || pb >= kh || pl >= kw || pr >= kw || ph < kh || pw < kw)
+    fail(fmt::format("window {} x {} (stride {}, pads {} {} {} {}) does not fit the {} input", kh, kw, st, pt, pl, pb,
+                     pr, dims(s)));
+  const uint64_t oh = (ph - kh) / st + 1, ow = (pw - kw) / st + 1, c = s.c;
   expect_out(oh, ow, c);
   Data out(batch() * oh * ow * c);
   for (uint64_t img = 0; img < batch(); ++img)
@@ -263,14 +266,17 @@ Data LayerRun::pool(bool avg) const {
         for (uint64_t k = 0; k < c; ++k) {
           double v = avg ? 0.0 : -INFINITY;
           uint64_t count = 0;  // the window's values within the map
-          for (uint64_t r = 0; r < kh; ++r)
+          for (uint64_t r = 0; r < kh; ++r) {
+            const uint64_t row = oy * st + r;  // in the padded map
+            if (row < pt || row - pt >= s.h) continue;
             for (uint64_t q = 0; q < kw; ++q) {
-              const uint64_t col = ox * st + q;  // in the padded line
-              if (col < pad || col - pad >= s.w) continue;
-              const double e = (*x[0])[((img * s.h + oy * st + r) * s.w + col - pad) * c + k];
+              const uint64_t col = ox * st + q;
+              if (col < pl || col - pl >= s.w) continue;
+              const double e = (*x[0])[((img * s.h + row - pt) * s.w + col - pl) * c + k];
               v = avg ? v + e : std::max(v, e);
               ++count;
             }
+          }
           const double size = double(layer.count_pad ? kh * kw : count);
           out[((img * oh + oy) * ow + ox) * c + k] = static_cast<float>(avg ? v / size : v);
         }

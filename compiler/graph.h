@@ -11,6 +11,7 @@
 // h = w = 1; a sequence [steps, c] is h = steps, w = 1 (time step t = pixel t).
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -66,9 +67,13 @@ struct Layer {
   uint64_t stride = 1;                  // conv2d and pools, both directions
   uint64_t pad = 0;                     // conv2d zero padding, pixels on every side ("same" resolved);
                                         // a 1-D pool's (1 x k window): columns at each end of the line
-  // avg_pool over a padded line: the padding counts as zeros in each window's average (ONNX's
-  // count_include_pad = 1, PyTorch's default), or not (the sum over the line's values it holds).
-  // A max_pool's padding is never the maximum.
+  // max_pool, avg_pool over a map (a square window): the padding at its top, left, bottom and
+  // right (ONNX's pads, each side its own; every window holds a pixel of the map). A 1-D pool's
+  // is `pad` (pool_padding below gives either).
+  std::array<uint64_t, 4> pool_pads{};
+  // avg_pool over a padded line or map: the padding counts as zeros in each window's average
+  // (ONNX's count_include_pad = 1, PyTorch's default), or not (the sum over the values of the
+  // input it holds, over their number). A max_pool's padding is never the maximum.
   bool count_pad = true;
   uint64_t groups = 1;                  // conv2d channel groups: filter j reads only input channels of
                                         // group j / (units / groups); 1 = dense, c = depthwise
@@ -112,6 +117,23 @@ struct Layer {
   // empty: no value of them is computed.
   bool seeded_weights = false;
 };
+
+// A pool's padding, {top, left, bottom, right}: a 1-D pool's (1 x k window over a map of height 1)
+// `pad` columns at each end of its line, else Layer::pool_pads.
+inline std::array<uint64_t, 4> pool_padding(const Layer& l) {
+  if (l.kernel_h != l.kernel_w) return {0, l.pad, 0, l.pad};
+  return l.pool_pads;
+}
+
+// The side n of the smallest square whose n^2 pixels hold each of `values` pixels equally often
+// (n^2 a multiple of values), n <= `max_side`; 0 if there is none. The machine's average over
+// that square is then the average of the values, rounded once: how a padded average that does
+// not count its padding pools a window of fewer values than its k^2 (quantize.cpp, pool_into).
+inline uint64_t average_square(uint64_t values, uint64_t max_side) {
+  for (uint64_t n = 1; n <= max_side; ++n)
+    if (values && (n * n) % values == 0) return n;
+  return 0;
+}
 
 // A model input: a description has one ([model] input); a SCALE-Sim topology gets one for each
 // layer whose input map does not follow from the layer before it.

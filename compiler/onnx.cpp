@@ -30,6 +30,9 @@ namespace {
 
 constexpr uint64_t kMaxDim = 65535;
 constexpr uint64_t kMaxTensor = uint64_t{1} << 31;
+// The most weights a global average computed on the matrix unit may take (global_avg): 2^24, 64 MiB
+// of floats (e.g. 512 channels over 8 x 8, 64 over 64 x 64).
+constexpr uint64_t kMaxAverageWeights = uint64_t{1} << 24;
 
 // A constant: dimensions and values (any ONNX numeric type, held as double: exact for the int8,
 // int32 and shape values it holds, and for every float).
@@ -58,7 +61,7 @@ struct Value {
   bool time_major = false;
   bool chw = false;
   bool quantized = false;  // the int8 side of QuantizeLinear / QLinear* (same tensor)
-  // A map's zero padding still to apply (a Pad node's, folded into the Conv that reads it): rows
+  // A map's zero padding still to apply (a Pad node's, folded into the Conv or AveragePool that reads it): rows
   // above, columns left, rows below, columns right. The Model tensor is the unpadded map.
   std::array<int64_t, 4> pad{};
   bool padded() const { return pad != std::array<int64_t, 4>{}; }
@@ -196,13 +199,14 @@ class Importer {
     if (name.empty()) fail(fmt::format("input {} is missing", i));
     auto it = values_.find(name);
     if (it != values_.end()) {
-      if (it->second.padded() && node_->op_type() != "Conv" &&
-          !(node_->op_type() == "AveragePool" && it->second.form == Form::line))
+      if (it->second.padded() && node_->op_type() != "Conv" && node_->op_type() != "AveragePool")
         fail(fmt::format(
-            "input {} ({}) is a Pad's output: the machine pads only inside a convolution or a 1-D average pool, so a "
-            "Pad must be read by Conv nodes, or AveragePool nodes over a line [N, C, L] (it is folded into their "
-            "padding)",
-            i, name));
+            "input {} ({}) is a Pad's output: a Pad of zeros must be read by Conv or AveragePool nodes (it is "
+            "folded into their padding, zeros that count in an average){}",
+            i, name,
+            node_->op_type() == "MaxPool" ? "; a MaxPool pads by its own pads, which are never the maximum, and zeros "
+                                            "would be"
+                                          : ""));
       if (it->second.no_h && node_->op_type() != "Concat")
         fail(fmt::format(
             "input {} ({}) is the Y_h of an LSTM whose Y is read too: the machine's LSTM layer gives its sequence "
@@ -800,6 +804,13 @@ void Importer::conv(bool qlinear) {
   set_output(0, out);
 }
 
+// MaxPool and AveragePool over a map [N, C, H, W]: square windows, one stride, no dilation. Padded
+// (pads, each side its own, or auto_pad SAME) by less than the window on each side, so that every
+// window holds a pixel of the map: MaxPool's padding is never the maximum; AveragePool's counts as
+// zeros (count_include_pad = 1) or not (0: the window's sum over the pixels of the map it holds,
+// over their number); a Pad of zeros before an AveragePool (PyTorch exports AvgPool2d's default
+// count_include_pad so) joins its padding as zeros that count. The quantizer copies the map into
+// the padded one the machine's unpadded pool reads (quantize.cpp, pool_padded).
 void Importer::pool(bool max) {
   if (max)
     allow_attributes(
@@ -810,31 +821,101 @@ void Importer::pool(bool max) {
   if (x.form != Form::map) fail("its input is not a 4-D map [N, C, H, W] or a line [N, C, L]");
   if (!max) expect_quantized(x, false, 0);
   if (output_used(1)) fail("the Indices output is not supported");
+  const int64_t max_window = int64_t(isa::field_max(isa::Opcode::pool, isa::Field::window));
+  const int64_t max_stride = int64_t(isa::field_max(isa::Opcode::pool, isa::Field::pool_stride));
   const auto ks = attr_ints("kernel_shape");
   if (ks.size() != 2 || ks[0] != ks[1] || ks[0] < 1)
     fail(fmt::format("kernel_shape {}: the machine pools square windows", dims_text(ks)));
+  if (ks[0] > max_window)
+    fail(fmt::format("kernel_shape {}: the machine's pool windows are 1..{} on a side", dims_text(ks), max_window));
   const auto st = attr_ints("strides", {1, 1});
-  if (st.size() != 2 || st[0] != st[1] || st[0] < 1 || uint64_t(st[0]) > kMaxDim)
+  if (st.size() != 2 || st[0] != st[1] || st[0] < 1)
     fail(fmt::format("strides {}: the machine strides equally in both directions", dims_text(st)));
-  for (int64_t p : attr_ints("pads", {0, 0, 0, 0}))
-    if (p != 0) fail("pads are not supported: the machine pools without padding");
-  const std::string ap = attr_string("auto_pad", "NOTSET");
-  if (ap != "NOTSET" && ap != "VALID")
-    fail(fmt::format("auto_pad {}: the machine pools without padding", ap));
-  for (int64_t d : attr_ints("dilations", {1, 1}))
-    if (d != 1) fail("dilations other than 1 are not supported");
+  if (st[0] > max_stride)
+    fail(fmt::format("strides {}: the machine's pool strides are 1..{}", dims_text(st), max_stride));
+  if (max)
+    for (int64_t d : attr_ints("dilations", {1, 1}))
+      if (d != 1) fail(fmt::format("dilations {}: only 1 is supported", dims_text(attr_ints("dilations"))));
   const uint64_t k = uint64_t(ks[0]), s = uint64_t(st[0]);
-  if (k > x.shape.h || k > x.shape.w)
-    fail(fmt::format("the {} x {} window is larger than the input {}", k, k, x.shape.str()));
-  if (attr_int("ceil_mode", 0) != 0 && ((x.shape.h - k) % s || (x.shape.w - k) % s))
-    fail("ceil_mode = 1 with a partial last window is not supported");
-  Layer l = new_layer(max ? LayerType::max_pool : LayerType::avg_pool, x);
-  l.kernel_h = l.kernel_w = k;
-  l.stride = s;
-  l.out = map_shape((x.shape.h - k) / s + 1, (x.shape.w - k) / s + 1, x.shape.c);
+  std::vector<int64_t> pads = attr_ints("pads", {0, 0, 0, 0});
+  if (pads.size() != 4)
+    fail(fmt::format("pads {}: expected 4 values (top, left, bottom, right: ONNX's [y_begin, x_begin, y_end, "
+                     "x_end])",
+                     dims_text(pads)));
+  const std::string ap = attr_string("auto_pad", "NOTSET");
+  if (ap == "SAME_UPPER" || ap == "SAME_LOWER") {
+    const uint64_t sizes[2] = {x.shape.h, x.shape.w};
+    for (int a = 0; a < 2; ++a) {
+      const int64_t total =
+          std::max<int64_t>(0, int64_t(((sizes[a] + s - 1) / s - 1) * s + k) - int64_t(sizes[a]));
+      pads[size_t(a)] = ap == "SAME_UPPER" ? total / 2 : total - total / 2;
+      pads[size_t(a) + 2] = total - pads[size_t(a)];
+    }
+  } else if (ap == "VALID") {
+    pads = {0, 0, 0, 0};
+  } else if (ap != "NOTSET") {
+    fail(fmt::format("auto_pad {} is not supported", ap));
+  }
+  bool counted = !max && attr_int("count_include_pad", 0) != 0;
+  const bool own_pads = std::any_of(pads.begin(), pads.end(), [](int64_t p) { return p != 0; });
+  if (x.padded()) {  // a Pad's zeros (value() lets a padded map through to an AveragePool only)
+    // SAME would pad the Pad's output, whose size the padding above did not use (as conv()).
+    if (ap != "NOTSET" && ap != "VALID") fail(fmt::format("auto_pad {} after a Pad is not supported", ap));
+    if (!counted && own_pads)
+      fail(fmt::format("pads {} with count_include_pad = 0 after a Pad: the Pad's zeros count in the average and "
+                       "these would not; the machine's pool has one padding",
+                       dims_text(pads)));
+    for (size_t i = 0; i < 4; ++i) pads[i] += x.pad[i];
+    counted = true;
+  }
+  const auto pads_text = [&] {
+    if (x.padded())  // the node's own pads and the Pad's before it, added
+      return fmt::format("pads {} (with the Pad before it: {})", dims_text(pads),
+                         dims_text({x.pad[0], x.pad[1], x.pad[2], x.pad[3]}));
+    return ap == "NOTSET" || ap == "VALID" ? std::string("pads ") + dims_text(pads)
+                                           : fmt::format("auto_pad {} (pads {})", ap, dims_text(pads));
+  };
+  for (int64_t p : pads)
+    if (p < 0 || uint64_t(p) >= k)
+      fail(fmt::format("{}: expected 0..{} on each side for a {} x {} window (every window must hold a pixel of "
+                       "the map)",
+                       pads_text(), k - 1, k, k));
+  const uint64_t t = uint64_t(pads[0]), l = uint64_t(pads[1]), b = uint64_t(pads[2]), r = uint64_t(pads[3]);
+  const uint64_t ph = x.shape.h + t + b, pw = x.shape.w + l + r;
+  if (k > ph || k > pw)
+    fail(fmt::format("the {} x {} window is larger than the input {}{}", k, k, dims_of(x),
+                     t + l + b + r ? fmt::format(" padded by {}", dims_text(pads)) : std::string()));
+  if (attr_int("ceil_mode", 0) != 0 && ((ph - k) % s || (pw - k) % s))
+    fail(fmt::format("ceil_mode = 1 with a partial last window is not supported: the {} x {} window at stride {} "
+                     "over {}{} ({} x {}) leaves one; supported: ceil_mode = 0, or 1 where the windows fit exactly",
+                     k, k, s, dims_of(x), t + l + b + r ? fmt::format(" padded by {}", dims_text(pads)) : "", ph, pw));
+  const uint64_t oh = (ph - k) / s + 1, ow = (pw - k) / s + 1;
+  if (!max && !counted && t + l + b + r) {  // each window reaching the padding: an average of its pixels
+    const auto held = [&](uint64_t o, uint64_t before, uint64_t size) {  // a window's pixels along an axis
+      const int64_t a = int64_t(o * s) - int64_t(before);
+      return std::min(a + int64_t(k), int64_t(size)) - std::max<int64_t>(a, 0);
+    };
+    for (uint64_t oy = 0; oy < oh; ++oy)
+      for (uint64_t ox = 0; ox < ow; ++ox) {
+        const uint64_t c = uint64_t(held(oy, t, x.shape.h) * held(ox, l, x.shape.w));
+        if (c < k * k && average_square(c, uint64_t(max_window)) == 0)
+          fail(fmt::format("{} with count_include_pad = 0: output pixel ({}, {})'s window holds {} pixels of the map, "
+                           "and the machine averages them as an n x n square (n^2 a multiple of {}) of at most "
+                           "{} x {}: there is none; supported: count_include_pad = 1, or pads whose windows hold a "
+                           "number of pixels such a square holds (a 3 x 3 window padded by 1)",
+                           pads_text(), oy, ox, c, c, max_window, max_window));
+      }
+  }
+  Layer lay = new_layer(max ? LayerType::max_pool : LayerType::avg_pool, x);
+  lay.kernel_h = lay.kernel_w = k;
+  lay.stride = s;
+  lay.pool_pads = {t, l, b, r};
+  lay.count_pad = counted;
+  lay.out = map_shape(oh, ow, x.shape.c);
   Value out = x;
-  out.shape = l.out;
-  out.entry = add_layer(std::move(l));
+  out.pad = {};
+  out.shape = lay.out;
+  out.entry = add_layer(std::move(lay));
   set_output(0, out);
 }
 
@@ -905,7 +986,9 @@ void Importer::pool_line(bool max) {
     fail(fmt::format("the window of {} is longer than the line {}{}", k, dims_of(x),
                      p ? fmt::format(" padded by {} at each end", p) : std::string()));
   if (attr_int("ceil_mode", 0) != 0 && (padded - k) % s)
-    fail("ceil_mode = 1 with a partial last window is not supported");
+    fail(fmt::format("ceil_mode = 1 with a partial last window is not supported: the window of {} at stride {} over "
+                     "{}{} ({} values) leaves one; supported: ceil_mode = 0, or 1 where the windows fit exactly",
+                     k, s, dims_of(x), p ? fmt::format(" padded by {} at each end", p) : "", padded));
   Layer l = new_layer(max ? LayerType::max_pool : LayerType::avg_pool, x);
   l.kernel_h = 1;
   l.kernel_w = k;
@@ -928,27 +1011,40 @@ void Importer::global_avg_pool() {
   set_output(0, global_avg(x));
 }
 
-// The average over a square map (one window of its side) or over a line (a 1-D pool of one 1 x L
-// window: PyTorch's AdaptiveAvgPool1d(1), x.mean(2)), the line at most the pool instruction's
-// window long.
+// The average over a map or a line (GlobalAveragePool; ReduceMean over its spatial axes; PyTorch's
+// AdaptiveAvgPool1d(1), x.mean(2)): one window of the whole square map, or 1 x L of the line, where
+// the pool instruction's windows (1..15) hold it; else (a longer line, a larger or a non-square
+// map) on the matrix unit: a convolution whose kernel is the whole map, one filter per channel
+// (groups = C) of weights 1 / (H W) (int8 127 at the filter's scale 1 / (127 H W): exact), so its
+// output is the mean rounded once, at the output's calibrated scale; two stacked pools would round
+// twice, at the input's scale (docs/onnx.md, "Global averages"). It costs C x C x H x W MACs a sample
+// (the zero weights across channels included) and as many weights, at most kMaxAverageWeights.
 Value Importer::global_avg(const Value& x) {
-  Layer l = new_layer(LayerType::avg_pool, x);
-  if (x.form == Form::line) {
-    const uint64_t len = x.shape.w, max_window = isa::field_max(isa::Opcode::pool, isa::Field::window);
-    if (len > max_window)
-      fail(fmt::format("the line {} has {} values: its average is one window of {}, and the machine's pool windows "
-                       "are 1..{} (AdaptiveAvgPool1d(o) runs where L / o is at most {}: an AveragePool of that "
-                       "window)",
-                       dims_of(x), len, len, max_window, max_window));
-    l.kernel_h = 1;
-    l.kernel_w = l.stride = len;
-  } else {
-    if (x.shape.h != x.shape.w)
-      fail(fmt::format("the input {} is not square: the machine pools square windows", dims_of(x)));
-    l.kernel_h = l.kernel_w = l.stride = x.shape.h;
+  const uint64_t max_window = isa::field_max(isa::Opcode::pool, isa::Field::window);
+  const uint64_t h = x.shape.h, w = x.shape.w, c = x.shape.c;
+  const bool pooled = x.form == Form::line ? w <= max_window : h == w && h <= max_window;
+  Layer l = new_layer(pooled ? LayerType::avg_pool : LayerType::conv2d, x);
+  l.kernel_h = h;  // (a line's: 1)
+  l.kernel_w = l.stride = w;
+  if (!pooled) {
+    const uint64_t n = h * w, weights = sat_mul(n, sat_mul(c, c));
+    if (weights > kMaxAverageWeights)
+      fail(fmt::format("the average over {} is beyond the pool instruction's windows (1..{}, square) and would take "
+                       "{} weights on the matrix unit ({} x C x C); at most {}",
+                       x.form == Form::line ? fmt::format("the {} values of the line {}", w, dims_of(x))
+                                            : fmt::format("the {} x {} pixels of {}", h, w, dims_of(x)),
+                       max_window, weights, x.form == Form::line ? "L" : "H x W", kMaxAverageWeights));
+    l.units = c;
+    l.stride = 1;
+    l.groups = c;  // (held dense: zero across channels, graph.h)
+    l.use_bias = false;
+    l.weights.assign(n * c * c, 0.0f);
+    for (uint64_t p = 0; p < n; ++p)
+      for (uint64_t j = 0; j < c; ++j) l.weights[(p * c + j) * c + j] = float(1.0 / double(n));
   }
-  l.out = map_shape(1, 1, x.shape.c);
+  l.out = map_shape(1, 1, c);
   Value out = x;
+  out.pad = {};
   out.shape = l.out;
   out.entry = add_layer(std::move(l));
   return out;
@@ -980,7 +1076,7 @@ void Importer::reduce_mean() {
 }
 
 // Pad of a map's rows and columns, or of a line, with zeros: nothing of its own; the Conv (or the
-// AveragePool over a line: PyTorch's AvgPool1d with count_include_pad) that reads it pads by that
+// AveragePool: PyTorch's AvgPool1d and AvgPool2d with count_include_pad) that reads it pads by that
 // much more (Value::pad). Pads of zero (PyTorch's avg_pool2d emits one) are nothing at all.
 void Importer::pad() {
   allow_attributes({"mode", "pads", "value"});
@@ -1025,7 +1121,7 @@ void Importer::pad() {
       std::any_of(pads.begin(), pads.end(), [](int64_t p) { return p < 0 || uint64_t(p) > kMaxDim; }))
     fail(fmt::format(
         "pads {} of an input {}: only zero padding of a map's rows and columns (axes 2 and 3 of [N, C, H, W]) or "
-        "of a line (axis 2 of [N, C, L]) is supported, folded into the Conv or 1-D AveragePool that reads it",
+        "of a line (axis 2 of [N, C, L]) is supported, folded into the Conv or AveragePool that reads it",
         dims_text(pads), dims_of(x)));
   Value out = x;
   if (x.form == Form::line) out.pad = {0, before[2], 0, after[2]};  // (a line is a map of height 1)

@@ -306,6 +306,7 @@ class Quantizer {
   void dense_or_conv();
   void pool();
   void pool_into(int in, int out, const std::string& suffix);
+  void pool_padded(int in, int out, const std::string& suffix);
   void elementwise(bool mul);
   void activation();
   // What an lstm and a gru share (the rules at the top of the file, "Element width" and "16-bit
@@ -948,6 +949,7 @@ void Quantizer::pool_into(int in, int out, const std::string& suffix) {
   const Layer& L = layer();
   const auto kind = L.type == LayerType::avg_pool ? isa::PoolKind::avg : isa::PoolKind::max;
   if (L.kernel_h == L.kernel_w) {
+    if (L.pool_pads != std::array<uint64_t, 4>{}) return pool_padded(in, out, suffix);
     emit(PoolOp{View{in}, View{out}, kind, L.kernel_h, L.stride});
     return;
   }
@@ -995,6 +997,96 @@ void Quantizer::pool_into(int in, int out, const std::string& suffix) {
     emit(PoolOp{View{square}, View{mean}, kind, c, 1});
     copy(View{mean}, View{out, o, 1});
   }
+}
+
+// A 2-D pool over a map padded by pool_pads (t, l, b, r; each less than the window k) runs on
+// the machine's unpadded pool: the map is copied into the (t + H + b) x (l + W + r) map
+// "NAME.padded" by `vec` passes, one per row, and the borders filled around it; a `pool` then reads
+// that. An average's borders are zeros (x - x): the run of a row's right border and the next row's
+// left border is contiguous (one pass of r + l zeros), and so are the top rows with the first left
+// border, and the last right border with the bottom rows. A max's borders are pixels of the map that
+// every window reaching them holds, so that the maximum is the map's: with 2l <= k and 2r <= k (and
+// l, r <= W) the run between rows y and y + 1 is the r last pixels of row y and the l first of row
+// y + 1 (one pass: contiguous in the map): left border column j holds the row's pixel j, which
+// every window reaching it holds (it holds the row's columns 0 .. k - 1 - l), right border column j
+// the pixel W - r + j (every window reaching it holds columns W + r - k .. W - 1); else each border
+// pixel repeats its row's first or last pixel (one pass each). The top
+// rows then repeat the first padded row, the bottom rows the last (whole-row passes). An average
+// that does not count its padding (count_pad false) has each window that reaches a border, of
+// ch x cw < k^2 pixels of the map, written again: those pixels laid out in a row-major n x n
+// square ("NAME.edgeY_X") as many times as fill it (n the smallest side with n^2 a multiple of
+// ch x cw, average_square; the importer refuses a pool where there is none up to 15), which the
+// machine's n x n average makes their sum over ch x cw, rounded once; a pass puts it into its
+// output pixel.
+void Quantizer::pool_padded(int in, int out, const std::string& suffix) {
+  const Layer& L = layer();
+  const bool max = L.type == LayerType::max_pool;
+  const auto kind = max ? isa::PoolKind::max : isa::PoolKind::avg;
+  const Shape map = shape_of(in);  // a copy: add_tensor below may move the tensors
+  const auto [t, l, b, r] = L.pool_pads;
+  const uint64_t k = L.kernel_h, h = map.h, w = map.w, pw = l + w + r, ph = t + h + b, pixels = h * w;
+  const double scale = scale_of(in);
+  const auto copy = [&](View a, View o, isa::VecOp op = isa::VecOp::pass) {
+    VectorOp v = vector(op, a.tensor, a.tensor, o, 1.0);
+    v.a = v.b = a;
+    emit(std::move(v));
+  };
+  const int padded = add_tensor(L.name + ".padded" + suffix, map_shape(ph, pw, map.c), scale, L.name);
+  // zeros into `count` pixels of the padded map from pixel `at`, in passes of at most the map's pixels
+  const auto zeros = [&](uint64_t at, uint64_t count) {
+    for (uint64_t n; count > 0; at += n, count -= n) {
+      n = std::min(count, pixels);
+      copy(View{in, 0, n}, View{padded, at, n}, isa::VecOp::sub);
+    }
+  };
+  const bool runs = 2 * l <= k && 2 * r <= k && l <= w && r <= w;
+  for (uint64_t y = 0; y < h; ++y) {
+    const uint64_t row = (t + y) * pw;  // the padded row's first pixel
+    copy(View{in, y * w, w}, View{padded, row + l, w});
+    if (!max) {  // zeros: this row's left border (with the top rows before the first), its right one at the last
+      if (y == 0) zeros(0, t * pw + l);
+      zeros(row + l + w, y + 1 < h ? r + l : r + b * pw);
+    } else if (runs) {
+      if (y == 0 && l) copy(View{in, 0, l}, View{padded, row, l});
+      const uint64_t n = y + 1 < h ? r + l : r;  // the last r of row y, the first l of row y + 1
+      if (n) copy(View{in, y * w + w - r, n}, View{padded, row + l + w, n});
+    } else {
+      for (uint64_t j = 0; j < l; ++j) copy(View{in, y * w, 1}, View{padded, row + j, 1});
+      for (uint64_t j = 0; j < r; ++j) copy(View{in, y * w + w - 1, 1}, View{padded, row + l + w + j, 1});
+    }
+  }
+  if (max) {
+    for (uint64_t y = 0; y < t; ++y) copy(View{padded, t * pw, pw}, View{padded, y * pw, pw});
+    for (uint64_t y = t + h; y < ph; ++y) copy(View{padded, (t + h - 1) * pw, pw}, View{padded, y * pw, pw});
+  }
+  emit(PoolOp{View{padded}, View{out}, kind, k, L.stride});
+  if (max || L.count_pad) return;
+  const Shape os = shape_of(out);
+  // a window's pixels of the map along one axis: its first and their number
+  const auto span = [&](uint64_t o, uint64_t before, uint64_t size) {
+    const int64_t a = int64_t(o * L.stride) - int64_t(before);
+    const uint64_t first = uint64_t(std::max<int64_t>(a, 0));
+    return std::pair{first, std::min(uint64_t(a + int64_t(k)), size) - first};
+  };
+  for (uint64_t oy = 0; oy < os.h; ++oy)
+    for (uint64_t ox = 0; ox < os.w; ++ox) {
+      const auto [y0, ch] = span(oy, t, h);
+      const auto [x0, cw] = span(ox, l, w);
+      if (ch * cw == k * k) continue;
+      const uint64_t c = ch * cw, n = average_square(c, isa::field_max(isa::Opcode::pool, isa::Field::window));
+      if (n == 0) fail(fmt::format("no square of at most 15 pixels holds {} pixels equally often", c));
+      const std::string edge = fmt::format("{}.edge{}_{}{}", L.name, oy, ox, suffix);
+      const int square = add_tensor(edge, map_shape(n, n, map.c), scale, L.name);
+      for (uint64_t i = 0; i < ch; ++i) copy(View{in, (y0 + i) * w + x0, cw}, View{square, i * cw, cw});
+      for (uint64_t filled = c; filled < n * n;) {  // double the pattern until the square is full
+        const uint64_t m = std::min(filled, n * n - filled);
+        copy(View{square, 0, m}, View{square, filled, m});
+        filled += m;
+      }
+      const int mean = add_tensor(edge + ".avg", map_shape(1, 1, map.c), scale, L.name);
+      emit(PoolOp{View{square}, View{mean}, kind, n, 1});
+      copy(View{mean}, View{out, oy * os.w + ox, 1});
+    }
 }
 
 void Quantizer::pool() {

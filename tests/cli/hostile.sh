@@ -211,6 +211,25 @@ case_usage_before_work() {
   [ ! -e t.json ] || fail "t.json was written"
 }
 
+# ONNX operators the machine cannot run (docs/onnx.md): one line naming the file, the node, the
+# attribute and its value, and what is supported; exit 2, nothing written.
+case_onnx_refusals() {
+  local d=$src/tests/data/onnx
+  only 2 "bad_pool2d_pads\.onnx: node /pool/MaxPool \(MaxPool\): pads \[1, 3, 1, 1\]: expected 0\.\.2 on each side for a 3 x 3 window \(every window must hold a pixel of the map\)$" \
+    -- "$tpusim" compile "$d/bad_pool2d_pads.onnx" -o x.tpu
+  only 2 "bad_pool2d_count\.onnx: node /pool/AveragePool \(AveragePool\): pads \[3, 3, 3, 3\] with count_include_pad = 0: output pixel \(1, 2\)'s window holds 30 pixels of the map, .* supported: count_include_pad = 1, or pads" \
+    -- "$tpusim" compile "$d/bad_pool2d_count.onnx" -o x.tpu
+  only 2 "bad_pool2d_window\.onnx: node /pool/MaxPool \(MaxPool\): kernel_shape \[16, 16\]: the machine's pool windows are 1\.\.15 on a side$" \
+    -- "$tpusim" compile "$d/bad_pool2d_window.onnx" -o x.tpu
+  only 2 "bad_pool2d_ceil\.onnx: node /pool/MaxPool \(MaxPool\): ceil_mode = 1 with a partial last window is not supported: .*supported: ceil_mode = 0, or 1 where the windows fit exactly$" \
+    -- "$tpusim" run "$d/bad_pool2d_ceil.onnx" --engine timing
+  only 2 "bad_pad_pool\.onnx: node mp \(MaxPool\): input 0 \(p\) is a Pad's output: .*a MaxPool pads by its own pads" \
+    -- "$tpusim" compile "$d/bad_pad_pool.onnx" -o x.tpu
+  only 2 "bad_gap_big\.onnx: node /GlobalAveragePool \(GlobalAveragePool\): the average over the 16 x 16 pixels of \[N, 512, 16, 16\] .* at most 16777216$" \
+    -- "$tpusim" compile "$d/bad_gap_big.onnx" -o x.tpu
+  [ ! -e x.tpu ] || fail "x.tpu was written"
+}
+
 # ---- 7. silent wrong work -------------------------------------------------------------------
 case_program_for_another_machine() {
   expect 2 "matmul\.s: the program was compiled for a 256 x 256 array \(architecture 'tpu-v1'\), this machine's is 64 x 64" \

@@ -36,13 +36,33 @@ TEST_CASE("onnx: each operator's model runs bit-exact on every engine") {
         "global_avg", "reshape", "add_mul_softmax", "lstm", "qdq", "qlinear", "concat", "lstm_export",
         "reshape_export", "pad_reduce_mean", "lstm_stack", "lstm_last_step", "conv1d", "conv1d_seq",
         "conv_dilated", "gru", "gru_stack", "conv_dilated3", "pools1d", "pools1d_pad", "pools1d_padop",
-        "mean1d"})
+        "mean1d", "pools2d_pad", "pools2d_padop", "gap_long", "gap_rect", "gap_line"})
     SECTION(name) { check_model(load_onnx(name), square(16), true); }
 }
 
 // The whole test split (250 images) through the machine on tpu-v1: bit-exact against the golden
 // reference, the float model's top-1 as PyTorch measured it (float_accuracy.json), and the int8
 // model within the bounds: at most 1 point lost (MLP, CNN), 2 points (LSTM).
+// A timing-only compile (tpusim run --engine timing) quantizes without calibrating: the padded
+// pools' vec passes and the averages' convolutions must come out the same, and so their time.
+TEST_CASE("onnx: a timing-only compile of padded pools and long averages times them as the full one") {
+  const sim::Arch a = sim::arch_preset("tpu-v1");
+  for (const char* name : {"pools1d_pad", "pools2d_pad", "pools2d_padop", "gap_long", "gap_rect", "gap_line"})
+    SECTION(name) {
+      compiler::LoadOptions o;
+      o.batch = 3;
+      const compiler::Compiled full = compiler::compile_file(kOnnx / (std::string(name) + ".onnx"), a, o);
+      o.timing_only = true;
+      const compiler::Compiled timing = compiler::compile_file(kOnnx / (std::string(name) + ".onnx"), a, o);
+      REQUIRE(full.program.code.size() == timing.program.code.size());
+      for (size_t i = 0; i < full.program.code.size(); ++i) CHECK(full.program.code[i].opcode == timing.program.code[i].opcode);
+      const sim::RunResult rf = sim::simulate(full.program, a, {sim::Engine::timing, 0});
+      const sim::RunResult rt = sim::simulate(timing.program, a, {sim::Engine::timing, 0});
+      CHECK(rf.cycles == rt.cycles);
+      CHECK(rf.matrix == rt.matrix);
+    }
+}
+
 TEST_CASE("onnx: the trained digits models keep their accuracy in int8") {
   std::ifstream f(kTrained / "float_accuracy.json");
   const nlohmann::json torch = nlohmann::json::parse(f);

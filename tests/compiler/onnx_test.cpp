@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <catch2/catch.hpp>
+#include <array>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -71,7 +72,8 @@ TEST_CASE("onnx: every supported operator imports to a Model that computes what 
        {"gemm", "matmul_add", "matmul_seq", "conv_pad_stride", "conv_group", "conv_same_bn_clip", "pools",
         "global_avg", "reshape", "add_mul_softmax", "lstm", "qdq", "qlinear", "concat", "lstm_export",
         "reshape_export", "pad_reduce_mean", "lstm_stack", "lstm_last_step", "conv1d", "conv1d_seq", "conv_dilated", "gru", "gru_stack",
-        "conv_dilated3", "pools1d", "pools1d_pad", "pools1d_padop", "mean1d"})
+        "conv_dilated3", "pools1d", "pools1d_pad", "pools1d_padop", "mean1d", "pools2d_pad", "pools2d_padop",
+        "gap_long", "gap_rect", "gap_line"})
     check_against_onnx(name);
 }
 
@@ -268,6 +270,141 @@ TEST_CASE("onnx: layers, shapes and folding") {
     check_pool(tensor(m.layers[1].name), tensor(m.layers[2].name), 5, 2, 2, 2);
     check_pool(tensor(m.layers[2].name), tensor(m.layers[3].name), 2, 1, 1, 1);
   }
+  SECTION("padded 2-D MaxPool and AveragePool: the map copied into a padded one; windows of fewer pixels pooled again") {
+    const Model m = load_case("pools2d_pad");
+    REQUIRE(m.layers.size() == 8);  // p0, c1 (Relu fused), p1, p2, p3, p4, flatten, fc
+    const auto pool = [&](size_t i, LayerType type, uint64_t k, uint64_t s, std::array<uint64_t, 4> pads, bool counts,
+                          Shape out) {
+      INFO("layer " << i);
+      const Layer& l = m.layers[i];
+      CHECK((l.type == type && l.kernel_h == k && l.kernel_w == k && l.stride == s && l.pad == 0 &&
+             l.pool_pads == pads && l.count_pad == counts && l.out == out));
+    };
+    pool(0, LayerType::max_pool, 3, 2, {1, 1, 1, 1}, false, map_shape(5, 5, 3));  // (9 + 2 - 3) / 2 + 1
+    pool(2, LayerType::avg_pool, 3, 1, {1, 1, 1, 1}, false, map_shape(5, 5, 4));
+    pool(3, LayerType::avg_pool, 2, 1, {0, 0, 1, 1}, true, map_shape(5, 5, 4));   // (5 + 1 - 2) / 1 + 1
+    pool(4, LayerType::max_pool, 3, 2, {1, 2, 0, 2}, false, map_shape(2, 4, 4));  // (6 - 3) / 2 + 1, (9 - 3) / 2 + 1
+    pool(5, LayerType::avg_pool, 2, 2, {1, 0, 0, 1}, false, map_shape(1, 2, 4));  // (3 - 2) / 2 + 1, (5 - 2) / 2 + 1
+    const QGraph g = quantize(m);
+    std::map<std::string, std::pair<int, int>> ops;  // layer: (vec passes or subs, pools)
+    for (size_t i = 0; i < g.ops.size(); ++i) {
+      if (std::holds_alternative<VectorOp>(g.ops[i])) ++ops[g.op_layer[i]].first;
+      if (std::holds_alternative<PoolOp>(g.ops[i])) ++ops[g.op_layer[i]].second;
+    }
+    // p0 (max, 9 x 9, k 3, pads 1): 9 rows, the first left border, 9 runs (8 of a right and the next
+    // left border, the last right border), the top and bottom rows: 21 vecs, 1 pool.
+    CHECK(ops[m.layers[0].name] == std::pair{21, 1});
+    // p1 (average of the pixels, 5 x 5, k 3, pads 1): 5 rows, the zeros of the top row and first left
+    // border (1), 4 runs of 2 and the last right border with the bottom row (5): 11 vecs, 1 pool.
+    // The 16 windows reaching the padding: 4 corners of 2 x 2 pixels (2 row copies fill a 2 x 2
+    // square: 2 vecs, the pool, a pass), 6 of 2 x 3 (top, bottom) and 6 of 3 x 2 (left, right) pixels
+    // in a 6 x 6 square (2 or 3 row copies, 6 -> 12 -> 24 -> 36 doubled in 3 vecs, the pool, a
+    // pass): 4 x 3 + 6 x 6 + 6 x 7 = 90 vecs, 16 pools.
+    CHECK(ops[m.layers[2].name] == std::pair{11 + 90, 1 + 16});
+    // p2 (zeros counted, pads 0, 0, 1, 1): 5 rows, 4 runs of 1 zero, the last with the bottom row: 10.
+    CHECK(ops[m.layers[3].name] == std::pair{10, 1});
+    // p3 (max, pads 1, 2, 0, 2: 2 x 2 > 3, so each border pixel repeats its row's end): 5 rows of
+    // 1 + 2 + 2 passes, the top row: 26 vecs.
+    CHECK(ops[m.layers[4].name] == std::pair{26, 1});
+    // p4 (average of the pixels, 2 x 4, k 2, stride 2, pads 1, 0, 0, 1): 2 rows, 3 zero runs; both
+    // windows hold 1 x 2 pixels: a 2 x 2 square each (1 copy, 1 doubling, the pool, a pass).
+    CHECK(ops[m.layers[5].name] == std::pair{5 + 6, 1 + 2});
+    // The golden reference's int8 results are the padded pools of its int8 inputs, computed here
+    // with plain loops: the max of the map's pixels in the window; their sum over k^2 (zeros
+    // counted) or over their number, rounded half away from zero.
+    const auto golden = run_golden(g);
+    const auto tensor = [&](const std::string& name) {
+      for (size_t t = 0; t < g.tensors.size(); ++t)
+        if (g.tensors[t].name == name) return t;
+      FAIL("no tensor " << name);
+      return size_t{0};
+    };
+    const auto check_pool = [&](size_t in, size_t out, uint64_t k, uint64_t s, std::array<int64_t, 2> before,
+                                int how) {  // 0 max, 1 avg counted, 2 avg of the pixels
+      const Shape is = g.tensors[in].shape, os = g.tensors[out].shape;
+      CHECK(g.tensors[in].scale == g.tensors[out].scale);
+      for (uint64_t n = 0; n < g.batch; ++n)
+        for (uint64_t oy = 0; oy < os.h; ++oy)
+          for (uint64_t ox = 0; ox < os.w; ++ox)
+            for (uint64_t c = 0; c < is.c; ++c) {
+              int64_t top = -128, sum = 0, count = 0;
+              for (uint64_t r = 0; r < k; ++r)
+                for (uint64_t q = 0; q < k; ++q) {
+                  const int64_t i = int64_t(oy * s + r) - before[0], j = int64_t(ox * s + q) - before[1];
+                  if (i < 0 || j < 0 || i >= int64_t(is.h) || j >= int64_t(is.w)) continue;
+                  const int64_t v = golden[in][((n * is.h + uint64_t(i)) * is.w + uint64_t(j)) * is.c + c];
+                  top = std::max(top, v), sum += v, ++count;
+                }
+              const int64_t d = how == 1 ? int64_t(k * k) : count;
+              const int64_t q = (2 * std::abs(sum) + d) / (2 * d);
+              const int64_t want = how == 0 ? top : sum < 0 ? -q : q;
+              INFO("pool " << g.tensors[out].name << " sample " << n << " output " << oy << ", " << ox << " channel " << c);
+              CHECK(int64_t(golden[out][((n * os.h + oy) * os.w + ox) * os.c + c]) == want);
+            }
+    };
+    check_pool(size_t(g.inputs[0]), tensor(m.layers[0].name), 3, 2, {1, 1}, 0);
+    check_pool(tensor(m.layers[1].name), tensor(m.layers[2].name), 3, 1, {1, 1}, 2);
+    check_pool(tensor(m.layers[2].name), tensor(m.layers[3].name), 2, 1, {0, 0}, 1);
+    check_pool(tensor(m.layers[3].name), tensor(m.layers[4].name), 3, 2, {1, 2}, 0);
+    check_pool(tensor(m.layers[4].name), tensor(m.layers[5].name), 2, 2, {1, 0}, 2);
+  }
+  SECTION("global averages beyond the pool's 15 x 15 windows: a convolution of weights 1 / (H W) per channel") {
+    // gap_long: 18 x 18 (GlobalAveragePool after a Conv + Relu); gap_rect: 5 x 7 (ReduceMean of the
+    // input); gap_line: a line of 24 (x.mean(2) after a window-1 MaxPool).
+    struct Case {
+      const char* name;
+      int at, h, w, c;  // the average's layer, its input's height, width and channels
+    };
+    for (const Case& k : {Case{"gap_long", 1, 18, 18, 4}, Case{"gap_rect", 0, 5, 7, 2}, Case{"gap_line", 1, 1, 24, 4}}) {
+      const char* name = k.name;
+      const int at = k.at, h = k.h, w = k.w, c = k.c;
+      INFO(name);
+      const Model m = load_case(name);
+      const Layer& gap = m.layers.at(size_t(at));
+      const uint64_t n = uint64_t(h * w);
+      CHECK((gap.type == LayerType::conv2d && gap.kernel_h == uint64_t(h) && gap.kernel_w == uint64_t(w) &&
+             gap.stride == 1 && gap.pad == 0 && gap.units == uint64_t(c) && gap.groups == uint64_t(c) &&
+             !gap.use_bias && gap.activation == Activation::none && gap.out == map_shape(1, 1, uint64_t(c))));
+      REQUIRE(gap.weights.size() == n * uint64_t(c * c));
+      for (size_t i = 0; i < gap.weights.size(); ++i)  // [position][channel][filter]: 1 / n where they agree
+        CHECK(gap.weights[i] == (i / uint64_t(c) % uint64_t(c) == i % uint64_t(c) ? float(1.0 / double(n)) : 0.0f));
+      // The int8 mean: the golden reference's output against the mean of its int8 inputs at their
+      // scales, within half a step of the output's scale (one rounding) and the requantization's
+      // multiplier (16 bits: at most 127 x 2^-14 of a step more).
+      const QGraph g = quantize(m);
+      const auto golden = run_golden(g);
+      const size_t in = at == 0 ? size_t(g.inputs[0]) : [&] {
+        for (size_t t = 0; t < g.tensors.size(); ++t)
+          if (g.tensors[t].name == m.layers[size_t(at) - 1].name) return t;
+        FAIL("no input tensor");
+        return size_t{0};
+      }();
+      size_t out = 0;
+      for (size_t t = 0; t < g.tensors.size(); ++t)
+        if (g.tensors[t].name == gap.name) out = t;
+      REQUIRE(out > 0);
+      double worst = 0;
+      for (uint64_t s = 0; s < g.batch; ++s)
+        for (uint64_t j = 0; j < uint64_t(c); ++j) {
+          int64_t sum = 0;
+          for (uint64_t p = 0; p < n; ++p) sum += golden[in][(s * n + p) * uint64_t(c) + j];
+          const double exact = double(sum) * g.tensors[in].scale / double(n) / g.tensors[out].scale;
+          worst = std::max(worst, std::abs(double(golden[out][s * uint64_t(c) + j]) - exact));
+        }
+      CHECK(worst <= 0.5 + 127.0 / 16384);
+      CHECK(g.tensors[out].scale <= g.tensors[in].scale);  // the mean's range is at most the input's
+    }
+  }
+  SECTION("a Pad before an AveragePool over a map (PyTorch's AvgPool2d), auto_pad SAME on a map") {
+    const Model m = load_case("pools2d_padop");
+    REQUIRE(m.layers.size() == 3);  // a, m, the global average
+    const Layer &a = m.layers[0], &mx = m.layers[1];
+    CHECK((a.type == LayerType::avg_pool && a.kernel_h == 3 && a.stride == 2 && a.count_pad &&
+           a.pool_pads == std::array<uint64_t, 4>{1, 1, 1, 1} && a.out == map_shape(4, 4, 2)));  // (7 + 2 - 3) / 2 + 1
+    // SAME_UPPER, window 2, stride 1: one pixel of padding, after (bottom, right)
+    CHECK((mx.type == LayerType::max_pool && mx.kernel_h == 2 && mx.pool_pads == std::array<uint64_t, 4>{0, 0, 1, 1} &&
+           mx.out == map_shape(4, 4, 2)));
+  }
   SECTION("a Pad before an AveragePool over a line (PyTorch's AvgPool1d), auto_pad SAME, 1-D global averages") {
     const Model m = load_case("pools1d_padop");
     REQUIRE(m.layers.size() == 3);  // a, m, the global average
@@ -368,9 +505,9 @@ TEST_CASE("onnx: what the machine cannot run is refused with the node, its op ty
           "node /pool/AveragePool (AveragePool): pads [1, 1] with count_include_pad = 0 after a Pad: the Pad's zeros "
           "count in the average and these would not; the machine's 1-D pool has one padding");
   refused("bad_pool1d_pad_max",
-          "node /pool/MaxPool (MaxPool): input 0 (xp) is a Pad's output: the machine pads only inside a convolution "
-          "or a 1-D average pool, so a Pad must be read by Conv nodes, or AveragePool nodes over a line [N, C, L] (it "
-          "is folded into their padding)");
+          "node /pool/MaxPool (MaxPool): input 0 (xp) is a Pad's output: a Pad of zeros must be read by Conv or "
+          "AveragePool nodes (it is folded into their padding, zeros that count in an average); a MaxPool pads by its "
+          "own pads, which are never the maximum, and zeros would be");
   refused("bad_pool1d_pad_same",
           "node /pool/AveragePool (AveragePool): auto_pad SAME_UPPER after a Pad is not supported");
   refused("bad_pool1d_pad_wide",
@@ -378,17 +515,19 @@ TEST_CASE("onnx: what the machine cannot run is refused with the node, its op ty
           "expected 0..2 at each end for a window of 3 (a window must hold a value of the line)");
   refused("bad_pool1d_named",
           "node /pool/MaxPool (MaxPool): kernel_shape [16]: expected one window length 1..15 for a line [batch, 3, 13]");
-  refused("bad_gap1d",
-          "node /GlobalAveragePool (GlobalAveragePool): the line [N, 3, 16] has 16 values: its average is one window "
-          "of 16, and the machine's pool windows are 1..15 (AdaptiveAvgPool1d(o) runs where L / o is at most 15: an "
-          "AveragePool of that window)");
+  refused("bad_gap_big",
+          "node /GlobalAveragePool (GlobalAveragePool): the average over the 16 x 16 pixels of [N, 512, 16, 16] is "
+          "beyond the pool instruction's windows (1..15, square) and would take 67108864 weights on the matrix unit "
+          "(H x W x C x C); at most 16777216");
   refused("bad_pool1d_window",
           "node /pool/MaxPool (MaxPool): kernel_shape [16]: expected one window length 1..15 for a line [N, 3, 13]");
   refused("bad_pool1d_dims", "node /pool/AveragePool (AveragePool): kernel_shape [2, 2]: expected one window length "
                              "1..15 for a line [N, 3, 13]");
   refused("bad_pool1d_dilation", "node /pool/MaxPool (MaxPool): dilations [2]: only 1 is supported");
   refused("bad_pool1d_ceil",
-          "node /pool/MaxPool (MaxPool): ceil_mode = 1 with a partial last window is not supported");
+          "node /pool/MaxPool (MaxPool): ceil_mode = 1 with a partial last window is not supported: the window of 2 at "
+          "stride 2 over [N, 3, 13] (13 values) leaves one; supported: ceil_mode = 0, or 1 where the windows fit "
+          "exactly");
   refused("bad_transa",
           "node ta (Gemm): transA = 1: the machine multiplies the tensor as [N, K]; transpose the weights "
           "instead");
@@ -399,9 +538,22 @@ TEST_CASE("onnx: what the machine cannot run is refused with the node, its op ty
           "node refl (Pad): mode reflect with value 0: only zero padding is supported (the machine's convolution pads "
           "with zeros)");
   refused("bad_pad_pool",
-          "node mp (MaxPool): input 0 (p) is a Pad's output: the machine pads only inside a convolution or a 1-D "
-          "average pool, so a Pad must be read by Conv nodes, or AveragePool nodes over a line [N, C, L] (it is folded "
-          "into their padding)");
+          "node mp (MaxPool): input 0 (p) is a Pad's output: a Pad of zeros must be read by Conv or AveragePool nodes "
+          "(it is folded into their padding, zeros that count in an average); a MaxPool pads by its own pads, which "
+          "are never the maximum, and zeros would be");
+  refused("bad_pool2d_pads", "node /pool/MaxPool (MaxPool): pads [1, 3, 1, 1]: expected 0..2 on each side for a 3 x 3 "
+                             "window (every window must hold a pixel of the map)");
+  refused("bad_pool2d_count",
+          "node /pool/AveragePool (AveragePool): pads [3, 3, 3, 3] with count_include_pad = 0: output pixel (1, 2)'s "
+          "window holds 30 pixels of the map, and the machine averages them as an n x n square (n^2 a multiple of "
+          "30) of at most 15 x 15: there is none; supported: count_include_pad = 1, or pads whose windows hold a "
+          "number of pixels such a square holds (a 3 x 3 window padded by 1)");
+  refused("bad_pool2d_window",
+          "node /pool/MaxPool (MaxPool): kernel_shape [16, 16]: the machine's pool windows are 1..15 on a side");
+  refused("bad_pool2d_ceil",
+          "node /pool/MaxPool (MaxPool): ceil_mode = 1 with a partial last window is not supported: the 3 x 3 window "
+          "at stride 2 over [N, 2, 8, 8] padded by [1, 1, 1, 1] (10 x 10) leaves one; supported: ceil_mode = 0, or 1 "
+          "where the windows fit exactly");
   refused("bad_reduce_channels",
           "node rm (ReduceMean): axes [1] of an input [N, 2, 6, 6]: only the mean over a map's rows and columns "
           "(axes 2 and 3 of [N, C, H, W]) or over a line (axis 2 of [N, C, L]), a global average pool, is supported");

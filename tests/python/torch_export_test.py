@@ -131,6 +131,36 @@ class Gap1d(nn.Module):  # AdaptiveAvgPool1d(1) (a GlobalAveragePool) or x.mean(
         return self.fc(x.mean(2) if self.mean else torch.flatten(nn.AdaptiveAvgPool1d(1)(x), 1))
 
 
+class ResNetStem(nn.Module):  # ResNet's stem: Conv2d 7x7 stride 2 (no bias) + BatchNorm (folded) + ReLU + MaxPool2d(3, 2, 1)
+    def __init__(self):
+        super().__init__()
+        self.c, self.bn = nn.Conv2d(3, 8, 7, stride=2, padding=3, bias=False), nn.BatchNorm2d(8)
+        self.c2, self.fc = nn.Conv2d(8, 8, 3, padding=1), nn.Linear(8 * 2 * 2, 10)
+
+    def forward(self, x):
+        x = nn.MaxPool2d(3, stride=2, padding=1)(F.relu(self.bn(self.c(x))))  # 16 -> 8 -> 4
+        x = nn.AvgPool2d(3, stride=1, padding=1, count_include_pad=False)(F.relu(self.c2(x)))  # 4
+        return self.fc(torch.flatten(nn.AvgPool2d(3, stride=2, padding=1)(x), 1))  # a Pad and an AveragePool: 4 -> 2
+
+
+class GapLong(nn.Module):  # AdaptiveAvgPool2d(1) over a 16 x 16 map: beyond the pool's 15 x 15, on the matrix unit
+    def __init__(self):
+        super().__init__()
+        self.c, self.fc = nn.Conv2d(3, 8, 3, padding=1), nn.Linear(8, 10)
+
+    def forward(self, x):
+        return self.fc(torch.flatten(nn.AdaptiveAvgPool2d(1)(F.relu(self.c(x))), 1))
+
+
+class Gap16(nn.Module):  # AdaptiveAvgPool1d(1) of the input line of 16 values
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(4, 10)
+
+    def forward(self, x):
+        return self.fc(torch.flatten(nn.AdaptiveAvgPool1d(1)(x), 1))
+
+
 class Gru(nn.Module):  # a GRU's h_n[-1]
     def __init__(self):
         super().__init__()
@@ -162,19 +192,21 @@ class Gelu(nn.Module):
 
 rng = np.random.default_rng(1)
 x = rng.random((6, 64), dtype=np.float32)
+images = rng.random((6, 3 * 16 * 16), dtype=np.float32)  # (drawn after x: x stays the same)
 cases = [(MlpBn(), (-1, 64)), (Cnn(), (-1, 1, 8, 8)), (MeanHead(), (-1, 1, 8, 8)), (Lstm(), (-1, 8, 8)),
          (Lstm2(), (-1, 8, 8)), (LstmLast(), (-1, 8, 8)), (Conv1d(), (-1, 4, 16)), (SeqConv1d(), (-1, 8, 8)),
          (Pool1d(), (-1, 4, 16)), (Pool1dPad(), (-1, 4, 16)), (Gap1d(), (-1, 4, 16)), (Gap1d(mean=True), (-1, 4, 16)),
-         (Gru(), (-1, 8, 8)), (Gru2(), (-1, 8, 8))]
+         (Gru(), (-1, 8, 8)), (Gru2(), (-1, 8, 8)), (ResNetStem(), (-1, 3, 16, 16), images),
+         (GapLong(), (-1, 3, 16, 16), images), (Gap16(), (-1, 4, 16))]
 with tempfile.TemporaryDirectory() as d:
-    for model, shape in cases:
+    for model, shape, *data in cases:
         name = type(model).__name__ + ("Mean" if getattr(model, "mean", False) is True else "")
         for m in model.modules():  # trained-looking statistics, so that folding them matters
             if isinstance(m, (nn.BatchNorm1d, nn.BatchNorm2d)):
                 m.running_mean.uniform_(-0.5, 0.5)
                 m.running_var.uniform_(0.5, 2.0)
         model.eval()
-        xi = x.reshape(shape)
+        xi = (data[0] if data else x).reshape(shape)
         with torch.no_grad():
             want = model(torch.from_numpy(xi)).numpy()
         path = os.path.join(d, name + ".onnx")
@@ -202,14 +234,17 @@ with tempfile.TemporaryDirectory() as d:
         raise AssertionError("GELU not refused")
     except tpusim.InputError as e:
         assert "gelu.onnx: node /Div (Div): the operator is not supported; the importer takes Add," in str(e), str(e)
-    # AdaptiveAvgPool1d(1) over 16 values: one window of 16, beyond the pool instruction's 15
-    gap = os.path.join(d, "gap16.onnx")
-    torch.onnx.export(nn.Sequential(nn.AdaptiveAvgPool1d(1), nn.Flatten(), nn.Linear(4, 10)).eval(),
-                      torch.from_numpy(x.reshape(-1, 4, 16)[:1]), gap)
+    # A global average beyond the pool instruction's windows runs on the matrix unit (GapLong, Gap16
+    # above) up to 2^24 weights: AdaptiveAvgPool1d(1) of 512 channels over 128 values would take 2^25.
+    gap = os.path.join(d, "gap_big.onnx")
+    big = rng.random((2, 512, 128), dtype=np.float32)
+    torch.onnx.export(nn.Sequential(nn.AdaptiveAvgPool1d(1), nn.Flatten(), nn.Linear(512, 10)).eval(),
+                      torch.from_numpy(big[:1]), gap)
     try:
-        tpusim.run(gap, input=x.reshape(-1, 4, 16))
-        raise AssertionError("AdaptiveAvgPool1d(1) over 16 values not refused")
+        tpusim.run(gap, input=big)
+        raise AssertionError("AdaptiveAvgPool1d(1) of 512 channels over 128 values not refused")
     except tpusim.InputError as e:
-        assert "gap16.onnx: node /0/GlobalAveragePool (GlobalAveragePool): the line [6, 4, 16] has 16 values: its " \
-               "average is one window of 16, and the machine's pool windows are 1..15" in str(e), str(e)
+        assert "gap_big.onnx: node /0/GlobalAveragePool (GlobalAveragePool): the average over the 128 values of the " \
+               "line [2, 512, 128] is beyond the pool instruction's windows (1..15, square) and would take 33554432 " \
+               "weights on the matrix unit (L x C x C); at most 16777216" in str(e), str(e)
 print("ok")

@@ -598,8 +598,6 @@ def pools1d_pad():
          line, outp("y"), dict(pads=np.array([0, 0, 1, 0, 0, 1], np.int64)))
     save("bad_pool1d_named", [helper.make_node("MaxPool", ["x"], ["y"], name="/pool/MaxPool", kernel_shape=[16])],
          [inp("x", ["batch", 3, 13])], outp("y"), {})
-    save("bad_gap1d", [helper.make_node("GlobalAveragePool", ["x"], ["y"], name="/GlobalAveragePool")],
-         [inp("x", ["N", 3, 16])], outp("y"), {})
     # auto_pad SAME after a Pad: ONNX pads the Pad's output (9 + 4 = 13: 5 windows of 5 at stride 3),
     # which the padding folded from the Pad cannot express (it gave 4): refused, as for a Conv.
     save("bad_pool1d_pad_same", [helper.make_node("Pad", ["x", "pads"], ["xp"], name="/Pad", mode="constant"),
@@ -614,8 +612,98 @@ def pools1d_pad():
          [inp("x", ["N", 2, 9])], outp("y"), dict(pads=np.array([0, 0, 4, 0, 0, 4], np.int64)))
 
 
+def pool2d_padded(x, k, s, pads, op, count_pad=True):  # [N, C, H, W]; pads top, left, bottom, right
+    n, c, h, w = x.shape
+    t, l, b, r = pads
+    oh, ow = (h + t + b - k) // s + 1, (w + l + r - k) // s + 1
+    y = np.zeros((n, c, oh, ow))
+    for oy in range(oh):
+        for ox in range(ow):
+            a, e = oy * s - t, ox * s - l
+            vals = x[:, :, max(a, 0):min(a + k, h), max(e, 0):min(e + k, w)].astype(np.float64)
+            y[:, :, oy, ox] = vals.max(axis=(2, 3)) if op == "max" else \
+                vals.sum(axis=(2, 3)) / (k * k if count_pad else vals.shape[2] * vals.shape[3])
+    return y
+
+
+def pools2d_pad():
+    """Padded 2-D MaxPool and AveragePool (symmetric and asymmetric pads, count_include_pad both ways,
+    ResNet's MaxPool2d(3, 2, 1), PyTorch's Pad + AveragePool export of AvgPool2d, auto_pad SAME),
+    and what stays refused."""
+    x, w1, b1 = f32(N, 3, 9, 9), f32(4, 3, 3, 3), f32(4)
+    wg, bg = f32(3, 4 * 1 * 2), f32(3)
+    nodes = [helper.make_node("MaxPool", ["x"], ["p0"], name="/p0/MaxPool", kernel_shape=[3, 3], strides=[2, 2],
+                              pads=[1, 1, 1, 1]),
+             helper.make_node("Conv", ["p0", "w1", "b1"], ["c1"], name="/c1/Conv", kernel_shape=[3, 3], pads=[1, 1, 1, 1]),
+             helper.make_node("Relu", ["c1"], ["r1"], name="/Relu"),
+             helper.make_node("AveragePool", ["r1"], ["p1"], name="/p1/AveragePool", kernel_shape=[3, 3],
+                              pads=[1, 1, 1, 1], count_include_pad=0),
+             helper.make_node("AveragePool", ["p1"], ["p2"], name="/p2/AveragePool", kernel_shape=[2, 2],
+                              pads=[0, 0, 1, 1], count_include_pad=1),
+             helper.make_node("MaxPool", ["p2"], ["p3"], name="/p3/MaxPool", kernel_shape=[3, 3], strides=[2, 2],
+                              pads=[1, 2, 0, 2]),
+             helper.make_node("AveragePool", ["p3"], ["p4"], name="/p4/AveragePool", kernel_shape=[2, 2],
+                              strides=[2, 2], pads=[1, 0, 0, 1], count_include_pad=0),
+             helper.make_node("Flatten", ["p4"], ["f"], name="/Flatten"),
+             helper.make_node("Gemm", ["f", "wg", "bg"], ["y"], name="/fc/Gemm", transB=1)]
+    p0 = pool2d_padded(x, 3, 2, (1, 1, 1, 1), "max")  # 9 -> 5
+    r1 = relu(conv(p0, w1, b1, 1, 1))  # 5
+    p1 = pool2d_padded(r1, 3, 1, (1, 1, 1, 1), "avg", count_pad=False)  # 5: corners of 4 pixels, edges of 6
+    p2 = pool2d_padded(p1, 2, 1, (0, 0, 1, 1), "avg")  # 5 + 1 -> 5
+    p3 = pool2d_padded(p2, 3, 2, (1, 2, 0, 2), "max")  # 6 x 9 -> 2 x 4
+    p4 = pool2d_padded(p3, 2, 2, (1, 0, 0, 1), "avg", count_pad=False)  # 3 x 5 -> 1 x 2: windows of 2 pixels
+    save("pools2d_pad", nodes, [inp("x", ["N", 3, 9, 9])], outp("y"), dict(w1=w1, b1=b1, wg=wg, bg=bg), x,
+         p4.reshape(N, -1) @ wg.T + bg)
+    # PyTorch's AvgPool2d(3, 2, padding=1) (a Pad of zeros and an unpadded AveragePool), a MaxPool of
+    # auto_pad SAME_UPPER (window 2: pads 0 before, 1 after), a global average: the output [N, C, 1, 1].
+    x2 = f32(N, 2, 7, 7)
+    pads = np.array([0, 0, 1, 1, 0, 0, 1, 1], np.int64)
+    nodes = [helper.make_node("Pad", ["x", "pads"], ["xp"], name="/Pad", mode="constant"),
+             helper.make_node("AveragePool", ["xp"], ["a"], name="/a/AveragePool", kernel_shape=[3, 3], strides=[2, 2]),
+             helper.make_node("MaxPool", ["a"], ["m"], name="/m/MaxPool", kernel_shape=[2, 2], auto_pad="SAME_UPPER"),
+             helper.make_node("GlobalAveragePool", ["m"], ["y"], name="/GlobalAveragePool")]
+    a = pool2d_padded(x2, 3, 2, (1, 1, 1, 1), "avg")  # 7 + 2 -> 4
+    m = pool2d_padded(a, 2, 1, (0, 0, 1, 1), "max")  # 4 -> 4
+    save("pools2d_padop", nodes, [inp("x", ["N", 2, 7, 7])], outp("y"), dict(pads=pads), x2,
+         m.mean(axis=(2, 3), keepdims=True))
+    mp = [inp("x", ["N", 2, 9, 9])]
+    save("bad_pool2d_pads", [helper.make_node("MaxPool", ["x"], ["y"], name="/pool/MaxPool", kernel_shape=[3, 3],
+                                              pads=[1, 3, 1, 1])], mp, outp("y"), {})
+    save("bad_pool2d_count", [helper.make_node("AveragePool", ["x"], ["y"], name="/pool/AveragePool",
+                                               kernel_shape=[7, 7], pads=[3, 3, 3, 3], count_include_pad=0)],
+         mp, outp("y"), {})
+    save("bad_pool2d_window", [helper.make_node("MaxPool", ["x"], ["y"], name="/pool/MaxPool", kernel_shape=[16, 16],
+                                                pads=[4, 4, 4, 4])], [inp("x", ["N", 2, 20, 20])], outp("y"), {})
+    save("bad_pool2d_ceil", [helper.make_node("MaxPool", ["x"], ["y"], name="/pool/MaxPool", kernel_shape=[3, 3],
+                                              strides=[2, 2], pads=[1, 1, 1, 1], ceil_mode=1)],
+         [inp("x", ["N", 2, 8, 8])], outp("y"), {})
+
+
+def gap_long():
+    """Global averages beyond the pool instruction's 15 x 15 windows: over a map of 18 x 18
+    (GlobalAveragePool), a non-square map (ReduceMean over axes 2 and 3), a line of 24 (x.mean(2));
+    the importer computes them on the matrix unit. And one too large for it."""
+    x, w1, b1, wg, bg = f32(N, 3, 18, 18), f32(4, 3, 3, 3), f32(4), f32(3, 4), f32(3)
+    nodes = [helper.make_node("Conv", ["x", "w1", "b1"], ["c1"], name="/c1/Conv", kernel_shape=[3, 3], pads=[1, 1, 1, 1]),
+             helper.make_node("Relu", ["c1"], ["r1"], name="/Relu"),
+             helper.make_node("GlobalAveragePool", ["r1"], ["g"], name="/GlobalAveragePool"),
+             helper.make_node("Flatten", ["g"], ["f"], name="/Flatten"),
+             helper.make_node("Gemm", ["f", "wg", "bg"], ["y"], name="/fc/Gemm", transB=1)]
+    g = relu(conv(x, w1, b1, 1, 1)).mean(axis=(2, 3))
+    save("gap_long", nodes, [inp("x", ["N", 3, 18, 18])], outp("y"), dict(w1=w1, b1=b1, wg=wg, bg=bg), x, g @ wg.T + bg)
+    x2 = f32(N, 2, 5, 7)
+    save("gap_rect", [helper.make_node("ReduceMean", ["x"], ["y"], name="/ReduceMean", axes=[2, 3], keepdims=1)],
+         [inp("x", ["N", 2, 5, 7])], outp("y"), {}, x2, x2.astype(np.float64).mean(axis=(2, 3), keepdims=True))
+    x3 = f32(N, 4, 24)
+    nodes = [helper.make_node("MaxPool", ["x"], ["x1"], name="/id/MaxPool", kernel_shape=[1]),  # (a line, as mean1d)
+             helper.make_node("ReduceMean", ["x1"], ["y"], name="/ReduceMean", axes=[2], keepdims=1)]
+    save("gap_line", nodes, [inp("x", ["N", 4, 24])], outp("y"), {}, x3, x3.astype(np.float64).mean(axis=2, keepdims=True))
+    save("bad_gap_big", [helper.make_node("GlobalAveragePool", ["x"], ["y"], name="/GlobalAveragePool")],
+         [inp("x", ["N", 512, 16, 16])], outp("y"), {})
+
+
 # (New models go last: the generator's draws for the earlier ones, and so their files, stay the same.)
 for make in (gemm, matmul_add, matmul_seq, conv_pad_stride, conv_group, conv_same_bn_clip, pools, global_avg_reshape,
              add_mul_softmax, lstms, quantized, bad, concats, exported, lstm_outputs, conv1d, grus, conv_dilated3,
-             pools1d, pools1d_pad):
+             pools1d, pools1d_pad, pools2d_pad, gap_long):
     make()
