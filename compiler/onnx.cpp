@@ -880,15 +880,37 @@ void Importer::pool(bool max) {
       fail(fmt::format("{}: expected 0..{} on each side for a {} x {} window (every window must hold a pixel of "
                        "the map)",
                        pads_text(), k - 1, k, k));
-  const uint64_t t = uint64_t(pads[0]), l = uint64_t(pads[1]), b = uint64_t(pads[2]), r = uint64_t(pads[3]);
-  const uint64_t ph = x.shape.h + t + b, pw = x.shape.w + l + r;
+  const uint64_t t = uint64_t(pads[0]), l = uint64_t(pads[1]);
+  uint64_t b = uint64_t(pads[2]), r = uint64_t(pads[3]);
+  uint64_t ph = x.shape.h + t + b, pw = x.shape.w + l + r;
   if (k > ph || k > pw)
     fail(fmt::format("the {} x {} window is larger than the input {}{}", k, k, dims_of(x),
                      t + l + b + r ? fmt::format(" padded by {}", dims_text(pads)) : std::string()));
-  if (attr_int("ceil_mode", 0) != 0 && ((ph - k) % s || (pw - k) % s))
-    fail(fmt::format("ceil_mode = 1 with a partial last window is not supported: the {} x {} window at stride {} "
-                     "over {}{} ({} x {}) leaves one; supported: ceil_mode = 0, or 1 where the windows fit exactly",
-                     k, k, s, dims_of(x), t + l + b + r ? fmt::format(" padded by {}", dims_text(pads)) : "", ph, pw));
+  // ceil_mode with a partial last window (GoogLeNet's MaxPool2d(3, 2, ceil_mode=True)): that window
+  // is the part of it within the padded map, i.e. the map padded further at the bottom or right, by
+  // padding that counts nowhere: right for a max (never the maximum) and for an average of the
+  // pixels it holds, not for an average that counts its padding (PyTorch's divisor then counts the
+  // padding but not the rest). A last window starting beyond the map (in the end padding) PyTorch
+  // drops and ONNX's older references keep: refused.
+  if (attr_int("ceil_mode", 0) != 0 && ((ph - k) % s || (pw - k) % s)) {
+    const auto where = [&] {
+      return fmt::format("the {} x {} window at stride {} over {}{} ({} x {})", k, k, s, dims_of(x),
+                         t + l + b + r ? fmt::format(" padded by {}", dims_text(pads)) : "", ph, pw);
+    };
+    if (!max && counted)
+      fail(fmt::format("ceil_mode = 1 with a partial last window of an average that counts its padding is not "
+                       "supported: {} leaves one; supported: ceil_mode = 1 for MaxPool and for AveragePool with "
+                       "count_include_pad = 0, or windows that fit exactly",
+                       where()));
+    const uint64_t oh = (ph - k + s - 1) / s + 1, ow = (pw - k + s - 1) / s + 1;
+    if ((oh - 1) * s >= t + x.shape.h || (ow - 1) * s >= l + x.shape.w)
+      fail(fmt::format("ceil_mode = 1: {} leaves a last window that starts in the end padding (PyTorch drops it, "
+                       "ONNX's older references keep it); supported: ceil_mode = 1 where the last window starts "
+                       "within the map",
+                       where()));
+    b += (oh - 1) * s + k - ph, r += (ow - 1) * s + k - pw;
+    ph = x.shape.h + t + b, pw = x.shape.w + l + r;
+  }
   const uint64_t oh = (ph - k) / s + 1, ow = (pw - k) / s + 1;
   if (!max && !counted && t + l + b + r) {  // each window reaching the padding: an average of its pixels
     const auto held = [&](uint64_t o, uint64_t before, uint64_t size) {  // a window's pixels along an axis

@@ -221,7 +221,7 @@ case_onnx_refusals() {
     -- "$tpusim" compile "$d/bad_pool2d_count.onnx" -o x.tpu
   only 2 "bad_pool2d_window\.onnx: node /pool/MaxPool \(MaxPool\): kernel_shape \[16, 16\]: the machine's pool windows are 1\.\.15 on a side$" \
     -- "$tpusim" compile "$d/bad_pool2d_window.onnx" -o x.tpu
-  only 2 "bad_pool2d_ceil\.onnx: node /pool/MaxPool \(MaxPool\): ceil_mode = 1 with a partial last window is not supported: .*supported: ceil_mode = 0, or 1 where the windows fit exactly$" \
+  only 2 "bad_pool2d_ceil\.onnx: node /pool/AveragePool \(AveragePool\): ceil_mode = 1 with a partial last window of an average that counts its padding is not supported: .*supported: ceil_mode = 1 for MaxPool and for AveragePool with count_include_pad = 0, or windows that fit exactly$" \
     -- "$tpusim" run "$d/bad_pool2d_ceil.onnx" --engine timing
   only 2 "bad_pad_pool\.onnx: node mp \(MaxPool\): input 0 \(p\) is a Pad's output: .*a MaxPool pads by its own pads" \
     -- "$tpusim" compile "$d/bad_pad_pool.onnx" -o x.tpu

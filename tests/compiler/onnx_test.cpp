@@ -73,7 +73,7 @@ TEST_CASE("onnx: every supported operator imports to a Model that computes what 
         "global_avg", "reshape", "add_mul_softmax", "lstm", "qdq", "qlinear", "concat", "lstm_export",
         "reshape_export", "pad_reduce_mean", "lstm_stack", "lstm_last_step", "conv1d", "conv1d_seq", "conv_dilated", "gru", "gru_stack",
         "conv_dilated3", "pools1d", "pools1d_pad", "pools1d_padop", "mean1d", "pools2d_pad", "pools2d_padop",
-        "gap_long", "gap_rect", "gap_line"})
+        "gap_long", "gap_rect", "gap_line", "pools2d_ceil"})
     check_against_onnx(name);
 }
 
@@ -117,6 +117,46 @@ TEST_CASE("onnx: graphs as torch.onnx.export writes them by default run at any b
     CHECK(m.layers[3].type == LayerType::flatten);
   }
 }
+
+namespace {
+
+// The index of the quantized graph's tensor `name`.
+size_t tensor(const QGraph& g, const std::string& name) {
+  for (size_t t = 0; t < g.tensors.size(); ++t)
+    if (g.tensors[t].name == name) return t;
+  FAIL("no tensor " << name);
+  return 0;
+}
+
+// The golden reference's int8 results of a 2-D pool of window k, stride s, over its input padded by
+// `before` rows and columns (those after follow from the output's size) are the padded pool of its
+// int8 inputs, computed here with plain loops: the max of the map's pixels in the window (how 0);
+// their sum over k^2, zeros counted (1), or over their number (2), rounded half away from zero.
+void check_pool2d(const QGraph& g, const std::vector<std::vector<int8_t>>& golden, size_t in, size_t out, uint64_t k,
+                  uint64_t s, std::array<int64_t, 2> before, int how) {
+  const Shape is = g.tensors[in].shape, os = g.tensors[out].shape;
+  CHECK(g.tensors[in].scale == g.tensors[out].scale);
+  for (uint64_t n = 0; n < g.batch; ++n)
+    for (uint64_t oy = 0; oy < os.h; ++oy)
+      for (uint64_t ox = 0; ox < os.w; ++ox)
+        for (uint64_t c = 0; c < is.c; ++c) {
+          int64_t top = -128, sum = 0, count = 0;
+          for (uint64_t r = 0; r < k; ++r)
+            for (uint64_t q = 0; q < k; ++q) {
+              const int64_t i = int64_t(oy * s + r) - before[0], j = int64_t(ox * s + q) - before[1];
+              if (i < 0 || j < 0 || i >= int64_t(is.h) || j >= int64_t(is.w)) continue;
+              const int64_t v = golden[in][((n * is.h + uint64_t(i)) * is.w + uint64_t(j)) * is.c + c];
+              top = std::max(top, v), sum += v, ++count;
+            }
+          const int64_t d = how == 1 ? int64_t(k * k) : count;
+          const int64_t q = (2 * std::abs(sum) + d) / (2 * d);
+          const int64_t want = how == 0 ? top : sum < 0 ? -q : q;
+          INFO("pool " << g.tensors[out].name << " sample " << n << " output " << oy << ", " << ox << " channel " << c);
+          CHECK(int64_t(golden[out][((n * os.h + oy) * os.w + ox) * os.c + c]) == want);
+        }
+}
+
+}  // namespace
 
 TEST_CASE("onnx: layers, shapes and folding") {
   SECTION("Gemm + Relu fuse; the batch comes from the input file") {
@@ -313,40 +353,11 @@ TEST_CASE("onnx: layers, shapes and folding") {
     // with plain loops: the max of the map's pixels in the window; their sum over k^2 (zeros
     // counted) or over their number, rounded half away from zero.
     const auto golden = run_golden(g);
-    const auto tensor = [&](const std::string& name) {
-      for (size_t t = 0; t < g.tensors.size(); ++t)
-        if (g.tensors[t].name == name) return t;
-      FAIL("no tensor " << name);
-      return size_t{0};
-    };
-    const auto check_pool = [&](size_t in, size_t out, uint64_t k, uint64_t s, std::array<int64_t, 2> before,
-                                int how) {  // 0 max, 1 avg counted, 2 avg of the pixels
-      const Shape is = g.tensors[in].shape, os = g.tensors[out].shape;
-      CHECK(g.tensors[in].scale == g.tensors[out].scale);
-      for (uint64_t n = 0; n < g.batch; ++n)
-        for (uint64_t oy = 0; oy < os.h; ++oy)
-          for (uint64_t ox = 0; ox < os.w; ++ox)
-            for (uint64_t c = 0; c < is.c; ++c) {
-              int64_t top = -128, sum = 0, count = 0;
-              for (uint64_t r = 0; r < k; ++r)
-                for (uint64_t q = 0; q < k; ++q) {
-                  const int64_t i = int64_t(oy * s + r) - before[0], j = int64_t(ox * s + q) - before[1];
-                  if (i < 0 || j < 0 || i >= int64_t(is.h) || j >= int64_t(is.w)) continue;
-                  const int64_t v = golden[in][((n * is.h + uint64_t(i)) * is.w + uint64_t(j)) * is.c + c];
-                  top = std::max(top, v), sum += v, ++count;
-                }
-              const int64_t d = how == 1 ? int64_t(k * k) : count;
-              const int64_t q = (2 * std::abs(sum) + d) / (2 * d);
-              const int64_t want = how == 0 ? top : sum < 0 ? -q : q;
-              INFO("pool " << g.tensors[out].name << " sample " << n << " output " << oy << ", " << ox << " channel " << c);
-              CHECK(int64_t(golden[out][((n * os.h + oy) * os.w + ox) * os.c + c]) == want);
-            }
-    };
-    check_pool(size_t(g.inputs[0]), tensor(m.layers[0].name), 3, 2, {1, 1}, 0);
-    check_pool(tensor(m.layers[1].name), tensor(m.layers[2].name), 3, 1, {1, 1}, 2);
-    check_pool(tensor(m.layers[2].name), tensor(m.layers[3].name), 2, 1, {0, 0}, 1);
-    check_pool(tensor(m.layers[3].name), tensor(m.layers[4].name), 3, 2, {1, 2}, 0);
-    check_pool(tensor(m.layers[4].name), tensor(m.layers[5].name), 2, 2, {1, 0}, 2);
+    check_pool2d(g, golden, size_t(g.inputs[0]), tensor(g, m.layers[0].name), 3, 2, {1, 1}, 0);
+    check_pool2d(g, golden, tensor(g, m.layers[1].name), tensor(g, m.layers[2].name), 3, 1, {1, 1}, 2);
+    check_pool2d(g, golden, tensor(g, m.layers[2].name), tensor(g, m.layers[3].name), 2, 1, {0, 0}, 1);
+    check_pool2d(g, golden, tensor(g, m.layers[3].name), tensor(g, m.layers[4].name), 3, 2, {1, 2}, 0);
+    check_pool2d(g, golden, tensor(g, m.layers[4].name), tensor(g, m.layers[5].name), 2, 2, {1, 0}, 2);
   }
   SECTION("global averages beyond the pool's 15 x 15 windows: a convolution of weights 1 / (H W) per channel") {
     // gap_long: 18 x 18 (GlobalAveragePool after a Conv + Relu); gap_rect: 5 x 7 (ReduceMean of the
@@ -394,6 +405,22 @@ TEST_CASE("onnx: layers, shapes and folding") {
       CHECK(worst <= 0.5 + 127.0 / 16384);
       CHECK(g.tensors[out].scale <= g.tensors[in].scale);  // the mean's range is at most the input's
     }
+  }
+  SECTION("ceil_mode = 1 with partial last windows: the map padded further at the bottom and right") {
+    const Model m = load_case("pools2d_ceil");
+    REQUIRE(m.layers.size() == 2);
+    const Layer &mx = m.layers[0], &avg = m.layers[1];
+    // MaxPool 3, stride 2 over 8: ceil((8 - 3) / 2) + 1 = 4 windows, the last at 6 reaching 8: one
+    // more row and column. AveragePool 2, stride 2, pads 1, 1, 0, 0 over 4: ceil((5 - 2) / 2) + 1 =
+    // 3 windows, the last at 4 reaching 5: one more.
+    CHECK((mx.type == LayerType::max_pool && mx.pool_pads == std::array<uint64_t, 4>{0, 0, 1, 1} &&
+           mx.out == map_shape(4, 4, 3)));
+    CHECK((avg.type == LayerType::avg_pool && !avg.count_pad && avg.pool_pads == std::array<uint64_t, 4>{1, 1, 1, 1} &&
+           avg.out == map_shape(3, 3, 3)));
+    const QGraph g = quantize(m);
+    const auto golden = run_golden(g);
+    check_pool2d(g, golden, size_t(g.inputs[0]), tensor(g, mx.name), 3, 2, {0, 0}, 0);
+    check_pool2d(g, golden, tensor(g, mx.name), tensor(g, avg.name), 2, 2, {1, 1}, 2);
   }
   SECTION("a Pad before an AveragePool over a map (PyTorch's AvgPool2d), auto_pad SAME on a map") {
     const Model m = load_case("pools2d_padop");
@@ -551,9 +578,14 @@ TEST_CASE("onnx: what the machine cannot run is refused with the node, its op ty
   refused("bad_pool2d_window",
           "node /pool/MaxPool (MaxPool): kernel_shape [16, 16]: the machine's pool windows are 1..15 on a side");
   refused("bad_pool2d_ceil",
-          "node /pool/MaxPool (MaxPool): ceil_mode = 1 with a partial last window is not supported: the 3 x 3 window "
-          "at stride 2 over [N, 2, 8, 8] padded by [1, 1, 1, 1] (10 x 10) leaves one; supported: ceil_mode = 0, or 1 "
-          "where the windows fit exactly");
+          "node /pool/AveragePool (AveragePool): ceil_mode = 1 with a partial last window of an average that counts "
+          "its padding is not supported: the 3 x 3 window at stride 2 over [N, 2, 8, 8] padded by [1, 1, 1, 1] (10 x "
+          "10) leaves one; supported: ceil_mode = 1 for MaxPool and for AveragePool with count_include_pad = 0, or "
+          "windows that fit exactly");
+  refused("bad_pool2d_ceil_start",
+          "node /pool/MaxPool (MaxPool): ceil_mode = 1: the 3 x 3 window at stride 3 over [N, 2, 5, 5] padded by [0, "
+          "0, 2, 2] (7 x 7) leaves a last window that starts in the end padding (PyTorch drops it, ONNX's older "
+          "references keep it); supported: ceil_mode = 1 where the last window starts within the map");
   refused("bad_reduce_channels",
           "node rm (ReduceMean): axes [1] of an input [N, 2, 6, 6]: only the mean over a map's rows and columns "
           "(axes 2 and 3 of [N, C, H, W]) or over a line (axis 2 of [N, C, L]), a global average pool, is supported");

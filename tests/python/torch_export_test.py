@@ -143,6 +143,17 @@ class ResNetStem(nn.Module):  # ResNet's stem: Conv2d 7x7 stride 2 (no bias) + B
         return self.fc(torch.flatten(nn.AvgPool2d(3, stride=2, padding=1)(x), 1))  # a Pad and an AveragePool: 4 -> 2
 
 
+class CeilPools(nn.Module):  # GoogLeNet's MaxPool2d(3, 2, ceil_mode=True), an AvgPool2d of the pixels, ceil_mode
+    def __init__(self):
+        super().__init__()
+        self.c, self.fc = nn.Conv2d(3, 8, 3, padding=1), nn.Linear(8 * 5 * 5, 10)
+
+    def forward(self, x):
+        x = nn.MaxPool2d(3, stride=2, ceil_mode=True)(F.relu(self.c(x)))  # 16 -> 8: the last window 2 wide
+        x = nn.AvgPool2d(3, stride=2, padding=1, ceil_mode=True, count_include_pad=False)(x)  # 8 + 2 -> 5
+        return self.fc(torch.flatten(x, 1))
+
+
 class GapLong(nn.Module):  # AdaptiveAvgPool2d(1) over a 16 x 16 map: beyond the pool's 15 x 15, on the matrix unit
     def __init__(self):
         super().__init__()
@@ -197,7 +208,8 @@ cases = [(MlpBn(), (-1, 64)), (Cnn(), (-1, 1, 8, 8)), (MeanHead(), (-1, 1, 8, 8)
          (Lstm2(), (-1, 8, 8)), (LstmLast(), (-1, 8, 8)), (Conv1d(), (-1, 4, 16)), (SeqConv1d(), (-1, 8, 8)),
          (Pool1d(), (-1, 4, 16)), (Pool1dPad(), (-1, 4, 16)), (Gap1d(), (-1, 4, 16)), (Gap1d(mean=True), (-1, 4, 16)),
          (Gru(), (-1, 8, 8)), (Gru2(), (-1, 8, 8)), (ResNetStem(), (-1, 3, 16, 16), images),
-         (GapLong(), (-1, 3, 16, 16), images), (Gap16(), (-1, 4, 16))]
+         (GapLong(), (-1, 3, 16, 16), images), (Gap16(), (-1, 4, 16)),
+         (CeilPools(), (-1, 3, 16, 16), images)]
 with tempfile.TemporaryDirectory() as d:
     for model, shape, *data in cases:
         name = type(model).__name__ + ("Mean" if getattr(model, "mean", False) is True else "")

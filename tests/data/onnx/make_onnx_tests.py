@@ -612,10 +612,13 @@ def pools1d_pad():
          [inp("x", ["N", 2, 9])], outp("y"), dict(pads=np.array([0, 0, 4, 0, 0, 4], np.int64)))
 
 
-def pool2d_padded(x, k, s, pads, op, count_pad=True):  # [N, C, H, W]; pads top, left, bottom, right
+def pool2d_padded(x, k, s, pads, op, count_pad=True, ceil=False):  # [N, C, H, W]; pads top, left, bottom, right
     n, c, h, w = x.shape
     t, l, b, r = pads
     oh, ow = (h + t + b - k) // s + 1, (w + l + r - k) // s + 1
+    if ceil:  # the last window partial: the part of it within the padded map (that starts within the map)
+        oh, ow = -(-(h + t + b - k) // s) + 1, -(-(w + l + r - k) // s) + 1
+        assert (oh - 1) * s < t + h and (ow - 1) * s < l + w and (op == "max" or not count_pad)
     y = np.zeros((n, c, oh, ow))
     for oy in range(oh):
         for ox in range(ow):
@@ -674,9 +677,14 @@ def pools2d_pad():
          mp, outp("y"), {})
     save("bad_pool2d_window", [helper.make_node("MaxPool", ["x"], ["y"], name="/pool/MaxPool", kernel_shape=[16, 16],
                                                 pads=[4, 4, 4, 4])], [inp("x", ["N", 2, 20, 20])], outp("y"), {})
-    save("bad_pool2d_ceil", [helper.make_node("MaxPool", ["x"], ["y"], name="/pool/MaxPool", kernel_shape=[3, 3],
-                                              strides=[2, 2], pads=[1, 1, 1, 1], ceil_mode=1)],
+    save("bad_pool2d_ceil", [helper.make_node("AveragePool", ["x"], ["y"], name="/pool/AveragePool",
+                                              kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1], ceil_mode=1,
+                                              count_include_pad=1)],
          [inp("x", ["N", 2, 8, 8])], outp("y"), {})
+    save("bad_pool2d_ceil_start", [helper.make_node("MaxPool", ["x"], ["y"], name="/pool/MaxPool",
+                                                    kernel_shape=[3, 3], strides=[3, 3], pads=[0, 0, 2, 2],
+                                                    ceil_mode=1)],
+         [inp("x", ["N", 2, 5, 5])], outp("y"), {})
 
 
 def gap_long():
@@ -702,8 +710,21 @@ def gap_long():
          [inp("x", ["N", 512, 16, 16])], outp("y"), {})
 
 
+def pools2d_ceil():
+    """ceil_mode = 1 with partial last windows: GoogLeNet's MaxPool2d(3, 2, ceil_mode=True), and an
+    AveragePool of the pixels it holds (count_include_pad = 0), padded."""
+    x = f32(N, 3, 8, 8)
+    nodes = [helper.make_node("MaxPool", ["x"], ["m"], name="/m/MaxPool", kernel_shape=[3, 3], strides=[2, 2],
+                              ceil_mode=1),
+             helper.make_node("AveragePool", ["m"], ["y"], name="/a/AveragePool", kernel_shape=[2, 2], strides=[2, 2],
+                              pads=[1, 1, 0, 0], ceil_mode=1, count_include_pad=0)]
+    m = pool2d_padded(x, 3, 2, (0, 0, 0, 0), "max", ceil=True)  # 8 -> 4 (the last window of 2 x 3, 3 x 2, 2 x 2)
+    a = pool2d_padded(m, 2, 2, (1, 1, 0, 0), "avg", count_pad=False, ceil=True)  # 4 + 1 -> 3
+    save("pools2d_ceil", nodes, [inp("x", ["N", 3, 8, 8])], outp("y"), {}, x, a)
+
+
 # (New models go last: the generator's draws for the earlier ones, and so their files, stay the same.)
 for make in (gemm, matmul_add, matmul_seq, conv_pad_stride, conv_group, conv_same_bn_clip, pools, global_avg_reshape,
              add_mul_softmax, lstms, quantized, bad, concats, exported, lstm_outputs, conv1d, grus, conv_dilated3,
-             pools1d, pools1d_pad, pools2d_pad, gap_long):
+             pools1d, pools1d_pad, pools2d_pad, gap_long, pools2d_ceil):
     make()
