@@ -250,7 +250,9 @@ InputSpec read_model_section(const toml::table& doc, const std::string& source, 
   const auto name = sec.string("name", "a name of letters, digits, _, - and .");
   if (!name || !valid_name(*name)) sec.expected("name", "a name of letters, digits, _, - and .");
   m.name = *name;
-  m.batch = sec.required_uint("batch", 1, kMaxBatch);
+  // A batch given (--batch, a sweep's) replaces the description's, and only the batch that runs is
+  // held to kMaxBatch: a description written for a larger batch still runs at a smaller one.
+  m.batch = sec.required_uint("batch", 1, options.batch ? uint64_t(INT64_MAX) : kMaxBatch);
   m.seed = sec.uint("seed", 0, uint64_t(INT64_MAX)).value_or(1);
   ModelInput in;
   in.name = std::string(kInput);

@@ -325,6 +325,12 @@ TEST_CASE("model: --batch overrides the description's batch") {
   CHECK(m.inputs[0].data.size() == 3 * 8 * 8 * 4);
   o.batch = 0;
   CHECK_THROWS_WITH(parse(kHead + "kernel = 3\n", o), "--batch: 0: expected an integer 1..65535");
+  // Only the batch that runs is held to 65535 (kMaxBatch): a description written for 70000 runs at
+  // a batch given (--batch, a sweep's), and is refused at its own.
+  const std::string big = std::string(kHead).replace(kHead.find("batch = 2"), 9, "batch = 70000") + "kernel = 3\n";
+  o.batch = 3;
+  CHECK(parse(big, o).batch == 3);
+  CHECK_THROWS_WITH(parse(big), "m.toml:3: [model]: batch: 70000: expected an integer 1..65535");
 }
 
 TEST_CASE("model: weights, biases and inputs from .npy files") {

@@ -324,10 +324,13 @@ sim::Arch program_machine(const Reader& r, const Workload& w, int line) {
 
 // A description that cannot be read (a syntax error, no [model] table, an empty file) is an error of
 // the spec, at the line that names it, not a failed point on every machine: read as the timing
-// engine reads it (no weights), at its own batch.
-void check_description(const Reader& r, const Workload& w, int line) {
+// engine reads it (no weights), at `batch`, the smallest its points ask for (nullopt: one of them
+// keeps the description's own), so that a description whose own batch is over a limit (the front
+// ends' compiler::kMaxBatch, the compile's memory estimate) sweeps at the batches asked for.
+void check_description(const Reader& r, const Workload& w, int line, std::optional<uint64_t> batch) {
   compiler::LoadOptions o;
   o.timing_only = true;
+  o.batch = batch;
   try {
     (void)compiler::load_model(w.path, o);
   } catch (const InputError& e) {
@@ -356,7 +359,7 @@ void add_workload(const Reader& r, Spec& spec, const std::string& file, const st
     if (!fs::is_regular_file(w.path, ec))
       r.fail(line, "sweep", "workloads", w.file, fmt::format("no such file ({})", w.path.string()));
     if (!w.is_model) w.machine = program_machine(r, w, line);
-    else check_description(r, w, line);
+    w.line = line;  // (a description is read once the points' batches are known: check_descriptions)
     for (const Workload& o : spec.workloads)
       if (o.name == w.name)
         r.fail(
@@ -517,6 +520,21 @@ void expand(const Reader& r, const Expansion& x, Spec& spec) {
   }
 }
 
+// Each description read (check_description) at the smallest batch its points ask for.
+void check_descriptions(const Reader& r, const Spec& spec) {
+  for (const Workload& w : spec.workloads) {
+    if (!w.is_model) continue;
+    std::optional<uint64_t> batch;
+    bool own = false;  // a point keeps the description's own batch
+    for (const Point& p : spec.points)
+      if (p.workload == &w) {
+        if (!p.batch) own = true;
+        else if (!batch || *p.batch < *batch) batch = p.batch;
+      }
+    check_description(r, w, w.line, own ? std::nullopt : batch);
+  }
+}
+
 }  // namespace
 
 Spec parse_spec(const std::string& text, const fs::path& path) {
@@ -549,6 +567,7 @@ Spec parse_spec(const std::string& text, const fs::path& path) {
     for (const toml::node& e : *a) x.list.push_back(read_settings(r, table_at(r, e, "[[points]]"), "points"));
   }
   expand(r, x, spec);
+  check_descriptions(r, spec);
   return spec;
 }
 

@@ -29,6 +29,7 @@ struct Workload {
   // A program: the machine it was compiled or written for (its `.arch`), as `tpusim run PROG` runs
   // it; its points start from it unless `[sweep] arch` names another. tpu-v1 for a model.
   sim::Arch machine;
+  int line = 0;  // the spec's line that names it
 };
 
 struct Point {
