@@ -8,6 +8,7 @@
 #include <limits>
 #include <stdexcept>
 
+#include "compiler/compile_memory.h"
 #include "compiler/layout.h"
 #include "compiler/lower.h"
 #include "compiler/quantize.h"
@@ -190,14 +191,24 @@ Compiled prepare_file(const std::filesystem::path& path, const LoadOptions& opti
   return c;
 }
 
-void lower_for(Compiled& c, const sim::Arch& arch, const LowerOptions& options) {
+void lower_for(Compiled& c, const sim::Arch& arch, const LowerOptions& options,
+               const std::function<void(uint64_t, uint64_t)>& before_program) {
   const auto t0 = std::chrono::steady_clock::now();
+  LowerMemory memory;
+  bool refused = false;  // (the check's message names the model's source already)
+  if (before_program)
+    memory.before_program = [&](uint64_t image, uint64_t instructions) {
+      refused = true;
+      before_program(image, instructions);
+      refused = false;
+    };
   try {
-    c.program = lower(c.graph, arch, options);
+    c.program = lower(c.graph, arch, options, memory);
   } catch (const InputError& e) {
-    if (c.model.source.empty()) throw;
+    if (c.model.source.empty() || refused) throw;
     throw InputError(fmt::format("{}: {}", c.model.source, e.what()));
   }
+  c.lowering_bytes = memory.working_bytes;
   c.lower_seconds = since(t0);
   // The architecture compiled for: its name, and every parameter that differs from the preset
   // of that name (so `tpusim run PROG.tpu` picks the same machine).
@@ -239,7 +250,18 @@ void compile_file_into(Compiled& c, const std::filesystem::path& path, const sim
   }
   if (quantized) quantized(c);
   if (o.phase) *o.phase = "lowering to instructions";
-  lower_for(c, arch, o.mapper);
+  // A full compile's estimate counted the weight image at a byte a weight (its tiles unknown before
+  // lowering): checked again once the image is laid out, before its bytes are built, with the bytes
+  // its tiles' stored boxes take on this machine (compile_memory.h).
+  std::function<void(uint64_t, uint64_t)> check;
+  if (!o.timing_only)
+    check = [&](uint64_t image, uint64_t) {
+      CompileValues v = compile_values(c.model);
+      v.image_bytes = image;
+      v.image_laid_out = true;
+      check_compile_memory(c.model, path.string(), v, o);
+    };
+  lower_for(c, arch, o.mapper, check);
 }
 
 Compiled compile_file(const std::filesystem::path& path, const sim::Arch& arch, const LoadOptions& options) {

@@ -30,6 +30,9 @@ struct Compiled {
   // float run); empty otherwise.
   std::vector<float> float_output;
   bool float_parameters_released = false;  // LoadOptions::release_float_parameters took effect
+  // The most the lowering held at once besides the program (LowerMemory::working_bytes): freed
+  // once lowered, but part of the process's peak, which the run's and compile's memory checks count.
+  uint64_t lowering_bytes = 0;
 };
 
 // The memory a compiled model holds besides its program (isa::program_bytes), by part, from the
@@ -67,7 +70,10 @@ bool timing_needs_data(const Model& model);
 // float run: for estimates made before any point runs (the sweep scheduler's, with pieces() and
 // packing_for, compiler/lower.h).
 QGraph uncalibrated_graph(Model model, const LowerOptions& mapper = {});
-void lower_for(Compiled& c, const sim::Arch& arch, const LowerOptions& options = {});
+// `before_program`: LowerMemory::before_program (compile_file_into's memory check of the weight
+// image as laid out); its InputError passes through as thrown.
+void lower_for(Compiled& c, const sim::Arch& arch, const LowerOptions& options = {},
+               const std::function<void(uint64_t image_bytes, uint64_t instructions)>& before_program = {});
 
 // The model's output as the program leaves it in host memory (the "output" region, TPU order),
 // compared with the golden reference executor, and the quantization error against the float

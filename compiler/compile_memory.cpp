@@ -84,7 +84,7 @@ CompileEstimate compile_estimate(const Model& m, const CompileValues& v, const L
   if (!options.timing_only) {
     parts = {{fmt::format("{} float parameters", v.parameters), sat_mul(v.parameters, kFloat)},
              {"their quantized weights and biases", v.quantized_bytes},
-             {"the weight image", v.image_bytes},
+             {v.image_laid_out ? "the weight image as laid out" : "the weight image", v.image_bytes},
              {"concat copies", copies},
              // float, int8, and the program's copy in TPU order
              {fmt::format("batch {} x {} input values", m.batch, input), sat_mul(inputs, kFloat + 2)},

@@ -9,8 +9,11 @@
 //
 // A full compile holds, at once: the float parameters (4 bytes each); the quantized graph's
 // weights (1 byte, 2 for a 16-bit layer; an LSTM's or GRU's once per time step: each step's
-// matmul holds its gates' weights) and biases (int32); the weight image (a byte per 8-bit weight,
-// its tiles' padding not counted); the batch's inputs (float, int8, and the program's copy in TPU
+// matmul holds its gates' weights) and biases (int32); the weight image (a byte per 8-bit weight
+// here, before lowering; compile_file checks again once the lowering has laid the image out and
+// before its bytes are built, with the bytes its tiles' stored boxes take: the zero rows of a K tile
+// moved back at a row's end, a packed convolution's kernel columns repeated per pixel, CNN1's 100 MB
+// of weights a 136 MB image on a 1024 x 1024 array: lower.h LowerMemory); the batch's inputs (float, int8, and the program's copy in TPU
 // order: 6 bytes a value); the float calibration run's every layer output on the calibration
 // samples (4 bytes); a concat's identity copies (c x c bytes per part); and, when the golden
 // reference follows (LoadOptions::golden_reference: `run` on a data engine), every layer output of
@@ -24,9 +27,10 @@
 // time: the largest layer's) and run the float reference on the calibration samples.
 //
 // Not counted here: the program (its instructions, 96 bytes each, and what a run records of them,
-// about 55 more), checked once lowered by `run` (isa::program_bytes, sim::run_record_bytes,
-// compiler::compiled_bytes) and by `compile` before it writes; nor the process itself (the
-// executable, its libraries, SystemC: about 16 MB, docs/limits.md).
+// about 55 more) and the lowering's working state (Compiled::lowering_bytes), checked once lowered
+// by `run` (isa::program_bytes, sim::run_record_bytes, compiler::compiled_bytes) and by `compile`
+// before it writes; nor the process itself (the executable, its libraries, SystemC: about 16 MB,
+// docs/limits.md).
 #pragma once
 
 #include <cstdint>
@@ -58,6 +62,7 @@ struct CompileValues {
   uint64_t activations = 0;      // every layer's output values, one sample
   uint64_t quantized_bytes = 0;  // the quantized graph's weights (per step for a recurrent layer) and biases
   uint64_t image_bytes = 0;      // the weight image: a byte per 8-bit weight, two per 16-bit
+  bool image_laid_out = false;   // image_bytes is the lowered image's (its tiles' stored boxes)
   uint64_t held_bytes = 0;       // a timing-only compile's: biases float + int32, file weights float + quantized
   // For a concat's identity copies (c x c int8 weights for each part not written in place: the
   // quantizer's rule, quantize.h writes_in_place): each layer's readers and whether it can write

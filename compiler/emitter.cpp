@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "compiler/held_bytes.h"
+
 namespace tpusim::compiler {
 
 using isa::Field;
@@ -437,6 +439,14 @@ std::vector<isa::Instruction> Emitter::finish() {
     code_.resize(to);
   }
   return std::move(code_);
+}
+
+uint64_t Emitter::held_bytes() const {
+  uint64_t b = written_.held_bytes() + compiler::held_bytes(unfilled_) + compiler::held_bytes(dropped_) +
+               compiler::held_bytes(macs_given_) + compiler::held_bytes(parts_) + compiler::held_bytes(piece_first_) +
+               compiler::held_bytes(piece_part_) + compiler::held_bytes(empty_parts_) + compiler::held_bytes(zeros_);
+  for (size_t s = 0; s < kStations; ++s) b += reads_[s].held_bytes() + writes_[s].held_bytes();
+  return b;
 }
 
 }  // namespace tpusim::compiler

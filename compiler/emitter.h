@@ -105,6 +105,9 @@ class Emitter {
   std::vector<isa::Instruction> finish();
   // The matmuls given `macs`, by their place in finish()'s code (valid after finish()).
   const std::vector<isa::MatmulMacs>& macs_given() const { return macs_given_; }
+  // The bytes the emitter holds besides the code (its row sets, stream parts, held zeros, the
+  // matmuls given macs): the lowering's working state (compiler/held_bytes.h).
+  uint64_t held_bytes() const;
   // Ends a program segment (a step of a loop the host drives): `int`, which drains the machine
   // and holds issue for the host's launch of the next segment. No read_weights is hoisted across
   // it: the placeholders for the fetches after it that were placed before it are dropped, and

@@ -49,6 +49,7 @@
 #include <unordered_map>
 
 #include "compiler/emitter.h"
+#include "compiler/held_bytes.h"
 #include "compiler/layout.h"
 #include "compiler/packing.h"
 #include "compiler/schedule.h"
@@ -274,6 +275,7 @@ struct TileKeyHash {
 // ContentTiles), the plain tiles and the packed ones (packing.h) by their keys.
 struct BuiltTiles {
   explicit BuiltTiles(const sim::Arch& arch) : tiles(arch.array_rows, arch.array_cols) {}
+  uint64_t held_bytes() const { return tiles.held_bytes() + hash_bytes(plain) + hash_bytes(packed); }
   ContentTiles tiles;
   std::unordered_map<TileKey, size_t, TileKeyHash> plain, packed;  // -> the tile's number
 };
@@ -297,7 +299,9 @@ class Lowering {
         sched_(std::move(schedule)),
         em_(arch, arch.weight_fifo_tiles, code, reserve ? reserve + arch.weight_fifo_tiles : 0),
         alloc_(0, 1),
-        image_(arch.array_rows, arch.array_cols, !without_values(g), *options_.partial_tiles),
+        // (a measuring try lays the image out without its bytes: only the program made with code
+        // holds them, built once, after lower()'s memory check)
+        image_(arch.array_rows, arch.array_cols, !without_values(g) && code, *options_.partial_tiles),
         built_(built),
         in_host_(std::move(in_host)) {
     in_host_.resize(g.tensors.size(), false);
@@ -321,6 +325,14 @@ class Lowering {
   ScheduleProblem problem() const;
   size_t segment() const { return segment_; }
   uint64_t instructions() const { return em_.instructions(); }
+  // The weight image as laid out so far: the bytes its tiles' stored boxes take (with bytes or not).
+  uint64_t image_bytes() const { return image_.bytes(); }
+  // Room for an image of `bytes` (a measuring try's image_bytes(), of the same schedule).
+  void reserve_image(uint64_t bytes) { image_.reserve(bytes); }
+  // The bytes this try holds besides the program it makes (its code, the image's bytes, the
+  // tables' copy in the program): the lowering's working state, from its containers' sizes
+  // (held_bytes.h). The tries' shared tiles are BuiltTiles::held_bytes.
+  uint64_t held_bytes() const;
   double estimate() const {
     double c = 0;
     for (const Emitter::Work& w : op_work_) c += op_cycles(w, arch_);
@@ -2069,6 +2081,25 @@ ScheduleProblem Lowering::problem() const {
   return pr;
 }
 
+uint64_t Lowering::held_bytes() const {
+  using compiler::held_bytes;
+  uint64_t b = held_bytes(seg_of_) + held_bytes(live_) + held_bytes(whole_) + held_bytes(op_work_) + em_.held_bytes() +
+               held_bytes(storage_) + held_bytes(placed_) + held_bytes(dense_) + held_bytes(joined_) +
+               held_bytes(first_def_) + held_bytes(last_use_) + image_.index_bytes() + held_bytes(tables_) +
+               hash_bytes(table_index_) + hash_bytes(packed_cache_) + hash_bytes(table_cache_) + held_bytes(perchan_) +
+               held_bytes(fused_away_) + held_bytes(stats_) + held_bytes(in_host_) + held_bytes(host_of_) +
+               held_bytes(sched_.resident) + hash_bytes(pass_fetches_) + hash_bytes(joined_tiles_) + tree_bytes(lane_tiles_);
+  for (const auto& [op, fetches] : pass_fetches_) {
+    b += tree_bytes(fetches);
+    for (const auto& [n, tiles] : fetches) b += held_bytes(tiles);
+  }
+  for (const auto& [op, tiles] : joined_tiles_) b += held_bytes(tiles);
+  for (const auto& [key, tiles] : lane_tiles_) b += held_bytes(tiles);
+  for (const LayerStats& l : stats_)
+    for (const std::string* t : {&l.packing, &l.precision, &l.fusion}) b += t->capacity() > 15 ? t->capacity() + 1 : 0;
+  return b;
+}
+
 isa::Program Lowering::run() {
   plan_storage();
   const size_t nops = g_.ops.size(), nt = g_.tensors.size();
@@ -2721,18 +2752,29 @@ uint64_t pieces(const QGraph& graph, const sim::Arch& arch, const LowerOptions& 
 // Input streaming never costs the single loop a piece or a band, nor the piece schedule a
 // replanning (misfit: both ask it).
 isa::Program lower(const QGraph& graph, const sim::Arch& arch, const LowerOptions& given) {
+  LowerMemory memory;
+  return lower(graph, arch, given, memory);
+}
+
+isa::Program lower(const QGraph& graph, const sim::Arch& arch, const LowerOptions& given, LowerMemory& memory) {
   LowerOptions options = given;  // (without streaming, once a try fitted only without it)
   // The fewest pieces known to fit: the schedule, its program when its try made code, else the
   // instructions it counted.
+  BuiltTiles built(arch);  // (shared by every try)
   struct Fit {
     PieceSchedule schedule;
     std::vector<bool> in_host;
     LowerOptions options;  // the switches it was lowered with (streaming may have been dropped)
     std::optional<isa::Program> program;
-    uint64_t instructions = 0;
+    uint64_t instructions = 0, image_bytes = 0;
+  };
+  const bool with_values = !without_values(graph);
+  memory.working_bytes = 0;
+  // (each try's working state, as it ends, with the tiles the tries share)
+  const auto held = [&](const Lowering& l) {
+    memory.working_bytes = std::max(memory.working_bytes, l.held_bytes() + built.held_bytes());
   };
   std::optional<Fit> best;
-  BuiltTiles built(arch);  // (shared by every try)
   std::vector<bool> in_host(graph.tensors.size(), false);  // tensors streamed in bands (hold_in_host)
   const size_t ops = graph.ops.size(), tensors = graph.tensors.size();
   uint64_t tries = 0;
@@ -2748,14 +2790,17 @@ isa::Program lower(const QGraph& graph, const sim::Arch& arch, const LowerOption
   // first, so that the program's code is made once into room for exactly its instructions (grown
   // by doubling, CNN1's code at batch 1024 peaked at 177 MB against 117 MB), by with_code, or by
   // the piece schedule's try (one program at a time).
-  const bool code = tries == 1 && !try_plan;
+  // (Not with a check before the program: it is made after the check, once laid out.)
+  const bool code = tries == 1 && !try_plan && !memory.before_program;
   std::optional<ScheduleProblem> best_problem;
   double best_estimate = 0;
   {
     Lowering l(graph, arch, built, best->schedule, best->options, best->in_host, code);
     isa::Program p = l.run();
+    held(l);
     if (code) best->program = std::move(p);
     best->instructions = l.instructions();
+    best->image_bytes = l.image_bytes();
     best_problem = l.problem();
     best_estimate = l.estimate();
   }
@@ -2764,8 +2809,16 @@ isa::Program lower(const QGraph& graph, const sim::Arch& arch, const LowerOption
   // ignores fragmentation) runs in one more piece, a few times at most.
   // The program chosen, with the switches given (meta.mapper: lower_options.h, mapper_to_json).
   const auto with_code = [&](Fit& f) {
-    isa::Program p = f.program ? std::move(*f.program)
-                               : Lowering(graph, arch, built, f.schedule, f.options, f.in_host, true, f.instructions).run();
+    isa::Program p;
+    if (f.program) {
+      p = std::move(*f.program);
+    } else {
+      if (memory.before_program) memory.before_program(with_values ? f.image_bytes : 0, f.instructions);
+      Lowering l(graph, arch, built, f.schedule, f.options, f.in_host, true, f.instructions);
+      l.reserve_image(f.image_bytes);
+      p = l.run();
+      held(l);
+    }
     if (nlohmann::json mapper = mapper_to_json(with_graph(given, graph)); !mapper.empty())
       p.meta["mapper"] = std::move(mapper);
     if (*resolve(given, arch).stream_input && !*resolve(f.options, arch).stream_input) {
@@ -2791,13 +2844,15 @@ isa::Program lower(const QGraph& graph, const sim::Arch& arch, const LowerOption
       // The plan's try makes code (the program, when its estimate wins) unless the single loop's
       // program is held already: one program at a time. (Room for twice the single loop's
       // instructions: what is never written takes no memory.)
-      const bool code = !best->program;
+      const bool code = !best->program && !memory.before_program;
       Lowering l(graph, arch, built, plan, plan_options, {}, code, code ? 2 * best->instructions : 0);
       try {
         isa::Program p = l.run();
+        held(l);
         if (l.estimate() < best_estimate) {
           best.reset();  // (its program, if its try made one, is not needed)
-          Fit f{plan, {}, plan_options, code ? std::optional(std::move(p)) : std::nullopt, l.instructions()};
+          Fit f{plan, {}, plan_options, code ? std::optional(std::move(p)) : std::nullopt, l.instructions(),
+                l.image_bytes()};
           return with_code(f);
         }
         break;

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 
 #include "compiler/graph.h"
@@ -17,6 +18,20 @@
 namespace tpusim::compiler {
 
 isa::Program lower(const QGraph& graph, const sim::Arch& arch, const LowerOptions& options = {});
+
+// What lowering holds besides the program it makes, for the memory checks (docs/limits.md "Memory").
+struct LowerMemory {
+  // Called once the program is laid out and before it is made: the bytes its weight image will
+  // hold (each tile's stored box, padding and a packed convolution's repeated kernel columns
+  // included; 0 for a graph without values, whose image holds no bytes) and its instructions. It
+  // may throw (InputError) to refuse the compile before the image's bytes and the code are built.
+  // Given, every try before the program is a measuring one (no code, the image without bytes).
+  std::function<void(uint64_t image_bytes, uint64_t instructions)> before_program;
+  // Set by lower(): the most its tries held at once besides the program (each try's containers,
+  // the tiles the tries share: held_bytes.h).
+  uint64_t working_bytes = 0;
+};
+isa::Program lower(const QGraph& graph, const sim::Arch& arch, const LowerOptions& options, LowerMemory& memory);
 
 // The accumulator rows one pass of a matmul may use when its output holds `rows` rows (output
 // pixels x samples): all of them when the whole output fits the accumulators (one pass), else half,

@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <cstring>
 
+#include "compiler/held_bytes.h"
+
 namespace tpusim::compiler {
 
 uint64_t bytes_hash(const std::vector<uint8_t>& b) {
@@ -67,6 +69,16 @@ size_t ContentTiles::number(std::vector<uint8_t> tile) {
 WeightImage::Stored WeightImage::content(const ContentTiles& tiles, size_t n) {
   if (const auto it = content_.find(n); it != content_.end()) return it->second;
   return content_[n] = append(tiles.use(n), tiles.bytes(n));
+}
+
+uint64_t ContentTiles::held_bytes() const {
+  uint64_t b = compiler::held_bytes(tiles_) + hash_bytes(by_hash_);
+  for (const Tile& t : tiles_) b += compiler::held_bytes(t.bytes);
+  return b;
+}
+
+uint64_t WeightImage::index_bytes() const {
+  return held_bytes(uses_) + tree_bytes(seeded_) + hash_bytes(content_);
 }
 
 void WeightImage::finish(isa::Program& p) {

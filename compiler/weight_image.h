@@ -34,6 +34,8 @@ class ContentTiles {
   size_t number(std::vector<uint8_t> tile);
   const std::vector<uint8_t>& bytes(size_t n) const { return tiles_.at(n).bytes; }
   const isa::WeightTileUse& use(size_t n) const { return tiles_.at(n).use; }
+  // The bytes it holds: every tile whole (rows x cols) and its index (compiler/held_bytes.h).
+  uint64_t held_bytes() const;
 
  private:
   struct Tile {
@@ -76,6 +78,14 @@ class WeightImage {
   // Tile n of `tiles` (stored once per distinct contents), appended unless already there.
   Stored content(const ContentTiles& tiles, size_t n);
   uint64_t bytes() const { return size_; }
+  // Room for `bytes` of image (with bytes): the size a measuring try of the same schedule laid out,
+  // so that the image is built once into its exact size rather than grown by doubling.
+  void reserve(uint64_t bytes) {
+    if (with_bytes_) bytes_.reserve(bytes);
+  }
+  // The bytes its indexes hold (the tiles' useful cells, the tiles by key and by number), not the
+  // image's own (the program's: isa::program_bytes).
+  uint64_t index_bytes() const;
   uint64_t tiles() const { return uses_.size(); }
   // The useful cells of the tile stored at weight address `waddr` (one Stored's waddr).
   const isa::WeightTileUse& use_at(uint64_t waddr) const { return isa::tile_use_at(uses_, waddr); }

@@ -53,6 +53,9 @@ class RowSet {
     return seen;
   }
 
+ // The bytes its intervals hold (the compiler's working-state figure, compiler/held_bytes.h).
+  uint64_t held_bytes() const { return uint64_t(v_.capacity()) * sizeof(Interval); }
+
  private:
   struct Interval {
     uint64_t first, end;

@@ -329,8 +329,11 @@ void check_run_memory(const RunArgs& r, const isa::Program& p, const sim::Arch& 
   // paper-scale CNN at a large batch: about 600 instructions a sample, about 150 bytes each).
   m.add(fmt::format("program of {} instructions", p.code.size()), MemoryTally::sum(isa::program_bytes(p)));
   m.add("the run's records", MemoryTally::sum(sim::run_record_bytes(p)));
-  if (compiled)  // the model compiled for it, still held (compiler::compiled_bytes)
+  if (compiled) {  // the model compiled for it, still held (compiler::compiled_bytes)
     m.add("the compiled model", MemoryTally::sum(compiler::compiled_bytes(*compiled)));
+    // and what its lowering held beside it (freed, but the process's peak: Compiled::lowering_bytes)
+    m.add("the lowering's working state", compiled->lowering_bytes);
+  }
   if (!m.over()) return;
   throw InputError(fmt::format(
       "{}: the run needs about {} ({}{}), more than the {} allowed by --max-memory{}; lower the sizes{} or "
@@ -345,6 +348,7 @@ void check_write_memory(const CompileArgs& a, const compiler::Compiled& c) {
   MemoryTally m(a.max_memory);
   m.add("the compiled model", MemoryTally::sum(compiler::compiled_bytes(c)));
   m.add(fmt::format("program of {} instructions", c.program.code.size()), MemoryTally::sum(isa::program_bytes(c.program)));
+  m.add("the lowering's working state", c.lowering_bytes);
   m.add("the file's bytes", isa::program_file_bytes(c.program));
   if (!m.over()) return;
   throw InputError(fmt::format(
