@@ -2623,12 +2623,19 @@ struct Misfit {
 // Whether `schedule` fits (Lowering::check_fit: the allocations without the ops' instructions), with
 // the tensors `in_host` marks in host memory; the misfit when not. Input streaming never costs a
 // piece, a band or a replanning: streamed into two layers (lower_chain), a model input stays live
-// until the second has run, so a schedule that does not fit with streaming is checked again
-// without it, and when that fits, `options` goes without streaming (for this try, every later one
-// and the program: the single loop's piece search and the piece schedule's replanning both ask
-// here). (CNN0 on 64 x 256 with 256 KiB at 136 GB/s: the chain held the input, conv1 and conv2 at
-// once, one sample did not fit, and all 16 layers ran in bands from host memory, 5.16M cycles
-// against 1.62M without streaming.)
+// until the second has run, so a schedule that does not fit with the chain is checked again
+// streaming into the first layer alone, and when that fits, `options` goes without the chain (for
+// this try, every later one and the program: the single loop's piece search and the piece
+// schedule's replanning both ask here). (CNN0 on 64 x 256 with 256 KiB at 136 GB/s: the chain held
+// the input, conv1 and conv2 at once, one sample did not fit, and all 16 layers ran in bands from
+// host memory, 5.16M cycles against 1.62M without streaming.)
+// Streaming into one layer allocates exactly as loading whole: the chain (lower_chain, allocating
+// the second layer's output early) is the only thing in check_fit that streaming changes (the
+// input's parts change its DMAs and the first layer's chunks, which check_fit does not lower, not
+// what is allocated when). So where streaming alone does not fit, loading whole does not either,
+// and streaming is never left out altogether (a third check, without streaming, could not pass
+// where this one failed: its mapping warning, "input streaming (mapper switch stream) left out",
+// was never given, and is gone).
 std::optional<Misfit> misfit(const QGraph& graph, const sim::Arch& arch, BuiltTiles& built,
                              const PieceSchedule& schedule, LowerOptions& options, const std::vector<bool>& in_host) {
   const auto check = [&](const LowerOptions& o) -> std::optional<Misfit> {
@@ -2641,23 +2648,15 @@ std::optional<Misfit> misfit(const QGraph& graph, const sim::Arch& arch, BuiltTi
     return std::nullopt;
   };
   std::optional<Misfit> with = check(options);
-  if (!with || !*resolve(options, arch).stream_input) return with;
+  if (!with || !*resolve(options, arch).stream_input || !options.stream_chain) return with;
   // Streamed into a second layer (lower_chain), the input stays live until that layer has run:
-  // first without the chain, streaming into the first layer alone. (CNN0 on 64 x 256 with 2 MiB at
+  // without the chain, streaming into the first layer alone. (CNN0 on 64 x 256 with 2 MiB at
   // 350 MHz and 136 GB/s: the chain did not fit, and dropping streaming altogether took 1,526,656
   // cycles against 1,503,966 at 34 GB/s, where conv1 streamed alone.)
-  if (options.stream_chain) {
-    LowerOptions alone = options;
-    alone.stream_chain = false;
-    if (!check(alone)) {
-      options = alone;
-      return std::nullopt;
-    }
-  }
-  LowerOptions plain = options;
-  plain.stream_input = false;
-  if (check(plain)) return with;  // not for streaming: it does not fit either way (the first failure's figures)
-  options = plain;                // it fits without streaming: streaming was what did not fit
+  LowerOptions alone = options;
+  alone.stream_chain = false;
+  if (check(alone)) return with;  // it does not fit either way (the first failure's figures)
+  options = alone;
   return std::nullopt;
 }
 
@@ -2757,14 +2756,14 @@ isa::Program lower(const QGraph& graph, const sim::Arch& arch, const LowerOption
 }
 
 isa::Program lower(const QGraph& graph, const sim::Arch& arch, const LowerOptions& given, LowerMemory& memory) {
-  LowerOptions options = given;  // (without streaming, once a try fitted only without it)
+  LowerOptions options = given;  // (without the stream chain, once a try fitted only without it: misfit)
   // The fewest pieces known to fit: the schedule, its program when its try made code, else the
   // instructions it counted.
   BuiltTiles built(arch);  // (shared by every try)
   struct Fit {
     PieceSchedule schedule;
     std::vector<bool> in_host;
-    LowerOptions options;  // the switches it was lowered with (streaming may have been dropped)
+    LowerOptions options;  // the switches it was lowered with (the chain may have been dropped: misfit)
     std::optional<isa::Program> program;
     uint64_t instructions = 0, image_bytes = 0;
   };
@@ -2821,14 +2820,6 @@ isa::Program lower(const QGraph& graph, const sim::Arch& arch, const LowerOption
     }
     if (nlohmann::json mapper = mapper_to_json(with_graph(given, graph)); !mapper.empty())
       p.meta["mapper"] = std::move(mapper);
-    if (*resolve(given, arch).stream_input && !*resolve(f.options, arch).stream_input) {
-      const uint64_t piece = f.schedule.segments.at(0).piece;
-      p.meta["mapping_warnings"] = nlohmann::json::array({fmt::format(
-          "input streaming (mapper switch stream) left out: streamed, the model did not fit the unified buffer {}; "
-          "loaded whole, it does (docs/compiler.md \"Input streaming\")",
-          f.schedule.segments.size() > 1 ? std::string("by the piece schedule")
-                                         : fmt::format("in pieces of {} sample{}", piece, piece == 1 ? "" : "s"))});
-    }
     return p;
   };
   if (!try_plan) return with_code(*best);

@@ -113,8 +113,8 @@ constexpr ReportKey kKeys[] = {
      "from `--mapper pack=off`, `{\"pieces\": true}` from `--mapper pieces=on`; docs/compiler.md \"Mapper "
      "switches\"); {} when none was given or the program was not compiled from a model"},
     {"mapping_warnings", "array",
-     "one sentence per mapping choice the compiler had to give up for the whole program (the program's "
-     "`meta.mapping_warnings`, e.g. input streaming left out where it did not fit), then one per layer that maps "
+     "one sentence per mapping choice given up for the whole program that the program records (its "
+     "`meta.mapping_warnings`; the compiler records none now), then one per layer that maps "
      "badly: it computes at least 1% of the model's array MACs and less than 10% of them are useful (narrow "
      "tensors, few input channels per tile; not a layer with identity copies, whose `copy_macs` say what they "
      "cost); empty when none"},
