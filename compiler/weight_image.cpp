@@ -25,21 +25,6 @@ uint64_t bytes_hash(const std::vector<uint8_t>& b) {
   return h ^ (h >> 32);
 }
 
-isa::WeightTileUse tile_use_of(const uint8_t* tile, uint64_t rows, uint64_t cols) {
-  isa::WeightTileUse u;
-  for (uint64_t k = 0; k < rows; ++k) {
-    const uint8_t* row = tile + k * cols;
-    const uint8_t* first = std::find_if(row, row + cols, [](uint8_t b) { return b != 0; });
-    if (first == row + cols) continue;
-    const uint8_t* last = row + cols;
-    while (!*(last - 1)) --last;
-    u.rows = uint32_t(k + 1);
-    u.cols = std::max(u.cols, uint32_t(last - row));
-    u.spans += uint64_t(last - first);
-  }
-  return u;
-}
-
 std::pair<uint32_t, uint32_t> WeightImage::box(const isa::WeightTileUse& u) const {
   if (!compact_ || (u.rows == rows_ && u.cols == cols_)) return {uint32_t(rows_), uint32_t(cols_)};
   return {std::max<uint32_t>(u.rows, 1), std::max<uint32_t>(u.cols, 1)};  // (an empty tile: one zero byte)
@@ -60,7 +45,7 @@ size_t ContentTiles::number(std::vector<uint8_t> tile) {
   const uint64_t h = bytes_hash(tile);
   for (auto [it, end] = by_hash_.equal_range(h); it != end; ++it)
     if (tiles_[it->second].bytes == tile) return it->second;
-  const isa::WeightTileUse u = tile_use_of(tile.data(), rows_, cols_);
+  const isa::WeightTileUse u = isa::tile_use_of(tile.data(), rows_, cols_);
   tiles_.push_back({std::move(tile), u});
   by_hash_.emplace(h, tiles_.size() - 1);
   return tiles_.size() - 1;

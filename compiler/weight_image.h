@@ -111,8 +111,4 @@ class WeightImage {
 // about ten times faster than byte by byte).
 uint64_t bytes_hash(const std::vector<uint8_t>& bytes);
 
-// The useful cells of a tile of `cols` columns from its bytes: sim::tile_use's box and
-// sim::tile_spans's spans over the box's rows.
-isa::WeightTileUse tile_use_of(const uint8_t* tile, uint64_t rows, uint64_t cols);
-
 }  // namespace tpusim::compiler

@@ -189,6 +189,21 @@ json parse_json_bounded(std::string_view text, int max_depth, std::string& error
   return j;
 }
 
+WeightTileUse tile_use_of(const uint8_t* tile, uint64_t rows, uint64_t cols) {
+  WeightTileUse u;
+  for (uint64_t k = 0; k < rows; ++k) {
+    const uint8_t* row = tile + k * cols;
+    const uint8_t* first = std::find_if(row, row + cols, [](uint8_t b) { return b != 0; });
+    if (first == row + cols) continue;
+    const uint8_t* last = row + cols;
+    while (!*(last - 1)) --last;
+    u.rows = uint32_t(k + 1);
+    u.cols = std::max(u.cols, uint32_t(last - row));
+    u.spans += uint64_t(last - first);
+  }
+  return u;
+}
+
 std::vector<WeightTileUse> tile_uses(const Program& p, uint64_t rows, uint64_t cols) {
   std::vector<WeightTileUse> uses;
   const auto it = p.meta.find("tile_uses");

@@ -67,14 +67,20 @@ struct Symbol {
 // waddr] per tile, in address order; waddr is the tile's weight memory address, since a partial
 // tile is stored compactly, docs/isa.md rw), since only the compiler knows which cells hold a
 // weight that happens to be zero; without it the machine takes them from the bytes, the nonzero
-// cells (sim::tile_use, sim::tile_spans). The older form [rows, cols, spans] lists every full tile
-// of the image, tile i at i x the tile's bytes.
+// cells (isa::tile_use_of). The older form [rows, cols, spans] lists every full tile of the image,
+// tile i at i x the tile's bytes.
 struct WeightTileUse {
   uint32_t rows = 0, cols = 0;
   uint64_t spans = 0;
   uint64_t waddr = 0;
   bool operator==(const WeightTileUse&) const = default;
 };
+
+// The useful cells of a tile of `rows` x `cols` bytes from its bytes, taking every nonzero cell
+// for a weight (waddr 0): the compiler's meta.tile_uses of a tile, and the machine's spans of a
+// gathering matmul's tile where a program gives no meta.tile_uses (sim::tile_use finds the box
+// alone with less scanning). With `rows` below the tile's, the spans over its first `rows` rows.
+WeightTileUse tile_use_of(const uint8_t* tile, uint64_t rows, uint64_t cols);
 
 // A matmul's useful multiply-accumulates per input vector (8-bit, per byte-plane pass) where its
 // weight tile's useful cells do not say them: a packed convolution's last group of an output row

@@ -228,19 +228,6 @@ TileUse tile_use(const uint8_t* tile, uint64_t rows, uint64_t cols) {
   return u;
 }
 
-uint64_t tile_spans(const uint8_t* tile, uint64_t rows, uint64_t cols) {
-  uint64_t spans = 0;
-  for (uint64_t k = 0; k < rows; ++k) {
-    const uint8_t* row = tile + k * cols;
-    const uint8_t* first = std::find_if(row, row + cols, [](uint8_t b) { return b != 0; });
-    if (first == row + cols) continue;
-    const uint8_t* last = row + cols;
-    while (!*(last - 1)) --last;
-    spans += uint64_t(last - first);
-  }
-  return spans;
-}
-
 std::vector<std::pair<std::string, uint64_t>> run_record_bytes(const isa::Program& program) {
   const RecordCounts n = record_counts(program);
   const auto mul = [](uint64_t a, uint64_t b) {

@@ -121,11 +121,4 @@ struct TileUse {
 };
 TileUse tile_use(const uint8_t* tile, uint64_t rows, uint64_t cols);
 
-// The sum over a tile's first `rows` rows of each row's span from its first to its last nonzero
-// weight: what a gathering matmul counts as useful instead of the box (a packed convolution's
-// block-Toeplitz tile, docs/compiler.md, has zeros inside its box that compute nothing useful;
-// its rows' spans are its windows). Computed only for tiles a gathering matmul uses: a scan of
-// every row would cost the timing engine more than simulating a dense tile's matmul.
-uint64_t tile_spans(const uint8_t* tile, uint64_t rows, uint64_t cols);
-
 }  // namespace tpusim::sim

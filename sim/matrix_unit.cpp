@@ -210,9 +210,11 @@ bool MatrixUnit::start_matmul(uint64_t i, uint64_t t0) {
   const isa::MatmulMacs* given = ctx_.matmul_macs.empty() ? nullptr : isa::matmul_macs_at(ctx_.matmul_macs, i);
   const bool toeplitz = !given && pack.segments() > 1;  // (1 without gather)
   if (toeplitz && !active_spans_)
-    active_spans_ = ctx_.tile_uses.empty() ? tile_spans(active_.tile.data, active_.use.rows,
-                                                        active_.tile.cols ? active_.tile.cols : a.array_cols)
-                                           : isa::tile_use_at(ctx_.tile_uses, active_.tile.waddr).spans;
+    active_spans_ = ctx_.tile_uses.empty()
+                        ? isa::tile_use_of(active_.tile.data, active_.use.rows,
+                                           active_.tile.cols ? active_.tile.cols : a.array_cols)
+                              .spans
+                        : isa::tile_use_at(ctx_.tile_uses, active_.tile.waddr).spans;
   const uint64_t used = given      ? given->macs
                         : toeplitz ? *active_spans_
                                    : uint64_t{active_.use.rows} * active_.use.cols;

@@ -188,7 +188,10 @@ class MatrixUnit : public sc_core::sc_module, public Station, public MatrixRetir
   Hazards& hazards_;
   StationQueue queue_;
   FetchedTile active_;
-  std::optional<uint64_t> active_spans_;  // tile_spans of active_, once a gathering matmul needs it
+  // isa::tile_use_of(active_'s bytes).spans where the program gives no meta.tile_uses, computed
+  // once a gathering matmul needs it: a scan of every row would cost the timing engine more than
+  // simulating a dense tile's matmul.
+  std::optional<uint64_t> active_spans_;
   PackedWeights packed_;  // fast engine: the active tile, packed for the GEMM
   std::vector<uint8_t> expanded_;  // fast engine: a partial tile zero-filled to the array's size
   std::vector<uint8_t> gathered_;  // fast engine: a gathering matmul's input vectors

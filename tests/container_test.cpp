@@ -149,3 +149,17 @@ TEST_CASE("write_program refuses inconsistent programs", "[isa][container]") {
     CHECK_THROWS_WITH(write_program(p), Equals("field rows = 0 is below its minimum 1"));
   }
 }
+
+// One definition for the compiler's meta.tile_uses and the machine's spans of a gathering
+// matmul's tile without them (it was written twice, compiler/weight_image.cpp and sim/machine.cpp).
+TEST_CASE("tile_use_of is the box and row spans of a tile's nonzero cells", "[isa][container]") {
+  const std::vector<uint8_t> tile = {0, 0, 0, 0, 0,   // row 0: empty
+                                     0, 3, 0, 0, 9,   // row 1: columns 1..4, span 4
+                                     0, 0, 0, 0, 0,   // row 2: empty
+                                     7, 0, 0, 0, 0};  // row 3: column 0, span 1
+  // Box: rows 0..3 (4), columns 0..4 (5); spans 4 + 1.
+  CHECK(tile_use_of(tile.data(), 4, 5) == WeightTileUse{4, 5, 5, 0});
+  // The first two rows only: row 1's box and span.
+  CHECK(tile_use_of(tile.data(), 2, 5) == WeightTileUse{2, 5, 4, 0});
+  CHECK(tile_use_of(tile.data(), 1, 5) == WeightTileUse{});
+}

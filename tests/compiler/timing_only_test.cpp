@@ -66,7 +66,7 @@ void check_same_timing(const compiler::Compiled& full, const compiler::Compiled&
     const sim::TileUse box = sim::tile_use(tile, rows, cols);
     CHECK(box.rows <= ua[t].rows);
     CHECK(box.cols <= ua[t].cols);
-    CHECK(sim::tile_spans(tile, box.rows, cols) <= ua[t].spans);
+    CHECK(isa::tile_use_of(tile, box.rows, cols).spans <= ua[t].spans);
   }
   sim::RunResult ra, rb;
   const nlohmann::ordered_json ja = timing_report(a, arch, ra), jb = timing_report(b, arch, rb);

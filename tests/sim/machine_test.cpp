@@ -502,9 +502,9 @@ TEST_CASE("tile_use is the bounding box of nonzero weights", "[machine]") {
   t[2 * 4 + 0] = 1;  // (2, 0)
   CHECK(sim::tile_use(t.data(), 3, 4).rows == 3);
   // Row spans from the first to the last nonzero: row 0 columns 3..3, row 1 2..2, row 2 0..0.
-  CHECK(sim::tile_spans(t.data(), 3, 4) == 1 + 1 + 1);
+  CHECK(isa::tile_use_of(t.data(), 3, 4).spans == 1 + 1 + 1);
   t[2 * 4 + 2] = 1;  // (2, 2): row 2 spans 0..2
-  CHECK(sim::tile_spans(t.data(), 3, 4) == 1 + 1 + 3);
+  CHECK(isa::tile_use_of(t.data(), 3, 4).spans == 1 + 1 + 3);
 }
 
 TEST_CASE("the example programs on the 256x256 tpu-v1 and every engine", "[machine]") {
