@@ -8,7 +8,6 @@
 #include <catch2/catch.hpp>
 #include <filesystem>
 #include <map>
-#include <random>
 
 #include "compiler/compile.h"
 #include "compiler/model.h"
@@ -18,6 +17,7 @@
 #include "gpu/plan.h"
 #include "isa/error.h"
 #include "tools/source_dir.h"
+#include "../compiler/qgraph_builder.h"
 
 using namespace tpusim;
 using compiler::QGraph;
@@ -26,62 +26,23 @@ using compiler::View;
 
 namespace {
 
-struct Builder {
-  QGraph g;
-  std::mt19937 rng{11};
-  explicit Builder(uint64_t batch) {
-    g.name = "gpu-test";
-    g.batch = batch;
-  }
-  std::vector<int8_t> random(size_t n) {
-    std::uniform_int_distribution<int> d(-128, 127);
-    std::vector<int8_t> v(n);
-    for (auto& x : v) x = static_cast<int8_t>(d(rng));
-    return v;
-  }
-  int tensor(Shape s) {
-    g.tensors.push_back({fmt::format("t{}", g.tensors.size()), s, 0.05, "layer"});
-    g.output = static_cast<int>(g.tensors.size() - 1);  // the last tensor made
-    return g.output;
-  }
-  int input(Shape s) {
-    const int t = tensor(s);
-    g.inputs.push_back(t);
-    g.input_data.push_back(random(g.batch * s.elements()));
-    return t;
-  }
+// tests/compiler/qgraph_builder.h's graphs as the plan's tests name them: tensors t0, t1, ... in
+// one layer, the last tensor made the graph's output; matmuls clipped at 40 with function `f`;
+// ops in layers layer1, layer2, ...
+struct Builder : test::GraphBuilder {
+  explicit Builder(uint64_t batch) : GraphBuilder(batch, "gpu-test", 11) {}
+  int tensor(Shape s) { return g.output = GraphBuilder::tensor(fmt::format("t{}", g.tensors.size()), s, "layer"); }
+  int input(Shape s) { return input_tensor(tensor(s)); }
   compiler::MatmulOp matmul(std::vector<View> in, View out, uint64_t kh, uint64_t kw, bool perchan, isa::Func f) {
-    compiler::MatmulOp m;
-    m.inputs = std::move(in);
-    m.output = out;
-    m.kernel_h = kh;
-    m.kernel_w = kw;
-    for (const View& v : m.inputs) m.k += g.tensors[static_cast<size_t>(v.tensor)].shape.c;
-    m.n = g.tensors[static_cast<size_t>(out.tensor)].shape.c;
-    m.weights = random(kh * kw * m.k * m.n);
-    const auto shift = static_cast<uint8_t>(7 + std::lround(std::log2(std::sqrt(double(kh * kw * m.k)))));
-    std::uniform_int_distribution<int> b(-5000, 5000), mu(100, 300);
-    if (perchan) {
-      for (uint64_t j = 0; j < m.n; ++j) {
-        m.bias.push_back(b(rng));
-        m.mult.push_back(static_cast<uint16_t>(mu(rng)));
-        m.shift.push_back(static_cast<uint8_t>(shift + 8));
-      }
-    } else {
-      m.mult = {1};
-      m.shift = {shift};
-    }
+    compiler::MatmulOp m = GraphBuilder::matmul(std::move(in), out, kh, kw, perchan);
     m.func = f;
     m.clip = 40;
     return m;
   }
-  void add(compiler::QOp op) {
-    g.ops.push_back(std::move(op));
-    g.op_layer.push_back(fmt::format("layer{}", g.ops.size()));
-  }
+  void add(compiler::QOp op) { GraphBuilder::add(std::move(op), fmt::format("layer{}", g.ops.size() + 1)); }
 };
 
-View whole(int t) { return {t, 0, 0}; }
+using test::whole;
 
 // The plan's host model and the golden reference agree on every tensor.
 // The CUDA gather walks X by runs (gather_run), the host model too; every row's runs must cover
