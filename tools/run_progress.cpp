@@ -2,12 +2,13 @@
 #include "tools/run_progress.h"
 
 #include <fmt/format.h>
-#include <sys/ioctl.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
 #include <cstdlib>
+
+#include "tools/terminal.h"
 
 namespace tpusim::tools {
 
@@ -19,12 +20,6 @@ std::chrono::milliseconds quiet_for() {
   return std::chrono::milliseconds(env && *env ? std::strtoull(env, nullptr, 10) : 2000);
 }
 constexpr auto kEvery = std::chrono::milliseconds(200);
-
-int terminal_width() {
-  winsize ws{};
-  if (ioctl(STDERR_FILENO, TIOCGWINSZ, &ws) == 0 && ws.ws_col > 20) return ws.ws_col;
-  return 80;
-}
 
 // 1234567 -> "1.23M": three significant digits and an SI prefix.
 std::string si(double v) {

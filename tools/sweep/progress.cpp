@@ -2,11 +2,12 @@
 #include "tools/sweep/progress.h"
 
 #include <fmt/format.h>
-#include <sys/ioctl.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cmath>
+
+#include "tools/terminal.h"
 
 namespace tpusim::tools::sweep {
 
@@ -16,12 +17,6 @@ std::string clock_text(double seconds) {
   const auto s = static_cast<uint64_t>(std::llround(std::max(0.0, seconds)));
   if (s >= 3600) return fmt::format("{}:{:02}:{:02}", s / 3600, s / 60 % 60, s % 60);
   return fmt::format("{}:{:02}", s / 60, s % 60);
-}
-
-int terminal_width() {
-  winsize ws{};
-  if (ioctl(STDERR_FILENO, TIOCGWINSZ, &ws) == 0 && ws.ws_col > 20) return ws.ws_col;
-  return 80;
 }
 
 }  // namespace
