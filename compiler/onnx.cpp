@@ -316,6 +316,13 @@ class Importer {
   void gather();
   void lstm();
   void gru();
+  struct RecurrentWeights {
+    uint64_t h = 0, in = 0;  // hidden_size and the input's features
+    const Const *w, *r, *b;  // W, R and (null when not given) B
+  };
+  RecurrentWeights recurrent_weights(const Value& x, uint64_t gates, bool with_cell);
+  Layer recurrent_layer(LayerType type, const Value& x, const RecurrentWeights& rw, const uint64_t* onnx_gate,
+                        uint64_t gates);
   void recurrent_outputs(Layer l, const Value& x, bool sequences);
   void softmax();
   void quantize_linear();
@@ -1496,46 +1503,72 @@ void Importer::lstm() {
     if (std::vector<std::string>(a->strings().begin(), a->strings().end()) != want)
       fail("activations other than Sigmoid, Tanh, Tanh are not supported");
   }
+  const RecurrentWeights rw = recurrent_weights(x, 4, true);
+  constexpr uint64_t kOnnxGate[4] = {0, 2, 3, 1};  // the Model's i, f, g, o in ONNX's i, o, f, c
+  Layer l = recurrent_layer(LayerType::lstm, x, rw, kOnnxGate, 4);
+  const uint64_t h = rw.h;
+  if (rw.b)
+    for (uint64_t g = 0; g < 4; ++g)
+      for (uint64_t j = 0; j < h; ++j)
+        l.bias[g * h + j] = float(rw.b->v[kOnnxGate[g] * h + j] + rw.b->v[4 * h + kOnnxGate[g] * h + j]);
+  const bool sequences = l.return_sequences;
+  recurrent_outputs(std::move(l), x, sequences);
+}
+
+// What an LSTM's (4 gates, `with_cell`) and a GRU's (3 gates) inputs must be, checked after their
+// attributes: the input a sequence in the layout attribute's order, every step of every sequence,
+// zero initial states (an LSTM's h and c), no Y_c (an LSTM's), hidden_size in range, W [1, gates
+// x H, in], R [1, gates x H, H] and B (optional) [1, 2 x gates x H].
+Importer::RecurrentWeights Importer::recurrent_weights(const Value& x, uint64_t gates, bool with_cell) {
   const int64_t layout = attr_int("layout", 0);
   if (x.form != Form::seq || x.time_major != (layout == 0))
     fail(fmt::format("the input must be a sequence {} (layout {})", layout == 0 ? "[T, N, F]" : "[N, T, F]",
                      layout));
   if (has_input(4)) fail("sequence_lens is not supported: every sequence has all its steps");
   for (int i : {5, 6})
-    if (has_input(i)) {
-      const Const& c = constant(i, i == 5 ? "initial_h" : "initial_c");
-      for (double v : c.v)
-        if (v != 0) fail("a non-zero initial_h or initial_c is not supported");
-    }
-  if (output_used(2)) fail("the Y_c output is not supported");
-  const uint64_t h = uint64_t(attr_int("hidden_size", 0)), in = x.shape.c;
+    if ((i == 5 || with_cell) && has_input(i))
+      for (double v : constant(i, i == 5 ? "initial_h" : "initial_c").v)
+        if (v != 0)
+          fail(with_cell ? "a non-zero initial_h or initial_c is not supported"
+                         : "a non-zero initial_h is not supported");
+  if (with_cell && output_used(2)) fail("the Y_c output is not supported");
+  RecurrentWeights rw;
+  rw.h = uint64_t(attr_int("hidden_size", 0));
+  rw.in = x.shape.c;
+  const uint64_t h = rw.h, in = rw.in;
   if (h < 1 || h > kMaxDim) fail(fmt::format("hidden_size {}: expected 1..{}", h, kMaxDim));
-  const Const& w = constant(1, "W");
-  const Const& r = constant(2, "R");
-  if (w.dims != std::vector<int64_t>{1, int64_t(4 * h), int64_t(in)})
-    fail(fmt::format("W has dimensions {}; expected [1, {}, {}]", dims_text(w.dims), 4 * h, in));
-  if (r.dims != std::vector<int64_t>{1, int64_t(4 * h), int64_t(h)})
-    fail(fmt::format("R has dimensions {}; expected [1, {}, {}]", dims_text(r.dims), 4 * h, h));
-  const Const* b = has_input(3) ? &constant(3, "B") : nullptr;
-  if (b && b->v.size() != 8 * h) fail(fmt::format("B has {} values; expected {}", b->v.size(), 8 * h));
-  Layer l = new_layer(LayerType::lstm, x);
+  rw.w = &constant(1, "W");
+  rw.r = &constant(2, "R");
+  if (rw.w->dims != std::vector<int64_t>{1, int64_t(gates * h), int64_t(in)})
+    fail(fmt::format("W has dimensions {}; expected [1, {}, {}]", dims_text(rw.w->dims), gates * h, in));
+  if (rw.r->dims != std::vector<int64_t>{1, int64_t(gates * h), int64_t(h)})
+    fail(fmt::format("R has dimensions {}; expected [1, {}, {}]", dims_text(rw.r->dims), gates * h, h));
+  rw.b = has_input(3) ? &constant(3, "B") : nullptr;
+  if (rw.b && rw.b->v.size() != 2 * gates * h)
+    fail(fmt::format("B has {} values; expected {}", rw.b->v.size(), 2 * gates * h));
+  return rw;
+}
+
+// The layer of an LSTM or GRU over `x` with its weights in the Model's order: per gate g (ONNX's
+// gate onnx_gate[g]) [in + H][H], x rows then h rows; bias [4][H] zero (the caller sets it).
+Layer Importer::recurrent_layer(LayerType type, const Value& x, const RecurrentWeights& rw,
+                                const uint64_t* onnx_gate, uint64_t gates) {
+  const uint64_t h = rw.h, in = rw.in, rows = in + h;
+  Layer l = new_layer(type, x);
   l.units = h;
-  const bool sequences = output_used(0);
-  l.return_sequences = sequences;
-  const uint64_t rows = in + h;
-  l.weights.resize(4 * rows * h);
+  l.return_sequences = output_used(0);
+  l.weights.resize(gates * rows * h);
   l.bias.assign(4 * h, 0.0f);
-  constexpr uint64_t kOnnxGate[4] = {0, 2, 3, 1};  // the Model's i, f, g, o in ONNX's i, o, f, c
-  for (uint64_t g = 0; g < 4; ++g) {
-    const uint64_t og = kOnnxGate[g];
+  for (uint64_t g = 0; g < gates; ++g) {
+    const uint64_t og = onnx_gate[g];
     for (uint64_t j = 0; j < h; ++j) {
-      for (uint64_t k = 0; k < in; ++k) l.weights[(g * rows + k) * h + j] = float(w.v[(og * h + j) * in + k]);
+      for (uint64_t k = 0; k < in; ++k)
+        l.weights[(g * rows + k) * h + j] = float(rw.w->v[(og * h + j) * in + k]);
       for (uint64_t k = 0; k < h; ++k)
-        l.weights[(g * rows + in + k) * h + j] = float(r.v[(og * h + j) * h + k]);
-      if (b) l.bias[g * h + j] = float(b->v[og * h + j] + b->v[4 * h + og * h + j]);
+        l.weights[(g * rows + in + k) * h + j] = float(rw.r->v[(og * h + j) * h + k]);
     }
   }
-  recurrent_outputs(std::move(l), x, sequences);
+  return l;
 }
 
 // ONNX: W [1, 3H, in], R [1, 3H, H], B [1, 6H] (Wb then Rb), gates in the order z, r, h; the
@@ -1561,43 +1594,18 @@ void Importer::gru() {
     fail(
         "linear_before_reset = 0 is not supported: the machine's GRU is PyTorch's (linear_before_reset = 1, r "
         "multiplies R_h h + Rb_h)");
-  const int64_t layout = attr_int("layout", 0);
-  if (x.form != Form::seq || x.time_major != (layout == 0))
-    fail(fmt::format("the input must be a sequence {} (layout {})", layout == 0 ? "[T, N, F]" : "[N, T, F]",
-                     layout));
-  if (has_input(4)) fail("sequence_lens is not supported: every sequence has all its steps");
-  if (has_input(5))
-    for (double v : constant(5, "initial_h").v)
-      if (v != 0) fail("a non-zero initial_h is not supported");
-  const uint64_t h = uint64_t(attr_int("hidden_size", 0)), in = x.shape.c;
-  if (h < 1 || h > kMaxDim) fail(fmt::format("hidden_size {}: expected 1..{}", h, kMaxDim));
-  const Const& w = constant(1, "W");
-  const Const& r = constant(2, "R");
-  if (w.dims != std::vector<int64_t>{1, int64_t(3 * h), int64_t(in)})
-    fail(fmt::format("W has dimensions {}; expected [1, {}, {}]", dims_text(w.dims), 3 * h, in));
-  if (r.dims != std::vector<int64_t>{1, int64_t(3 * h), int64_t(h)})
-    fail(fmt::format("R has dimensions {}; expected [1, {}, {}]", dims_text(r.dims), 3 * h, h));
-  const Const* b = has_input(3) ? &constant(3, "B") : nullptr;
-  if (b && b->v.size() != 6 * h) fail(fmt::format("B has {} values; expected {}", b->v.size(), 6 * h));
-  Layer l = new_layer(LayerType::gru, x);
-  l.units = h;
-  const bool sequences = output_used(0);
-  l.return_sequences = sequences;
-  const uint64_t rows = in + h;
-  l.weights.resize(3 * rows * h);
-  l.bias.assign(4 * h, 0.0f);
+  const RecurrentWeights rw = recurrent_weights(x, 3, false);
   constexpr uint64_t kOnnxGate[3] = {1, 0, 2};  // the Model's r, z, n in ONNX's z, r, h
-  for (uint64_t g = 0; g < 3; ++g) {
-    const uint64_t og = kOnnxGate[g];
-    for (uint64_t j = 0; j < h; ++j) {
-      for (uint64_t k = 0; k < in; ++k) l.weights[(g * rows + k) * h + j] = float(w.v[(og * h + j) * in + k]);
-      for (uint64_t k = 0; k < h; ++k) l.weights[(g * rows + in + k) * h + j] = float(r.v[(og * h + j) * h + k]);
-      if (!b) continue;
-      const double wb = b->v[og * h + j], rb = b->v[3 * h + og * h + j];
-      if (g < 2) l.bias[g * h + j] = float(wb + rb);
-      else l.bias[2 * h + j] = float(wb), l.bias[3 * h + j] = float(rb);
-    }
-  }
+  Layer l = recurrent_layer(LayerType::gru, x, rw, kOnnxGate, 3);
+  const uint64_t h = rw.h;
+  if (rw.b)
+    for (uint64_t g = 0; g < 3; ++g)
+      for (uint64_t j = 0; j < h; ++j) {
+        const double wb = rw.b->v[kOnnxGate[g] * h + j], rb = rw.b->v[3 * h + kOnnxGate[g] * h + j];
+        if (g < 2) l.bias[g * h + j] = float(wb + rb);
+        else l.bias[2 * h + j] = float(wb), l.bias[3 * h + j] = float(rb);
+      }
+  const bool sequences = l.return_sequences;
   recurrent_outputs(std::move(l), x, sequences);
 }
 
