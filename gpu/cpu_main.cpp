@@ -155,14 +155,13 @@ int main(int argc, char** argv) {
   o.timing = {5, 10, 5};
   gpu::add_runner_options(app, o);
   app.add_option("--threads", o.threads, "threads (default: the CPUs this process may use)")
-      ->check(CLI::Range(1, 4096));
+      ->check(tpusim::tools::count_option(1, "threads", false, 4096));
   app.add_flag("--no-roof", o.no_roof, "skip measuring this CPU's int8 and memory roof");
   app.add_option("--latency-limit", o.latency_limit_ms,
                  "also find each model's largest batch whose p99 batch latency is within this many ms")
-      ->check(gpu::positive_number("milliseconds"));
+      ->check(tpusim::tools::positive_option("milliseconds"));
   app.add_option("--max-batch", o.max_batch, "the largest batch --latency-limit tries (default 4096)")
-      ->check(gpu::positive_count("a batch size"))
-      ->check(CLI::Range(uint64_t{1}, tpusim::compiler::kMaxBatch));  // the largest batch a model takes
+      ->check(tpusim::tools::count_option(1, "a batch size", false, tpusim::compiler::kMaxBatch));
   app.add_flag("--profile", o.profile, "print each plan step's time in the last batch");
   if (const int rc = gpu::parse_runner_args(app, argc, argv); rc >= 0) return rc;
   gpu::ReferenceData out;

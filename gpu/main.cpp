@@ -108,20 +108,22 @@ int main(int argc, char** argv) {
   gpu::add_runner_options(app, o);
   app.add_option("--csv", o.csv_out, "write the results here as CSV too");
   app.add_option("--timing", o.timing_mode, "device (kernels only), end_to_end (with host copies) or both")
-      ->check(CLI::IsMember({"device", "end_to_end", "both"}));
+      ->check(tpusim::tools::one_of_option({"device", "end_to_end", "both"}));
   app.add_option("--l2", o.l2, "warm, flushed (L2 overwritten before each batch) or both")
-      ->check(CLI::IsMember({"warm", "flushed", "both"}));
+      ->check(tpusim::tools::one_of_option({"warm", "flushed", "both"}));
   app.add_option("--graphs", o.graphs,
                  "CUDA graphs: auto (for batches up to --graph-max-batch), on, off or both")
-      ->check(CLI::IsMember({"auto", "on", "off", "both"}));
-  app.add_option("--graph-max-batch", o.graph_max_batch, "largest batch --graphs auto launches as a graph");
+      ->check(tpusim::tools::one_of_option({"auto", "on", "off", "both"}));
+  app.add_option("--graph-max-batch", o.graph_max_batch, "largest batch --graphs auto launches as a graph")
+      ->check(tpusim::tools::count_option(0, "a batch size"));
   o.timing.warmup_seconds = 0.2;
   app.add_option("--warmup-seconds", o.timing.warmup_seconds,
                  "after --warmup, untimed batches go on until this many seconds have passed, so that an "
                  "idle GPU's clocks have risen (default 0.2)")
-      ->check(CLI::Range(0.0, 3600.0));
+      ->check(tpusim::tools::number_option(0, 3600, "seconds"));
   app.add_option("--peak-tops", o.peak_tops,
-                 "the device's dense int8 peak, when the runner does not know it");
+                 "the device's dense int8 peak, when the runner does not know it")
+      ->check(tpusim::tools::positive_option("TOPS"));
   if (const int rc = gpu::parse_runner_args(app, argc, argv); rc >= 0) return rc;
   gpu::ResultsFile results;
   results.tool = "tpusim-gpu 0.1.0";

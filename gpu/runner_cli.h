@@ -20,6 +20,7 @@
 #include "isa/error.h"
 #include "isa/file_io.h"
 #include "compiler/model.h"
+#include "tools/cli_options.h"
 
 namespace tpusim::gpu {
 
@@ -30,34 +31,6 @@ struct RunnerOptions {
   TimingOptions timing;
   bool no_check = false;
 };
-
-// CLI11 checks with a message that names the rule: a whole number >= 1 (digits only: no sign, so -1
-// cannot wrap) and a number above 0; `what` says what the number is.
-inline CLI::Validator positive_count(const std::string& what) {
-  const std::string rule = fmt::format("a whole number >= 1 ({})", what);
-  return CLI::Validator(
-      [rule](std::string& text) -> std::string {
-        uint64_t v = 0;
-        const char* end = text.data() + text.size();
-        const auto [ptr, ec] = std::from_chars(text.data(), end, v);
-        if (text.empty() || text[0] == '+' || ec != std::errc() || ptr != end || v == 0)
-          return fmt::format("'{}' is not {}", text, rule);
-        return {};
-      },
-      rule);
-}
-inline CLI::Validator positive_number(const std::string& what) {
-  const std::string rule = fmt::format("a number above 0 ({})", what);
-  return CLI::Validator(
-      [rule](std::string& text) -> std::string {
-        char* end = nullptr;
-        const double v = std::strtod(text.c_str(), &end);
-        if (text.empty() || end != text.c_str() + text.size() || !(v > 0) || !std::isfinite(v))
-          return fmt::format("'{}' is not {}", text, rule);
-        return {};
-      },
-      rule);
-}
 
 // Every file the runner reads: each model and the .npy files its description names.
 inline std::vector<std::string> model_inputs(const RunnerOptions& o) {
@@ -100,23 +73,24 @@ inline void check_runner_paths(const RunnerOptions& o) {
 inline void add_runner_options(CLI::App& app, RunnerOptions& o) {
   app.add_option("models", o.models, "model descriptions (.toml) or SCALE-Sim topologies (.csv)")->required();
   app.add_option("--batch", o.batches, "batch sizes to run (repeatable; default: each description's batch)")
-      ->check(positive_count("a batch size"))
-      ->check(CLI::Range(uint64_t{1}, compiler::kMaxBatch));  // the largest batch a model takes
+      ->check(tools::count_option(1, "a batch size", false, compiler::kMaxBatch));  // the largest batch a model takes
   app.add_option("-o,--json", o.json_out, "write the results here (JSON); default: standard output");
   app.add_option("--warmup", o.timing.warmup,
-                 fmt::format("untimed batches before timing (default {})", o.timing.warmup));
+                 fmt::format("untimed batches before timing (default {})", o.timing.warmup))
+      ->check(tools::count_option(0, "untimed batches"));
   app.add_option("--iterations", o.timing.iterations,
                  fmt::format("batches per timed repeat (default {})", o.timing.iterations))
-      ->check(positive_count("batches per repeat"));
+      ->check(tools::count_option(1, "batches per repeat"));
   app.add_option("--repeats", o.timing.repeats,
                  fmt::format("timed repeats; the median is reported (default {})", o.timing.repeats))
-      ->check(positive_count("repeats"));
+      ->check(tools::count_option(1, "repeats"));
   app.add_flag("--no-check", o.no_check, "skip the check against the golden reference executor");
   app.add_option("--note", o.note, "a note stored in the results file");
 }
 
 // Parses the command line; a value to return from main (0 for --help, 2 for bad usage), or -1 to go on.
 inline int parse_runner_args(CLI::App& app, int argc, char** argv) {
+  app.failure_message(tools::failure_message);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

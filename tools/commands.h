@@ -10,7 +10,6 @@
 
 namespace CLI {
 class App;
-class Validator;
 }
 namespace tpusim::isa {
 struct Program;
@@ -27,15 +26,6 @@ namespace tpusim::tools {
 // Writes `text` to `path` (isa/file_io.h: temporary file + rename), or to standard output for
 // "" or "-".
 void write_text(const std::string& path, const std::string& text);
-
-// A CLI11 check for a count option: decimal digits only (no sign, so -1 cannot wrap), at least
-// `min`; `what` says what the number is in the message. With `byte_suffixes`, KiB, MiB and GiB
-// are accepted too (use it with ->transform, which passes the expanded number on).
-// (`max`: the largest value allowed, named in the rule as "min..max" when below UINT64_MAX.)
-CLI::Validator count_option(uint64_t min, std::string_view what, bool byte_suffixes = false,
-                            uint64_t max = UINT64_MAX);
-// A CLI11 check for a finite number above 0; `unit`, when given, is named in the message.
-CLI::Validator positive_option(std::string_view unit = "");
 
 inline constexpr uint64_t kDefaultTraceMaxBytes = uint64_t{1} << 30;
 

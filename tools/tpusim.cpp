@@ -21,6 +21,7 @@
 #include "isa/file_io.h"
 #include "isa/generate.h"
 #include "isa/text.h"
+#include "tools/cli_options.h"
 #include "tools/commands.h"
 
 namespace fs = std::filesystem;
@@ -35,45 +36,6 @@ void write_text(const std::string& path, const std::string& text) {
     return;
   }
   io::write_file(path, text);
-}
-
-CLI::Validator count_option(uint64_t min, std::string_view what, bool byte_suffixes, uint64_t max) {
-  const std::string rule = fmt::format("a whole number {} ({}{})",
-                                       max == UINT64_MAX ? fmt::format(">= {}", min) : fmt::format("{}..{}", min, max),
-                                       what, byte_suffixes ? ", optionally with a KiB, MiB or GiB suffix" : "");
-  return CLI::Validator(
-      [min, max, rule, byte_suffixes](std::string& text) -> std::string {
-        std::string_view digits = text;
-        uint64_t scale = 1;
-        if (byte_suffixes)
-          for (auto [suffix, shift] : {std::pair{"KiB", 10}, {"MiB", 20}, {"GiB", 30}})
-            if (digits.ends_with(suffix)) scale = uint64_t{1} << shift, digits.remove_suffix(3);
-        const bool ok =
-            !digits.empty() && digits.size() <= 20 &&
-            std::all_of(digits.begin(), digits.end(), [](char c) { return c >= '0' && c <= '9'; });
-        uint64_t v = 0;
-        const auto [ptr, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), v);
-        if (!ok || ec != std::errc() || ptr != digits.data() + digits.size() || v > UINT64_MAX / scale)
-          return fmt::format("'{}' is not {}", isa::printable(text), rule);
-        if (v * scale < min) return fmt::format("{} is less than {}: expected {}", v * scale, min, rule);
-        if (v * scale > max) return fmt::format("{} is more than {}: expected {}", v * scale, max, rule);
-        text = std::to_string(v * scale);  // what CLI11 then converts (with ->transform)
-        return {};
-      },
-      rule);
-}
-
-CLI::Validator positive_option(std::string_view unit) {
-  const std::string rule = unit.empty() ? "a number above 0" : fmt::format("a number above 0 ({})", unit);
-  return CLI::Validator(
-      [rule](std::string& text) -> std::string {
-        char* end = nullptr;
-        const double v = std::strtod(text.c_str(), &end);
-        return !text.empty() && end == text.c_str() + text.size() && v > 0 && std::isfinite(v)
-                   ? std::string()
-                   : fmt::format("'{}' is not {}", isa::printable(text), rule);
-      },
-      rule);
 }
 
 }  // namespace tpusim::tools
@@ -129,6 +91,7 @@ int cmd_isa(bool markdown, bool sv) {
 // main() is ours so that the SystemC banner never reaches a user's terminal.
 extern "C" int sc_main(int argc, char** argv) {
   CLI::App app{"tpusim: a cycle-accurate TPU-v1-style accelerator simulator and its tools"};
+  app.failure_message(tools::failure_message);
   app.require_subcommand(1);
   app.set_version_flag("--version", "tpusim 0.1.0");
 
@@ -177,12 +140,12 @@ extern "C" int sc_main(int argc, char** argv) {
                 "int8 (every weight and tensor int8, the description's weight_bits and output_bits keys set aside; "
                 "--int8-elements is its earlier spelling) or wide (every layer's weights 16-bit, weight_bits keys "
                 "set aside); auto replaces only the description's [quantization] precision (docs/compiler.md)")
-      ->check(CLI::IsMember({"auto", "int8", "wide"}));
+      ->check(tools::one_of_option({"auto", "int8", "wide"}));
   r->add_option("--output-bits", run.output_bits,
                 "models: the model output's width, 8 or 16 (int16 with twice the calibrated range as headroom); "
                 "default: the description's [quantization] output_bits, else 16 where the output layer reads a "
                 "16-bit tensor (docs/compiler.md)")
-      ->check(CLI::IsMember({8u, 16u}));
+      ->check(tools::one_of_option({"8", "16"}));
   r->add_option("--arch", run.arch_file,
                 "architecture file (JSON, docs/arch.md); default: the program's .arch");
   r->add_option("--set", run.sets, "override one architecture parameter, KEY=VALUE (repeatable)");
@@ -235,9 +198,9 @@ extern "C" int sc_main(int argc, char** argv) {
   c->add_option("--calibrate", comp.calibrate, "calibrate the int8 scales on these samples (.npy, as for run)");
   c->add_flag("--int8-elements", comp.int8_elements, "the earlier spelling of --precision int8");
   c->add_option("--precision", comp.precision, "auto, int8 or wide (as for run)")
-      ->check(CLI::IsMember({"auto", "int8", "wide"}));
+      ->check(tools::one_of_option({"auto", "int8", "wide"}));
   c->add_option("--output-bits", comp.output_bits, "the model output's width, 8 or 16 (as for run)")
-      ->check(CLI::IsMember({8u, 16u}));
+      ->check(tools::one_of_option({"8", "16"}));
   c->add_option("-o,--output", comp.output, "output .tpu (default: the model with .tpu)");
   c->add_option("--arch", comp.arch_file, "architecture file (JSON, docs/arch.md); default: tpu-v1");
   c->add_option("--set", comp.sets, "override one architecture parameter, KEY=VALUE (repeatable)");
@@ -264,10 +227,10 @@ extern "C" int sc_main(int argc, char** argv) {
   cm->add_option("--tpu-report", cmp.tpu_reports, "use these `tpusim run --report` files instead of simulating");
   cm->add_option("--models-root", cmp.models_root, "directory the reference data's model paths are relative to (default: .)");
   cm->add_option("--timing", cmp.timing, "GPU runner figures to use: end_to_end (default) or device")
-      ->check(CLI::IsMember({"end_to_end", "device"}));
-  cm->add_option("--l2", cmp.l2, "GPU runner figures to use: warm (default) or flushed")->check(CLI::IsMember({"warm", "flushed"}));
+      ->check(tools::one_of_option({"end_to_end", "device"}));
+  cm->add_option("--l2", cmp.l2, "GPU runner figures to use: warm (default) or flushed")->check(tools::one_of_option({"warm", "flushed"}));
   cm->add_option("--graph", cmp.graph, "GPU runner figures to use: any (the faster, default), yes or no (CUDA graphs)")
-      ->check(CLI::IsMember({"any", "yes", "no"}));
+      ->check(tools::one_of_option({"any", "yes", "no"}));
   cm->add_option("--model", cmp.models, "also simulate this description at its own batch (repeatable)");
   cm->add_flag("--int8", cmp.int8,
                "simulate the variant tpusim-cpu and tpusim-gpu run: every weight and tensor int8 (default: each "

@@ -16,6 +16,7 @@
 #include "isa/error.h"
 #include "isa/file_io.h"
 #include "isa/text.h"
+#include "tools/cli_options.h"
 #include "tools/commands.h"
 #include "tools/sweep/progress.h"
 #include "tools/sweep/store.h"
@@ -334,7 +335,7 @@ SweepCommand::SweepCommand(CLI::App& app) {
   sweep_->add_option("-o,--output", args_.output,
                      "results CSV; the database (RESULTS.db) and JSON Lines (RESULTS.jsonl) go beside it");
   sweep_->add_option("-j,--jobs", args_.jobs, "worker processes (default: every core this process may use)")
-      ->check(CLI::Range(1u, kMaxJobs));
+      ->check(count_option(1, "worker processes", false, kMaxJobs));
   sweep_->add_option("--shard", args_.shard,
                      "run only the K-th of N disjoint slices (points whose number is K mod N), as K/N");
   sweep_->add_flag("--resume", args_.resume, "continue a sweep: skip the points the database already holds");
