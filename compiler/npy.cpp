@@ -73,23 +73,14 @@ class HeaderParser {
 
   std::map<std::string, Value> dict() {
     std::map<std::string, Value> out;
-    expect('{');
-    while (true) {
+    items('{', '}', [&] {
       skip_space();
-      if (peek() == '}') break;
       const size_t at = pos_;
       std::string key = string();
       if (out.count(key)) fail(at, fmt::format("key '{}' given twice", key));
       expect(':');
       out[key] = value();
-      skip_space();
-      if (peek() == ',') {
-        ++pos_;
-        continue;
-      }
-      if (peek() != '}') fail(pos_, "expected ',' or '}'");
-    }
-    ++pos_;
+    });
     skip_space();
     if (pos_ != text_.size()) fail(pos_, "unexpected text after the dict");
     return out;
@@ -133,22 +124,29 @@ class HeaderParser {
     if (peek() == 'L') ++pos_;  // Python 2 long
     return v;
   }
-  std::vector<uint64_t> tuple() {
-    std::vector<uint64_t> dims;
-    expect('(');
+  // `open`, items read by `item` separated by commas (a trailing one allowed), `close`.
+  template <typename Item>
+  void items(char open, char close, Item item) {
+    expect(open);
     while (true) {
       skip_space();
-      if (peek() == ')') break;
-      dims.push_back(integer());
-      if (dims.size() > 32) fail(pos_, "more than 32 dimensions");
+      if (peek() == close) break;
+      item();
       skip_space();
       if (peek() == ',') {
         ++pos_;
         continue;
       }
-      if (peek() != ')') fail(pos_, "expected ',' or ')'");
+      if (peek() != close) fail(pos_, fmt::format("expected ',' or '{}'", close));
     }
     ++pos_;
+  }
+  std::vector<uint64_t> tuple() {
+    std::vector<uint64_t> dims;
+    items('(', ')', [&] {
+      dims.push_back(integer());
+      if (dims.size() > 32) fail(pos_, "more than 32 dimensions");
+    });
     return dims;
   }
   Value value() {

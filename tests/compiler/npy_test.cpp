@@ -137,6 +137,16 @@ TEST_CASE("npy: unsupported dtypes, Fortran order and bad headers") {
   CHECK_THROWS_WITH(with("{'descr': '<f4', 'fortran_order': False, 'shape': (2, -1)}"), Contains("expected a non-negative integer"));
   CHECK_THROWS_WITH(with("{'descr': '<f4', 'fortran_order': False, 'shape': 2}"), Contains("expected a string, True, False or a tuple"));
   CHECK_THROWS_WITH(with("{'descr': '<f4', 'fortran_order': False, 'shape': (2,)"), Contains("expected ',' or '}'"));
+  // The dict and the shape tuple share one comma-separated list reader: its errors name each's
+  // own closing bracket and the character (1-based) where it went wrong.
+  CHECK_THROWS_WITH(with("{'descr': '<f4', 'fortran_order': False, 'shape': (2 3)}"),
+                    Contains(".npy header, character 54: expected ',' or ')'"));
+  CHECK_THROWS_WITH(with("{'descr': '<f4', 'descr': '<f4', 'shape': (2,)}"),
+                    Contains(".npy header, character 18: key 'descr' given twice"));
+  std::string dims33;
+  for (int i = 0; i < 33; ++i) dims33 += "1, ";
+  CHECK_THROWS_WITH(with("{'descr': '<f4', 'fortran_order': False, 'shape': (" + dims33 + ")}"),
+                    Contains("more than 32 dimensions"));
   CHECK_THROWS_WITH(with("{'descr': '<f4', 'fortran_order': False, 'shape': (99999999999, 99999999999)}"),
                     Contains("needs more than 2^64"));
 }
