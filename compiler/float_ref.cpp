@@ -248,10 +248,10 @@ Data LayerRun::pool(bool avg) const {
   expect_inputs(1);
   const Shape& s = *in[0];
   // Square windows, or 1 x k over a map of height 1 (a 1-D pool, ONNX's over a line), over the
-  // input padded by pool_padding (top, left, bottom, right; less than the window on each side):
+  // input padded by pool_pads (top, left, bottom, right; less than the window on each side):
   // never the maximum; zeros in an average that counts them (count_pad), else left out of it.
   const uint64_t kh = layer.kernel_h, kw = layer.kernel_w, st = layer.stride;
-  const auto [pt, pl, pb, pr] = pool_padding(layer);
+  const auto [pt, pl, pb, pr] = layer.pool_pads;
   const bool line = kh == 1 && s.h == 1;
   const uint64_t ph = s.h + pt + pb, pw = s.w + pl + pr;
   if (kh == 0 || st == 0 || (kw != kh && !line) || pt >= kh || pb >= kh || pl >= kw || pr >= kw || ph < kh || pw < kw)

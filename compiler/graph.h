@@ -65,11 +65,10 @@ struct Layer {
   uint64_t kernel_h = 1, kernel_w = 1;  // conv2d kernel; pools: the window (square: kernel_h = kernel_w;
                                         // a 1-D pool's 1 x k over a map of height 1)
   uint64_t stride = 1;                  // conv2d and pools, both directions
-  uint64_t pad = 0;                     // conv2d zero padding, pixels on every side ("same" resolved);
-                                        // a 1-D pool's (1 x k window): columns at each end of the line
-  // max_pool, avg_pool over a map (a square window): the padding at its top, left, bottom and
-  // right (ONNX's pads, each side its own; every window holds a pixel of the map). A 1-D pool's
-  // is `pad` (pool_padding below gives either).
+  uint64_t pad = 0;                     // conv2d zero padding, pixels on every side ("same" resolved)
+  // max_pool, avg_pool: the padding at the input's top, left, bottom and right (ONNX's pads, each
+  // side its own, less than the window, so every window holds a pixel of the input; a 1-D pool's,
+  // 1 x k over a map of height 1, {0, start, 0, end}).
   std::array<uint64_t, 4> pool_pads{};
   // avg_pool over a padded line or map: the padding counts as zeros in each window's average
   // (ONNX's count_include_pad = 1, PyTorch's default), or not (the sum over the values of the
@@ -117,13 +116,6 @@ struct Layer {
   // empty: no value of them is computed.
   bool seeded_weights = false;
 };
-
-// A pool's padding, {top, left, bottom, right}: a 1-D pool's (1 x k window over a map of height 1)
-// `pad` columns at each end of its line, else Layer::pool_pads.
-inline std::array<uint64_t, 4> pool_padding(const Layer& l) {
-  if (l.kernel_h != l.kernel_w) return {0, l.pad, 0, l.pad};
-  return l.pool_pads;
-}
 
 // The side n of the smallest square whose n^2 pixels hold each of `values` pixels equally often
 // (n^2 a multiple of values), n <= `max_side`; 0 if there is none. The machine's average over

@@ -993,7 +993,7 @@ void Importer::pool_line(bool max) {
     if (ap != "NOTSET" && ap != "VALID") fail(fmt::format("auto_pad {} after a Pad is not supported", ap));
     if (!counted && (pads[0] || pads[1]))
       fail(fmt::format("pads {} with count_include_pad = 0 after a Pad: the Pad's zeros count in the average and "
-                       "these would not; the machine's 1-D pool has one padding",
+                       "these would not; the machine's pool has one padding",
                        dims_text(pads)));
     pads[0] += x.pad[1], pads[1] += x.pad[3];
     counted = true;
@@ -1005,24 +1005,41 @@ void Importer::pool_line(bool max) {
     return ap == "NOTSET" || ap == "VALID" ? std::string("pads ") + dims_text(pads)
                                            : fmt::format("auto_pad {} (pads {})", ap, dims_text(pads));
   };
-  if (pads[0] != pads[1])
-    fail(fmt::format("{}: the machine pads both ends of a line by the same amount", pads_text()));
-  if (pads[0] < 0 || uint64_t(pads[0]) >= k)
-    fail(fmt::format("{}: expected 0..{} at each end for a window of {} (a window must hold a value of the line)",
-                     pads_text(), k - 1, k));
-  const uint64_t p = uint64_t(pads[0]), padded = len + 2 * p;
-  if (k > padded)
-    fail(fmt::format("the window of {} is longer than the line {}{}", k, dims_of(x),
-                     p ? fmt::format(" padded by {} at each end", p) : std::string()));
-  if (attr_int("ceil_mode", 0) != 0 && (padded - k) % s)
-    fail(fmt::format("ceil_mode = 1 with a partial last window is not supported: the window of {} at stride {} over "
-                     "{}{} ({} values) leaves one; supported: ceil_mode = 0, or 1 where the windows fit exactly",
-                     k, s, dims_of(x), p ? fmt::format(" padded by {} at each end", p) : "", padded));
+  for (int64_t p : pads)
+    if (p < 0 || uint64_t(p) >= k)
+      fail(fmt::format("{}: expected 0..{} at each end for a window of {} (a window must hold a value of the line)",
+                       pads_text(), k - 1, k));
+  const uint64_t pl = uint64_t(pads[0]);
+  uint64_t pr = uint64_t(pads[1]), padded = len + pl + pr;
+  const auto padding = [&] {
+    return pl || pr ? pl == pr ? fmt::format(" padded by {} at each end", pl)
+                               : fmt::format(" padded by {} at the start and {} at the end", pl, pr)
+                    : std::string();
+  };
+  if (k > padded) fail(fmt::format("the window of {} is longer than the line {}{}", k, dims_of(x), padding()));
+  // ceil_mode with a partial last window: the line padded further at its end, as pool() does a map's.
+  if (attr_int("ceil_mode", 0) != 0 && (padded - k) % s) {
+    const std::string where = fmt::format("the window of {} at stride {} over {}{} ({} values)", k, s, dims_of(x),
+                                          padding(), padded);
+    if (!max && counted)
+      fail(fmt::format("ceil_mode = 1 with a partial last window of an average that counts its padding is not "
+                       "supported: {} leaves one; supported: ceil_mode = 1 for MaxPool and for AveragePool with "
+                       "count_include_pad = 0, or windows that fit exactly",
+                       where));
+    const uint64_t outputs = (padded - k + s - 1) / s + 1;
+    if ((outputs - 1) * s >= pl + len)
+      fail(fmt::format("ceil_mode = 1: {} leaves a last window that starts in the end padding (PyTorch drops it, "
+                       "ONNX's older references keep it); supported: ceil_mode = 1 where the last window starts "
+                       "within the line",
+                       where));
+    pr += (outputs - 1) * s + k - padded;
+    padded = len + pl + pr;
+  }
   Layer l = new_layer(max ? LayerType::max_pool : LayerType::avg_pool, x);
   l.kernel_h = 1;
   l.kernel_w = k;
   l.stride = s;
-  l.pad = p;
+  l.pool_pads = {0, pl, 0, pr};
   l.count_pad = counted;
   l.out = map_shape(1, (padded - k) / s + 1, x.shape.c);
   Value out = x;

@@ -938,8 +938,8 @@ void Quantizer::dense_or_conv() {
 // one copy under the other (k vec passes, exact), into a k x L map `NAME.rows` whose k x k window
 // at column x holds the line's window at x once per row: the same maximum, and the same average
 // (k times the window's sum over k^2, rounded alike). `suffix` names a part's copy. A line padded
-// by p columns at each end (Layer::pad, p < k) is copied between borders of p columns, in the
-// first row (then copied whole into the others): the line's first and last values repeated for a
+// by l and r columns at its start and end (Layer::pool_pads, each < k) is copied between borders
+// of l and r columns, in the first row (then copied whole into the others): the line's first and last values repeated for a
 // max (every window that reaches a border holds that value: the same maximum), zeros (x - x) for
 // an average. An average that does not count its padding (Layer::count_pad false) then has each
 // window that reaches a border, of c < k values of the line, written again: the pool of a c x c
@@ -954,7 +954,7 @@ void Quantizer::pool_into(int in, int out, const std::string& suffix) {
     return;
   }
   const Shape line = shape_of(in);  // a copy: add_tensor below may move the tensors
-  const uint64_t k = L.kernel_w, p = L.pad, w = line.w + 2 * p;
+  const uint64_t k = L.kernel_w, pl = L.pool_pads[1], pr = L.pool_pads[3], w = line.w + pl + pr;
   const double scale = scale_of(in);
   // A pass of view `a` into `o` (exact: the same scale).
   const auto copy = [&](View a, View o, isa::VecOp op = isa::VecOp::pass) {
@@ -964,29 +964,31 @@ void Quantizer::pool_into(int in, int out, const std::string& suffix) {
   };
   const int rows = add_tensor(L.name + ".rows" + suffix, map_shape(k, w, line.c), scale, L.name);
   for (uint64_t r = 0; r < k; ++r) {
-    if (r > 0 && p > 0) {  // row 0 with its borders
+    if (r > 0 && pl + pr > 0) {  // row 0 with its borders
       copy(View{rows, 0, w}, View{rows, r * w, w});
       continue;
     }
-    copy(View{in}, View{rows, r * w + p, line.w});
-    for (uint64_t j = 0; p > 0 && j < p;) {  // the borders of row 0
+    copy(View{in}, View{rows, r * w + pl, line.w});
+    // the borders of row 0, the start's and the end's side by side: the line's first or last value
+    // (max), or zeros in runs of at most the line's length (average)
+    for (uint64_t j = 0; j < std::max(pl, pr);) {
       if (kind == isa::PoolKind::max) {
-        copy(View{in, 0, 1}, View{rows, j, 1});
-        copy(View{in, line.w - 1, 1}, View{rows, p + line.w + j, 1});
+        if (j < pl) copy(View{in, 0, 1}, View{rows, j, 1});
+        if (j < pr) copy(View{in, line.w - 1, 1}, View{rows, pl + line.w + j, 1});
         ++j;
       } else {
-        const uint64_t n = std::min(p - j, line.w);
-        copy(View{in, 0, n}, View{rows, j, n}, isa::VecOp::sub);
-        copy(View{in, 0, n}, View{rows, p + line.w + j, n}, isa::VecOp::sub);
-        j += n;
+        const uint64_t nl = j < pl ? std::min(pl - j, line.w) : 0, nr = j < pr ? std::min(pr - j, line.w) : 0;
+        if (nl) copy(View{in, 0, nl}, View{rows, j, nl}, isa::VecOp::sub);
+        if (nr) copy(View{in, 0, nr}, View{rows, pl + line.w + j, nr}, isa::VecOp::sub);
+        j += std::max(nl, nr);
       }
     }
   }
   emit(PoolOp{View{rows}, View{out}, kind, k, L.stride});
-  if (kind == isa::PoolKind::max || L.count_pad || p == 0) return;
+  if (kind == isa::PoolKind::max || L.count_pad || pl + pr == 0) return;
   const uint64_t outputs = shape_of(out).w;
   for (uint64_t o = 0; o < outputs; ++o) {
-    const int64_t a = int64_t(o * L.stride) - int64_t(p);  // the window's first column in the line
+    const int64_t a = int64_t(o * L.stride) - int64_t(pl);  // the window's first column in the line
     const uint64_t first = uint64_t(std::max<int64_t>(a, 0)),
                    c = std::min(uint64_t(a + int64_t(k)), line.w) - first;  // its values of the line
     if (c == k) continue;

@@ -36,7 +36,8 @@ TEST_CASE("onnx: each operator's model runs bit-exact on every engine") {
         "global_avg", "reshape", "add_mul_softmax", "lstm", "qdq", "qlinear", "concat", "lstm_export",
         "reshape_export", "pad_reduce_mean", "lstm_stack", "lstm_last_step", "conv1d", "conv1d_seq",
         "conv_dilated", "gru", "gru_stack", "conv_dilated3", "pools1d", "pools1d_pad", "pools1d_padop",
-        "mean1d", "pools2d_pad", "pools2d_padop", "gap_long", "gap_rect", "gap_line", "pools2d_ceil"})
+        "mean1d", "pools2d_pad", "pools2d_padop", "gap_long", "gap_rect", "gap_line", "pools2d_ceil",
+        "pools1d_asym"})
     SECTION(name) { check_model(load_onnx(name), square(16), true); }
 }
 
@@ -47,8 +48,8 @@ TEST_CASE("onnx: each operator's model runs bit-exact on every engine") {
 // pools' vec passes and the averages' convolutions must come out the same, and so their time.
 TEST_CASE("onnx: a timing-only compile of padded pools and long averages times them as the full one") {
   const sim::Arch a = sim::arch_preset("tpu-v1");
-  for (const char* name : {"pools1d_pad", "pools2d_pad", "pools2d_padop", "pools2d_ceil", "gap_long", "gap_rect",
-                           "gap_line"})
+  for (const char* name : {"pools1d_pad", "pools1d_asym", "pools2d_pad", "pools2d_padop", "pools2d_ceil",
+                           "gap_long", "gap_rect", "gap_line"})
     SECTION(name) {
       compiler::LoadOptions o;
       o.batch = 3;

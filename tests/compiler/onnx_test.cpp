@@ -73,7 +73,7 @@ TEST_CASE("onnx: every supported operator imports to a Model that computes what 
         "global_avg", "reshape", "add_mul_softmax", "lstm", "qdq", "qlinear", "concat", "lstm_export",
         "reshape_export", "pad_reduce_mean", "lstm_stack", "lstm_last_step", "conv1d", "conv1d_seq", "conv_dilated", "gru", "gru_stack",
         "conv_dilated3", "pools1d", "pools1d_pad", "pools1d_padop", "mean1d", "pools2d_pad", "pools2d_padop",
-        "gap_long", "gap_rect", "gap_line", "pools2d_ceil"})
+        "gap_long", "gap_rect", "gap_line", "pools2d_ceil", "pools1d_asym"})
     check_against_onnx(name);
 }
 
@@ -154,6 +154,29 @@ void check_pool2d(const QGraph& g, const std::vector<std::vector<int8_t>>& golde
           INFO("pool " << g.tensors[out].name << " sample " << n << " output " << oy << ", " << ox << " channel " << c);
           CHECK(int64_t(golden[out][((n * os.h + oy) * os.w + ox) * os.c + c]) == want);
         }
+}
+
+// The same for a 1-D pool (a 1 x k window over a line, padded by `before` values at its start).
+void check_pool1d(const QGraph& g, const std::vector<std::vector<int8_t>>& golden, size_t in, size_t out, uint64_t k,
+                  uint64_t s, int64_t before, int how) {
+  const Shape is = g.tensors[in].shape, os = g.tensors[out].shape;
+  CHECK(g.tensors[in].scale == g.tensors[out].scale);
+  for (uint64_t n = 0; n < g.batch; ++n)
+    for (uint64_t o = 0; o < os.w; ++o)
+      for (uint64_t c = 0; c < is.c; ++c) {
+        int64_t top = -128, sum = 0, count = 0;
+        for (uint64_t q = 0; q < k; ++q) {
+          const int64_t j = int64_t(o * s + q) - before;
+          if (j < 0 || j >= int64_t(is.w)) continue;
+          const int64_t v = golden[in][(n * is.w + uint64_t(j)) * is.c + c];
+          top = std::max(top, v), sum += v, ++count;
+        }
+        const int64_t d = how == 1 ? int64_t(k) : count;
+        const int64_t q = (2 * std::abs(sum) + d) / (2 * d);
+        const int64_t want = how == 0 ? top : sum < 0 ? -q : q;
+        INFO("pool " << g.tensors[out].name << " sample " << n << " output " << o << " channel " << c);
+        CHECK(int64_t(golden[out][(n * os.w + o) * os.c + c]) == want);
+      }
 }
 
 }  // namespace
@@ -256,7 +279,8 @@ TEST_CASE("onnx: layers, shapes and folding") {
     const auto pool = [&](size_t i, LayerType type, uint64_t k, uint64_t s, uint64_t pad, bool counts, Shape out) {
       INFO("layer " << i);
       const Layer& l = m.layers[i];
-      CHECK((l.type == type && l.kernel_h == 1 && l.kernel_w == k && l.stride == s && l.pad == pad &&
+      CHECK((l.type == type && l.kernel_h == 1 && l.kernel_w == k && l.stride == s &&
+             l.pool_pads == std::array<uint64_t, 4>{0, pad, 0, pad} &&
              l.count_pad == counts && l.out == out));
     };
     pool(0, LayerType::max_pool, 3, 2, 1, false, map_shape(1, 7, 3));  // (13 + 2 - 3) / 2 + 1
@@ -280,35 +304,9 @@ TEST_CASE("onnx: layers, shapes and folding") {
     // with plain loops: the max of the line's values in the window; their sum over k (zeros
     // counted) or over their number, rounded half away from zero.
     const auto golden = run_golden(g);
-    const auto tensor = [&](const std::string& name) {
-      for (size_t t = 0; t < g.tensors.size(); ++t)
-        if (g.tensors[t].name == name) return t;
-      FAIL("no tensor " << name);
-      return size_t{0};
-    };
-    const auto check_pool = [&](size_t in, size_t out, uint64_t k, uint64_t s, uint64_t p, int how) {  // 0 max, 1 avg counted, 2 avg of the values
-      const Shape is = g.tensors[in].shape, os = g.tensors[out].shape;
-      CHECK(g.tensors[in].scale == g.tensors[out].scale);
-      for (uint64_t n = 0; n < g.batch; ++n)
-        for (uint64_t o = 0; o < os.w; ++o)
-          for (uint64_t c = 0; c < is.c; ++c) {
-            int64_t top = -128, sum = 0, count = 0;
-            for (uint64_t q = 0; q < k; ++q) {
-              const int64_t j = int64_t(o * s + q) - int64_t(p);
-              if (j < 0 || j >= int64_t(is.w)) continue;
-              const int64_t v = golden[in][(n * is.w + uint64_t(j)) * is.c + c];
-              top = std::max(top, v), sum += v, ++count;
-            }
-            const int64_t d = how == 1 ? int64_t(k) : count;
-            const int64_t q = (2 * std::abs(sum) + d) / (2 * d);
-            const int64_t want = how == 0 ? top : sum < 0 ? -q : q;
-            INFO("pool " << g.tensors[out].name << " sample " << n << " output " << o << " channel " << c);
-            CHECK(int64_t(golden[out][(n * os.w + o) * os.c + c]) == want);
-          }
-    };
-    check_pool(size_t(g.inputs[0]), tensor(m.layers[0].name), 3, 2, 1, 0);
-    check_pool(tensor(m.layers[1].name), tensor(m.layers[2].name), 5, 2, 2, 2);
-    check_pool(tensor(m.layers[2].name), tensor(m.layers[3].name), 2, 1, 1, 1);
+    check_pool1d(g, golden, size_t(g.inputs[0]), tensor(g, m.layers[0].name), 3, 2, 1, 0);
+    check_pool1d(g, golden, tensor(g, m.layers[1].name), tensor(g, m.layers[2].name), 5, 2, 2, 2);
+    check_pool1d(g, golden, tensor(g, m.layers[2].name), tensor(g, m.layers[3].name), 2, 1, 1, 1);
   }
   SECTION("padded 2-D MaxPool and AveragePool: the map copied into a padded one; windows of fewer pixels pooled again") {
     const Model m = load_case("pools2d_pad");
@@ -432,13 +430,49 @@ TEST_CASE("onnx: layers, shapes and folding") {
     CHECK((mx.type == LayerType::max_pool && mx.kernel_h == 2 && mx.pool_pads == std::array<uint64_t, 4>{0, 0, 1, 1} &&
            mx.out == map_shape(4, 4, 2)));
   }
+  SECTION("1-D pools padded unequally at the two ends, and ceil_mode = 1 with a partial last window") {
+    const Model m = load_case("pools1d_asym");
+    REQUIRE(m.layers.size() == 4);
+    const auto pool = [&](size_t i, LayerType type, uint64_t k, uint64_t s, uint64_t start, uint64_t end, Shape out) {
+      INFO("layer " << i);
+      const Layer& l = m.layers[i];
+      CHECK((l.type == type && l.kernel_h == 1 && l.kernel_w == k && l.stride == s &&
+             l.pool_pads == std::array<uint64_t, 4>{0, start, 0, end} && l.out == out));
+    };
+    pool(0, LayerType::max_pool, 3, 1, 0, 1, map_shape(1, 12, 3));  // pads [0, 1]: 13 + 1 - 3 + 1
+    pool(1, LayerType::avg_pool, 2, 1, 1, 0, map_shape(1, 12, 3));  // SAME_LOWER of 2: one value before
+    pool(2, LayerType::max_pool, 3, 2, 0, 1, map_shape(1, 6, 3));   // ceil((12 - 3) / 2) + 1, the last at 10: 1 more
+    pool(3, LayerType::avg_pool, 3, 2, 2, 1, map_shape(1, 4, 3));   // ceil((2 + 6 - 3) / 2) + 1, the last at 6: 1 more
+    const QGraph g = quantize(m);
+    std::map<std::string, std::pair<int, int>> ops;  // layer: (vec passes or subs, pools)
+    for (size_t i = 0; i < g.ops.size(); ++i) {
+      if (std::holds_alternative<VectorOp>(g.ops[i])) ++ops[g.op_layer[i]].first;
+      if (std::holds_alternative<PoolOp>(g.ops[i])) ++ops[g.op_layer[i]].second;
+    }
+    // a (max, k 3, pads 0, 1): row 0 = the line and its last value (2 vecs), copied into rows 1 and
+    // 2: 4 vecs. b (average of the values, k 2, pads 1, 0): the line, 1 zero (2), 1 copy; window 0
+    // holds 1 value: 1 copy, a 1 x 1 pool, a pass. c (max, k 3, pads 0, 1): 2 + 2. d (average of the
+    // values, k 3, pads 2, 1): the line, 2 zeros, 1 zero (3), 2 copies; windows 0 (1 value) and 3
+    // (2 values): 1 + 1 and 2 + 1 vecs, 2 pools.
+    CHECK(ops[m.layers[0].name] == std::pair{4, 1});
+    CHECK(ops[m.layers[1].name] == std::pair{3 + 2, 1 + 1});
+    CHECK(ops[m.layers[2].name] == std::pair{4, 1});
+    CHECK(ops[m.layers[3].name] == std::pair{5 + 5, 1 + 2});
+    const auto golden = run_golden(g);
+    check_pool1d(g, golden, size_t(g.inputs[0]), tensor(g, m.layers[0].name), 3, 1, 0, 0);
+    check_pool1d(g, golden, tensor(g, m.layers[0].name), tensor(g, m.layers[1].name), 2, 1, 1, 2);
+    check_pool1d(g, golden, tensor(g, m.layers[1].name), tensor(g, m.layers[2].name), 3, 2, 0, 0);
+    check_pool1d(g, golden, tensor(g, m.layers[2].name), tensor(g, m.layers[3].name), 3, 2, 2, 2);
+  }
   SECTION("a Pad before an AveragePool over a line (PyTorch's AvgPool1d), auto_pad SAME, 1-D global averages") {
     const Model m = load_case("pools1d_padop");
     REQUIRE(m.layers.size() == 3);  // a, m, the global average
     const Layer &a = m.layers[0], &mx = m.layers[1], &gap = m.layers[2];
-    CHECK((a.type == LayerType::avg_pool && a.kernel_w == 4 && a.stride == 3 && a.pad == 2 && a.count_pad));
+    CHECK((a.type == LayerType::avg_pool && a.kernel_w == 4 && a.stride == 3 &&
+           a.pool_pads == std::array<uint64_t, 4>{0, 2, 0, 2} && a.count_pad));
     CHECK(a.out == map_shape(1, 4, 2));  // (11 + 4 - 4) / 3 + 1
-    CHECK((mx.type == LayerType::max_pool && mx.kernel_w == 3 && mx.stride == 1 && mx.pad == 1));
+    CHECK((mx.type == LayerType::max_pool && mx.kernel_w == 3 && mx.stride == 1 &&
+           mx.pool_pads == std::array<uint64_t, 4>{0, 1, 0, 1}));
     CHECK((gap.type == LayerType::avg_pool && gap.kernel_h == 1 && gap.kernel_w == 4 && gap.stride == 4));
     CHECK(gap.out == map_shape(1, 1, 2));
     const Model mean = load_case("mean1d");  // a window-1 max pool, x.mean(2), flattened, a Gemm
@@ -524,13 +558,9 @@ TEST_CASE("onnx: what the machine cannot run is refused with the node, its op ty
   refused("bad_pool1d",
           "node /pool/MaxPool (MaxPool): pads [2, 2]: expected 0..1 at each end for a window of 2 (a window must hold "
           "a value of the line)");
-  refused("bad_pool1d_asym",
-          "node /pool/MaxPool (MaxPool): pads [0, 1]: the machine pads both ends of a line by the same amount");
-  refused("bad_pool1d_same", "node /pool/AveragePool (AveragePool): auto_pad SAME_LOWER (pads [1, 0]): the machine "
-                             "pads both ends of a line by the same amount");
   refused("bad_pool1d_pad_mixed",
           "node /pool/AveragePool (AveragePool): pads [1, 1] with count_include_pad = 0 after a Pad: the Pad's zeros "
-          "count in the average and these would not; the machine's 1-D pool has one padding");
+          "count in the average and these would not; the machine's pool has one padding");
   refused("bad_pool1d_pad_max",
           "node /pool/MaxPool (MaxPool): input 0 (xp) is a Pad's output: a Pad of zeros must be read by Conv or "
           "AveragePool nodes (it is folded into their padding, zeros that count in an average); a MaxPool pads by its "
@@ -552,9 +582,14 @@ TEST_CASE("onnx: what the machine cannot run is refused with the node, its op ty
                              "1..15 for a line [N, 3, 13]");
   refused("bad_pool1d_dilation", "node /pool/MaxPool (MaxPool): dilations [2]: only 1 is supported");
   refused("bad_pool1d_ceil",
-          "node /pool/MaxPool (MaxPool): ceil_mode = 1 with a partial last window is not supported: the window of 2 at "
-          "stride 2 over [N, 3, 13] (13 values) leaves one; supported: ceil_mode = 0, or 1 where the windows fit "
+          "node /pool/AveragePool (AveragePool): ceil_mode = 1 with a partial last window of an average that counts "
+          "its padding is not supported: the window of 2 at stride 2 over [N, 3, 13] (13 values) leaves one; "
+          "supported: ceil_mode = 1 for MaxPool and for AveragePool with count_include_pad = 0, or windows that fit "
           "exactly");
+  refused("bad_pool1d_ceil_start",
+          "node /pool/MaxPool (MaxPool): ceil_mode = 1: the window of 3 at stride 3 over [N, 3, 14] padded by 0 at the "
+          "start and 2 at the end (16 values) leaves a last window that starts in the end padding (PyTorch drops it, "
+          "ONNX's older references keep it); supported: ceil_mode = 1 where the last window starts within the line");
   refused("bad_transa",
           "node ta (Gemm): transA = 1: the machine multiplies the tensor as [N, K]; transpose the weights "
           "instead");

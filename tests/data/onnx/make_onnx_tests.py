@@ -525,13 +525,20 @@ def pools1d():
          line, outp("y"), {})
     save("bad_pool1d_dilation", [helper.make_node("MaxPool", ["x"], ["y"], name="/pool/MaxPool", kernel_shape=[2],
                                                   dilations=[2])], line, outp("y"), {})
-    save("bad_pool1d_ceil", [helper.make_node("MaxPool", ["x"], ["y"], name="/pool/MaxPool", kernel_shape=[2],
-                                              strides=[2], ceil_mode=1)], line, outp("y"), {})
+    save("bad_pool1d_ceil", [helper.make_node("AveragePool", ["x"], ["y"], name="/pool/AveragePool", kernel_shape=[2],
+                                              strides=[2], ceil_mode=1, count_include_pad=1)], line, outp("y"), {})
+    save("bad_pool1d_ceil_start", [helper.make_node("MaxPool", ["x"], ["y"], name="/pool/MaxPool", kernel_shape=[3],
+                                                    strides=[3], pads=[0, 2], ceil_mode=1)],
+         [inp("x", ["N", 3, 14])], outp("y"), {})
 
 
-def pool1d_padded(x, k, s, p, op, count_pad=True):  # [N, C, L], p values at each end
+def pool1d_padded(x, k, s, p, op, count_pad=True, end=None, ceil=False):  # [N, C, L], p values at the start, end at the end (p)
     n, c, length = x.shape
-    out = (length + 2 * p - k) // s + 1
+    end = p if end is None else end
+    out = (length + p + end - k) // s + 1
+    if ceil:  # a partial last window: the part of it within the padded line (starting within the line)
+        out = -(-(length + p + end - k) // s) + 1
+        assert (out - 1) * s < p + length and (op == "max" or not count_pad)
     y = np.zeros((n, c, out))
     for o in range(out):
         a = o * s - p
@@ -585,10 +592,6 @@ def pools1d_pad():
     save("mean1d", nodes, [inp("x", ["N", 4, 6])], outp("y"), dict(wm=wm, bm=bm), x3,
          x3.astype(np.float64).mean(axis=2) @ wm.T + bm)
     line = [inp("x", ["N", 3, 13])]
-    save("bad_pool1d_asym", [helper.make_node("MaxPool", ["x"], ["y"], name="/pool/MaxPool", kernel_shape=[3],
-                                              pads=[0, 1])], line, outp("y"), {})
-    save("bad_pool1d_same", [helper.make_node("AveragePool", ["x"], ["y"], name="/pool/AveragePool", kernel_shape=[2],
-                                              auto_pad="SAME_LOWER")], line, outp("y"), {})
     save("bad_pool1d_pad_mixed", [helper.make_node("Pad", ["x", "pads"], ["xp"], name="/Pad", mode="constant"),
                                   helper.make_node("AveragePool", ["xp"], ["y"], name="/pool/AveragePool",
                                                    kernel_shape=[3], pads=[1, 1])],
@@ -723,8 +726,25 @@ def pools2d_ceil():
     save("pools2d_ceil", nodes, [inp("x", ["N", 3, 8, 8])], outp("y"), {}, x, a)
 
 
+def pools1d_asym():
+    """1-D pools padded unequally at the two ends (pads, auto_pad SAME_LOWER of an even window) and
+    ceil_mode = 1 with a partial last window."""
+    x = f32(N, 3, 13)
+    nodes = [helper.make_node("MaxPool", ["x"], ["a"], name="/a/MaxPool", kernel_shape=[3], pads=[0, 1]),
+             helper.make_node("AveragePool", ["a"], ["b"], name="/b/AveragePool", kernel_shape=[2],
+                              auto_pad="SAME_LOWER", count_include_pad=0),
+             helper.make_node("MaxPool", ["b"], ["c"], name="/c/MaxPool", kernel_shape=[3], strides=[2], ceil_mode=1),
+             helper.make_node("AveragePool", ["c"], ["y"], name="/d/AveragePool", kernel_shape=[3], strides=[2],
+                              pads=[2, 0], ceil_mode=1, count_include_pad=0)]
+    a = pool1d_padded(x, 3, 1, 0, "max", end=1)  # 13 + 1 -> 12
+    b = pool1d_padded(a, 2, 1, 1, "avg", count_pad=False, end=0)  # 12 + 1 -> 12
+    c = pool1d_padded(b, 3, 2, 0, "max", ceil=True)  # ceil(9 / 2) + 1 = 6, the last window [10, 12) of 2
+    d = pool1d_padded(c, 3, 2, 2, "avg", count_pad=False, end=0, ceil=True)  # 2 + 6: ceil(5 / 2) + 1 = 4
+    save("pools1d_asym", nodes, [inp("x", ["N", 3, 13])], outp("y"), {}, x, d)
+
+
 # (New models go last: the generator's draws for the earlier ones, and so their files, stay the same.)
 for make in (gemm, matmul_add, matmul_seq, conv_pad_stride, conv_group, conv_same_bn_clip, pools, global_avg_reshape,
              add_mul_softmax, lstms, quantized, bad, concats, exported, lstm_outputs, conv1d, grus, conv_dilated3,
-             pools1d, pools1d_pad, pools2d_pad, gap_long, pools2d_ceil):
+             pools1d, pools1d_pad, pools2d_pad, gap_long, pools2d_ceil, pools1d_asym):
     make()
