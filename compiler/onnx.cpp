@@ -951,8 +951,8 @@ void Importer::pool(bool max) {
 // MaxPool and AveragePool over a line [N, C, L] (PyTorch's MaxPool1d, AvgPool1d): a pool of a 1 x k
 // window over the map of height 1 (as a Conv1d's), which the quantizer runs on the machine's square
 // windows (quantize.cpp, "1-D pools"). No dilation; k and the stride at most the pool instruction's.
-// Padded by p < k columns at each end (the same at both: pads, or auto_pad SAME when that is
-// symmetric), so that every window holds a value of the line: MaxPool's padding is never the maximum;
+// Padded by less than k columns at each end (each its own: pads, auto_pad SAME, and ceil_mode's
+// partial last window as more at the end), so that every window holds a value of the line: MaxPool's padding is never the maximum;
 // AveragePool's counts as zeros (count_include_pad = 1), or not (0: the window's sum over the values
 // of the line it holds). A Pad of zeros before an AveragePool (PyTorch exports AvgPool1d with
 // count_include_pad so) joins its padding as zeros that count.
