@@ -2524,8 +2524,11 @@ uint64_t search_pieces(const QGraph& graph, const sim::Arch& arch, const LowerOp
   // The proportional guess (pieces) while nothing fits yet: the bisection's upper end, tried last
   // (its mid points first: a count between that fits makes the guess's own try unneeded).
   uint64_t guess_n = 0;
-  std::set<uint64_t> tried;     // pieces tried
-  std::vector<uint64_t> failed;  // pieces that did not fit
+  std::set<uint64_t> tried;  // pieces tried
+  // Pieces that did not fit, each with the batch's last piece at that size (batch - (n - 1) x
+  // piece): a try fails when either does not fit.
+  const auto last_of = [&](uint64_t piece) { return graph.batch - (pieces_for(piece) - 1) * piece; };
+  std::vector<std::pair<uint64_t, uint64_t>> failed;
   for (;;) {
     const uint64_t piece = piece_for(n);
     tried.insert(piece);
@@ -2540,7 +2543,7 @@ uint64_t search_pieces(const QGraph& graph, const sim::Arch& arch, const LowerOp
         continue;
       }
       if (piece == 1) throw InputError(fmt::format("{} (even for a single sample)", e.what()));
-      failed.push_back(piece);
+      failed.push_back({piece, last_of(piece)});
       too_few = std::max(too_few, pieces_for(piece));
       // No fitting piece yet: the proportional guess from this failure, unless one stands that
       // is still above it (a mid point below the guess failed: the guess stays the upper end).
@@ -2580,9 +2583,11 @@ uint64_t search_pieces(const QGraph& graph, const sim::Arch& arch, const LowerOp
   // whose limit of 128 samples started it elsewhere. So the counts below the one found are
   // checked, fewest first, but for a piece p' where a piece p <= p' that failed needs no more
   // rows per pixel in any layout (p / dense_q(c, p) <= p' / dense_q(c, p') for each narrow
-  // channel count c of the model's tensors; one row per sample for the others): p' needs at
-  // least p's rows. (Not once tensors are held in host memory, which only pieces of one sample
-  // do.) CNN1 at batch 1024 on tpu-v1: one more check (pieces of 20, which fit: 52 pieces
+  // channel count c of the model's tensors; one row per sample for the others), and the batch's
+  // last piece at p no more than its last piece at p' (a try fails when either piece does not
+  // fit; tiny_cnn at batch 334 there: pieces of 48 fail by their last of 46, which would hide 6
+  // pieces of 56, last 54): p' needs at least p's rows. (Not once tensors are held in host memory,
+  // which only pieces of one sample do.) CNN1 at batch 1024 on tpu-v1: one more check (pieces of 20, which fit: 52 pieces
   // instead of 61 of 17).
   if (std::find(in_host.begin(), in_host.end(), true) != in_host.end()) return best_n;
   std::set<uint64_t> narrow_c;  // channel counts a dense layout may store (none: dense off)
@@ -2601,14 +2606,16 @@ uint64_t search_pieces(const QGraph& graph, const sim::Arch& arch, const LowerOp
   for (uint64_t m = pieces_for(limit); m < best_n; ++m) {
     const uint64_t piece = piece_for(m);
     if (piece <= found) break;
-    if (tried.count(piece) || std::any_of(failed.begin(), failed.end(), [&](uint64_t f) { return no_fewer_rows(f, piece); }))
+    if (tried.count(piece) || std::any_of(failed.begin(), failed.end(), [&](const auto& f) {
+          return no_fewer_rows(f.first, piece) && no_fewer_rows(f.second, last_of(piece));
+        }))
       continue;
     tried.insert(piece);
     try {
       attempt(piece);
       return pieces_for(piece);
     } catch (const DoesNotFit&) {
-      failed.push_back(piece);
+      failed.push_back({piece, last_of(piece)});
     }
   }
   return best_n;  // (the last try that fitted: failing ones change nothing the caller keeps)

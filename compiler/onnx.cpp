@@ -899,6 +899,7 @@ void Importer::pool(bool max) {
   // pixels it holds, not for an average that counts its padding (PyTorch's divisor then counts the
   // padding but not the rest). A last window starting beyond the map (in the end padding) PyTorch
   // drops and ONNX's older references keep: refused.
+  const uint64_t given_b = b, given_r = r;  // before ceil_mode's extension (for messages)
   if (attr_int("ceil_mode", 0) != 0 && ((ph - k) % s || (pw - k) % s)) {
     const auto where = [&] {
       return fmt::format("the {} x {} window at stride {} over {}{} ({} x {})", k, k, s, dims_of(x),
@@ -928,11 +929,17 @@ void Importer::pool(bool max) {
       for (uint64_t ox = 0; ox < ow; ++ox) {
         const uint64_t c = uint64_t(held(oy, t, x.shape.h) * held(ox, l, x.shape.w));
         if (c < k * k && average_square(c, uint64_t(max_window)) == 0)
-          fail(fmt::format("{} with count_include_pad = 0: output pixel ({}, {})'s window holds {} pixels of the map, "
+          fail(fmt::format("{}{} with count_include_pad = 0: output pixel ({}, {})'s window holds {} pixels of the map, "
                            "and the machine averages them as an n x n square (n^2 a multiple of {}) of at most "
-                           "{} x {}: there is none; supported: count_include_pad = 1, or pads whose windows hold a "
+                           "{} x {}: there is none; supported: {}pads whose windows hold a "
                            "number of pixels such a square holds (a 3 x 3 window padded by 1)",
-                           pads_text(), oy, ox, c, c, max_window, max_window));
+                           pads_text(),
+                           b != given_b || r != given_r
+                               ? fmt::format(" and ceil_mode = 1 (its partial last window: {} more at the bottom, {} at "
+                                             "the right)", b - given_b, r - given_r)
+                               : std::string(),
+                           oy, ox, c, c, max_window, max_window,
+                           b != given_b || r != given_r ? "ceil_mode = 0, " : "count_include_pad = 1, or "));
       }
   }
   Layer lay = new_layer(max ? LayerType::max_pool : LayerType::avg_pool, x);

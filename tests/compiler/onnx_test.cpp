@@ -610,6 +610,12 @@ TEST_CASE("onnx: what the machine cannot run is refused with the node, its op ty
           "window holds 30 pixels of the map, and the machine averages them as an n x n square (n^2 a multiple of "
           "30) of at most 15 x 15: there is none; supported: count_include_pad = 1, or pads whose windows hold a "
           "number of pixels such a square holds (a 3 x 3 window padded by 1)");
+  refused("bad_pool2d_count_ceil",
+          "node /pool/AveragePool (AveragePool): pads [0, 0, 0, 0] and ceil_mode = 1 (its partial last window: 1 more "
+          "at the bottom, 1 at the right) with count_include_pad = 0: output pixel (0, 2)'s window holds 42 pixels of "
+          "the map, and the machine averages them as an n x n square (n^2 a multiple of 42) of at most 15 x 15: there "
+          "is none; supported: ceil_mode = 0, pads whose windows hold a number of pixels such a square holds (a 3 x 3 "
+          "window padded by 1)");
   refused("bad_pool2d_window",
           "node /pool/MaxPool (MaxPool): kernel_shape [16, 16]: the machine's pool windows are 1..15 on a side");
   refused("bad_pool2d_ceil",

@@ -678,6 +678,11 @@ def pools2d_pad():
     save("bad_pool2d_count", [helper.make_node("AveragePool", ["x"], ["y"], name="/pool/AveragePool",
                                                kernel_shape=[7, 7], pads=[3, 3, 3, 3], count_include_pad=0)],
          mp, outp("y"), {})
+    # The same refusal where ceil_mode's partial last window is what leaves the odd count (7 x 7 at stride 2
+    # over 10 x 10: one more row and column at the bottom and right).
+    save("bad_pool2d_count_ceil", [helper.make_node("AveragePool", ["x"], ["y"], name="/pool/AveragePool",
+                                                    kernel_shape=[7, 7], strides=[2, 2], ceil_mode=1)],
+         [inp("x", ["N", 2, 10, 10])], outp("y"), {})
     save("bad_pool2d_window", [helper.make_node("MaxPool", ["x"], ["y"], name="/pool/MaxPool", kernel_shape=[16, 16],
                                                 pads=[4, 4, 4, 4])], [inp("x", ["N", 2, 20, 20])], outp("y"), {})
     save("bad_pool2d_ceil", [helper.make_node("AveragePool", ["x"], ["y"], name="/pool/AveragePool",
