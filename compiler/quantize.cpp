@@ -307,6 +307,8 @@ class Quantizer {
   void pool();
   void pool_into(int in, int out, const std::string& suffix);
   void pool_padded(int in, int out, const std::string& suffix);
+  // One vec pass of view `a` into `o` at the same scale (exact): the padded pools' copies and fills.
+  void copy_view(View a, View o, isa::VecOp op = isa::VecOp::pass);
   void elementwise(bool mul);
   void activation();
   // What an lstm and a gru share (the rules at the top of the file, "Element width" and "16-bit
@@ -956,30 +958,24 @@ void Quantizer::pool_into(int in, int out, const std::string& suffix) {
   const Shape line = shape_of(in);  // a copy: add_tensor below may move the tensors
   const uint64_t k = L.kernel_w, pl = L.pool_pads[1], pr = L.pool_pads[3], w = line.w + pl + pr;
   const double scale = scale_of(in);
-  // A pass of view `a` into `o` (exact: the same scale).
-  const auto copy = [&](View a, View o, isa::VecOp op = isa::VecOp::pass) {
-    VectorOp v = vector(op, a.tensor, a.tensor, o, 1.0);
-    v.a = v.b = a;
-    emit(std::move(v));
-  };
   const int rows = add_tensor(L.name + ".rows" + suffix, map_shape(k, w, line.c), scale, L.name);
   for (uint64_t r = 0; r < k; ++r) {
     if (r > 0 && pl + pr > 0) {  // row 0 with its borders
-      copy(View{rows, 0, w}, View{rows, r * w, w});
+      copy_view(View{rows, 0, w}, View{rows, r * w, w});
       continue;
     }
-    copy(View{in}, View{rows, r * w + pl, line.w});
+    copy_view(View{in}, View{rows, r * w + pl, line.w});
     // the borders of row 0, the start's and the end's side by side: the line's first or last value
     // (max), or zeros in runs of at most the line's length (average)
     for (uint64_t j = 0; j < std::max(pl, pr);) {
       if (kind == isa::PoolKind::max) {
-        if (j < pl) copy(View{in, 0, 1}, View{rows, j, 1});
-        if (j < pr) copy(View{in, line.w - 1, 1}, View{rows, pl + line.w + j, 1});
+        if (j < pl) copy_view(View{in, 0, 1}, View{rows, j, 1});
+        if (j < pr) copy_view(View{in, line.w - 1, 1}, View{rows, pl + line.w + j, 1});
         ++j;
       } else {
         const uint64_t nl = j < pl ? std::min(pl - j, line.w) : 0, nr = j < pr ? std::min(pr - j, line.w) : 0;
-        if (nl) copy(View{in, 0, nl}, View{rows, j, nl}, isa::VecOp::sub);
-        if (nr) copy(View{in, 0, nr}, View{rows, pl + line.w + j, nr}, isa::VecOp::sub);
+        if (nl) copy_view(View{in, 0, nl}, View{rows, j, nl}, isa::VecOp::sub);
+        if (nr) copy_view(View{in, 0, nr}, View{rows, pl + line.w + j, nr}, isa::VecOp::sub);
         j += std::max(nl, nr);
       }
     }
@@ -994,10 +990,10 @@ void Quantizer::pool_into(int in, int out, const std::string& suffix) {
     if (c == k) continue;
     const std::string edge = fmt::format("{}.edge{}{}", L.name, o, suffix);
     const int square = add_tensor(edge, map_shape(c, c, line.c), scale, L.name);
-    for (uint64_t r = 0; r < c; ++r) copy(View{in, first, c}, View{square, r * c, c});
+    for (uint64_t r = 0; r < c; ++r) copy_view(View{in, first, c}, View{square, r * c, c});
     const int mean = add_tensor(edge + ".avg", map_shape(1, 1, line.c), scale, L.name);
     emit(PoolOp{View{square}, View{mean}, kind, c, 1});
-    copy(View{mean}, View{out, o, 1});
+    copy_view(View{mean}, View{out, o, 1});
   }
 }
 
@@ -1020,6 +1016,12 @@ void Quantizer::pool_into(int in, int out, const std::string& suffix) {
 // ch x cw, average_square; the importer refuses a pool where there is none up to 15), which the
 // machine's n x n average makes their sum over ch x cw, rounded once; a pass puts it into its
 // output pixel.
+void Quantizer::copy_view(View a, View o, isa::VecOp op) {
+  VectorOp v = vector(op, a.tensor, a.tensor, o, 1.0);
+  v.a = v.b = a;
+  emit(std::move(v));
+}
+
 void Quantizer::pool_padded(int in, int out, const std::string& suffix) {
   const Layer& L = layer();
   const bool max = L.type == LayerType::max_pool;
@@ -1028,38 +1030,33 @@ void Quantizer::pool_padded(int in, int out, const std::string& suffix) {
   const auto [t, l, b, r] = L.pool_pads;
   const uint64_t k = L.kernel_h, h = map.h, w = map.w, pw = l + w + r, ph = t + h + b, pixels = h * w;
   const double scale = scale_of(in);
-  const auto copy = [&](View a, View o, isa::VecOp op = isa::VecOp::pass) {
-    VectorOp v = vector(op, a.tensor, a.tensor, o, 1.0);
-    v.a = v.b = a;
-    emit(std::move(v));
-  };
   const int padded = add_tensor(L.name + ".padded" + suffix, map_shape(ph, pw, map.c), scale, L.name);
   // zeros into `count` pixels of the padded map from pixel `at`, in passes of at most the map's pixels
   const auto zeros = [&](uint64_t at, uint64_t count) {
     for (uint64_t n; count > 0; at += n, count -= n) {
       n = std::min(count, pixels);
-      copy(View{in, 0, n}, View{padded, at, n}, isa::VecOp::sub);
+      copy_view(View{in, 0, n}, View{padded, at, n}, isa::VecOp::sub);
     }
   };
   const bool runs = 2 * l <= k && 2 * r <= k && l <= w && r <= w;
   for (uint64_t y = 0; y < h; ++y) {
     const uint64_t row = (t + y) * pw;  // the padded row's first pixel
-    copy(View{in, y * w, w}, View{padded, row + l, w});
+    copy_view(View{in, y * w, w}, View{padded, row + l, w});
     if (!max) {  // zeros: this row's left border (with the top rows before the first), its right one at the last
       if (y == 0) zeros(0, t * pw + l);
       zeros(row + l + w, y + 1 < h ? r + l : r + b * pw);
     } else if (runs) {
-      if (y == 0 && l) copy(View{in, 0, l}, View{padded, row, l});
+      if (y == 0 && l) copy_view(View{in, 0, l}, View{padded, row, l});
       const uint64_t n = y + 1 < h ? r + l : r;  // the last r of row y, the first l of row y + 1
-      if (n) copy(View{in, y * w + w - r, n}, View{padded, row + l + w, n});
+      if (n) copy_view(View{in, y * w + w - r, n}, View{padded, row + l + w, n});
     } else {
-      for (uint64_t j = 0; j < l; ++j) copy(View{in, y * w, 1}, View{padded, row + j, 1});
-      for (uint64_t j = 0; j < r; ++j) copy(View{in, y * w + w - 1, 1}, View{padded, row + l + w + j, 1});
+      for (uint64_t j = 0; j < l; ++j) copy_view(View{in, y * w, 1}, View{padded, row + j, 1});
+      for (uint64_t j = 0; j < r; ++j) copy_view(View{in, y * w + w - 1, 1}, View{padded, row + l + w + j, 1});
     }
   }
   if (max) {
-    for (uint64_t y = 0; y < t; ++y) copy(View{padded, t * pw, pw}, View{padded, y * pw, pw});
-    for (uint64_t y = t + h; y < ph; ++y) copy(View{padded, (t + h - 1) * pw, pw}, View{padded, y * pw, pw});
+    for (uint64_t y = 0; y < t; ++y) copy_view(View{padded, t * pw, pw}, View{padded, y * pw, pw});
+    for (uint64_t y = t + h; y < ph; ++y) copy_view(View{padded, (t + h - 1) * pw, pw}, View{padded, y * pw, pw});
   }
   emit(PoolOp{View{padded}, View{out}, kind, k, L.stride});
   if (max || L.count_pad) return;
@@ -1079,15 +1076,15 @@ void Quantizer::pool_padded(int in, int out, const std::string& suffix) {
       if (n == 0) fail(fmt::format("no square of at most 15 pixels holds {} pixels equally often", c));
       const std::string edge = fmt::format("{}.edge{}_{}{}", L.name, oy, ox, suffix);
       const int square = add_tensor(edge, map_shape(n, n, map.c), scale, L.name);
-      for (uint64_t i = 0; i < ch; ++i) copy(View{in, (y0 + i) * w + x0, cw}, View{square, i * cw, cw});
+      for (uint64_t i = 0; i < ch; ++i) copy_view(View{in, (y0 + i) * w + x0, cw}, View{square, i * cw, cw});
       for (uint64_t filled = c; filled < n * n;) {  // double the pattern until the square is full
         const uint64_t m = std::min(filled, n * n - filled);
-        copy(View{square, 0, m}, View{square, filled, m});
+        copy_view(View{square, 0, m}, View{square, filled, m});
         filled += m;
       }
       const int mean = add_tensor(edge + ".avg", map_shape(1, 1, map.c), scale, L.name);
       emit(PoolOp{View{square}, View{mean}, kind, n, 1});
-      copy(View{mean}, View{out, oy * os.w + ox, 1});
+      copy_view(View{mean}, View{out, oy * os.w + ox, 1});
     }
 }
 
