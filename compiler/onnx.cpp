@@ -166,6 +166,13 @@ class Importer {
     if (a->type() != onnx::AttributeProto::STRING) fail(fmt::format("attribute {}: expected a string", name));
     return a->s();
   }
+  // A flag ONNX defines as 0 or 1 (ceil_mode, count_include_pad): any other value is refused, not
+  // read as its truth value.
+  bool attr_flag(std::string_view name, bool fallback) const {
+    const int64_t v = attr_int(name, fallback ? 1 : 0);
+    if (v != 0 && v != 1) fail(fmt::format("attribute {} = {}: expected 0 or 1", name, v));
+    return v == 1;
+  }
 
   // ---- values ----
   std::string input_name(int i) const { return i < node_->input_size() ? node_->input(i) : std::string(); }
@@ -863,7 +870,7 @@ void Importer::pool(bool max) {
   } else if (ap != "NOTSET") {
     fail(fmt::format("auto_pad {} is not supported", ap));
   }
-  bool counted = !max && attr_int("count_include_pad", 0) != 0;
+  bool counted = !max && attr_flag("count_include_pad", false);
   const bool own_pads = std::any_of(pads.begin(), pads.end(), [](int64_t p) { return p != 0; });
   if (x.padded()) {  // a Pad's zeros (value() lets a padded map through to an AveragePool only)
     // SAME would pad the Pad's output, whose size the padding above did not use (as conv()).
@@ -900,7 +907,7 @@ void Importer::pool(bool max) {
   // padding but not the rest). A last window starting beyond the map (in the end padding) PyTorch
   // drops and ONNX's older references keep: refused.
   const uint64_t given_b = b, given_r = r;  // before ceil_mode's extension (for messages)
-  if (attr_int("ceil_mode", 0) != 0 && ((ph - k) % s || (pw - k) % s)) {
+  if (attr_flag("ceil_mode", false) && ((ph - k) % s || (pw - k) % s)) {
     const auto where = [&] {
       return fmt::format("the {} x {} window at stride {} over {}{} ({} x {})", k, k, s, dims_of(x),
                          t + l + b + r ? fmt::format(" padded by {}", dims_text(pads)) : "", ph, pw);
@@ -994,7 +1001,7 @@ void Importer::pool_line(bool max) {
   } else if (ap != "NOTSET") {
     fail(fmt::format("auto_pad {} is not supported", ap));
   }
-  bool counted = !max && attr_int("count_include_pad", 0) != 0;
+  bool counted = !max && attr_flag("count_include_pad", false);
   if (x.padded()) {  // a Pad's zeros (value() lets a padded line through to an AveragePool only)
     // SAME would pad the Pad's output, whose length the padding above did not use (as conv()).
     if (ap != "NOTSET" && ap != "VALID") fail(fmt::format("auto_pad {} after a Pad is not supported", ap));
@@ -1025,7 +1032,7 @@ void Importer::pool_line(bool max) {
   };
   if (k > padded) fail(fmt::format("the window of {} is longer than the line {}{}", k, dims_of(x), padding()));
   // ceil_mode with a partial last window: the line padded further at its end, as pool() does a map's.
-  if (attr_int("ceil_mode", 0) != 0 && (padded - k) % s) {
+  if (attr_flag("ceil_mode", false) && (padded - k) % s) {
     const std::string where = fmt::format("the window of {} at stride {} over {}{} ({} values)", k, s, dims_of(x),
                                           padding(), padded);
     if (!max && counted)

@@ -225,6 +225,8 @@ case_onnx_refusals() {
     -- "$tpusim" compile "$d/bad_pool2d_window.onnx" -o x.tpu
   only 2 "bad_pool2d_ceil\.onnx: node /pool/AveragePool \(AveragePool\): ceil_mode = 1 with a partial last window of an average that counts its padding is not supported: .*supported: ceil_mode = 1 for MaxPool and for AveragePool with count_include_pad = 0, or windows that fit exactly$" \
     -- "$tpusim" run "$d/bad_pool2d_ceil.onnx" --engine timing
+  only 2 "bad_pool_count_flag\.onnx: node /pool/AveragePool \(AveragePool\): attribute count_include_pad = 5: expected 0 or 1$" \
+    -- "$tpusim" compile "$d/bad_pool_count_flag.onnx" -o x.tpu
   only 2 "bad_pad_pool\.onnx: node mp \(MaxPool\): input 0 \(p\) is a Pad's output: .*a MaxPool pads by its own pads" \
     -- "$tpusim" compile "$d/bad_pad_pool.onnx" -o x.tpu
   only 2 "bad_gap_big\.onnx: node /GlobalAveragePool \(GlobalAveragePool\): the average over the 16 x 16 pixels of \[N, 512, 16, 16\] .* at most 16777216$" \

@@ -748,8 +748,20 @@ def pools1d_asym():
     save("pools1d_asym", nodes, [inp("x", ["N", 3, 13])], outp("y"), {}, x, d)
 
 
+def bad_pool_attributes():
+    """Pool attributes ONNX itself rules out, refused: a flag of neither 0 nor 1."""
+    mp, line = [inp("x", ["N", 2, 9, 9])], [inp("x", ["N", 3, 13])]
+    save("bad_pool_ceil_flag", [helper.make_node("MaxPool", ["x"], ["y"], name="/pool/MaxPool", kernel_shape=[3, 3],
+                                                 strides=[2, 2], ceil_mode=2)], mp, outp("y"), {})
+    save("bad_pool_count_flag", [helper.make_node("AveragePool", ["x"], ["y"], name="/pool/AveragePool",
+                                                  kernel_shape=[3, 3], pads=[1, 1, 1, 1], count_include_pad=5)],
+         mp, outp("y"), {})
+    save("bad_pool1d_ceil_flag", [helper.make_node("AveragePool", ["x"], ["y"], name="/pool/AveragePool",
+                                                   kernel_shape=[3], ceil_mode=-1)], line, outp("y"), {})
+
+
 # (New models go last: the generator's draws for the earlier ones, and so their files, stay the same.)
 for make in (gemm, matmul_add, matmul_seq, conv_pad_stride, conv_group, conv_same_bn_clip, pools, global_avg_reshape,
              add_mul_softmax, lstms, quantized, bad, concats, exported, lstm_outputs, conv1d, grus, conv_dilated3,
-             pools1d, pools1d_pad, pools2d_pad, gap_long, pools2d_ceil, pools1d_asym):
+             pools1d, pools1d_pad, pools2d_pad, gap_long, pools2d_ceil, pools1d_asym, bad_pool_attributes):
     make()
