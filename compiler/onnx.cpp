@@ -173,6 +173,19 @@ class Importer {
     if (v != 0 && v != 1) fail(fmt::format("attribute {} = {}: expected 0 or 1", name, v));
     return v == 1;
   }
+  // auto_pad of a Conv or a pool: NOTSET (the default: pads, or none), VALID, SAME_UPPER or
+  // SAME_LOWER. ONNX's pads "cannot be used simultaneously" with any but NOTSET: refused beside it
+  // (the node's pads were replaced by auto_pad's silently).
+  std::string auto_pad() const {
+    const std::string ap = attr_string("auto_pad", "NOTSET");
+    if (ap != "NOTSET" && ap != "VALID" && ap != "SAME_UPPER" && ap != "SAME_LOWER")
+      fail(fmt::format("auto_pad {} is not supported", ap));
+    if (ap != "NOTSET" && attr("pads"))
+      fail(fmt::format("pads {} with auto_pad {}: ONNX's pads cannot be used with an auto_pad other than NOTSET; "
+                       "give the node pads or auto_pad, not both",
+                       dims_text(attr_ints("pads")), ap));
+    return ap;
+  }
 
   // ---- values ----
   std::string input_name(int i) const { return i < node_->input_size() ? node_->input(i) : std::string(); }
@@ -727,9 +740,9 @@ void Importer::conv(bool qlinear) {
   const uint64_t eh = (kh - 1) * dh + 1, ew = (kw - 1) * dw + 1;
   if (eh > kMaxDim || ew > kMaxDim) fail(fmt::format("the dilated kernel is larger than {}", kMaxDim));
   // Padding [rows above, columns left, rows below, columns right]: explicit pads, or auto_pad.
+  const std::string ap = auto_pad();
   std::vector<int64_t> pads = per_axis("pads", std::vector<int64_t>(2 * rank, 0), 2 * rank);
   if (one_d) pads = {0, pads[0], 0, pads[1]};
-  const std::string ap = attr_string("auto_pad", "NOTSET");
   if (ap == "SAME_UPPER" || ap == "SAME_LOWER") {
     pads.clear();
     for (auto [in, k] : {std::pair{x.shape.h, eh}, std::pair{x.shape.w, ew}}) {
@@ -744,8 +757,6 @@ void Importer::conv(bool qlinear) {
     pads = {pads[0] / 2, pads[1] / 2, pads[0] / 2, pads[1] / 2};
   } else if (ap == "VALID") {
     pads = {0, 0, 0, 0};
-  } else if (ap != "NOTSET") {
-    fail(fmt::format("auto_pad {} is not supported", ap));
   }
   if (x.padded()) {  // a Pad before this Conv: its zeros join the convolution's own padding
     if (ap != "NOTSET" && ap != "VALID") fail(fmt::format("auto_pad {} after a Pad is not supported", ap));
@@ -851,12 +862,12 @@ void Importer::pool(bool max) {
     for (int64_t d : attr_ints("dilations", {1, 1}))
       if (d != 1) fail(fmt::format("dilations {}: only 1 is supported", dims_text(attr_ints("dilations"))));
   const uint64_t k = uint64_t(ks[0]), s = uint64_t(st[0]);
+  const std::string ap = auto_pad();
   std::vector<int64_t> pads = attr_ints("pads", {0, 0, 0, 0});
   if (pads.size() != 4)
     fail(fmt::format("pads {}: expected 4 values (top, left, bottom, right: ONNX's [y_begin, x_begin, y_end, "
                      "x_end])",
                      dims_text(pads)));
-  const std::string ap = attr_string("auto_pad", "NOTSET");
   if (ap == "SAME_UPPER" || ap == "SAME_LOWER") {
     const uint64_t sizes[2] = {x.shape.h, x.shape.w};
     for (int a = 0; a < 2; ++a) {
@@ -867,8 +878,6 @@ void Importer::pool(bool max) {
     }
   } else if (ap == "VALID") {
     pads = {0, 0, 0, 0};
-  } else if (ap != "NOTSET") {
-    fail(fmt::format("auto_pad {} is not supported", ap));
   }
   bool counted = !max && attr_flag("count_include_pad", false);
   const bool own_pads = std::any_of(pads.begin(), pads.end(), [](int64_t p) { return p != 0; });
@@ -989,17 +998,15 @@ void Importer::pool_line(bool max) {
   if (max)
     for (int64_t d : attr_ints("dilations", {1}))
       if (d != 1) fail(fmt::format("dilations {}: only 1 is supported", dims_text(attr_ints("dilations"))));
+  const std::string ap = auto_pad();
   std::vector<int64_t> pads = attr_ints("pads", {0, 0});
   if (pads.size() != 2) fail(fmt::format("pads {}: expected 2 values (the line's two ends)", dims_text(pads)));
-  const std::string ap = attr_string("auto_pad", "NOTSET");
   if (ap == "SAME_UPPER" || ap == "SAME_LOWER") {
     const int64_t total = std::max<int64_t>(0, int64_t(((len + s - 1) / s - 1) * s + k) - int64_t(len));
     pads = ap == "SAME_UPPER" ? std::vector<int64_t>{total / 2, total - total / 2}
                               : std::vector<int64_t>{total - total / 2, total / 2};
   } else if (ap == "VALID") {
     pads = {0, 0};
-  } else if (ap != "NOTSET") {
-    fail(fmt::format("auto_pad {} is not supported", ap));
   }
   bool counted = !max && attr_flag("count_include_pad", false);
   if (x.padded()) {  // a Pad's zeros (value() lets a padded line through to an AveragePool only)
