@@ -173,6 +173,12 @@ class Importer {
     if (v != 0 && v != 1) fail(fmt::format("attribute {} = {}: expected 0 or 1", name, v));
     return v == 1;
   }
+  // An attribute ONNX requires of this operator (a pool's kernel_shape): missing, refused by name.
+  std::vector<int64_t> required_ints(std::string_view name, std::string_view what) const {
+    if (!attr(name))
+      fail(fmt::format("attribute {} is missing: ONNX requires it of {} ({})", name, node_->op_type(), what));
+    return attr_ints(name);
+  }
   // auto_pad of a Conv or a pool: NOTSET (the default: pads, or none), VALID, SAME_UPPER or
   // SAME_LOWER. ONNX's pads "cannot be used simultaneously" with any but NOTSET: refused beside it
   // (the node's pads were replaced by auto_pad's silently).
@@ -848,7 +854,7 @@ void Importer::pool(bool max) {
   if (output_used(1)) fail("the Indices output is not supported");
   const int64_t max_window = int64_t(isa::field_max(isa::Opcode::pool, isa::Field::window));
   const int64_t max_stride = int64_t(isa::field_max(isa::Opcode::pool, isa::Field::pool_stride));
-  const auto ks = attr_ints("kernel_shape");
+  const auto ks = required_ints("kernel_shape", "the window's size");
   if (ks.size() != 2 || ks[0] != ks[1] || ks[0] < 1)
     fail(fmt::format("kernel_shape {}: the machine pools square windows", dims_text(ks)));
   if (ks[0] > max_window)
@@ -984,7 +990,7 @@ void Importer::pool_line(bool max) {
   if (!max) expect_quantized(x, false, 0);
   if (output_used(1)) fail("the Indices output is not supported");
   const uint64_t len = x.shape.w;
-  const auto ks = attr_ints("kernel_shape");
+  const auto ks = required_ints("kernel_shape", "the window's size");
   const int64_t max_window = int64_t(isa::field_max(isa::Opcode::pool, isa::Field::window));
   const int64_t max_stride = int64_t(isa::field_max(isa::Opcode::pool, isa::Field::pool_stride));
   if (ks.size() != 1 || ks[0] < 1 || ks[0] > max_window)

@@ -229,6 +229,8 @@ case_onnx_refusals() {
     -- "$tpusim" compile "$d/bad_pool_count_flag.onnx" -o x.tpu
   only 2 "bad_conv_pads_auto\.onnx: node /c/Conv \(Conv\): pads \[1, 1, 1, 1\] with auto_pad SAME_LOWER: ONNX's pads cannot be used with an auto_pad other than NOTSET; give the node pads or auto_pad, not both$" \
     -- "$tpusim" compile "$d/bad_conv_pads_auto.onnx" -o x.tpu
+  only 2 "bad_pool_kernel\.onnx: node /pool/MaxPool \(MaxPool\): attribute kernel_shape is missing: ONNX requires it of MaxPool \(the window's size\)$" \
+    -- "$tpusim" compile "$d/bad_pool_kernel.onnx" -o x.tpu
   only 2 "bad_pad_pool\.onnx: node mp \(MaxPool\): input 0 \(p\) is a Pad's output: .*a MaxPool pads by its own pads" \
     -- "$tpusim" compile "$d/bad_pad_pool.onnx" -o x.tpu
   only 2 "bad_gap_big\.onnx: node /GlobalAveragePool \(GlobalAveragePool\): the average over the 16 x 16 pixels of \[N, 512, 16, 16\] .* at most 16777216$" \

@@ -628,7 +628,8 @@ TEST_CASE("onnx: what the machine cannot run is refused with the node, its op ty
           "0, 2, 2] (7 x 7) leaves a last window that starts in the end padding (PyTorch drops it, ONNX's older "
           "references keep it); supported: ceil_mode = 1 where the last window starts within the map");
   // What ONNX itself rules out (the importer read a flag's any nonzero value as 1 and let pads and
-  // auto_pad stand together, auto_pad's padding replacing the node's pads silently).
+  // auto_pad stand together, auto_pad's padding replacing the node's pads silently; a pool without
+  // kernel_shape was refused as "kernel_shape []").
   refused("bad_pool_ceil_flag", "node /pool/MaxPool (MaxPool): attribute ceil_mode = 2: expected 0 or 1");
   refused("bad_pool_count_flag",
           "node /pool/AveragePool (AveragePool): attribute count_include_pad = 5: expected 0 or 1");
@@ -642,6 +643,12 @@ TEST_CASE("onnx: what the machine cannot run is refused with the node, its op ty
   refused("bad_conv_pads_auto",
           "node /c/Conv (Conv): pads [1, 1, 1, 1] with auto_pad SAME_LOWER: ONNX's pads cannot be used with an "
           "auto_pad other than NOTSET; give the node pads or auto_pad, not both");
+  refused("bad_pool_kernel",
+          "node /pool/MaxPool (MaxPool): attribute kernel_shape is missing: ONNX requires it of MaxPool (the "
+          "window's size)");
+  refused("bad_pool1d_kernel",
+          "node /pool/AveragePool (AveragePool): attribute kernel_shape is missing: ONNX requires it of AveragePool "
+          "(the window's size)");
   refused("bad_reduce_channels",
           "node rm (ReduceMean): axes [1] of an input [N, 2, 6, 6]: only the mean over a map's rows and columns "
           "(axes 2 and 3 of [N, C, H, W]) or over a line (axis 2 of [N, C, L]), a global average pool, is supported");

@@ -750,7 +750,7 @@ def pools1d_asym():
 
 def bad_pool_attributes():
     """Pool and Conv attributes ONNX itself rules out, refused: a flag of neither 0 nor 1, pads beside an
-    auto_pad other than NOTSET."""
+    auto_pad other than NOTSET, a pool without its required kernel_shape."""
     mp, line = [inp("x", ["N", 2, 9, 9])], [inp("x", ["N", 3, 13])]
     save("bad_pool_ceil_flag", [helper.make_node("MaxPool", ["x"], ["y"], name="/pool/MaxPool", kernel_shape=[3, 3],
                                                  strides=[2, 2], ceil_mode=2)], mp, outp("y"), {})
@@ -767,6 +767,10 @@ def bad_pool_attributes():
     save("bad_conv_pads_auto", [helper.make_node("Conv", ["x", "w"], ["y"], name="/c/Conv", kernel_shape=[3, 3],
                                                  pads=[1, 1, 1, 1], auto_pad="SAME_LOWER")],
          mp, outp("y"), dict(w=np.zeros((4, 2, 3, 3), np.float32)))
+    save("bad_pool_kernel", [helper.make_node("MaxPool", ["x"], ["y"], name="/pool/MaxPool", strides=[2, 2])],
+         mp, outp("y"), {})
+    save("bad_pool1d_kernel", [helper.make_node("AveragePool", ["x"], ["y"], name="/pool/AveragePool", pads=[1, 1])],
+         line, outp("y"), {})
 
 
 # (New models go last: the generator's draws for the earlier ones, and so their files, stay the same.)
