@@ -1,7 +1,8 @@
 // The mapper's switches: which of the compiler's mapping techniques a compile may use. A switch not
 // given takes its default: on, or, for a technique that the machine's own software may lack, the
 // architecture parameter that says whether it has it (`pieces`: sim::Arch::driver_piece_schedule,
-// 0 on tpu-v1; `host_loop`: sim::Arch::driver_host_loop, 1 on tpu-v1). An architect turns one off (or on) to measure what it buys on a design point
+// 0 on tpu-v1; `host_loop`: sim::Arch::driver_host_loop, 1 on tpu-v1; `partial`:
+// sim::Arch::driver_partial_tiles, 1 on tpu-v1). An architect turns one off (or on) to measure what it buys on a design point
 // (`tpusim run --mapper pack=off`, `tpusim compile --mapper ...`, a sweep's `mapper.pack` axis;
 // docs/compiler.md "Mapper switches"). The table below is the one list of them: the CLI's help,
 // the sweep spec, the program's meta and the report read it (docs/compiler.md repeats it by hand).
@@ -38,7 +39,8 @@ struct LowerOptions {
   std::optional<bool> stream_input = std::nullopt;
   // Store a partial weight tile (fewer used rows or columns than the array) compactly as its used
   // box and fetch it with rw tile_rows / tile_cols, so only its used cells cross the weight memory
-  // link (docs/compiler.md "Partial tiles"); off: every tile stored and fetched whole.
+  // link (docs/compiler.md "Partial tiles"); off: every tile stored and fetched whole. Not given:
+  // the architecture's driver_partial_tiles (sim/arch.h).
   std::optional<bool> partial_tiles = std::nullopt;
   // Run a recurrent layer's time loop as the host drives it (docs/compiler.md "Host-driven loops"):
   // the machine has no branches, so each layer-step is a program segment of its own, ended by `int`
@@ -88,7 +90,9 @@ inline constexpr MapperSwitch kMapperSwitches[] = {
      "load a model input in parts, its first layer starting on the rows already loaded (docs/compiler.md "
      "\"Input streaming\")"},
     {"partial", &LowerOptions::partial_tiles,
-     "store partial weight tiles compactly and fetch only their used cells (docs/compiler.md \"Partial tiles\")"},
+     "store partial weight tiles compactly and fetch only their used cells (docs/compiler.md \"Partial tiles\"; "
+     "default: the architecture's driver_partial_tiles, on on tpu-v1)",
+     &sim::Arch::driver_partial_tiles},
     {"host_loop", &LowerOptions::host_loop,
      "run each LSTM layer-step as a program segment the host launches, ended by `int` (docs/compiler.md "
      "\"Host-driven loops\"; default: the architecture's driver_host_loop, on on tpu-v1)",

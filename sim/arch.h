@@ -60,6 +60,15 @@ namespace tpusim::sim {
     "the paper: the TPU has no branches, its instructions come from the host (section 2), so the host drives " \
     "a recurrence: LSTM0 is weight-bound 82.1% of its cycles, not the 96.3% of one unrolled program "        \
     "(docs/validation.md, \"A program per LSTM layer and step\")")                                            \
+  X(driver_partial_tiles, uint64_t, 1, "0 or 1",                                                             \
+    "how the host software stores and fetches a partial weight tile (a layer's last K or N tile, fewer "     \
+    "used rows or columns than the array): 1, compactly as its used box, fetched with rw "                   \
+    "tile_rows/tile_cols (docs/compiler.md \"Partial tiles\"); 0, whole, array_rows x array_cols bytes in "  \
+    "the weight image and on the weight memory link; a model's `--mapper partial=on|off` overrides it",     \
+    "the paper disagrees with itself: its Table 3 counters for LSTM1 (10.5% active at batch 96, 8-bit) "     \
+    "need the boxes (whole tiles allow at most 7.1%), its section 7 example (a 600 x 600 matrix: 9 steps, "  \
+    "18 us, on 256 x 256; 4 steps, 32 us, on 512 x 512) prices every step as a whole tile: 0 "              \
+    "(docs/validation.md, \"Partial tiles: the paper's section 7 against its counters\")")                  \
   X(activation_lanes, uint64_t, 256, "elements/cycle",                                                       \
     "values the activation unit reads, computes and writes per cycle",                                       \
     "paper: 256-byte paths at 700 MHz (about 167 GiB/s)")                                                    \

@@ -108,8 +108,8 @@ constexpr ReportKey kKeys[] = {
      "and inputs\", docs/compiler.md); null for a program without "
      "that metadata"},
     {"mapper", "object",
-     "the compiler's mapping techniques turned off for this program, and `pieces` or `host_loop` whenever given "
-     "(their defaults are the architecture's `driver_piece_schedule` and `driver_host_loop`) (the program's `meta.mapper`, e.g. `{\"pack\": false}` "
+     "the compiler's mapping techniques turned off for this program, and `pieces`, `host_loop` or `partial` whenever "
+     "given (their defaults are the architecture's `driver_piece_schedule`, `driver_host_loop` and `driver_partial_tiles`) (the program's `meta.mapper`, e.g. `{\"pack\": false}` "
      "from `--mapper pack=off`, `{\"pieces\": true}` from `--mapper pieces=on`; docs/compiler.md \"Mapper "
      "switches\"); {} when none was given or the program was not compiled from a model"},
     {"mapping_warnings", "array",

@@ -53,12 +53,15 @@ TEST_CASE("mapper switches: KEY=VALUE text, JSON of the switches that are off, r
         "meta.mapper: expected an object of mapper switches");
 }
 
-TEST_CASE("pieces and host_loop default to the machine's parameter, and a switch given wins") {
-  // tpu-v1's software runs the whole model once per piece, and drives a recurrence a step at a
-  // time (it has no branches): driver_piece_schedule 0, driver_host_loop 1 (sim/arch.h).
+TEST_CASE("pieces, host_loop and partial default to the machine's parameter, and a switch given wins") {
+  // tpu-v1's software runs the whole model once per piece, drives a recurrence a step at a time
+  // (it has no branches) and fetches partial weight tiles as their boxes (the paper's LSTM1
+  // counters; its section 7 prices them whole: docs/validation.md): driver_piece_schedule 0,
+  // driver_host_loop 1, driver_partial_tiles 1 (sim/arch.h).
   const sim::Arch tpu_v1;
   REQUIRE(tpu_v1.driver_piece_schedule == 0);
   REQUIRE(tpu_v1.driver_host_loop == 1);
+  REQUIRE(tpu_v1.driver_partial_tiles == 1);
   CHECK(compiler::resolve(LowerOptions{}, tpu_v1) == LowerOptions{true, true, false, true, true, true, true, true, false});
   std::vector<std::string_view> keys;
   for (const compiler::MapperSwitch& m : compiler::kMapperSwitches) {
@@ -83,7 +86,7 @@ TEST_CASE("pieces and host_loop default to the machine's parameter, and a switch
     CHECK_FALSE(compiler::switch_on(o, m, with));
     CHECK(compiler::mapper_to_json(o) == nlohmann::json{{key, false}});
   }
-  CHECK(keys == std::vector<std::string_view>{"pieces", "host_loop"});
+  CHECK(keys == std::vector<std::string_view>{"pieces", "partial", "host_loop"});
 }
 
 TEST_CASE("zero_ahead is off unless given, and recorded when given on") {
