@@ -83,6 +83,9 @@ class Golden {
       last_use_.assign(g.tensors.size(), 0);
       for (size_t i = 0; i < g.ops.size(); ++i)
         std::visit([&](const auto& op) { for_views(op, [&](const View& v) { note_use(v.tensor, i); }); }, g.ops[i]);
+      // (listed per op: a scan of every tensor after every op grew as ops x tensors)
+      last_of_.resize(g.ops.size());
+      for (size_t t = 0; t < g.tensors.size() && !g.ops.empty(); ++t) last_of_[last_use_[t]].push_back(t);
     }
   }
 
@@ -91,8 +94,8 @@ class Golden {
       where_ = fmt::format("op {} ({})", i, i < g_.op_layer.size() ? g_.op_layer[i] : std::string("?"));
       std::visit([this](const auto& op) { exec(op); }, g_.ops[i]);
       if (o_.output_only)
-        for (size_t t = 0; t < t_.size(); ++t)
-          if (last_use_[t] == i && static_cast<int>(t) != g_.output) std::vector<int8_t>().swap(t_[t]);
+        for (const size_t t : last_of_[i])
+          if (static_cast<int>(t) != g_.output) std::vector<int8_t>().swap(t_[t]);
     }
     if (o_.output_only)  // tensors no op uses (the inputs of an empty graph), all but the output
       for (size_t t = 0; t < t_.size(); ++t)
@@ -106,6 +109,7 @@ class Golden {
   Tensors t_;
   std::string where_;
   std::vector<size_t> last_use_;  // output_only: index of the last op using each tensor
+  std::vector<std::vector<size_t>> last_of_;  // output_only: the tensors each op uses last
 
   void note_use(int t, size_t op) {
     if (t >= 0 && static_cast<size_t>(t) < last_use_.size()) last_use_[static_cast<size_t>(t)] = op;

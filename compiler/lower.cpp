@@ -628,18 +628,28 @@ BandInput band_input(const QOp& op, uint64_t y0, uint64_t y1) {
 
 // Marks tensor t as held in host memory, and with it every tensor of every op that reads or
 // writes a tensor so marked (a banded op streams all its operands).
+// (Each op's tensors listed once, each op visited once: a scan of every op for every tensor
+// marked grew as ops x tensors, 14 s for a padded average pool of count_include_pad = 0 over a
+// 16 x 2000 map, whose thousands of edge windows are two tensors and several ops each.)
 void hold_in_host(const QGraph& g, int t, std::vector<bool>& in_host) {
+  std::vector<std::vector<int>> tensors(g.ops.size());  // each op's operands
+  std::vector<std::vector<size_t>> ops_of(g.tensors.size());  // the ops touching each tensor
+  for (size_t i = 0; i < g.ops.size(); ++i) {
+    for (const View& v : op_reads(g.ops[i])) tensors[i].push_back(v.tensor);
+    tensors[i].push_back(op_writes(g.ops[i]).tensor);
+    for (const int u : tensors[i]) ops_of.at(size_t(u)).push_back(i);
+  }
+  std::vector<bool> visited(g.ops.size(), false);
   std::vector<int> work{t};
   in_host.at(t) = true;
   while (!work.empty()) {
     const int u = work.back();
     work.pop_back();
-    for (const QOp& op : g.ops) {
-      std::vector<View> tensors = op_reads(op);
-      tensors.push_back(op_writes(op));
-      if (std::none_of(tensors.begin(), tensors.end(), [&](const View& v) { return v.tensor == u; })) continue;
-      for (const View& v : tensors)
-        if (!in_host.at(v.tensor)) in_host[v.tensor] = true, work.push_back(v.tensor);
+    for (const size_t i : ops_of[size_t(u)]) {
+      if (visited[i]) continue;
+      visited[i] = true;
+      for (const int v : tensors[i])
+        if (!in_host.at(v)) in_host[v] = true, work.push_back(v);
     }
   }
 }
@@ -2051,14 +2061,24 @@ ScheduleProblem Lowering::problem() const {
   const auto is_input = [&](int t) {
     return std::find(g_.inputs.begin(), g_.inputs.end(), t) != g_.inputs.end();
   };
+  // The rows live at each op (tensor t from from[t] to last_use_[t]): added where t begins and
+  // taken off after it ends, one pass over the tensors (a sum over every tensor at every op grew
+  // as ops x tensors).
+  std::vector<uint64_t> begins(n, 0), ends(n, 0);
+  for (size_t t = 0; t < g_.tensors.size(); ++t)
+    if (from[t] >= 0 && from[t] < static_cast<int64_t>(n) && last_use_[t] >= from[t]) {
+      begins[static_cast<size_t>(from[t])] += rows[t];
+      if (last_use_[t] < static_cast<int64_t>(n)) ends[static_cast<size_t>(last_use_[t])] += rows[t];
+    }
   pr.crossing.resize(n + 1);
+  uint64_t live_rows = 0;
   for (size_t i = 0; i < n; ++i) {
     ScheduleProblem::Op& op = pr.ops[i];
     op.work = op_work_[i];
     op.pool = std::holds_alternative<PoolOp>(g_.ops[i]) || (i + 1 < n && fused_away_[i + 1]);
-    for (size_t t = 0; t < g_.tensors.size(); ++t)
-      if (from[t] >= 0 && from[t] <= static_cast<int64_t>(i) && last_use_[t] >= static_cast<int64_t>(i))
-        op.rows += rows[t];
+    live_rows += begins[i];
+    op.rows = live_rows;
+    live_rows -= ends[i];
     if (i == 0 || g_.op_layer[i] == g_.op_layer[i - 1] || (i < n && fused_away_[i])) continue;
     bool ok = true;
     for (size_t t = 0; t < g_.tensors.size() && ok; ++t)
@@ -2233,6 +2253,11 @@ isa::Program Lowering::run() {
     std::vector<int64_t> seg_last(nt, -1), first_read(g_.inputs.size(), -1);
     for (size_t i = sg.first; i < sg.end; ++i)
       for (const int t : touched(i)) seg_last[t] = static_cast<int64_t>(i);
+    // The tensors each op of the segment touches last, in tensor order (retire below: a scan of
+    // every tensor after every op grew as ops x tensors).
+    std::vector<std::vector<int>> last_of(sg.end - sg.first);
+    for (size_t t = 0; t < nt; ++t)
+      if (seg_last[t] >= 0) last_of[static_cast<size_t>(seg_last[t]) - sg.first].push_back(static_cast<int>(t));
     for (size_t j = 0; j < g_.inputs.size(); ++j)
       for (size_t i = sg.first; i < sg.end && first_read[j] < 0; ++i)
         for (const View& v : op_reads(g_.ops[i]))
@@ -2390,8 +2415,9 @@ isa::Program Lowering::run() {
         mark = em_.work();
         // Tensors last touched by op k: released (or kept whole, or staged) after it.
         const auto retire = [&](size_t k) {
-          for (size_t t = 0; t < nt; ++t)
-            if (seg_last[t] == static_cast<int64_t>(k) && live_[t] && static_cast<int>(t) != g_.output) {
+          if (k >= sg.end) return;
+          for (const int t : last_of[k - sg.first])
+            if (live_[t] && t != g_.output) {
               if (crosses[t] && sched_.resident[t] && batch_ == g_.batch) {  // kept: the whole batch's copy
                 whole_[t] = storage_[t];
                 live_[t] = false;

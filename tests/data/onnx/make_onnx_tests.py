@@ -773,8 +773,19 @@ def bad_pool_attributes():
          line, outp("y"), {})
 
 
+def pool2d_long():
+    """A padded AveragePool of count_include_pad = 0 over a long map (5 x 5 windows, pads 2, over
+    8 x 4000): each of its 16,016 windows that reach the padding is averaged again on its own, two
+    tensors and several ops each; the compile once grew as ops x tensors. No data: the CLI runs it
+    on seeded input (tests/CMakeLists.txt)."""
+    save("pool2d_long", [helper.make_node("AveragePool", ["x"], ["y"], name="/pool/AveragePool", kernel_shape=[5, 5],
+                                          pads=[2, 2, 2, 2], count_include_pad=0)],
+         [inp("x", ["N", 8, 8, 4000])], inp("y", ["N", 8, 8, 4000]), {})
+
+
 # (New models go last: the generator's draws for the earlier ones, and so their files, stay the same.)
 for make in (gemm, matmul_add, matmul_seq, conv_pad_stride, conv_group, conv_same_bn_clip, pools, global_avg_reshape,
              add_mul_softmax, lstms, quantized, bad, concats, exported, lstm_outputs, conv1d, grus, conv_dilated3,
-             pools1d, pools1d_pad, pools2d_pad, gap_long, pools2d_ceil, pools1d_asym, bad_pool_attributes):
+             pools1d, pools1d_pad, pools2d_pad, gap_long, pools2d_ceil, pools1d_asym, bad_pool_attributes,
+             pool2d_long):
     make()
