@@ -459,6 +459,8 @@ class Lowering {
   // Banding (a sample whose tensors do not fit): op i over bands of its output rows, each band's
   // input rows (with the kernel's halo) read from host memory and its output rows written back.
   void lower_in_bands(size_t i);
+  void refuse_pool_bands(size_t i) const;
+  void check_pool_fields(size_t i, const PoolOp& p) const;
   uint64_t band_rows_needed(size_t i, uint64_t out_rows) const;
   std::vector<std::pair<int, Storage>> band_storages(size_t i, uint64_t y0, uint64_t y1) const;
   void band_io(int t, const Storage& band, uint64_t first_row, bool write);
@@ -1651,6 +1653,19 @@ void Lowering::lower_packed(size_t i, const MatmulOp& m, const Packing& pk, uint
     }
 }
 
+// The pool instruction's fields that op i's shapes fill (window, stride, input width, output size).
+void Lowering::check_pool_fields(size_t i, const PoolOp& p) const {
+  const auto limit = [&](const char* what, uint64_t value, uint64_t max) {
+    if (value > max) fail(i, fmt::format("pool {} {} exceeds the pool instruction's limit {}", what, value, max));
+  };
+  const Shape& out = storage_[p.output.tensor].shape;
+  limit("window", p.window, isa::field_max(Opcode::pool, Field::window));
+  limit("stride", p.stride, isa::field_max(Opcode::pool, Field::pool_stride));
+  limit("input width", storage_[p.input.tensor].stored_w(), isa::field_max(Opcode::pool, Field::in_w));
+  limit("output height", out.h, isa::field_max(Opcode::pool, Field::out_h));
+  limit("output width", out.w, isa::field_max(Opcode::pool, Field::out_w));
+}
+
 void Lowering::check_pool_rows(size_t i, const PoolOp& p) const {
   const Storage& in = storage_[p.input.tensor];
   if (in.pixel_rows() > 255)
@@ -1669,16 +1684,9 @@ void Lowering::lower(size_t i, const PoolOp& p) {
   if (in.shape.c != out.shape.c || p.stride == 0 || p.window == 0 || (oh - 1) * p.stride + p.window > in.shape.h ||
       (ow - 1) * p.stride + p.window > in.shape.w)
     fail(i, "the pooled map does not fit the input map, window and stride");
-  const auto limit = [&](const char* what, uint64_t value, uint64_t max) {
-    if (value > max) fail(i, fmt::format("pool {} {} exceeds the pool instruction's limit {}", what, value, max));
-  };
   if (in.q != out.q) fail(i, "pooling between a dense and a plain layout");
   check_pool_rows(i, p);
-  limit("window", p.window, isa::field_max(Opcode::pool, Field::window));
-  limit("stride", p.stride, isa::field_max(Opcode::pool, Field::pool_stride));
-  limit("input width", in.stored_w(), isa::field_max(Opcode::pool, Field::in_w));
-  limit("output height", oh, isa::field_max(Opcode::pool, Field::out_h));
-  limit("output width", ow, isa::field_max(Opcode::pool, Field::out_w));
+  check_pool_fields(i, p);
   for (uint64_t s = 0; s < in.slices(); ++s) {
     const auto emit = [&](uint64_t y0, uint64_t rows_out) {
       isa::Instruction in_ = isa::make_instruction(Opcode::pool);
@@ -1798,6 +1806,54 @@ void Lowering::band_io(int t, const Storage& band, uint64_t first, bool write) {
   }
 }
 
+// A padded pool or a 1-D pool (quantize.cpp pool_padded, pool_into) first copies its map into a
+// padded map, or its line into k rows, by vec passes over parts of rows, which cannot be cut into
+// bands: where op i is such a copy, refused naming the pool's tensors and the UB rows they take
+// together for one sample (not counting an average's edge windows, each a few rows at a time).
+void Lowering::refuse_pool_bands(size_t i) const {
+  const std::string& layer = g_.op_layer.at(i);
+  const PoolOp* pool = nullptr;
+  size_t first = i;  // the layer's first op, which reads its input
+  while (first > 0 && g_.op_layer[first - 1] == layer) --first;
+  size_t at = first;  // the pool op
+  for (; at < g_.ops.size() && g_.op_layer[at] == layer && !pool; ++at) pool = std::get_if<PoolOp>(&g_.ops[at]);
+  if (!pool) return;
+  check_pool_fields(at - 1, *pool);  // (what no unified buffer changes first)
+  const std::vector<View> reads = op_reads(g_.ops[first]);
+  if (reads.empty() || reads[0].tensor == pool->input.tensor) return;
+  const int in = reads[0].tensor, copy = pool->input.tensor, out = pool->output.tensor;
+  const Shape& cs = g_.tensors[copy].shape;
+  // (the quantizer's names: NAME.padded a padded map, NAME.rows a 1-D pool's copies of its line)
+  const std::string& cn = g_.tensors[copy].name;
+  const bool line = cn.rfind(".padded") == std::string::npos ||
+                    (cn.rfind(".rows") != std::string::npos && cn.rfind(".rows") > cn.rfind(".padded"));
+  const auto rows = [&](int t) {  // the whole tensor's (storage_ holds a band's where one was lowered)
+    Storage whole{g_.tensors[t].shape, batch_, lanes_, 0, 0};
+    whole.planes = storage_[t].planes;
+    return whole.ub_rows();
+  };
+  const uint64_t need = rows(in) + rows(copy) + rows(out), free = arch_.ub_rows() - table_rows_;
+  const std::string tensors = fmt::format(
+      "its input {} {} ({} UB rows), {} {} {} ({}) and output {} {} ({}) take {} UB rows together for {} sample{}",
+      g_.tensors[in].name, g_.tensors[in].shape.str(), rows(in), line ? "the line's rows" : "the padded map",
+      g_.tensors[copy].name, cs.str(), rows(copy), g_.tensors[out].name, g_.tensors[out].shape.str(), rows(out), need,
+      batch_, batch_ == 1 ? "" : "s");
+  const std::string ub = fmt::format("the {} the unified buffer has{}", free,
+                                     table_rows_ ? fmt::format(" beside {} rows of tables", table_rows_) : "");
+  const std::string why =
+      need > free ? fmt::format("more than {}; use a ub_bytes of more than {} (--set ub_bytes=...), or a {}",
+                                ub, (need + table_rows_) * arch_.ub_row_bytes(), line ? "shorter line" : "smaller map")
+                  : fmt::format("of {}, but are held in host memory, to run in bands, with the tensors of the "
+                                "layers joined to them, one of which does not fit the unified buffer; use a larger "
+                                "ub_bytes, enough for those layers, or a smaller input",
+                                ub);
+  fail(i, fmt::format("{} cannot run in bands of rows ({} by vec passes over parts of rows, which cannot be cut into "
+                      "bands): {}, {}",
+                      line ? "a 1-D pool" : "a padded pool",
+                      line ? "its line is first copied into its window's rows" : "its map is first copied into a padded map",
+                      tensors, why));
+}
+
 // Op i over bands of its output rows, all its tensors in host memory: per band, its storages are
 // allocated (the next band's beside the previous one's when two fit, so that its input DMA
 // overlaps the previous band's matmuls), its input rows read, the op lowered on the band as on a
@@ -1808,9 +1864,11 @@ void Lowering::lower_in_bands(size_t i) {
   std::vector<View> views = op_reads(op);
   views.push_back(op_writes(op));
   for (const View& v : views)
-    if (v.pixel0 != 0 || (v.pixels != 0 && v.pixels != g_.tensors[v.tensor].shape.pixels()))
+    if (v.pixel0 != 0 || (v.pixels != 0 && v.pixels != g_.tensors[v.tensor].shape.pixels())) {
+      refuse_pool_bands(i);
       fail(i, "reads or writes part of a tensor (a time step): it cannot be split into bands of rows, and its tensors "
               "do not fit the unified buffer");
+    }
   for (const View& v : views)
     if (storage_[v.tensor].planes > 1)
       fail(i, fmt::format("the 16-bit tensor {} does not fit the unified buffer (16-bit tensors are not split into "

@@ -231,6 +231,16 @@ case_onnx_refusals() {
     -- "$tpusim" compile "$d/bad_conv_pads_auto.onnx" -o x.tpu
   only 2 "bad_pool_kernel\.onnx: node /pool/MaxPool \(MaxPool\): attribute kernel_shape is missing: ONNX requires it of MaxPool \(the window's size\)$" \
     -- "$tpusim" compile "$d/bad_pool_kernel.onnx" -o x.tpu
+  # A padded or 1-D pool that cannot run in bands of rows (its copy into the padded map, or into
+  # the line's rows, cannot be cut), refused naming its tensors and the UB rows they need together:
+  # too many for the buffer, or held in host memory with a Conv before it that runs in bands
+  # (they said "reads or writes part of a tensor (a time step)"; pool2d_long took minutes to say it).
+  only 2 "pool2d_long\.onnx: model pool2d_long: layer _pool_AveragePool: a padded pool cannot run in bands of rows \(its map is first copied into a padded map by vec passes over parts of rows, which cannot be cut into bands\): its input x \[8, 4000, 8\] \(32000 UB rows\), the padded map _pool_AveragePool\.padded \[12, 4004, 8\] \(48048\) and output _pool_AveragePool \[8, 4000, 8\] \(32000\) take 112048 UB rows together for 1 sample, more than the 98304 the unified buffer has; use a ub_bytes of more than 28684288 \(--set ub_bytes=\.\.\.\), or a smaller map$" \
+    -- "$tpusim" compile "$d/pool2d_long.onnx" -o x.tpu
+  only 2 "pools1d_asym\.onnx: model pools1d_asym: layer _a_MaxPool: a 1-D pool cannot run in bands of rows \(its line is first copied into its window's rows by vec passes over parts of rows, which cannot be cut into bands\): its input x \[1, 13, 3\] \(13 UB rows\), the line's rows _a_MaxPool\.rows \[3, 14, 3\] \(42\) and output _a_MaxPool \[1, 12, 3\] \(12\) take 67 UB rows together for 1 sample, more than the 8 the unified buffer has; use a ub_bytes of more than 17152 \(--set ub_bytes=\.\.\.\), or a shorter line$" \
+    -- "$tpusim" compile "$d/pools1d_asym.onnx" --set ub_bytes=2048 -o x.tpu
+  only 2 "conv_pool_big\.onnx: model conv_pool_big: layer _p_MaxPool: a padded pool cannot run in bands of rows \(its map is first copied into a padded map by vec passes over parts of rows, which cannot be cut into bands\): its input _c_Conv \[181, 181, 8\] \(32761 UB rows\), the padded map _p_MaxPool\.padded \[183, 183, 8\] \(33489\) and output _p_MaxPool \[91, 91, 8\] \(8281\) take 74531 UB rows together for 1 sample, of the 98297 the unified buffer has beside 7 rows of tables, but are held in host memory, to run in bands, with the tensors of the layers joined to them, one of which does not fit the unified buffer; use a larger ub_bytes, enough for those layers, or a smaller input$" \
+    -- "$tpusim" compile "$d/conv_pool_big.onnx" -o x.tpu
   only 2 "bad_pad_pool\.onnx: node mp \(MaxPool\): input 0 \(p\) is a Pad's output: .*a MaxPool pads by its own pads" \
     -- "$tpusim" compile "$d/bad_pad_pool.onnx" -o x.tpu
   only 2 "bad_gap_big\.onnx: node /GlobalAveragePool \(GlobalAveragePool\): the average over the 16 x 16 pixels of \[N, 512, 16, 16\] .* at most 16777216$" \

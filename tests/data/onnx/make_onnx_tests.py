@@ -783,9 +783,21 @@ def pool2d_long():
          [inp("x", ["N", 8, 8, 4000])], inp("y", ["N", 8, 8, 4000]), {})
 
 
+def conv_pool_big():
+    """A Conv (3 x 3, stride 2) whose input, 3 x 363 x 363, the default unified buffer cannot hold at
+    batch 1, then ResNet's padded MaxPool, whose own tensors it could: the Conv runs in bands, its
+    output, the pool's input, is held in host memory with it, and the pool, whose copy into the
+    padded map cannot run in bands, is refused saying so."""
+    w = f32(8, 3, 3, 3)
+    nodes = [helper.make_node("Conv", ["x", "w"], ["c"], name="/c/Conv", kernel_shape=[3, 3], strides=[2, 2]),
+             helper.make_node("MaxPool", ["c"], ["y"], name="/p/MaxPool", kernel_shape=[3, 3], strides=[2, 2],
+                              pads=[1, 1, 1, 1])]
+    save("conv_pool_big", nodes, [inp("x", ["N", 3, 363, 363])], inp("y", ["N", 8, 91, 91]), dict(w=w))
+
+
 # (New models go last: the generator's draws for the earlier ones, and so their files, stay the same.)
 for make in (gemm, matmul_add, matmul_seq, conv_pad_stride, conv_group, conv_same_bn_clip, pools, global_avg_reshape,
              add_mul_softmax, lstms, quantized, bad, concats, exported, lstm_outputs, conv1d, grus, conv_dilated3,
              pools1d, pools1d_pad, pools2d_pad, gap_long, pools2d_ceil, pools1d_asym, bad_pool_attributes,
-             pool2d_long):
+             pool2d_long, conv_pool_big):
     make()
