@@ -442,6 +442,9 @@ void validate(const Arch& arch) {
   if (const auto v = arch_violation(arch)) throw InputError(fmt::format("architecture '{}': {}", arch.name, v->text));
 }
 
+// Beyond the array's shape (sim/arch.h), a program compiled with another of the host software's
+// choices (driver_piece_schedule, driver_host_loop, driver_partial_tiles) is refused: it would be
+// reported as run with a choice it was not compiled with.
 std::string program_arch_mismatch(const json& program_arch, const Arch& arch) {
   if (!program_arch.is_object() || program_arch.empty()) return {};
   Arch declared;
@@ -461,6 +464,18 @@ std::string program_arch_mismatch(const json& program_arch, const Arch& arch) {
   } catch (const InputError&) {
     return {};  // metadata this tpusim cannot read says nothing it can check
   }
+  // The host software's choices (driver_*) shaped the program when it was compiled; on a compiled
+  // program a different value would change nothing and a report would claim it did.
+  for (const auto& [name, member] : {std::pair{"driver_piece_schedule", &Arch::driver_piece_schedule},
+                                     std::pair{"driver_host_loop", &Arch::driver_host_loop},
+                                     std::pair{"driver_partial_tiles", &Arch::driver_partial_tiles}})
+    if (declared.*member != arch.*member)
+      return fmt::format(
+          "the program was compiled with {} = {} (architecture '{}'), this machine's is {}: that parameter is "
+          "the host software's choice when it compiles a model, so it changes nothing on a compiled program. "
+          "Compile the model again for this machine (`tpusim run MODEL.toml` with the same --arch/--set), or run "
+          "the program with {} = {}",
+          name, declared.*member, isa::printable(declared.name), arch.*member, name, declared.*member);
   if (declared.array_rows == arch.array_rows && declared.array_cols == arch.array_cols) return {};
   return fmt::format(
       "the program was compiled for a {} x {} array (architecture '{}'), this machine's is {} x {}: its "

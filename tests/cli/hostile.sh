@@ -254,6 +254,17 @@ case_program_for_another_machine() {
     -- "$tpusim" run "$S" --set array_rows=64 --set array_cols=64
   # Timing parameters may differ: the program means the same on that machine.
   expect 0 "cycles" -- "$tpusim" run "$S" --set weight_mem_gbps=17 --set host_latency_cycles=0
+  # The host software's choices may not: they shaped the compiled program (partial tiles whole
+  # here), and a run reported with another would claim what it did not do. --set builds on the
+  # program's own machine; an --arch file is a whole machine (driver_partial_tiles 1 by default).
+  expect 0 "wrote" -- "$tpusim" compile "$M" --set driver_partial_tiles=0 -o whole.tpu
+  expect 0 "machine +tpu-v1 weight_mem_gbps=17 driver_partial_tiles=0 " -- "$tpusim" run whole.tpu --set weight_mem_gbps=17
+  expect 2 "^whole\.tpu: the program was compiled with driver_partial_tiles = 0 \(architecture 'tpu-v1'\), this machine's is 1: .* or run the program with driver_partial_tiles = 0$" \
+    -- "$tpusim" run whole.tpu --set driver_partial_tiles=1
+  printf '{"base": "tpu-v1", "weight_mem_gbps": 17}\n' >v1.json
+  expect 2 "^whole\.tpu: the program was compiled with driver_partial_tiles = 0" -- "$tpusim" run whole.tpu --arch v1.json
+  expect 2 "^whole\.tpu: the program was compiled with driver_host_loop = 1 \(architecture 'tpu-v1'\), this machine's is 0" \
+    -- "$tpusim" run whole.tpu --set driver_host_loop=0
 }
 case_arch_file_duplicate_key() {
   printf '{\n  "array_rows": 128,\n  "clock_mhz": 700,\n  "array_rows": 64\n}\n' >dup.json

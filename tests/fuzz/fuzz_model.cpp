@@ -6,7 +6,7 @@
 // paths resolve under a folder that does not exist. A model that parses is then compiled for a
 // small array whose shape the input's first and last bytes pick (4..64 rows and columns, square or
 // not, dividing each other or not: compiler/layout.h LaneTile), with a small unified buffer and
-// accumulators so that batches run in pieces, its concats written in place or kept as parts (the
+// accumulators so that batches run in pieces, partial weight tiles as boxes or whole, its concats written in place or kept as parts (the
 // mapper's concat_inplace, from the input's size): the back end must either refuse the model with an
 // InputError or produce a program the ISA's static checks accept, in pieces of at most the batch.
 // (Models beyond 2^24 MACs are not compiled: see kMaxCompiledMacs.)
@@ -56,6 +56,7 @@ sim::Arch arch_for(const uint8_t* data, size_t size) {
   a.weight_mem_bytes = a.tile_bytes() * 65536;
   a.driver_piece_schedule = size % 2;  // both ways a batch in pieces runs (sim/arch.h)
   a.driver_host_loop = size / 2 % 2;  // both ways a recurrence runs: host-driven or one program
+  a.driver_partial_tiles = size / 8 % 2;  // partial weight tiles as their boxes or whole (bit 2: concat_inplace)
   return a;
 }
 
@@ -103,7 +104,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     const std::string text(reinterpret_cast<const char*>(data), size);
     const sim::Arch arch = arch_for(data, size);
     LowerOptions mapper;  // concats written in place or kept as parts, as a third bit of the size picks
-    mapper.concat_inplace = (size / 4) % 2 == 1;  // (bits 0 and 1 pick the driver's switches: arch_for)
+    mapper.concat_inplace = (size / 4) % 2 == 1;  // (bits 0, 1 and 3 pick the driver's switches: arch_for)
     try {
       Model m = parse_model(text, "fuzz.toml", "/nonexistent-tpusim-fuzz", options);
       check(m);

@@ -121,6 +121,11 @@ Row make_row(const PointResult& r) {
   const Point& p = *r.point;
   const ojson arch = sim::arch_to_json(p.arch);
   const bool ok = !r.report.is_null();
+  // The switches the program ran with: its report's (meta.mapper), which for a compiled program
+  // (.tpu) are those it was compiled with, not the point's (a program takes none); the point's
+  // where it failed.
+  const compiler::LowerOptions switches =
+      ok && r.report.contains("mapper") ? compiler::mapper_from_json(nlohmann::json::parse(r.report["mapper"].dump()), "report") : p.mapper;
   Row row;
   for (const Column& c : columns()) {
     const std::string& n = c.name;
@@ -136,7 +141,7 @@ Row make_row(const PointResult& r) {
     } else if (n == "status") row.emplace_back(std::string(ok ? "ok" : "failed"));
     else if (n == "error") row.push_back(ok ? Cell{} : Cell{r.error});
     else if (arch.contains(n)) row.push_back(cell_of(arch[n], c.type));
-    else if (n.starts_with("mapper.")) row.emplace_back(mapper_cell(p.mapper, p.arch, n.substr(7)));
+    else if (n.starts_with("mapper.")) row.emplace_back(mapper_cell(switches, p.arch, n.substr(7)));
     else if (!ok) row.emplace_back();
     else if (const ojson* v = lookup(r.report, n)) row.push_back(cell_of(*v, c.type));
     else if (n.starts_with("instructions.") || n.starts_with("instruction_cycles."))

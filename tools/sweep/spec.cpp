@@ -448,7 +448,7 @@ void apply(const std::vector<Setting>& settings, Point& p) {
 }
 
 // Mapper switches appear only as meta.mapper records them (a switch away from its default, or one
-// whose default is the machine's, pieces or host_loop, given either way: compiler::describe), so
+// whose default is the machine's, pieces, host_loop or partial, given either way: compiler::describe), so
 // that the keys of every other point stay as they were before the switches existed (results
 // stored then still resume).
 std::string point_key(const Spec& spec, const Point& p) {
