@@ -166,7 +166,7 @@ class Importer {
     if (a->type() != onnx::AttributeProto::STRING) fail(fmt::format("attribute {}: expected a string", name));
     return a->s();
   }
-  // A flag ONNX defines as 0 or 1 (ceil_mode, count_include_pad): any other value is refused, not
+  // A flag ONNX defines as 0 or 1 (ceil_mode, count_include_pad, transA, keepdims, layout, ...): any other value is refused, not
   // read as its truth value.
   bool attr_flag(std::string_view name, bool fallback) const {
     const int64_t v = attr_int(name, fallback ? 1 : 0);
@@ -653,10 +653,10 @@ void Importer::dense(const Value& in, const std::vector<float>& w_kn, uint64_t k
 // Y = alpha A B' + beta C, B' = B or B transposed; A is the tensor, B and C constants.
 void Importer::gemm() {
   allow_attributes({"alpha", "beta", "transA", "transB"});
-  if (attr_int("transA", 0) != 0)
+  if (attr_flag("transA", false))
     fail("transA = 1: the machine multiplies the tensor as [N, K]; transpose the weights instead");
   const float alpha = attr_float("alpha", 1), beta = attr_float("beta", 1);
-  const bool tb = attr_int("transB", 0) != 0;
+  const bool tb = attr_flag("transB", false);
   const Value& a = value(0);
   expect_quantized(a, false, 0);
   const Const& b = constant(1, "B");
@@ -1145,7 +1145,7 @@ void Importer::reduce_mean() {
         "over a line (axis 2 of [N, C, L]), a global average pool, is supported",
         given.empty() ? std::string("(all)") : dims_text(given), dims_of(x)));
   const Value pooled = global_avg(x);
-  set_output(0, attr_int("keepdims", 1) ? pooled : flatten_value(pooled));
+  set_output(0, attr_flag("keepdims", true) ? pooled : flatten_value(pooled));
 }
 
 // Pad of a map's rows and columns, or of a line, with zeros: nothing of its own; the Conv (or the
@@ -1354,7 +1354,7 @@ void Importer::fold_constant(bool mul) {
 // y = (x - mean) gamma / sqrt(var + eps) + beta, folded into the producing Conv or Gemm.
 void Importer::batch_norm() {
   allow_attributes({"epsilon", "momentum", "training_mode", "spatial"});
-  if (attr_int("training_mode", 0) != 0)
+  if (attr_flag("training_mode", false))
     fail("training_mode = 1: export the model in inference mode (model.eval())");
   if (output_used(1) || output_used(2)) fail("the running mean and variance outputs are training outputs");
   Layer* l = foldable({LayerType::dense, LayerType::conv2d});
@@ -1539,7 +1539,7 @@ void Importer::lstm() {
   const std::string dir = attr_string("direction", "forward");
   if (dir != "forward") fail(fmt::format("direction {}: only forward LSTMs are supported", dir));
   if (attr("clip")) fail("clip is not supported");
-  if (attr_int("input_forget", 0) != 0) fail("input_forget = 1 is not supported");
+  if (attr_flag("input_forget", false)) fail("input_forget = 1 is not supported");
   if (attr("activation_alpha") || attr("activation_beta"))
     fail("activation_alpha and activation_beta are not supported");
   if (const auto* a = attr("activations")) {
@@ -1564,7 +1564,7 @@ void Importer::lstm() {
 // zero initial states (an LSTM's h and c), no Y_c (an LSTM's), hidden_size in range, W [1, gates
 // x H, in], R [1, gates x H, H] and B (optional) [1, 2 x gates x H].
 Importer::RecurrentWeights Importer::recurrent_weights(const Value& x, uint64_t gates, bool with_cell) {
-  const int64_t layout = attr_int("layout", 0);
+  const int64_t layout = attr_flag("layout", false) ? 1 : 0;
   if (x.form != Form::seq || x.time_major != (layout == 0))
     fail(fmt::format("the input must be a sequence {} (layout {})", layout == 0 ? "[T, N, F]" : "[N, T, F]",
                      layout));
@@ -1634,7 +1634,7 @@ void Importer::gru() {
     if (std::vector<std::string>(a->strings().begin(), a->strings().end()) != want)
       fail("activations other than Sigmoid, Tanh are not supported");
   }
-  if (attr_int("linear_before_reset", 0) != 1)
+  if (!attr_flag("linear_before_reset", false))
     fail(
         "linear_before_reset = 0 is not supported: the machine's GRU is PyTorch's (linear_before_reset = 1, r "
         "multiplies R_h h + Rb_h)");

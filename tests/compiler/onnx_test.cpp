@@ -634,6 +634,12 @@ TEST_CASE("onnx: what the machine cannot run is refused with the node, its op ty
   refused("bad_pool_count_flag",
           "node /pool/AveragePool (AveragePool): attribute count_include_pad = 5: expected 0 or 1");
   refused("bad_pool1d_ceil_flag", "node /pool/AveragePool (AveragePool): attribute ceil_mode = -1: expected 0 or 1");
+  // The other flags (each compiled before, read as its truth value: transB 2 as 1, layout 2 as 1, keepdims 3
+  // as 1; linear_before_reset 7 was refused as "= 0").
+  refused("bad_gemm_transb_flag", "node tb (Gemm): attribute transB = 2: expected 0 or 1");
+  refused("bad_reduce_keepdims_flag", "node rm (ReduceMean): attribute keepdims = 3: expected 0 or 1");
+  refused("bad_lstm_layout_flag", "node lt (LSTM): attribute layout = 2: expected 0 or 1");
+  refused("bad_gru_reset_flag", "node gr (GRU): attribute linear_before_reset = 7: expected 0 or 1");
   refused("bad_pool_pads_auto",
           "node /pool/MaxPool (MaxPool): pads [1, 1, 1, 1] with auto_pad SAME_UPPER: ONNX's pads cannot be used with "
           "an auto_pad other than NOTSET; give the node pads or auto_pad, not both");

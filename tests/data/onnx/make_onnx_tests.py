@@ -795,9 +795,25 @@ def conv_pool_big():
     save("conv_pool_big", nodes, [inp("x", ["N", 3, 363, 363])], inp("y", ["N", 8, 91, 91]), dict(w=w))
 
 
+def bad_flags():
+    """Flags ONNX defines as 0 or 1 given another value, refused (each was read as its truth value)."""
+    x4 = [inp("x", ["N", 4])]
+    seq = [inp("x", [3, "N", 2])]
+    save("bad_gemm_transb_flag", [helper.make_node("Gemm", ["x", "w"], ["y"], name="tb", transB=2)], x4, outp("y"),
+         dict(w=f32(4, 4)))
+    save("bad_reduce_keepdims_flag", [helper.make_node("ReduceMean", ["x"], ["y"], name="rm", axes=[2, 3], keepdims=3)],
+         [inp("x", ["N", 2, 6, 6])], outp("y"), {})
+    save("bad_lstm_layout_flag", [helper.make_node("LSTM", ["x", "w", "r"], ["", "y"], name="lt", hidden_size=2,
+                                                   layout=2)], [inp("x", ["N", 3, 2])], outp("y"), dict(w=f32(1, 8, 2), r=f32(1, 8, 2)),
+         opset=14)
+    save("bad_gru_reset_flag", [helper.make_node("GRU", ["x", "w", "r"], ["", "y"], name="gr", hidden_size=2,
+                                                 linear_before_reset=7)], seq, outp("y"),
+         dict(w=f32(1, 6, 2), r=f32(1, 6, 2)))
+
+
 # (New models go last: the generator's draws for the earlier ones, and so their files, stay the same.)
 for make in (gemm, matmul_add, matmul_seq, conv_pad_stride, conv_group, conv_same_bn_clip, pools, global_avg_reshape,
              add_mul_softmax, lstms, quantized, bad, concats, exported, lstm_outputs, conv1d, grus, conv_dilated3,
              pools1d, pools1d_pad, pools2d_pad, gap_long, pools2d_ceil, pools1d_asym, bad_pool_attributes,
-             pool2d_long, conv_pool_big):
+             pool2d_long, conv_pool_big, bad_flags):
     make()
