@@ -2795,7 +2795,16 @@ std::optional<Packing> packing_for(const QGraph& g, const MatmulOp& m, const sim
     cv.kh = even ? rows.size() : rows.back() - rows.front() + 1;
   }
   cv.positions = std::max<uint64_t>(1, m.taps_in_rows(0, m.kernel_h));
-  std::optional<Packing> pk = choose_packing(cv, arch, acc_budget(os.h * os.w * piece, arch));
+  const uint64_t budget = acc_budget(os.h * os.w * piece, arch);
+  std::optional<Packing> pk = choose_packing(cv, arch, budget);
+  if (!options.pack_pixels.empty())  // (a P forced by layer name: bench/packing_scan.cpp)
+    for (size_t i = 0; i < g.ops.size(); ++i)
+      if (std::get_if<MatmulOp>(&g.ops[i]) == &m)
+        if (const auto it = options.pack_pixels.find(g.op_layer.at(i)); it != options.pack_pixels.end()) {
+          pk.reset();
+          for (const PackingOption& o : packing_options(cv, arch, budget))
+            if (o.packing && o.packing->p == it->second) pk = o.packing;
+        }
   // Into a concat's joined tensor (one its writers write part of: the op's own output view says
   // so, as its writers cover its channels once each), several pixels per vector scatter each
   // pixel's N channels to one slice from the branch's first channel: not for a branch that

@@ -9,6 +9,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -63,6 +64,10 @@ struct LowerOptions {
   // clears it where the chain would not fit the unified buffer but streaming into the first layer
   // alone does (docs/compiler.md "Input streaming").
   bool stream_chain = true;
+  // Not a switch: for measuring the packing estimate against the machine (bench/packing_scan.cpp),
+  // layer name -> the pixels per vector its convolution packs instead of the estimate's choice (0:
+  // not packed); a P the array or the layer cannot take (packing_options) leaves it unpacked.
+  std::map<std::string, uint64_t> pack_pixels = {};
   bool operator==(const LowerOptions&) const = default;
 };
 

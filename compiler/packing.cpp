@@ -10,11 +10,6 @@ namespace {
 
 uint64_t div_up(uint64_t a, uint64_t b) { return (a + b - 1) / b; }
 
-struct Estimate {
-  double cycles;
-  uint64_t passes;  // vectors x weight tiles: array_macs / tile_bytes
-};
-
 // The matrix unit's time through a layer's weight tiles, switched in one after the other, each
 // streaming `stream` cycles of vectors: a tile's shift into the array can begin array_cols - 1
 // cycles after the previous switch and takes array_rows, so a switch follows the one before it
@@ -39,32 +34,33 @@ class Switches {
 // Cycles of one layer: the matrix unit (its tiles' streaming and shifts: Switches), bounded by
 // the weight memory (the tiles' fetches), plus the activation unit (its rows and one pipeline fill
 // per activate).
-Estimate estimate(const ConvShape& cv, const sim::Arch& a, uint64_t fetches, const Switches& matrix,
-                  uint64_t passes, uint64_t activates) {
+PackingOption estimate(const ConvShape& cv, const sim::Arch& a, std::optional<Packing> pk, uint64_t fetches,
+                       const Switches& matrix, uint64_t passes, uint64_t activates) {
   const double bytes_per_cycle = a.weight_mem_gbps * 1000.0 / a.clock_mhz;
   const double fetch = double(fetches) * double(a.tile_bytes()) / bytes_per_cycle;
   const double act = double(cv.oh * cv.ow * cv.batch * div_up(cv.n, a.activation_lanes)) +
                      double(activates * a.activation_latency_cycles);
-  return {std::max(matrix.cycles(), fetch) + act, passes};
+  const double cycles = std::max(matrix.cycles(), fetch) + act;
+  if (pk) pk->cycles = cycles;
+  return {pk, cycles, passes};
 }
 
 }  // namespace
 
-std::optional<Packing> choose_packing(const ConvShape& cv, const sim::Arch& a, uint64_t budget) {
+std::vector<PackingOption> packing_options(const ConvShape& cv, const sim::Arch& a, uint64_t budget) {
   const uint64_t R = a.array_rows, M = a.array_cols, B = cv.batch;
-  if (cv.kw * cv.c > R || cv.c == 0 || budget < B) return std::nullopt;
+  std::vector<PackingOption> out;
   const uint64_t ntiles = div_up(cv.n, M), pixels = cv.oh * cv.ow;
   // No packing (compiler/lower.cpp): one tile per kernel position, one vector per pixel.
-  const uint64_t plain_chunks = div_up(pixels * B, budget);
+  const uint64_t plain_chunks = cv.c == 0 || budget < B ? 0 : div_up(pixels * B, budget);
   const uint64_t plain_tiles = (cv.positions ? cv.positions : cv.kh * cv.kw) * ntiles;
   // Each chunk switches every tile in and streams its pixels x batch vectors on it.
   Switches plain_matrix(a);
   for (uint64_t c = 0; c < plain_chunks; ++c)
     for (uint64_t t = 0; t < plain_tiles; ++t) plain_matrix.add(double(std::min(budget, pixels * B - c * budget)));
-  const Estimate plain =
-      estimate(cv, a, plain_chunks * plain_tiles, plain_matrix, pixels * B * plain_tiles, plain_chunks * ntiles + cv.oh);
-  std::optional<Packing> best;
-  Estimate best_est = plain;
+  out.push_back(estimate(cv, a, std::nullopt, plain_chunks * plain_tiles, plain_matrix, pixels * B * plain_tiles,
+                         plain_chunks * ntiles + cv.oh));
+  if (cv.kw * cv.c > R || cv.c == 0 || budget < B) return out;
   for (uint64_t p = 1; p <= cv.ow; ++p) {
     if (p > 1 && p * cv.n > M) break;
     const uint64_t u = (p - 1) * cv.stride + cv.kw;
@@ -93,16 +89,21 @@ std::optional<Packing> choose_packing(const ConvShape& cv, const sim::Arch& a, u
             matrix.add(double(chunk_rows) * stream(std::min(rows, cv.kh - r0), fulls, tail && g1 == g));
         }
     const uint64_t tiles = div_up(cv.kh, rows) * n_tiles;
-    const Estimate e = estimate(cv, a, chunks * tiles, matrix, cv.oh * g * B * tiles,
-                                p > 1 ? cv.oh * g : chunks * n_tiles + cv.oh);
-    // Within 1% of the best estimate (rougher than that), fewer array passes win.
-    const bool close = e.cycles <= best_est.cycles * 1.01 && best_est.cycles <= e.cycles * 1.01;
-    if (close ? e.passes < best_est.passes : e.cycles < best_est.cycles) {
-      best = Packing{p, u, rows, cv.first_row, cv.row_step, cv.kh, tail, e.cycles};
-      best_est = e;
-    }
+    out.push_back(estimate(cv, a, Packing{p, u, rows, cv.first_row, cv.row_step, cv.kh, tail, 0}, chunks * tiles,
+                           matrix, cv.oh * g * B * tiles, p > 1 ? cv.oh * g : chunks * n_tiles + cv.oh));
   }
-  return best;
+  return out;
+}
+
+std::optional<Packing> choose_packing(const ConvShape& cv, const sim::Arch& a, uint64_t budget) {
+  const std::vector<PackingOption> options = packing_options(cv, a, budget);
+  const PackingOption* best = &options.front();
+  for (const PackingOption& e : options) {
+    // Within 1% of the best estimate (rougher than that), fewer array passes win.
+    const bool close = e.cycles <= best->cycles * 1.01 && best->cycles <= e.cycles * 1.01;
+    if (close ? e.passes < best->passes : e.cycles < best->cycles) best = &e;
+  }
+  return best->packing;
 }
 
 std::string describe(const Packing& pk) {

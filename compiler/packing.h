@@ -17,8 +17,8 @@
 // only the kernel rows that hold a tap: rows first_row, first_row + row_step, ... (gather_row_step
 // = row_step image rows), so its zero rows are neither in a tile nor streamed.
 //
-// The choice per layer: the cheapest of no packing and every P up to the output width (P*N
-// within array_cols, U*C within array_rows) by estimated cycles (matrix streaming, a vector every
+// The choice per layer: the cheapest of no packing and every P up to the output width (P*N within
+// array_cols, U*C within array_rows) by estimated cycles (matrix streaming, a vector every
 // ceil(U*kh / gather_rows_per_cycle) cycles, each tile switch at least array_rows + array_cols - 1
 // cycles after the one before it, its shift into the array; against weight fetches; plus the
 // activation unit), estimates within 1% of each other to the fewest array passes.
@@ -27,6 +27,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "sim/arch.h"
 
@@ -50,9 +51,20 @@ struct Packing {
   double cycles = 0;  // the estimate it was chosen by
 };
 
+// One way to lower a convolution and its estimate: `packing` nullopt is no packing.
+struct PackingOption {
+  std::optional<Packing> packing;
+  double cycles = 0;    // the estimate
+  uint64_t passes = 0;  // vectors x weight tiles (array passes), the tie-break
+};
+
+// Every way choose_packing weighs, in its order: no packing first, then P = 1, 2, ... as far as
+// the array allows (none but no packing when a kernel row's kw x C channels are wider than
+// array_rows). `budget`: accumulator rows one pass may use.
+std::vector<PackingOption> packing_options(const ConvShape& conv, const sim::Arch& arch, uint64_t budget);
+
 // The packing for a convolution on `arch`, or nullopt when packing does not pay (or cannot
-// apply: a kernel row's kw x C channels wider than array_rows). `budget`: accumulator rows one
-// pass may use.
+// apply). `budget`: accumulator rows one pass may use.
 std::optional<Packing> choose_packing(const ConvShape& conv, const sim::Arch& arch, uint64_t budget);
 
 // "P=7 pixels x 5 kernel rows of 11 input pixels" for the mapping report.
