@@ -4,15 +4,18 @@
 // layers as the compiler chooses, and run on the timing engine. A layer's choice is the best when
 // no other packing of it runs the model in fewer cycles; its loss is how many more it takes.
 //
-// Usage: packing_scan [--csv FILE] [--set KEY=VALUE]... [MODEL.toml...]
+// Usage: packing_scan [--csv FILE] [--set KEY=VALUE]... [--batch N] [--detail "MODEL RxC GBPS LAYER"]
+//                     [MODEL.toml...]
 // (default models: lenet5, cifar_cnn, tiny_cnn, inception, resblock, CNN0; arrays 64x256,
 // 256x64, 128x128, 256x256; 8.5, 34 and 136 GB/s; tpu-v1 otherwise, `--set` on top).
-// Prints one line per layer and point where the choice is not the best, then the summary.
+// Prints one line per layer and point where the choice is not the best, then the summary;
+// --detail prints each packing's estimate and cycles for one layer and point.
 #include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <limits>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -46,11 +49,14 @@ extern "C" int sc_main(int argc, char** argv) {
   const fs::path w = fs::path(source_dir()) / "workloads";
   std::vector<fs::path> models;
   std::vector<std::string> sets;
-  std::string csv_path;
+  std::optional<uint64_t> batch;  // the descriptions' own unless given
+  std::string csv_path, detail;  // detail: "MODEL ROWSxCOLS GBPS LAYER" as the lines print it
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
     if (arg == "--csv" && i + 1 < argc) csv_path = argv[++i];
     else if (arg == "--set" && i + 1 < argc) sets.push_back(argv[++i]);
+    else if (arg == "--detail" && i + 1 < argc) detail = argv[++i];
+    else if (arg == "--batch" && i + 1 < argc) batch = std::stoull(argv[++i]);
     else models.push_back(arg);
   }
   if (models.empty())
@@ -68,6 +74,7 @@ extern "C" int sc_main(int argc, char** argv) {
   for (const fs::path& model : models) {
     compiler::LoadOptions lo;
     lo.timing_only = true;
+    lo.batch = batch;
     compiler::Compiled c = compiler::prepare_file(model, lo);
     for (const auto& [rows, cols] : {std::pair{64, 256}, {256, 64}, {128, 128}, {256, 256}})
       for (const double gbps : {8.5, 34.0, 136.0}) {
@@ -98,6 +105,10 @@ extern "C" int sc_main(int argc, char** argv) {
             if (p == chosen_p) continue;
             o.pack_pixels = {{layer, p}};
             const uint64_t cy = cycles_of(c, a, o);
+            if (fmt::format("{} {}x{} {} {}", model.stem().string(), rows, cols, gbps, layer) == detail)
+              std::printf("  P=%llu: estimate %.0f, %llu cycles\n", (unsigned long long)p,
+                          p ? compiler::packing_for(c.graph, *m, a, o, c.graph.batch)->cycles : 0.0,
+                          (unsigned long long)cy);
             if (cy < best) best = cy, best_p = p;
           }
           const double loss = double(chosen_cycles) / double(best) - 1;

@@ -2795,6 +2795,7 @@ std::optional<Packing> packing_for(const QGraph& g, const MatmulOp& m, const sim
     cv.kh = even ? rows.size() : rows.back() - rows.front() + 1;
   }
   cv.positions = std::max<uint64_t>(1, m.taps_in_rows(0, m.kernel_h));
+  cv.partial_tiles = *resolve(options, arch).partial_tiles;
   const uint64_t budget = acc_budget(os.h * os.w * piece, arch);
   std::optional<Packing> pk = choose_packing(cv, arch, budget);
   if (!options.pack_pixels.empty())  // (a P forced by layer name: bench/packing_scan.cpp)

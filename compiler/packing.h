@@ -18,10 +18,12 @@
 // = row_step image rows), so its zero rows are neither in a tile nor streamed.
 //
 // The choice per layer: the cheapest of no packing and every P up to the output width (P*N within
-// array_cols, U*C within array_rows) by estimated cycles (matrix streaming, a vector every
-// ceil(U*kh / gather_rows_per_cycle) cycles, each tile switch at least array_rows + array_cols - 1
-// cycles after the one before it, its shift into the array; against weight fetches; plus the
-// activation unit), estimates within 1% of each other to the fewest array passes.
+// array_cols, U*C within array_rows) by estimated cycles (the matrix unit through the layer's
+// weight tiles as the weight FIFO feeds it: each tile's fetch of its stored box, up to
+// weight_fifo_tiles fetches ahead of the array, a vector every ceil(U*kh / gather_rows_per_cycle)
+// cycles, each tile switch at least array_rows + array_cols - 1 cycles after the one before it,
+// its shift into the array; plus the activation unit), estimates within 1% of each other to the
+// fewest array passes.
 #pragma once
 
 #include <cstdint>
@@ -40,6 +42,9 @@ struct ConvShape {
   uint64_t batch = 1;       // samples interleaved per pixel
   uint64_t positions = 0;   // kernel positions the unpacked lowering computes (its taps; 0: kh x kw)
   uint64_t first_row = 0, row_step = 1;  // the kernel rows gathered: first_row + i x row_step, i < kh
+  // Partial tiles stored and fetched as their box (the `partial` mapper switch, docs/compiler.md
+  // "Partial tiles"): a tile's fetch moves its used rows x columns; false: every tile whole.
+  bool partial_tiles = true;
 };
 
 struct Packing {

@@ -5,6 +5,7 @@
 
 #include "compiler/compile.h"
 #include "compiler/emitter.h"
+#include "compiler/packing.h"
 #include "compiler/weight_image.h"
 #include "e2e_support.h"
 #include "graph_builder.h"
@@ -208,37 +209,50 @@ TEST_CASE("a strided convolution uses one matmul per output row and kernel posit
   CHECK(count(p, Opcode::matmul, Field::switch_weights, 1) == 9);
 }
 
-// Packing (compiler/packing.h) on a 16 x 16 array of small_arch() timing: a tile fetch takes
-// 256 bytes / 4 bytes per cycle = 64 cycles, the activation unit 2 cycles per act plus a row per
-// cycle. The estimates in the comments are packing.cpp's: matrix max(streaming, fetches) + act.
+// Packing (compiler/packing.h) on a 16 x 16 array of small_arch() timing: 4 bytes a cycle from
+// weight memory (a tile's box of b bytes: ceil(b / 4) cycles, usable 3 later), 4 tiles in the
+// FIFO, so the few-byte boxes here never hold a switch up; a switch follows the one before it by
+// at least 16 + 16 - 1 = 31 cycles; the activation unit 2 cycles per act plus a row per cycle
+// (4 lanes). The estimates in the comments are packing.cpp's (TilePipeline, plus the act).
 TEST_CASE("few input channels: kernel positions and output pixels packed per vector, the cheapest estimate") {
   sim::Arch a = arch8x8();
   a.name = "test-16x16";
   a.array_rows = a.array_cols = 16;
   a.ub_bytes = 2048 * 16;
-  SECTION("1 channel, 3x3 on 6x6, 2 filters, batch 1: 2 pixels per vector") {
+  SECTION("1 channel, 3x3 on 6x6, 2 filters, batch 1: 4 pixels per vector") {
     GraphBuilder b(1);
     const int x = b.input(map_shape(6, 6, 1)), y = b.tensor("y", map_shape(4, 4, 2));
     b.add(b.matmul({whole(x)}, whole(y), 3, 3, true), "conv");
     b.g.output = y;
-    // 16 output pixels. Unpacked: 9 tiles, max(16 x 9 = 144, 9 x 64 = 576) + 16 + 5 acts x 2 = 602.
-    // P = 1 (3 x 3 = 9 UB rows per vector): max(16 x 9, 64) + 26 = 170. P = 2 (4 input pixels
-    // x 3 rows = 12 elements, G = 2 groups per output row): max(8 x 12 = 96, 64) + 16 + 8 acts x 2
-    // = 128. P = 4 (6 pixels: 2 kernel rows fit, then 1): max(4 x 18, 128) + 24 = 152. P = 2 wins.
+    // 16 output pixels, the act's rows 16 cycles. Unpacked: 9 tiles of 16 vectors, 8 x 31 + 16 =
+    // 264, + 16 + 5 acts x 2 = 290. P = 1 (3 x 3 = 9 UB rows per vector): 4 rows x 4 x 9 = 144,
+    // + 16 + 5 x 2 = 170. P = 2 (4 input pixels x 3 rows = 12 segments, 2 groups a row): 4 x 2 x
+    // 12 = 96, + 16 + 8 acts x 2 = 128; P = 3 (a group of 3, 15 segments, and one of 1, 9) the
+    // same. P = 4 (6 input pixels: 2 kernel rows fit, then 1; one group a row): 4 x 12 = 48,
+    // enough for the next tile's shift (31), then 4 x 6 = 24: 72, + 16 + 4 acts x 2 = 96. P = 4
+    // wins. (Counting each tile as a whole 64-cycle fetch against the layer, the estimate took P =
+    // 2: max(96, 64) + 32 = 128 against P = 4's max(72, 128) + 24 = 152.) On the machine P = 4
+    // runs the program in 355 cycles, P = 2 (forced: LowerOptions::pack_pixels) in 366.
     const isa::Program p = lower_and_check(b.g, a);
-    CHECK(count(p, Opcode::read_weights) == 1);  // one tile: 12 rows, 2 groups x 2 columns
-    CHECK(count(p, Opcode::matmul) == 4);        // one per output row
+    compiler::LowerOptions two;
+    two.pack_pixels = {{"conv", 2}};
+    const isa::Program p2 = lower_and_check(b.g, a, two);
+    CHECK(p2.meta["mapping"][0]["packing"] == "2 pixels per vector, 4 input pixels x 3 kernel rows gathered");
+    CHECK(sim::simulate(p, a, {sim::Engine::timing, 0}).cycles == 355);
+    CHECK(sim::simulate(p2, a, {sim::Engine::timing, 0}).cycles == 366);
+    CHECK(count(p, Opcode::read_weights) == 2);  // two tiles: 12 rows, then 6, of 4 groups x 2 columns
+    CHECK(count(p, Opcode::matmul) == 2 * 4);    // per kernel row tile, one per output row
     const isa::Instruction& first = nth(p, Opcode::matmul, 0);
     CHECK(first[Field::rows] == 1);    // batch 1
-    CHECK(first[Field::repeat] == 2);  // 2 groups of 2 pixels
-    CHECK(first[Field::stride] == 2);  // 2 pixels x stride 1 x batch 1
-    CHECK(count(p, Opcode::activate) == 4 * 2);  // one per group: its 2 pixels scattered
+    CHECK(first[Field::repeat] == 1);  // 1 group of 4 pixels
+    CHECK(first[Field::stride] == 0);
+    CHECK(count(p, Opcode::activate) == 4);  // one per group: its 4 pixels scattered
     CHECK(count(p, Opcode::set_config, Field::reg, int64_t(isa::ConfigReg::gather_cols)) == 1);
-    CHECK(p.meta["mapping"][0]["packing"] == "2 pixels per vector, 4 input pixels x 3 kernel rows gathered");
-    // Useful: 16 pixels x 9 x 1 x 2 MACs; computed: 8 vectors x 256 cells.
+    CHECK(p.meta["mapping"][0]["packing"] == "4 pixels per vector, 6 input pixels x 2 kernel rows gathered");
+    // Useful: 16 pixels x 9 x 1 x 2 MACs; computed: 4 vectors x 2 tiles x 256 cells.
     CHECK(p.meta["mapping"][0]["macs"] == 16 * 9 * 2);
     CHECK(p.meta["mapping"][0]["array_macs"] == 8 * 256);
-    // Its per-column table repeats the 2 channels for the 2 pixels of a group: ceil(7 x 16 / 16)
+    // Its per-column table repeats the 2 channels for the 4 pixels of a group: ceil(7 x 16 / 16)
     // = 7 UB rows of 16 bytes, the only table (the plain one, 2 columns, no activate reads: it
     // was built too, 7 more rows the tensors did not have).
     const auto tables = std::find_if(p.host_regions.begin(), p.host_regions.end(),
@@ -251,8 +265,9 @@ TEST_CASE("few input channels: kernel positions and output pixels packed per vec
     const int x = b.input(map_shape(7, 7, 1)), y = b.tensor("y", map_shape(5, 5, 5));
     b.add(b.matmul({whole(x)}, whole(y), 3, 3), "conv");
     b.g.output = y;
-    // 25 output pixels; the act writes 25 rows of ceil(5 / 4) = 2 cycles = 50. Unpacked:
-    // max(25 x 9, 9 x 64) + 50 + 6 acts x 2 = 638. P = 1: max(5 rows x 5 x 9, 64) + 62 = 287.
+    // 25 output pixels; the act writes 25 rows of ceil(5 / 4) = 2 cycles = 50. Unpacked: 9 tiles
+    // of 25 vectors, 8 x 31 + 25 = 273, + 50 + 6 acts x 2 = 335. P = 1: 5 rows x 5 x 9 = 225 + 62
+    // = 287.
     // P = 2 (2 groups + a last of 1 gathering 3 pixels): 5 x (2 x 12 + 9) = 165, + 50 + 15 acts x 2
     // = 245. P = 3 (5 input pixels x 3 rows = 15 elements; a last group of 2 gathers 4 pixels):
     // 5 x (15 + 12) = 135, + 50 + 10 acts x 2 = 205. P = 4 needs 4 x 5 = 20 > 16 columns.
@@ -277,9 +292,10 @@ TEST_CASE("few input channels: kernel positions and output pixels packed per vec
     m.stride = 2;
     b.add(m, "conv");
     b.g.output = y;
-    // 32 output rows. Unpacked: max(32 x 9, 9 x 64) + 32 + 10 = 618. P = 1 (3 pixels x 2 channels:
-    // 2 kernel rows per tile, then 1): max(32 x 9, 128) + 42 = 330. P = 2 (5 input pixels x 2
-    // channels = 10: one kernel row per tile, 3 tiles): max(16 x 15, 192) + 32 + 8 x 2 = 288.
+    // 32 output rows. Unpacked: 9 tiles of 32 vectors, 8 x 32 + 32 = 288, + 32 + 10 = 330. P = 1
+    // (3 pixels x 2 channels: 2 kernel rows per tile, then 1): 32 x 6 + 32 x 3 = 288, + 42 = 330.
+    // P = 2 (5 input pixels x 2 channels = 10: one kernel row per tile, 3 tiles of 16 vectors x 5
+    // segments = 80 cycles): 240, + 32 + 8 x 2 = 288.
     // P = 4 needs 9 x 2 = 18 > 16 rows.
     const isa::Program p = lower_and_check(b.g, a);
     CHECK(count(p, Opcode::read_weights) == 3);
@@ -300,6 +316,64 @@ TEST_CASE("few input channels: kernel positions and output pixels packed per vec
     // one UB row per pixel.
     CHECK(nth(p, Opcode::matmul, 1)[Field::ub] == first[Field::ub] + 2 * 9 * 1);
     CHECK(count(p, Opcode::activate) == 4 * 2);
+  }
+}
+
+// The packing estimate's weight term (compiler/packing.cpp, TilePipeline): each tile's fetch moves
+// its stored box (partial tiles), the weight FIFO fetches the layer's first weight_fifo_tiles tiles
+// during the layer before and each later one once a slot frees (the tile weight_fifo_tiles before
+// it has shifted in). LeNet-5's conv2 (5 x 5, 6 -> 16, 10 x 10 out) at batch 1 on 64 x 256 at 8.5
+// GB/s (tpu-v1 otherwise: 700 MHz, a fetch of b bytes ceil(b x 700 / 8500) cycles, latency 100,
+// 4 tiles). A switch follows the one before it by at least 64 + 256 - 1 = 319 cycles (its shift
+// begins 255 after it); the activation unit: 100 rows + 8 a activate.
+//   no packing: 25 tiles of 6 x 16 = 96 bytes (8 cycles, never waited for), 100 vectors each:
+//     24 x 319 + 100 = 7756, + 100 + (1 chunk + 10 rows) x 8 = 7944.
+//   P = 1 (5 input pixels x 6 = 30 rows: 2 kernel rows a tile, 2, then 1): 10 rows x 10 pixels x
+//     10 segments = 1000 cycles, 1000, 500: 2500, + 100 + 11 x 8 = 2688.
+//   P = 5 (9 input pixels x 6 = 54 rows, one kernel row a tile: 5 tiles of 54 x 80 = 4320 bytes,
+//     356 cycles; 2 groups x 9 segments x 10 rows = 180 cycles each): tiles 1 to 3 are in the FIFO
+//     (switches at 319, 638, 957); tile 4's fetch starts when tile 0's slot frees (its shift ends
+//     at 0), arrives at 356 + 100 = 456, well before its shift may start (957 + 255 = 1212): 1276 +
+//     180 = 1456, + 100 + 20 activates x 8 = 1716. P = 6 (10 input pixels, 60 x 96 = 5760 bytes,
+//     475 cycles; groups of 6 and 4: 10 + 8 = 18 segments a row) the same 1716, as many passes (100
+//     vectors x 5 tiles): P = 5, the first.
+//   P = 2, 3, 4: 4 x 319 + 300, 260, 220 (5, 4, 3 groups a row), + 100 + 50, 40, 30 activates x 8.
+// The estimate before counted every tile as a whole 16 KiB fetch (1349.3 cycles) against the
+// layer: P = 1 max(2500, 3 x 1349.3) + 188 = 4236, P = 5 5 x 1349.3 + 260 = 7006, and took P = 1,
+// which runs LeNet-5 on 64 x 256 with 256 KiB in 522,500 cycles against P = 5's 515,388
+// (tests/CMakeLists.txt).
+TEST_CASE("the packing estimate fetches each tile's box through the weight FIFO, ahead of the array") {
+  sim::Arch a;  // tpu-v1
+  a.array_rows = 64;
+  a.weight_mem_gbps = 8.5;
+  compiler::ConvShape cv{6, 16, 5, 5, 1, 10, 10, 1};
+  const auto cycles = [&] {
+    std::vector<std::pair<uint64_t, double>> out;  // P (0: no packing), estimate
+    for (const compiler::PackingOption& o : compiler::packing_options(cv, a, 100))
+      out.push_back({o.packing ? o.packing->p : 0, o.cycles});
+    return out;
+  };
+  using E = std::vector<std::pair<uint64_t, double>>;
+  CHECK(cycles() == E{{0, 7944}, {1, 2688}, {2, 2076}, {3, 1956}, {4, 1836}, {5, 1716}, {6, 1716}});
+  REQUIRE(compiler::choose_packing(cv, a, 100));
+  CHECK(compiler::choose_packing(cv, a, 100)->p == 5);
+  SECTION("one FIFO slot: each fetch waits for the tile before it to have shifted in") {
+    // P = 5: tile 1's fetch starts at 0 (tile 0's shift ends), arrives at 356 + 100 = 456 and
+    // shifts in until 520; tile 2's fetch starts then: 520 + 356 + 100 + 64 = 1040, then 1560,
+    // 2080: 2080 + 180 + 260 = 2520. P = 1: tile 1 shifts at max(80 + 100, 255) = 255 (as with 4),
+    // tile 2's fetch (40 cycles) starts at 319: 2688.
+    a.weight_fifo_tiles = 1;
+    CHECK(cycles()[5] == std::pair<uint64_t, double>{5, 2520});
+    CHECK(cycles()[1] == std::pair<uint64_t, double>{1, 2688});
+  }
+  SECTION("partial tiles off: every fetch moves a whole 16 KiB tile") {
+    // ceil(16384 x 700 / 8500) = 1350 cycles a tile. P = 5: tile 4 arrives at 1350 + 100 = 1450,
+    // after its shift could start (1212): 1450 + 64 + 180 + 260 = 1954. No packing: from tile 4 on
+    // the weight memory sets the pace, tile i arriving at (i - 3) x 1350 + 100 and switched in 64
+    // later: 21 x 1350 + 164 + 100 + 188 = 28802.
+    cv.partial_tiles = false;
+    CHECK(cycles()[5] == std::pair<uint64_t, double>{5, 1954});
+    CHECK(cycles()[0] == std::pair<uint64_t, double>{0, 28802});
   }
 }
 
