@@ -471,6 +471,8 @@ class Lowering {
   // Input streaming (docs/compiler.md): the parts model input t's load is cut into for its first
   // reader, op i (1: loaded whole, not streamed).
   uint64_t stream_parts(size_t i, int t) const;
+  uint64_t load_dmas(int t) const;
+  std::vector<uint64_t> paying_cuts(const MatmulOp& m, const std::vector<uint64_t>& by_parts) const;
   // Whether model input t, first read by op i, is loaded step by step (op i reads one time step of
   // it, a range of its pixels: an LSTM's input sequence).
   bool stream_by_steps(size_t i, int t) const;
@@ -1137,8 +1139,7 @@ void Lowering::lower(size_t i, const MatmulOp& m) {
       lower_packed(i, m, *pk, acc_budget(oh * ow * batch_, arch_));
       return;
     }
-    const std::vector<uint64_t> by_parts = part_cuts(m);
-    chunks = conv_chunks(m, stream_cut(m, by_parts.size(), 0) ? by_parts : std::vector<uint64_t>{});
+    chunks = conv_chunks(m, paying_cuts(m, part_cuts(m)));
   }
   check_steps(i, chunks);
   for (const LaneTile& n : n_tiles(m))
@@ -1195,8 +1196,36 @@ bool Lowering::stream_cut(const MatmulOp& m, size_t chunks, double more) const {
   const Storage& in = storage_[v.tensor];
   uint64_t transfer_bytes = 0;
   for (const LaneTile& k : k_tiles(v)) transfer_bytes += in.shape.elements() / in.shape.c * k.count * batch_;
-  const double transfer = double(transfer_bytes) * arch_.clock_mhz / (arch_.host_gbps * 1000.0);
+  // (and the DMA starts after the first: stream_parts)
+  const double transfer = double(transfer_bytes) * arch_.clock_mhz / (arch_.host_gbps * 1000.0) +
+                          double(load_dmas(v.tensor) - 1) * double(arch_.host_latency_cycles);
   return double((chunks - 1) * layer_tiles(m)) * refetch_cycles(m, double(chunks)) + more < transfer;
+}
+
+// The cuts of `by_parts` (part_cuts) that convolution m streaming its input pays for (stream_cut):
+// all of them, else the most, evenly spread among them, whose chunks' refetched tiles still take
+// less than the transfer, else none (the layer waits for its input whole). The parts stream_parts
+// chose give whole image rows, and a kernel's rows reach across them: resblock's padded 8 x 8 stem
+// input at batch 33 on 32 x 256 (10.74 GB/s, 34 GB/s of weight memory) in 5 parts gave 7 cuts,
+// whose 6 x 9 refetched tiles (9,110 cycles) the 7,102-cycle transfer does not cover, and the stem
+// waited for the whole input: 83,520 cycles, against 77,816 at 5 GB/s, where 7 cuts paid.
+std::vector<uint64_t> Lowering::paying_cuts(const MatmulOp& m, const std::vector<uint64_t>& by_parts) const {
+  for (size_t c = by_parts.size(); c >= 2; --c) {
+    if (!stream_cut(m, c, 0)) continue;
+    std::vector<uint64_t> cuts;
+    for (size_t j = 0; j < c; ++j) cuts.push_back(by_parts[j * by_parts.size() / c]);
+    return cuts;
+  }
+  return {};
+}
+
+// The DMAs that load tensor t whole (transfer(): one per slice, or per image row of each slice
+// where it is stored padded), at least 1.
+uint64_t Lowering::load_dmas(int t) const {
+  const Storage& st = storage_[t];
+  uint64_t dmas = 0;
+  for (uint64_t s = 0; s < st.slices(); ++s) dmas += runs(st, s, 0, st.shape.pixels()).size();
+  return std::max<uint64_t>(dmas, 1);
 }
 
 // What one more whole weight tile costs, in cycles: its fetch from weight memory, and its shift
@@ -1935,12 +1964,14 @@ std::vector<int> Lowering::touched(size_t i) const {
 // starts on the rows already loaded (the emitter emits each part just before the first matmul
 // that reads it, and the next part right after that matmul, so the host link moves part j + 1
 // while the matrix unit works on part j; pass() cuts a matmul step where its groups reach into a
-// later part). Each part costs one more DMA start (host_latency_cycles, L). With k parts the
-// first layer waits for the first part (T / k of the transfer time T) and the DMAs add (k - 1) L,
-// and at most the layer's own streaming C (its vectors: pixels x batch x kernel positions x K
-// tiles x N tiles) can hide behind the transfer: (k - 1) L + min(C, T) / k is least at
-// k = sqrt(min(C, T) / L), rounded down. Parts are whole image rows of a slice; an input with
-// more slices than k, or stored padded (one DMA per image row already), keeps its DMAs as they are.
+// later part). The load whole takes D DMAs (load_dmas: one per slice, or per image row of each
+// slice where the input is stored padded), each started after L cycles (host_latency_cycles):
+// T = its bytes' time + (D - 1) L after the first start. Parts are whole image rows of a slice, so
+// k <= D parts keep the DMAs as they are, and k > D parts add k - D starts. With k parts the first
+// layer waits for the first part (T / k) and at most the layer's own streaming C (its vectors:
+// pixels x batch x kernel positions x K tiles x N tiles) can hide behind the transfer:
+// max(0, k - D) L + min(C, T) / k is least at k = sqrt(min(C, T) / L), rounded down, or D where
+// that is fewer.
 uint64_t Lowering::stream_parts(size_t i, int t) const {
   const auto* m = std::get_if<MatmulOp>(&g_.ops[i]);
   if (!*options_.stream_input || !m || in_host_[t]) return 1;
@@ -1948,12 +1979,23 @@ uint64_t Lowering::stream_parts(size_t i, int t) const {
     return double(pixels(op.output) * batch_) * double(layer_tiles(op));
   };
   const double bytes = double(batch_ * g_.tensors[t].shape.elements());
-  const double transfer = std::ceil(bytes * arch_.clock_mhz / (arch_.host_gbps * 1000.0));
   const double latency = double(std::max<uint64_t>(arch_.host_latency_cycles, 1));
-  const auto parts = [&](double c) { return std::max(1.0, std::floor(std::sqrt(std::min(c, transfer) / latency))); };
+  // The load whole takes D DMAs, one per slice, or per image row of each slice where the input is
+  // stored padded (transfer()), each starting after L cycles: its time after the first start is
+  // its bytes' T_b plus (D - 1) L, and cutting it into k <= D parts costs no DMA more; k > D parts
+  // cost k - D more starts. (Counting one DMA whatever the storage, the compiler loaded cifar_cnn's
+  // padded 32 x 32 input on a 512 x 512 array at batch 7 whole at 10.74 GB/s (T_b = 1,402 cycles:
+  // sqrt(1,402 / 700) < 2 parts) and streamed it in 2 parts at 5 GB/s (T_b = 3,011), but its 32
+  // DMAs' 31 later starts add 21,700 cycles: 119,712 cycles at 10.74 GB/s against 102,606 at 5.)
+  const double dmas = double(load_dmas(t));
+  const double transfer = std::ceil(bytes * arch_.clock_mhz / (arch_.host_gbps * 1000.0)) + (dmas - 1) * latency;
+  // k parts where each beyond D costs a start: sqrt(min(C, T) / L), and at least D (free).
+  const auto parts = [&](double c) {
+    return std::max({1.0, dmas, std::floor(std::sqrt(std::min(c, transfer) / latency))});
+  };
   // The transfer left exposed with k parts when C vectors can run behind it.
   const auto exposed = [&](double c, double k) {
-    return transfer - std::min(c, transfer) + (k - 1) * latency + std::min(c, transfer) / k;
+    return transfer - std::min(c, transfer) + std::max(0.0, k - dmas) * latency + std::min(c, transfer) / k;
   };
   const double c = vectors(*m);
   double k = parts(c);
