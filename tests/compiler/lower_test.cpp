@@ -68,8 +68,12 @@ TEST_CASE("a dense layer of K x N takes ceil(K/8) x ceil(N/8) tiles, one read_we
   CHECK(boxes == std::multiset<std::pair<uint64_t, uint64_t>>{{0, 0}, {0, 0}, {8, 4}, {8, 4}, {4, 8}, {4, 4}});
   // Each matmul streams the batch: 3 rows.
   CHECK(nth(p, Opcode::matmul, 0)[Field::rows] == 3);
-  // The input DMA (host) must land before the first matmul: one sync on host (mask bit 0).
-  CHECK(count(p, Opcode::sync, Field::units, 1) == 1);
+  // The input is 3 DMAs, one per slice of 8, 8 and 4 channels, streamed as 3 parts at no start
+  // more (docs/compiler.md "Input streaming"): the first matmul reading each part waits for it,
+  // 3 syncs on host (mask bit 0); loaded whole, one sync before the first matmul.
+  CHECK(count(p, Opcode::read_host) == 3);
+  CHECK(count(p, Opcode::sync, Field::units, 1) == 3);
+  CHECK(count(lower_and_check(b.g, arch8x8(), whole_input()), Opcode::sync, Field::units, 1) == 1);
   // --mapper partial=off: every tile stored and fetched whole; the same output (lower_and_check).
   compiler::LowerOptions whole;
   whole.partial_tiles = false;
@@ -200,13 +204,19 @@ TEST_CASE("a strided convolution uses one matmul per output row and kernel posit
   m.stride = 2;
   b.add(m, "conv");
   b.g.output = y;
-  const isa::Program p = lower_and_check(b.g, arch8x8());
+  // Loaded whole: input streaming's chunks would fetch the 9 tiles again per chunk (pinned below).
+  const isa::Program p = lower_and_check(b.g, arch8x8(), whole_input());
   CHECK(count(p, Opcode::matmul) == 9 * 4);
   const isa::Instruction& first = nth(p, Opcode::matmul, 0);
   CHECK(first[Field::rows] == 2);          // one pixel x batch 2
   CHECK(first[Field::repeat] == 4);        // 4 output pixels per row
   CHECK(first[Field::stride] == 2 * 2);    // stride 2 pixels x batch 2
   CHECK(count(p, Opcode::matmul, Field::switch_weights, 1) == 9);
+  // Streamed (the default): the padded input's 7 image rows are 7 DMAs, and the output's 4 rows
+  // are cut into 2 chunks, each fetching the 9 tiles: the same 36 matmuls, 18 switches.
+  const isa::Program s = lower_and_check(b.g, arch8x8());
+  CHECK(count(s, Opcode::matmul) == 9 * 4);
+  CHECK(count(s, Opcode::matmul, Field::switch_weights, 1) == 2 * 9);
 }
 
 // Packing (compiler/packing.h) on a 16 x 16 array of small_arch() timing: 4 bytes a cycle from
@@ -392,7 +402,9 @@ TEST_CASE("the packing estimate counts each weight tile's shift into the array t
   // without the shifts (max(streaming, fetches)), P = 3 looked cheaper, 253 + 132 = 385 against
   // 324 + 92 = 416, and ran 12,854 cycles (weight shift 4.35% -> 5.94%) against P = 1's 12,682 at
   // 34 GB/s: the faster memory made the compile slower (tests/sweep/laws_test.py). (12,682 at both
-  // until pool1's padded output went to rows never written: its border no longer zeroed.)
+  // until pool1's padded output went to rows never written: its border no longer zeroed; 12,596
+  // until input streaming counted the load's DMA starts, docs/compiler.md "Input streaming": the
+  // padded 12 x 12 input's 12 DMAs now stream into conv1.)
   for (const double gbps : {34.0, 136.0}) {
     sim::Arch a;  // tpu-v1
     a.array_rows = a.array_cols = 128;
@@ -405,7 +417,7 @@ TEST_CASE("the packing estimate counts each weight tile's shift into the array t
     REQUIRE(p.meta["mapping"][2]["layer"] == "conv2");
     CHECK(p.meta["mapping"][2]["packing"] == "1 pixel per vector, 3 input pixels x 2 kernel rows gathered");
     CHECK(p.meta["mapping"][2]["weight_tiles"] == 2);
-    CHECK(sim::simulate(p, a, {sim::Engine::timing, 0}).cycles == 12'596);
+    CHECK(sim::simulate(p, a, {sim::Engine::timing, 0}).cycles == 12'251);
   }
 }
 
@@ -420,7 +432,9 @@ TEST_CASE("a padded map goes where its border holds no data: no zeroing, and a l
   // unit, still reading the input, in front of pool1: 65,084 cycles against 64,132. Now the map
   // goes, from the same end, to the first place where its border rows hold no data (the
   // allocator keeps which rows may: every row allocated, less the zero borders): no `vec`, the
-  // same 5 syncs and 64,132 cycles with either buffer.
+  // same 5 syncs and 64,132 cycles with either buffer. Since input streaming counts the load's DMA
+  // starts (docs/compiler.md "Input streaming"), the padded input's 12 DMAs stream into conv1: 10
+  // syncs more, 55,622 cycles with either buffer.
   for (const uint64_t ub : {uint64_t{256} << 10, uint64_t{2} << 20}) {
     sim::Arch a;  // tpu-v1
     a.array_rows = a.array_cols = 128;
@@ -431,8 +445,8 @@ TEST_CASE("a padded map goes where its border holds no data: no zeroing, and a l
     const isa::Program& p = c.program;
     INFO(ub << " UB bytes");
     CHECK(count(p, Opcode::vector) == 0);
-    CHECK(count(p, Opcode::sync) == 5);
-    CHECK(sim::simulate(p, a, {sim::Engine::timing, 0}).cycles == 64'132);
+    CHECK(count(p, Opcode::sync) == 15);
+    CHECK(sim::simulate(p, a, {sim::Engine::timing, 0}).cycles == 55'622);
   }
 }
 
@@ -507,11 +521,12 @@ TEST_CASE("pooling, element-wise ops and a padded consumer share the unified buf
   b.add(add, "add");
   b.add(compiler::PoolOp{whole(s), whole(out), isa::PoolKind::avg, 2, 2}, "pool2");
   b.g.output = out;
-  const isa::Program p = lower_and_check(b.g, arch8x8(), {false});
+  // Loaded whole (whole_input): streaming the input would cut conv1's activates into chunks.
+  const isa::Program p = lower_and_check(b.g, arch8x8(), whole_input({false}));
   CHECK(count(p, Opcode::pool) == 4 + 1);  // pool1 one output row at a time (padded), pool2 whole
   // Fused (compiler/lower.cpp fusion_for): conv1's activates pool into p1, one per pooled row
   // (padded); pool2 reads the add's output: a pool of its own.
-  const isa::Program fused = lower_and_check(b.g, arch8x8());
+  const isa::Program fused = lower_and_check(b.g, arch8x8(), whole_input());
   CHECK(count(fused, Opcode::pool) == 1);
   CHECK(count(fused, Opcode::activate) == count(p, Opcode::activate) - 1 + 4);
 }

@@ -134,9 +134,13 @@ TEST_CASE("a padded 3x3 convolution with 16-bit weights is bit-exact on every en
   widen(b, m);
   b.add(m, "conv");
   b.g.output = y;
-  const isa::Program p = lower_and_check(b.g, arch8x8());
+  // Loaded whole: input streaming's chunks would fetch the tiles again per chunk.
+  const isa::Program p = lower_and_check(b.g, arch8x8(), whole_input());
   // 9 kernel positions x 1 K tile x 1 N tile, two planes each: 18 tiles (packing would gather).
   CHECK(count(p, Opcode::read_weights) == 18);
+  // Streamed (the default), bit-exact as well: the padded input's 5 image rows are 5 DMAs, and
+  // the output is cut into 2 chunks, each fetching the 18 tiles.
+  CHECK(count(lower_and_check(b.g, arch8x8()), Opcode::read_weights) == 2 * 18);
   REQUIRE(p.meta.contains("mapping"));
   CHECK_FALSE(p.meta["mapping"][0].contains("packing"));
   CHECK(p.meta["mapping"][0]["precision"] == "16-bit weights");

@@ -227,9 +227,6 @@ MONOTONE_TOLERANCE = 0  # cycles
 # batch, cycles at the smaller point, cycles at the larger one). Every pair of points that breaks
 # the law must be listed, and every entry must still be seen: a fix removes its entry.
 KNOWN_NOT_MONOTONE = {
-    # conv1 packs 1 pixel a vector at 8.5 GB/s and 6 at 34 and 136; its streamed input (12 DMAs)
-    # hides more behind 1 pixel's longer streaming, which the packing estimate does not count.
-    ("tiny_cnn", 64, 256, 1, 15004, 15183): "conv1's packing by bandwidth against its streamed input",
 }
 
 

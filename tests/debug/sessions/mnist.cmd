@@ -1,4 +1,4 @@
-# workloads/small/mnist_mlp.toml, batch 2, compiled for a 16 x 16 array: 1932 instructions.
+# workloads/small/mnist_mlp.toml, batch 2, compiled for a 16 x 16 array: 1980 instructions.
 disasm 0 12
 break layer nosuch
 break layer hiden2
