@@ -1405,6 +1405,7 @@ Value Importer::flatten_value(const Value& x) {
 // A Reshape that is a flatten ([N, -1], [0, -1], [N, F]) or changes nothing.
 void Importer::reshape() {
   allow_attributes({"allowzero"});
+  const bool allowzero = attr_flag("allowzero", false);  // (then a 0 in the shape is a 0, not a copy)
   const Value& x = value(0);
   const std::vector<int64_t> s = int_values(constant(1, "shape"), "shape");
   const int64_t n = int64_t(m_.batch),
@@ -1412,13 +1413,13 @@ void Importer::reshape() {
   // The batch: 0 (copy), -1, the batch that runs, or the graph input's declared batch (an export
   // at batch 1 folds x.view(x.size(0), -1) to [1, -1]).
   const bool batch_ok =
-      !s.empty() && (s[0] == 0 || s[0] == -1 || s[0] == n || (export_batch_ > 0 && s[0] == export_batch_));
+      !s.empty() && ((s[0] == 0 && !allowzero) || s[0] == -1 || s[0] == n || (export_batch_ > 0 && s[0] == export_batch_));
   if (s.size() == 2 && batch_ok && (s[1] == -1 || s[1] == total) && !(s[0] == -1 && s[1] == -1))
     return flatten(1);
   fail(fmt::format(
-      "shape {}: only a Reshape that flattens every dimension but the batch ([N, -1], [0, -1] or [N, {}]) is "
-      "supported; the input is {}",
-      dims_text(s), total, dims_of(x)));
+      "shape {}{}: only a Reshape that flattens every dimension but the batch ([N, -1], [0, -1] with allowzero = 0, "
+      "or [N, {}]) is supported; the input is {}",
+      dims_text(s), allowzero ? " with allowzero = 1" : "", total, dims_of(x)));
 }
 
 // Transpose: the batch and time axes of a sequence (a layout change, no data moves in the Model).

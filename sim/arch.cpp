@@ -1,6 +1,7 @@
 // The architecture parameter table's parsers, rules, dump and docs (sim/arch.h). Everything here
 // iterates TPUSIM_ARCH_PARAMS; the ISA-imposed limits come from isa/table.h, not from copies.
 #include "sim/arch.h"
+#include "sim/program_check.h"
 
 #include <fmt/format.h>
 
@@ -442,49 +443,64 @@ void validate(const Arch& arch) {
   if (const auto v = arch_violation(arch)) throw InputError(fmt::format("architecture '{}': {}", arch.name, v->text));
 }
 
-// Beyond the array's shape (sim/arch.h), a program compiled with another of the host software's
-// choices (driver_piece_schedule, driver_host_loop, driver_partial_tiles) is refused: it would be
-// reported as run with a choice it was not compiled with.
-std::string program_arch_mismatch(const json& program_arch, const Arch& arch) {
-  if (!program_arch.is_object() || program_arch.empty()) return {};
+namespace {
+
+// The machine a program's `.arch` metadata names (a preset and the parameters it lists), or
+// nothing when it names none this tpusim can read: no metadata, a name alone that is no preset (an
+// assembly `.arch "NAME"` says nothing about the shape), or values it cannot parse.
+std::optional<Arch> declared_arch(const json& program_arch) {
+  if (!program_arch.is_object() || program_arch.empty()) return std::nullopt;
   Arch declared;
   try {
     const std::string name = program_arch.value("name", std::string("tpu-v1"));
     try {
       declared = arch_preset(name);
     } catch (const InputError&) {
-      // Not a preset: a compiled program lists what differs from tpu-v1; a name alone (an
-      // assembly `.arch "NAME"`) says nothing about the shape.
-      if (program_arch.size() < 2) return {};
+      // Not a preset: a compiled program lists what differs from tpu-v1.
+      if (program_arch.size() < 2) return std::nullopt;
       declared.name = name;
     }
     for (const auto& [key, value] : program_arch.items())
       if (key != "name")
         set_param(declared, key, value.is_string() ? value.get<std::string>() : value.dump(), ".arch");
   } catch (const InputError&) {
-    return {};  // metadata this tpusim cannot read says nothing it can check
+    return std::nullopt;  // metadata this tpusim cannot read says nothing it can check
   }
-  // The host software's choices (driver_*) shaped the program when it was compiled; on a compiled
-  // program a different value would change nothing and a report would claim it did.
-  for (const auto& [name, member] : {std::pair{"driver_piece_schedule", &Arch::driver_piece_schedule},
-                                     std::pair{"driver_host_loop", &Arch::driver_host_loop},
-                                     std::pair{"driver_partial_tiles", &Arch::driver_partial_tiles}})
-    if (declared.*member != arch.*member)
-      return fmt::format(
-          "the program was compiled with {} = {} (architecture '{}'), this machine's is {}: that parameter is "
-          "the host software's choice when it compiles a model, so it changes nothing on a compiled program. "
-          "Compile the model again for this machine (`tpusim run MODEL.toml` with the same --arch/--set), or run "
-          "the program with {} = {}",
-          name, declared.*member, isa::printable(declared.name), arch.*member, name, declared.*member);
-  if (declared.array_rows == arch.array_rows && declared.array_cols == arch.array_cols) return {};
+  return declared;
+}
+
+}  // namespace
+
+std::string program_arch_mismatch(const json& program_arch, const Arch& arch) {
+  const std::optional<Arch> declared = declared_arch(program_arch);
+  if (!declared || (declared->array_rows == arch.array_rows && declared->array_cols == arch.array_cols)) return {};
   return fmt::format(
       "the program was compiled for a {} x {} array (architecture '{}'), this machine's is {} x {}: its "
       "weight tiles "
       "and UB rows would be misread. Compile the model again for this machine (`tpusim run MODEL.toml` with "
       "the "
       "same --arch/--set), or drop the array_rows/array_cols settings",
-      declared.array_rows, declared.array_cols, isa::printable(declared.name), arch.array_rows,
+      declared->array_rows, declared->array_cols, isa::printable(declared->name), arch.array_rows,
       arch.array_cols);
+}
+
+std::string program_driver_mismatch(const isa::Program& program, const Arch& arch) {
+  // Only the compiler's programs were made with the host software's choices: an assembled one's
+  // `.arch` names the machine it was written for.
+  if (!program.meta.contains("compiler")) return {};
+  const std::optional<Arch> declared = declared_arch(program.arch);
+  if (!declared) return {};
+  for (const auto& [name, member] : {std::pair{"driver_piece_schedule", &Arch::driver_piece_schedule},
+                                     std::pair{"driver_host_loop", &Arch::driver_host_loop},
+                                     std::pair{"driver_partial_tiles", &Arch::driver_partial_tiles}})
+    if ((*declared).*member != arch.*member)
+      return fmt::format(
+          "the program was compiled with {} = {} (architecture '{}'), this machine's is {}: that parameter is "
+          "the host software's choice when it compiles a model, so it changes nothing on a compiled program. "
+          "Compile the model again for this machine (`tpusim run MODEL.toml` with the same --arch/--set), or run "
+          "the program with {} = {}",
+          name, (*declared).*member, isa::printable(declared->name), arch.*member, name, (*declared).*member);
+  return {};
 }
 
 json arch_to_json(const Arch& arch) {

@@ -8,6 +8,7 @@
 #include <stdexcept>
 
 #include "sim/debugger_hooks.h"
+#include "sim/program_check.h"
 #include "sim/units.h"
 
 namespace tpusim::sim {
@@ -251,6 +252,7 @@ MachineRun::MachineRun(const isa::Program& program, const Arch& arch, const RunO
   if (run_in_progress) throw std::logic_error("a run is already in progress on this process's machine");
   validate(arch);
   if (std::string why = program_arch_mismatch(program.arch, arch); !why.empty()) throw InputError(why);
+  if (std::string why = program_driver_mismatch(program, arch); !why.empty()) throw InputError(why);
   check_static(program, arch);
   const uint64_t code_size = halt_index(program) + 1;
   check_weight_order(program, code_size);

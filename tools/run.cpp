@@ -25,6 +25,7 @@
 #include "sim/arch.h"
 #include "sim/machine.h"
 #include "sim/parallel.h"
+#include "sim/program_check.h"
 #include "sim/reference.h"
 #include "sim/report.h"
 #include "sim/trace.h"
@@ -90,8 +91,9 @@ sim::Arch resolve_arch(const isa::Program* program, const std::string& arch_file
                                  fmt::format("--set {}", fmt::join(sets, " --set "))));
   }
   if (program)
-    if (std::string why = sim::program_arch_mismatch(program->arch, arch); !why.empty())
-      throw InputError(fmt::format("{}: {}", source, why));
+    for (const std::string& why :
+         {sim::program_arch_mismatch(program->arch, arch), sim::program_driver_mismatch(*program, arch)})
+      if (!why.empty()) throw InputError(fmt::format("{}: {}", source, why));
   return arch;
 }
 

@@ -265,6 +265,8 @@ case_program_for_another_machine() {
   expect 2 "^whole\.tpu: the program was compiled with driver_partial_tiles = 0" -- "$tpusim" run whole.tpu --arch v1.json
   expect 2 "^whole\.tpu: the program was compiled with driver_host_loop = 1 \(architecture 'tpu-v1'\), this machine's is 0" \
     -- "$tpusim" run whole.tpu --set driver_host_loop=0
+  # A program assembled by hand was compiled with no choices: its `.arch` names the machine only.
+  expect 0 "machine +tpu-v1 driver_host_loop=0 driver_partial_tiles=0 " -- "$tpusim" run "$S" --set driver_host_loop=0 --set driver_partial_tiles=0
 }
 case_arch_file_duplicate_key() {
   printf '{\n  "array_rows": 128,\n  "clock_mhz": 700,\n  "array_rows": 64\n}\n' >dup.json

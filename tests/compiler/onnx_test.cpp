@@ -640,6 +640,12 @@ TEST_CASE("onnx: what the machine cannot run is refused with the node, its op ty
   refused("bad_reduce_keepdims_flag", "node rm (ReduceMean): attribute keepdims = 3: expected 0 or 1");
   refused("bad_lstm_layout_flag", "node lt (LSTM): attribute layout = 2: expected 0 or 1");
   refused("bad_gru_reset_flag", "node gr (GRU): attribute linear_before_reset = 7: expected 0 or 1");
+  refused("bad_reshape_allowzero_flag", "node rs (Reshape): attribute allowzero = 2: expected 0 or 1");
+  // With allowzero = 1 the shape's 0 is a dimension of size 0, not the batch copied (was imported
+  // as a flatten).
+  refused("bad_reshape_allowzero",
+          "node rs (Reshape): shape [0, -1] with allowzero = 1: only a Reshape that flattens every dimension but "
+          "the batch ([N, -1], [0, -1] with allowzero = 0, or [N, 18]) is supported; the input is [N, 2, 3, 3]");
   refused("bad_pool_pads_auto",
           "node /pool/MaxPool (MaxPool): pads [1, 1, 1, 1] with auto_pad SAME_UPPER: ONNX's pads cannot be used with "
           "an auto_pad other than NOTSET; give the node pads or auto_pad, not both");

@@ -124,8 +124,13 @@ Row make_row(const PointResult& r) {
   // The switches the program ran with: its report's (meta.mapper), which for a compiled program
   // (.tpu) are those it was compiled with, not the point's (a program takes none); the point's
   // where it failed.
-  const compiler::LowerOptions switches =
-      ok && r.report.contains("mapper") ? compiler::mapper_from_json(nlohmann::json::parse(r.report["mapper"].dump()), "report") : p.mapper;
+  compiler::LowerOptions switches = p.mapper;
+  if (ok && r.report.contains("mapper")) try {
+      switches = compiler::mapper_from_json(nlohmann::json::parse(r.report["mapper"].dump()), "report");
+    } catch (const InputError&) {
+      // (A program's meta.mapper this tpusim cannot read, e.g. a newer compiler's switch, says
+      // nothing: the point's switches, as for a program without one.)
+    }
   Row row;
   for (const Column& c : columns()) {
     const std::string& n = c.name;

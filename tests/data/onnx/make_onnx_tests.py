@@ -809,6 +809,11 @@ def bad_flags():
     save("bad_gru_reset_flag", [helper.make_node("GRU", ["x", "w", "r"], ["", "y"], name="gr", hidden_size=2,
                                                  linear_before_reset=7)], seq, outp("y"),
          dict(w=f32(1, 6, 2), r=f32(1, 6, 2)))
+    # allowzero = 1 makes the shape's 0 a dimension of size 0, not the batch copied
+    save("bad_reshape_allowzero", [helper.make_node("Reshape", ["x", "s"], ["y"], name="rs", allowzero=1)],
+         [inp("x", ["N", 2, 3, 3])], outp("y"), dict(s=np.array([0, -1], np.int64)), opset=14)
+    save("bad_reshape_allowzero_flag", [helper.make_node("Reshape", ["x", "s"], ["y"], name="rs", allowzero=2)],
+         [inp("x", ["N", 2, 3, 3])], outp("y"), dict(s=np.array([0, -1], np.int64)), opset=14)
 
 
 # (New models go last: the generator's draws for the earlier ones, and so their files, stay the same.)
