@@ -2801,6 +2801,36 @@ void check_single_loop(const QGraph& graph, const sim::Arch& arch, BuiltTiles& b
     throw m->error;
 }
 
+// Smaller pieces than the fewest that fit (`found` pieces), tried for their estimate (lower()):
+// the fewest pieces fill the accumulator passes or the dense layouts' rows no better than a
+// smaller piece may (docs/sweeps.md, "Figures a sweep must obey"). Only where the batch runs in
+// pieces, or a matmul's output over the piece's samples takes more than one accumulator pass (a
+// batch that fits and passes that hold a layer's whole output have nothing to gain). At most
+// kMaxPieceCandidates, largest first: the next 3 piece sizes below the found one, then halves
+// of it (found / 2, / 4, ...), each the equal piece of its count (div_up(batch, n)).
+constexpr size_t kMaxPieceCandidates = 6;
+std::vector<uint64_t> piece_candidates(const QGraph& graph, const sim::Arch& arch, uint64_t found) {
+  const uint64_t batch = graph.batch, piece = div_up(batch, found);
+  const auto equal = [&](uint64_t p) { return div_up(batch, div_up(batch, p)); };
+  bool passes = false;
+  for (const auto& op : graph.ops)
+    if (const auto* m = std::get_if<MatmulOp>(&op)) {
+      const Shape& os = graph.tensors.at(m->output.tensor).shape;
+      passes = passes || os.h * os.w * piece > arch.acc_entries;
+    }
+  std::vector<uint64_t> out;
+  if (piece <= 1 || (found <= 1 && !passes)) return out;
+  std::set<uint64_t> seen;
+  const auto add = [&](uint64_t p) {
+    p = equal(std::max<uint64_t>(p, 1));
+    if (p < piece && seen.insert(p).second && out.size() < kMaxPieceCandidates) out.push_back(p);
+  };
+  for (uint64_t n = found + 1; out.size() < 3 && equal(div_up(batch, n)) > 1; ++n) add(div_up(batch, n));
+  for (uint64_t p = piece / 2; p >= 1 && out.size() < kMaxPieceCandidates; p /= 2) add(p);
+  std::sort(out.rbegin(), out.rend());
+  return out;
+}
+
 }  // namespace
 
 uint64_t acc_budget(uint64_t rows, const sim::Arch& arch) {
@@ -2927,13 +2957,16 @@ isa::Program lower(const QGraph& graph, const sim::Arch& arch, const LowerOption
   });
   const bool in_bands = std::find(in_host.begin(), in_host.end(), true) != in_host.end();
   const bool try_plan = *resolve(options, arch).piece_schedule && best_n > 1 && !in_bands;
+  // Smaller pieces that may run faster (piece_candidates): each that fits is lowered measuring,
+  // and the pieces with the lowest estimate are kept.
+  const std::vector<uint64_t> candidates = in_bands ? std::vector<uint64_t>{} : piece_candidates(graph, arch, best_n);
   // The fewest pieces found, lowered: with code where the first try fitted (the batch's pieces
   // were not searched: most models at their batch) and no piece schedule is tried; else measured
   // first, so that the program's code is made once into room for exactly its instructions (grown
   // by doubling, CNN1's code at batch 1024 peaked at 177 MB against 117 MB), by with_code, or by
   // the piece schedule's try (one program at a time).
   // (Not with a check before the program: it is made after the check, once laid out.)
-  const bool code = tries == 1 && !try_plan && !memory.before_program;
+  const bool code = tries == 1 && !try_plan && candidates.empty() && !memory.before_program;
   std::optional<ScheduleProblem> best_problem;
   double best_estimate = 0;
   {
@@ -2943,6 +2976,24 @@ isa::Program lower(const QGraph& graph, const sim::Arch& arch, const LowerOption
     if (code) best->program = std::move(p);
     best->instructions = l.instructions();
     best->image_bytes = l.image_bytes();
+    best_problem = l.problem();
+    best_estimate = l.estimate();
+  }
+  for (const uint64_t piece : candidates) {
+    LowerOptions o = options;  // (a try that fits only without the chain drops it for itself)
+    try {
+      check_single_loop(graph, arch, built, piece, o, in_host);
+    } catch (const DoesNotFit&) {
+      continue;  // (fitting is not monotone in the piece: dense layouts, search_pieces)
+    }
+    Fit f{single_loop(ops, tensors, piece), in_host, o, std::nullopt, 0};
+    Lowering l(graph, arch, built, f.schedule, f.options, f.in_host, false);
+    l.run();
+    held(l);
+    if (l.estimate() >= best_estimate) continue;
+    f.instructions = l.instructions();
+    f.image_bytes = l.image_bytes();
+    best = std::move(f);
     best_problem = l.problem();
     best_estimate = l.estimate();
   }
