@@ -280,6 +280,9 @@ struct BuiltTiles {
   std::unordered_map<TileKey, size_t, TileKeyHash> plain, packed;  // -> the tile's number
 };
 
+// A measuring try whose estimate reached the one it had to beat (Lowering::give_up_above).
+struct EstimateAbove {};
+
 class Lowering {
  public:
   // Lowers the graph's batch by `schedule` (schedule.h: segments of ops, each in pieces).
@@ -338,6 +341,10 @@ class Lowering {
     for (const Emitter::Work& w : op_work_) c += op_cycles(w, arch_);
     return c;
   }
+  // A measuring try that gives up (run() throws EstimateAbove) once its estimate so far, after a
+  // piece, reaches `cycles`: the estimate only grows with each piece's work (op_cycles is
+  // nondecreasing in every count), so the try could not come in under it. 0: never.
+  void give_up_above(double cycles) { give_up_above_ = cycles; }
 
  private:
   [[noreturn]] void fail(size_t op, const std::string& what) const {
@@ -497,6 +504,7 @@ class Lowering {
   std::vector<bool> live_;      // tensors holding UB rows now (released at their last use)
   std::vector<std::optional<Storage>> whole_;  // resident tensors' whole-batch storage, while held
   std::vector<Emitter::Work> op_work_;         // per op, then the rest (op_work())
+  double give_up_above_ = 0;                   // (give_up_above)
   Emitter em_;
   RowAllocator alloc_;
   std::vector<Storage> storage_;
@@ -2550,6 +2558,7 @@ isa::Program Lowering::run() {
       for (size_t t = 0; t < nt; ++t) release(static_cast<int>(t));
       add_work(op_work_[nops], mark);
       mark = em_.work();
+      if (give_up_above_ > 0 && estimate() >= give_up_above_) throw EstimateAbove{};
     }
     for (size_t t = 0; t < nt; ++t)
       if (whole_[t] && last_seg[t] == static_cast<int64_t>(si)) {
@@ -2831,6 +2840,38 @@ std::vector<uint64_t> piece_candidates(const QGraph& graph, const sim::Arch& arc
   return out;
 }
 
+// The single loop in each of the `candidates` pieces that fits, lowered measuring (no code) and
+// given up once its estimate reaches the lowest so far (Lowering::give_up_above), from
+// `best_estimate` (the fewest pieces' own): `better(lowering, piece, options)` for each that
+// comes in under it, which then stands; `lowered(lowering)` after every lowering, given up or not.
+// `options`: as check_single_loop leaves them; a try that fits only without the stream chain
+// drops it for itself (the options given to `better`).
+template <class Lowered, class Better>
+void try_smaller_pieces(const QGraph& graph, const sim::Arch& arch, BuiltTiles& built, const LowerOptions& options,
+                        const std::vector<bool>& in_host, const std::vector<uint64_t>& candidates,
+                        double& best_estimate, Lowered lowered, Better better) {
+  for (const uint64_t piece : candidates) {
+    LowerOptions o = options;
+    try {
+      check_single_loop(graph, arch, built, piece, o, in_host);
+    } catch (const DoesNotFit&) {
+      continue;  // (fitting is not monotone in the piece: dense layouts, search_pieces)
+    }
+    Lowering l(graph, arch, built, single_loop(graph.ops.size(), graph.tensors.size(), piece), o, in_host, false);
+    l.give_up_above(best_estimate);
+    try {
+      l.run();
+    } catch (const EstimateAbove&) {
+      lowered(l);
+      continue;
+    }
+    lowered(l);
+    if (l.estimate() >= best_estimate) continue;
+    best_estimate = l.estimate();
+    better(l, piece, o);
+  }
+}
+
 }  // namespace
 
 uint64_t acc_budget(uint64_t rows, const sim::Arch& arch) {
@@ -2892,8 +2933,24 @@ uint64_t pieces(const QGraph& graph, const sim::Arch& arch, const LowerOptions& 
   BuiltTiles built(arch);
   LowerOptions options = given;
   std::vector<bool> in_host(graph.tensors.size(), false);
-  return search_pieces(graph, arch, given, in_host,
-                       [&](uint64_t piece) { check_single_loop(graph, arch, built, piece, options, in_host); });
+  const uint64_t found = search_pieces(graph, arch, given, in_host, [&](uint64_t piece) {
+    check_single_loop(graph, arch, built, piece, options, in_host);
+  });
+  // Smaller pieces whose estimate beats the fewest's, as lower() chooses them (piece_candidates).
+  if (std::find(in_host.begin(), in_host.end(), true) != in_host.end()) return found;
+  const std::vector<uint64_t> candidates = piece_candidates(graph, arch, found);
+  if (candidates.empty()) return found;
+  const uint64_t piece = div_up(graph.batch, found);
+  double best_estimate = 0;
+  {
+    Lowering l(graph, arch, built, single_loop(graph.ops.size(), graph.tensors.size(), piece), options, in_host, false);
+    l.run();
+    best_estimate = l.estimate();
+  }
+  uint64_t chosen = found;
+  try_smaller_pieces(graph, arch, built, options, in_host, candidates, best_estimate,
+                     [](const Lowering&) {}, [&](Lowering&, uint64_t p, const LowerOptions&) { chosen = div_up(graph.batch, p); });
+  return chosen;
 }
 
 // The batch runs in the fewest equal pieces that fit: half the accumulators (one block per pass,
@@ -2979,24 +3036,12 @@ isa::Program lower(const QGraph& graph, const sim::Arch& arch, const LowerOption
     best_problem = l.problem();
     best_estimate = l.estimate();
   }
-  for (const uint64_t piece : candidates) {
-    LowerOptions o = options;  // (a try that fits only without the chain drops it for itself)
-    try {
-      check_single_loop(graph, arch, built, piece, o, in_host);
-    } catch (const DoesNotFit&) {
-      continue;  // (fitting is not monotone in the piece: dense layouts, search_pieces)
-    }
-    Fit f{single_loop(ops, tensors, piece), in_host, o, std::nullopt, 0};
-    Lowering l(graph, arch, built, f.schedule, f.options, f.in_host, false);
-    l.run();
-    held(l);
-    if (l.estimate() >= best_estimate) continue;
-    f.instructions = l.instructions();
-    f.image_bytes = l.image_bytes();
-    best = std::move(f);
-    best_problem = l.problem();
-    best_estimate = l.estimate();
-  }
+  try_smaller_pieces(graph, arch, built, options, in_host, candidates, best_estimate,
+                     held, [&](Lowering& l, uint64_t piece, const LowerOptions& o) {
+                       best = Fit{single_loop(ops, tensors, piece), in_host, o, std::nullopt, l.instructions(),
+                                  l.image_bytes()};
+                       best_problem = l.problem();
+                     });
   // In pieces (and not in bands): the piece schedule (schedule.h) where its estimate beats the
   // single loop's. A segment that does not fit after all (the plan's row count is per sample and
   // ignores fragmentation) runs in one more piece, a few times at most.
