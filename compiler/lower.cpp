@@ -342,8 +342,10 @@ class Lowering {
   // The estimate of the single loop's whole batch from its first two pieces and, where shorter,
   // its last (when the second leaves the unified buffer's free blocks as it found them, as
   // check_fit skips after the first): the second piece's work counted once for each piece
-  // skipped, every full piece after the first emitting the same work. A few pieces' lowering whatever the batch (lower()'s choice among pieces).
-  // Construct with code false; the other figures (instructions, problem) are the pieces lowered.
+  // skipped, every full piece after the first emitting the same work. Three or four pieces
+  // lowered whatever the batch (lower()'s choice among pieces, choose_piece). Construct with code
+  // false; the other figures (instructions, problem) are the pieces lowered. Throws DoesNotFit
+  // where a piece it lowers does not fit.
   double sampled_estimate() {
     sample_ = true;
     run();
@@ -2395,9 +2397,9 @@ isa::Program Lowering::run() {
     // pieces of 2, 4 and 8 checked 512, 256 and 128 pieces).
     // (sampled_estimate: the same skip after the second piece, from the first piece after it that
     // starts where the second did (the free blocks: the dirty rows, which zeroing reads, differ
-    // after the first piece), the second piece's work kept to count for the pieces skipped)
+    // after the first piece), the second piece's work, per_piece, counted for the pieces skipped)
     std::optional<RowAllocator> piece_start;
-    std::vector<Emitter::Work> before_pieces, first_piece;
+    std::vector<Emitter::Work> before_pieces, per_piece;
     uint64_t skipped = 0;
     for (uint64_t n0 = 0; n0 < g_.batch; n0 += sg.piece) {
       if (fit_only_ && n0 == sg.piece && alloc_ == *piece_start) {
@@ -2411,9 +2413,9 @@ isa::Program Lowering::run() {
         const bool full = g_.batch - last == sg.piece;
         if (last > n0 || full) {
           skipped = (last - n0) / sg.piece + (full ? 1 : 0);
-          first_piece = op_work_;
-          for (size_t i = 0; i < first_piece.size(); ++i) {
-            Emitter::Work& f = first_piece[i];
+          per_piece = op_work_;
+          for (size_t i = 0; i < per_piece.size(); ++i) {
+            Emitter::Work& f = per_piece[i];
             const Emitter::Work& b = before_pieces[i];
             f.vectors -= b.vectors, f.switches -= b.switches, f.activations -= b.activations;
             f.act_rows -= b.act_rows, f.dmas -= b.dmas, f.dma_bytes -= b.dma_bytes;
@@ -2586,15 +2588,15 @@ isa::Program Lowering::run() {
       add_work(op_work_[nops], mark);
       mark = em_.work();
     }
-    for (size_t i = 0; i < first_piece.size(); ++i) {  // (sampled: the skipped pieces' work)
+    for (size_t i = 0; i < per_piece.size(); ++i) {  // (sampled: the skipped pieces' work)
       Emitter::Work& w = op_work_[i];
-      const Emitter::Work& f = first_piece[i];
+      const Emitter::Work& f = per_piece[i];
       w.vectors += f.vectors * skipped, w.switches += f.switches * skipped;
       w.activations += f.activations * skipped, w.act_rows += f.act_rows * skipped;
       w.dmas += f.dmas * skipped, w.dma_bytes += f.dma_bytes * skipped;
       w.weight_bytes += f.weight_bytes * skipped, w.launches += f.launches * skipped;
     }
-    first_piece.clear();
+    per_piece.clear();
     for (size_t t = 0; t < nt; ++t)
       if (whole_[t] && last_seg[t] == static_cast<int64_t>(si)) {
         alloc_.release(whole_[t]->base, whole_[t]->ub_rows());
@@ -2911,7 +2913,8 @@ uint64_t choose_piece(const QGraph& graph, const sim::Arch& arch, BuiltTiles& bu
     }
     if (e && *e < at_found) better.push_back({*e, piece, o});
   }
-  std::stable_sort(better.begin(), better.end(), [](const Ranked& a, const Ranked& b) { return a.estimate < b.estimate; });
+  std::stable_sort(better.begin(), better.end(),
+                   [](const Ranked& a, const Ranked& b) { return a.estimate < b.estimate; });
   for (Ranked& r : better) {
     try {
       check_single_loop(graph, arch, built, r.piece, r.options, in_host);
