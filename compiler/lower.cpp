@@ -177,7 +177,6 @@ class RowAllocator {
     return m;
   }
   bool operator==(const RowAllocator&) const = default;
-  bool same_free(const RowAllocator& o) const { return free_ == o.free_; }
 
  private:
   // Takes [at, at + rows) out of the free block [start, start + size), marking it dirty.
@@ -339,18 +338,6 @@ class Lowering {
     for (const Emitter::Work& w : op_work_) c += op_cycles(w, arch_);
     return c;
   }
-  // The estimate of the single loop's whole batch from its first two pieces and, where shorter,
-  // its last (when the second leaves the unified buffer's free blocks as it found them, as
-  // check_fit skips after the first): the second piece's work counted once for each piece
-  // skipped, every full piece after the first emitting the same work. Three or four pieces
-  // lowered whatever the batch (lower()'s choice among pieces, choose_piece). Construct with code
-  // false; the other figures (instructions, problem) are the pieces lowered. Throws DoesNotFit
-  // where a piece it lowers does not fit.
-  double sampled_estimate() {
-    sample_ = true;
-    run();
-    return estimate();
-  }
 
  private:
   [[noreturn]] void fail(size_t op, const std::string& what) const {
@@ -510,7 +497,6 @@ class Lowering {
   std::vector<bool> live_;      // tensors holding UB rows now (released at their last use)
   std::vector<std::optional<Storage>> whole_;  // resident tensors' whole-batch storage, while held
   std::vector<Emitter::Work> op_work_;         // per op, then the rest (op_work())
-  bool sample_ = false;                        // (sampled_estimate)
   Emitter em_;
   RowAllocator alloc_;
   std::vector<Storage> storage_;
@@ -2395,12 +2381,7 @@ isa::Program Lowering::run() {
     // the same size the same start, so it fits as this one did; only the last, shorter piece is
     // still checked (the check's cost then does not grow with the batch: CNN1 at batch 1024 in
     // pieces of 2, 4 and 8 checked 512, 256 and 128 pieces).
-    // (sampled_estimate: the same skip after the second piece, from the first piece after it that
-    // starts where the second did (the free blocks: the dirty rows, which zeroing reads, differ
-    // after the first piece), the second piece's work, per_piece, counted for the pieces skipped)
     std::optional<RowAllocator> piece_start;
-    std::vector<Emitter::Work> before_pieces, per_piece;
-    uint64_t skipped = 0;
     for (uint64_t n0 = 0; n0 < g_.batch; n0 += sg.piece) {
       if (fit_only_ && n0 == sg.piece && alloc_ == *piece_start) {
         const uint64_t last = (g_.batch - 1) / sg.piece * sg.piece;  // the last piece's first sample
@@ -2408,24 +2389,6 @@ isa::Program Lowering::run() {
         n0 = last;
       }
       if (fit_only_ && n0 == 0) piece_start = alloc_;
-      if (sample_ && n0 == 2 * sg.piece && alloc_.same_free(*piece_start)) {
-        const uint64_t last = (g_.batch - 1) / sg.piece * sg.piece;
-        const bool full = g_.batch - last == sg.piece;
-        if (last > n0 || full) {
-          skipped = (last - n0) / sg.piece + (full ? 1 : 0);
-          per_piece = op_work_;
-          for (size_t i = 0; i < per_piece.size(); ++i) {
-            Emitter::Work& f = per_piece[i];
-            const Emitter::Work& b = before_pieces[i];
-            f.vectors -= b.vectors, f.switches -= b.switches, f.activations -= b.activations;
-            f.act_rows -= b.act_rows, f.dmas -= b.dmas, f.dma_bytes -= b.dma_bytes;
-            f.weight_bytes -= b.weight_bytes, f.launches -= b.launches;
-          }
-          if (full) break;
-          n0 = last;
-        }
-      }
-      if (sample_ && n0 == sg.piece) piece_start = alloc_, before_pieces = op_work_;
       batch_ = std::min(sg.piece, g_.batch - n0);
       placed_.assign(nt, false);
       for (size_t t = 0; t < nt; ++t) {
@@ -2588,15 +2551,6 @@ isa::Program Lowering::run() {
       add_work(op_work_[nops], mark);
       mark = em_.work();
     }
-    for (size_t i = 0; i < per_piece.size(); ++i) {  // (sampled: the skipped pieces' work)
-      Emitter::Work& w = op_work_[i];
-      const Emitter::Work& f = per_piece[i];
-      w.vectors += f.vectors * skipped, w.switches += f.switches * skipped;
-      w.activations += f.activations * skipped, w.act_rows += f.act_rows * skipped;
-      w.dmas += f.dmas * skipped, w.dma_bytes += f.dma_bytes * skipped;
-      w.weight_bytes += f.weight_bytes * skipped, w.launches += f.launches * skipped;
-    }
-    per_piece.clear();
     for (size_t t = 0; t < nt; ++t)
       if (whole_[t] && last_seg[t] == static_cast<int64_t>(si)) {
         alloc_.release(whole_[t]->base, whole_[t]->ub_rows());
@@ -2847,86 +2801,6 @@ void check_single_loop(const QGraph& graph, const sim::Arch& arch, BuiltTiles& b
     throw m->error;
 }
 
-// Smaller pieces than the fewest that fit (`found` pieces), tried for their estimate (lower()):
-// the fewest pieces fill the accumulator passes or the dense layouts' rows no better than a
-// smaller piece may (docs/sweeps.md, "Figures a sweep must obey"). Only where the batch runs in
-// pieces, or a matmul's output over the piece's samples takes more than one accumulator pass (a
-// batch that fits and passes that hold a layer's whole output have nothing to gain). At most
-// kMaxPieceCandidates, largest first: the next 3 piece sizes below the found one, then halves
-// of it (found / 2, / 4, ...), each the equal piece of its count (div_up(batch, n)).
-constexpr size_t kMaxPieceCandidates = 6;
-std::vector<uint64_t> piece_candidates(const QGraph& graph, const sim::Arch& arch, uint64_t found) {
-  const uint64_t batch = graph.batch, piece = div_up(batch, found);
-  const auto equal = [&](uint64_t p) { return div_up(batch, div_up(batch, p)); };
-  bool passes = false;
-  for (const auto& op : graph.ops)
-    if (const auto* m = std::get_if<MatmulOp>(&op)) {
-      const Shape& os = graph.tensors.at(m->output.tensor).shape;
-      passes = passes || os.h * os.w * piece > arch.acc_entries;
-    }
-  std::vector<uint64_t> out;
-  if (piece <= 1 || (found <= 1 && !passes)) return out;
-  std::set<uint64_t> seen;
-  const auto add = [&](uint64_t p) {
-    p = equal(std::max<uint64_t>(p, 1));
-    if (p < piece && seen.insert(p).second && out.size() < kMaxPieceCandidates) out.push_back(p);
-  };
-  for (uint64_t n = found + 1; out.size() < 3 && equal(div_up(batch, n)) > 1; ++n) add(div_up(batch, n));
-  for (uint64_t p = piece / 2; p >= 1 && out.size() < kMaxPieceCandidates; p /= 2) add(p);
-  std::sort(out.rbegin(), out.rend());
-  return out;
-}
-
-// The piece among `found` (the fewest pieces' piece, which fits) and `candidates` whose single
-// loop has the lowest sampled estimate (Lowering::sampled_estimate: its first two pieces and its
-// last lowered, measuring; a candidate whose sampled pieces do not fit, with the stream chain or
-// without it as misfit tries, is out), and that fits (check_single_loop, of the better ones in
-// order until one fits: the check is the costly part, a piece loop's check covering every piece
-// where the dirty rows differ from piece to piece, and most candidates rank worse); a tie keeps the
-// larger piece. `options`: as check_single_loop leaves them, updated to the chosen try's.
-uint64_t choose_piece(const QGraph& graph, const sim::Arch& arch, BuiltTiles& built, LowerOptions& options,
-                      const std::vector<bool>& in_host, uint64_t found, const std::vector<uint64_t>& candidates) {
-  const auto sampled = [&](uint64_t piece, const LowerOptions& o) {
-    Lowering l(graph, arch, built, single_loop(graph.ops.size(), graph.tensors.size(), piece), o, in_host, false);
-    return l.sampled_estimate();
-  };
-  const double at_found = sampled(found, options);
-  struct Ranked {
-    double estimate;
-    uint64_t piece;
-    LowerOptions options;
-  };
-  std::vector<Ranked> better;
-  for (const uint64_t piece : candidates) {
-    LowerOptions o = options;
-    std::optional<double> e;
-    try {
-      e = sampled(piece, o);
-    } catch (const DoesNotFit&) {
-      if (*resolve(o, arch).stream_input && o.stream_chain) {
-        o.stream_chain = false;
-        try {
-          e = sampled(piece, o);
-        } catch (const DoesNotFit&) {
-        }
-      }
-    }
-    if (e && *e < at_found) better.push_back({*e, piece, o});
-  }
-  std::stable_sort(better.begin(), better.end(),
-                   [](const Ranked& a, const Ranked& b) { return a.estimate < b.estimate; });
-  for (Ranked& r : better) {
-    try {
-      check_single_loop(graph, arch, built, r.piece, r.options, in_host);
-    } catch (const DoesNotFit&) {
-      continue;
-    }
-    options = r.options;
-    return r.piece;
-  }
-  return found;
-}
-
 }  // namespace
 
 uint64_t acc_budget(uint64_t rows, const sim::Arch& arch) {
@@ -2988,19 +2862,11 @@ uint64_t pieces(const QGraph& graph, const sim::Arch& arch, const LowerOptions& 
   BuiltTiles built(arch);
   LowerOptions options = given;
   std::vector<bool> in_host(graph.tensors.size(), false);
-  const uint64_t found = search_pieces(graph, arch, given, in_host, [&](uint64_t piece) {
-    check_single_loop(graph, arch, built, piece, options, in_host);
-  });
-  // Smaller pieces whose estimate beats the fewest's, as lower() chooses them (piece_candidates).
-  if (std::find(in_host.begin(), in_host.end(), true) != in_host.end()) return found;
-  const std::vector<uint64_t> candidates = piece_candidates(graph, arch, found);
-  if (candidates.empty()) return found;
-  return div_up(graph.batch, choose_piece(graph, arch, built, options, in_host, div_up(graph.batch, found), candidates));
+  return search_pieces(graph, arch, given, in_host,
+                       [&](uint64_t piece) { check_single_loop(graph, arch, built, piece, options, in_host); });
 }
 
-// The batch runs in the fewest equal pieces that fit, or in smaller ones whose estimate beats
-// theirs (piece_candidates, choose_piece: 6 sampled tries at most): half the accumulators (one
-// block per pass,
+// The batch runs in the fewest equal pieces that fit: half the accumulators (one block per pass,
 // the other half for the next pass's overlap: max_piece), the pool instruction's 255 interleaved
 // images, and the unified buffer. For the buffer, the piece count is searched (search_pieces,
 // which pieces() runs with fit checks alone): a piece that does not fit gives
@@ -3054,32 +2920,20 @@ isa::Program lower(const QGraph& graph, const sim::Arch& arch, const LowerOption
   std::vector<bool> in_host(graph.tensors.size(), false);  // tensors streamed in bands (hold_in_host)
   const size_t ops = graph.ops.size(), tensors = graph.tensors.size();
   uint64_t tries = 0;
-  uint64_t best_n = search_pieces(graph, arch, given, in_host, [&](uint64_t piece) {
+  const uint64_t best_n = search_pieces(graph, arch, given, in_host, [&](uint64_t piece) {
     ++tries;
     check_single_loop(graph, arch, built, piece, options, in_host);
     best = Fit{single_loop(ops, tensors, piece), in_host, options, std::nullopt, 0};
   });
   const bool in_bands = std::find(in_host.begin(), in_host.end(), true) != in_host.end();
   const bool try_plan = *resolve(options, arch).piece_schedule && best_n > 1 && !in_bands;
-  // Smaller pieces that may run faster (piece_candidates): the one with the lowest sampled
-  // estimate, the fewest's included, is kept (choose_piece), and lowered as the fewest would be.
-  bool moved = false;
-  if (const std::vector<uint64_t> candidates = in_bands ? std::vector<uint64_t>{} : piece_candidates(graph, arch, best_n);
-      !candidates.empty()) {
-    const uint64_t found = div_up(graph.batch, best_n);
-    LowerOptions o = best->options;
-    if (const uint64_t piece = choose_piece(graph, arch, built, o, in_host, found, candidates); piece != found) {
-      best = Fit{single_loop(ops, tensors, piece), in_host, o, std::nullopt, 0};
-      options = o, best_n = div_up(graph.batch, piece), moved = true;
-    }
-  }
   // The fewest pieces found, lowered: with code where the first try fitted (the batch's pieces
   // were not searched: most models at their batch) and no piece schedule is tried; else measured
   // first, so that the program's code is made once into room for exactly its instructions (grown
   // by doubling, CNN1's code at batch 1024 peaked at 177 MB against 117 MB), by with_code, or by
   // the piece schedule's try (one program at a time).
   // (Not with a check before the program: it is made after the check, once laid out.)
-  const bool code = tries == 1 && !try_plan && !moved && !memory.before_program;
+  const bool code = tries == 1 && !try_plan && !memory.before_program;
   std::optional<ScheduleProblem> best_problem;
   double best_estimate = 0;
   {

@@ -60,9 +60,8 @@ std::optional<Packing> packing_for(const QGraph& g, const MatmulOp& m, const sim
 // The pieces lower() runs the batch in on `arch`: the fewest equal pieces (div_up(batch, piece))
 // within max_piece, within the pool instruction's 255 interleaved samples where a pool reads a
 // tensor that is not stored dense, and whose tensors fit the unified buffer, found by lower()'s own
-// search with only its fit checks (no instruction is emitted: a few thousandths of a lowering);
-// then, where lower() tries smaller pieces for their estimate (docs/compiler.md, "Pieces of the
-// batch"), the same measuring tries, and the count lower() keeps. It is the single loop's count: with the mapper's `pieces` switch on, lower() may then run some
+// search with only its fit checks (no instruction is emitted: a few thousandths of a lowering).
+// It is the single loop's count: with the mapper's `pieces` switch on, lower() may then run some
 // layers over the whole batch (docs/compiler.md "The piece schedule"). Throws InputError where
 // lower() does (one sample does not fit even with tensors in host memory, a malformed graph).
 uint64_t pieces(const QGraph& graph, const sim::Arch& arch, const LowerOptions& options = {});

@@ -109,11 +109,9 @@ TEST_CASE("conv + relu + average pool fused, batch 3: the same cycles as max, av
 }
 
 TEST_CASE("fusion chunks the accumulators in whole bands of pooled rows, and does not fuse where a band does not fit") {
-  // 8 x 16 map, batch 1: 16 accumulator rows per image row, 128 per map; 64 accumulators give
-  // passes of 32 rows (2 image rows). (Batch 1: an 8 x 8 map at batch 2, the same rows, now runs
-  // in 2 pieces of 1, each map's 64 rows in one pass of all the accumulators, where the estimate
-  // beats one piece's 4 passes: docs/compiler.md, "Pieces of the batch".)
-  const compiler::QGraph g = conv_pool(1, 8, 16, isa::PoolKind::max, 2, 2);
+  // 8 x 8 map, batch 2: 16 accumulator rows per image row, 128 per map; 64 accumulators give
+  // passes of 32 rows (2 image rows).
+  const compiler::QGraph g = conv_pool(2, 8, 8, isa::PoolKind::max, 2, 2);
   const isa::Program f = lower_and_check(g, arch8x8(64), whole_input()), u = lower_and_check(g, arch8x8(64), whole_input({false}));
   // 2 x 2 stride 2: one pooled row (2 image rows, 32 accumulator rows) per pass, 4 passes of 9
   // matmuls; unfused the same 4 passes of 2 image rows, then the pool.
@@ -123,14 +121,14 @@ TEST_CASE("fusion chunks the accumulators in whole bands of pooled rows, and doe
   CHECK(count(u, Opcode::matmul) == 4 * 9);
   CHECK(count(u, Opcode::pool) == 1);
   // 3 x 3 stride 2 needs 3 image rows = 48 accumulator rows in one pass: more than 32, not fused.
-  const compiler::QGraph wide = conv_pool(1, 8, 16, isa::PoolKind::max, 3, 2);
+  const compiler::QGraph wide = conv_pool(2, 8, 8, isa::PoolKind::max, 3, 2);
   const isa::Program w = lower_and_check(wide, arch8x8(64));
   CHECK(count(w, Opcode::pool) == 1);
   CHECK(!w.meta["mapping"][0].contains("fusion"));
   // Overlapping windows (2 x 2 stride 1) with passes of 2 image rows: 1 pooled row per pass, 7
   // passes, each image row but the first and last computed twice: 6 x 16 vectors x 9 tiles = 864
-  // more than unfused, against 7 x 15 pooled rows x 4 = 420 UB rows the pool reads: not fused.
-  CHECK(count(lower_and_check(conv_pool(1, 8, 16, isa::PoolKind::avg, 2, 1), arch8x8(64)), Opcode::pool) == 1);
+  // more than unfused, against 7 x 7 x 2 pooled rows x 4 = 392 UB rows the pool reads: not fused.
+  CHECK(count(lower_and_check(conv_pool(2, 8, 8, isa::PoolKind::avg, 2, 1), arch8x8(64)), Opcode::pool) == 1);
   // A 16 x 16 map, batch 1, 200 accumulators: passes of 100 rows, 6 image rows; 5 pooled rows per
   // pass (image rows [0, 6), [5, 11), [10, 16)), rows 5 and 10 computed twice: 2 x 16 x 9 = 288
   // vectors more, against 15 x 15 pooled rows x 4 = 900 UB rows: fused. Unfused: passes of 6, 6
