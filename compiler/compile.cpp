@@ -131,12 +131,14 @@ bool timing_needs_data(const Model& model) {
 QGraph uncalibrated_graph(Model model, const LowerOptions& mapper) {
   for (Layer& l : model.layers)
     if (l.seeded_weights) std::vector<float>().swap(l.weights);
-  return quantize(model, placeholder_calibration(model), concat_inplace(mapper));
+  return quantize(model, placeholder_calibration(model), concat_inplace(mapper), mapper.concats_as_parts);
 }
 
-Compiled prepare_model(Model model, bool timing_only, const LowerOptions& mapper) {
-  Compiled c;
-  const auto t0 = std::chrono::steady_clock::now();
+namespace {
+
+// The calibration prepare_model quantizes `model` with, leaving the model as quantize() reads it:
+// a full compile's seeded weights generated, a timing-only compile's gone.
+FloatRun calibrate(Model& model, bool timing_only) {
   // A timing-only compile (LoadOptions::timing_only) calibrates nothing, unless its program
   // depends on calibrated scales (timing_needs_data): then the seeded weights it left out are
   // generated and the float reference runs.
@@ -167,16 +169,31 @@ Compiled prepare_model(Model model, bool timing_only, const LowerOptions& mapper
   if (timing_only)
     for (Layer& l : model.layers)
       if (l.seeded_weights) std::vector<float>().swap(l.weights);
-  c.graph = quantize(model, calibration, concat_inplace(mapper));
-  // Nor does its program hold the input's values (the timing engine reads none): each lowering
-  // would reorder them into the program's input region.
-  if (timing_only)
+  return calibration;
+}
+
+// c.graph: c.model quantized on `calibration` with `mapper`'s concat placement.
+void quantize_into(Compiled& c, const FloatRun& calibration, const LowerOptions& mapper) {
+  c.graph = quantize(c.model, calibration, concat_inplace(mapper), mapper.concats_as_parts);
+  // Nor does a timing-only program hold the input's values (the timing engine reads none): each
+  // lowering would reorder them into the program's input region.
+  if (c.timing_only)
     for (std::vector<int8_t>& d : c.graph.input_data) std::vector<int8_t>().swap(d);
+}
+
+}  // namespace
+
+Compiled prepare_model(Model model, bool timing_only, const LowerOptions& mapper) {
+  Compiled c;
+  const auto t0 = std::chrono::steady_clock::now();
+  FloatRun calibration = calibrate(model, timing_only);
+  c.model = std::move(model);
+  c.timing_only = timing_only;
+  quantize_into(c, calibration, mapper);
   // The float output on the calibration samples, for check_output's quantization error.
-  if (!timing_only && model.calibration.empty() && !calibration.outputs.empty())
+  if (!timing_only && c.model.calibration.empty() && !calibration.outputs.empty())
     c.float_output = std::move(calibration.outputs.back());
   c.quantize_seconds = since(t0);
-  c.model = std::move(model);
   return c;
 }
 
@@ -204,6 +221,8 @@ void lower_for(Compiled& c, const sim::Arch& arch, const LowerOptions& options,
     };
   try {
     c.program = lower(c.graph, arch, options, memory);
+  } catch (const ConcatInHost& e) {
+    throw ConcatInHost(c.model.source.empty() ? e.what() : fmt::format("{}: {}", c.model.source, e.what()), e.concat);
   } catch (const InputError& e) {
     if (c.model.source.empty() || refused) throw;
     throw InputError(fmt::format("{}: {}", c.model.source, e.what()));
@@ -226,8 +245,42 @@ void lower_for(Compiled& c, const sim::Arch& arch, const LowerOptions& options,
 
 Compiled compile_model(Model model, const sim::Arch& arch) {
   Compiled c = prepare_model(std::move(model));
-  lower_for(c, arch);
+  LowerOptions mapper;
+  place_concats(c, arch, mapper);
+  lower_for(c, arch, mapper);
   return c;
+}
+
+std::optional<std::string> concat_to_keep_as_parts(const QGraph& g, const sim::Arch& arch, const LowerOptions& mapper) {
+  // (A graph without a tensor written in part, a concat's joined tensor, has nothing to keep.)
+  const bool joined = std::any_of(g.ops.begin(), g.ops.end(), [&](const QOp& op) {
+    const auto* m = std::get_if<MatmulOp>(&op);
+    return m && (m->output.channel0 || g.tensors.at(m->output.tensor).shape.c != m->n);
+  });
+  if (mapper.concat_inplace || !g.concat_inplace || !joined) return std::nullopt;
+  try {
+    pieces(g, arch, mapper);
+  } catch (const ConcatInHost& e) {
+    return e.concat;
+  } catch (const InputError&) {
+    // (lower_for meets it again and reports it, naming the model's source)
+  }
+  return std::nullopt;
+}
+
+void place_concats(Compiled& c, const sim::Arch& arch, LowerOptions& mapper) {
+  std::optional<FloatRun> calibration;  // (prepare_model's is gone: run again once, then kept)
+  while (const std::optional<std::string> concat = concat_to_keep_as_parts(c.graph, arch, mapper)) {
+    if (c.float_parameters_released)
+      throw std::logic_error("place_concats: the compile released the float parameters before placing its concats");
+    if (std::find(mapper.concats_as_parts.begin(), mapper.concats_as_parts.end(), *concat) != mapper.concats_as_parts.end())
+      throw std::logic_error(fmt::format("place_concats: concat {} kept as parts is in place again", *concat));
+    mapper.concats_as_parts.push_back(*concat);
+    const auto t0 = std::chrono::steady_clock::now();
+    if (!calibration) calibration = calibrate(c.model, c.timing_only);
+    quantize_into(c, *calibration, mapper);
+    c.quantize_seconds += since(t0);
+  }
 }
 
 void compile_file_into(Compiled& c, const std::filesystem::path& path, const sim::Arch& arch,
@@ -241,6 +294,7 @@ void compile_file_into(Compiled& c, const std::filesystem::path& path, const sim
                     "of 1 fills half of them)",
                     path.string(), arch.acc_entries, arch.name));
   c = prepare_file(path, o);
+  place_concats(c, arch, o.mapper);  // (before the graph is handed on and the float parameters go)
   if (o.release_float_parameters && !c.float_output.empty()) {  // the quantized graph has them now
     for (Layer& l : c.model.layers) {
       std::vector<float>().swap(l.weights);

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <functional>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -30,6 +31,7 @@ struct Compiled {
   // float run); empty otherwise.
   std::vector<float> float_output;
   bool float_parameters_released = false;  // LoadOptions::release_float_parameters took effect
+  bool timing_only = false;                // prepared without data (prepare_model's `timing_only`)
   // The most the lowering held at once besides the program (LowerMemory::working_bytes): freed
   // once lowered, but part of the process's peak, which the run's and compile's memory checks count.
   uint64_t lowering_bytes = 0;
@@ -70,6 +72,23 @@ bool timing_needs_data(const Model& model);
 // float run: for estimates made before any point runs (the sweep scheduler's, with pieces() and
 // packing_for, compiler/lower.h).
 QGraph uncalibrated_graph(Model model, const LowerOptions& mapper = {});
+// Concats written in place fall back to parts where in place cannot be mapped (docs/compiler.md
+// "Concatenation"): while the lowering of c.graph for `arch` would hold a concat's joined tensor in
+// host memory (lower.h ConcatInHost, found by lower.h pieces(): the lowering's own search, its fit
+// checks alone) and the mapper's concat_inplace is not given, that concat is added to
+// `mapper.concats_as_parts` and c is prepared again from c.model (prepare_model: the quantizer
+// keeps it as parts; a full compile calibrates again). Nothing changes where every concat fits in
+// place, or where concat_inplace is given (lower_for then refuses the model, as asked). Call it
+// before lowering, and before anything reads c.graph or the float parameters are released:
+// compile_file_into and compile_model do.
+void place_concats(Compiled& c, const sim::Arch& arch, LowerOptions& mapper);
+// The concat the lowering of `g` for `arch` would hold in host memory, written in place (its
+// root's layer name), where the fallback applies (concat_inplace not given and g has a concat
+// written in place); nullopt otherwise, or where the lowering fails first for another reason
+// (lower_for then reports it). For a caller that keeps prepared models per mapper (a sweep
+// worker): the model prepared again with the concat in LowerOptions::concats_as_parts is the one
+// to lower.
+std::optional<std::string> concat_to_keep_as_parts(const QGraph& g, const sim::Arch& arch, const LowerOptions& mapper);
 // `before_program`: LowerMemory::before_program (compile_file_into's memory check of the weight
 // image as laid out); its InputError passes through as thrown.
 void lower_for(Compiled& c, const sim::Arch& arch, const LowerOptions& options = {},

@@ -317,6 +317,10 @@ struct QGraph {
   // concat is the list of its parts, read part by part, joined by an identity MatmulOp for readers
   // that need it. (A graph without concats is the same either way.)
   bool concat_inplace = true;
+  // Written in place, the concats kept as parts all the same (quantize()'s `as_parts`: the
+  // compile's fallback where a concat's joined tensor would be held in host memory on the machine,
+  // compile.h place_concats), in model order; the lowering names them in meta.mapping_warnings.
+  std::vector<std::string> concats_as_parts;
 };
 
 // The work of a MatmulOp per batch, from the graph alone (docs/report.md, "The model's MACs"):

@@ -838,11 +838,15 @@ void Lowering::plan_storage() {
     const uint64_t c = g_.tensors[t].shape.c;
     dense_[t] = *options_.dense && !in_host_[t] && narrow(c, arch_) && storage_[t].planes == 1 &&  // (8-bit only)
                 !joined_[t];
+    // (A compile meets it only where the user gave concat_inplace=on: without the switch, it keeps
+    // such a concat as parts, compile.h place_concats.)
     if (joined_[t] && in_host_[t])
-      throw InputError(fmt::format("model {}: concat {} is written in place (mapper concat_inplace) and would be held "
-                                   "in host memory and streamed in bands, which a tensor written by several layers "
-                                   "cannot be; compile with --mapper concat_inplace=off",
-                                   g_.name, g_.tensors[t].name));
+      throw ConcatInHost(fmt::format("model {}: concat {} is written in place (mapper concat_inplace=on) and would be "
+                                     "held in host memory and streamed in bands, which a tensor written by several "
+                                     "layers cannot be; compile with --mapper concat_inplace=off, or without the "
+                                     "switch (the compiler then keeps such a concat as parts)",
+                                     g_.name, g_.tensors[t].name),
+                         g_.tensors[t].layer);
   }
   tie_dense();
 }
@@ -2577,6 +2581,16 @@ isa::Program Lowering::run() {
   p.meta["layers"] = layers;
   p.meta["macs"] = macs_;
   if (copy_macs_) p.meta["copy_macs"] = copy_macs_;
+  // The concats the compile kept as parts where in place did not fit (compile.h place_concats).
+  if (!g_.concats_as_parts.empty()) {
+    nlohmann::json warnings = nlohmann::json::array();
+    for (const std::string& c : g_.concats_as_parts)
+      warnings.push_back(fmt::format("concat {} kept as parts (mapper switch concat_inplace): written in place, its "
+                                     "joined tensor would be held in host memory and streamed in bands, which a "
+                                     "tensor several layers write cannot be",
+                                     c));
+    p.meta["mapping_warnings"] = std::move(warnings);
+  }
   p.meta["weight_tiles"] = tiles;
   p.meta["weight_fetches"] = em_.weight_fetches();
   if (em_.host_segments() > 1) p.meta["host_segments"] = em_.host_segments();

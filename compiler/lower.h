@@ -8,16 +8,28 @@
 #include <cstdint>
 #include <functional>
 #include <optional>
+#include <string>
 
 #include "compiler/graph.h"
 #include "compiler/lower_options.h"
 #include "compiler/packing.h"
+#include "isa/error.h"
 #include "isa/program.h"
 #include "sim/arch.h"
 
 namespace tpusim::compiler {
 
 isa::Program lower(const QGraph& graph, const sim::Arch& arch, const LowerOptions& options = {});
+
+// lower()'s refusal of a concat written in place whose joined tensor would be held in host memory
+// and streamed in bands (one sample does not fit the unified buffer): a tensor several layers write
+// cannot be. `concat`: the concat layer whose joined tensor it is (its root, for nested concats).
+// Where the mapper's concat_inplace was not given, the compile keeps that concat as parts instead
+// and goes on (compile.h place_concats); given on, it is the user's error.
+struct ConcatInHost : InputError {
+  ConcatInHost(const std::string& what, std::string concat_layer) : InputError(what), concat(std::move(concat_layer)) {}
+  std::string concat;
+};
 
 // What lowering holds besides the program it makes, for the memory checks (docs/limits.md "Memory").
 struct LowerMemory {

@@ -13,6 +13,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "nlohmann/json_fwd.hpp"
 #include "sim/arch.h"
@@ -68,6 +69,12 @@ struct LowerOptions {
   // layer name -> the pixels per vector its convolution packs instead of the estimate's choice (0:
   // not packed); a P the array or the layer cannot take (packing_options) leaves it unpacked.
   std::map<std::string, uint64_t> pack_pixels = {};
+  // Not a switch: the concats (layer names) the quantizer keeps as parts although concats are
+  // written in place (concat_inplace not given): each one's joined tensor would have been held in
+  // host memory on the machine compiled for, which a tensor several layers write cannot be. The
+  // compile fills it (compile.h place_concats), never the user; the program's
+  // meta.mapping_warnings name them (docs/compiler.md "Concatenation").
+  std::vector<std::string> concats_as_parts;
   bool operator==(const LowerOptions&) const = default;
 };
 

@@ -218,8 +218,9 @@ Shape seq_of(uint64_t steps, uint64_t c) { return Shape{2, steps, 1, c}; }
 
 class Quantizer {
  public:
-  Quantizer(const Model& m, const FloatRun& run, bool inplace)
-      : m_(m), run_(run), inplace_(inplace), tensor_of_(m.layers.size(), -1) {
+  Quantizer(const Model& m, const FloatRun& run, bool inplace, const std::vector<std::string>& as_parts = {})
+      : m_(m), run_(run), inplace_(inplace), as_parts_(as_parts.begin(), as_parts.end()),
+        tensor_of_(m.layers.size(), -1) {
     if (run.outputs.size() != m.layers.size() || run.lstm_cell_max.size() != m.layers.size())
       throw std::invalid_argument("quantize: the float run is not of this model");
   }
@@ -229,6 +230,9 @@ class Quantizer {
   const Model& m_;
   const FloatRun& run_;
   const bool inplace_;  // concats written in place (QGraph::concat_inplace)
+  const std::set<std::string> as_parts_;  // concats kept as parts all the same (QGraph::concats_as_parts)
+  // Whether concat layer i is written in place: concats are, and it is not one kept as parts.
+  bool in_place(size_t i) const { return inplace_ && !as_parts_.count(m_.layers[i].name); }
   QGraph g_;
   std::vector<int> tensor_of_;  // each layer's output tensor; a flatten layer's: its input's
   // Concats written in place: the layer's output goes to channels [offset, ...) of the joined
@@ -422,7 +426,11 @@ void Quantizer::plan_concats() {
     for (int e : L.inputs)
       if (!is_model_input(e) && wanted_[static_cast<size_t>(e)] == 0)
         wanted_[static_cast<size_t>(e)] = concat_scale_[i];
-    if (!inplace_) continue;
+    // (A concat kept as parts writes nowhere: one nested in it is a root of its own.)
+    if (!in_place(i)) {
+      dest_[i].reset();
+      continue;
+    }
     // Written in place: a nested concat at its outer one's scale goes into the outer's joined
     // tensor (its root's); each input read by this concat alone that can write there does so.
     // The rule must not depend on the calibration data (a timing-only compile calibrates on
@@ -460,7 +468,7 @@ int Quantizer::joined(size_t root) {
 void Quantizer::concat() {
   const Layer& L = layer();
   const double s = concat_scale_[li_];
-  if (inplace_) {
+  if (in_place(li_)) {
     // Every input not written in place already is copied in: an identity MatmulOp from its tensor
     // to its channels of the joined tensor, requantized from its scale to the concat's.
     const Dest at = dest_[li_] ? *dest_[li_] : Dest{li_, 0};
@@ -773,7 +781,7 @@ double Quantizer::lstm_error(bool wide) const {
   FloatRun fr;
   fr.outputs.assign(run_.outputs.begin(), run_.outputs.begin() + std::ptrdiff_t(li_ + 1));
   fr.lstm_cell_max.assign(run_.lstm_cell_max.begin(), run_.lstm_cell_max.begin() + std::ptrdiff_t(li_ + 1));
-  const QGraph q = Quantizer(t, fr, inplace_).run();
+  const QGraph q = Quantizer(t, fr, inplace_, {as_parts_.begin(), as_parts_.end()}).run();
   GoldenOptions o;
   o.output_only = true;
   const QTensor& out = q.tensors[size_t(q.output)];
@@ -1419,6 +1427,8 @@ QGraph Quantizer::run() && {
   }
   plan_concats();
   g_.concat_inplace = inplace_;
+  for (size_t i = 0; inplace_ && i < m_.layers.size(); ++i)
+    if (m_.layers[i].type == LayerType::concat && !in_place(i)) g_.concats_as_parts.push_back(m_.layers[i].name);
   for (li_ = 0; li_ < m_.layers.size(); ++li_) {
     const Layer& L = layer();
     if (L.scale && (!(*L.scale > 0) || !std::isfinite(*L.scale))) fail(fmt::format("scale {} is not positive", *L.scale));
@@ -1477,8 +1487,9 @@ QGraph quantize(const Model& model, bool concat_inplace) {
   return quantize(model, run_float_detailed(model), concat_inplace);
 }
 
-QGraph quantize(const Model& model, const FloatRun& calibration, bool concat_inplace) {
-  return Quantizer(model, calibration, concat_inplace).run();
+QGraph quantize(const Model& model, const FloatRun& calibration, bool concat_inplace,
+                const std::vector<std::string>& as_parts) {
+  return Quantizer(model, calibration, concat_inplace, as_parts).run();
 }
 
 }  // namespace tpusim::compiler

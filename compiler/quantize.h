@@ -39,6 +39,10 @@ bool precision_needs_calibration(const Model& model);
 
 // The same, calibrated on a float run the caller already has (run_float_detailed(model)), so
 // that a pipeline which also reports the quantization error runs the float reference once.
-QGraph quantize(const Model& model, const FloatRun& calibration, bool concat_inplace = true);
+// `as_parts`: concat layers (by name) kept as lists of their parts although concats are written
+// in place (the compile's fallback where one's joined tensor would not fit the machine:
+// compile.h place_concats; QGraph::concats_as_parts).
+QGraph quantize(const Model& model, const FloatRun& calibration, bool concat_inplace = true,
+                const std::vector<std::string>& as_parts = {});
 
 }  // namespace tpusim::compiler
