@@ -74,7 +74,7 @@ struct LowerOptions {
   // host memory on the machine compiled for, which a tensor several layers write cannot be. The
   // compile fills it (compile.h place_concats), never the user; the program's
   // meta.mapping_warnings name them (docs/compiler.md "Concatenation").
-  std::vector<std::string> concats_as_parts;
+  std::vector<std::string> concats_as_parts = {};
   bool operator==(const LowerOptions&) const = default;
 };
 

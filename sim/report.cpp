@@ -114,7 +114,8 @@ constexpr ReportKey kKeys[] = {
      "switches\"); {} when none was given or the program was not compiled from a model"},
     {"mapping_warnings", "array",
      "one sentence per mapping choice given up for the whole program that the program records (its "
-     "`meta.mapping_warnings`; the compiler records none now), then one per layer that maps "
+     "`meta.mapping_warnings`: each concat the compiler kept as parts where, written in place, its joined tensor "
+     "would have been held in host memory, docs/compiler.md \"Concatenation\"), then one per layer that maps "
      "badly: it computes at least 1% of the model's array MACs and less than 10% of them are useful (narrow "
      "tensors, few input channels per tile; not a layer with identity copies, whose `copy_macs` say what they "
      "cost); empty when none"},

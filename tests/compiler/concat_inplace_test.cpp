@@ -411,4 +411,118 @@ TEST_CASE("the user's precision int8 sets a branch's output_bits = 16 aside: the
   for (const compiler::QTensor& t : c.graph.tensors) CHECK(t.bits == 8);
 }
 
+// small/inception.toml at batch 1 on a 64 x 64 array with 16 KiB of UB (256 rows of 64 bytes): one
+// sample does not fit, so the lowering holds tensors in host memory and runs their ops in bands of
+// rows; the group it holds takes every tensor of every op that touches one it holds (lower.cpp
+// hold_in_host), m1's joined tensor among them, which several layers write and so cannot be
+// streamed in bands. Without the switch the compile keeps m1 as parts and places again: m2's
+// joined tensor is then held the same way, and m2 is kept as parts too (compile.h place_concats).
+TEST_CASE("concats that would be held in host memory in place are kept as parts unless concat_inplace=on is given") {
+  sim::Arch arch = sim::arch_preset("tpu-v1");  // (as `--set array_rows=64 --set array_cols=64`)
+  arch.array_rows = arch.array_cols = 64;
+  arch.ub_bytes = 16384;
+  const std::string path = (kWorkloads / "small" / "inception.toml").string();
+  compiler::LoadOptions lo;
+  lo.batch = 1;
+  compiler::Compiled c = compiler::compile_file(path, arch, lo);
+  REQUIRE(c.graph.concat_inplace);
+  CHECK(c.graph.concats_as_parts == std::vector<std::string>{"m1", "m2"});
+  // (As parts, one identity matmul joins m2_pool's 52 channels of parts for m2_proj's padded 1 x 1.)
+  CHECK(identity_copies(c.graph) == 1);
+  CHECK_FALSE(c.program.meta.contains("mapper"));  // (no switch given)
+  const nlohmann::json& warnings = c.program.meta["mapping_warnings"];
+  REQUIRE(warnings.size() == 2);
+  CHECK(warnings[0] == "concat m1 kept as parts (mapper switch concat_inplace): written in place, its joined tensor "
+                       "would be held in host memory and streamed in bands, which a tensor several layers write "
+                       "cannot be");
+  CHECK(warnings[1].get<std::string>().starts_with("concat m2 kept as parts (mapper switch concat_inplace): "));
+  // Both concats as parts make the quantized graph the switch-off one: the program is
+  // --mapper concat_inplace=off's, instruction for instruction, with the same weight image.
+  compiler::LoadOptions off = lo;
+  off.mapper = inplace(false);
+  const compiler::Compiled o = compiler::compile_file(path, arch, off);
+  CHECK(c.program.code == o.program.code);
+  CHECK(c.program.weights == o.program.weights);
+  // Bit-exact against the golden reference on every engine, in 233,467 cycles: the switch-off
+  // program's, run in bands from host memory (with 24 MiB the model runs in place in 10,805
+  // cycles, and as parts in 14,002).
+  EngineRuns r = run_all(c.program, arch);
+  CHECK(r.fast.cycles == 233467);
+  for (const sim::RunResult* run : {&r.fast, &r.stepped})
+    for (const sim::HostBuffer& h : run->state->host)
+      if (h.name == "output") CHECK(compiler::check_output(c, h.bytes, arch).matches);
+  // The timing-only compile (a sweep's) places the concats alike.
+  compiler::LoadOptions timing = lo;
+  timing.timing_only = true;
+  const compiler::Compiled t = compiler::compile_file(path, arch, timing);
+  CHECK(t.graph.concats_as_parts == c.graph.concats_as_parts);
+  CHECK(sim::simulate(t.program, arch, {sim::Engine::timing, 0}).cycles == 233467);
+  // With 24 MiB nothing is kept as parts: the same description in place, as before.
+  sim::Arch large = arch;
+  large.ub_bytes = 24 << 20;
+  const compiler::Compiled in_place = compiler::compile_file(path, large, timing);
+  CHECK(in_place.graph.concats_as_parts.empty());
+  CHECK_FALSE(in_place.program.meta.contains("mapping_warnings"));
+  CHECK(sim::simulate(in_place.program, large, {sim::Engine::timing, 0}).cycles == 10805);
+  // Given on, the user asked for it in place: refused, naming the concat and both ways out.
+  compiler::LoadOptions on = lo;
+  on.mapper = inplace(true);
+  try {
+    compiler::compile_file(path, arch, on);
+    FAIL("compiled inception in place with 16 KiB of UB");
+  } catch (const compiler::ConcatInHost& e) {
+    CHECK(e.concat == "m1");
+    CHECK(std::string(e.what()) ==
+          path + ": model inception: concat m1 is written in place (mapper concat_inplace=on) and would be held in "
+                 "host memory and streamed in bands, which a tensor written by several layers cannot be; compile "
+                 "with --mapper concat_inplace=off, or without the switch (the compiler then keeps such a concat "
+                 "as parts)");
+  }
+}
+
+// A concat kept as parts by name (what the fallback asks of the quantizer) while another stays in
+// place: kFourBranches' concat and a second one over r's output and the input (nothing is held in
+// host memory here: the quantizer's per-concat choice itself, bit-exact on every engine).
+TEST_CASE("the quantizer keeps a named concat as parts and writes the others in place") {
+  const std::string text = std::string(kFourBranches) + R"(activation = "relu"
+[[layer]]
+name = "s"
+type = "conv2d"
+input = "input"
+filters = 6
+kernel = 1
+activation = "relu"
+[[layer]]
+name = "second"
+type = "concat"
+inputs = ["r", "s"]
+[[layer]]
+name = "t"
+type = "conv2d"
+filters = 8
+kernel = 3
+padding = "same"
+)";
+  const sim::Arch arch = square(16);
+  compiler::LoadOptions lo;
+  lo.mapper.concats_as_parts = {"joined"};
+  compiler::Compiled c = prepare_text(text, lo);
+  compiler::lower_for(c, arch, lo.mapper);
+  CHECK(c.graph.concats_as_parts == std::vector<std::string>{"joined"});
+  // joined as parts: a, b, c, d write tensors of their own (channel0 0, N 5), which r reads as four
+  // inputs; second in place: r (16 channels) and s (6) write its 22 channels at 0 and 16.
+  std::vector<std::pair<uint64_t, uint64_t>> writes;  // (channel0, N) of the ops writing a tensor in part
+  uint64_t four_inputs = 0;
+  for (const compiler::QOp& op : c.graph.ops)
+    if (const auto* m = std::get_if<compiler::MatmulOp>(&op)) {
+      if (m->output.channel0 || c.graph.tensors[m->output.tensor].shape.c != m->n)
+        writes.push_back({m->output.channel0, m->n});
+      four_inputs += m->inputs.size() == 4;
+    }
+  CHECK(writes == std::vector<std::pair<uint64_t, uint64_t>>{{0, 16}, {16, 6}});
+  CHECK(four_inputs == 1);
+  CHECK(c.program.meta["mapping_warnings"].size() == 1);
+  check_model(compiler::parse_model(text, "k.toml", "."), arch, true, lo.mapper);
+}
+
 }  // namespace tpusim::test
