@@ -284,30 +284,49 @@ std::optional<std::string> concat_to_keep_as_parts(const QGraph& g, const sim::A
   return std::nullopt;
 }
 
-void place_concats(Compiled& c, const sim::Arch& arch, LowerOptions& mapper) {
-  std::optional<std::string> concat = concat_to_keep_as_parts(c.graph, arch, mapper);
-  if (!concat) return;
+namespace {
+
+// The concats to keep as parts on `arch`, `first` the first of them (concat_to_keep_as_parts),
+// each try on a graph quantized from `calibration` without the seeded weights' values
+// (MatmulOp::no_values, as a timing-only compile quantizes: the same graph but for the weights'
+// bytes), so that no try quantizes the weights (CNN1 at 1 MiB, its 10 concats one by one: 19.0 s
+// for the compile when every try quantized its 100M weights, 7.5 s this way).
+std::vector<std::string> search_concats(Model& model, const FloatRun& calibration, const sim::Arch& arch,
+                                        LowerOptions mapper, std::string first) {
+  SeededWeightsAside aside(model);
+  std::vector<std::string>& parts = mapper.concats_as_parts;
+  for (std::optional<std::string> concat = std::move(first); concat;) {
+    if (std::find(parts.begin(), parts.end(), *concat) != parts.end())
+      throw std::logic_error(fmt::format("place_concats: concat {} kept as parts is in place again", *concat));
+    parts.push_back(*concat);
+    concat = concat_to_keep_as_parts(quantize(model, calibration, concat_inplace(mapper), parts), arch, mapper);
+  }
+  return parts;
+}
+
+void check_kept(const Compiled& c) {
   if (c.float_parameters_released)
     throw std::logic_error("place_concats: the compile released the float parameters before placing its concats");
+}
+
+}  // namespace
+
+void place_concats(Compiled& c, const sim::Arch& arch, LowerOptions& mapper) {
+  const std::optional<std::string> concat = concat_to_keep_as_parts(c.graph, arch, mapper);
+  if (!concat) return;
+  check_kept(c);
   const auto t0 = std::chrono::steady_clock::now();
   const FloatRun calibration = calibrate(c.model, c.timing_only);  // (prepare_model's is gone: once more)
-  {
-    // The search quantizes without the seeded weights' values (MatmulOp::no_values, as a
-    // timing-only compile does: the same graph but for the weights' bytes), then the model is
-    // quantized once with the concats it found (CNN1 at 1 MiB, its 10 concats one by one: 19.0 s
-    // for the compile with every try quantizing 100M weights, about 7 s this way).
-    SeededWeightsAside aside(c.model);
-    for (;;) {
-      std::vector<std::string>& parts = mapper.concats_as_parts;
-      if (std::find(parts.begin(), parts.end(), *concat) != parts.end())
-        throw std::logic_error(fmt::format("place_concats: concat {} kept as parts is in place again", *concat));
-      parts.push_back(*concat);
-      concat = concat_to_keep_as_parts(quantize(c.model, calibration, concat_inplace(mapper), parts), arch, mapper);
-      if (!concat) break;
-    }
-  }
+  mapper.concats_as_parts = search_concats(c.model, calibration, arch, mapper, *concat);
   quantize_into(c, calibration, mapper);
   c.quantize_seconds += since(t0);
+}
+
+std::vector<std::string> concats_kept_as_parts(Compiled& c, const sim::Arch& arch, const LowerOptions& mapper,
+                                               const ConcatInHost& refused) {
+  if (mapper.concat_inplace) throw refused;
+  check_kept(c);
+  return search_concats(c.model, calibrate(c.model, c.timing_only), arch, mapper, refused.concat);
 }
 
 void compile_file_into(Compiled& c, const std::filesystem::path& path, const sim::Arch& arch,

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "compiler/graph.h"
+#include "compiler/lower.h"
 #include "compiler/lower_options.h"
 #include "compiler/model.h"
 #include "compiler/npy.h"
@@ -85,10 +86,15 @@ void place_concats(Compiled& c, const sim::Arch& arch, LowerOptions& mapper);
 // The concat the lowering of `g` for `arch` would hold in host memory, written in place (its
 // root's layer name), where the fallback applies (concat_inplace not given and g has a concat
 // written in place); nullopt otherwise, or where the lowering fails first for another reason
-// (lower_for then reports it). For a caller that keeps prepared models per mapper (a sweep
-// worker): the model prepared again with the concat in LowerOptions::concats_as_parts is the one
-// to lower.
+// (lower_for then reports it).
 std::optional<std::string> concat_to_keep_as_parts(const QGraph& g, const sim::Arch& arch, const LowerOptions& mapper);
+// For a caller that keeps prepared models and lowers them for many machines (a sweep worker),
+// without place_concats' check before each lowering: once lower_for has refused `c` (prepared
+// with `mapper`) for `arch` with `refused`, the concats place_concats would keep as parts
+// (mapper.concats_as_parts and more), leaving c as it was; `refused` rethrown where the mapper's
+// concat_inplace was given. The model prepared with them is the one to lower.
+std::vector<std::string> concats_kept_as_parts(Compiled& c, const sim::Arch& arch, const LowerOptions& mapper,
+                                               const ConcatInHost& refused);
 // `before_program`: LowerMemory::before_program (compile_file_into's memory check of the weight
 // image as laid out); its InputError passes through as thrown.
 void lower_for(Compiled& c, const sim::Arch& arch, const LowerOptions& options = {},

@@ -90,8 +90,9 @@ ojson run_request(const json& req) {
     // scheduler keys it: model_key.)
     o.mapper = compiler::mapper_from_json(req.value("mapper", json::object()), "point");
     // A concat written in place whose joined tensor this machine would hold in host memory is kept
-    // as parts (compiler::place_concats): the model prepared so is kept under a key of its own,
-    // beside the one other machines lower.
+    // as parts (compiler::place_concats, found once the lowering refuses it: a point that lowers
+    // pays nothing for it): the model prepared so is kept under a key of its own, beside the one
+    // other machines lower.
     for (;;) {
       std::string key =
           model_key(path, o.batch, compiler::concat_inplace(o.mapper)) + (o.timing_only ? "\ntiming" : "");
@@ -102,14 +103,13 @@ ojson run_request(const json& req) {
         it = cache.emplace(key, compiler::prepare_file(path, o)).first;
       }
       compiled = &it->second;
-      const std::optional<std::string> concat = compiler::concat_to_keep_as_parts(compiled->graph, arch, o.mapper);
-      if (!concat) break;
-      std::vector<std::string>& parts = o.mapper.concats_as_parts;
-      if (std::find(parts.begin(), parts.end(), *concat) != parts.end())
-        throw std::logic_error("sweep worker: concat " + *concat + " kept as parts is in place again");
-      parts.push_back(*concat);
+      try {
+        compiler::lower_for(*compiled, arch, o.mapper);
+        break;
+      } catch (const compiler::ConcatInHost& e) {
+        o.mapper.concats_as_parts = compiler::concats_kept_as_parts(*compiled, arch, o.mapper, e);
+      }
     }
-    compiler::lower_for(*compiled, arch, o.mapper);
   } else {
     loaded = path.ends_with(".s") ? isa::assemble_file(path) : isa::load_program(path);
   }
