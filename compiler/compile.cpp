@@ -275,13 +275,10 @@ std::optional<std::string> concat_to_keep_as_parts(const QGraph& g, const sim::A
   });
   if (mapper.concat_inplace || !g.concat_inplace || !joined) return std::nullopt;
   try {
-    pieces(g, arch, mapper);
-  } catch (const ConcatInHost& e) {
-    return e.concat;
+    return concat_in_host(g, arch, mapper);
   } catch (const InputError&) {
-    // (lower_for meets it again and reports it, naming the model's source)
+    return std::nullopt;  // (lower_for meets it again and reports it, naming the model's source)
   }
-  return std::nullopt;
 }
 
 namespace {

@@ -75,7 +75,7 @@ bool timing_needs_data(const Model& model);
 QGraph uncalibrated_graph(Model model, const LowerOptions& mapper = {});
 // Concats written in place fall back to parts where in place cannot be mapped (docs/compiler.md
 // "Concatenation"): while the lowering of c.graph for `arch` would hold a concat's joined tensor in
-// host memory (lower.h ConcatInHost, found by lower.h pieces(): the lowering's own search, its fit
+// host memory (lower.h ConcatInHost, found by lower.h concat_in_host(): the lowering's own search, its fit
 // checks alone) and the mapper's concat_inplace is not given, that concat is added to
 // `mapper.concats_as_parts` and c is prepared again from c.model (prepare_model: the quantizer
 // keeps it as parts; a full compile calibrates again). Nothing changes where every concat fits in

@@ -2872,6 +2872,19 @@ std::optional<Packing> packing_for(const QGraph& g, const MatmulOp& m, const sim
   return pk;
 }
 
+std::optional<std::string> concat_in_host(const QGraph& graph, const sim::Arch& arch, const LowerOptions& given) {
+  BuiltTiles built(arch);
+  LowerOptions options = given;
+  std::vector<bool> in_host(graph.tensors.size(), false);
+  try {
+    search_pieces(graph, arch, given, in_host,
+                  [&](uint64_t piece) { check_single_loop(graph, arch, built, piece, options, in_host); });
+  } catch (const ConcatInHost& e) {
+    return e.concat;
+  }
+  return std::nullopt;
+}
+
 uint64_t pieces(const QGraph& graph, const sim::Arch& arch, const LowerOptions& given) {
   BuiltTiles built(arch);
   LowerOptions options = given;

@@ -78,4 +78,10 @@ std::optional<Packing> packing_for(const QGraph& g, const MatmulOp& m, const sim
 // lower() does (one sample does not fit even with tensors in host memory, a malformed graph).
 uint64_t pieces(const QGraph& graph, const sim::Arch& arch, const LowerOptions& options = {});
 
+// The concat lower() refuses as ConcatInHost on `arch`, found by lower()'s own search for the
+// batch's pieces with its fit checks alone (the only part of lower() that holds tensors in host
+// memory), or nullopt: for the compile's fallback (compile.h place_concats). Throws the other
+// InputErrors that search throws.
+std::optional<std::string> concat_in_host(const QGraph& graph, const sim::Arch& arch, const LowerOptions& options = {});
+
 }  // namespace tpusim::compiler
