@@ -287,7 +287,8 @@ namespace {
 // each try on a graph quantized from `calibration` without the seeded weights' values
 // (MatmulOp::no_values, as a timing-only compile quantizes: the same graph but for the weights'
 // bytes), so that no try quantizes the weights (CNN1 at 1 MiB, its 10 concats one by one: 19.0 s
-// for the compile when every try quantized its 100M weights, 7.5 s this way).
+// for the compile when every try quantized its 100M weights; its quantize phase 3.2 s this way,
+// docs/compiler.md).
 std::vector<std::string> search_concats(Model& model, const FloatRun& calibration, const sim::Arch& arch,
                                         LowerOptions mapper, std::string first) {
   SeededWeightsAside aside(model);
@@ -312,6 +313,7 @@ void place_concats(Compiled& c, const sim::Arch& arch, LowerOptions& mapper) {
   const std::optional<std::string> concat = concat_to_keep_as_parts(c.graph, arch, mapper);
   if (!concat) return;
   check_kept(c);
+  c.graph = QGraph{};  // (the in-place graph and its weights: not held while the next is built)
   const auto t0 = std::chrono::steady_clock::now();
   const FloatRun calibration = calibrate(c.model, c.timing_only);  // (prepare_model's is gone: once more)
   mapper.concats_as_parts = search_concats(c.model, calibration, arch, mapper, *concat);

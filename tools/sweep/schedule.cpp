@@ -88,7 +88,10 @@ PointCost estimate(const ModelShape& s, const Point& p, bool full_compile) {
     try {
       n = compiler::pieces(s.graph, p.arch, p.mapper);
     } catch (const std::exception&) {
-      lowers = false;  // the point fails in the worker, which reports why
+      // The point fails in the worker, which reports why; or (compiler::ConcatInHost) its worker
+      // keeps a concat as parts and runs it in bands, costed here as a failure all the same: such a
+      // point, often among the slowest, is then scheduled last (a known gap, docs/sweeps.md).
+      lowers = false;
     }
   }
   if (!lowers) {
