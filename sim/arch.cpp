@@ -490,16 +490,18 @@ std::string program_driver_mismatch(const isa::Program& program, const Arch& arc
   if (!program.meta.contains("compiler")) return {};
   const std::optional<Arch> declared = declared_arch(program.arch);
   if (!declared) return {};
-  for (const auto& [name, member] : {std::pair{"driver_piece_schedule", &Arch::driver_piece_schedule},
-                                     std::pair{"driver_host_loop", &Arch::driver_host_loop},
-                                     std::pair{"driver_partial_tiles", &Arch::driver_partial_tiles}})
-    if ((*declared).*member != arch.*member)
-      return fmt::format(
-          "the program was compiled with {} = {} (architecture '{}'), this machine's is {}: that parameter is "
-          "the host software's choice when it compiles a model, so it changes nothing on a compiled program. "
-          "Compile the model again for this machine (`tpusim run MODEL.toml` with the same --arch/--set), or run "
-          "the program with {} = {}",
-          name, (*declared).*member, isa::printable(declared->name), arch.*member, name, (*declared).*member);
+  // The host software's choices are the table's driver_* parameters (all whole numbers).
+  for (size_t i = 0; i < kCount; ++i) {
+    const std::string_view name = kParams[i].name;
+    const auto member = kSlots[i].integer;
+    if (!name.starts_with("driver_") || !member || (*declared).*member == arch.*member) continue;
+    return fmt::format(
+        "the program was compiled with {} = {} (architecture '{}'), this machine's is {}: that parameter is "
+        "the host software's choice when it compiles a model, so it changes nothing on a compiled program. "
+        "Compile the model again for this machine (`tpusim run MODEL.toml` with the same --arch/--set), or run "
+        "the program with {} = {}",
+        name, (*declared).*member, isa::printable(declared->name), arch.*member, name, (*declared).*member);
+  }
   return {};
 }
 
