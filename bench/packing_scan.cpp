@@ -102,13 +102,12 @@ extern "C" int sc_main(int argc, char** argv) {
           const uint64_t chosen_p = packed_p(chosen, layer);
           uint64_t best_p = chosen_p, best = chosen_cycles;
           for (const uint64_t p : ps) {
-            if (p == chosen_p) continue;
             o.pack_pixels = {{layer, p}};
-            const uint64_t cy = cycles_of(c, a, o);
+            const uint64_t cy = p == chosen_p ? chosen_cycles : cycles_of(c, a, o);
             if (fmt::format("{} {}x{} {} {}", model.stem().string(), rows, cols, gbps, layer) == detail)
-              std::printf("  P=%llu: estimate %.0f, %llu cycles\n", (unsigned long long)p,
+              std::printf("  P=%llu: estimate %.0f, %llu cycles%s\n", (unsigned long long)p,
                           p ? compiler::packing_for(c.graph, *m, a, o, c.graph.batch)->cycles : 0.0,
-                          (unsigned long long)cy);
+                          (unsigned long long)cy, p == chosen_p ? " (chosen)" : "");
             if (cy < best) best = cy, best_p = p;
           }
           const double loss = double(chosen_cycles) / double(best) - 1;

@@ -2830,9 +2830,12 @@ bool may_pack(const QGraph& g, const MatmulOp& m, const sim::Arch& arch, const L
   return !m.wide_weights() && g.tensors.at(m.inputs[0].tensor).bits != 16;
 }
 
-std::optional<Packing> packing_for(const QGraph& g, const MatmulOp& m, const sim::Arch& arch,
-                                   const LowerOptions& options, uint64_t piece) {
-  if (!may_pack(g, m, arch, options)) return std::nullopt;
+namespace {
+
+// Convolution m's shape as packing.h weighs it for a piece of `piece` samples, the work before
+// it not yet counted (ConvShape::ahead infinite).
+ConvShape conv_shape(const QGraph& g, const MatmulOp& m, const sim::Arch& arch, const LowerOptions& options,
+                     uint64_t piece) {
   const Shape& is = g.tensors[m.inputs[0].tensor].shape;
   const Shape& os = g.tensors.at(m.output.tensor).shape;
   ConvShape cv{is.c, m.n, m.kernel_h, m.kernel_w, m.stride, os.h, os.w, piece};
@@ -2852,24 +2855,70 @@ std::optional<Packing> packing_for(const QGraph& g, const MatmulOp& m, const sim
   }
   cv.positions = std::max<uint64_t>(1, m.taps_in_rows(0, m.kernel_h));
   cv.partial_tiles = *resolve(options, arch).partial_tiles;
-  const uint64_t budget = acc_budget(os.h * os.w * piece, arch);
-  std::optional<Packing> pk = choose_packing(cv, arch, budget);
-  if (!options.pack_pixels.empty())  // (a P forced by layer name: bench/packing_scan.cpp)
-    for (size_t i = 0; i < g.ops.size(); ++i)
-      if (std::get_if<MatmulOp>(&g.ops[i]) == &m)
-        if (const auto it = options.pack_pixels.find(g.op_layer.at(i)); it != options.pack_pixels.end()) {
-          pk.reset();
-          for (const PackingOption& o : packing_options(cv, arch, budget))
-            if (o.packing && o.packing->p == it->second) pk = o.packing;
-        }
-  // Into a concat's joined tensor (one its writers write part of: the op's own output view says
-  // so, as its writers cover its channels once each), several pixels per vector scatter each
-  // pixel's N channels to one slice from the branch's first channel: not for a branch that
-  // straddles a slice boundary.
+  return cv;
+}
+
+// The option lowering takes for packable convolution op i (may_pack) after `ahead` cycles of
+// other work (ConvShape::ahead): the estimate's choice, or the P that options.pack_pixels forces
+// (bench/packing_scan.cpp: none where the layer cannot take it), or no packing where several
+// pixels per vector would scatter a concat branch's channels across a slice boundary: into a
+// concat's joined tensor (one its writers write part of: the op's own output view says so, as its
+// writers cover its channels once each), several pixels per vector scatter each pixel's N channels
+// to one slice from the branch's first channel, not for a branch that straddles a slice boundary.
+PackingOption option_for(const QGraph& g, size_t i, const sim::Arch& arch, const LowerOptions& options,
+                         uint64_t piece, double ahead) {
+  const MatmulOp& m = std::get<MatmulOp>(g.ops[i]);
+  ConvShape cv = conv_shape(g, m, arch, options, piece);
+  cv.ahead = ahead;
+  cv.runs = std::isinf(ahead) ? 1 : div_up(g.batch, std::max<uint64_t>(piece, 1));
+  const Shape& os = g.tensors.at(m.output.tensor).shape;
+  const std::vector<PackingOption> all = packing_options(cv, arch, acc_budget(os.h * os.w * piece, arch));
+  PackingOption o = chosen_option(all);
+  if (const auto it = options.pack_pixels.find(g.op_layer.at(i)); it != options.pack_pixels.end()) {
+    o = all.front();
+    for (const PackingOption& e : all)
+      if (e.packing && e.packing->p == it->second) o = e;
+  }
   const bool joined = m.output.channel0 || os.c != m.n;
-  const uint64_t lanes = slice_width(arch);
-  if (pk && pk->p > 1 && joined && m.output.channel0 % lanes + m.n > lanes) return std::nullopt;
-  return pk;
+  if (o.packing && o.packing->p > 1 && joined && m.output.channel0 % slice_width(arch) + m.n > slice_width(arch))
+    o = all.front();
+  return o;
+}
+
+// What the work before op i hides of its first weight_fifo_tiles weight fetches (ConvShape::ahead):
+// the cycles of it the weight memory is free in. Walking back over the ops before it: pools and
+// vector ops count 0 (their time is not estimated here: a lower bound); a convolution that may be
+// packed counts its estimate's cycles after its own last fetch (PackingOption::fetched), itself
+// estimated as after a long layer unless nothing but pools and vector ops precede it (one level:
+// a chain of layers all bound by the weight memory is not followed further); any other matmul (a
+// dense layer, a 1 x 1 convolution, a 16-bit one) has no estimate here, and is taken as long
+// enough to hide them all (infinity: the estimate as it was). With no matmul before it (the
+// model's first layer), only the load of its input hides them: at least one DMA's
+// host_latency_cycles and its bytes at host_gbps (more DMAs, padded rows, tables take longer). A
+// packed convolution waits for the whole load (input streaming cuts image rows only for an
+// unpacked one, docs/compiler.md "Input streaming"); an unpacked one may start on its first part,
+// with less hidden than counted, but its tiles, C rows a kernel position, are small.
+double ahead_of(const QGraph& g, size_t i, const sim::Arch& arch, const LowerOptions& options, uint64_t piece,
+                bool follow = true) {
+  for (size_t j = i; j-- > 0;) {
+    const auto* prev = std::get_if<MatmulOp>(&g.ops[j]);
+    if (!prev) continue;
+    if (!follow || !may_pack(g, *prev, arch, options)) return std::numeric_limits<double>::infinity();
+    const PackingOption o = option_for(g, j, arch, options, piece, ahead_of(g, j, arch, options, piece, false));
+    return std::max(0.0, o.cycles - std::max(0.0, o.fetched));
+  }
+  const Shape& is = g.tensors[std::get<MatmulOp>(g.ops[i]).inputs[0].tensor].shape;
+  return double(arch.host_latency_cycles + sim::transfer_cycles(is.elements() * piece, arch.host_gbps, arch.clock_mhz));
+}
+
+}  // namespace
+
+std::optional<Packing> packing_for(const QGraph& g, const MatmulOp& m, const sim::Arch& arch,
+                                   const LowerOptions& options, uint64_t piece) {
+  if (!may_pack(g, m, arch, options)) return std::nullopt;
+  size_t i = 0;
+  while (std::get_if<MatmulOp>(&g.ops.at(i)) != &m) ++i;
+  return option_for(g, i, arch, options, piece, ahead_of(g, i, arch, options, piece)).packing;
 }
 
 std::optional<std::string> concat_in_host(const QGraph& graph, const sim::Arch& arch, const LowerOptions& given) {

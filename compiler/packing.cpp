@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 #include <limits>
 
 namespace tpusim::compiler {
@@ -12,32 +13,46 @@ namespace {
 uint64_t div_up(uint64_t a, uint64_t b) { return (a + b - 1) / b; }
 
 // The matrix unit's time through a layer's weight tiles, switched in one after the other in the
-// order lowered, as the weight FIFO feeds it (docs/timing.md, "Weight path" and "Matrix unit"):
+// order lowered, as the weight FIFO feeds it (docs/timing.md, "Weight path" and "Matrix unit"), on
+// an axis whose 0 is the layer's start (where the work before it ends):
 // - tile i's fetch crosses the weight memory after the one before it, taking its stored box's
-//   bytes at weight_mem_gbps, and may begin only when a FIFO slot is free: the compiler's read for
-//   it runs weight_fifo_tiles switches ahead (docs/compiler.md "Weight prefetch"), so it waits for
-//   tile i - weight_fifo_tiles to have shifted into the array. The layer's first weight_fifo_tiles
-//   tiles are fetched during the layer before;
-// - tile i shifts in (array_rows cycles) once it has arrived (weight_mem_latency_cycles after its
-//   fetch) and array_cols - 1 cycles after the previous switch, and is switched in after that
-//   shift and after the previous tile has streamed its vectors: so a switch follows the one before
-//   it by at least array_rows + array_cols - 1 cycles, whatever that one streams.
-// The layer's first tile shifts behind the layer before it (its matmuls, activates and pools);
-// its last streams alone.
+//   bytes at weight_mem_gbps (xfer_i cycles), and may begin only when a FIFO slot is free: the
+//   compiler's read for it runs weight_fifo_tiles (F) switches ahead (docs/compiler.md "Weight
+//   prefetch"), so for i >= F it waits for tile i - F to have shifted into the array. The first F
+//   fetches are issued during the work before the layer and cross from `ahead` cycles before its
+//   start (ConvShape::ahead: the cycles of that work the weight memory is free in; the slots the
+//   layer before still holds are not counted): fetch i < F ends at -ahead + xfer_0 + .. + xfer_i.
+//   With `ahead` infinite (a long layer before), they are all over by the start, as before;
+// - a tile arrives weight_mem_latency_cycles after its fetch ends, and shifts in (array_rows
+//   cycles) once it has arrived and array_cols - 1 cycles after the previous switch, and is
+//   switched in after that shift and after the previous tile has streamed its vectors: so a
+//   switch follows the one before it by at least array_rows + array_cols - 1 cycles, whatever
+//   that one streams. The layer's first tile shifts once it has arrived, at the earliest
+//   array_rows cycles before the start (behind the layer before), and is switched in at
+//   max(0, -ahead + xfer_0 + weight_mem_latency_cycles + array_rows): with nothing before it
+//   (ahead 0) its whole fetch, latency and shift are exposed;
+// its last streams alone. (A model's first layer: resblock's stem on 256 x 256 at 8.5 GB/s, batch
+// 8, P = 8 packs 3 tiles of 160 x 128 = 20,480 bytes, ceil(20,480 x 700 / 8,500) = 1,687 cycles a
+// fetch, which the estimate took as fetched for free, P = 1 one of 144 x 16 = 2,304 bytes, 190;
+// tests/compiler/lower_test.cpp works it out.)
 class TilePipeline {
  public:
-  explicit TilePipeline(const sim::Arch& a) : a_(a) {}
+  TilePipeline(const sim::Arch& a, double ahead) : a_(a), ahead_(ahead) {}
   // A tile of `bytes` stored bytes whose matmuls stream `stream` cycles.
   void add(uint64_t bytes, double stream) {
     const double rows = double(a_.array_rows), cols = double(a_.array_cols);
-    double shift = -rows;  // (the first: during the layer before)
-    if (!shifts_.empty()) {
-      double arrived = -std::numeric_limits<double>::infinity();
-      if (shifts_.size() >= a_.weight_fifo_tiles) {
-        const double slot = shifts_[shifts_.size() - a_.weight_fifo_tiles] + rows;
-        fetched_ = std::max(fetched_, slot) + double(sim::transfer_cycles(bytes, a_.weight_mem_gbps, a_.clock_mhz));
-        arrived = fetched_ + double(a_.weight_mem_latency_cycles);
-      }
+    const double xfer = double(sim::transfer_cycles(bytes, a_.weight_mem_gbps, a_.clock_mhz));
+    if (shifts_.size() < a_.weight_fifo_tiles) {  // (-infinity while ahead is infinite)
+      fetched_ = (shifts_.empty() ? -ahead_ : fetched_) + xfer;
+    } else {
+      const double slot = shifts_[shifts_.size() - a_.weight_fifo_tiles] + rows;
+      fetched_ = std::max(fetched_, slot) + xfer;
+    }
+    const double arrived = fetched_ + double(a_.weight_mem_latency_cycles);
+    double shift = std::max(arrived, -rows);  // (the first: behind the layer before, once arrived)
+    if (shifts_.empty()) {
+      switched_ = shift + rows;
+    } else {
       shift = std::max(arrived, switched_ + cols - 1);
       switched_ = std::max(switched_ + stream_, shift + rows);
     }
@@ -45,23 +60,44 @@ class TilePipeline {
     stream_ = stream;
   }
   double cycles() const { return switched_ + stream_; }
+  double fetched() const { return fetched_; }
 
  private:
   const sim::Arch& a_;
+  double ahead_;
   std::vector<double> shifts_;  // each tile's shift start
   double fetched_ = -std::numeric_limits<double>::infinity();  // the last fetch's end
   double switched_ = 0, stream_ = 0;  // the last switch, and what its tile streams
 };
 
+// The matrix unit's time through `tiles` (each tile's stored bytes and the cycles it streams) for
+// a layer run cv.runs times: the first run after cv.ahead cycles of other work, the later ones
+// after the run before (TilePipeline with ahead infinite); the estimate is their mean. `fetched`:
+// the first run's last fetch's end.
+struct Matrix {
+  double cycles = 0, fetched = 0;
+};
+Matrix matrix_time(const ConvShape& cv, const sim::Arch& a, const std::vector<std::pair<uint64_t, double>>& tiles) {
+  const auto run = [&](double ahead) {
+    TilePipeline p(a, ahead);
+    for (const auto& [bytes, stream] : tiles) p.add(bytes, stream);
+    return p;
+  };
+  const TilePipeline first = run(cv.ahead);
+  if (cv.runs <= 1 || std::isinf(cv.ahead)) return {first.cycles(), first.fetched()};
+  const double rest = run(std::numeric_limits<double>::infinity()).cycles();
+  return {(first.cycles() + double(cv.runs - 1) * rest) / double(cv.runs), first.fetched()};
+}
+
 // A layer's estimate: the matrix unit's (TilePipeline), plus the activation unit (its rows and
 // one pipeline fill per activate).
-PackingOption estimate(const ConvShape& cv, const sim::Arch& a, std::optional<Packing> pk, const TilePipeline& matrix,
+PackingOption estimate(const ConvShape& cv, const sim::Arch& a, std::optional<Packing> pk, const Matrix& matrix,
                        uint64_t passes, uint64_t activates) {
   const double act = double(cv.oh * cv.ow * cv.batch * div_up(cv.n, a.activation_lanes)) +
                      double(activates * a.activation_latency_cycles);
-  const double cycles = matrix.cycles() + act;
+  const double cycles = matrix.cycles + act;
   if (pk) pk->cycles = cycles;
-  return {pk, cycles, passes};
+  return {pk, cycles, passes, matrix.fetched};
 }
 
 }  // namespace
@@ -77,12 +113,12 @@ std::vector<PackingOption> packing_options(const ConvShape& cv, const sim::Arch&
   // one vector per pixel.
   const uint64_t plain_chunks = cv.c == 0 || budget < B ? 0 : div_up(pixels * B, budget);
   const uint64_t positions = cv.positions ? cv.positions : cv.kh * cv.kw;
-  TilePipeline plain_matrix(a);
+  std::vector<std::pair<uint64_t, double>> switches;  // (a TilePipeline's: stored bytes, stream cycles)
   for (uint64_t n = 0; n < ntiles; ++n)
     for (uint64_t c = 0; c < plain_chunks; ++c)
       for (uint64_t t = 0; t < positions; ++t)
-        plain_matrix.add(box(cv.c, n_cols(n)), double(std::min(budget, pixels * B - c * budget)));
-  out.push_back(estimate(cv, a, std::nullopt, plain_matrix, pixels * B * positions * ntiles,
+        switches.push_back({box(cv.c, n_cols(n)), double(std::min(budget, pixels * B - c * budget))});
+  out.push_back(estimate(cv, a, std::nullopt, matrix_time(cv, a, switches), pixels * B * positions * ntiles,
                          plain_chunks * ntiles + cv.oh));
   if (cv.kw * cv.c > R || cv.c == 0 || budget < B) return out;
   for (uint64_t p = 1; p <= cv.ow; ++p) {
@@ -104,7 +140,7 @@ std::vector<PackingOption> packing_options(const ConvShape& cv, const sim::Arch&
       return double(B * (fulls * div_up(u * kh, a.gather_rows_per_cycle) +
                          (with_tail ? div_up(u_tail * kh, a.gather_rows_per_cycle) : 0)));
     };
-    TilePipeline matrix(a);
+    switches.clear();
     for (uint64_t n = 0; n < n_tiles; ++n)
       for (uint64_t y0 = 0; y0 < cv.oh; y0 += std::max<uint64_t>(rows_per_chunk, 1))
         for (uint64_t g0 = 0, per = rows_per_chunk ? g : budget / B; g0 < g; g0 += per) {
@@ -112,26 +148,30 @@ std::vector<PackingOption> packing_options(const ConvShape& cv, const sim::Arch&
           const uint64_t chunk_rows = rows_per_chunk ? std::min(rows_per_chunk, cv.oh - y0) : 1;
           for (uint64_t r0 = 0; r0 < cv.kh; r0 += rows) {
             const uint64_t kh = std::min(rows, cv.kh - r0);
-            matrix.add(box(u * kh * cv.c, p > 1 ? p * cv.n : n_cols(n)),
-                       double(chunk_rows) * stream(kh, fulls, tail && g1 == g));
+            switches.push_back({box(u * kh * cv.c, p > 1 ? p * cv.n : n_cols(n)),
+                                double(chunk_rows) * stream(kh, fulls, tail && g1 == g)});
           }
         }
     const uint64_t tiles = div_up(cv.kh, rows) * n_tiles;
-    out.push_back(estimate(cv, a, Packing{p, u, rows, cv.first_row, cv.row_step, cv.kh, tail, 0}, matrix,
-                           cv.oh * g * B * tiles, p > 1 ? cv.oh * g : chunks * n_tiles + cv.oh));
+    out.push_back(estimate(cv, a, Packing{p, u, rows, cv.first_row, cv.row_step, cv.kh, tail, 0},
+                           matrix_time(cv, a, switches), cv.oh * g * B * tiles,
+                           p > 1 ? cv.oh * g : chunks * n_tiles + cv.oh));
   }
   return out;
 }
 
-std::optional<Packing> choose_packing(const ConvShape& cv, const sim::Arch& a, uint64_t budget) {
-  const std::vector<PackingOption> options = packing_options(cv, a, budget);
+const PackingOption& chosen_option(const std::vector<PackingOption>& options) {
   const PackingOption* best = &options.front();
   for (const PackingOption& e : options) {
     // Within 1% of the best estimate (rougher than that), fewer array passes win.
     const bool close = e.cycles <= best->cycles * 1.01 && best->cycles <= e.cycles * 1.01;
     if (close ? e.passes < best->passes : e.cycles < best->cycles) best = &e;
   }
-  return best->packing;
+  return *best;
+}
+
+std::optional<Packing> choose_packing(const ConvShape& cv, const sim::Arch& a, uint64_t budget) {
+  return chosen_option(packing_options(cv, a, budget)).packing;
 }
 
 std::string describe(const Packing& pk) {

@@ -20,13 +20,15 @@
 // The choice per layer: the cheapest of no packing and every P up to the output width (P*N within
 // array_cols, U*C within array_rows) by estimated cycles (the matrix unit through the layer's
 // weight tiles as the weight FIFO feeds it: each tile's fetch of its stored box, up to
-// weight_fifo_tiles fetches ahead of the array, a vector every ceil(U*kh / gather_rows_per_cycle)
+// weight_fifo_tiles fetches ahead of the array, the first of them behind only what the work before
+// the layer hides (ConvShape::ahead), a vector every ceil(U*kh / gather_rows_per_cycle)
 // cycles, each tile switch at least array_rows + array_cols - 1 cycles after the one before it,
 // its shift into the array; plus the activation unit), estimates within 1% of each other to the
 // fewest array passes.
 #pragma once
 
 #include <cstdint>
+#include <limits>
 #include <optional>
 #include <string>
 #include <vector>
@@ -45,6 +47,14 @@ struct ConvShape {
   // Partial tiles stored and fetched as their box (the `partial` mapper switch, docs/compiler.md
   // "Partial tiles"): a tile's fetch moves its used rows x columns; false: every tile whole.
   bool partial_tiles = true;
+  // What the work before the layer hides of its first weight_fifo_tiles fetches (TilePipeline in
+  // packing.cpp): the cycles before the layer's first tile may switch in during which the weight
+  // memory is free to fetch them. Infinity: all of them (a layer after a long one: the estimate as
+  // it was); 0: none. `runs`: times the layer runs (the batch's pieces); only the first run has
+  // just `ahead` before it, each later one the previous run's layers, taken as long enough, so the
+  // estimate counts 1 / runs of the first run's exposed fetches.
+  double ahead = std::numeric_limits<double>::infinity();
+  uint64_t runs = 1;
 };
 
 struct Packing {
@@ -61,12 +71,19 @@ struct PackingOption {
   std::optional<Packing> packing;
   double cycles = 0;    // the estimate
   uint64_t passes = 0;  // vectors x weight tiles (array passes), the tie-break
+  // When the weight memory is free again on the estimate's axis (the layer's work spans 0 ..
+  // cycles, of its first run): its last fetch's end; -infinity where every fetch was ahead.
+  double fetched = -std::numeric_limits<double>::infinity();
 };
 
 // Every way choose_packing weighs, in its order: no packing first, then P = 1, 2, ... as far as
 // the array allows (none but no packing when a kernel row's kw x C channels are wider than
 // array_rows). `budget`: accumulator rows one pass may use.
 std::vector<PackingOption> packing_options(const ConvShape& conv, const sim::Arch& arch, uint64_t budget);
+
+// The option choose_packing takes of `options` (packing_options', not empty): the smallest
+// estimate, estimates within 1% of each other to the fewest array passes.
+const PackingOption& chosen_option(const std::vector<PackingOption>& options);
 
 // The packing for a convolution on `arch`, or nullopt when packing does not pay (or cannot
 // apply). `budget`: accumulator rows one pass may use.

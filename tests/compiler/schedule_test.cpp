@@ -220,10 +220,13 @@ TEST_CASE("random models at batches that do not fit run by piece schedules, bit-
       CHECK(p.meta["weight_fetches"] < loop.meta["weight_fetches"]);
     }
   }
-  // With this seed the estimate cuts 21 of the 24 models, and keeps the tensor at the cut in the UB in 7
-  // (6 before the estimate counted a partial tile's fetch as its stored bytes only).
-  CHECK(segmented == 21);
-  CHECK(resident == 7);
+  // With this seed the estimate cuts 20 of the 24 models, and keeps the tensor at the cut in the UB in 6
+  // (21 and 7 until the packing estimate charged a first layer's first weight fetches, which at 0.1 GB/s unpacks
+  // conv1 in trials 7, 10, 18 and 20, C rows a tile: trial 7 then fuses its pool and runs whole,
+  // 16,770 -> 12,908 cycles; 10 16,660 -> 11,854; 20 7,095 -> 6,983; 18 19,750 -> 21,075, its
+  // second piece's conv1 after a conv2 as bound by the weight memory, taken as hiding them).
+  CHECK(segmented == 20);
+  CHECK(resident == 6);
 }
 
 TEST_CASE("the estimate counts a host-driven loop's launches") {
