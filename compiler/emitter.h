@@ -143,6 +143,13 @@ class Emitter {
   // The last part of the stream not yet known to have arrived (no sync on the host since it was
   // emitted) whose rows `span` touches; -1 when none.
   int64_t stream_part(const RowSpan& span) const;
+  // The bytes each part of the stream moves, in order (the lowering's estimate of when each
+  // arrives: Lowering::stream_end).
+  std::vector<uint64_t> stream_bytes() const {
+    std::vector<uint64_t> out;
+    for (const Part& p : parts_) out.push_back(p.rows * p.row_bytes);
+    return out;
+  }
 
   // Running totals of the work emitted so far, per station (for the compiler's cycle estimate,
   // compiler/schedule.h): matmul vector cycles (rows x repeat x the cycles a gathered vector

@@ -375,8 +375,22 @@ class Lowering {
   bool chain_candidate(size_t i) const;
   bool lower_chain(size_t i, const std::function<void(size_t)>& enter);
   std::pair<uint64_t, uint64_t> conv_budget(const MatmulOp& m) const;
-  std::vector<uint64_t> part_cuts(const MatmulOp& m) const;
+  // A convolution's view of the input streamed into it (part_cuts): the output rows from which
+  // it reads a later part (from 0), the part each kernel row of each output row reads in each K
+  // tile (-1: none, or arrived), and each part's DMA in cycles (host_latency_cycles + its bytes at
+  // host_gbps).
+  struct StreamRows {
+    std::vector<uint64_t> rows;
+    std::vector<int64_t> need;  // [(y x kernel_h + r) x K tiles + k]: output row y's kernel row r in K tile k
+    std::vector<double> dma;
+  };
+  std::vector<uint64_t> part_cuts(const MatmulOp& m, StreamRows* stream = nullptr) const;
   bool stream_cut(const MatmulOp& m, size_t chunks, double more = 0) const;
+  std::vector<uint64_t> chunk_starts(const MatmulOp& m, const std::vector<uint64_t>& cuts) const;
+  double tile_fetch_cycles(const MatmulOp& m) const;
+  double stream_end(const MatmulOp& m, const std::vector<uint64_t>& cuts, const StreamRows& stream) const;
+  double dma_cycles(uint64_t bytes) const;
+  bool stream_pays(const MatmulOp& m, int t, uint64_t parts) const;
   double refetch_cycles(double vectors) const;
   double unhidden_shift(double vectors) const;
   double refetch_cycles(const MatmulOp& m, double chunks) const;
@@ -472,7 +486,7 @@ class Lowering {
   // reader, op i (1: loaded whole, not streamed).
   uint64_t stream_parts(size_t i, int t) const;
   uint64_t load_dmas(int t) const;
-  std::vector<uint64_t> paying_cuts(const MatmulOp& m, const std::vector<uint64_t>& by_parts) const;
+  std::vector<uint64_t> paying_cuts(const MatmulOp& m, const StreamRows& stream) const;
   // Whether model input t, first read by op i, is loaded step by step (op i reads one time step of
   // it, a range of its pixels: an LSTM's input sequence).
   bool stream_by_steps(size_t i, int t) const;
@@ -1143,7 +1157,9 @@ void Lowering::lower(size_t i, const MatmulOp& m) {
       lower_packed(i, m, *pk, acc_budget(oh * ow * batch_, arch_));
       return;
     }
-    chunks = conv_chunks(m, paying_cuts(m, part_cuts(m)));
+    StreamRows stream;
+    part_cuts(m, &stream);
+    chunks = conv_chunks(m, paying_cuts(m, stream));
   }
   check_steps(i, chunks);
   for (const LaneTile& n : n_tiles(m))
@@ -1169,24 +1185,127 @@ std::pair<uint64_t, uint64_t> Lowering::conv_budget(const MatmulOp& m) const {
 // Reading an input being streamed (emitter.h), a convolution's chunks also end where its output
 // rows reach into a later part of it, so that each chunk, all its kernel positions, runs as soon
 // as its rows have arrived instead of the first kernel position waiting for the last part. The
-// output rows where the part needed grows (from 0); {0} when nothing is streamed into it.
-std::vector<uint64_t> Lowering::part_cuts(const MatmulOp& m) const {
+// output rows where the part needed grows (from 0); {0} when nothing is streamed into it. With
+// `stream`: those rows, the part each kernel row of each output row reads, and the parts' DMAs.
+std::vector<uint64_t> Lowering::part_cuts(const MatmulOp& m, StreamRows* stream) const {
   const View& v = m.inputs[0];
   const Storage& in = storage_[v.tensor];
   const uint64_t oh = storage_[m.output.tensor].shape.h, st = m.stride, off = in.pad - m.pad;
   const uint64_t row_rows = in.stored_w() * in.pixel_rows();
-  const auto part = [&](uint64_t y) {
-    int64_t p = -1;
-    for (const LaneTile& k : k_tiles(v))
-      p = std::max(p, em_.stream_part({in.stored_row(k.slice, y * st + off, 0), m.kernel_h * row_rows}));
-    return p;
+  StreamRows s{{0}, {}, {}};
+  if (em_.streaming() && conv_budget(m).first > 0) {
+    for (const uint64_t bytes : em_.stream_bytes()) s.dma.push_back(dma_cycles(bytes));
+    int64_t most = -1;
+    for (uint64_t y = 0; y < oh; ++y) {
+      int64_t p = -1;
+      for (uint64_t r = 0; r < m.kernel_h; ++r)
+        for (const LaneTile& k : k_tiles(v)) {
+          s.need.push_back(em_.stream_part({in.stored_row(k.slice, y * st + off + r, 0), row_rows}));
+          p = std::max(p, s.need.back());
+        }
+      if (y > 0 && p > most) s.rows.push_back(y);
+      most = std::max(most, p);
+    }
+  }
+  if (stream) *stream = std::move(s);
+  return stream ? stream->rows : s.rows;
+}
+
+// One DMA of `bytes` over the host link: its start and its bytes (docs/timing.md, "Host interface").
+double Lowering::dma_cycles(uint64_t bytes) const {
+  return double(arch_.host_latency_cycles + sim::transfer_cycles(bytes, arch_.host_gbps, arch_.clock_mhz));
+}
+
+// The mean cycles one of convolution m's computed tiles takes to cross the weight memory: its
+// stored box (a partial tile's used rows x columns, fetch_of) at weight_mem_gbps.
+double Lowering::tile_fetch_cycles(const MatmulOp& m) const {
+  double cycles = 0, tiles = 0;
+  for (const LaneTile& n : n_tiles(m)) {
+    const std::vector<bool> computed = computed_tiles(m, n);
+    size_t at = 0;
+    for (const View& v : m.inputs)
+      for (uint64_t rs = 0; rs < m.kernel_h * m.kernel_w; ++rs)
+        for (const LaneTile& k : k_tiles(v))
+          if (computed[at++]) {
+            cycles += double(sim::transfer_cycles((k.first - k.lane + k.count) * tile_cols(m, n), arch_.weight_mem_gbps,
+                                                  arch_.clock_mhz));
+            tiles += 1;
+          }
+  }
+  return tiles > 0 ? cycles / tiles : 0.0;
+}
+
+// The estimate of when streamed convolution m's last matmul ends, in cycles from its input's
+// first DMA start, cut into chunks at `cuts` (and where the accumulator budget cuts: conv_chunks),
+// reading the parts `stream` gives (part_cuts).
+//
+// The matrix unit: each of the layer's computed tiles is one switching matmul of its chunk's V
+// vectors (output rows x width x batch), in pass() order (N tile, chunk, kernel row, kernel
+// column, K tile), starting at
+//   t0 = max(t0_before + D(V_before), when the part it reads has arrived),
+//   D(V) = max(V + S(V), F, (F + W + R) / Q_w):
+// the matmul before it streams its V vectors and, where they are too few to hide the next tile's
+// shift, S(V) more (unhidden_shift); the weight memory delivers a tile every F cycles at most (its
+// stored box at weight_mem_gbps: tile_fetch_cycles); and each of the FIFO's Q_w =
+// weight_fifo_tiles slots holds a tile from its request (when the tile Q_w before it shifts in)
+// through its fetch F, the memory's latency W (weight_mem_latency_cycles) and its shift of R =
+// array_rows cycles. The layer's first tile waits F + W + R from the start; a tile that waits for
+// its part has shifted in meanwhile. A tile of kernel row r reads, in its chunk's last output row,
+// input row (y1 - 1) x stride + r - pad: the rows above arrive first, so a chunk's first kernel
+// rows run before its last part arrives. The layer ends at the last t0 + its V.
+//
+// The host link: part 0 starts at 0, and each part's DMA starts once the one before it has
+// arrived and the emitter's instruction for it has issued (emitter.h, "Input streaming"): the
+// parts a matmul needs beyond the next one are emitted just before it, so they issue with the
+// matmul before it; the next part is emitted right after the first matmul that needs the latest
+// one, so it issues with that matmul, once that part has arrived (its sync). Issue holds while the
+// matrix unit's queue is full: matmul n issues once matmul n - Q (Q = station_queue_depth) has
+// started. So long chunks hold later parts back.
+//
+// A cut moves a chunk's work before the last part's arrival (and its parts' DMAs earlier), and
+// costs its tiles again, D(V) each, at a smaller V; paying_cuts weighs the two by this end.
+double Lowering::stream_end(const MatmulOp& m, const std::vector<uint64_t>& cuts, const StreamRows& stream) const {
+  const uint64_t width = storage_[m.output.tensor].shape.w, kt = k_tiles(m.inputs[0]).size();
+  const std::vector<uint64_t> starts = chunk_starts(m, cuts);
+  const double fetch = tile_fetch_cycles(m), first = fetch + double(arch_.weight_mem_latency_cycles + arch_.array_rows);
+  const double queued = first / double(std::max<uint64_t>(arch_.weight_fifo_tiles, 1));
+  const auto spacing = [&](double v) { return std::max({v + unhidden_shift(v), fetch, queued}); };
+  const auto depth = int64_t(std::max<uint64_t>(arch_.station_queue_depth, 1));
+  std::vector<double> t0s;  // each matmul's start so far
+  const auto t0_of = [&](int64_t n) { return n < 0 ? 0.0 : t0s[size_t(n)]; };
+  // The host link: the last part issued, when each arrives, when the link is free.
+  std::vector<double> arrive(stream.dma.size(), 0.0);
+  int64_t issued = stream.dma.empty() ? -1 : 0;
+  double link = stream.dma.empty() ? 0.0 : stream.dma[0];
+  if (!arrive.empty()) arrive[0] = link;
+  const auto issue = [&](double at) {
+    ++issued;
+    arrive[size_t(issued)] = link = std::max(link, at) + stream.dma[size_t(issued)];
   };
-  std::vector<uint64_t> by_parts{0};
-  if (!em_.streaming() || conv_budget(m).first == 0) return by_parts;
-  int64_t need = part(0);
-  for (uint64_t y = 1; y < oh; ++y)
-    if (const int64_t p = part(y); p > need) by_parts.push_back(y), need = p;
-  return by_parts;
+  double t0 = 0, gap = first, v = 0;
+  for (const LaneTile& nt : n_tiles(m)) {
+    const std::vector<bool> computed = computed_tiles(m, nt);
+    for (size_t c = 0; c + 1 < starts.size(); ++c) {
+      v = double((starts[c + 1] - starts[c]) * width * batch_);
+      for (size_t i = 0; i < computed.size(); ++i) {
+        if (!computed[i]) continue;
+        const auto n = int64_t(t0s.size());
+        const size_t r = i / (m.kernel_w * kt), k = i % kt;
+        const int64_t need = stream.need.empty() ? -1 : stream.need[((starts[c + 1] - 1) * m.kernel_h + r) * kt + k];
+        if (issued < need) {
+          const double before = t0_of(n - 1 - depth);  // (when the matmul before this one issues)
+          while (issued < need) issue(before);
+        }
+        const double ready = need < 0 ? 0.0 : arrive[size_t(need)];
+        t0 = t0s.empty() ? std::max(gap, ready) : std::max(t0 + gap, ready);
+        t0s.push_back(t0);
+        gap = spacing(v);
+        if (need >= 0 && need == issued && size_t(issued) + 1 < stream.dma.size())
+          issue(std::max(ready, t0_of(n - depth)));
+      }
+    }
+  }
+  return t0 + v;
 }
 
 // Whether cutting streamed convolution m into `chunks` chunks (chunks - 1 more than the budget
@@ -1206,21 +1325,26 @@ bool Lowering::stream_cut(const MatmulOp& m, size_t chunks, double more) const {
   return double((chunks - 1) * layer_tiles(m)) * refetch_cycles(m, double(chunks)) + more < transfer;
 }
 
-// The cuts of `by_parts` (part_cuts) that convolution m streaming its input pays for (stream_cut):
-// all of them, else the most, evenly spread among them, whose chunks' refetched tiles still take
-// less than the transfer, else none (the layer waits for its input whole). The parts stream_parts
-// chose give whole image rows, and a kernel's rows reach across them: resblock's padded 8 x 8 stem
-// input at batch 33 on 32 x 256 (10.74 GB/s, 34 GB/s of weight memory) in 5 parts gave 7 cuts,
-// whose 6 x 9 refetched tiles (9,110 cycles) the 7,102-cycle transfer does not cover, and the stem
-// waited for the whole input: 83,520 cycles, against 77,816 at 5 GB/s, where 7 cuts paid.
-std::vector<uint64_t> Lowering::paying_cuts(const MatmulOp& m, const std::vector<uint64_t>& by_parts) const {
-  for (size_t c = by_parts.size(); c >= 2; --c) {
-    if (!stream_cut(m, c, 0)) continue;
+// The cuts among stream.rows (part_cuts) that convolution m streaming its input pays for: of c = 2
+// .. all of them, evenly spread, the c whose chunks end the layer soonest by stream_end (the most
+// where two end alike), when that is sooner than with no cut (the layer's chunks as the
+// accumulator budget makes them, each still waiting for the parts it reads), else none. The net
+// saving of c cuts is that difference: the work their chunks do before the last part arrives, less
+// their tiles fetched and shifted in again. (Keeping the most cuts whose refetched tiles, counted
+// as whole tiles, took less time than the transfer broke "a faster link never slower", docs/
+// compiler.md "Which cuts pay": resblock at batch 17 on 32 x 128 with 96 KiB and 5 GB/s of weight
+// memory ran 59,683 cycles at 10 GB/s of host link in 2 chunks and 65,143 at 20, not streamed,
+// where its 16 x 16 tile boxes take 36 cycles to fetch, not 573; now 4 chunks, 58,052 and 57,281.)
+std::vector<uint64_t> Lowering::paying_cuts(const MatmulOp& m, const StreamRows& stream) const {
+  std::vector<uint64_t> best;
+  const double none = stream_end(m, {}, stream);
+  double end = none;
+  for (size_t c = 2; c <= stream.rows.size(); ++c) {
     std::vector<uint64_t> cuts;
-    for (size_t j = 0; j < c; ++j) cuts.push_back(by_parts[j * by_parts.size() / c]);
-    return cuts;
+    for (size_t j = 0; j < c; ++j) cuts.push_back(stream.rows[j * stream.rows.size() / c]);
+    if (const double e = stream_end(m, cuts, stream); e < none && e <= end) end = e, best = std::move(cuts);
   }
-  return {};
+  return best;
 }
 
 // The DMAs that load tensor t whole (transfer(): one per slice, or per image row of each slice
@@ -1369,14 +1493,9 @@ bool Lowering::lower_chain(size_t i, const std::function<void(size_t)>& enter) {
   return true;
 }
 
-// Convolution m's chunks of output rows: one starting at each of `cuts` (sorted, from 0) and
-// wherever the accumulator budget would be exceeded; chunks of pixels within a row when one
-// row does not fit.
-std::vector<Lowering::PassChunk> Lowering::conv_chunks(const MatmulOp& m, const std::vector<uint64_t>& cuts) const {
-  const Shape& os = storage_[m.output.tensor].shape;
-  const uint64_t oh = os.h, ow = os.w;
-  const auto [rows_per, budget] = conv_budget(m);
-  const uint64_t cols_per = rows_per ? ow : budget / batch_, row_step = std::max<uint64_t>(rows_per, 1);
+// The first output row of each of convolution m's chunks (conv_chunks), and its height last.
+std::vector<uint64_t> Lowering::chunk_starts(const MatmulOp& m, const std::vector<uint64_t>& cuts) const {
+  const uint64_t oh = storage_[m.output.tensor].shape.h, row_step = std::max<uint64_t>(conv_budget(m).first, 1);
   std::vector<uint64_t> starts;
   for (uint64_t y = 0, start = 0, next = 1; y < oh; ++y) {
     const bool at_cut = next < cuts.size() && cuts[next] == y;
@@ -1384,6 +1503,18 @@ std::vector<Lowering::PassChunk> Lowering::conv_chunks(const MatmulOp& m, const 
     if (y == 0 || y - start >= row_step || at_cut) starts.push_back(y), start = y;
   }
   starts.push_back(oh);
+  return starts;
+}
+
+// Convolution m's chunks of output rows: one starting at each of `cuts` (sorted, from 0) and
+// wherever the accumulator budget would be exceeded; chunks of pixels within a row when one
+// row does not fit.
+std::vector<Lowering::PassChunk> Lowering::conv_chunks(const MatmulOp& m, const std::vector<uint64_t>& cuts) const {
+  const Shape& os = storage_[m.output.tensor].shape;
+  const uint64_t ow = os.w;
+  const auto [rows_per, budget] = conv_budget(m);
+  const uint64_t cols_per = rows_per ? ow : budget / batch_;
+  const std::vector<uint64_t> starts = chunk_starts(m, cuts);
   std::vector<PassChunk> chunks;
   for (size_t c0 = 0; c0 + 1 < starts.size(); ++c0)
     for (uint64_t x0 = 0, y0 = starts[c0]; x0 < ow; x0 += cols_per) {
@@ -2004,11 +2135,13 @@ uint64_t Lowering::stream_parts(size_t i, int t) const {
   const double c = vectors(*m);
   double k = parts(c);
   // Parts that cut the image rows (more than the input has slices) cut a convolution's chunks
-  // where its rows reach a later part (part_cuts: one not 1 x 1, not packed), and each part beyond
-  // the first fetches the layer's tiles again (stream_cut): only while they take less time than
-  // the transfer (the weight memory would otherwise idle); and where the array bounds the layer,
-  // each such tile's shift into it that its chunk is too short to hide adds to its time: of the
-  // counts up to k, the one that leaves the least exposed plus those shifts. (CNN0 on 64 x 256
+  // where its rows reach a later part (part_cuts: one not 1 x 1, not packed), and each chunk beyond
+  // the first fetches the layer's tiles again: a count is a candidate only where the parts it
+  // would give let some cut of the layer's chunks pay (stream_pays, by the estimate of the layer's
+  // end: paying_cuts); and where the array bounds the layer, each such tile's shift into it that
+  // its chunk is too short to hide adds to its time: of the candidates up to k, the one that
+  // leaves the least exposed plus those shifts. (Under the check stream_pays replaced, refetched
+  // tiles against the transfer (stream_cut, which the stream into two layers still uses): CNN0 on 64 x 256
   // with 256 KiB at 350 MHz, 8 pieces of 1: 2 parts cost conv1's 20 tiles again, 20 x (42.2
   // fetch + 138.5 of the shift that a chunk's 180.5 vectors leave) = 3,613 cycles at 136 GB/s
   // against a 3,418-cycle transfer: 1,645,784 cycles streamed, 1,615,536 loaded whole. With 512
@@ -2030,8 +2163,7 @@ uint64_t Lowering::stream_parts(size_t i, int t) const {
     const double most = k;
     cost = exposed(c, slices), k = slices;  // (at most slices parts: no refetch)
     for (double kk = slices + 1; kk <= most; ++kk)
-      if ((kk - 1) * double(layer_tiles(*m)) * refetch_cycles(*m, kk) < transfer &&
-          exposed(c, kk) + (kk - 1) * shifts(*m, kk, c) < cost)
+      if (stream_pays(*m, t, uint64_t(kk)) && exposed(c, kk) + (kk - 1) * shifts(*m, kk, c) < cost)
         cost = exposed(c, kk) + (kk - 1) * shifts(*m, kk, c), k = kk;
   }
   // Streamed into the next layer as well (lower_chain): both layers' streaming can hide, but each
@@ -2051,6 +2183,36 @@ uint64_t Lowering::stream_parts(size_t i, int t) const {
     if (kc > slices && kc >= 2 && exposed(cc, kc) < exposed(c, k)) k = kc;
   }
   return k >= 2 ? static_cast<uint64_t>(k) : 1;
+}
+
+// Whether convolution m streaming model input t in `parts` parts pays for a cut of its chunks
+// (paying_cuts), with the parts the load would give (stream_parts' caller: so many whole image rows
+// per DMA that each slice gives ceil(parts / slices); one image row where t is stored padded),
+// slice after slice, each kernel row of each output row reading the part that holds its input row
+// in its K tile's slice (none in the zero border).
+bool Lowering::stream_pays(const MatmulOp& m, int t, uint64_t parts) const {
+  const Storage& in = storage_[t];
+  const Shape& is = in.shape;
+  if (conv_budget(m).first == 0 || is.h == 0) return false;
+  const uint64_t slices = in.slices(), per_slice = div_up(parts, slices);
+  const uint64_t rows = load_dmas(t) > slices ? 1 : div_up(is.h, std::min(per_slice, is.h)), each = div_up(is.h, rows);
+  StreamRows s{{0}, {}, {}};
+  for (uint64_t sl = 0; sl < slices; ++sl)
+    for (uint64_t y = 0; y < is.h; y += rows)
+      s.dma.push_back(dma_cycles(std::min(rows, is.h - y) * is.w * batch_ * in.slice_channels(sl)));
+  int64_t most = -1;
+  for (uint64_t y = 0; y < storage_[m.output.tensor].shape.h; ++y) {
+    int64_t p = -1;
+    for (uint64_t r = 0; r < m.kernel_h; ++r)
+      for (const LaneTile& k : k_tiles(m.inputs[0])) {
+        const int64_t row = int64_t(y * m.stride + r) - int64_t(m.pad);
+        s.need.push_back(row < 0 || row >= int64_t(is.h) ? -1 : int64_t(k.slice * each + uint64_t(row) / rows));
+        p = std::max(p, s.need.back());
+      }
+    if (y > 0 && p > most) s.rows.push_back(y);
+    most = std::max(most, p);
+  }
+  return !paying_cuts(m, s).empty();
 }
 
 // An LSTM reads its input sequence one time step (pixel) at a time, each step's gates after the

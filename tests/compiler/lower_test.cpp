@@ -213,10 +213,13 @@ TEST_CASE("a strided convolution uses one matmul per output row and kernel posit
   CHECK(first[Field::stride] == 2 * 2);    // stride 2 pixels x batch 2
   CHECK(count(p, Opcode::matmul, Field::switch_weights, 1) == 9);
   // Streamed (the default): the padded input's 7 image rows are 7 DMAs, and the output's 4 rows
-  // are cut into 2 chunks, each fetching the 9 tiles: the same 36 matmuls, 18 switches.
+  // are cut into 3 chunks, each fetching the 9 tiles: the same 36 matmuls, 27 switches. (The
+  // lowering's estimate of the layer's end, stream_end, gives 600 cycles uncut and 460 in 2 or 3
+  // chunks, and takes the most where two tie; measured 874 loaded whole, 658 in 2 chunks, 660 in 3,
+  // 731 in 4.)
   const isa::Program s = lower_and_check(b.g, arch8x8());
   CHECK(count(s, Opcode::matmul) == 9 * 4);
-  CHECK(count(s, Opcode::matmul, Field::switch_weights, 1) == 2 * 9);
+  CHECK(count(s, Opcode::matmul, Field::switch_weights, 1) == 3 * 9);
 }
 
 // Packing (compiler/packing.h) on a 16 x 16 array of small_arch() timing: 4 bytes a cycle from

@@ -6,9 +6,11 @@
 Runs tests/sweep/data/laws.toml (6 models x 4 array shapes x 2 unified buffers x 2 batches),
 tests/sweep/data/laws_program.toml (one compiled program on 18 memories, clocks and DRAM energies)
 tests/sweep/data/laws_monotone.toml (4 small models x 3 arrays x 3 buffers x 3 weight memories
-x 3 batches, each compiled for its point) and tests/sweep/data/laws_host.toml (4 small CNNs x 2
-arrays x 3 host links x 2 weight memories x 2 batches) and checks every point's report against
-laws that hold whatever the compiler chooses:
+x 3 batches, each compiled for its point), tests/sweep/data/laws_host.toml (4 small CNNs x 2
+arrays x 3 host links x 2 weight memories x 2 batches) and tests/sweep/data/laws_stream.toml
+(resblock on 32 x 128 with 96 KiB x 4 host links x 4 weight memories x 2 batches, where input
+streaming's cuts decide) and checks every point's report against laws that hold whatever the
+compiler chooses:
 
 - compute bound: cycles >= macs / (array_rows x array_cols), and >= the model's MACs / cells;
 - weight-memory bound: cycles >= the bytes the weight memory read / its bytes per cycle, and those
@@ -34,7 +36,9 @@ laws that hold whatever the compiler chooses:
   never makes it slower, by a tolerance of 0 cycles (MONOTONE_TOLERANCE), on the same array,
   clock and batch: the compiler maps every design point as a real compiler would, so a sweep's plot
   over memory or buffer is the machine's, not the compiler's estimate's (docs/compiler.md);
-- a model compiled for each point: a faster host link never makes it slower (laws_host.toml).
+- a model compiled for each point: a faster host link never makes it slower (laws_host.toml,
+  laws_stream.toml), nor a faster weight memory where input streaming's cuts decide
+  (laws_stream.toml).
 
 Exits 1 naming every point (workload, machine, batch) and the figures of each law it breaks.
 """
@@ -232,12 +236,12 @@ KNOWN_NOT_MONOTONE = {
 
 def check_monotone(rows):
     """More weight-memory bandwidth or a larger UB never makes a point slower: for every two points of
-    one workload, array, clock and batch where the second has at least the first's bandwidth and
-    buffer, its cycles are at most the first's (+ MONOTONE_TOLERANCE)."""
+    one workload, array, clock, host link and batch where the second has at least the first's
+    bandwidth and buffer, its cycles are at most the first's (+ MONOTONE_TOLERANCE)."""
     by = {}
     for r in rows:
         p, a = r["report"], r["report"]["arch"]
-        key = (p["workload"], a["array_rows"], a["array_cols"], a["clock_mhz"], p["batch"])
+        key = (p["workload"], a["array_rows"], a["array_cols"], a["clock_mhz"], p["batch"], a["host_gbps"])
         by.setdefault(key, []).append((a["weight_mem_gbps"], a["ub_bytes"], r))
     seen = set()
     for key, pts in by.items():
@@ -314,9 +318,19 @@ def main():
         check_point(r)
     check_host_monotone(host)
 
+    # Input streaming's cuts chosen by the estimate of the streamed layer's end (compiler/lower.cpp,
+    # paying_cuts): both links, off the grids above.
+    stream = sweep(tpusim, os.path.join(data, "laws_stream.toml"), os.path.join(work, "stream.csv"))
+    if len(stream) != 32:
+        failures.append(f"laws_stream.toml: expected 32 ok points, got {len(stream)}")
+    for r in stream:
+        check_point(r)
+    check_host_monotone(stream)
+    check_monotone(stream)
+
     for f in failures:
         print("FAIL", f)
-    print(f"{len(rows) + len(prog) + len(taps) + len(mono) + len(host)} points, {len(failures)} broken laws")
+    print(f"{len(rows) + len(prog) + len(taps) + len(mono) + len(host) + len(stream)} points, {len(failures)} broken laws")
     return 1 if failures else 0
 
 
