@@ -369,8 +369,8 @@ class Lowering {
   // Input streaming into the next layer as well (docs/compiler.md, "Input streaming"): whether
   // op i + 1 is a convolution that can run its chunks interleaved with op i's (shapes only), and
   // the lowering of the two; lower_chain returns false (nothing emitted) when op i's chunks are
-  // not cut by the stream or the two layers' extra tile fetches would not hide behind the
-  // transfer. `enter(op)` is called before each run of one op's instructions (its layer's tag,
+  // not cut by the stream or chaining would not end the two layers sooner (chain_end).
+  // `enter(op)` is called before each run of one op's instructions (its layer's tag,
   // the work counted per op).
   bool chain_candidate(size_t i) const;
   bool lower_chain(size_t i, const std::function<void(size_t)>& enter);
@@ -385,10 +385,12 @@ class Lowering {
     std::vector<double> dma;
   };
   std::vector<uint64_t> part_cuts(const MatmulOp& m, StreamRows* stream = nullptr) const;
-  bool stream_cut(const MatmulOp& m, size_t chunks, double more = 0) const;
   std::vector<uint64_t> chunk_starts(const MatmulOp& m, const std::vector<uint64_t>& cuts) const;
   double tile_fetch_cycles(const MatmulOp& m) const;
   double stream_end(const MatmulOp& m, const std::vector<uint64_t>& cuts, const StreamRows& stream) const;
+  class StreamClock;
+  std::vector<size_t> chain_needs(const MatmulOp& a, const MatmulOp& b, const std::vector<uint64_t>& starts) const;
+  double chain_end(const MatmulOp& a, const MatmulOp& b, const StreamRows& stream, bool chained) const;
   double dma_cycles(uint64_t bytes) const;
   bool stream_pays(const MatmulOp& m, int t, uint64_t parts) const;
   double refetch_cycles(double vectors) const;
@@ -1264,65 +1266,121 @@ double Lowering::tile_fetch_cycles(const MatmulOp& m) const {
 //
 // A cut moves a chunk's work before the last part's arrival (and its parts' DMAs earlier), and
 // costs its tiles again, D(V) each, at a smaller V; paying_cuts weighs the two by this end.
-double Lowering::stream_end(const MatmulOp& m, const std::vector<uint64_t>& cuts, const StreamRows& stream) const {
-  const uint64_t width = storage_[m.output.tensor].shape.w, kt = k_tiles(m.inputs[0]).size();
-  const std::vector<uint64_t> starts = chunk_starts(m, cuts);
-  const double fetch = tile_fetch_cycles(m), first = fetch + double(arch_.weight_mem_latency_cycles + arch_.array_rows);
-  const double queued = first / double(std::max<uint64_t>(arch_.weight_fifo_tiles, 1));
-  const auto spacing = [&](double v) { return std::max({v + unhidden_shift(v), fetch, queued}); };
-  const auto depth = int64_t(std::max<uint64_t>(arch_.station_queue_depth, 1));
-  std::vector<double> t0s;  // each matmul's start so far
-  const auto t0_of = [&](int64_t n) { return n < 0 ? 0.0 : t0s[size_t(n)]; };
-  // The host link: the last part issued, when each arrives, when the link is free.
-  std::vector<double> arrive(stream.dma.size(), 0.0);
-  int64_t issued = stream.dma.empty() ? -1 : 0;
-  double link = stream.dma.empty() ? 0.0 : stream.dma[0];
-  if (!arrive.empty()) arrive[0] = link;
-  const auto issue = [&](double at) {
-    ++issued;
-    arrive[size_t(issued)] = link = std::max(link, at) + stream.dma[size_t(issued)];
-  };
-  double t0 = 0, gap = first, v = 0;
-  for (const LaneTile& nt : n_tiles(m)) {
-    const std::vector<bool> computed = computed_tiles(m, nt);
-    for (size_t c = 0; c + 1 < starts.size(); ++c) {
-      v = double((starts[c + 1] - starts[c]) * width * batch_);
-      for (size_t i = 0; i < computed.size(); ++i) {
-        if (!computed[i]) continue;
-        const auto n = int64_t(t0s.size());
-        const size_t r = i / (m.kernel_w * kt), k = i % kt;
-        const int64_t need = stream.need.empty() ? -1 : stream.need[((starts[c + 1] - 1) * m.kernel_h + r) * kt + k];
-        if (issued < need) {
-          const double before = t0_of(n - 1 - depth);  // (when the matmul before this one issues)
-          while (issued < need) issue(before);
-        }
-        const double ready = need < 0 ? 0.0 : arrive[size_t(need)];
-        t0 = t0s.empty() ? std::max(gap, ready) : std::max(t0 + gap, ready);
-        t0s.push_back(t0);
-        gap = spacing(v);
-        if (need >= 0 && need == issued && size_t(issued) + 1 < stream.dma.size())
-          issue(std::max(ready, t0_of(n - depth)));
-      }
-    }
+// The machine as stream_end estimates it: the matrix unit's switching matmuls in order and the
+// host link's parts (see there). chunk() adds the computed tiles of one chunk of output rows
+// [y0, y1) of a convolution's N tile, none starting before `after`; those of the layer being
+// streamed (`streamed`) wait for the parts their kernel rows read.
+class Lowering::StreamClock {
+ public:
+  StreamClock(const Lowering& l, const StreamRows& s)
+      : l_(l), s_(s), arrive_(s.dma.size(), 0.0), depth_(int64_t(std::max<uint64_t>(l.arch_.station_queue_depth, 1))) {
+    if (!s.dma.empty()) issued_ = 0, link_ = arrive_[0] = s.dma[0];
   }
-  return t0 + v;
+  double chunk(const MatmulOp& m, const LaneTile& nt, uint64_t y0, uint64_t y1, double after, bool streamed) {
+    const sim::Arch& a = l_.arch_;
+    const uint64_t kt = l_.k_tiles(m.inputs[0]).size();
+    const double fetch = l_.tile_fetch_cycles(m), first = fetch + double(a.weight_mem_latency_cycles + a.array_rows);
+    const double queued = first / double(std::max<uint64_t>(a.weight_fifo_tiles, 1));
+    const double v = double((y1 - y0) * l_.storage_[m.output.tensor].shape.w * l_.batch_);
+    const double d = std::max({v + l_.unhidden_shift(v), fetch, queued});
+    const std::vector<bool> computed = l_.computed_tiles(m, nt);
+    for (size_t i = 0; i < computed.size(); ++i) {
+      if (!computed[i]) continue;
+      const auto n = int64_t(t0s_.size());
+      const size_t r = i / (m.kernel_w * kt), k = i % kt;
+      const int64_t need = !streamed || s_.need.empty() ? -1 : s_.need[((y1 - 1) * m.kernel_h + r) * kt + k];
+      if (issued_ < need) {
+        const double before = t0_of(n - 1 - depth_);  // (when the matmul before this one issues)
+        while (issued_ < need) issue(before);
+      }
+      const double ready = need < 0 ? 0.0 : arrive_[size_t(need)];
+      t0_ = std::max({t0s_.empty() ? first : t0_ + gap_, ready, after});
+      t0s_.push_back(t0_);
+      gap_ = d;
+      v_ = v;
+      if (need >= 0 && need == issued_ && size_t(issued_) + 1 < s_.dma.size())
+        issue(std::max(ready, t0_of(n - depth_)));
+    }
+    return end();
+  }
+  double end() const { return t0_ + v_; }
+
+ private:
+  double t0_of(int64_t n) const { return n < 0 ? 0.0 : t0s_[size_t(n)]; }
+  void issue(double at) {
+    ++issued_;
+    arrive_[size_t(issued_)] = link_ = std::max(link_, at) + s_.dma[size_t(issued_)];
+  }
+  const Lowering& l_;
+  const StreamRows& s_;
+  std::vector<double> arrive_;  // when each part issued so far arrives
+  int64_t depth_, issued_ = -1;
+  double link_ = 0, t0_ = 0, gap_ = 0, v_ = 0;
+  std::vector<double> t0s_;  // each matmul's start so far
+};
+
+double Lowering::stream_end(const MatmulOp& m, const std::vector<uint64_t>& cuts, const StreamRows& stream) const {
+  const std::vector<uint64_t> starts = chunk_starts(m, cuts);
+  StreamClock clock(*this, stream);
+  for (const LaneTile& nt : n_tiles(m))
+    for (size_t c = 0; c + 1 < starts.size(); ++c) clock.chunk(m, nt, starts[c], starts[c + 1], 0, true);
+  return clock.end();
 }
 
-// Whether cutting streamed convolution m into `chunks` chunks (chunks - 1 more than the budget
-// makes; each fetches the layer's tiles again), with `more` cycles of other tiles for a layer
-// streamed with it (lower_chain), pays: only while those tiles take less time than the whole
-// transfer, when the weight memory and the array would otherwise idle. Each costs its fetch and
-// the part of its shift into the array its chunk does not hide (refetch_cycles).
-bool Lowering::stream_cut(const MatmulOp& m, size_t chunks, double more) const {
-  if (chunks < 2) return false;
-  const View& v = m.inputs[0];
-  const Storage& in = storage_[v.tensor];
-  uint64_t transfer_bytes = 0;
-  for (const LaneTile& k : k_tiles(v)) transfer_bytes += in.shape.elements() / in.shape.c * k.count * batch_;
-  // (and the DMA starts after the first: stream_parts)
-  const double transfer = double(transfer_bytes) * arch_.clock_mhz / (arch_.host_gbps * 1000.0) +
-                          double(load_dmas(v.tensor) - 1) * double(arch_.host_latency_cycles);
-  return double((chunks - 1) * layer_tiles(m)) * refetch_cycles(m, double(chunks)) + more < transfer;
+// Streaming into the next layer (lower_chain): for each output row of b, the chunk of a (its
+// chunks starting at `starts`, chunk_starts) after which the rows it reads are complete. Output
+// row y of b reads a's rows up to y x stride + kernel_h - 1 - pad (below: its zero border).
+std::vector<size_t> Lowering::chain_needs(const MatmulOp& a, const MatmulOp& b,
+                                          const std::vector<uint64_t>& starts) const {
+  const uint64_t h = g_.tensors[a.output.tensor].shape.h;
+  std::vector<size_t> chunk_of(h, 0);
+  for (size_t c = 0; c + 1 < starts.size(); ++c)
+    for (uint64_t y = starts[c]; y < starts[c + 1]; ++y) chunk_of[y] = c;
+  std::vector<size_t> need;
+  for (uint64_t y = 0; y < g_.tensors[b.output.tensor].shape.h; ++y) {
+    const uint64_t last = y * b.stride + b.kernel_h - 1;
+    need.push_back(last < b.pad ? size_t{0} : chunk_of[std::min(h - 1, last - b.pad)]);
+  }
+  return need;
+}
+
+// The estimate (stream_end) of when convolution b, reading only streamed convolution a's output,
+// ends: `chained`, as lower_chain emits them (a cut at every row where a reads a later part, each
+// of b's chunks after the chunk of a that completes the rows it reads); else a with the cuts that
+// pay (paying_cuts), then b. A chunk of b starts after the activates that write its rows: the
+// last of a's matmuls it waits for ends, then the activation unit's latency and the chunk's rows,
+// ceil(N / activation_lanes) cycles each ("Activation unit", docs/timing.md).
+double Lowering::chain_end(const MatmulOp& a, const MatmulOp& b, const StreamRows& stream, bool chained) const {
+  const auto act = [&](uint64_t rows) {
+    return double(arch_.activation_latency_cycles) +
+           double(rows * storage_[a.output.tensor].shape.w * batch_) *
+               double(div_up(std::min<uint64_t>(a.n, arch_.array_cols), arch_.activation_lanes));
+  };
+  StreamClock clock(*this, stream);
+  const std::vector<uint64_t> first = chunk_starts(a, chained ? stream.rows : paying_cuts(a, stream));
+  if (!chained) {
+    for (const LaneTile& nt : n_tiles(a))
+      for (size_t c = 0; c + 1 < first.size(); ++c) clock.chunk(a, nt, first[c], first[c + 1], 0, true);
+    const double after = clock.end() + act(first[first.size() - 1] - first[first.size() - 2]);
+    const std::vector<uint64_t> second = chunk_starts(b, {});
+    for (const LaneTile& nt : n_tiles(b))
+      for (size_t c = 0; c + 1 < second.size(); ++c) clock.chunk(b, nt, second[c], second[c + 1], after, false);
+    return clock.end();
+  }
+  const std::vector<size_t> need = chain_needs(a, b, first);
+  std::vector<uint64_t> cuts{0};
+  for (uint64_t y = 1; y < need.size(); ++y)
+    if (need[y] > need[y - 1]) cuts.push_back(y);
+  const std::vector<uint64_t> second = chunk_starts(b, cuts);
+  size_t next = 0;
+  for (size_t c = 0; c + 1 < first.size(); ++c) {
+    double done = 0;
+    for (const LaneTile& nt : n_tiles(a)) done = clock.chunk(a, nt, first[c], first[c + 1], 0, true);
+    const double after = done + act(first[c + 1] - first[c]);
+    for (; next + 1 < second.size() && need[second[next + 1] - 1] <= c; ++next)
+      for (const LaneTile& nt : n_tiles(b)) clock.chunk(b, nt, second[next], second[next + 1], after, false);
+  }
+  return clock.end();
 }
 
 // The cuts among stream.rows (part_cuts) that convolution m streaming its input pays for: of c = 2
@@ -1447,35 +1505,27 @@ bool Lowering::chain_candidate(size_t i) const {
 // of the input being streamed (part_cuts), and op i + 1's chunks end where the rows they read
 // reach a later chunk of op i; each chunk of op i + 1 is emitted right after the chunk of op i
 // that writes the last rows it reads, so that it runs while the host link still moves the
-// input's later parts. Each extra chunk of either layer fetches its tiles again (allowed, as
-// for one layer, only while all those fetches take less time than the whole transfer).
+// input's later parts. Each extra chunk of either layer fetches its tiles again: chained only
+// where the estimate has the two layers end sooner so than op i streamed alone with its cuts that
+// pay and op i + 1 after it (chain_end; LowerOptions::stream_chain_always chains regardless).
 bool Lowering::lower_chain(size_t i, const std::function<void(size_t)>& enter) {
   if (!em_.streaming() || !options_.stream_chain || !chain_candidate(i)) return false;
   const MatmulOp &a = std::get<MatmulOp>(g_.ops[i]), &b = std::get<MatmulOp>(g_.ops[i + 1]);
   check_matmul(i, a);
   check_matmul(i + 1, b);
-  const std::vector<uint64_t> by_parts = part_cuts(a);
+  StreamRows stream;
+  const std::vector<uint64_t> by_parts = part_cuts(a, &stream);
   if (by_parts.size() < 2) return false;
   const std::vector<PassChunk> first = conv_chunks(a, by_parts);
-  // The last chunk of op i writing each of its output rows (the rows are complete after it).
-  const uint64_t h = g_.tensors[a.output.tensor].shape.h;
-  std::vector<size_t> chunk_of(h, 0);
-  for (size_t c = 0; c < first.size(); ++c)
-    for (uint64_t y = first[c].y0; y < first[c].y1; ++y) chunk_of[y] = c;
-  // Output row y of op i + 1 reads op i's rows up to y x stride + kernel_h - 1 - pad (below: its
-  // zero border).
-  const auto need = [&](uint64_t y) {
-    const uint64_t last = y * b.stride + b.kernel_h - 1;
-    return last < b.pad ? size_t{0} : chunk_of[std::min(h - 1, last - b.pad)];
-  };
+  const std::vector<size_t> need = chain_needs(a, b, chunk_starts(a, by_parts));
   std::vector<uint64_t> cuts{0};
-  const uint64_t oh = g_.tensors[b.output.tensor].shape.h;
-  for (uint64_t y = 1; y < oh; ++y)
-    if (need(y) > need(y - 1)) cuts.push_back(y);
+  for (uint64_t y = 1; y < need.size(); ++y)
+    if (need[y] > need[y - 1]) cuts.push_back(y);
   const std::vector<PassChunk> second = conv_chunks(b, cuts);
-  const size_t extra = second.size() - conv_chunks(b, {}).size();
+  // Chained only where the two layers end sooner so than the first streamed alone (its cuts that
+  // pay, paying_cuts) and the second after it, by the estimate (chain_end).
   if (cuts.size() < 2 ||
-      !stream_cut(a, by_parts.size(), double(extra * layer_tiles(b)) * refetch_cycles(b, double(second.size()))))
+      (!options_.stream_chain_always && chain_end(a, b, stream, true) >= chain_end(a, b, stream, false)))
     return false;
   check_steps(i, first);
   check_steps(i + 1, second);
@@ -1484,7 +1534,7 @@ bool Lowering::lower_chain(size_t i, const std::function<void(size_t)>& enter) {
   for (size_t c = 0; c < first.size(); ++c) {
     enter(i);
     for (const LaneTile& n : n_tiles(a)) pass(i, a, n, first[c].steps, first[c].segments, first[c].rows);
-    for (bool entered = false; next < second.size() && need(second[next].y1 - 1) <= c; ++next) {
+    for (bool entered = false; next < second.size() && need[second[next].y1 - 1] <= c; ++next) {
       if (!entered) enter(i + 1), entered = true;
       for (const LaneTile& n : n_tiles(b))
         pass(i + 1, b, n, second[next].steps, second[next].segments, second[next].rows);
@@ -2141,7 +2191,7 @@ uint64_t Lowering::stream_parts(size_t i, int t) const {
   // end: paying_cuts); and where the array bounds the layer, each such tile's shift into it that
   // its chunk is too short to hide adds to its time: of the candidates up to k, the one that
   // leaves the least exposed plus those shifts. (Under the check stream_pays replaced, refetched
-  // tiles against the transfer (stream_cut, which the stream into two layers still uses): CNN0 on 64 x 256
+  // tiles against the transfer (stream_cut, now gone): CNN0 on 64 x 256
   // with 256 KiB at 350 MHz, 8 pieces of 1: 2 parts cost conv1's 20 tiles again, 20 x (42.2
   // fetch + 138.5 of the shift that a chunk's 180.5 vectors leave) = 3,613 cycles at 136 GB/s
   // against a 3,418-cycle transfer: 1,645,784 cycles streamed, 1,615,536 loaded whole. With 512

@@ -65,6 +65,9 @@ struct LowerOptions {
   // clears it where the chain would not fit the unified buffer but streaming into the first layer
   // alone does (docs/compiler.md "Input streaming").
   bool stream_chain = true;
+  // Not a switch: stream into the second layer wherever the shapes allow, not only where the
+  // estimate says it ends the two layers sooner (lower_chain): for the tests of the chain's code.
+  bool stream_chain_always = false;
   // Not a switch: for measuring the packing estimate against the machine (bench/packing_scan.cpp),
   // layer name -> the pixels per vector its convolution packs instead of the estimate's choice (0:
   // not packed); a P the array or the layer cannot take (packing_options) leaves it unpacked.
