@@ -1290,17 +1290,28 @@ class Lowering::StreamClock {
       const size_t r = i / (m.kernel_w * kt), k = i % kt;
       const int64_t need = !streamed || s_.need.empty() ? -1 : s_.need[((y1 - 1) * m.kernel_h + r) * kt + k];
       if (issued_ < need) {
-        const double before = t0_of(n - 1 - depth_);  // (when the matmul before this one issues)
+        const double before = std::max(t0_of(n - 1 - depth_), gate_);  // (when the one before issues)
         while (issued_ < need) issue(before);
       }
       const double ready = need < 0 ? 0.0 : arrive_[size_t(need)];
-      t0_ = std::max({t0s_.empty() ? first : t0_ + gap_, ready, after});
+      t0_ = std::max({t0s_.empty() ? first : t0_ + gap_, ready, after, gate_});
       t0s_.push_back(t0_);
       gap_ = d;
       v_ = v;
       if (need >= 0 && need == issued_ && size_t(issued_) + 1 < s_.dma.size())
-        issue(std::max(ready, t0_of(n - depth_)));
+        issue(std::max({ready, t0_of(n - depth_), gate_}));
     }
+    // Its activates: one per output row where the output is stored padded (a run per row), else
+    // one; each starts when the matmuls have ended and the one before it is done, and the
+    // instruction after them issues once the activate depth_ before the last has started.
+    const uint64_t acts = l_.storage_[m.output.tensor].pad > 0 ? y1 - y0 : 1;
+    const double each = double(a.activation_latency_cycles) +
+                        v / double(acts) * double(div_up(l_.tile_cols(m, nt), a.activation_lanes));
+    for (uint64_t j = 0; j < acts; ++j) {
+      act_free_ = std::max(act_free_, end()) + each;
+      acts_.push_back(act_free_ - each);
+    }
+    if (acts_.size() > size_t(depth_)) gate_ = std::max(gate_, acts_[acts_.size() - 1 - size_t(depth_)]);
     return end();
   }
   double end() const { return t0_ + v_; }
@@ -1316,6 +1327,8 @@ class Lowering::StreamClock {
   std::vector<double> arrive_;  // when each part issued so far arrives
   int64_t depth_, issued_ = -1;
   double link_ = 0, t0_ = 0, gap_ = 0, v_ = 0;
+  std::vector<double> acts_;       // each activate's start so far
+  double act_free_ = 0, gate_ = 0;  // when the activation unit is free; issue held until then
   std::vector<double> t0s_;  // each matmul's start so far
 };
 
