@@ -387,12 +387,20 @@ class Lowering {
   std::vector<uint64_t> part_cuts(const MatmulOp& m, StreamRows* stream = nullptr) const;
   std::vector<uint64_t> chunk_starts(const MatmulOp& m, const std::vector<uint64_t>& cuts) const;
   double tile_fetch_cycles(const MatmulOp& m) const;
+  // What StreamClock asks of a convolution on every chunk, computed once per op: its tiles' mean
+  // fetch (tile_fetch_cycles) and each N tile's computed tiles (computed_tiles, n_tiles order).
+  struct StreamTiles {
+    double fetch = 0;
+    std::vector<std::vector<bool>> computed;
+  };
+  const StreamTiles& stream_tiles(const MatmulOp& m) const;
+  mutable std::unordered_map<const MatmulOp*, StreamTiles> stream_tiles_;
   double stream_end(const MatmulOp& m, const std::vector<uint64_t>& cuts, const StreamRows& stream) const;
   class StreamClock;
   std::vector<size_t> chain_needs(const MatmulOp& a, const MatmulOp& b, const std::vector<uint64_t>& starts) const;
   double chain_end(const MatmulOp& a, const MatmulOp& b, const StreamRows& stream, bool chained) const;
   double dma_cycles(uint64_t bytes) const;
-  bool stream_pays(const MatmulOp& m, int t, uint64_t parts) const;
+  bool stream_pays(const MatmulOp& m, int t, uint64_t parts, std::map<uint64_t, bool>& memo) const;
   double refetch_cycles(double vectors) const;
   double unhidden_shift(double vectors) const;
   double refetch_cycles(const MatmulOp& m, double chunks) const;
@@ -488,7 +496,7 @@ class Lowering {
   // reader, op i (1: loaded whole, not streamed).
   uint64_t stream_parts(size_t i, int t) const;
   uint64_t load_dmas(int t) const;
-  std::vector<uint64_t> paying_cuts(const MatmulOp& m, const StreamRows& stream) const;
+  std::vector<uint64_t> paying_cuts(const MatmulOp& m, const StreamRows& stream, bool any = false) const;
   // Whether model input t, first read by op i, is loaded step by step (op i reads one time step of
   // it, a range of its pixels: an LSTM's input sequence).
   bool stream_by_steps(size_t i, int t) const;
@@ -1276,14 +1284,17 @@ class Lowering::StreamClock {
       : l_(l), s_(s), arrive_(s.dma.size(), 0.0), depth_(int64_t(std::max<uint64_t>(l.arch_.station_queue_depth, 1))) {
     if (!s.dma.empty()) issued_ = 0, link_ = arrive_[0] = s.dma[0];
   }
-  double chunk(const MatmulOp& m, const LaneTile& nt, uint64_t y0, uint64_t y1, double after, bool streamed) {
+  // (N tile `ni` of n_tiles(m).)
+  double chunk(const MatmulOp& m, size_t ni, uint64_t y0, uint64_t y1, double after, bool streamed) {
     const sim::Arch& a = l_.arch_;
     const uint64_t kt = l_.k_tiles(m.inputs[0]).size();
-    const double fetch = l_.tile_fetch_cycles(m), first = fetch + double(a.weight_mem_latency_cycles + a.array_rows);
+    const StreamTiles& tiles = l_.stream_tiles(m);
+    const LaneTile& nt = l_.n_tiles(m)[ni];
+    const double fetch = tiles.fetch, first = fetch + double(a.weight_mem_latency_cycles + a.array_rows);
     const double queued = first / double(std::max<uint64_t>(a.weight_fifo_tiles, 1));
     const double v = double((y1 - y0) * l_.storage_[m.output.tensor].shape.w * l_.batch_);
     const double d = std::max({v + l_.unhidden_shift(v), fetch, queued});
-    const std::vector<bool> computed = l_.computed_tiles(m, nt);
+    const std::vector<bool>& computed = tiles.computed[ni];
     for (size_t i = 0; i < computed.size(); ++i) {
       if (!computed[i]) continue;
       const auto n = int64_t(t0s_.size());
@@ -1332,10 +1343,19 @@ class Lowering::StreamClock {
   std::vector<double> t0s_;  // each matmul's start so far
 };
 
+const Lowering::StreamTiles& Lowering::stream_tiles(const MatmulOp& m) const {
+  auto [it, added] = stream_tiles_.try_emplace(&m);
+  if (added) {
+    it->second.fetch = tile_fetch_cycles(m);
+    for (const LaneTile& n : n_tiles(m)) it->second.computed.push_back(computed_tiles(m, n));
+  }
+  return it->second;
+}
+
 double Lowering::stream_end(const MatmulOp& m, const std::vector<uint64_t>& cuts, const StreamRows& stream) const {
   const std::vector<uint64_t> starts = chunk_starts(m, cuts);
   StreamClock clock(*this, stream);
-  for (const LaneTile& nt : n_tiles(m))
+  for (size_t nt = 0; nt < n_tiles(m).size(); ++nt)
     for (size_t c = 0; c + 1 < starts.size(); ++c) clock.chunk(m, nt, starts[c], starts[c + 1], 0, true);
   return clock.end();
 }
@@ -1372,11 +1392,11 @@ double Lowering::chain_end(const MatmulOp& a, const MatmulOp& b, const StreamRow
   StreamClock clock(*this, stream);
   const std::vector<uint64_t> first = chunk_starts(a, chained ? stream.rows : paying_cuts(a, stream));
   if (!chained) {
-    for (const LaneTile& nt : n_tiles(a))
+    for (size_t nt = 0; nt < n_tiles(a).size(); ++nt)
       for (size_t c = 0; c + 1 < first.size(); ++c) clock.chunk(a, nt, first[c], first[c + 1], 0, true);
     const double after = clock.end() + act(first[first.size() - 1] - first[first.size() - 2]);
     const std::vector<uint64_t> second = chunk_starts(b, {});
-    for (const LaneTile& nt : n_tiles(b))
+    for (size_t nt = 0; nt < n_tiles(b).size(); ++nt)
       for (size_t c = 0; c + 1 < second.size(); ++c) clock.chunk(b, nt, second[c], second[c + 1], after, false);
     return clock.end();
   }
@@ -1388,10 +1408,10 @@ double Lowering::chain_end(const MatmulOp& a, const MatmulOp& b, const StreamRow
   size_t next = 0;
   for (size_t c = 0; c + 1 < first.size(); ++c) {
     double done = 0;
-    for (const LaneTile& nt : n_tiles(a)) done = clock.chunk(a, nt, first[c], first[c + 1], 0, true);
+    for (size_t nt = 0; nt < n_tiles(a).size(); ++nt) done = clock.chunk(a, nt, first[c], first[c + 1], 0, true);
     const double after = done + act(first[c + 1] - first[c]);
     for (; next + 1 < second.size() && need[second[next + 1] - 1] <= c; ++next)
-      for (const LaneTile& nt : n_tiles(b)) clock.chunk(b, nt, second[next], second[next + 1], after, false);
+      for (size_t nt = 0; nt < n_tiles(b).size(); ++nt) clock.chunk(b, nt, second[next], second[next + 1], after, false);
   }
   return clock.end();
 }
@@ -1406,14 +1426,22 @@ double Lowering::chain_end(const MatmulOp& a, const MatmulOp& b, const StreamRow
 // compiler.md "Which cuts pay": resblock at batch 17 on 32 x 128 with 96 KiB and 5 GB/s of weight
 // memory ran 59,683 cycles at 10 GB/s of host link in 2 chunks and 65,143 at 20, not streamed,
 // where its 16 x 16 tile boxes take 36 cycles to fetch, not 573; now 4 chunks, 58,052 and 57,281.)
-std::vector<uint64_t> Lowering::paying_cuts(const MatmulOp& m, const StreamRows& stream) const {
+// Counts whose chunks (chunk_starts: the cuts with the accumulator budget's) are those of a count
+// already tried end alike and are not estimated again (where the budget cuts a chunk at every
+// row, none is). `any`: the first cuts found to beat none (stream_pays asks only whether some do).
+std::vector<uint64_t> Lowering::paying_cuts(const MatmulOp& m, const StreamRows& stream, bool any) const {
   std::vector<uint64_t> best;
   const double none = stream_end(m, {}, stream);
   double end = none;
+  std::set<std::vector<uint64_t>> tried{chunk_starts(m, {})};
   for (size_t c = 2; c <= stream.rows.size(); ++c) {
     std::vector<uint64_t> cuts;
     for (size_t j = 0; j < c; ++j) cuts.push_back(stream.rows[j * stream.rows.size() / c]);
-    if (const double e = stream_end(m, cuts, stream); e < none && e <= end) end = e, best = std::move(cuts);
+    if (!tried.insert(chunk_starts(m, cuts)).second) continue;
+    if (const double e = stream_end(m, cuts, stream); e < none && e <= end) {
+      end = e, best = std::move(cuts);
+      if (any) break;
+    }
   }
   return best;
 }
@@ -2225,8 +2253,9 @@ uint64_t Lowering::stream_parts(size_t i, int t) const {
       !packing_for(*m, batch_)) {
     const double most = k;
     cost = exposed(c, slices), k = slices;  // (at most slices parts: no refetch)
+    std::map<uint64_t, bool> pays;          // (stream_pays by rows per part)
     for (double kk = slices + 1; kk <= most; ++kk)
-      if (stream_pays(*m, t, uint64_t(kk)) && exposed(c, kk) + (kk - 1) * shifts(*m, kk, c) < cost)
+      if (exposed(c, kk) + (kk - 1) * shifts(*m, kk, c) < cost && stream_pays(*m, t, uint64_t(kk), pays))
         cost = exposed(c, kk) + (kk - 1) * shifts(*m, kk, c), k = kk;
   }
   // Streamed into the next layer as well (lower_chain): both layers' streaming can hide, but each
@@ -2253,12 +2282,14 @@ uint64_t Lowering::stream_parts(size_t i, int t) const {
 // per DMA that each slice gives ceil(parts / slices); one image row where t is stored padded),
 // slice after slice, each kernel row of each output row reading the part that holds its input row
 // in its K tile's slice (none in the zero border).
-bool Lowering::stream_pays(const MatmulOp& m, int t, uint64_t parts) const {
+bool Lowering::stream_pays(const MatmulOp& m, int t, uint64_t parts, std::map<uint64_t, bool>& memo) const {
   const Storage& in = storage_[t];
   const Shape& is = in.shape;
   if (conv_budget(m).first == 0 || is.h == 0) return false;
   const uint64_t slices = in.slices(), per_slice = div_up(parts, slices);
   const uint64_t rows = load_dmas(t) > slices ? 1 : div_up(is.h, std::min(per_slice, is.h)), each = div_up(is.h, rows);
+  // (The same parts for every count that gives as many image rows per part: `memo` by rows.)
+  if (const auto it = memo.find(rows); it != memo.end()) return it->second;
   StreamRows s{{0}, {}, {}};
   for (uint64_t sl = 0; sl < slices; ++sl)
     for (uint64_t y = 0; y < is.h; y += rows)
@@ -2275,7 +2306,7 @@ bool Lowering::stream_pays(const MatmulOp& m, int t, uint64_t parts) const {
     if (y > 0 && p > most) s.rows.push_back(y);
     most = std::max(most, p);
   }
-  return !paying_cuts(m, s).empty();
+  return memo[rows] = !paying_cuts(m, s, true).empty();
 }
 
 // An LSTM reads its input sequence one time step (pixel) at a time, each step's gates after the
