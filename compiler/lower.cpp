@@ -375,6 +375,7 @@ class Lowering {
   bool chain_candidate(size_t i) const;
   bool lower_chain(size_t i, const std::function<void(size_t)>& enter);
   std::pair<uint64_t, uint64_t> conv_budget(const MatmulOp& m) const;
+  uint64_t pass_budget(const MatmulOp& m) const;
   // A convolution's view of the input streamed into it (part_cuts): the output rows from which
   // it reads a later part (from 0), the part each kernel row of each output row reads in each K
   // tile (-1: none, or arrived), and each part's DMA in cycles (host_latency_cycles + its bytes at
@@ -1135,7 +1136,7 @@ void Lowering::lower(size_t i, const MatmulOp& m) {
     const uint64_t count = pixels(m.output);
     for (const View& v : m.inputs)
       if (pixels(v) != count) fail(i, fmt::format("inputs of {} pixels for an output of {}", pixels(v), count));
-    const uint64_t per = acc_budget(count * batch_, arch_) / batch_;
+    const uint64_t per = pass_budget(m) / batch_;
     for (uint64_t p0 = 0; p0 < count; p0 += per) {
       PassChunk c;
       const uint64_t np = std::min(per, count - p0);
@@ -1188,8 +1189,19 @@ void Lowering::check_steps(size_t i, const std::vector<PassChunk>& chunks) const
 // pixels within a row), and that budget (acc_budget).
 std::pair<uint64_t, uint64_t> Lowering::conv_budget(const MatmulOp& m) const {
   const Shape& os = storage_[m.output.tensor].shape;
-  const uint64_t budget = acc_budget(os.h * os.w * batch_, arch_);
+  const uint64_t budget = pass_budget(m);
   return {budget / (os.w * batch_), budget};
+}
+
+// The accumulator rows one pass of unpacked matmul m may use (compiler::pass_budget, with m's
+// computed tiles, its N tiles' activation cycles a row, and a tile switched in again costing its
+// stored box's fetch (tile_fetch_cycles) and the shift its matmul leaves unhidden).
+uint64_t Lowering::pass_budget(const MatmulOp& m) const {
+  uint64_t drain = 0;
+  for (const LaneTile& n : n_tiles(m)) drain += div_up(tile_cols(m, n), arch_.activation_lanes);
+  const double fetch = tile_fetch_cycles(m);
+  return compiler::pass_budget(pixels(m.output) * batch_, layer_tiles(m), drain,
+                               [&](double v) { return fetch + unhidden_shift(v); }, arch_);
 }
 
 // Reading an input being streamed (emitter.h), a convolution's chunks also end where its output
@@ -1688,7 +1700,7 @@ std::optional<Lowering::Fusion> Lowering::fusion_for(size_t i) const {
   if (k == 0 || s == 0 || k > 15 || s > 15 || os.h < k || os.w < k || (os.h - k) / s + 1 != ps.h ||
       (os.w - k) / s + 1 != ps.w || os.c != ps.c || p->input.pixel0 || p->output.pixel0 || m->output.pixel0)
     return std::nullopt;  // (the unfused lowering names what is wrong)
-  const uint64_t line = os.w * batch_, budget = acc_budget(os.h * line, arch_);
+  const uint64_t line = os.w * batch_, budget = pass_budget(*m);
   if (k * line > budget) return std::nullopt;
   const uint64_t bands = std::min(ps.h, (budget / line - k) / s + 1);
   if (s < k && bands < ps.h) {
@@ -3075,6 +3087,16 @@ void check_single_loop(const QGraph& graph, const sim::Arch& arch, BuiltTiles& b
 
 uint64_t acc_budget(uint64_t rows, const sim::Arch& arch) {
   return rows <= arch.acc_entries ? rows : arch.acc_entries / 2;
+}
+
+uint64_t pass_budget(uint64_t rows, uint64_t tiles, uint64_t drain_per_row,
+                     const std::function<double(double)>& refetch, const sim::Arch& arch) {
+  const uint64_t half = arch.acc_entries / 2, whole = acc_budget(rows, arch);
+  if (whole <= half) return whole;
+  const double c = double(div_up(rows, half)), r = double(rows);
+  const double drain = (r - r / c) * double(drain_per_row);
+  const double extra = double(tiles) * (c - 1) * refetch(r / c);
+  return drain > extra ? half : whole;
 }
 
 uint64_t max_piece(const sim::Arch& arch) { return arch.acc_entries / 2; }

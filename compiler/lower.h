@@ -52,6 +52,25 @@ isa::Program lower(const QGraph& graph, const sim::Arch& arch, const LowerOption
 // holds whole output rows, or whole pixels).
 uint64_t acc_budget(uint64_t rows, const sim::Arch& arch);
 
+// The accumulator rows one pass of an unpacked matmul may use when its output holds `rows` rows,
+// `tiles` computed weight tiles a pass over all its N tiles, whose activates drain a row in
+// `drain_per_row` cycles together (ceil(N tile's columns / activation_lanes) summed), a tile
+// switched in again for a matmul of V vectors costing refetch(V) cycles (its fetch from weight
+// memory and the shift V leaves unhidden: Lowering::refetch_cycles's terms, as input streaming's
+// cuts count a tile fetched again). acc_budget gives a pass all the accumulators where the output
+// fits them; where it holds more than half, that pass has no other half to alternate with: the
+// activation unit drains its rows while the matrix unit waits (the next pass, of the next N tile or
+// the next layer, writes rows the drain still reads). Passes of at most half, c = ceil(rows / half)
+// chunks, drain all but the last chunk's rows, rows - rows / c, behind the next chunk's matmuls,
+// and switch every tile in c - 1 more times: tiles x (c - 1) x refetch(rows / c). Half is taken
+// where the drain it hides exceeds that, else acc_budget. (The small inception model at batch 64 on
+// 32 x 128, 24 MiB, one piece of 64: 8 x 8 x 64 = 4,096 rows, one pass of all 4,096 accumulators a
+// layer, ran slower, 349,950 cycles, than with 1 MiB in two pieces of 32 and half passes, 337,022;
+// with half passes 312,780.) lower() chunks unpacked matmuls by it; a packed convolution keeps
+// acc_budget (lower_packed, packing_for).
+uint64_t pass_budget(uint64_t rows, uint64_t tiles, uint64_t drain_per_row,
+                     const std::function<double(double)>& refetch, const sim::Arch& arch);
+
 // The most samples one piece of a batch may hold: half the accumulators, so that a pass over one
 // pixel of every sample of the piece fits a half (acc_budget). A larger batch runs in pieces.
 uint64_t max_piece(const sim::Arch& arch);

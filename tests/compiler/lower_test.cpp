@@ -645,8 +645,10 @@ TEST_CASE("a batch that does not fit the unified buffer runs in pieces, a sample
   CHECK(banded.meta["batch_piece"] == 1);
   CHECK(banded.meta["bands"] == 2 * 4);
   // Per band of 12 rows, 480 output rows in chunks of 128 (4 passes); the band of 4 rows, 160 <=
-  // 256 accumulator rows, one pass: 13 per sample.
-  CHECK(count(banded, Opcode::matmul) == 2 * 13);
+  // 256 accumulator rows, in two chunks of 80 (compiler::pass_budget: one pass would drain its
+  // first 80 rows with the matrix unit waiting, and the one tile's second fetch, a 64-byte box,
+  // costs a few cycles, its shift hidden behind 80 vectors): 14 per sample (13 with one pass).
+  CHECK(count(banded, Opcode::matmul) == 2 * 14);
   CHECK(count(banded, Opcode::read_host) == 2 * 4);   // each band's input rows (unpadded: one DMA)
   CHECK(count(banded, Opcode::write_host) == 2 * 4);  // each band's output rows
   CHECK(banded.meta["mapping"][0]["ub_bytes"] == 2 * 12 * 80 * 8);  // two bands at most

@@ -9,7 +9,9 @@ tests/sweep/data/laws_monotone.toml (4 small models x 3 arrays x 3 buffers x 3 w
 x 3 batches, each compiled for its point), tests/sweep/data/laws_host.toml (4 small CNNs x 2
 arrays x 3 host links x 2 weight memories x 2 batches) and tests/sweep/data/laws_stream.toml
 (resblock on 32 x 128 with 96 KiB x 4 host links x 4 weight memories x 2 batches, where input
-streaming's cuts decide) and checks every point's report against laws that hold whatever the
+streaming's cuts decide) and tests/sweep/data/laws_acc.toml (inception and LeNet-5 on 32 x 128 and
+128 x 32 x 3 buffers x 2 batches, where a larger buffer's fewer pieces fill more than half the
+accumulators) and checks every point's report against laws that hold whatever the
 compiler chooses:
 
 - compute bound: cycles >= macs / (array_rows x array_cols), and >= the model's MACs / cells;
@@ -55,6 +57,8 @@ MODELS = {
     "lenet5": (416_520, 61_470),  # 117,600 + 240,000 + 48,000 + 10,080 + 840
     # conv1..conv4 884,736 + 9,437,184 + 4,718,592 + 9,437,184, fc1 2,097,152, fc2 5,120
     "cifar_cnn": (26_579_968, 2_167_648),
+    # two modules' convolutions on 8 x 8 maps: 64 x (4,592 + 10,608) + scores 72 x 10 (workloads/small/inception.toml)
+    "inception": (973_520, 15_920),
     "resblock": (461_312, 9_728),  # three 3 x 3 of 147,456, a 1 x 1 of 16,384, scores 2,560
     # 8 steps x 4 gates x 32 x 64 (inputs) + 7 x 4 x 64 x 64 (h: none at step 0, h0 = 0)
     # - 32 x 64 (step 0's f gate: c0 = 0) + 64 x 10 = 65,536 + 114,688 - 2,048 + 640
@@ -328,9 +332,18 @@ def main():
     check_host_monotone(stream)
     check_monotone(stream)
 
+    # A larger buffer that runs the batch in fewer pieces, whose passes would hold more than half the
+    # accumulators (compiler::pass_budget).
+    acc = sweep(tpusim, os.path.join(data, "laws_acc.toml"), os.path.join(work, "acc.csv"))
+    if len(acc) != 24:
+        failures.append(f"laws_acc.toml: expected 24 ok points, got {len(acc)}")
+    for r in acc:
+        check_point(r)
+    check_monotone(acc)
+
     for f in failures:
         print("FAIL", f)
-    print(f"{len(rows) + len(prog) + len(taps) + len(mono) + len(host) + len(stream)} points, {len(failures)} broken laws")
+    print(f"{len(rows) + len(prog) + len(taps) + len(mono) + len(host) + len(stream) + len(acc)} points, {len(failures)} broken laws")
     return 1 if failures else 0
 
 

@@ -51,8 +51,8 @@ ModelShape shape_of(const std::filesystem::path& path, std::optional<uint64_t> b
 
 // The instructions a matmul op's lowering emits on a machine for a piece of `piece` samples, as
 // compiler/lower.cpp emits them: matmul instructions (one per weight tile and chunk of
-// accumulator rows, compiler::acc_budget; a packed convolution one per output row and kernel-row
-// tile, compiler::packing_for), distinct weight tiles (an op whose seeded weights another op
+// accumulator rows, compiler::pass_budget; a packed convolution one per output row and kernel-row
+// tile, compiler::packing_for, its chunks by compiler::acc_budget), distinct weight tiles (an op whose seeded weights another op
 // shares, an LSTM gate at each step, counted once: `shared`), and activates (one per chunk and N
 // tile; a packed convolution's one per group of pixels of each output row, which it scatters: on a
 // wide array, where narrow convolutions pack several pixels a vector, CNN1's activates outnumber
@@ -66,8 +66,9 @@ Emitted emitted(const compiler::QGraph& g, const compiler::MatmulOp& m, const Po
   const sim::Arch& a = p.arch;
   const compiler::Shape& os = g.tensors.at(m.output.tensor).shape;
   const uint64_t rows = (m.output.pixels ? m.output.pixels : os.pixels()) * piece;
-  const uint64_t chunks = div_up(rows, compiler::acc_budget(rows, a)), n_tiles = div_up(m.n, a.array_cols);
+  const uint64_t n_tiles = div_up(m.n, a.array_cols);
   if (const std::optional<compiler::Packing> pk = compiler::packing_for(g, m, a, p.mapper, piece)) {
+    const uint64_t chunks = div_up(rows, compiler::acc_budget(rows, a));
     const uint64_t row_tiles = div_up(pk->kernel_rows, pk->rows), groups = div_up(os.w, pk->p);
     const uint64_t nt = pk->p > 1 ? 1 : n_tiles;
     return {double(nt * row_tiles * os.h * (pk->tail ? 2 : 1)), shared ? 0 : double(nt * row_tiles),
@@ -77,6 +78,24 @@ Emitted emitted(const compiler::QGraph& g, const compiler::MatmulOp& m, const Po
   for (const compiler::View& v : m.inputs) k_tiles += div_up(g.tensors.at(v.tensor).shape.c, a.array_rows);
   // (the kernel positions with a tap: MatmulOp::taps; the others' tiles are not computed)
   const double t = double(std::max<uint64_t>(1, m.taps_in_rows(0, m.kernel_h))) * double(k_tiles) * double(n_tiles);
+  // The pass budget's inputs as lower() has them (Lowering::pass_budget): the N tiles' activation
+  // cycles a row, and what a tile switched in again costs: the mean fetch of its stored box (each K
+  // tile's rows x each N tile's columns, partial tiles fetched as their box) and the shift a matmul
+  // of V vectors leaves unhidden (array_rows + array_cols - 1 - V, Lowering::unhidden_shift).
+  uint64_t drain = 0;
+  double fetch = 0, boxes = 0;
+  for (uint64_t j = 0; j < m.n; j += a.array_cols) {
+    const uint64_t cols = std::min<uint64_t>(a.array_cols, m.n - j);
+    drain += div_up(cols, a.activation_lanes);
+    for (const compiler::View& v : m.inputs) {
+      const uint64_t c = g.tensors.at(v.tensor).shape.c;
+      for (uint64_t k = 0; k < c; k += a.array_rows, boxes += 1)
+        fetch += double(sim::transfer_cycles(std::min<uint64_t>(a.array_rows, c - k) * cols, a.weight_mem_gbps, a.clock_mhz));
+    }
+  }
+  if (boxes > 0) fetch /= boxes;
+  const auto refetch = [&](double v) { return fetch + std::max(0.0, double(a.array_rows + a.array_cols - 1) - v); };
+  const uint64_t chunks = div_up(rows, compiler::pass_budget(rows, uint64_t(t), drain, refetch, a));
   return {t * double(chunks), shared ? 0 : t, double(chunks * n_tiles), 0};
 }
 
