@@ -1186,7 +1186,7 @@ void Lowering::check_steps(size_t i, const std::vector<PassChunk>& chunks) const
 }
 
 // Convolution m's output rows per chunk when a row fits the accumulator budget (0: chunks of
-// pixels within a row), and that budget (acc_budget).
+// pixels within a row), and that budget (pass_budget).
 std::pair<uint64_t, uint64_t> Lowering::conv_budget(const MatmulOp& m) const {
   const Shape& os = storage_[m.output.tensor].shape;
   const uint64_t budget = pass_budget(m);
