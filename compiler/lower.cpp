@@ -497,7 +497,9 @@ class Lowering {
   // reader, op i (1: loaded whole, not streamed).
   uint64_t stream_parts(size_t i, int t) const;
   uint64_t load_dmas(int t) const;
-  std::vector<uint64_t> paying_cuts(const MatmulOp& m, const StreamRows& stream, bool any = false) const;
+  std::vector<uint64_t> paying_cuts(const MatmulOp& m, const StreamRows& stream,
+                                    std::optional<double> below = std::nullopt) const;
+  StreamRows load_parts(const MatmulOp& m, int t, uint64_t rows) const;
   // Whether model input t, first read by op i, is loaded step by step (op i reads one time step of
   // it, a range of its pixels: an LSTM's input sequence).
   bool stream_by_steps(size_t i, int t) const;
@@ -1440,10 +1442,12 @@ double Lowering::chain_end(const MatmulOp& a, const MatmulOp& b, const StreamRow
 // where its 16 x 16 tile boxes take 36 cycles to fetch, not 573; now 4 chunks, 58,052 and 57,281.)
 // Counts whose chunks (chunk_starts: the cuts with the accumulator budget's) are those of a count
 // already tried end alike and are not estimated again (where the budget cuts a chunk at every
-// row, none is). `any`: the first cuts found to beat none (stream_pays asks only whether some do).
-std::vector<uint64_t> Lowering::paying_cuts(const MatmulOp& m, const StreamRows& stream, bool any) const {
+// row, none is). `below` given: the first cuts found to end before it (stream_pays asks only
+// whether some do).
+std::vector<uint64_t> Lowering::paying_cuts(const MatmulOp& m, const StreamRows& stream,
+                                            std::optional<double> below) const {
   std::vector<uint64_t> best;
-  const double none = stream_end(m, {}, stream);
+  const double none = below ? *below : stream_end(m, {}, stream);
   double end = none;
   std::set<std::vector<uint64_t>> tried{chunk_starts(m, {})};
   for (size_t c = 2; c <= stream.rows.size(); ++c) {
@@ -1452,7 +1456,7 @@ std::vector<uint64_t> Lowering::paying_cuts(const MatmulOp& m, const StreamRows&
     if (!tried.insert(chunk_starts(m, cuts)).second) continue;
     if (const double e = stream_end(m, cuts, stream); e < none && e <= end) {
       end = e, best = std::move(cuts);
-      if (any) break;
+      if (below) break;
     }
   }
   return best;
@@ -2240,8 +2244,9 @@ uint64_t Lowering::stream_parts(size_t i, int t) const {
   // Parts that cut the image rows (more than the input has slices) cut a convolution's chunks
   // where its rows reach a later part (part_cuts: one not 1 x 1, not packed), and each chunk beyond
   // the first fetches the layer's tiles again: a count is a candidate only where the parts it
-  // would give let some cut of the layer's chunks pay (stream_pays, by the estimate of the layer's
-  // end: paying_cuts); and where the array bounds the layer, each such tile's shift into it that
+  // would give end the layer sooner, with the cuts that pay or none, than the `slices` parts it
+  // falls back to or the load whole (stream_pays, by the estimate of the layer's end: stream_end,
+  // paying_cuts); and where the array bounds the layer, each such tile's shift into it that
   // its chunk is too short to hide adds to its time: of the candidates up to k, the one that
   // leaves the least exposed plus those shifts. (Under the check stream_pays replaced, refetched
   // tiles against the transfer (stream_cut, now gone): CNN0 on 64 x 256
@@ -2289,21 +2294,15 @@ uint64_t Lowering::stream_parts(size_t i, int t) const {
   return k >= 2 ? static_cast<uint64_t>(k) : 1;
 }
 
-// Whether convolution m streaming model input t in `parts` parts pays for a cut of its chunks
-// (paying_cuts), with the parts the load would give (stream_parts' caller: so many whole image rows
-// per DMA that each slice gives ceil(parts / slices); one image row where t is stored padded),
-// slice after slice, each kernel row of each output row reading the part that holds its input row
-// in its K tile's slice (none in the zero border).
-bool Lowering::stream_pays(const MatmulOp& m, int t, uint64_t parts, std::map<uint64_t, bool>& memo) const {
+// The parts convolution m reads where model input t is loaded `rows` image rows per DMA (one where
+// t is stored padded), slice after slice, each kernel row of each output row reading the part that
+// holds its input row in its K tile's slice (none in the zero border).
+Lowering::StreamRows Lowering::load_parts(const MatmulOp& m, int t, uint64_t rows) const {
   const Storage& in = storage_[t];
   const Shape& is = in.shape;
-  if (conv_budget(m).first == 0 || is.h == 0) return false;
-  const uint64_t slices = in.slices(), per_slice = div_up(parts, slices);
-  const uint64_t rows = load_dmas(t) > slices ? 1 : div_up(is.h, std::min(per_slice, is.h)), each = div_up(is.h, rows);
-  // (The same parts for every count that gives as many image rows per part: `memo` by rows.)
-  if (const auto it = memo.find(rows); it != memo.end()) return it->second;
+  const uint64_t each = div_up(is.h, rows);
   StreamRows s{{0}, {}, {}};
-  for (uint64_t sl = 0; sl < slices; ++sl)
+  for (uint64_t sl = 0; sl < in.slices(); ++sl)
     for (uint64_t y = 0; y < is.h; y += rows)
       s.dma.push_back(dma_cycles(std::min(rows, is.h - y) * is.w * batch_ * in.slice_channels(sl)));
   int64_t most = -1;
@@ -2318,7 +2317,37 @@ bool Lowering::stream_pays(const MatmulOp& m, int t, uint64_t parts, std::map<ui
     if (y > 0 && p > most) s.rows.push_back(y);
     most = std::max(most, p);
   }
-  return memo[rows] = !paying_cuts(m, s, true).empty();
+  return s;
+}
+
+// Whether convolution m streaming model input t in `parts` parts ends sooner, by the estimate
+// (stream_end) with its paying cuts or none, than with what stream_parts falls back to: `slices`
+// parts (one per slice; an input stored padded still moves an image row per DMA), loaded whole
+// where the input has one slice (every matmul after the last DMA). The parts are those the load
+// would give (stream_parts' caller: so many whole image rows per DMA that each slice gives
+// ceil(parts / slices); one where t is stored padded: load_parts). (Asking only whether some cut
+// beat no cut dropped streaming where the accumulator budget already cuts a chunk at every row, so
+// that no cut can pay, for the whole load, which nobody weighed: cifar_cnn --mapper pack=off on
+// tpu-v1 ran 1,559,438 cycles at 40 GB/s of host link, streamed, and 1,580,255 at 80, loaded whole.)
+// `memo`: the answer by image rows per part (counts giving as many have the same parts).
+bool Lowering::stream_pays(const MatmulOp& m, int t, uint64_t parts, std::map<uint64_t, bool>& memo) const {
+  const Storage& in = storage_[t];
+  const Shape& is = in.shape;
+  if (conv_budget(m).first == 0 || is.h == 0) return false;
+  const uint64_t slices = in.slices();
+  const auto rows_of = [&](uint64_t k) {
+    return load_dmas(t) > slices ? 1 : div_up(is.h, std::min(div_up(k, slices), is.h));
+  };
+  const uint64_t rows = rows_of(parts);
+  if (const auto it = memo.find(rows); it != memo.end()) return it->second;
+  StreamRows fallback = load_parts(m, t, rows_of(slices));
+  if (slices == 1) {
+    fallback.rows = {0};
+    for (int64_t& n : fallback.need) n = int64_t(fallback.dma.size()) - 1;
+  }
+  const double bound = stream_end(m, {}, fallback);
+  const StreamRows s = load_parts(m, t, rows);
+  return memo[rows] = stream_end(m, {}, s) < bound || !paying_cuts(m, s, bound).empty();
 }
 
 // An LSTM reads its input sequence one time step (pixel) at a time, each step's gates after the

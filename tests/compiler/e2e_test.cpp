@@ -286,13 +286,15 @@ TEST_CASE("random convolution chains with their input streamed into two layers r
     check_model(m, a, true);
     check_model(std::move(m), a, true, off);
   }
-  // Chained wherever the shapes allow (stream_chain_always): 20 of the 24. By the estimate of the
+  // Chained wherever the shapes allow (stream_chain_always): 22 of the 24 (20 while a count of parts
+  // was a candidate only where an extra cut paid, not where streaming beat the load whole: two
+  // more inputs stream, compiler/lower.cpp stream_pays). By the estimate of the
   // two layers' end (chain_end), 1. While the lowering chained where the two layers' refetched
   // tiles took less time than the transfer it chained 8 (11 before it counted a refetched tile's
   // shift); of those, the 7 no longer chained run 5 faster and 2 slower (models 2, 3, 6, 9, 10,
   // 16, 17: 24,192 -> 25,356, 9,090 -> 8,365, 10,105 -> 9,822, 2,394 -> 2,387, 9,061 -> 9,153,
   // 8,062 -> 7,788, 10,049 -> 9,723 cycles).
-  CHECK(chained == 20);
+  CHECK(chained == 22);
   CHECK(chosen == 1);
 }
 

@@ -9,9 +9,11 @@ tests/sweep/data/laws_monotone.toml (4 small models x 3 arrays x 3 buffers x 3 w
 x 3 batches, each compiled for its point), tests/sweep/data/laws_host.toml (4 small CNNs x 2
 arrays x 3 host links x 2 weight memories x 2 batches) and tests/sweep/data/laws_stream.toml
 (resblock on 32 x 128 with 96 KiB x 4 host links x 4 weight memories x 2 batches, where input
-streaming's cuts decide) and tests/sweep/data/laws_acc.toml (inception and LeNet-5 on 32 x 128 and
+streaming's cuts decide), tests/sweep/data/laws_acc.toml (inception and LeNet-5 on 32 x 128 and
 128 x 32 x 3 buffers x 2 batches, where a larger buffer's fewer pieces fill more than half the
-accumulators) and checks every point's report against laws that hold whatever the
+accumulators) and tests/sweep/data/laws_stream_whole.toml (unpacked cifar_cnn on tpu-v1 at 40
+and 80 GB/s of host link, where streaming is weighed against the load whole) and checks every
+point's report against laws that hold whatever the
 compiler chooses:
 
 - compute bound: cycles >= macs / (array_rows x array_cols), and >= the model's MACs / cells;
@@ -341,9 +343,18 @@ def main():
         check_point(r)
     check_monotone(acc)
 
+    # Streaming weighed against the load whole (compiler/lower.cpp, stream_pays): unpacked
+    # cifar_cnn, whose accumulator budget already cuts a chunk at every row.
+    whole = sweep(tpusim, os.path.join(data, "laws_stream_whole.toml"), os.path.join(work, "whole.csv"))
+    if len(whole) != 2:
+        failures.append(f"laws_stream_whole.toml: expected 2 ok points, got {len(whole)}")
+    for r in whole:
+        check_point(r)
+    check_host_monotone(whole)
+
     for f in failures:
         print("FAIL", f)
-    print(f"{len(rows) + len(prog) + len(taps) + len(mono) + len(host) + len(stream) + len(acc)} points, {len(failures)} broken laws")
+    print(f"{len(rows) + len(prog) + len(taps) + len(mono) + len(host) + len(stream) + len(acc) + len(whole)} points, {len(failures)} broken laws")
     return 1 if failures else 0
 
 
