@@ -3195,7 +3195,9 @@ PackingOption option_for(const QGraph& g, size_t i, const sim::Arch& arch, const
 // What the work before op i hides of its first weight_fifo_tiles weight fetches (ConvShape::ahead):
 // the cycles of it the weight memory is free in. Walking back over the ops before it: pools and
 // vector ops count 0 (their time is not estimated here: a lower bound); a convolution that may be
-// packed counts its estimate's cycles after its own last fetch (PackingOption::fetched), itself
+// packed counts its first run's estimate (PackingOption::first: with the batch in pieces the mean
+// over the runs is less, and its last fetch is the first run's) after its own last fetch
+// (PackingOption::fetched), itself
 // estimated as after a long layer unless nothing but pools and vector ops precede it (one level:
 // a chain of layers all bound by the weight memory is not followed further); any other matmul (a
 // dense layer, a 1 x 1 convolution, a 16-bit one) has no estimate here, and is taken as long
@@ -3212,7 +3214,7 @@ double ahead_of(const QGraph& g, size_t i, const sim::Arch& arch, const LowerOpt
     if (!prev) continue;
     if (!follow || !may_pack(g, *prev, arch, options)) return std::numeric_limits<double>::infinity();
     const PackingOption o = option_for(g, j, arch, options, piece, ahead_of(g, j, arch, options, piece, false));
-    return std::max(0.0, o.cycles - std::max(0.0, o.fetched));
+    return std::max(0.0, o.first - std::max(0.0, o.fetched));
   }
   const Shape& is = g.tensors[std::get<MatmulOp>(g.ops[i]).inputs[0].tensor].shape;
   return double(arch.host_latency_cycles + sim::transfer_cycles(is.elements() * piece, arch.host_gbps, arch.clock_mhz));

@@ -73,9 +73,9 @@ class TilePipeline {
 // The matrix unit's time through `tiles` (each tile's stored bytes and the cycles it streams) for
 // a layer run cv.runs times: the first run after cv.ahead cycles of other work, the later ones
 // after the run before (TilePipeline with ahead infinite); the estimate is their mean. `fetched`:
-// the first run's last fetch's end.
+// the first run's last fetch's end; `first`: the first run's time.
 struct Matrix {
-  double cycles = 0, fetched = 0;
+  double cycles = 0, fetched = 0, first = 0;
 };
 Matrix matrix_time(const ConvShape& cv, const sim::Arch& a, const std::vector<std::pair<uint64_t, double>>& tiles) {
   const auto run = [&](double ahead) {
@@ -84,9 +84,9 @@ Matrix matrix_time(const ConvShape& cv, const sim::Arch& a, const std::vector<st
     return p;
   };
   const TilePipeline first = run(cv.ahead);
-  if (cv.runs <= 1 || std::isinf(cv.ahead)) return {first.cycles(), first.fetched()};
+  if (cv.runs <= 1 || std::isinf(cv.ahead)) return {first.cycles(), first.fetched(), first.cycles()};
   const double rest = run(std::numeric_limits<double>::infinity()).cycles();
-  return {(first.cycles() + double(cv.runs - 1) * rest) / double(cv.runs), first.fetched()};
+  return {(first.cycles() + double(cv.runs - 1) * rest) / double(cv.runs), first.fetched(), first.cycles()};
 }
 
 // A layer's estimate: the matrix unit's (TilePipeline), plus the activation unit (its rows and
@@ -97,7 +97,7 @@ PackingOption estimate(const ConvShape& cv, const sim::Arch& a, std::optional<Pa
                      double(activates * a.activation_latency_cycles);
   const double cycles = matrix.cycles + act;
   if (pk) pk->cycles = cycles;
-  return {pk, cycles, passes, matrix.fetched};
+  return {pk, cycles, passes, matrix.fetched, matrix.first + act};
 }
 
 }  // namespace

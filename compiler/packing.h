@@ -74,6 +74,8 @@ struct PackingOption {
   // When the weight memory is free again on the estimate's axis (the layer's work spans 0 ..
   // cycles, of its first run): its last fetch's end; -infinity where every fetch was ahead.
   double fetched = -std::numeric_limits<double>::infinity();
+  // The first run's estimate (`cycles` is the mean over ConvShape::runs): the axis `fetched` is on.
+  double first = 0;
 };
 
 // Every way choose_packing weighs, in its order: no packing first, then P = 1, 2, ... as far as
