@@ -1473,7 +1473,7 @@ uint64_t Lowering::load_dmas(int t) const {
 
 // What one more whole weight tile costs, in cycles: its fetch from weight memory, and its shift
 // into the array, which the matrix unit waits for unless the matmul before it streams at least
-// array_rows + array_cols - 1 vectors (docs/timing.md, "Matrix unit"). Input streaming's extra
+// array_rows + Arch::shift_after_switch() vectors (docs/timing.md, "Matrix unit"). Input streaming's extra
 // chunks are short: CNN0 on 64 x 256 in pieces of 1 (350 MHz, 34 GB/s) showed its 20 extra tiles a
 // piece as weight shift, 0 -> 2.6% of the cycles (263 of the 319 a piece's tile can wait), and ran
 // 1.9% slower than loaded whole; counting fetches alone (9,637 against the transfer's 9,765 bytes
@@ -1486,7 +1486,7 @@ double Lowering::refetch_cycles(double vectors) const {
 // The cycles of a tile's shift into the array that a matmul of `vectors` vectors before it does
 // not hide: the matrix unit waits for them whatever else is waiting (docs/timing.md "Matrix unit").
 double Lowering::unhidden_shift(double vectors) const {
-  return std::max(0.0, double(arch_.array_rows + arch_.array_cols - 1) - vectors);
+  return std::max(0.0, double(arch_.array_rows + arch_.shift_after_switch()) - vectors);
 }
 
 // A tile of convolution m cut into `chunks` chunks of output rows (a chunk's matmul streams its

@@ -24,10 +24,11 @@ uint64_t div_up(uint64_t a, uint64_t b) { return (a + b - 1) / b; }
 //   layer before still holds are not counted): fetch i < F ends at -ahead + xfer_0 + .. + xfer_i.
 //   With `ahead` infinite (a long layer before), they are all over by the start, as before;
 // - a tile arrives weight_mem_latency_cycles after its fetch ends, and shifts in (array_rows
-//   cycles) once it has arrived and array_cols - 1 cycles after the previous switch, and is
-//   switched in after that shift and after the previous tile has streamed its vectors: so a
-//   switch follows the one before it by at least array_rows + array_cols - 1 cycles, whatever
-//   that one streams. The layer's first tile shifts once it has arrived, at the earliest
+//   cycles) once it has arrived and Arch::shift_after_switch() cycles after the previous switch
+//   (0 when the shift is skewed by column, else array_cols - 1), and is switched in after that
+//   shift and after the previous tile has streamed its vectors: so a switch follows the one
+//   before it by at least array_rows (+ array_cols - 1 unskewed) cycles, whatever that one
+//   streams. The layer's first tile shifts once it has arrived, at the earliest
 //   array_rows cycles before the start (behind the layer before), and is switched in at
 //   max(0, -ahead + xfer_0 + weight_mem_latency_cycles + array_rows): with nothing before it
 //   (ahead 0) its whole fetch, latency and shift are exposed;
@@ -40,7 +41,7 @@ class TilePipeline {
   TilePipeline(const sim::Arch& a, double ahead) : a_(a), ahead_(ahead) {}
   // A tile of `bytes` stored bytes whose matmuls stream `stream` cycles.
   void add(uint64_t bytes, double stream) {
-    const double rows = double(a_.array_rows), cols = double(a_.array_cols);
+    const double rows = double(a_.array_rows);
     const double xfer = double(sim::transfer_cycles(bytes, a_.weight_mem_gbps, a_.clock_mhz));
     if (shifts_.size() < a_.weight_fifo_tiles) {  // (-infinity while ahead is infinite)
       fetched_ = (shifts_.empty() ? -ahead_ : fetched_) + xfer;
@@ -53,7 +54,7 @@ class TilePipeline {
     if (shifts_.empty()) {
       switched_ = shift + rows;
     } else {
-      shift = std::max(arrived, switched_ + cols - 1);
+      shift = std::max(arrived, switched_ + double(a_.shift_after_switch()));
       switched_ = std::max(switched_ + stream_, shift + rows);
     }
     shifts_.push_back(shift);

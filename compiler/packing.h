@@ -22,9 +22,9 @@
 // weight tiles as the weight FIFO feeds it: each tile's fetch of its stored box, up to
 // weight_fifo_tiles fetches ahead of the array, the first of them behind only what the work before
 // the layer hides (ConvShape::ahead), a vector every ceil(U*kh / gather_rows_per_cycle)
-// cycles, each tile switch at least array_rows + array_cols - 1 cycles after the one before it,
-// its shift into the array; plus the activation unit), estimates within 1% of each other to the
-// fewest array passes.
+// cycles, each tile switch at least array_rows (+ array_cols - 1 unskewed) cycles after the one
+// before it, its shift into the array; plus the activation unit), estimates within 1% of each
+// other to the fewest array passes.
 #pragma once
 
 #include <cstdint>

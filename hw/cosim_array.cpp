@@ -74,9 +74,11 @@ class ScArray final : public sim::ArrayModel {
     rtl_.shadow_row(shadow_row_);
     rtl_.shadow_values(shadow_values_);
     rtl_.shadow_signed(shadow_signed_);
+    rtl_.shift_skewed(shift_skewed_);
     rtl_.bottom_psum(bottom_psum_);
     rtl_.bottom_valid(bottom_valid_sig_);
     rtl_.any_valid(any_valid_);
+    rtl_.shift_pending(shift_pending_);
     for (unsigned k = 0; k < rows; ++k)
       for (unsigned j = 0; j < cols; ++j) {  // every cell's registers, for registers()
         rtl_.psum_all[k][j](psum_all_[k * cols + j]);
@@ -92,6 +94,7 @@ class ScArray final : public sim::ArrayModel {
   std::span<const int32_t> bottom() const override { return bottom_; }
   std::span<const uint8_t> bottom_valid() const override { return bottom_valid_; }
   bool empty() const override { return empty_; }
+  bool shift_pending() const override { return shift_pending_now_; }
 
   // The RTL's own registers, as the last step() left them (weights and x are 9-bit signed).
   bool registers(uint64_t k, uint64_t j, std::array<int32_t, 5>& out) const override {
@@ -106,6 +109,7 @@ class ScArray final : public sim::ArrayModel {
     std::fill(bottom_.begin(), bottom_.end(), 0);
     std::fill(bottom_valid_.begin(), bottom_valid_.end(), 0);
     empty_ = true;
+    shift_pending_now_ = false;
     reset_pending_ = true;
   }
 
@@ -167,6 +171,7 @@ class ScArray final : public sim::ArrayModel {
     shadow_row_.write(row);
     shadow_values_.write(weights);
     shadow_signed_.write(!has_uint8);
+    shift_skewed_.write(skewed_shift_);
   }
 
   // A rising edge with the driven inputs: delta 1 runs the Verilated process, delta 2 sees its
@@ -182,6 +187,7 @@ class ScArray final : public sim::ArrayModel {
       bottom_valid_[j] = static_cast<uint8_t>(get_field(valid, j, 1));
     }
     empty_ = !any_valid_.read();
+    shift_pending_now_ = shift_pending_.read();
     clk_.write(false);
     sc_core::wait(sc_core::SC_ZERO_TIME);
   }
@@ -190,7 +196,7 @@ class ScArray final : public sim::ArrayModel {
   unsigned rows_, cols_;
   std::vector<int32_t> bottom_;
   std::vector<uint8_t> bottom_valid_;
-  bool empty_ = true, reset_pending_ = true;
+  bool empty_ = true, shift_pending_now_ = false, reset_pending_ = true;
   sc_core::sc_signal<bool> clk_{"clk"}, rst_{"rst"};
   Signal<decltype(V::left_value)> left_value_{"left_value"};
   Signal<decltype(V::left_signed)> left_signed_{"left_signed"};
@@ -200,9 +206,11 @@ class ScArray final : public sim::ArrayModel {
   Signal<decltype(V::shadow_row)> shadow_row_{"shadow_row"};
   Signal<decltype(V::shadow_values)> shadow_values_{"shadow_values"};
   Signal<decltype(V::shadow_signed)> shadow_signed_{"shadow_signed"};
+  Signal<decltype(V::shift_skewed)> shift_skewed_{"shift_skewed"};
   Signal<decltype(V::bottom_psum)> bottom_psum_{"bottom_psum"};
   Signal<decltype(V::bottom_valid)> bottom_valid_sig_{"bottom_valid"};
   Signal<decltype(V::any_valid)> any_valid_{"any_valid"};
+  Signal<decltype(V::shift_pending)> shift_pending_{"shift_pending"};
   std::unique_ptr<Signal<decltype(V::psum_all)>[]> psum_all_;
   std::unique_ptr<Signal<decltype(V::weight_all)>[]> weight_all_;
   std::unique_ptr<Signal<decltype(V::shadow_all)>[]> shadow_all_;

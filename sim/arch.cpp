@@ -166,6 +166,7 @@ constexpr std::tuple<std::string_view, double, double, std::string_view> kLimits
     {"driver_piece_schedule", 0, 1, ""},  // a choice of two (sim/arch.h)
     {"driver_host_loop", 0, 1, ""},  // a choice of two (sim/arch.h)
     {"driver_partial_tiles", 0, 1, ""},  // a choice of two (sim/arch.h)
+    {"weight_shift_skewed", 0, 1, ""},  // a choice of two (sim/arch.h)
     {"activation_lanes", 1, 65536, ""}, {"activation_latency_cycles", 0, kMaxLatency, ""},
     {"issue_cycles", 1, 1e6, ""},       {"gather_rows_per_cycle", 1, 4096, ""},       {"station_queue_depth", 1, 1024, ""},
     // The energy model's costs (sim/energy.h): positive, and small enough that a run's sums of

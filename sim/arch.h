@@ -30,6 +30,17 @@ namespace tpusim::sim {
   X(acc_entries, uint64_t, 4096, "rows", "accumulator rows of array_cols int32 values",                      \
     "paper: 4 MiB = 4096 x 256 x 32 bit")                                                                    \
   X(weight_fifo_tiles, uint64_t, 4, "tiles", "weight FIFO depth in tiles", "paper: four tiles deep")         \
+  X(weight_shift_skewed, uint64_t, 1, "0 or 1",                                                              \
+    "how a weight tile shifts into the shadow tile: 1, column j's shift runs j cycles behind column 0's (a "  \
+    "delay triangle on the array's top edge, as the systolic data setup skews the inputs on its left edge), " \
+    "following the switch wave that empties the shadow, so a shift may start at the previous switch (s >= "  \
+    "t0); 0, every column shifts together, so it waits for the switch wave to reach the last column (s >= "  \
+    "t0 + array_cols - 1). A tile costs at least array_rows (1) or array_rows + array_cols - 1 (0) cycles "   \
+    "from switch to switch",                                                                                 \
+    "the paper: the array holds one tile 'plus one for double-buffering (to hide the 256 cycles it takes "  \
+    "to shift a tile in)' (section 2), which hides a shift behind a 256-vector matmul only when skewed; "     \
+    "Table 3's LSTM1 weight stall and shift, and Figure 11's 4x weight memory (about 3x) are nearer with it " \
+    "(docs/validation.md, \"The shadow tile freed behind the switch wave\")")                                \
   X(weight_mem_gbps, double, 34.0, "GB/s", "weight memory bandwidth (10^9 bytes/s), both channels together", \
     "paper: 8 GiB DDR3, 34 GB/s, 2 channels")                                                                \
   X(weight_mem_latency_cycles, uint64_t, 100, "cycles",                                                      \
@@ -118,6 +129,10 @@ struct Arch {
 
   // Derived quantities (not settable).
   uint64_t ub_row_bytes() const { return array_rows > array_cols ? array_rows : array_cols; }
+  // Cycles from a tile switch at t0 until the next tile may start shifting into the shadow tile
+  // (weight_shift_skewed): a switch frees the shadow tile behind its wave, and an unskewed shift
+  // rewrites a whole row at once, so it waits for the wave to reach the last column.
+  uint64_t shift_after_switch() const { return weight_shift_skewed ? 0 : array_cols - 1; }
   uint64_t ub_rows() const { return ub_bytes / ub_row_bytes(); }
   uint64_t tile_bytes() const { return array_rows * array_cols; }
   bool operator==(const Arch&) const = default;

@@ -52,6 +52,7 @@ void MatrixUnit::reset(ArrayModel* array) {
   wake_ = drain_ = false;
   streams_.clear();
   shifts_.clear();
+  next_step_ = 0;
   busy_until_ = 0;
   active_ = {};
   const Arch& a = ctx_.arch;
@@ -59,6 +60,7 @@ void MatrixUnit::reset(ArrayModel* array) {
     if (!own_array_ || own_array_->rows() != a.array_rows || own_array_->cols() != a.array_cols)
       own_array_ = std::make_unique<SystolicArray>(a.array_rows, a.array_cols);
     array_ = array ? array : own_array_.get();
+    array_->set_skewed_shift(a.weight_shift_skewed != 0);
     array_->reset();
     left_.assign(a.array_rows, 0);
     left_flags_.assign(a.array_rows, 0);
@@ -376,6 +378,20 @@ void MatrixUnit::step_run() {
 
 bool MatrixUnit::step_cycle(uint64_t c) {
   const uint64_t N = ctx_.arch.array_rows, M = ctx_.arch.array_cols;
+  // 0. Cycles skipped while the array was empty (step_run) change nothing but a skewed shift's
+  //    delayed shadow writes (ArrayModel::shift_pending): step those cycles now, idle, before the
+  //    array is used again. (A run that ends meanwhile, e.g. in a deadlock, never needs them: its
+  //    end is the machine's, not the last column's write.)
+  if (array_->shift_pending()) {
+    std::fill(left_.begin(), left_.end(), 0);
+    std::fill(left_flags_.begin(), left_flags_.end(), 0);
+    for (uint64_t k = next_step_; k < c && array_->shift_pending(); ++k) {
+      array_->step(left_, left_flags_, -1, shadow_row_);
+      if (ctx_.trace) ctx_.trace->array_step(k, *array_);
+      ++ctx_.result.array_steps;
+    }
+  }
+  next_step_ = c + 1;
   // The stream whose vector entered row 0 at cycle `inj`, if any, and that vector's index.
   uint64_t v = 0;
   auto stream_at = [&](uint64_t inj) -> Stream* {
@@ -428,7 +444,8 @@ bool MatrixUnit::step_cycle(uint64_t c) {
     left_[k] = s->in_unsigned[v / s->pass_vectors] ? int16_t(b) : int16_t(int8_t(b));
     left_flags_[k] = SystolicArray::kValid | (v == 0 && s->switch_tile ? SystolicArray::kSwitch : 0);
   }
-  // 3. The weight shift: shadow row r is written in cycle s + r.
+  // 3. The weight shift: shadow row r enters the array's top edge in cycle s + r (the array
+  //    delays column j's write by j cycles when the shift is skewed: set_skewed_shift).
   int64_t shadow_row = -1;
   if (!shifts_.empty() && c >= shifts_.front().second) {
     const auto& [tile, s] = shifts_.front();

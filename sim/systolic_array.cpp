@@ -76,11 +76,12 @@ void check_size(const char* what, size_t got, uint64_t want) {
 
 }  // namespace
 
-SystolicArray::SystolicArray(uint64_t rows, uint64_t cols) : rows_(rows), cols_(cols) {
+SystolicArray::SystolicArray(uint64_t rows, uint64_t cols, bool skewed_shift) : rows_(rows), cols_(cols) {
   if (rows == 0 || cols == 0) {
     throw std::invalid_argument("SystolicArray: " + std::to_string(rows) + " x " + std::to_string(cols) +
                                 " array: rows and cols must be at least 1");
   }
+  skewed_shift_ = skewed_shift;
   reset();
 }
 
@@ -94,6 +95,9 @@ void SystolicArray::reset() {
   zero_row_.assign(cols_, 0);
   bottom_valid_.assign(cols_, 0);
   switches_in_row_.assign(rows_, 0);
+  delayed_rows_.assign(cols_, -1);
+  delayed_values_.assign(skewed_shift_ ? cols_ * cols_ : 0, 0);
+  last_shift_ = -1;
   x_pos_ = 0;
   valid_count_ = 0;
   cycles_ = 0;
@@ -131,8 +135,27 @@ void SystolicArray::step(std::span<const int16_t> left_values, std::span<const u
                      reinterpret_cast<const uint32_t*>(zero_row_.data()), weight_.data(), shadow_.data(),
                      x_line_.data() + x_pos_, xf_line_.data() + x_pos_, switches_in_row_.data(), rows_, cols_,
                      line});
-  if (shadow_row >= 0)
-    std::copy(shadow_values.begin(), shadow_values.end(), shadow_.begin() + shadow_row * cols_);
+  if (!skewed_shift_) {
+    if (shadow_row >= 0)
+      std::copy(shadow_values.begin(), shadow_values.end(), shadow_.begin() + shadow_row * cols_);
+  } else {
+    if (delayed_values_.size() != cols_ * cols_) delayed_values_.assign(cols_ * cols_, 0);  // (set after reset)
+    // This step's row enters slot cycles_ % cols (the entry of step cycles_ - cols, which no
+    // column needs any more); column j writes the entry of step cycles_ - j.
+    const uint64_t slot = cycles_ % cols_;
+    delayed_rows_[slot] = shadow_row;
+    if (shadow_row >= 0) {
+      std::copy(shadow_values.begin(), shadow_values.end(), delayed_values_.begin() + slot * cols_);
+      last_shift_ = int64_t(cycles_);
+    }
+    if (last_shift_ >= 0 && uint64_t(last_shift_) + cols_ > cycles_) {
+      for (uint64_t j = 0; j < cols_ && j <= cycles_; ++j) {
+        const uint64_t from = (cycles_ - j) % cols_;
+        if (delayed_rows_[from] >= 0)
+          shadow_[uint64_t(delayed_rows_[from]) * cols_ + j] = delayed_values_[from * cols_ + j];
+      }
+    }
+  }
 
   const uint8_t* bottom_flags = xf_line_.data() + (rows_ - 1) * line + x_pos_;
   for (uint64_t j = 0; j < cols_; ++j) bottom_valid_[j] = bottom_flags[j] & kValid;

@@ -15,9 +15,13 @@
 //   psum'[k][j]   = ((k == 0) ? 0 : psum[k-1][j]) + w * x_in.value   (int32, wraps)
 //   valid'[k][j]  = x_in.flags & kValid
 //   x'[k][j]      = x_in
-//   shadow'[r][:] = the shadow row written this cycle, if any (one row per cycle: a tile
+//   shadow'[r][j] = the shadow row r given this cycle, if any (one row per cycle: a tile
 //                   shifts in from the top in array_rows cycles; copies into `weight` made in
-//                   the same cycle read the old shadow value)
+//                   the same cycle read the old shadow value); with a skewed shift
+//                   (set_skewed_shift: the architecture's weight_shift_skewed), the row given j
+//                   cycles ago instead: column j's write passes j delay registers on the top
+//                   edge, so cell (r, j) of a shift starting at s is written in cycle s + r + j,
+//                   behind a switch wave that reached it at t0 + r + j with t0 <= s
 // then every register commits. After step(), bottom()[j] is psum[N-1][j] and bottom_valid()[j]
 // its valid bit: the result the accumulators write in the next cycle.
 // The SystemVerilog cell in hw/ implements the same next-state function.
@@ -51,22 +55,32 @@ class ArrayModel {
                     std::span<const int16_t> shadow_values) = 0;
   virtual std::span<const int32_t> bottom() const = 0;        // psum of row rows()-1, cols() values
   virtual std::span<const uint8_t> bottom_valid() const = 0;  // its valid bits
-  // True when no register holds a valid input or partial sum (stepping would change nothing
-  // but zeros, so the caller may skip idle cycles).
+  // True when no register holds a valid input or partial sum (stepping with idle inputs changes
+  // nothing but a skewed shift's delayed shadow writes, shift_pending(), so the caller may skip
+  // idle cycles and step the skipped ones later, before the array is used again).
   virtual bool empty() const = 0;
+  // A skewed shift's shadow writes still in the top edge's delay registers.
+  virtual bool shift_pending() const = 0;
   virtual void reset() = 0;  // every register 0
+  // Whether column j's shadow writes are delayed by j cycles (the header's rule). Set before
+  // reset(), not during a run.
+  void set_skewed_shift(bool on) { skewed_shift_ = on; }
+  bool skewed_shift() const { return skewed_shift_; }
   // Cell (k, j)'s registers as traces show them (sim/trace.h, kCellRegisters: weight, shadow,
   // x, x valid, psum), or false where the model cannot show them.
   virtual bool registers(uint64_t k, uint64_t j, std::array<int32_t, 5>& out) const {
     (void)k, (void)j, (void)out;
     return false;
   }
+
+ protected:
+  bool skewed_shift_ = false;
 };
 
 // `final`: calls on a SystolicArray itself (benchmarks, tests) are direct, not virtual.
 class SystolicArray final : public ArrayModel {
  public:
-  SystolicArray(uint64_t rows, uint64_t cols);
+  SystolicArray(uint64_t rows, uint64_t cols, bool skewed_shift = false);
   uint64_t rows() const override { return rows_; }
   uint64_t cols() const override { return cols_; }
 
@@ -85,6 +99,9 @@ class SystolicArray final : public ArrayModel {
   uint8_t psum_valid(uint64_t k, uint64_t j) const;
 
   bool empty() const override;
+  bool shift_pending() const override {
+    return skewed_shift_ && last_shift_ >= 0 && uint64_t(last_shift_) + cols_ > cycles_;
+  }
   void reset() override;
   bool registers(uint64_t k, uint64_t j, std::array<int32_t, 5>& out) const override {
     out = {weight(k, j), shadow(k, j), x_value(k, j), x_flags(k, j) & kValid, psum(k, j)};
@@ -107,6 +124,12 @@ class SystolicArray final : public ArrayModel {
   std::vector<uint8_t> bottom_valid_;      // valid bits of the bottom psum row
   std::vector<uint32_t> switches_in_row_;  // x registers with kSwitch per row (0: no select needed)
   uint64_t valid_count_ = 0;               // valid x registers; psum_valid(k, j) is x_flags(k, j) & kValid
+  // The skewed shift's delay registers: the shadow row given in step i (-1: none) and its values,
+  // at slot i % cols(); column j writes slot (i - j) % cols()'s entry in step i. last_shift_ is
+  // the last step that gave a row (pending writes while last_shift_ + cols() - 1 >= cycles_).
+  std::vector<int64_t> delayed_rows_;
+  std::vector<int16_t> delayed_values_;  // cols() slots of cols() values
+  int64_t last_shift_ = -1;
 };
 
 }  // namespace tpusim::sim

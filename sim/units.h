@@ -209,6 +209,7 @@ class MatrixUnit : public sc_core::sc_module, public Station, public MatrixRetir
   std::deque<std::pair<FetchedTile, uint64_t>> shifts_;
   std::vector<int16_t> left_, shadow_row_;
   std::vector<uint8_t> left_flags_;
+  uint64_t next_step_ = 0;  // the cycle after the last one the array was stepped in
   uint64_t busy_until_ = 0;
 };
 

@@ -286,10 +286,11 @@ void WeightPath::abort_drain() {
 }
 
 // A landed tile at the FIFO head starts shifting into the shadow slot as soon as the slot is
-// free: empty, and every cell of the array has copied the previous shadow tile (a switch at t0
-// reaches cell (k, j) at t0 + k + j; shadow row r is rewritten at the end of cycle s + r, so
-// s >= t0 + cols - 1), and the previous shift is over (one row per cycle, rows cycles; its tile
-// became active at t0 >= s_prev + rows). Called when the slot empties (switched) and when a tile
+// free: empty, and every cell of the array has copied the previous shadow tile before the shift
+// rewrites it (a switch at t0 reaches cell (k, j) at t0 + k + j; the shift rewrites shadow cell
+// (k, j) at the end of cycle s + k, or s + k + j when skewed by column (weight_shift_skewed), so
+// s >= t0 + cols - 1, or s >= t0: Arch::shift_after_switch), and the previous shift is over (one
+// row per cycle, rows cycles; its tile became active at t0 >= s_prev + rows). Called when the slot empties (switched) and when a tile
 // joins the FIFO while it is empty: that cycle is when both became true, and s is then known.
 void WeightPath::decide_shift(uint64_t now) {
   settle(now);  // (the previous head's shift ended by the switch that emptied the slot)
@@ -350,7 +351,7 @@ const FetchedTile* WeightPath::wait_shadow(uint64_t& shift_start, bool wait) {
 
 void WeightPath::switched(uint64_t t0, uint64_t at) {
   shadow_decided_ = false;
-  shadow_free_at_ = t0 + ctx_.arch.array_cols - 1;
+  shadow_free_at_ = t0 + ctx_.arch.shift_after_switch();
   decide_shift(at);
 }
 

@@ -141,10 +141,11 @@ ojson validate_app(const PaperApp& p, const fs::path& file, const sim::Arch& arc
 // speed), so on this machine
 //   (link)  whole-tile loads: active share <= 100 V / L, L = tile bytes x clock / weight bandwidth
 //           (1349.3 cycles on tpu-v1): each load holds the weight memory L cycles;
-//   (shift) any loads: active <= V / (R - max(0, V - (M - 1))) x weight shift: a load's R-cycle
-//           shift begins no earlier than M - 1 cycles after the previous matmul's start (the
-//           shadow tile is free once the switch wavefront has crossed it, docs/timing.md), so it
-//           overlaps at most V - (M - 1) of that matmul's V stream cycles and the matmul that
+//   (shift) any loads: active <= V / (R - max(0, V - D)) x weight shift: a load's R-cycle shift
+//           begins no earlier than D = Arch::shift_after_switch() cycles after the previous
+//           matmul's start (0 with the column-skewed shift, else M - 1: the shadow tile is free
+//           once the switch wavefront has crossed it, docs/timing.md), so it overlaps at most
+//           V - D of that matmul's V stream cycles and the matmul that
 //           waits for it is held the rest (a shift done while the array idles for another
 //           reason counts as non-matrix, not shift: the bound assumes none, as the paper's
 //           shift share of the weight-bound cycles, R / L in all four apps, says).
@@ -163,9 +164,9 @@ ojson useful_range(double target_share, double a_min, double a_max) {
 }
 
 ojson bounds_app(const PaperApp& p, const sim::Arch& arch) {
-  const double rows = double(arch.array_rows), cols = double(arch.array_cols);
+  const double rows = double(arch.array_rows), free_after = double(arch.shift_after_switch());
   const double tile_cycles = double(arch.tile_bytes()) * arch.clock_mhz / (arch.weight_mem_gbps * 1000.0);
-  const double peak = 2.0 * rows * cols * arch.clock_mhz / 1e6;  // TOPS
+  const double peak = 2.0 * rows * double(arch.array_cols) * arch.clock_mhz / 1e6;  // TOPS
   ojson j;
   j["app"] = p.name;
   j["batch"] = p.batch;
@@ -197,7 +198,7 @@ ojson bounds_app(const PaperApp& p, const sim::Arch& arch) {
   ojson readings = ojson::array();
   for (const unsigned passes : {1u, 2u}) {
     const double v = double(passes) * p.batch;
-    const double exposed = rows - std::max(0.0, v - (cols - 1));
+    const double exposed = rows - std::max(0.0, v - free_after);
     ojson r;
     r["input_bits"] = 8 * passes;
     r["vectors_per_load"] = v;

@@ -289,13 +289,15 @@ TEST_CASE("random convolution chains with their input streamed into two layers r
   // Chained wherever the shapes allow (stream_chain_always): 22 of the 24 (20 while a count of parts
   // was a candidate only where an extra cut paid, not where streaming beat the load whole: two
   // more inputs stream, compiler/lower.cpp stream_pays). By the estimate of the
-  // two layers' end (chain_end), 1. While the lowering chained where the two layers' refetched
+  // two layers' end (chain_end), 0 (1 with every column of a tile shifting at once,
+  // weight_shift_skewed = 0: tpu-v1's skewed shift lets the first layer's chunks hide their
+  // refetched tiles' shifts, which makes streaming it alone end sooner). While the lowering chained where the two layers' refetched
   // tiles took less time than the transfer it chained 8 (11 before it counted a refetched tile's
   // shift); of those, the 7 no longer chained run 5 faster and 2 slower (models 2, 3, 6, 9, 10,
   // 16, 17: 24,192 -> 25,356, 9,090 -> 8,365, 10,105 -> 9,822, 2,394 -> 2,387, 9,061 -> 9,153,
   // 8,062 -> 7,788, 10,049 -> 9,723 cycles).
   CHECK(chained == 22);
-  CHECK(chosen == 1);
+  CHECK(chosen == 0);
 }
 
 }  // namespace tpusim::test

@@ -133,7 +133,9 @@ class FaultyArray final : public sim::ArrayModel {
     return fault_ == late_result ? std::span<const uint8_t>(late_valid_) : rtl_.bottom_valid();
   }
   bool empty() const override { return rtl_.empty() && (fault_ != late_result || !has_valid(late_valid_)); }
+  bool shift_pending() const override { return rtl_.shift_pending(); }
   void reset() override {
+    rtl_.set_skewed_shift(skewed_shift_);  // (the matrix unit sets it on this wrapper)
     rtl_.reset();
     late_bottom_.assign(cols(), 0);
     late_valid_.assign(cols(), 0);

@@ -82,6 +82,8 @@ class RtlArray {
     reset_all();
   }
   void reset_all() { hw::reset(model_, vcd_, &time_); }
+  // The shift_skewed pin (sim::ArrayModel::set_skewed_shift), held for a run.
+  void set_skewed_shift(bool on) { model_.shift_skewed = on; }
   void trace_to(Tracer* vcd) { vcd_ = vcd; }
   unsigned rows() const { return rows_; }
   unsigned cols() const { return cols_; }
@@ -112,6 +114,7 @@ class RtlArray {
   int32_t bottom(unsigned j) const { return static_cast<int32_t>(get_bits(model_.bottom_psum, 32 * j, 32)); }
   uint8_t bottom_valid(unsigned j) const { return static_cast<uint8_t>(get_bits(model_.bottom_valid, j, 1)); }
   bool any_valid() const { return model_.any_valid != 0; }  // some cell holds valid data
+  bool shift_pending() const { return model_.shift_pending != 0; }  // a delayed shadow write
   int32_t psum(unsigned k, unsigned j) const {
     return static_cast<int32_t>(model_.psum_all[k][j]);
   }

@@ -99,6 +99,8 @@ std::string first_difference(hw::RtlArray<Model>& rtl, const SystolicArray& ref)
   // any_valid is what co-simulation reads for empty() (hw/cosim_array.h).
   if (rtl.any_valid() != !ref.empty())
     return fmt::format("any_valid: rtl {}, model empty() {}", rtl.any_valid(), ref.empty());
+  if (rtl.shift_pending() != ref.shift_pending())
+    return fmt::format("shift_pending: rtl {}, model {}", rtl.shift_pending(), ref.shift_pending());
   for (unsigned k = 0; k < rtl.rows(); ++k)
     for (unsigned j = 0; j < rtl.cols(); ++j) {
       if (rtl.psum(k, j) != ref.psum(k, j))
@@ -112,12 +114,16 @@ std::string first_difference(hw::RtlArray<Model>& rtl, const SystolicArray& ref)
 }
 
 // `cycles` cycles of a random stream through both models (a reset of both every ~1000 cycles).
+// skewed: both shift by column (set_skewed_shift), where a shadow row given every other cycle
+// leaves writes of several rows in flight at once.
 template <class Model>
-void compare_with_model(unsigned rows, unsigned cols, uint64_t cycles, uint32_t seed, hw::Tracer* tracer = nullptr) {
+void compare_with_model(unsigned rows, unsigned cols, uint64_t cycles, uint32_t seed, bool skewed = false,
+                        hw::Tracer* tracer = nullptr) {
   VerilatedContext context;
   hw::RtlArray<Model> rtl(context, rows, cols);
+  rtl.set_skewed_shift(skewed);
   rtl.trace_to(tracer);
-  SystolicArray ref(rows, cols);
+  SystolicArray ref(rows, cols, skewed);
   RandomStream stream(rows, cols, seed);
   std::mt19937 rng(seed + 1);
   uint64_t mismatches = 0;
@@ -164,6 +170,18 @@ TEST_CASE("4x4 array matches SystolicArray every cycle (TPUSIM_VCD writes a trac
 TEST_CASE("8x8 array matches SystolicArray every cycle") { compare_with_model<Vsa8x8>(8, 8, 20000, 12); }
 TEST_CASE("16x16 array matches SystolicArray every cycle") { compare_with_model<Vsa16x16>(16, 16, 10000, 13); }
 TEST_CASE("4x8 array matches SystolicArray every cycle") { compare_with_model<Vsa4x8>(4, 8, 20000, 14); }
+TEST_CASE("4x4 array with the skewed shift matches SystolicArray every cycle") {
+  compare_with_model<Vsa4x4>(4, 4, 20000, 21, true);
+}
+TEST_CASE("8x8 array with the skewed shift matches SystolicArray every cycle") {
+  compare_with_model<Vsa8x8>(8, 8, 20000, 22, true);
+}
+TEST_CASE("16x16 array with the skewed shift matches SystolicArray every cycle") {
+  compare_with_model<Vsa16x16>(16, 16, 10000, 23, true);
+}
+TEST_CASE("4x8 array with the skewed shift matches SystolicArray every cycle") {
+  compare_with_model<Vsa4x8>(4, 8, 20000, 24, true);
+}
 
 TEST_CASE("systolic data setup delays row k by k cycles") {
   constexpr unsigned kRows = 8, kWidth = 11;

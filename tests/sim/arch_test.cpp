@@ -63,16 +63,18 @@ TEST_CASE("an unknown preset lists the known ones", "[arch]") {
 
 TEST_CASE("arch_params is the table, in order", "[arch]") {
   const auto params = sim::arch_params();
-  REQUIRE(params.size() == 29);  // 20 of the machine and its host (its driver's too), 9 of the energy model (sim/energy.h)
+  REQUIRE(params.size() == 30);  // 21 of the machine and its host (its driver's too), 9 of the energy model (sim/energy.h)
   CHECK(params.front().name == "array_rows");
-  CHECK(params[10].name == "host_driver_us");
-  CHECK(params[11].name == "driver_piece_schedule");
-  CHECK(params[11].default_text == "0");
-  CHECK(params[12].name == "driver_host_loop");
-  CHECK(params[12].default_text == "1");
-  CHECK(params[13].name == "driver_partial_tiles");
+  CHECK(params[6].name == "weight_shift_skewed");
+  CHECK(params[6].default_text == "1");
+  CHECK(params[11].name == "host_driver_us");
+  CHECK(params[12].name == "driver_piece_schedule");
+  CHECK(params[12].default_text == "0");
+  CHECK(params[13].name == "driver_host_loop");
   CHECK(params[13].default_text == "1");
-  CHECK(params[19].name == "weight_mem_bytes");
+  CHECK(params[14].name == "driver_partial_tiles");
+  CHECK(params[14].default_text == "1");
+  CHECK(params[20].name == "weight_mem_bytes");
   CHECK(params.back().name == "static_watts");
   std::set<std::string_view> reals, names;
   for (const auto& p : params) {

@@ -101,34 +101,67 @@ TEST_CASE("back-to-back matmuls on one tile stream without a gap", "[machine]") 
 }
 
 TEST_CASE("a second tile - shift not hidden behind a short matmul", "[machine]") {
-  const auto r = run_all(assemble(kTwoTiles + R"(
+  const std::string program = kTwoTiles + R"(
     rw waddr=w, tiles=2
     matmul ub=0, acc=0, rows=2, switch
     matmul ub=2, acc=2, rows=2, switch
-    halt)"),
-                         small_arch());
+    halt)";
   // Tile 0: requested 1, bus [1, 5), usable 8, shift s0 = 8. Tile 1: requested 2, bus [5, 9),
   // usable 12. Matmul 1: t0 = s0 + N = 12, port free at 14, end 12 + 2 + 7 = 21.
-  // The shadow is free for tile 1 once matmul 1's switch has reached every column (shadow row
-  // r is rewritten at the end of cycle s1 + r, after cell (r, M-1) copied it at 12 + r + M - 1):
-  // s1 >= 12 + M - 1 = 15; also s1 >= s0 + N = 12 and usable at 12: s1 = 15.
-  // Matmul 2 at the matrix unit from 14 (tile long landed): weight shift [14, 19), t0 = s1 + N
-  // = 19, end = 19 + 2 + 7 = 28.
+  // With the shift skewed by column (tpu-v1's weight_shift_skewed = 1), cell (r, j) of tile 1 is
+  // written at s1 + r + j, behind matmul 1's switch wave (t0 + r + j): the shadow is free at
+  // s1 >= t0 = 12; also s1 >= s0 + N = 12 and usable at 12: s1 = 12. Matmul 2 at the matrix
+  // unit from 14: weight shift [14, 16), t0 = s1 + N = 16, end = 16 + 2 + 7 = 25.
+  const auto r = run_all(assemble(program), small_arch());
   CHECK(r.fast.timeline[0] == InstructionTiming{0, 1, 3});
   CHECK(r.fast.timeline[1] == InstructionTiming{1, 12, 21});
-  CHECK(r.fast.timeline[2] == InstructionTiming{2, 19, 28});
+  CHECK(r.fast.timeline[2] == InstructionTiming{2, 16, 25});
   CHECK(r.fast.matrix.weight_stall == 6);
-  CHECK(r.fast.matrix.weight_shift == 4 + 5);
-  CHECK(r.fast.cycles == 28);
+  CHECK(r.fast.matrix.weight_shift == 4 + 2);
+  CHECK(r.fast.cycles == 25);
+  // Every column shifting at once (weight_shift_skewed = 0), shadow row r is rewritten at the end
+  // of cycle s1 + r, after cell (r, M-1) copied it at 12 + r + M - 1: s1 >= 12 + M - 1 = 15.
+  // Matmul 2: weight shift [14, 19), t0 = s1 + N = 19, end = 19 + 2 + 7 = 28.
+  sim::Arch unskewed = small_arch();
+  unskewed.weight_shift_skewed = 0;
+  const auto u = run_all(assemble(program), unskewed);
+  CHECK(u.fast.timeline[1] == InstructionTiming{1, 12, 21});
+  CHECK(u.fast.timeline[2] == InstructionTiming{2, 19, 28});
+  CHECK(u.fast.matrix.weight_stall == 6);
+  CHECK(u.fast.matrix.weight_shift == 4 + 5);
+  CHECK(u.fast.cycles == 28);
 }
 
-TEST_CASE("the tile shift hides behind a matmul of at least N + M - 1 vectors", "[machine]") {
+TEST_CASE("the tile shift hides behind a matmul of at least N vectors with the skewed shift", "[machine]") {
+  // Matmul 1: t0 = 12, 4 = N vectors, port free 16. Tile 1 usable 12, shadow free at the switch
+  // (skewed shift): s1 = 12, shifted in by 16 = exactly when the port frees: matmul 2 starts at
+  // 16, no stall at all. (Unskewed, the shadow frees at 15 and matmul 2 waits [16, 19).)
+  const std::string program = kTwoTiles + R"(
+    rw waddr=w, tiles=2
+    matmul ub=0, acc=0, rows=4, switch
+    matmul ub=4, acc=4, rows=4, switch
+    halt)";
+  const auto r = run_all(assemble(program), small_arch());
+  CHECK(r.fast.timeline[2] == InstructionTiming{2, 16, 16 + 4 + 7});
+  CHECK(r.fast.matrix.weight_shift == 4);
+  sim::Arch unskewed = small_arch();
+  unskewed.weight_shift_skewed = 0;
+  const auto u = run_all(assemble(program), unskewed);
+  CHECK(u.fast.timeline[2] == InstructionTiming{2, 19, 19 + 4 + 7});
+  CHECK(u.fast.matrix.weight_shift == 4 + 3);
+}
+
+TEST_CASE("the tile shift hides behind a matmul of at least N + M - 1 vectors, unskewed", "[machine]") {
   const auto r = run_all(assemble(kTwoTiles + R"(
     rw waddr=w, tiles=2
     matmul ub=0, acc=0, rows=7, switch
     matmul ub=7, acc=7, rows=7, switch
     halt)"),
-                         small_arch());
+                         [] {
+                           sim::Arch a = small_arch();
+                           a.weight_shift_skewed = 0;
+                           return a;
+                         }());
   // Matmul 1: t0 = 12, port free 19. Tile 1 usable 12, shadow free 12 + 3 = 15: s1 = 15,
   // shifted in by 19 = exactly when the port frees: matmul 2 starts at 19, no stall at all.
   CHECK(r.fast.timeline[2] == InstructionTiming{2, 19, 19 + 7 + 7});

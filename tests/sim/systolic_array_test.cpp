@@ -119,6 +119,13 @@ Outcome run(SystolicArray& a, const std::vector<Matmul>& matmuls) {
     step(a, in.left, in.flags, in.shadow_row, in.shadow);
     bool in_flight = false;
     for (const Matmul& mm : matmuls) in_flight |= c >= mm.t0 && c <= mm.t0 + mm.batch() + n + m - 3;
+    // A skewed shift holds a row given at L in the top edge's delay registers until its write to
+    // column m - 1 at L + m - 1; the last row is given at shadow_start + n - 1.
+    bool pending = false;
+    if (a.skewed_shift())
+      for (const Matmul& mm : matmuls)
+        pending |= c >= mm.shadow_start && m > 1 && c < mm.shadow_start + n - 1 + m - 1;
+    if (a.shift_pending() != pending) out.errors.push_back("shift_pending() wrong after cycle " + std::to_string(c));
     for (int64_t j = 0; j < m; ++j) {
       int due = 0;
       for (size_t x = 0; x < matmuls.size(); ++x) {
@@ -345,6 +352,73 @@ TEST_CASE("Back to back, shadow write one cycle early: the first matmul's last c
     CHECK(out.results[0] != right);
     CHECK(out.results[1] == reference(mms[1].tile, mms[1].vectors));
   }
+}
+
+namespace {
+// The same two matmuls on an array whose shift is skewed by column (set_skewed_shift): cell (r, j)
+// of the second tile is written at s2 + r + j, so the bound is s2 >= t0 (cell (r, j) copies the
+// first tile at t0 + r + j, reading the old shadow in the cycle it is written).
+std::pair<Outcome, std::vector<Matmul>> skewed_back_to_back(uint64_t n, uint64_t m, int64_t batch,
+                                                            int64_t s2_minus_bound, std::mt19937& rng) {
+  const int64_t s = 0, t0 = n + m;  // t0 >= s + 1; the first tile's last write is at s + n + m - 2
+  const int64_t s2 = t0 + s2_minus_bound;
+  const int64_t t0b = std::max(t0 + batch, s2 + int64_t(n));  // the next switch: t0' >= s2 + n
+  std::vector<Matmul> mms = {{random_matrix(n, m, false, rng), random_matrix(batch, n, true, rng), s, t0},
+                             {random_matrix(n, m, false, rng), random_matrix(batch + 2, n, true, rng), s2, t0b}};
+  SystolicArray a(n, m, true);
+  return {run(a, mms), mms};
+}
+}  // namespace
+
+TEST_CASE("Skewed shift: the next tile shifts in from the switch itself (s2 = t0) while the first is in use",
+          "[array]") {
+  std::mt19937 rng(6);
+  for (auto [n, m] :
+       std::vector<std::pair<uint64_t, uint64_t>>{{4, 4}, {7, 3}, {3, 7}, {1, 5}, {5, 1}, {16, 16}})
+    for (int64_t batch : {1, 3, 40}) {
+      auto [out, mms] = skewed_back_to_back(n, m, batch, 0, rng);
+      INFO(n << "x" << m << " array, B " << batch << (out.errors.empty() ? "" : ", first error: " + out.errors[0]));
+      CHECK(out.errors.empty());
+      CHECK(out.results[0] == reference(mms[0].tile, mms[0].vectors));
+      CHECK(out.results[1] == reference(mms[1].tile, mms[1].vectors));
+    }
+}
+
+TEST_CASE("Skewed shift one cycle before the switch: every cell of the first matmul takes the second tile",
+          "[array]") {
+  // s2 = t0 - 1: cell (r, j) is written at t0 - 1 + r + j, one cycle before the switch wave copies
+  // it at t0 + r + j, so the first matmul runs entirely on the second tile.
+  std::mt19937 rng(7);
+  for (auto [n, m] : std::vector<std::pair<uint64_t, uint64_t>>{{4, 4}, {7, 3}, {3, 7}, {5, 1}, {16, 16}}) {
+    auto [out, mms] = skewed_back_to_back(n, m, 6, -1, rng);
+    INFO(n << "x" << m << " array" << (out.errors.empty() ? "" : ", first error: " + out.errors[0]));
+    CHECK(out.errors.empty());
+    CHECK(out.results[0] == reference(mms[1].tile, mms[0].vectors));
+    CHECK(out.results[0] != reference(mms[0].tile, mms[0].vectors));
+    CHECK(out.results[1] == reference(mms[1].tile, mms[1].vectors));
+  }
+}
+
+TEST_CASE("Skewed shift, cycle by cycle: row r reaches column j at s + r + j", "[array]") {
+  // 2 x 3 array, W = [[1, 2, 3], [4, 5, 6]] given at cycles 0 and 1: after cycle c, cell (r, j)
+  // holds W[r][j] once c >= r + j; writes pending until the last, cycle 1 + 2 = 3.
+  SystolicArray a(2, 3, true);
+  const Matrix16 w = {{1, 2, 3}, {4, 5, 6}};
+  for (int64_t c = 0; c < 6; ++c) {
+    step(a, {0, 0}, {0, 0}, c < 2 ? c : -1, c < 2 ? w[c] : std::vector<int16_t>(3));
+    INFO("after cycle " << c);
+    Grid want(2, std::vector<int64_t>(3));
+    for (int64_t r = 0; r < 2; ++r)
+      for (int64_t j = 0; j < 3; ++j) want[r][j] = c >= r + j ? w[r][j] : 0;
+    CHECK(grid(a, &SystolicArray::shadow) == want);
+    CHECK(a.empty());  // a shift is not data
+    CHECK(a.shift_pending() == (c < 3));
+  }
+  step(a, {0, 0}, {0, 0}, 0, w[0]);
+  CHECK(a.shift_pending());
+  a.reset();
+  CHECK(!a.shift_pending());
+  CHECK(grid(a, &SystolicArray::shadow) == Grid(2, std::vector<int64_t>(3)));
 }
 
 TEST_CASE("empty(): true after reset, false while data is in flight, true once the last result left",

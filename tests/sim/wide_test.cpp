@@ -51,31 +51,39 @@ TEST_CASE("16-bit inputs stream every vector twice - half speed", "[machine][wid
 
 TEST_CASE("16-bit weights are two tiles and two matmuls - with 16-bit inputs quarter speed",
           "[machine][wide]") {
-  const auto r = run_all(assemble(kPlanes + R"(
+  const std::string program = kPlanes + R"(
     rw unsigned, waddr=w, tiles=1
     rw waddr=w+16, tiles=1
     setcfg reg=mm_in_hi, value=4
     matmul ub=0, acc=0, rows=3, switch
     setcfg reg=mm_weight_hi, value=1
     matmul ub=0, acc=0, rows=3, accumulate, switch
-    halt)"),
-                         small_arch());
+    halt)";
   // Tile 0 (low plane) requested at 1: bus [1, 5), usable 8, shift s0 = 8. Tile 1 (high plane):
   // rw issued 1, requests at 2: bus [5, 9), usable 12.
   // Matmul 3 (issued 3, at the unit from 4): t0 = s0 + N = 12 (stall [4, 8) = 4, shift 4);
   // 2 passes x 3 vectors = 6: port free at 18, end 12 + 6 + 7 = 25.
-  // Matmul 5 (issued 5): the shadow frees once matmul 3's switch reached every column,
-  // 12 + M - 1 = 15: s1 = 15, shifted in by 19: weight shift [18, 19) = 1, t0 = 19,
-  // end = 19 + 6 + 7 = 32. In all 4 x 3 = 12 stream cycles for 3 16 x 16-bit vectors: a quarter
-  // of the 8-bit rate.
+  // Matmul 5 (issued 5), with the shift skewed by column (tpu-v1's): the shadow frees at matmul
+  // 3's switch, 12, and tile 1 is usable then: s1 = 12, shifted in by 16, before the port frees:
+  // t0 = 18, no wait, end = 18 + 6 + 7 = 31. In all 4 x 3 = 12 stream cycles for 3 16 x 16-bit
+  // vectors: a quarter of the 8-bit rate.
+  const auto r = run_all(assemble(program), small_arch());
   CHECK(r.fast.timeline[3] == InstructionTiming{3, 12, 25});
-  CHECK(r.fast.timeline[5] == InstructionTiming{5, 19, 32});
-  CHECK(r.fast.cycles == 32);
+  CHECK(r.fast.timeline[5] == InstructionTiming{5, 18, 31});
+  CHECK(r.fast.cycles == 31);
   CHECK(r.fast.matrix.array_active == 12);
   CHECK(r.fast.matrix.weight_stall == 4);
-  CHECK(r.fast.matrix.weight_shift == 4 + 1);
+  CHECK(r.fast.matrix.weight_shift == 4);
   CHECK(r.fast.array_macs == 12 * 16);
   CHECK(r.fast.weight_mem_busy == 2 * 4);  // two tiles cross the memory bus: twice the bytes
+  // Every column shifting at once, the shadow frees once matmul 3's switch reached every column,
+  // 12 + M - 1 = 15: s1 = 15, shifted in by 19: weight shift [18, 19) = 1, t0 = 19, end 32.
+  sim::Arch unskewed = small_arch();
+  unskewed.weight_shift_skewed = 0;
+  const auto u = run_all(assemble(program), unskewed);
+  CHECK(u.fast.timeline[5] == InstructionTiming{5, 19, 32});
+  CHECK(u.fast.cycles == 32);
+  CHECK(u.fast.matrix.weight_shift == 4 + 1);
 }
 
 TEST_CASE("a long 16 x 16 matmul hides the high plane's shift: exactly 4 x B stream cycles", "[machine][wide]") {

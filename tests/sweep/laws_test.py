@@ -237,7 +237,16 @@ MONOTONE_TOLERANCE = 0  # cycles
 # batch, cycles at the smaller point, cycles at the larger one). Every pair of points that breaks
 # the law must be listed, and every entry must still be seen: a fix removes its entry.
 KNOWN_NOT_MONOTONE = {
+    # conv2 packs 1 pixel a vector at 8.5 GB/s and 2 at 34 and 136 since tpu-v1's shift is skewed by
+    # column: the packing estimate gives P = 1 416 cycles, P = 2 396 (bench/packing_scan --batch 1
+    # --detail "tiny_cnn 128x128 34 conv2"), but P = 2 runs the model 87 cycles slower (12,040
+    # against 11,953), in the activation unit and the input stall the estimate does not see
+    # (docs/compiler.md, "Monotone in memory and buffer").
+    ("tiny_cnn", 128, 128, 1, 11953, 12040): "conv2's packing estimate at batch 1 with the skewed shift",
 }
+
+
+KNOWN_SEEN = set()  # the KNOWN_NOT_MONOTONE entries some check_monotone call met
 
 
 def check_monotone(rows):
@@ -249,7 +258,7 @@ def check_monotone(rows):
         p, a = r["report"], r["report"]["arch"]
         key = (p["workload"], a["array_rows"], a["array_cols"], a["clock_mhz"], p["batch"], a["host_gbps"])
         by.setdefault(key, []).append((a["weight_mem_gbps"], a["ub_bytes"], r))
-    seen = set()
+    seen = KNOWN_SEEN
     for key, pts in by.items():
         for bw, ub, r in pts:
             for bw2, ub2, q in pts:
@@ -261,8 +270,6 @@ def check_monotone(rows):
                         continue
                     law("faster memory or larger UB never slower", c2 <= c + MONOTONE_TOLERANCE, q,
                         f"{bw} -> {bw2} GB/s, {ub} -> {ub2} UB bytes: {c} -> {c2} cycles (+{c2 - c})")
-    for known in KNOWN_NOT_MONOTONE.keys() - seen:
-        failures.append(f"known slower point no longer seen (remove it from KNOWN_NOT_MONOTONE): {known}")
 
 
 def check_host_monotone(rows):
@@ -333,6 +340,9 @@ def main():
         check_point(r)
     check_host_monotone(stream)
     check_monotone(stream)
+    # (after every check_monotone: each known entry must still occur in one of its grids)
+    for known in KNOWN_NOT_MONOTONE.keys() - KNOWN_SEEN:
+        failures.append(f"known slower point no longer seen (remove it from KNOWN_NOT_MONOTONE): {known}")
 
     # A larger buffer that runs the batch in fewer pieces, whose passes would hold more than half the
     # accumulators (compiler::pass_budget).

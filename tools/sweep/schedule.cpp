@@ -81,7 +81,8 @@ Emitted emitted(const compiler::QGraph& g, const compiler::MatmulOp& m, const Po
   // The pass budget's inputs as lower() has them (Lowering::pass_budget): the N tiles' activation
   // cycles a row, and what a tile switched in again costs: the mean fetch of its stored box (each K
   // tile's rows x each N tile's columns, partial tiles fetched as their box) and the shift a matmul
-  // of V vectors leaves unhidden (array_rows + array_cols - 1 - V, Lowering::unhidden_shift).
+  // of V vectors leaves unhidden (array_rows + Arch::shift_after_switch() - V,
+  // Lowering::unhidden_shift).
   uint64_t drain = 0;
   double fetch = 0, boxes = 0;
   for (uint64_t j = 0; j < m.n; j += a.array_cols) {
@@ -94,7 +95,9 @@ Emitted emitted(const compiler::QGraph& g, const compiler::MatmulOp& m, const Po
     }
   }
   if (boxes > 0) fetch /= boxes;
-  const auto refetch = [&](double v) { return fetch + std::max(0.0, double(a.array_rows + a.array_cols - 1) - v); };
+  const auto refetch = [&](double v) {
+    return fetch + std::max(0.0, double(a.array_rows + a.shift_after_switch()) - v);
+  };
   const uint64_t chunks = div_up(rows, compiler::pass_budget(rows, uint64_t(t), drain, refetch, a));
   return {t * double(chunks), shared ? 0 : t, double(chunks * n_tiles), 0};
 }
