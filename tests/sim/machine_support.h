@@ -40,6 +40,15 @@ inline sim::Arch small_arch() {
   return a;
 }
 
+// small_arch() with every column of a tile shifting into the shadow tile at once
+// (weight_shift_skewed = 0: a shift begins array_cols - 1 cycles after the previous switch; the
+// default, tpu-v1's, is skewed by column and begins at the switch).
+inline sim::Arch small_arch_unskewed() {
+  sim::Arch a = small_arch();
+  a.weight_shift_skewed = 0;
+  return a;
+}
+
 // One 4 x 4 tile of weights `w` (16 random bytes, seed 1) for small_arch()'s programs to read
 // (`rw waddr=w, tiles=1`).
 inline const std::string kTile = ".weights w, 0, 16, init=random(1)\n";

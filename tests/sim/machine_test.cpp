@@ -122,9 +122,7 @@ TEST_CASE("a second tile - shift not hidden behind a short matmul", "[machine]")
   // Every column shifting at once (weight_shift_skewed = 0), shadow row r is rewritten at the end
   // of cycle s1 + r, after cell (r, M-1) copied it at 12 + r + M - 1: s1 >= 12 + M - 1 = 15.
   // Matmul 2: weight shift [14, 19), t0 = s1 + N = 19, end = 19 + 2 + 7 = 28.
-  sim::Arch unskewed = small_arch();
-  unskewed.weight_shift_skewed = 0;
-  const auto u = run_all(assemble(program), unskewed);
+  const auto u = run_all(assemble(program), small_arch_unskewed());
   CHECK(u.fast.timeline[1] == InstructionTiming{1, 12, 21});
   CHECK(u.fast.timeline[2] == InstructionTiming{2, 19, 28});
   CHECK(u.fast.matrix.weight_stall == 6);
@@ -144,9 +142,7 @@ TEST_CASE("the tile shift hides behind a matmul of at least N vectors with the s
   const auto r = run_all(assemble(program), small_arch());
   CHECK(r.fast.timeline[2] == InstructionTiming{2, 16, 16 + 4 + 7});
   CHECK(r.fast.matrix.weight_shift == 4);
-  sim::Arch unskewed = small_arch();
-  unskewed.weight_shift_skewed = 0;
-  const auto u = run_all(assemble(program), unskewed);
+  const auto u = run_all(assemble(program), small_arch_unskewed());
   CHECK(u.fast.timeline[2] == InstructionTiming{2, 19, 19 + 4 + 7});
   CHECK(u.fast.matrix.weight_shift == 4 + 3);
 }
@@ -157,11 +153,7 @@ TEST_CASE("the tile shift hides behind a matmul of at least N + M - 1 vectors, u
     matmul ub=0, acc=0, rows=7, switch
     matmul ub=7, acc=7, rows=7, switch
     halt)"),
-                         [] {
-                           sim::Arch a = small_arch();
-                           a.weight_shift_skewed = 0;
-                           return a;
-                         }());
+                         small_arch_unskewed());
   // Matmul 1: t0 = 12, port free 19. Tile 1 usable 12, shadow free 12 + 3 = 15: s1 = 15,
   // shifted in by 19 = exactly when the port frees: matmul 2 starts at 19, no stall at all.
   CHECK(r.fast.timeline[2] == InstructionTiming{2, 19, 19 + 7 + 7});

@@ -78,9 +78,7 @@ TEST_CASE("16-bit weights are two tiles and two matmuls - with 16-bit inputs qua
   CHECK(r.fast.weight_mem_busy == 2 * 4);  // two tiles cross the memory bus: twice the bytes
   // Every column shifting at once, the shadow frees once matmul 3's switch reached every column,
   // 12 + M - 1 = 15: s1 = 15, shifted in by 19: weight shift [18, 19) = 1, t0 = 19, end 32.
-  sim::Arch unskewed = small_arch();
-  unskewed.weight_shift_skewed = 0;
-  const auto u = run_all(assemble(program), unskewed);
+  const auto u = run_all(assemble(program), small_arch_unskewed());
   CHECK(u.fast.timeline[5] == InstructionTiming{5, 19, 32});
   CHECK(u.fast.cycles == 32);
   CHECK(u.fast.matrix.weight_shift == 4 + 1);

@@ -311,56 +311,33 @@ def main():
     prog = sweep(tpusim, os.path.join(work, "laws_program.toml"), os.path.join(work, "program.csv"))
     check_program(prog)
 
-    taps = sweep(tpusim, os.path.join(data, "laws_taps.toml"), os.path.join(work, "taps.csv"))
-    if len(taps) != 48:
-        failures.append(f"laws_taps.toml: expected 48 ok points, got {len(taps)}")
-    for r in taps:
-        check_point(r)
+    def grid(name, expected, *checks):
+        """Sweeps tests/sweep/data/laws_NAME.toml, checks its point count, every point's laws and
+        the given checks over its rows; returns the rows."""
+        got = sweep(tpusim, os.path.join(data, f"laws_{name}.toml"), os.path.join(work, f"{name}.csv"))
+        if len(got) != expected:
+            failures.append(f"laws_{name}.toml: expected {expected} ok points, got {len(got)}")
+        for r in got:
+            check_point(r)
+        for check in checks:
+            check(got)
+        return got
 
-    mono = sweep(tpusim, os.path.join(data, "laws_monotone.toml"), os.path.join(work, "monotone.csv"))
-    if len(mono) != 324:
-        failures.append(f"laws_monotone.toml: expected 324 ok points, got {len(mono)}")
-    for r in mono:
-        check_point(r)
-    check_monotone(mono)
-
-    host = sweep(tpusim, os.path.join(data, "laws_host.toml"), os.path.join(work, "host.csv"))
-    if len(host) != 96:
-        failures.append(f"laws_host.toml: expected 96 ok points, got {len(host)}")
-    for r in host:
-        check_point(r)
-    check_host_monotone(host)
-
+    taps = grid("taps", 48)
+    mono = grid("monotone", 324, check_monotone)
+    host = grid("host", 96, check_host_monotone)
     # Input streaming's cuts chosen by the estimate of the streamed layer's end (compiler/lower.cpp,
     # paying_cuts): both links, off the grids above.
-    stream = sweep(tpusim, os.path.join(data, "laws_stream.toml"), os.path.join(work, "stream.csv"))
-    if len(stream) != 32:
-        failures.append(f"laws_stream.toml: expected 32 ok points, got {len(stream)}")
-    for r in stream:
-        check_point(r)
-    check_host_monotone(stream)
-    check_monotone(stream)
+    stream = grid("stream", 32, check_host_monotone, check_monotone)
+    # A larger buffer that runs the batch in fewer pieces, whose passes would hold more than half the
+    # accumulators (compiler::pass_budget).
+    acc = grid("acc", 24, check_monotone)
+    # Streaming weighed against the load whole (compiler/lower.cpp, stream_pays): unpacked
+    # cifar_cnn, whose accumulator budget already cuts a chunk at every row.
+    whole = grid("stream_whole", 2, check_host_monotone)
     # (after every check_monotone: each known entry must still occur in one of its grids)
     for known in KNOWN_NOT_MONOTONE.keys() - KNOWN_SEEN:
         failures.append(f"known slower point no longer seen (remove it from KNOWN_NOT_MONOTONE): {known}")
-
-    # A larger buffer that runs the batch in fewer pieces, whose passes would hold more than half the
-    # accumulators (compiler::pass_budget).
-    acc = sweep(tpusim, os.path.join(data, "laws_acc.toml"), os.path.join(work, "acc.csv"))
-    if len(acc) != 24:
-        failures.append(f"laws_acc.toml: expected 24 ok points, got {len(acc)}")
-    for r in acc:
-        check_point(r)
-    check_monotone(acc)
-
-    # Streaming weighed against the load whole (compiler/lower.cpp, stream_pays): unpacked
-    # cifar_cnn, whose accumulator budget already cuts a chunk at every row.
-    whole = sweep(tpusim, os.path.join(data, "laws_stream_whole.toml"), os.path.join(work, "whole.csv"))
-    if len(whole) != 2:
-        failures.append(f"laws_stream_whole.toml: expected 2 ok points, got {len(whole)}")
-    for r in whole:
-        check_point(r)
-    check_host_monotone(whole)
 
     for f in failures:
         print("FAIL", f)
