@@ -58,7 +58,7 @@ module tpusim_systolic_array #(
   logic [RowBits-1:0] col_row   [COLS];
   logic [7:0]         col_value [COLS];
   logic               col_signed[COLS];
-  // A delayed write in some chain (stages 1 and up), for any_valid.
+  // A delayed write in some chain (stages 1 and up), for shift_pending.
   logic [COLS-1:0]    col_pending;
 
   for (genvar j = 0; j < COLS; ++j) begin : g_shift
