@@ -397,6 +397,14 @@ class Lowering {
   const StreamTiles& stream_tiles(const MatmulOp& m) const;
   mutable std::unordered_map<const MatmulOp*, StreamTiles> stream_tiles_;
   double stream_end(const MatmulOp& m, const std::vector<uint64_t>& cuts, const StreamRows& stream) const;
+  struct PackedChunk {
+    uint64_t y0, y1, g0, g1;  // output rows [y0, y1), groups [g0, g1) of each
+  };
+  static std::vector<PackedChunk> packed_chunks(uint64_t oh, uint64_t groups, uint64_t batch, uint64_t budget);
+  double packed_end(const MatmulOp& m, const Packing& pk, const StreamRows& stream) const;
+  StreamRows whole_load(const MatmulOp& m, int t) const;
+  bool beats_whole(const MatmulOp& m, int t, uint64_t parts) const;
+  uint64_t part_rows(int t, uint64_t parts) const;
   class StreamClock;
   std::vector<size_t> chain_needs(const MatmulOp& a, const MatmulOp& b, const std::vector<uint64_t>& starts) const;
   double chain_end(const MatmulOp& a, const MatmulOp& b, const StreamRows& stream, bool chained) const;
@@ -1311,33 +1319,43 @@ class Lowering::StreamClock {
     const std::vector<bool>& computed = tiles.computed[ni];
     for (size_t i = 0; i < computed.size(); ++i) {
       if (!computed[i]) continue;
-      const auto n = int64_t(t0s_.size());
       const size_t r = i / (m.kernel_w * kt), k = i % kt;
       const int64_t need = !streamed || s_.need.empty() ? -1 : s_.need[((y1 - 1) * m.kernel_h + r) * kt + k];
-      if (issued_ < need) {
-        const double before = std::max(t0_of(n - 1 - depth_), gate_);  // (when the one before issues)
-        while (issued_ < need) issue(before);
-      }
-      const double ready = need < 0 ? 0.0 : arrive_[size_t(need)];
-      t0_ = std::max({t0s_.empty() ? first : t0_ + gap_, ready, after, gate_});
-      t0s_.push_back(t0_);
-      gap_ = d;
-      v_ = v;
-      if (need >= 0 && need == issued_ && size_t(issued_) + 1 < s_.dma.size())
-        issue(std::max({ready, t0_of(n - depth_), gate_}));
+      matmul(v, d, need, after, first);
     }
     // Its activates: one per output row where the output is stored padded (a run per row), else
-    // one; each starts when the matmuls have ended and the one before it is done, and the
-    // instruction after them issues once the activate depth_ before the last has started.
+    // one; each the activation unit's latency and its vectors x ceil(N / activation_lanes).
     const uint64_t acts = l_.storage_[m.output.tensor].pad > 0 ? y1 - y0 : 1;
-    const double each = double(a.activation_latency_cycles) +
-                        v / double(acts) * double(div_up(l_.tile_cols(m, nt), a.activation_lanes));
-    for (uint64_t j = 0; j < acts; ++j) {
+    activates(acts, double(a.activation_latency_cycles) +
+                        v / double(acts) * double(div_up(l_.tile_cols(m, nt), a.activation_lanes)));
+    return end();
+  }
+  // One matmul of v vectors reading part `need` (-1: none), starting no sooner than `after`, its
+  // successor `gap` cycles after its start at the soonest; `first`: when the program's first matmul
+  // may start (its tile's fetch, the weight memory's latency and its shift).
+  void matmul(double v, double gap, int64_t need, double after, double first) {
+    const auto n = int64_t(t0s_.size());
+    if (issued_ < need) {
+      const double before = std::max(t0_of(n - 1 - depth_), gate_);  // (when the one before issues)
+      while (issued_ < need) issue(before);
+    }
+    const double ready = need < 0 ? 0.0 : arrive_[size_t(need)];
+    t0_ = std::max({t0s_.empty() ? first : t0_ + gap_, ready, after, gate_});
+    t0s_.push_back(t0_);
+    gap_ = gap;
+    v_ = v;
+    if (need >= 0 && need == issued_ && size_t(issued_) + 1 < s_.dma.size())
+      issue(std::max({ready, t0_of(n - depth_), gate_}));
+  }
+  // `count` activates of `each` cycles after the matmuls so far: each starts when they have ended
+  // and the one before it is done, and the instruction after them issues once the activate depth_
+  // before the last has started.
+  void activates(uint64_t count, double each) {
+    for (uint64_t j = 0; j < count; ++j) {
       act_free_ = std::max(act_free_, end()) + each;
       acts_.push_back(act_free_ - each);
     }
     if (acts_.size() > size_t(depth_)) gate_ = std::max(gate_, acts_[acts_.size() - 1 - size_t(depth_)]);
-    return end();
   }
   double end() const { return t0_ + v_; }
 
@@ -1371,6 +1389,53 @@ double Lowering::stream_end(const MatmulOp& m, const std::vector<uint64_t>& cuts
   StreamClock clock(*this, stream);
   for (size_t nt = 0; nt < n_tiles(m).size(); ++nt)
     for (size_t c = 0; c + 1 < starts.size(); ++c) clock.chunk(m, nt, starts[c], starts[c + 1], 0, true);
+  return clock.end();
+}
+
+// The estimate of when packed convolution m (lower_packed, packing pk) ends, in cycles from its
+// input's first DMA start, reading the parts `stream` gives (load_parts), by StreamClock's rules:
+// per N tile (one where P > 1), chunk and row tile of kh kernel rows, one switching matmul and one
+// more per output row, each of its groups x batch vectors, ceil(U x kh / gather_rows_per_cycle)
+// cycles each, waiting for the part that holds its last kernel row; a row tile's switch follows
+// the one before by at least D = max(its run + S(run), F, (F + W + R) / Q_w) (F: its stored box
+// at weight_mem_gbps; W: weight_mem_latency_cycles), the first at F + W + R; then the chunk's
+// activates (one per output row and group of B rows where P > 1, else as an unpacked chunk's).
+double Lowering::packed_end(const MatmulOp& m, const Packing& pk, const StreamRows& stream) const {
+  const sim::Arch& a = arch_;
+  const Storage& out = storage_[m.output.tensor];
+  const uint64_t oh = out.shape.h, ow = out.shape.w, B = batch_, P = pk.p, full = ow / P, tail = ow % P;
+  const uint64_t G = full + (tail != 0), kt = k_tiles(m.inputs[0]).size();
+  const std::vector<LaneTile> nts = P == 1 ? n_tiles(m) : std::vector<LaneTile>{{0, 0, 0, m.n}};
+  const uint64_t u_tail = tail ? (tail - 1) * m.stride + m.kernel_w : 0;
+  StreamClock clock(*this, stream);
+  for (const LaneTile& n : nts) {
+    const uint64_t cols = P > 1 ? P * m.n : tile_cols(m, n);
+    for (const PackedChunk& c : packed_chunks(oh, G, B, acc_budget(oh * ow * B, a))) {
+      const double groups = double(c.g1 - c.g0);
+      for (uint64_t j0 = 0; j0 < pk.kernel_rows; j0 += pk.rows) {
+        const uint64_t kh = std::min(pk.rows, pk.kernel_rows - j0), r0 = pk.first_row + j0 * pk.row_step;
+        const double fetch = double(sim::transfer_cycles(pk.u * kh * m.k * cols, a.weight_mem_gbps, a.clock_mhz));
+        const double first = fetch + double(a.weight_mem_latency_cycles + a.array_rows);
+        const double queued = first / double(std::max<uint64_t>(a.weight_fifo_tiles, 1));
+        const uint64_t fulls = c.g1 <= full ? c.g1 - c.g0 : (c.g0 < full ? full - c.g0 : 0);
+        const double v = double(B * (fulls * div_up(pk.u * kh, a.gather_rows_per_cycle) +
+                                     (fulls < c.g1 - c.g0 ? div_up(u_tail * kh, a.gather_rows_per_cycle) : 0)));
+        const double run = v * double(c.y1 - c.y0);
+        const double d = std::max({run + unhidden_shift(run), fetch, queued});
+        for (uint64_t y = c.y0; y < c.y1; ++y) {
+          int64_t need = -1;
+          for (uint64_t rr = 0; rr < kh && !stream.need.empty(); ++rr)
+            for (uint64_t k = 0; k < kt; ++k)
+              need = std::max(need, stream.need[(y * m.kernel_h + r0 + rr * pk.row_step) * kt + k]);
+          clock.matmul(v, y + 1 < c.y1 ? v : std::max(v, d - run + v), need, 0, first);
+        }
+      }
+      const uint64_t acts = P > 1 ? (c.y1 - c.y0) * (c.g1 - c.g0) : (out.pad > 0 ? c.y1 - c.y0 : 1);
+      clock.activates(acts, double(a.activation_latency_cycles) +
+                                double(c.y1 - c.y0) * groups * double(B) / double(acts) *
+                                    double(div_up(cols, a.activation_lanes)));
+    }
+  }
   return clock.end();
 }
 
@@ -1839,21 +1904,26 @@ TileFetch Lowering::packed_tile(const MatmulOp& m, const LaneTile& n, const Pack
 // gathering matmul for the full groups (B samples x groups: rows = B, repeat = groups, stride =
 // P x stride x B) and one for a last smaller group; then the activates: P > 1 scatters each
 // group's B accumulator rows to its pixels (one activate per group), P = 1 writes runs as unpacked.
+// A packed convolution's chunks (lower_packed): as many whole output rows of `groups` groups of
+// `batch` samples as `budget` accumulator rows hold, else each row in runs of groups.
+std::vector<Lowering::PackedChunk> Lowering::packed_chunks(uint64_t oh, uint64_t groups, uint64_t batch,
+                                                           uint64_t budget) {
+  std::vector<PackedChunk> chunks;
+  if (const uint64_t rows_per = budget / (groups * batch))
+    for (uint64_t y0 = 0; y0 < oh; y0 += rows_per) chunks.push_back({y0, std::min(oh, y0 + rows_per), 0, groups});
+  else
+    for (uint64_t y = 0, per = budget / batch; y < oh; ++y)
+      for (uint64_t g0 = 0; g0 < groups; g0 += per) chunks.push_back({y, y + 1, g0, std::min(groups, g0 + per)});
+  return chunks;
+}
+
 void Lowering::lower_packed(size_t i, const MatmulOp& m, const Packing& pk, uint64_t budget) {
   (void)i;
   const Storage& in = storage_[m.inputs[0].tensor];
   const Storage& out = storage_[m.output.tensor];
   const uint64_t oh = out.shape.h, ow = out.shape.w, B = batch_, C = in.shape.c, st = m.stride, off = in.pad - m.pad;
   const uint64_t P = pk.p, full = ow / P, tail = ow % P, G = full + (tail != 0);
-  struct PackedChunk {
-    uint64_t y0, y1, g0, g1;  // output rows [y0, y1), groups [g0, g1) of each
-  };
-  std::vector<PackedChunk> chunks;
-  if (const uint64_t rows_per = budget / (G * B))
-    for (uint64_t y0 = 0; y0 < oh; y0 += rows_per) chunks.push_back({y0, std::min(oh, y0 + rows_per), 0, G});
-  else
-    for (uint64_t y = 0, per = budget / B; y < oh; ++y)
-      for (uint64_t g0 = 0; g0 < G; g0 += per) chunks.push_back({y, y + 1, g0, std::min(G, g0 + per)});
+  const std::vector<PackedChunk> chunks = packed_chunks(oh, G, B, budget);
   const std::vector<LaneTile> nts = P == 1 ? n_tiles(m) : std::vector<LaneTile>{{0, 0, 0, m.n}};
   stats_[layer_].packing = describe(pk);
   const auto pixels_of = [&](uint64_t g) { return g < full ? P : tail; };
@@ -2266,8 +2336,8 @@ uint64_t Lowering::stream_parts(size_t i, int t) const {
     return work < transfer ? 0.0 : double(layer_tiles(op)) * unhidden_shift(double(pixels(op.output) * batch_) / k);
   };
   double cost = exposed(c, k);
-  if (k > slices && m->inputs.size() == 1 && m->inputs[0].tensor == t && !linear && conv_budget(*m).first > 0 &&
-      !packing_for(*m, batch_)) {
+  const bool conv_reader = m->inputs.size() == 1 && m->inputs[0].tensor == t && !linear && conv_budget(*m).first > 0;
+  if (k > slices && conv_reader && !packing_for(*m, batch_)) {
     const double most = k;
     cost = exposed(c, slices), k = slices;  // (at most slices parts: no refetch)
     std::map<uint64_t, bool> pays;          // (stream_pays by rows per part)
@@ -2291,6 +2361,7 @@ uint64_t Lowering::stream_parts(size_t i, int t) const {
     while (kc >= 2 && refetch(kc) >= transfer) --kc;
     if (kc > slices && kc >= 2 && exposed(cc, kc) < exposed(c, k)) k = kc;
   }
+  if (k >= 2 && conv_reader && !beats_whole(*m, t, uint64_t(k))) k = 1;
   return k >= 2 ? static_cast<uint64_t>(k) : 1;
 }
 
@@ -2332,22 +2403,55 @@ Lowering::StreamRows Lowering::load_parts(const MatmulOp& m, int t, uint64_t row
 // `memo`: the answer by image rows per part (counts giving as many have the same parts).
 bool Lowering::stream_pays(const MatmulOp& m, int t, uint64_t parts, std::map<uint64_t, bool>& memo) const {
   const Storage& in = storage_[t];
-  const Shape& is = in.shape;
-  if (conv_budget(m).first == 0 || is.h == 0) return false;
+  if (conv_budget(m).first == 0 || in.shape.h == 0) return false;
   const uint64_t slices = in.slices();
-  const auto rows_of = [&](uint64_t k) {
-    return load_dmas(t) > slices ? 1 : div_up(is.h, std::min(div_up(k, slices), is.h));
-  };
-  const uint64_t rows = rows_of(parts);
+  const uint64_t rows = part_rows(t, parts);
   if (const auto it = memo.find(rows); it != memo.end()) return it->second;
-  StreamRows fallback = load_parts(m, t, rows_of(slices));
-  if (slices == 1) {
-    fallback.rows = {0};
-    for (int64_t& n : fallback.need) n = int64_t(fallback.dma.size()) - 1;
-  }
-  const double bound = stream_end(m, {}, fallback);
+  const double bound = stream_end(m, {}, slices == 1 ? whole_load(m, t) : load_parts(m, t, part_rows(t, slices)));
   const StreamRows s = load_parts(m, t, rows);
   return memo[rows] = stream_end(m, {}, s) < bound || !paying_cuts(m, s, bound).empty();
+}
+
+// The image rows per DMA of model input t loaded in `parts` parts (stream_parts' caller: so many
+// whole image rows that each slice gives ceil(parts / slices); one where t is stored padded).
+uint64_t Lowering::part_rows(int t, uint64_t parts) const {
+  const Storage& in = storage_[t];
+  const uint64_t slices = in.slices(), h = std::max<uint64_t>(in.shape.h, 1);
+  return load_dmas(t) > slices ? 1 : div_up(h, std::min(div_up(parts, slices), h));
+}
+
+// Model input t loaded whole for convolution m (load_parts' view): its DMAs back to back, every
+// matmul after the last.
+Lowering::StreamRows Lowering::whole_load(const MatmulOp& m, int t) const {
+  StreamRows s = load_parts(m, t, part_rows(t, storage_[t].slices()));
+  s.rows = {0};
+  for (int64_t& n : s.need) n = int64_t(s.dma.size()) - 1;
+  return s;
+}
+
+// Whether convolution m, model input t's first reader, ends sooner with t streamed in `parts`
+// parts than loaded whole, by the estimate of its end (packed_end where it packs; else
+// stream_end, with the cuts that pay or none). The estimate counts the weight memory's latency:
+// the layer's first tile arrives F + W + R after the start, and while the matrix unit waits for
+// it, issue runs at most station_queue_depth matmuls ahead, so the parts after those wait for it
+// on the host link, where the load whole runs on. (Without it, tiny_cnn at batch 1 on tpu-v1
+// with a latency of 10,000 cycles streamed its 15 DMAs and ran 17,742 cycles, against 13,913
+// loaded whole: its first tile arrives at 10,382, the load whole at 9,933.)
+bool Lowering::beats_whole(const MatmulOp& m, int t, uint64_t parts) const {
+  const Emitter::Work& before = em_.work();
+  if (before.switches > 0) return true;
+  StreamRows whole = whole_load(m, t), s = load_parts(m, t, part_rows(t, parts));
+  // The host DMAs emitted before (a per-column table's), all issued at the start: the link is
+  // theirs first.
+  if (before.dmas > 0)
+    for (StreamRows* r : {&whole, &s}) {
+      r->dma.insert(r->dma.begin(), double(before.dmas * arch_.host_latency_cycles +
+                                           sim::transfer_cycles(before.dma_bytes, arch_.host_gbps, arch_.clock_mhz)));
+      for (int64_t& n : r->need) n += n >= 0;
+    }
+  if (const auto pk = packing_for(m, batch_)) return packed_end(m, *pk, s) < packed_end(m, *pk, whole);
+  const double bound = stream_end(m, {}, whole);
+  return stream_end(m, {}, s) < bound || !paying_cuts(m, s, bound).empty();
 }
 
 // An LSTM reads its input sequence one time step (pixel) at a time, each step's gates after the

@@ -11,8 +11,10 @@ arrays x 3 host links x 2 weight memories x 2 batches) and tests/sweep/data/laws
 (resblock on 32 x 128 with 96 KiB x 4 host links x 4 weight memories x 2 batches, where input
 streaming's cuts decide), tests/sweep/data/laws_acc.toml (inception and LeNet-5 on 32 x 128 and
 128 x 32 x 3 buffers x 2 batches, where a larger buffer's fewer pieces fill more than half the
-accumulators) and tests/sweep/data/laws_stream_whole.toml (unpacked cifar_cnn on tpu-v1 at 40
-and 80 GB/s of host link, where streaming is weighed against the load whole) and checks every
+accumulators), tests/sweep/data/laws_stream_whole.toml (unpacked cifar_cnn on tpu-v1 at 40
+and 80 GB/s of host link, where streaming is weighed against the load whole) and
+tests/sweep/data/laws_stream_latency.toml (tiny_cnn and resblock on tpu-v1 at weight-memory
+latencies of 0 to 10,000 cycles, streamed and not) and checks every
 point's report against laws that hold whatever the
 compiler chooses:
 
@@ -42,7 +44,8 @@ compiler chooses:
   over memory or buffer is the machine's, not the compiler's estimate's (docs/compiler.md);
 - a model compiled for each point: a faster host link never makes it slower (laws_host.toml,
   laws_stream.toml), nor a faster weight memory where input streaming's cuts decide
-  (laws_stream.toml).
+  (laws_stream.toml);
+- input streaming never slower than loading the input whole (laws_stream_latency.toml).
 
 Exits 1 naming every point (workload, machine, batch) and the figures of each law it breaks.
 """
@@ -292,6 +295,26 @@ def check_host_monotone(rows):
                     law("faster host link never slower", c2 <= c, q, f"{h} -> {h2} GB/s: {c} -> {c2} cycles (+{c2 - c})")
 
 
+def check_stream_pays(rows):
+    """Input streaming never makes a point slower than loading the input whole (`mapper.stream`
+    off): for every two points of one workload, machine and batch, one streamed and one not, the
+    streamed one's cycles are at most the other's. The compiler weighs the stream against the load
+    whole by its estimate of the first layer's end, which counts the weight memory's latency
+    (docs/compiler.md, "Input streaming": Lowering::beats_whole)."""
+    by = {}
+    for r in rows:
+        p, a = r["report"], r["report"]["arch"]
+        key = (p["workload"], a["array_rows"], a["array_cols"], a["weight_mem_gbps"], a["weight_mem_latency_cycles"],
+               a["host_gbps"], p["batch"])
+        by.setdefault(key, {})[not r["params"]["mapper"].get("stream", True)] = r
+    if len(by) * 2 != len(rows) or any(len(v) != 2 for v in by.values()):
+        failures.append(f"check_stream_pays: expected pairs of points, streamed and not, got {len(rows)} points in {len(by)} keys")
+        return
+    for pair in by.values():
+        on, off = pair[False]["report"]["cycles"], pair[True]["report"]["cycles"]
+        law("streaming never slower than loading whole", on <= off, pair[False], f"streamed {on}, loaded whole {off} (+{on - off})")
+
+
 def main():
     tpusim, src, work = sys.argv[1:4]
     shutil.rmtree(work, ignore_errors=True)
@@ -335,13 +358,16 @@ def main():
     # Streaming weighed against the load whole (compiler/lower.cpp, stream_pays): unpacked
     # cifar_cnn, whose accumulator budget already cuts a chunk at every row.
     whole = grid("stream_whole", 2, check_host_monotone)
+    # Streaming weighed against the load whole where the weight memory's latency decides
+    # (compiler/lower.cpp, beats_whole): packed first layers at latencies of 0 to 10,000 cycles.
+    latency = grid("stream_latency", 144, check_stream_pays)
     # (after every check_monotone: each known entry must still occur in one of its grids)
     for known in KNOWN_NOT_MONOTONE.keys() - KNOWN_SEEN:
         failures.append(f"known slower point no longer seen (remove it from KNOWN_NOT_MONOTONE): {known}")
 
     for f in failures:
         print("FAIL", f)
-    print(f"{len(rows) + len(prog) + len(taps) + len(mono) + len(host) + len(stream) + len(acc) + len(whole)} points, {len(failures)} broken laws")
+    print(f"{len(rows) + len(prog) + len(taps) + len(mono) + len(host) + len(stream) + len(acc) + len(whole) + len(latency)} points, {len(failures)} broken laws")
     return 1 if failures else 0
 
 
