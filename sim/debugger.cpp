@@ -227,8 +227,9 @@ std::vector<StationView> DebugSession::stations() const {
 WeightPathView DebugSession::weight_path() const {
   const MachineUnits u = run_->units();
   WeightPathView v;
-  for (const FetchedTile& f : u.weights.fifo()) v.fifo.push_back(tile_view(f, tile_number(f.tile.waddr)));
-  if (const FetchedTile* s = u.weights.shadow()) {
+  // (At cycle_: after a failed run, simulated time ran on while the processes unwound.)
+  for (const FetchedTile& f : u.weights.fifo(cycle_)) v.fifo.push_back(tile_view(f, tile_number(f.tile.waddr)));
+  if (const FetchedTile* s = u.weights.shadow(cycle_)) {
     v.shadow = tile_view(*s, tile_number(s->tile.waddr));
     v.shift_start = u.weights.shadow_shift_start();
     // While it shifts, the tile is also the FIFO's front (its slot frees when the shift ends).

@@ -32,7 +32,8 @@ class MachineRun {
   // simulate(): runs to the halt, an error, a deadlock or the cycle limit.
   void run_to_end();
   // Runs until every process has acted at `cycle` (all of that cycle's delta cycles), or less
-  // when the run ends first. The run has then reached `cycle` unless over().
+  // when the run ends first. The run has then reached `cycle` unless over(), and the built-in
+  // stepped array holds what every cycle before it left (MatrixUnit::catch_up).
   void run_to_cycle(uint64_t cycle);
   // The cycle the run has reached: after run_to_cycle(c), c (the halt's end once halted).
   uint64_t cycle() const;

@@ -325,6 +325,9 @@ void MachineRun::run_to_cycle(uint64_t cycle) {
   if (sc_core::sc_time_stamp() < target && !over())
     sc_core::sc_start(target - sc_core::sc_time_stamp(), sc_core::SC_RUN_TO_TIME);
   while (!over() && sc_core::sc_pending_activity_at_current_time()) sc_core::sc_start(sc_core::SC_ZERO_TIME);
+  // The array as every cycle before this one left it (the debugger looks at it: MatrixUnit::catch_up).
+  Machine& m = machine();
+  if (m.matrix.stepped_array()) m.matrix.catch_up(ctx.now());
   wall_ += std::chrono::steady_clock::now() - wall;
 }
 

@@ -370,27 +370,37 @@ void MatrixUnit::step_run() {
   };
   for (;;) {
     while (!busy())
-      if (!ctx_.wait_for(work_event_)) return;
+      if (!ctx_.wait_for(work_event_)) {
+        // The run is over (wait_for wakes at its end, MachineRun::unwind): the array is left as
+        // every cycle before the end left it, for the traces and the debugger. (Here, in this
+        // thread: the run's own ArrayModel may wait for delta cycles.)
+        catch_up(ctx_.now());
+        return;
+      }
     for (uint64_t c = ctx_.now(); busy(); ++c)
       if (!ctx_.wait_until(c + 1) || !step_cycle(c)) return;
   }
 }
 
+// Cycles skipped while the array was empty (step_run) change nothing but a skewed shift's delayed
+// shadow writes (ArrayModel::shift_pending): they are stepped here, idle, only when something
+// looks at the array, so that whether they are stepped cannot move any cycle (a deadlock's
+// included: the run's end is the machine's, not the last column's write).
+void MatrixUnit::catch_up(uint64_t until) {
+  if (ctx_.engine != Engine::stepped || !array_->shift_pending()) return;
+  std::fill(left_.begin(), left_.end(), 0);
+  std::fill(left_flags_.begin(), left_flags_.end(), 0);
+  for (; next_step_ < until && array_->shift_pending(); ++next_step_) {
+    array_->step(left_, left_flags_, -1, shadow_row_);
+    if (ctx_.trace) ctx_.trace->array_step(next_step_, *array_);
+    ++ctx_.result.array_steps;
+  }
+}
+
 bool MatrixUnit::step_cycle(uint64_t c) {
   const uint64_t N = ctx_.arch.array_rows, M = ctx_.arch.array_cols;
-  // 0. Cycles skipped while the array was empty (step_run) change nothing but a skewed shift's
-  //    delayed shadow writes (ArrayModel::shift_pending): step those cycles now, idle, before the
-  //    array is used again. (A run that ends meanwhile, e.g. in a deadlock, never needs them: its
-  //    end is the machine's, not the last column's write.)
-  if (array_->shift_pending()) {
-    std::fill(left_.begin(), left_.end(), 0);
-    std::fill(left_flags_.begin(), left_flags_.end(), 0);
-    for (uint64_t k = next_step_; k < c && array_->shift_pending(); ++k) {
-      array_->step(left_, left_flags_, -1, shadow_row_);
-      if (ctx_.trace) ctx_.trace->array_step(k, *array_);
-      ++ctx_.result.array_steps;
-    }
-  }
+  // 0. The cycles skipped while the array was empty, before it is used again (catch_up).
+  catch_up(c);
   next_step_ = c + 1;
   // The stream whose vector entered row 0 at cycle `inj`, if any, and that vector's index.
   uint64_t v = 0;

@@ -20,6 +20,9 @@
 namespace tpusim::sim {
 namespace {
 
+// Delay registers on a cols-wide top edge: column j has j (0 + 1 + ... + cols - 1).
+uint64_t delay_registers(uint64_t cols) { return cols * (cols - 1) / 2; }
+
 // Raw view of the registers the hot loop touches. psum is accessed as uint32 so the int32 sum
 // wraps without undefined behaviour (int32_t and uint32_t may alias).
 struct Cells {
@@ -95,12 +98,36 @@ void SystolicArray::reset() {
   zero_row_.assign(cols_, 0);
   bottom_valid_.assign(cols_, 0);
   switches_in_row_.assign(rows_, 0);
-  delayed_rows_.assign(cols_, -1);
-  delayed_values_.assign(skewed_shift_ ? cols_ * cols_ : 0, 0);
+  delayed_rows_.assign(skewed_shift_ ? cols_ : 0, -1);
+  delayed_values_.assign(skewed_shift_ ? delay_registers(cols_) : 0, 0);
   last_shift_ = -1;
   x_pos_ = 0;
   valid_count_ = 0;
   cycles_ = 0;
+}
+
+uint64_t SystolicArray::register_bytes(uint64_t rows, uint64_t cols, bool skewed_shift) {
+  // weight, shadow, x (twice: the ring), x flags (twice), psum per cell; per column a valid bit and a
+  // zero; per row a switch count; the delay lines (sizeof is what the vectors hold).
+  uint64_t bytes = rows * cols * (2 * sizeof(int16_t) + 2 * sizeof(int16_t) + 2 * sizeof(uint8_t) + sizeof(int32_t));
+  bytes += cols * (sizeof(int32_t) + sizeof(uint8_t)) + rows * sizeof(uint32_t);
+  if (skewed_shift) bytes += cols * sizeof(int64_t) + delay_registers(cols) * sizeof(int16_t);
+  return bytes;
+}
+
+// Column j's write of this step: the value its line took j steps ago (for the row given then),
+// then this step's value into the same place; column 0 writes this step's row directly.
+void SystolicArray::shift_columns(int64_t shadow_row, std::span<const int16_t> shadow_values) {
+  if (shadow_row >= 0) shadow_[uint64_t(shadow_row) * cols_] = shadow_values[0];
+  int16_t* line = delayed_values_.data();
+  for (uint64_t j = 1; j < cols_; line += j, ++j) {
+    int16_t& reg = line[cycles_ % j];
+    if (j <= cycles_) {
+      const int64_t row = delayed_rows_[(cycles_ - j) % cols_];
+      if (row >= 0) shadow_[uint64_t(row) * cols_ + j] = reg;
+    }
+    if (shadow_row >= 0) reg = shadow_values[j];
+  }
 }
 
 void SystolicArray::step(std::span<const int16_t> left_values, std::span<const uint8_t> left_flags,
@@ -139,22 +166,15 @@ void SystolicArray::step(std::span<const int16_t> left_values, std::span<const u
     if (shadow_row >= 0)
       std::copy(shadow_values.begin(), shadow_values.end(), shadow_.begin() + shadow_row * cols_);
   } else {
-    if (delayed_values_.size() != cols_ * cols_) delayed_values_.assign(cols_ * cols_, 0);  // (set after reset)
+    if (delayed_rows_.size() != cols_) {  // (set after reset)
+      delayed_rows_.assign(cols_, -1);
+      delayed_values_.assign(delay_registers(cols_), 0);
+    }
     // This step's row enters slot cycles_ % cols (the entry of step cycles_ - cols, which no
-    // column needs any more); column j writes the entry of step cycles_ - j.
-    const uint64_t slot = cycles_ % cols_;
-    delayed_rows_[slot] = shadow_row;
-    if (shadow_row >= 0) {
-      std::copy(shadow_values.begin(), shadow_values.end(), delayed_values_.begin() + slot * cols_);
-      last_shift_ = int64_t(cycles_);
-    }
-    if (last_shift_ >= 0 && uint64_t(last_shift_) + cols_ > cycles_) {
-      for (uint64_t j = 0; j < cols_ && j <= cycles_; ++j) {
-        const uint64_t from = (cycles_ - j) % cols_;
-        if (delayed_rows_[from] >= 0)
-          shadow_[uint64_t(delayed_rows_[from]) * cols_ + j] = delayed_values_[from * cols_ + j];
-      }
-    }
+    // column needs any more); column j writes the row of step cycles_ - j.
+    delayed_rows_[cycles_ % cols_] = shadow_row;
+    if (shadow_row >= 0) last_shift_ = int64_t(cycles_);
+    if (last_shift_ >= 0 && uint64_t(last_shift_) + cols_ > cycles_) shift_columns(shadow_row, shadow_values);
   }
 
   const uint8_t* bottom_flags = xf_line_.data() + (rows_ - 1) * line + x_pos_;

@@ -108,8 +108,12 @@ class SystolicArray final : public ArrayModel {
     return true;
   }
   uint64_t cycles() const { return cycles_; }  // step() calls since construction/reset
+  // The bytes a rows x cols array's registers take (what run --max-memory counts for the stepped
+  // engine): the cells' registers and, with a skewed shift, the delay registers on its top edge.
+  static uint64_t register_bytes(uint64_t rows, uint64_t cols, bool skewed_shift);
 
  private:
+  void shift_columns(int64_t shadow_row, std::span<const int16_t> shadow_values);  // skewed shift, one step
   uint64_t rows_, cols_;
   uint64_t cycles_ = 0;
   std::vector<int16_t> weight_, shadow_;  // row-major rows() x cols()
@@ -124,11 +128,13 @@ class SystolicArray final : public ArrayModel {
   std::vector<uint8_t> bottom_valid_;      // valid bits of the bottom psum row
   std::vector<uint32_t> switches_in_row_;  // x registers with kSwitch per row (0: no select needed)
   uint64_t valid_count_ = 0;               // valid x registers; psum_valid(k, j) is x_flags(k, j) & kValid
-  // The skewed shift's delay registers: the shadow row given in step i (-1: none) and its values,
-  // at slot i % cols(); column j writes slot (i - j) % cols()'s entry in step i. last_shift_ is
-  // the last step that gave a row (pending writes while last_shift_ + cols() - 1 >= cycles_).
+  // The skewed shift's delay registers, the triangle the RTL has: the shadow row given in step i
+  // (-1: none) at delayed_rows_[i % cols()], and column j's own line of j values (column 0 has
+  // none: it writes in the step its row is given), at delayed_values_[j * (j - 1) / 2 ...] + i % j,
+  // where step i reads the value step i - j left and leaves its own. last_shift_ is the last step
+  // that gave a row (pending writes while last_shift_ + cols() - 1 >= cycles_).
   std::vector<int64_t> delayed_rows_;
-  std::vector<int16_t> delayed_values_;  // cols() slots of cols() values
+  std::vector<int16_t> delayed_values_;  // cols() * (cols() - 1) / 2 values
   int64_t last_shift_ = -1;
 };
 

@@ -92,11 +92,13 @@ class WeightPath : public sc_core::sc_module, public Station, public WeightSourc
   // The stepped engine's hook, set for its runs only (the other engines have no use for a
   // shift's event): a tile begins shifting into the shadow at cycle s (called at s).
   std::function<void(const FetchedTile&, uint64_t s)> on_shift;
-  // The debugger's view: requested tiles in order (the front one shifts first; it stays here
-  // until its shift ends), the shadow slot (null when empty) and when its shift began.
-  std::vector<FetchedTile> fifo() const;
-  const FetchedTile* shadow() const {
-    return shadow_decided_ && ctx_.now() >= shadow_shift_start_ ? &shadow_ : nullptr;
+  // The debugger's view at cycle `at`: requested tiles in order (the front one shifts first; it
+  // stays here until its shift ends), the shadow slot (null when empty) and when its shift began.
+  // `at` is the session's cycle, not now(): a failed run's processes unwind with simulated time
+  // running on past it, and a shift decided ahead of time may begin after it.
+  std::vector<FetchedTile> fifo(uint64_t at) const;
+  const FetchedTile* shadow(uint64_t at) const {
+    return shadow_decided_ && at >= shadow_shift_start_ ? &shadow_ : nullptr;
   }
   uint64_t shadow_shift_start() const { return shadow_shift_start_; }
 
@@ -109,7 +111,6 @@ class WeightPath : public sc_core::sc_module, public Station, public WeightSourc
   void retire();        // a method: completes rw's at their ends while a unit waits (wake_at_next_end)
   void catch_up();      // a method: simulated time reaches where the station ran ahead (drain)
   void notify_retire();
-  bool head_shifted() const { return release_pending_ && ctx_.now() >= release_at_; }
   Context& ctx_;
   StationQueue queue_;
   std::deque<FetchedTile> fifo_;  // requested tiles, in order; front is the next to shift
@@ -164,6 +165,12 @@ class MatrixUnit : public sc_core::sc_module, public Station, public MatrixRetir
     uint64_t index, t0, vectors, written;  // written: accumulator values (vectors x cols in all)
     uint64_t period = 1;                    // cycles per vector (D above)
   };
+  // Stepped engine: steps the cycles before `until` that the array skipped while it was empty, as
+  // far as a skewed shift's delayed shadow writes are pending (ArrayModel::shift_pending), so that
+  // its registers are as every cycle up to until - 1 left them. The engine does this lazily (before
+  // the array is next used, and in its thread at the run's end); the debugger calls it before it
+  // shows the built-in array (stepped_array()), whose step() needs no SystemC thread.
+  void catch_up(uint64_t until);
   const FetchedTile& active_tile() const { return active_; }
   const SystolicArray* stepped_array() const {
     return ctx_.engine == Engine::stepped && array_ == own_array_.get() ? own_array_.get() : nullptr;

@@ -338,8 +338,8 @@ void WeightPath::shift_hook() {
   if (ctx_.trace) ctx_.trace->tile_shift(s, s + ctx_.arch.array_rows);
 }
 
-std::vector<FetchedTile> WeightPath::fifo() const {
-  return {fifo_.begin() + (head_shifted() ? 1 : 0), fifo_.end()};
+std::vector<FetchedTile> WeightPath::fifo(uint64_t at) const {
+  return {fifo_.begin() + (release_pending_ && at >= release_at_ ? 1 : 0), fifo_.end()};
 }
 
 const FetchedTile* WeightPath::wait_shadow(uint64_t& shift_start, bool wait) {

@@ -129,8 +129,10 @@ std::string view_array(const sim::DebugSession& s, uint64_t row, uint64_t col, u
   out += "): '#' live input and partial sum, '*' live and switching to the shadow tile, '.' idle\n";
   // The columns' numbers read downwards, one line per digit (the first column of each block),
   // as the rows' numbers lead each line.
-  uint64_t place = 1;  // the largest digit place of the last block's first column (at most c1 - b)
-  while (place <= (c1 - b) / 10) place *= 10;
+  // (A window taller than wide has blocks wider than its columns: c1 - b would wrap.)
+  const uint64_t last = col + (c1 - 1 - col) / b * b;  // the last block's first column
+  uint64_t place = 1;  // the largest digit place of `last`
+  while (place <= last / 10) place *= 10;
   for (; place > 0; place /= 10) {
     std::string line = "     ";
     for (uint64_t j = col; j < c1; j += b)

@@ -28,6 +28,7 @@
 #include "sim/program_check.h"
 #include "sim/reference.h"
 #include "sim/report.h"
+#include "sim/systolic_array.h"
 #include "sim/trace.h"
 #include "tools/commands.h"
 #include "tools/machine_check.h"
@@ -323,7 +324,9 @@ void check_run_memory(const RunArgs& r, const isa::Program& p, const sim::Arch& 
   const bool timing = engine == sim::Engine::timing;  // no memories: the program and its timeline only
   if (!timing)
     for (const auto& [what, bytes] : sim::state_bytes(p, arch)) m.add(what, bytes);
-  if (engine == sim::Engine::stepped) m.add("systolic array registers", arch.array_rows * arch.array_cols * 8);
+  if (engine == sim::Engine::stepped)
+    m.add("systolic array registers",
+          sim::SystolicArray::register_bytes(arch.array_rows, arch.array_cols, arch.weight_shift_skewed != 0));
   const bool twice = !r.no_check && !timing;  // the reference check runs on a copy of the memories
   if (twice) m.total = compiler::sat_mul(m.total, 2);
   // Every engine: the program as loaded, and the records the run keeps of it (the timeline, the
