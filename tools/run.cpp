@@ -324,11 +324,13 @@ void check_run_memory(const RunArgs& r, const isa::Program& p, const sim::Arch& 
   const bool timing = engine == sim::Engine::timing;  // no memories: the program and its timeline only
   if (!timing)
     for (const auto& [what, bytes] : sim::state_bytes(p, arch)) m.add(what, bytes);
+  const bool twice = !r.no_check && !timing;  // the reference check runs on a copy of the memories
+  if (twice) m.total = compiler::sat_mul(m.total, 2);
+  // The stepped engine's array (once: the reference executor has none), with tpu-v1's skewed
+  // shift the delay registers on its top edge too (array_cols^2 / 2 weights).
   if (engine == sim::Engine::stepped)
     m.add("systolic array registers",
           sim::SystolicArray::register_bytes(arch.array_rows, arch.array_cols, arch.weight_shift_skewed != 0));
-  const bool twice = !r.no_check && !timing;  // the reference check runs on a copy of the memories
-  if (twice) m.total = compiler::sat_mul(m.total, 2);
   // Every engine: the program as loaded, and the records the run keeps of it (the timeline, the
   // matrix unit's spans, ...: sim::run_record_bytes), each from the sizes of its structs (a
   // paper-scale CNN at a large batch: about 600 instructions a sample, about 150 bytes each).

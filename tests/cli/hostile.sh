@@ -101,6 +101,15 @@ case_memory_estimates() {
     -- "$tpusim" run "$S" --set ub_bytes=4GiB --max-memory 1GiB
   expect 2 "needs about 4299235256 bytes .*allowed by --max-memory" \
     -- "$tpusim" run "$S" --set ub_bytes=4GiB --max-memory 1GiB --no-check
+  # The stepped engine's array, once (sim::SystolicArray::register_bytes): 256 x 256 cells of 14
+  # bytes (weight, shadow, x and its flags twice, psum) 917,504 + the bottom row's 256 x 5 + the
+  # rows' switch counts 256 x 4, and tpu-v1's skewed shift's delay registers: the rows given,
+  # 256 x 8, and the triangle of 256 x 255 / 2 weights x 2 bytes = 65,280: 987,136
+  # (919,808 unskewed); 8,598,400,952 + 987,136 = 8,599,388,088.
+  expect 2 "needs about 8599388088 bytes .*, systolic array registers 987136 bytes, program of 8 instructions .*allowed by --max-memory" \
+    -- "$tpusim" run "$S" --engine stepped --set ub_bytes=4GiB --max-memory 1GiB
+  expect 2 "systolic array registers 919808 bytes, program" \
+    -- "$tpusim" run "$S" --engine stepped --set ub_bytes=4GiB --set weight_shift_skewed=0 --max-memory 1GiB
   # The timing engine holds no memories, but the program, its records and the compiled model count
   # on every engine: CNN1 at batch 32, 19,140 instructions: the program 2,565,280 bytes (96 each
   # and the manifest), the records 1,025,368, the compiled model 2,235,190, and what its lowering

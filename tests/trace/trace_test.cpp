@@ -408,6 +408,37 @@ TEST_CASE("VCD: every cell's registers on the stepped engine", "[trace][vcd]") {
   CHECK(units.changes.count("tpu.array.cell_0_0.weight") == 0);
 }
 
+// tests/data/run/skew_end.s (its comment has the arithmetic): tile 1 shifts in skewed by column
+// at cycles 36..39 while the array idles, cell (r, j) written in cycle 36 + r + j (its register
+// shows it from 37 + r + j), and the run halts at 44: the last columns' writes are stepped while
+// nothing else uses the array (MatrixUnit::catch_up), by the run's end at the latest.
+TEST_CASE("VCD: a skewed shift's last columns reach the shadow registers while the array idles",
+          "[trace][vcd]") {
+  const isa::Program p = isa::assemble_file(std::string(tpusim::source_dir()) + "/tests/data/run/skew_end.s");
+  sim::Arch arch = test::small_arch();
+  arch.weight_mem_gbps = 1;
+  REQUIRE(arch.weight_shift_skewed == 1);
+  const sim::VcdScope scope = sim::parse_vcd_scope("array", arch, Engine::stepped);
+  const auto t = run_traced(p, arch, Engine::stepped, scope.cells);
+  REQUIRE(t->result.cycles == 44);
+  REQUIRE(t->result.timeline[2].start == 24);  // the switch that frees the shadow slot
+  const test::Vcd vcd = test::read_vcd(vcd_text(t->input(), scope));
+  int moved = 0;
+  for (uint64_t k = 0; k < 4; ++k)
+    for (uint64_t j = 0; j < 4; ++j) {
+      const std::string cell = "tpu.array.cell_" + std::to_string(k) + "_" + std::to_string(j);
+      const auto& shadow = vcd.changes.at(cell + ".shadow");
+      const int8_t tile0 = int8_t(p.weights[k * 4 + j]), tile1 = int8_t(p.weights[16 + k * 4 + j]);
+      INFO("cell (" << k << ", " << j << ")");
+      CHECK(test::signed_value(shadow.back().second, 16) == tile1);
+      if (tile1 != tile0) {
+        CHECK(shadow.back().first == (37 + k + j) * 1000);
+        ++moved;
+      }
+    }
+  CHECK(moved >= 12);  // (random bytes: almost every cell's value changes)
+}
+
 TEST_CASE("VCD: the window starts the dump at its first cycle", "[trace][vcd]") {
   const auto t = run_file("mlp2.s");
   sim::TraceSelection sel;
