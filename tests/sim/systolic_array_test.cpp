@@ -6,6 +6,7 @@
 
 #include <catch2/catch.hpp>
 #include <cstdint>
+#include <deque>
 #include <random>
 #include <stdexcept>
 #include <string>
@@ -148,7 +149,11 @@ Outcome run(SystolicArray& a, const std::vector<Matmul>& matmuls) {
 struct ContractModel {
   size_t n, m;
   Grid weight, shadow, x, xf, psum, pv;
-  ContractModel(size_t rows, size_t cols) : n(rows), m(cols) {
+  // Skewed shift: the rows given in the last m steps, newest first (cell (k, j) takes the row
+  // given j steps ago, if it is row k).
+  bool skewed = false;
+  std::deque<std::pair<int64_t, std::vector<int16_t>>> given;
+  ContractModel(size_t rows, size_t cols, bool skewed_shift = false) : n(rows), m(cols), skewed(skewed_shift) {
     for (Grid* g : {&weight, &shadow, &x, &xf, &psum, &pv}) g->assign(n, std::vector<int64_t>(m, 0));
   }
   MacCell cell(size_t k, size_t j) const {
@@ -158,13 +163,16 @@ struct ContractModel {
   void step(const std::vector<int16_t>& left, const std::vector<uint8_t>& flags, int64_t row,
             const std::vector<int16_t>& shadow_values) {
     Grid weight2 = weight, shadow2 = shadow, x2 = x, xf2 = xf, psum2 = psum, pv2 = pv;
+    given.emplace_front(row, shadow_values);
+    if (given.size() > m) given.pop_back();
     for (size_t k = 0; k < n; ++k)
       for (size_t j = 0; j < m; ++j) {
         const int16_t x_in = j == 0 ? left[k] : int16_t(x[k][j - 1]);
         const uint8_t f_in = j == 0 ? flags[k] : uint8_t(xf[k][j - 1]);
         const int32_t p_in = k == 0 ? 0 : int32_t(psum[k - 1][j]);
-        const bool write = row >= 0 && size_t(row) == k;
-        const MacCell c = mac_cell_next(cell(k, j), x_in, f_in, p_in, write, write ? shadow_values[j] : 0);
+        const auto& [r, values] = given[skewed ? j : 0];
+        const bool write = (skewed ? j < given.size() : true) && r >= 0 && size_t(r) == k;
+        const MacCell c = mac_cell_next(cell(k, j), x_in, f_in, p_in, write, write ? values[j] : 0);
         weight2[k][j] = c.weight, shadow2[k][j] = c.shadow, x2[k][j] = c.x, xf2[k][j] = c.x_flags;
         psum2[k][j] = c.psum, pv2[k][j] = c.psum_valid;
       }
@@ -492,15 +500,16 @@ TEST_CASE("Register accessors, argument checks and reset", "[array]") {
   CHECK(grid(a, &SystolicArray::x_flags) == Grid(2, std::vector<int64_t>(3, 0)));
 }
 
-TEST_CASE("Every register matches the literal per-cell model under random inputs and flags", "[array]") {
-  // Arbitrary int16 values, flags and shadow writes, switches at any time: the fast layout must
-  // give the header's next-state function exactly, register by register, every cycle.
-  std::mt19937 rng(6);
+// Arbitrary int16 values, flags and shadow writes, switches at any time: the fast layout must
+// give the header's next-state function exactly, register by register, every cycle. Skewed, the
+// cycles 100..129 give a shadow row every cycle (every delay register of the top edge in use).
+static void check_against_model(bool skewed, uint32_t seed) {
+  std::mt19937 rng(seed);
   std::uniform_int_distribution<int> value(-32768, 32767), flag(0, 3);
-  for (auto [n, m] :
-       std::vector<std::pair<size_t, size_t>>{{1, 1}, {1, 5}, {5, 1}, {3, 4}, {17, 33}, {40, 70}}) {
-    SystolicArray a(n, m);
-    ContractModel model(n, m);
+  for (auto [n, m] : std::vector<std::pair<size_t, size_t>>{
+           {1, 1}, {1, 5}, {5, 1}, {3, 4}, {3, 11}, {17, 33}, {40, 70}}) {
+    SystolicArray a(n, m, skewed);
+    ContractModel model(n, m, skewed);
     bool same = true;
     for (int c = 0; c < 150 && same; ++c) {
       std::vector<int16_t> left(n), shadow(m);
@@ -509,7 +518,8 @@ TEST_CASE("Every register matches the literal per-cell model under random inputs
       for (auto& v : shadow) v = static_cast<int16_t>(value(rng));
       for (auto& f : flags) f = static_cast<uint8_t>(c % 50 < 30 ? flag(rng) : 0);  // quiet spells drain
       const int64_t pick = std::uniform_int_distribution<int64_t>(-static_cast<int64_t>(n), n - 1)(rng);
-      const int64_t row = pick < 0 ? -1 : pick;  // a shadow write in about half the cycles
+      int64_t row = pick < 0 ? -1 : pick;  // a shadow write in about half the cycles
+      if (skewed && c >= 100 && c < 130) row = pick < 0 ? -pick - 1 : pick;
       step(a, left, flags, row, shadow);
       model.step(left, flags, row, shadow);
       INFO(n << "x" << m << " array after cycle " << c);
@@ -521,4 +531,12 @@ TEST_CASE("Every register matches the literal per-cell model under random inputs
       CHECK(same);
     }
   }
+}
+
+TEST_CASE("Every register matches the literal per-cell model under random inputs and flags", "[array]") {
+  check_against_model(false, 6);
+}
+
+TEST_CASE("Skewed shift: every register matches the literal per-cell model, delays included", "[array]") {
+  check_against_model(true, 7);
 }
