@@ -57,7 +57,8 @@ class ArrayModel {
   virtual std::span<const uint8_t> bottom_valid() const = 0;  // its valid bits
   // True when no register holds a valid input or partial sum (stepping with idle inputs changes
   // nothing but a skewed shift's delayed shadow writes, shift_pending(), so the caller may skip
-  // idle cycles and step the skipped ones later, before the array is used again).
+  // idle cycles and step the skipped ones later, before the array is used or looked at again:
+  // MatrixUnit::catch_up).
   virtual bool empty() const = 0;
   // A skewed shift's shadow writes still in the top edge's delay registers.
   virtual bool shift_pending() const = 0;
