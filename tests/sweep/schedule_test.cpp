@@ -209,6 +209,7 @@ TEST_CASE("schedule: nothing is queued behind a long point when the other worker
 namespace {
 struct ProgramCounts {
   uint64_t pieces = 1, activates = 0, packed = 0;  // packed: layers the mapping says are packed
+  size_t as_parts = 0;                              // concats kept as parts (compiler::place_concats)
 };
 ProgramCounts compiled_counts(const Point& p) {
   tpusim::compiler::LoadOptions o;
@@ -216,12 +217,15 @@ ProgramCounts compiled_counts(const Point& p) {
   o.batch = p.batch;
   o.mapper = p.mapper;
   tpusim::compiler::Compiled m = tpusim::compiler::prepare_file(p.workload->path, o);
-  tpusim::compiler::lower_for(m, p.arch, p.mapper);
+  tpusim::compiler::LowerOptions mapper = p.mapper;
+  tpusim::compiler::place_concats(m, p.arch, mapper);  // (concats kept as parts where the point needs it)
+  tpusim::compiler::lower_for(m, p.arch, mapper);
   ProgramCounts c;
   for (const tpusim::isa::Instruction& in : m.program.code) c.activates += in.opcode == tpusim::isa::Opcode::activate;
   const uint64_t piece = m.program.meta.value("batch_piece", uint64_t{0});
   if (piece) c.pieces = (m.model.batch + piece - 1) / piece;
   for (const auto& layer : m.program.meta.at("mapping")) c.packed += layer.contains("packing");
+  c.as_parts = mapper.concats_as_parts.size();
   return c;
 }
 
@@ -341,4 +345,32 @@ TEST_CASE("schedule: the estimate takes lower()'s accumulator budget") {
     CHECK(c.pieces == 1);
     CHECK(c.activates == double(real.activates));
   }
+}
+
+TEST_CASE("schedule: a point that keeps a concat as parts is costed as the model it runs") {
+  // small/inception at batch 1 on 64 x 64 with 16 KiB: its concats written in place would be held
+  // in host memory, so the worker keeps them as parts (compiler::concats_kept_as_parts) and runs;
+  // with 24 MiB they stay in place (tests/sweep/data/concat_fallback.toml). The estimate once
+  // costed the 16 KiB point as one that fails (0.05 s, nothing counted: no packed layer, no
+  // activate); now it counts the program the worker lowers: its pieces, its 6 packed layers, and
+  // its activates as the in-place point's (162 and 161 counted, the programs' 190 and 189: both
+  // miss the same 28, pools' and concats' copies; the parts' program has one activate more).
+  const Spec spec = machines("\"../small/inception.toml\"",
+                             "[set]\narray_rows = 64\narray_cols = 64\nbatch = 1\n[grid]\nub_bytes = [\"16KiB\", \"24MiB\"]\n");
+  REQUIRE(spec.points.size() == 2);
+  std::vector<PointCost> costs;
+  std::vector<ProgramCounts> reals;
+  for (const Point& p : spec.points) {
+    INFO(describe_key(p.key));
+    const PointCost c = estimate_costs(spec, {&p}).at(0);
+    const ProgramCounts real = compiled_counts(p);
+    CHECK(real.as_parts == (p.arch.ub_bytes == 16384 ? 2 : 0));
+    CHECK(c.pieces == real.pieces);
+    CHECK(c.packed == real.packed);
+    CHECK(real.packed == 6);
+    reals.push_back(real);
+    costs.push_back(c);
+  }
+  CHECK(costs[0].activates == 162);
+  CHECK(costs[0].activates - costs[1].activates == double(reals[0].activates) - double(reals[1].activates));
 }

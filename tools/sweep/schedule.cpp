@@ -25,6 +25,7 @@ struct ModelShape {
   bool parsed = false, needs_data = false;
   uint64_t weights = 0;
   compiler::QGraph graph;
+  compiler::Model model;  // (quantized again for a point that keeps concats as parts)
 };
 
 ModelShape shape_of(const std::filesystem::path& path, std::optional<uint64_t> batch, const compiler::LowerOptions& mapper) {
@@ -41,6 +42,7 @@ ModelShape shape_of(const std::filesystem::path& path, std::optional<uint64_t> b
       if (l.type == compiler::LayerType::dense || l.type == compiler::LayerType::conv2d ||
           compiler::is_recurrent(l.type))
         s.weights += compiler::weight_count(l, compiler::source_shape(m, l, l.inputs.at(0)));
+    s.model = m;
     s.graph = compiler::uncalibrated_graph(std::move(m), mapper);
     s.parsed = true;
   } catch (const std::exception&) {
@@ -62,12 +64,13 @@ struct Emitted {
   uint64_t packed = 0;  // convolutions packed
 };
 
-Emitted emitted(const compiler::QGraph& g, const compiler::MatmulOp& m, const Point& p, uint64_t piece, bool shared) {
+Emitted emitted(const compiler::QGraph& g, const compiler::MatmulOp& m, const Point& p,
+                const compiler::LowerOptions& mapper, uint64_t piece, bool shared) {
   const sim::Arch& a = p.arch;
   const compiler::Shape& os = g.tensors.at(m.output.tensor).shape;
   const uint64_t rows = (m.output.pixels ? m.output.pixels : os.pixels()) * piece;
   const uint64_t n_tiles = div_up(m.n, a.array_cols);
-  if (const std::optional<compiler::Packing> pk = compiler::packing_for(g, m, a, p.mapper, piece)) {
+  if (const std::optional<compiler::Packing> pk = compiler::packing_for(g, m, a, mapper, piece)) {
     const uint64_t chunks = div_up(rows, compiler::acc_budget(rows, a));
     const uint64_t row_tiles = div_up(pk->kernel_rows, pk->rows), groups = div_up(os.w, pk->p);
     const uint64_t nt = pk->p > 1 ? 1 : n_tiles;
@@ -106,14 +109,24 @@ PointCost estimate(const ModelShape& s, const Point& p, bool full_compile) {
   PointCost c;
   uint64_t n = 1;
   bool lowers = s.parsed;
-  if (lowers) {
+  // The graph the point's worker lowers: the model's, or where the lowering refuses a concat
+  // written in place (compiler::ConcatInHost: its joined tensor would be held in host memory) and
+  // the mapper's concat_inplace is not given, the model quantized again with that concat kept as
+  // parts, as the worker does (compiler::concats_kept_as_parts, one concat at a time).
+  compiler::LowerOptions mapper = p.mapper;
+  compiler::QGraph as_parts;
+  const compiler::QGraph* g = &s.graph;
+  while (lowers) {
     try {
-      n = compiler::pieces(s.graph, p.arch, p.mapper);
+      n = compiler::pieces(*g, p.arch, mapper);
+      break;
+    } catch (const compiler::ConcatInHost& e) {
+      std::vector<std::string>& parts = mapper.concats_as_parts;
+      if (mapper.concat_inplace || std::find(parts.begin(), parts.end(), e.concat) != parts.end()) lowers = false;
+      parts.push_back(e.concat);
+      if (lowers) as_parts = compiler::uncalibrated_graph(s.model, mapper), g = &as_parts;
     } catch (const std::exception&) {
-      // The point fails in the worker, which reports why; or (compiler::ConcatInHost) its worker
-      // keeps a concat as parts and runs it in bands, costed here as a failure all the same: such a
-      // point, often among the slowest, is then scheduled last (a known gap, docs/sweeps.md).
-      lowers = false;
+      lowers = false;  // (the point fails in the worker, which reports why)
     }
   }
   if (!lowers) {
@@ -122,13 +135,13 @@ PointCost estimate(const ModelShape& s, const Point& p, bool full_compile) {
     return c;
   }
   // Per piece (every piece emits its own instructions; the weight tiles are the same).
-  const uint64_t piece = div_up(s.graph.batch, n);
+  const uint64_t piece = div_up(g->batch, n);
   Emitted e;
   std::set<int> weights;  // seeded weights counted already (compiler::MatmulOp::weight_id)
-  for (const compiler::QOp& op : s.graph.ops)
+  for (const compiler::QOp& op : g->ops)
     if (const auto* m = std::get_if<compiler::MatmulOp>(&op)) {
       const bool shared = m->weight_id >= 0 && !weights.insert(m->weight_id).second;
-      const Emitted l = emitted(s.graph, *m, p, piece, shared);
+      const Emitted l = emitted(*g, *m, p, mapper, piece, shared);
       e.matmuls += l.matmuls * double(n), e.tiles += l.tiles, e.activates += l.activates * double(n);
       e.packed += l.packed;
     }

@@ -47,9 +47,10 @@ std::string model_key(const Point& p);
 
 // One estimate per point of `todo`. A model description or SCALE-Sim topology is parsed (without
 // its data: LoadOptions::timing_only) and quantized without a float run (compiler::
-// uncalibrated_graph), once per model key, to count its tiles and pieces on each point's machine;
-// a file that does not parse or a point the compiler refuses, an ONNX model or a program gets a
-// default (its point then fails or runs in the worker as usual). Models and points are estimated
+// uncalibrated_graph), once per model key, to count its tiles and pieces on each point's machine
+// (quantized again with the concats kept as parts where the point's worker keeps them so:
+// compiler::ConcatInHost); a file that does not parse or a point the compiler refuses, an ONNX
+// model or a program gets a default (its point then fails or runs in the worker as usual). Models and points are estimated
 // on sim::parallel_for's threads; the estimates do not depend on how many.
 std::vector<PointCost> estimate_costs(const Spec& spec, const std::vector<const Point*>& todo);
 
