@@ -665,6 +665,24 @@ BandInput band_input(const QOp& op, uint64_t y0, uint64_t y1) {
   }, op);
 }
 
+// The rows of an input band (a padded storage whose stored row j is the map's padded row `first`
+// + j) that lie in the map's zero padding but not in the band's own border (border_ranges): a band
+// taller than it reads (band_storages: a kernel smaller than twice the padding, such as a 1 x 1
+// convolution with padding 1) that reaches the map's bottom holds padding rows inside it, which
+// no DMA writes (band_io) and which must read as zeros, not as what the rows held before. The
+// rows (first UB row, count) of each such stored row's pixels, slice by slice.
+std::vector<std::pair<uint64_t, uint64_t>> band_padding_rows(const Storage& band, uint64_t first, uint64_t map_h) {
+  std::vector<std::pair<uint64_t, uint64_t>> out;
+  const uint64_t p = band.pad;
+  for (uint64_t j = p; j + p < band.stored_h(); ++j) {
+    const uint64_t y = first + j;  // in the map's padded rows
+    if (y >= p && y - p < map_h) continue;
+    for (uint64_t s = 0; s < band.slices(); ++s)
+      out.emplace_back(band.stored_row(s, j, p), band.shape.w * band.pixel_rows());
+  }
+  return out;
+}
+
 // Marks tensor t as held in host memory, and with it every tensor of every op that reads or
 // writes a tensor so marked (a banded op streams all its operands).
 // (Each op's tensors listed once, each op visited once: a scan of every op for every tensor
@@ -2246,11 +2264,17 @@ void Lowering::lower_in_bands(size_t i) {
       const bool top = t == out;  // outputs from the top, inputs from the bottom
       if (!alloc_.allocate(st.rows(), top, st.base) && !alloc_.allocate(st.rows(), !top, st.base))
         throw std::logic_error("lower_in_bands: a band that fits did not fit");
-      if (t != out)
+      if (t != out) {
         for (const auto& [first, n] : border_ranges(st)) {
           em_.zero({first, n});
           alloc_.zeroed(first, n);
         }
+        const uint64_t from = band_input(op, y0, y1).first;
+        for (const auto& [first, n] : band_padding_rows(st, from, g_.tensors[t].shape.h)) {
+          em_.zero({first, n});
+          alloc_.zeroed(first, n);
+        }
+      }
     }
     stats_[layer_].ub_rows = std::max(stats_[layer_].ub_rows, table_rows_ + alloc_.used());
     for (const auto& [t, st] : previous) alloc_.release(st.base, st.rows());
