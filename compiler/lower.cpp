@@ -2522,6 +2522,10 @@ void Lowering::transfer(int t, uint64_t n0, bool out, uint64_t host, uint64_t la
   for (uint64_t s = 0; s < st.slices(); ++s) {
     if (whole) {
       if (st.q > 1 || whole->q > 1) throw std::logic_error("transfer: a dense storage copied by sample ranges");
+      // 8-bit copies (a 16-bit tensor is not copied so: above), whatever planes the op before
+      // them read and wrote: a 16-bit LSTM cell's last vec left vec_high_a set, and the copy of
+      // its int8 h then read a high plane that was not there (lstm1 in the piece schedule).
+      em_.planes({});
       for (uint64_t p = 0; p < px; ++p) {
         isa::Instruction in = isa::make_instruction(Opcode::vector);
         in[Field::op] = static_cast<uint64_t>(isa::VecOp::pass);

@@ -157,6 +157,10 @@ PieceSchedule plan_pieces(const ScheduleProblem& pr, const sim::Arch& arch, size
   std::tuple<size_t, bool, uint64_t> key;
   for (const auto& [k, s] : best.back())
     if (!end || s.cost < end->cost) end = &s, key = {cuts.size() - 1, k.first, k.second};
+  // No schedule fits the rows counted (tiny_cnn at batch 2 on 8 x 8 with 3 KiB and pieces=on,
+  // once lower() counted a misfit segment's rows higher): one segment, the single loop's shape
+  // (there was no segment to read the I/O piece from, and the compile crashed).
+  if (!end) return single_loop(n, tensors, 1);
   PieceSchedule sched;
   sched.resident.assign(tensors, false);
   std::vector<std::pair<size_t, bool>> modes;  // (position, resident) of each cut

@@ -71,7 +71,9 @@ struct ScheduleProblem {
 
 double op_cycles(const Emitter::Work& w, const sim::Arch& arch);
 
-// The cheapest schedule by the estimate (one segment when no cut pays).
+// The cheapest schedule by the estimate (one segment when no cut pays, or when no schedule fits
+// the rows counted: an op's rows per sample more than the free rows, after lower()'s retries
+// counted a segment's rows higher; the caller then keeps its single loop).
 PieceSchedule plan_pieces(const ScheduleProblem& problem, const sim::Arch& arch, size_t tensors);
 
 }  // namespace tpusim::compiler
