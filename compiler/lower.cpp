@@ -3304,12 +3304,19 @@ ConvShape conv_shape(const QGraph& g, const MatmulOp& m, const sim::Arch& arch, 
 // concat's joined tensor (one its writers write part of: the op's own output view says so, as its
 // writers cover its channels once each), several pixels per vector scatter each pixel's N channels
 // to one slice from the branch's first channel, not for a branch that straddles a slice boundary.
+// What the work before a layer leaves its weight fetches (ahead_of): ConvShape::ahead and ::held.
+struct Before {
+  double ahead = std::numeric_limits<double>::infinity();
+  std::vector<double> held;
+};
+
 PackingOption option_for(const QGraph& g, size_t i, const sim::Arch& arch, const LowerOptions& options,
-                         uint64_t piece, double ahead) {
+                         uint64_t piece, const Before& before) {
   const MatmulOp& m = std::get<MatmulOp>(g.ops[i]);
   ConvShape cv = conv_shape(g, m, arch, options, piece);
-  cv.ahead = ahead;
-  cv.runs = std::isinf(ahead) ? 1 : div_up(g.batch, std::max<uint64_t>(piece, 1));
+  cv.ahead = before.ahead;
+  cv.held = before.held;
+  cv.runs = std::isinf(cv.ahead) ? 1 : div_up(g.batch, std::max<uint64_t>(piece, 1));
   const Shape& os = g.tensors.at(m.output.tensor).shape;
   const std::vector<PackingOption> all = packing_options(cv, arch, acc_budget(os.h * os.w * piece, arch));
   PackingOption o = chosen_option(all);
@@ -3339,17 +3346,20 @@ PackingOption option_for(const QGraph& g, size_t i, const sim::Arch& arch, const
 // packed convolution waits for the whole load (input streaming cuts image rows only for an
 // unpacked one, docs/compiler.md "Input streaming"); an unpacked one may start on its first part,
 // with less hidden than counted, but its tiles, C rows a kernel position, are small.
-double ahead_of(const QGraph& g, size_t i, const sim::Arch& arch, const LowerOptions& options, uint64_t piece,
+Before ahead_of(const QGraph& g, size_t i, const sim::Arch& arch, const LowerOptions& options, uint64_t piece,
                 bool follow = true) {
   for (size_t j = i; j-- > 0;) {
     const auto* prev = std::get_if<MatmulOp>(&g.ops[j]);
     if (!prev) continue;
-    if (!follow || !may_pack(g, *prev, arch, options)) return std::numeric_limits<double>::infinity();
+    if (!follow || !may_pack(g, *prev, arch, options)) return {};
     const PackingOption o = option_for(g, j, arch, options, piece, ahead_of(g, j, arch, options, piece, false));
-    return std::max(0.0, o.first - std::max(0.0, o.fetched));
+    Before b{std::max(0.0, o.first - std::max(0.0, o.fetched)), {}};
+    for (const double t : o.freed) b.held.push_back(t - o.first);
+    return b;
   }
   const Shape& is = g.tensors[std::get<MatmulOp>(g.ops[i]).inputs[0].tensor].shape;
-  return double(arch.host_latency_cycles + sim::transfer_cycles(is.elements() * piece, arch.host_gbps, arch.clock_mhz));
+  return {double(arch.host_latency_cycles + sim::transfer_cycles(is.elements() * piece, arch.host_gbps, arch.clock_mhz)),
+          {}};
 }
 
 }  // namespace

@@ -38,17 +38,20 @@ uint64_t div_up(uint64_t a, uint64_t b) { return (a + b - 1) / b; }
 // tests/compiler/lower_test.cpp works it out.)
 class TilePipeline {
  public:
-  TilePipeline(const sim::Arch& a, double ahead) : a_(a), ahead_(ahead) {}
+  // `held`: when the FIFO slots the layer before still holds free (ConvShape::held).
+  TilePipeline(const sim::Arch& a, double ahead, const std::vector<double>& held = {})
+      : a_(a), ahead_(ahead), held_(held) {}
   // A tile of `bytes` stored bytes whose matmuls stream `stream` cycles.
   void add(uint64_t bytes, double stream) {
     const double rows = double(a_.array_rows);
     const double xfer = double(sim::transfer_cycles(bytes, a_.weight_mem_gbps, a_.clock_mhz));
-    if (shifts_.size() < a_.weight_fifo_tiles) {  // (-infinity while ahead is infinite)
-      fetched_ = (shifts_.empty() ? -ahead_ : fetched_) + xfer;
-    } else {
-      const double slot = shifts_[shifts_.size() - a_.weight_fifo_tiles] + rows;
-      fetched_ = std::max(fetched_, slot) + xfer;
-    }
+    // The slot tile i's fetch waits for: tile i - F's, shifted in, or one the layer before holds.
+    const size_t i = shifts_.size(), f = a_.weight_fifo_tiles;
+    double slot = -std::numeric_limits<double>::infinity();
+    if (i >= f) slot = shifts_[i - f] + rows;
+    else if (i + held_.size() >= f) slot = held_[i + held_.size() - f];
+    // (-infinity while ahead is infinite)
+    fetched_ = std::max(i == 0 ? -ahead_ : fetched_, slot) + xfer;
     const double arrived = fetched_ + double(a_.weight_mem_latency_cycles);
     double shift = std::max(arrived, -rows);  // (the first: behind the layer before, once arrived)
     if (shifts_.empty()) {
@@ -62,10 +65,19 @@ class TilePipeline {
   }
   double cycles() const { return switched_ + stream_; }
   double fetched() const { return fetched_; }
+  // When the slots of the layer's last weight_fifo_tiles tiles (or all, if fewer) free: their
+  // shifts' ends, in order (the next layer's ConvShape::held, on this layer's axis).
+  std::vector<double> freed() const {
+    std::vector<double> out;
+    for (size_t i = shifts_.size() - std::min<size_t>(shifts_.size(), a_.weight_fifo_tiles); i < shifts_.size(); ++i)
+      out.push_back(shifts_[i] + double(a_.array_rows));
+    return out;
+  }
 
  private:
   const sim::Arch& a_;
   double ahead_;
+  std::vector<double> held_;
   std::vector<double> shifts_;  // each tile's shift start
   double fetched_ = -std::numeric_limits<double>::infinity();  // the last fetch's end
   double switched_ = 0, stream_ = 0;  // the last switch, and what its tile streams
@@ -77,17 +89,19 @@ class TilePipeline {
 // the first run's last fetch's end; `first`: the first run's time.
 struct Matrix {
   double cycles = 0, fetched = 0, first = 0;
+  std::vector<double> freed;  // the first run's TilePipeline::freed
 };
 Matrix matrix_time(const ConvShape& cv, const sim::Arch& a, const std::vector<std::pair<uint64_t, double>>& tiles) {
-  const auto run = [&](double ahead) {
-    TilePipeline p(a, ahead);
+  const auto run = [&](double ahead, const std::vector<double>& held) {
+    TilePipeline p(a, ahead, held);
     for (const auto& [bytes, stream] : tiles) p.add(bytes, stream);
     return p;
   };
-  const TilePipeline first = run(cv.ahead);
-  if (cv.runs <= 1 || std::isinf(cv.ahead)) return {first.cycles(), first.fetched(), first.cycles()};
-  const double rest = run(std::numeric_limits<double>::infinity()).cycles();
-  return {(first.cycles() + double(cv.runs - 1) * rest) / double(cv.runs), first.fetched(), first.cycles()};
+  const TilePipeline first = run(cv.ahead, cv.held);
+  if (cv.runs <= 1 || std::isinf(cv.ahead)) return {first.cycles(), first.fetched(), first.cycles(), first.freed()};
+  const double rest = run(std::numeric_limits<double>::infinity(), {}).cycles();
+  return {(first.cycles() + double(cv.runs - 1) * rest) / double(cv.runs), first.fetched(), first.cycles(),
+          first.freed()};
 }
 
 // A layer's estimate: the matrix unit's (TilePipeline), plus the activation unit (its rows and
@@ -98,7 +112,7 @@ PackingOption estimate(const ConvShape& cv, const sim::Arch& a, std::optional<Pa
                      double(activates * a.activation_latency_cycles);
   const double cycles = matrix.cycles + act;
   if (pk) pk->cycles = cycles;
-  return {pk, cycles, passes, matrix.fetched, matrix.first + act};
+  return {pk, cycles, passes, matrix.fetched, matrix.first + act, matrix.freed};
 }
 
 }  // namespace

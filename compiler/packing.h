@@ -55,6 +55,14 @@ struct ConvShape {
   // estimate counts 1 / runs of the first run's exposed fetches.
   double ahead = std::numeric_limits<double>::infinity();
   uint64_t runs = 1;
+  // The FIFO slots the layer before still holds at its end, as at most weight_fifo_tiles times on
+  // this layer's axis (its start 0) at which each frees, in the order its tiles were fetched (its
+  // PackingOption::freed less its first run's estimate): the weight FIFO runs weight_fifo_tiles
+  // tiles ahead across the layer boundary too, so this layer's fetch i < weight_fifo_tiles waits
+  // for the layer before's tile weight_fifo_tiles - i from its end to have shifted in (held[i +
+  // held.size() - weight_fifo_tiles], where that is an index). Empty: every slot free (the model's
+  // first layer, or `ahead` infinite). Only the first run has it.
+  std::vector<double> held = {};
 };
 
 struct Packing {
@@ -76,6 +84,9 @@ struct PackingOption {
   double fetched = -std::numeric_limits<double>::infinity();
   // The first run's estimate (`cycles` is the mean over ConvShape::runs): the axis `fetched` is on.
   double first = 0;
+  // When the first run's last weight_fifo_tiles tiles' FIFO slots free (their shifts' ends), on
+  // the `fetched` axis, in order: the next layer's ConvShape::held (less `first`).
+  std::vector<double> freed = {};
 };
 
 // Every way choose_packing weighs, in its order: no packing first, then P = 1, 2, ... as far as
