@@ -472,6 +472,60 @@ TEST_CASE("the packing estimate charges the first weight-FIFO fetches of a layer
   }
 }
 
+// The weight FIFO across a layer boundary (ConvShape::held): resblock at batch 3 on tpu-v1 (256 x
+// 256, 34 GB/s: a fetch of b bytes ceil(b x 700 / 34,000) cycles; 4 slots; the shift skewed: 256
+// cycles, none after a switch) with weight_mem_latency_cycles = 10,000 and the host link at 20
+// GB/s. stem and branch_a1 are both 3 x 3, 16 -> 16, 8 x 8 out; the activation unit 192 rows + 8
+// an activate.
+//   stem (the first layer: ahead = the input's load, 700 + ceil(3,072 x 700 / 20,000) = 808), P = 4
+//     (2 tiles: 192 x 64 = 12,288 bytes, 253 cycles, streaming 8 x 3 x 2 groups x 12 = 576; 96 x 64
+//     = 6,144, 127, streaming 288): tile 0 fetched at -808 + 253 = -555, arrives at 9,445, shifts
+//     until 9,701 (its switch); tile 1 fetched at -428, arrives at 9,572, shifts at 9,701, switched
+//     at 10,277: 10,565, + 192 + 16 x 8 = 10,885. Its slots free at 9,701 and 9,957.
+//   branch_a1 after it: ahead 10,885 - 0 (its last fetch ended before its start), and the stem
+//     still holds 2 of the 4 slots, freed at 9,701 - 10,885 = -1,184 and -928 (held).
+//     P = 8 (3 tiles of 160 x 128 = 20,480 bytes, 422 cycles, each streaming 8 x 3 x 10 = 240):
+//     tiles 0 and 1 fetched at -10,463 and -10,041, arrive at -463 and -41: switched at 0 and 256;
+//     tile 2's fetch needs a slot: the stem's first tile's, at -1,184: fetched at -762, arrives at
+//     9,238, switched at 9,494: 9,734, + 192 + 8 x 8 = 9,990. Without the held slots (the
+//     estimate before) it was fetched at -9,619 and arrived at 381, switched at 637: 877 + 256 =
+//     1,133, less than P = 4's 1,184 (tiles in at 0 and 576: 864, + 320), and P = 8 was taken at 20
+//     GB/s (the run: 32,777 cycles) where at 10.74 GB/s (ahead 10,792: tile 2 arrives at 474, 1,226)
+//     P = 4 was (24,990): a faster host link, a slower run.
+TEST_CASE("the packing estimate's weight FIFO holds the slots of the layer before's tiles") {
+  sim::Arch a;  // tpu-v1
+  a.weight_mem_latency_cycles = 10'000;
+  compiler::ConvShape cv{16, 16, 3, 3, 1, 8, 8, 3};
+  const auto estimate = [&](uint64_t p) {
+    for (const compiler::PackingOption& o : compiler::packing_options(cv, a, 192))
+      if (o.packing && o.packing->p == p) return o.cycles;
+    return -1.0;
+  };
+  cv.ahead = 808;  // the stem
+  CHECK(estimate(4) == 10'885);
+  CHECK(compiler::choose_packing(cv, a, 192)->p == 4);
+  cv.ahead = 10'885;  // branch_a1, the held slots not counted
+  CHECK(estimate(4) == 1'184);
+  CHECK(estimate(8) == 1'133);
+  CHECK(compiler::choose_packing(cv, a, 192)->p == 8);
+  cv.held = {-1'184, -928};
+  CHECK(estimate(4) == 1'184);
+  CHECK(estimate(8) == 9'990);
+  CHECK(compiler::choose_packing(cv, a, 192)->p == 4);
+  SECTION("the model: branch_a1 packs 4 pixels at both host links, as fast at 20 GB/s as at 10.74") {
+    compiler::LoadOptions lo;
+    lo.batch = 3;
+    for (const double host : {10.74, 20.0}) {
+      a.host_gbps = host;
+      const compiler::Compiled c = compiler::compile_file(kWorkloads / "small/resblock.toml", a, lo);
+      INFO(host << " GB/s");
+      REQUIRE(c.program.meta["mapping"][1]["layer"] == "branch_a1");
+      CHECK(c.program.meta["mapping"][1]["packing"] == "4 pixels per vector, 6 input pixels x 2 kernel rows gathered");
+      CHECK(sim::simulate(c.program, a, {sim::Engine::timing, 0}).cycles == 24'990);
+    }
+  }
+}
+
 TEST_CASE("the packing estimate counts each weight tile's shift into the array that short matmuls leave exposed") {
   // tiny_cnn at batch 1 on 128 x 128 (tpu-v1 otherwise): conv2 is 3 x 3, 16 -> 32 channels, 6 x 6
   // out. A tile switch follows the one before it by at least 128 + 128 - 1 = 255 cycles (its shift
