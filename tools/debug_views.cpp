@@ -120,7 +120,9 @@ std::string view_cell(const sim::DebugSession& s, uint64_t r, uint64_t c) {
 // at most 8 x 8 cells also shows each cell's input and partial sum.
 std::string view_array(const sim::DebugSession& s, uint64_t row, uint64_t col, uint64_t size) {
   const sim::SystolicArray& a = s.array();
-  const uint64_t N = a.rows(), M = a.cols(), r1 = std::min(N, row + size), c1 = std::min(M, col + size);
+  // (The window stops at the array's edge: at most N - row rows from `row` (the caller checks row <
+  // N), so that a SIZE near 2^64 cannot wrap row + SIZE around to below `row`.)
+  const uint64_t N = a.rows(), M = a.cols(), r1 = row + std::min(size, N - row), c1 = col + std::min(size, M - col);
   const uint64_t b = std::max<uint64_t>(1, (std::max(r1 - row, c1 - col) + 31) / 32);
   const bool whole = row == 0 && col == 0 && r1 == N && c1 == M;
   std::string out = fmt::format("array at cycle {} ({} x {} cells", s.cycle(), N, M);
@@ -174,7 +176,7 @@ std::string view_array(const sim::DebugSession& s, uint64_t row, uint64_t col, u
 
 std::string view_weights(const std::string& title, uint64_t row, uint64_t col, uint64_t size, uint64_t rows,
                          uint64_t cols, const std::function<int32_t(uint64_t, uint64_t)>& at) {
-  const uint64_t r1 = std::min(rows, row + size), c1 = std::min(cols, col + size);
+  const uint64_t r1 = row + std::min(size, rows - row), c1 = col + std::min(size, cols - col);  // (as view_array's)
   std::string out = fmt::format("{}, rows {}..{}, columns {}..{} of {} x {}:\n     ", title, row, r1 - 1, col,
                                 c1 - 1, rows, cols);
   for (uint64_t j = col; j < c1; ++j) out += fmt::format(" {:>4}", j);
