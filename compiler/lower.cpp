@@ -396,14 +396,22 @@ class Lowering {
   };
   const StreamTiles& stream_tiles(const MatmulOp& m) const;
   mutable std::unordered_map<const MatmulOp*, StreamTiles> stream_tiles_;
-  double stream_end(const MatmulOp& m, const std::vector<uint64_t>& cuts, const StreamRows& stream) const;
+  // (`next`, where given: the later layers' first tiles (StreamClock::next_tiles) in, and their
+  // lateness out.)
+  struct NextTiles {
+    std::vector<std::pair<double, double>> later;
+    double late = 0, done = 0;  // (and when the layer is done: StreamClock::done)
+  };
+  double stream_end(const MatmulOp& m, const std::vector<uint64_t>& cuts, const StreamRows& stream,
+                    NextTiles* next = nullptr) const;
   struct PackedChunk {
     uint64_t y0, y1, g0, g1;  // output rows [y0, y1), groups [g0, g1) of each
   };
   static std::vector<PackedChunk> packed_chunks(uint64_t oh, uint64_t groups, uint64_t batch, uint64_t budget);
-  double packed_end(const MatmulOp& m, const Packing& pk, const StreamRows& stream) const;
+  double packed_end(const MatmulOp& m, const Packing& pk, const StreamRows& stream,
+                    NextTiles* next = nullptr) const;
   StreamRows whole_load(const MatmulOp& m, int t) const;
-  bool beats_whole(const MatmulOp& m, int t, uint64_t parts) const;
+  bool beats_whole(size_t i, const MatmulOp& m, int t, uint64_t parts) const;
   uint64_t part_rows(int t, uint64_t parts) const;
   class StreamClock;
   std::vector<size_t> chain_needs(const MatmulOp& a, const MatmulOp& b, const std::vector<uint64_t>& starts) const;
@@ -1339,7 +1347,7 @@ class Lowering::StreamClock {
       if (!computed[i]) continue;
       const size_t r = i / (m.kernel_w * kt), k = i % kt;
       const int64_t need = !streamed || s_.need.empty() ? -1 : s_.need[((y1 - 1) * m.kernel_h + r) * kt + k];
-      matmul(v, d, need, after, first);
+      matmul(v, d, need, after, first, true);
     }
     // Its activates: one per output row where the output is stored padded (a run per row), else
     // one; each the activation unit's latency and its vectors x ceil(N / activation_lanes).
@@ -1350,8 +1358,9 @@ class Lowering::StreamClock {
   }
   // One matmul of v vectors reading part `need` (-1: none), starting no sooner than `after`, its
   // successor `gap` cycles after its start at the soonest; `first`: when the program's first matmul
-  // may start (its tile's fetch, the weight memory's latency and its shift).
-  void matmul(double v, double gap, int64_t need, double after, double first) {
+  // may start (its tile's fetch, the weight memory's latency and its shift); `switches`: it
+  // switches to a tile of its own (one fetch).
+  void matmul(double v, double gap, int64_t need, double after, double first, bool switches) {
     const auto n = int64_t(t0s_.size());
     if (issued_ < need) {
       const double before = std::max(t0_of(n - 1 - depth_), gate_);  // (when the one before issues)
@@ -1362,8 +1371,46 @@ class Lowering::StreamClock {
     t0s_.push_back(t0_);
     gap_ = gap;
     v_ = v;
+    first_ = first;
+    // (A switch's rw goes before the sync for its part, emitter.h; the matmul issues after it.)
+    if (switches) switches_.push_back({std::max(ctl_, gate_), t0_});
+    ctl_ = std::max({ctl_, t0_of(n - 1 - depth_), gate_, ready});
     if (need >= 0 && need == issued_ && size_t(issued_) + 1 < s_.dma.size())
       issue(std::max({ready, t0_of(n - depth_), gate_}));
+  }
+  // The next layers' first tiles' lateness: the latest of when each has shifted in, less the
+  // later layers' vectors before it (`later`: each tile's fetch cycles on the weight memory and
+  // its matmuls' vectors, in fetch order, the next layer's first tile first). The weight FIFO as
+  // docs/timing.md has it, fetch after fetch (this layer's S switches' tiles, F cycles each, then
+  // those): fetch f < Q_w (weight_fifo_tiles) is requested at the start; fetch f >= Q_w is the
+  // emitter's for switch f - Q_w (emitter.h: its rw placed before that matmul's sync), so it is
+  // requested once that rw has issued (behind the DMAs emitted before it: the host station's
+  // queue) and fetch f - Q_w's slot has freed; it crosses the weight memory after the fetch
+  // before it, is usable W later, and shifts in (R cycles; its slot then frees) once the shadow
+  // tile is free: the tile before it shifted in and its switch started. (Loaded whole, issue waits
+  // behind the host DMAs: LeNet-5 at batch 1 on tpu-v1 with W = 10,000 and Q_w = 1 issued
+  // conv2's rw at 17,441 behind its 28 image rows' DMAs; streamed at 14, its request waiting for
+  // conv1's slot until 10,811: its tile shifted in 6,631 cycles later loaded whole.)
+  double next_tiles(const std::vector<std::pair<double, double>>& later) const {
+    const sim::Arch& a = l_.arch_;
+    const auto qw = size_t(std::max<uint64_t>(a.weight_fifo_tiles, 1)), S = switches_.size();
+    const double rows = double(a.array_rows), W = double(a.weight_mem_latency_cycles);
+    const double fetch = std::max(0.0, first_ - W - rows);  // (this layer's F: first_ = F + W + R)
+    std::vector<double> freed;                               // each fetch's slot frees (shifted in)
+    double bus = 0, late = 0, work = 0;
+    for (size_t f = 0; f < S + std::min(qw, later.size()); ++f) {
+      const double request = f < qw ? 0.0 : std::max(switches_[f - qw].issue, freed[f - qw]);
+      const double cycles = f < S ? fetch : later[f - S].first;
+      bus = std::max(bus, request) + cycles;
+      double shift = bus + W;
+      if (f > 0) shift = std::max({shift, freed[f - 1], switches_[std::min(f, S) - 1].t0});
+      freed.push_back(shift + rows);
+      if (f >= S) {
+        late = std::max(late, freed.back() - work);
+        work += later[f - S].second + l_.unhidden_shift(later[f - S].second);
+      }
+    }
+    return late;
   }
   // `count` activates of `each` cycles after the matmuls so far: each starts when they have ended
   // and the one before it is done, and the instruction after them issues once the activate depth_
@@ -1376,11 +1423,16 @@ class Lowering::StreamClock {
     if (acts_.size() > size_t(depth_)) gate_ = std::max(gate_, acts_[acts_.size() - 1 - size_t(depth_)]);
   }
   double end() const { return t0_ + v_; }
+  // When the layer is done: its last matmul and activate have ended (the next layer reads them).
+  double done() const { return std::max(end(), act_free_); }
 
  private:
   double t0_of(int64_t n) const { return n < 0 ? 0.0 : t0s_[size_t(n)]; }
   void issue(double at) {
     ++issued_;
+    // (The control unit issues DMA j once DMA j - depth_ has started: the host station's queue.)
+    const int64_t ahead = issued_ - depth_;
+    ctl_ = std::max({ctl_, at, ahead < 0 ? 0.0 : arrive_[size_t(ahead)] - s_.dma[size_t(ahead)]});
     arrive_[size_t(issued_)] = link_ = std::max(link_, at) + s_.dma[size_t(issued_)];
   }
   const Lowering& l_;
@@ -1391,6 +1443,13 @@ class Lowering::StreamClock {
   std::vector<double> acts_;       // each activate's start so far
   double act_free_ = 0, gate_ = 0;  // when the activation unit is free; issue held until then
   std::vector<double> t0s_;  // each matmul's start so far
+  // The control unit's issue so far (next_tile's only: the DMAs' and matmuls' starts above do not
+  // wait for it), and each switching matmul's issue and start.
+  double ctl_ = 0, first_ = 0;
+  struct Switch {
+    double issue, t0;
+  };
+  std::vector<Switch> switches_;
 };
 
 const Lowering::StreamTiles& Lowering::stream_tiles(const MatmulOp& m) const {
@@ -1402,11 +1461,13 @@ const Lowering::StreamTiles& Lowering::stream_tiles(const MatmulOp& m) const {
   return it->second;
 }
 
-double Lowering::stream_end(const MatmulOp& m, const std::vector<uint64_t>& cuts, const StreamRows& stream) const {
+double Lowering::stream_end(const MatmulOp& m, const std::vector<uint64_t>& cuts, const StreamRows& stream,
+                            NextTiles* next) const {
   const std::vector<uint64_t> starts = chunk_starts(m, cuts);
   StreamClock clock(*this, stream);
   for (size_t nt = 0; nt < n_tiles(m).size(); ++nt)
     for (size_t c = 0; c + 1 < starts.size(); ++c) clock.chunk(m, nt, starts[c], starts[c + 1], 0, true);
+  if (next) next->late = clock.next_tiles(next->later), next->done = clock.done();
   return clock.end();
 }
 
@@ -1418,7 +1479,8 @@ double Lowering::stream_end(const MatmulOp& m, const std::vector<uint64_t>& cuts
 // the one before by at least D = max(its run + S(run), F, (F + W + R) / Q_w) (F: its stored box
 // at weight_mem_gbps; W: weight_mem_latency_cycles), the first at F + W + R; then the chunk's
 // activates (one per output row and group of B rows where P > 1, else as an unpacked chunk's).
-double Lowering::packed_end(const MatmulOp& m, const Packing& pk, const StreamRows& stream) const {
+double Lowering::packed_end(const MatmulOp& m, const Packing& pk, const StreamRows& stream,
+                            NextTiles* next) const {
   const sim::Arch& a = arch_;
   const Storage& out = storage_[m.output.tensor];
   const uint64_t oh = out.shape.h, ow = out.shape.w, B = batch_, P = pk.p, full = ow / P, tail = ow % P;
@@ -1445,7 +1507,7 @@ double Lowering::packed_end(const MatmulOp& m, const Packing& pk, const StreamRo
           for (uint64_t rr = 0; rr < kh && !stream.need.empty(); ++rr)
             for (uint64_t k = 0; k < kt; ++k)
               need = std::max(need, stream.need[(y * m.kernel_h + r0 + rr * pk.row_step) * kt + k]);
-          clock.matmul(v, y + 1 < c.y1 ? v : std::max(v, d - run + v), need, 0, first);
+          clock.matmul(v, y + 1 < c.y1 ? v : std::max(v, d - run + v), need, 0, first, y == c.y0);
         }
       }
       const uint64_t acts = P > 1 ? (c.y1 - c.y0) * (c.g1 - c.g0) : (out.pad > 0 ? c.y1 - c.y0 : 1);
@@ -1454,6 +1516,7 @@ double Lowering::packed_end(const MatmulOp& m, const Packing& pk, const StreamRo
                                     double(div_up(cols, a.activation_lanes)));
     }
   }
+  if (next) next->late = clock.next_tiles(next->later), next->done = clock.done();
   return clock.end();
 }
 
@@ -2385,7 +2448,7 @@ uint64_t Lowering::stream_parts(size_t i, int t) const {
     while (kc >= 2 && refetch(kc) >= transfer) --kc;
     if (kc > slices && kc >= 2 && exposed(cc, kc) < exposed(c, k)) k = kc;
   }
-  if (k >= 2 && conv_reader && !beats_whole(*m, t, uint64_t(k))) k = 1;
+  if (k >= 2 && conv_reader && !beats_whole(i, *m, t, uint64_t(k))) k = 1;
   return k >= 2 ? static_cast<uint64_t>(k) : 1;
 }
 
@@ -2453,15 +2516,25 @@ Lowering::StreamRows Lowering::whole_load(const MatmulOp& m, int t) const {
   return s;
 }
 
-// Whether convolution m, model input t's first reader, ends sooner with t streamed in `parts`
-// parts than loaded whole, by the estimate of its end (packed_end where it packs; else
-// stream_end, with the cuts that pay or none). The estimate counts the weight memory's latency:
-// the layer's first tile arrives F + W + R after the start, and while the matrix unit waits for
-// it, issue runs at most station_queue_depth matmuls ahead, so the parts after those wait for it
-// on the host link, where the load whole runs on. (Without it, tiny_cnn at batch 1 on tpu-v1
-// with a latency of 10,000 cycles streamed its 15 DMAs and ran 17,742 cycles, against 13,913
-// loaded whole: its first tile arrives at 10,382, the load whole at 9,933.)
-bool Lowering::beats_whole(const MatmulOp& m, int t, uint64_t parts) const {
+// Whether convolution m (op i), model input t's first reader, is done sooner with t streamed in
+// `parts` parts than loaded whole, counting when the next layer's first tile has shifted in, by
+// the estimate of m's end (packed_end where it packs; else stream_end, with the cuts that pay or
+// none): the later of m's matmuls and activates' end (StreamClock::done) and that tile
+// (StreamClock::next_tiles), then m's end. The estimate counts the weight memory's latency: the
+// layer's first tile arrives F + W + R after the start, and while the matrix unit waits for it,
+// issue runs at most station_queue_depth matmuls ahead, so the parts after those wait for it on
+// the host link, where the load whole runs on. (Without it, tiny_cnn at batch 1 on tpu-v1 with a
+// latency of 10,000 cycles streamed its 12 image rows and ran 17,864 cycles against 14,113 loaded
+// whole: its first tile arrives at 10,400, the load whole at 9,495: tests/CMakeLists.txt.) Loaded
+// whole, the next layer's first rw issues behind the load's DMAs (the host station's queue holds
+// issue), so that its latency may no longer hide behind m: counting m's end alone, LeNet-5 at
+// batch 1 on tpu-v1 with W = 10,000 and weight_fifo_tiles = 1 ran 71,484 cycles loaded whole,
+// against 70,108 streamed. Only the next layer's first tile counts: counting the first
+// weight_fifo_tiles (those m's switches fetch) streamed LeNet-5 at batch 1 with W = 10,000, a
+// 4-tile FIFO and one instruction per station queue (41,688 cycles against 38,498 loaded whole):
+// the tiles after the first wait behind work the estimate does not see (pools, the next layers'
+// activates), so their lateness counted for too much.
+bool Lowering::beats_whole(size_t i, const MatmulOp& m, int t, uint64_t parts) const {
   const Emitter::Work& before = em_.work();
   if (before.switches > 0) return true;
   StreamRows whole = whole_load(m, t), s = load_parts(m, t, part_rows(t, parts));
@@ -2473,9 +2546,40 @@ bool Lowering::beats_whole(const MatmulOp& m, int t, uint64_t parts) const {
                                            sim::transfer_cycles(before.dma_bytes, arch_.host_gbps, arch_.clock_mhz)));
       for (int64_t& n : r->need) n += n >= 0;
     }
-  if (const auto pk = packing_for(m, batch_)) return packed_end(m, *pk, s) < packed_end(m, *pk, whole);
-  const double bound = stream_end(m, {}, whole);
-  return stream_end(m, {}, s) < bound || !paying_cuts(m, s, bound).empty();
+  // The next layer's first tile: its fetch (its stored box at weight_mem_gbps) and vectors (a
+  // packed layer's: its pixels x batch / P).
+  NextTiles next_s, next_w;
+  const uint64_t qw = 1;  // (the first only: see above)
+  for (size_t j = i + 1; j < g_.ops.size() && next_s.later.size() < qw; ++j)
+    if (const auto* b = std::get_if<MatmulOp>(&g_.ops[j])) {
+      double fetch = 0, vectors = double(pixels(b->output) * batch_);
+      uint64_t tiles = 0;
+      if (const auto pk = packing_for(*b, batch_)) {
+        const uint64_t cols = pk->p > 1 ? pk->p * b->n : tile_cols(*b, n_tiles(*b)[0]);
+        fetch = double(sim::transfer_cycles(pk->u * std::min(pk->rows, pk->kernel_rows) * b->k * cols,
+                                            arch_.weight_mem_gbps, arch_.clock_mhz));
+        tiles = div_up(pk->kernel_rows, pk->rows) * (pk->p > 1 ? 1 : n_tiles(*b).size());
+        vectors /= double(std::max<uint64_t>(pk->p, 1));
+      } else {
+        fetch = tile_fetch_cycles(*b), tiles = layer_tiles(*b);
+      }
+      for (uint64_t k = 0; k < tiles && next_s.later.size() < qw; ++k) next_s.later.push_back({fetch, vectors});
+    }
+  next_w.later = next_s.later;
+  double end_s = 0, end_w = 0;
+  if (const auto pk = packing_for(m, batch_)) {
+    end_s = packed_end(m, *pk, s, &next_s);
+    end_w = packed_end(m, *pk, whole, &next_w);
+  } else {
+    end_w = stream_end(m, {}, whole, &next_w);
+    end_s = stream_end(m, {}, s, &next_s);
+    if (const std::vector<uint64_t> cuts = paying_cuts(m, s, end_w); !cuts.empty()) {
+      NextTiles cut_next{next_s.later, 0};
+      if (const double e = stream_end(m, cuts, s, &cut_next); e < end_s) end_s = e, next_s = cut_next;
+    }
+  }
+  const double done_s = std::max(next_s.done, next_s.late), done_w = std::max(next_w.done, next_w.late);
+  return done_s < done_w || (done_s == done_w && end_s < end_w);
 }
 
 // An LSTM reads its input sequence one time step (pixel) at a time, each step's gates after the
