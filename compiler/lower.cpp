@@ -658,6 +658,10 @@ View op_writes(const QOp& op) {
 // rows (the halo), read again from host memory by each.
 struct BandInput {
   uint64_t first = 0, rows = 0, pad = 0;
+  // The map's rows a band stores for its input, its borders left out: a kernel smaller than twice
+  // the padding (2 x 2, padding 1) reads fewer rows than the borders take, and the band then holds
+  // a row more than it reads (never rows - 2 x pad below one).
+  uint64_t map_rows() const { return std::max(rows, 2 * pad + 1) - 2 * pad; }
 };
 BandInput band_input(const QOp& op, uint64_t y0, uint64_t y1) {
   return std::visit([&](const auto& o) -> BandInput {
@@ -2181,9 +2185,7 @@ std::vector<std::pair<int, Storage>> Lowering::band_storages(size_t i, uint64_t 
   std::vector<std::pair<int, Storage>> bands;
   for (const View& v : op_reads(op)) {
     Shape s = g_.tensors[v.tensor].shape;
-    // A kernel smaller than twice the padding (2 x 2, padding 1) reads fewer rows than the
-    // borders take: the band then holds a row more than it reads.
-    s.h = std::max(bi.rows, 2 * bi.pad + 1) - 2 * bi.pad;
+    s.h = bi.map_rows();
     bands.push_back({v.tensor, Storage{s, batch_, lanes_, bi.pad, 0}});
   }
   const int out = op_writes(op).tensor;
@@ -2303,7 +2305,7 @@ void Lowering::lower_in_bands(size_t i) {
         "model {}: layer {}: even one output row of tensor {} ({}) does not fit in the unified buffer: with the {} "
         "input rows it reads it needs {} UB rows, the largest free block is {} rows of {} ({} bytes per row); use a "
         "larger ub_bytes",
-        g_.name, g_.op_layer.at(i), g_.tensors[out].name, g_.tensors[out].shape.str(), bi.rows - 2 * bi.pad,
+        g_.name, g_.op_layer.at(i), g_.tensors[out].name, g_.tensors[out].shape.str(), bi.map_rows(),
         band_rows_needed(i, 1), largest, arch_.ub_rows(), arch_.ub_row_bytes()));
   }
   uint64_t lo = 1, hi = oh;  // the tallest band that fits: binary search

@@ -277,6 +277,32 @@ case_program_for_another_machine() {
   # A program assembled by hand was compiled with no choices: its `.arch` names the machine only.
   expect 0 "machine +tpu-v1 driver_host_loop=0 driver_partial_tiles=0 " -- "$tpusim" run "$S" --set driver_host_loop=0 --set driver_partial_tiles=0
 }
+# A kernel smaller than twice its padding (4 x 4, padding 3) whose one output row does not fit:
+# the refusal names the map rows a band stores for it (1: padded rows 0-3 are 3 border rows and map
+# row 0), where it had printed rows - 2 x pad wrapped around (18446744073709551614).
+case_band_row_past_the_padding() {
+  cat >k4p3.toml <<'TOML'
+[model]
+name = "k4p3"
+batch = 4
+seed = 1
+input = [5, 7, 4]
+
+[[layer]]
+name = "conv"
+type = "conv2d"
+filters = 15
+kernel = 4
+padding = 3
+activation = "none"
+TOML
+  # A band of one output row for one sample: its input 1 map row + 2 x 3 border rows of 7 + 2 x 3
+  # pixels, 7 x 13 = 91 UB rows (4 channels fill a 4-byte row), and its output row 10 pixels x 4
+  # slices of the 15 channels = 40: 131 rows, against a 512-byte buffer's 128 (100 free).
+  expect 2 "k4p3\.toml: model k4p3: layer conv: even one output row of tensor conv \(\[8, 10, 15\]\) does not fit in the unified buffer: with the 1 input rows it reads it needs 131 UB rows, the largest free block is 100 rows of 128 \(4 bytes per row\); use a larger ub_bytes$" \
+    -- "$tpusim" run k4p3.toml --set array_rows=4 --set array_cols=4 --set ub_bytes=512
+}
+
 case_arch_file_duplicate_key() {
   printf '{\n  "array_rows": 128,\n  "clock_mhz": 700,\n  "array_rows": 64\n}\n' >dup.json
   expect 2 "^dup\.json:4: \"array_rows\" is given twice" -- "$tpusim" run "$M" --arch dup.json
