@@ -170,8 +170,11 @@ struct ContractModel {
         const int16_t x_in = j == 0 ? left[k] : int16_t(x[k][j - 1]);
         const uint8_t f_in = j == 0 ? flags[k] : uint8_t(xf[k][j - 1]);
         const int32_t p_in = k == 0 ? 0 : int32_t(psum[k - 1][j]);
-        const auto& [r, values] = given[skewed ? j : 0];
-        const bool write = (skewed ? j < given.size() : true) && r >= 0 && size_t(r) == k;
+        // (the row given j steps ago exists only after j steps: index the deque only then)
+        const size_t age = skewed ? j : 0;
+        const bool given_then = age < given.size();
+        const auto& [r, values] = given[given_then ? age : 0];
+        const bool write = given_then && r >= 0 && size_t(r) == k;
         const MacCell c = mac_cell_next(cell(k, j), x_in, f_in, p_in, write, write ? values[j] : 0);
         weight2[k][j] = c.weight, shadow2[k][j] = c.shadow, x2[k][j] = c.x, xf2[k][j] = c.x_flags;
         psum2[k][j] = c.psum, pv2[k][j] = c.psum_valid;
