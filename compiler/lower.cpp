@@ -1407,7 +1407,8 @@ class Lowering::StreamClock {
       const double cycles = f < S ? fetch : later[f - S].first;
       bus = std::max(bus, request) + cycles;
       double shift = bus + W;
-      if (f > 0) shift = std::max({shift, freed[f - 1], switches_[std::min(f, S) - 1].t0});
+      if (f > 0) shift = std::max(shift, freed[f - 1]);
+      if (f > 0 && S > 0) shift = std::max(shift, switches_[std::min(f, S) - 1].t0);
       freed.push_back(shift + rows);
       if (f >= S) {
         late = std::max(late, freed.back() - work);
@@ -2327,13 +2328,11 @@ void Lowering::lower_in_bands(size_t i) {
       const bool top = t == out;  // outputs from the top, inputs from the bottom
       if (!alloc_.allocate(st.rows(), top, st.base) && !alloc_.allocate(st.rows(), !top, st.base))
         throw std::logic_error("lower_in_bands: a band that fits did not fit");
-      if (t != out) {
-        for (const auto& [first, n] : border_ranges(st)) {
-          em_.zero({first, n});
-          alloc_.zeroed(first, n);
-        }
-        const uint64_t from = band_input(op, y0, y1).first;
-        for (const auto& [first, n] : band_padding_rows(st, from, g_.tensors[t].shape.h)) {
+      if (t != out) {  // its border, and the map's padding rows inside it (band_padding_rows)
+        std::vector<std::pair<uint64_t, uint64_t>> zeros = border_ranges(st);
+        for (const auto& r : band_padding_rows(st, band_input(op, y0, y1).first, g_.tensors[t].shape.h))
+          zeros.push_back(r);
+        for (const auto& [first, n] : zeros) {
           em_.zero({first, n});
           alloc_.zeroed(first, n);
         }

@@ -174,7 +174,7 @@ void SystolicArray::step(std::span<const int16_t> left_values, std::span<const u
     // column needs any more); column j writes the row of step cycles_ - j.
     delayed_rows_[cycles_ % cols_] = shadow_row;
     if (shadow_row >= 0) last_shift_ = int64_t(cycles_);
-    if (last_shift_ >= 0 && uint64_t(last_shift_) + cols_ > cycles_) shift_columns(shadow_row, shadow_values);
+    if (shift_pending()) shift_columns(shadow_row, shadow_values);
   }
 
   const uint8_t* bottom_flags = xf_line_.data() + (rows_ - 1) * line + x_pos_;
